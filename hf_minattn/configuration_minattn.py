@@ -1,0 +1,176 @@
+"""MinAttn model configuration."""
+
+from transformers import PretrainedConfig
+from transformers.activations import ACT2FN
+
+POSITION_EMBEDDING_TYPES = ("learned", "sinusoidal", "none")
+NORM_PLACEMENTS = ("pre", "post")
+QKV_PROJECTIONS = ("learned", "identity")
+
+
+class MinAttnConfig(PretrainedConfig):
+    r"""
+    This is the configuration class to store the configuration of a [`MinAttnModel`]. It is used to instantiate a
+    MinAttn encoder: token (and position) embeddings followed by a stack of multi-head self-attention blocks, each
+    with an optional feed-forward sublayer. The defaults give a small model (about 5M parameters) that trains on a
+    CPU in minutes.
+
+    Configuration objects inherit from [`PretrainedConfig`] and can be used to control the model outputs. Read the
+    documentation from [`PretrainedConfig`] for more information.
+
+    Args:
+        vocab_size (`int`, *optional*, defaults to 8192):
+            Vocabulary size: the number of rows of the word embedding matrix.
+        hidden_size (`int`, *optional*, defaults to 256):
+            Dimension of the embeddings and of every hidden state.
+        num_hidden_layers (`int`, *optional*, defaults to 4):
+            Number of self-attention blocks.
+        num_attention_heads (`int`, *optional*, defaults to 4):
+            Number of attention heads per block; must divide `hidden_size`.
+        intermediate_size (`int`, *optional*, defaults to 1024):
+            Width of the feed-forward sublayer. `0` gives attention-only blocks (no feed-forward sublayer).
+        hidden_act (`str`, *optional*, defaults to `"gelu"`):
+            Activation of the feed-forward sublayer and of the masked-LM head, any key of
+            `transformers.activations.ACT2FN`.
+        max_position_embeddings (`int`, *optional*, defaults to 512):
+            Longest sequence the model accepts when positions are `"learned"` or `"sinusoidal"`.
+        position_embedding_type (`str`, *optional*, defaults to `"learned"`):
+            `"learned"` (a trained embedding per position, as in BERT), `"sinusoidal"` (the fixed encoding of
+            "Attention Is All You Need") or `"none"` (no position information: the model sees a bag of tokens).
+        norm_placement (`str`, *optional*, defaults to `"pre"`):
+            `"pre"`: LayerNorm before each sublayer and once after the last block (GPT-2 style, stable to train);
+            `"post"`: LayerNorm after each residual addition and on the embeddings (original Transformer / BERT).
+        hidden_dropout_prob (`float`, *optional*, defaults to 0.1):
+            Dropout on the embeddings and on each sublayer's output.
+        attention_probs_dropout_prob (`float`, *optional*, defaults to 0.1):
+            Dropout on the attention probabilities.
+        layer_norm_eps (`float`, *optional*, defaults to 1e-12):
+            Epsilon of every LayerNorm.
+        initializer_range (`float`, *optional*, defaults to 0.02):
+            Standard deviation of the normal initialisation of all weight matrices.
+        qkv_bias (`bool`, *optional*, defaults to `True`):
+            Whether the query/key/value projection has a bias.
+        qkv_projection (`str`, *optional*, defaults to `"learned"`):
+            `"learned"`: trained W_Q, W_K, W_V. `"identity"`: W_Q = W_K = W_V = I, the textbook special case in which
+            queries, keys and values are the block's input split into heads (the output projection W_O stays).
+        tie_word_embeddings (`bool`, *optional*, defaults to `True`):
+            Whether the masked-LM decoder shares its weight with the word embeddings (stored once).
+        classifier_dropout (`float`, *optional*):
+            Dropout before the sequence-classification head; defaults to `hidden_dropout_prob`.
+        pad_token_id (`int`, *optional*, defaults to 0):
+            Id of the padding token.
+        cls_token_id (`int`, *optional*, defaults to 2):
+            Id of the [CLS] token, whose final hidden state the classification head reads.
+        sep_token_id (`int`, *optional*, defaults to 3):
+            Id of the [SEP] token.
+        mask_token_id (`int`, *optional*, defaults to 4):
+            Id of the [MASK] token.
+
+    Example:
+
+    ```python
+    >>> from hf_minattn import MinAttnConfig, MinAttnModel
+
+    >>> config = MinAttnConfig(hidden_size=128, num_hidden_layers=2, intermediate_size=0)  # attention-only
+    >>> model = MinAttnModel(config)
+    >>> model.config.num_attention_heads
+    4
+    ```
+    """
+
+    model_type = "minattn"
+
+    def __init__(
+        self,
+        vocab_size=8192,
+        hidden_size=256,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=1024,
+        hidden_act="gelu",
+        max_position_embeddings=512,
+        position_embedding_type="learned",
+        norm_placement="pre",
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        layer_norm_eps=1e-12,
+        initializer_range=0.02,
+        qkv_bias=True,
+        qkv_projection="learned",
+        tie_word_embeddings=True,
+        classifier_dropout=None,
+        pad_token_id=0,
+        cls_token_id=2,
+        sep_token_id=3,
+        mask_token_id=4,
+        **kwargs,
+    ):
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.num_hidden_layers = num_hidden_layers
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.max_position_embeddings = max_position_embeddings
+        self.position_embedding_type = position_embedding_type
+        self.norm_placement = norm_placement
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.layer_norm_eps = layer_norm_eps
+        self.initializer_range = initializer_range
+        self.qkv_bias = qkv_bias
+        self.qkv_projection = qkv_projection
+        # transformers 5 no longer declares these on the base class: without them here, nothing is tied.
+        self.tie_word_embeddings = tie_word_embeddings
+        self.classifier_dropout = classifier_dropout
+        self.pad_token_id = pad_token_id
+        self.cls_token_id = cls_token_id
+        self.sep_token_id = sep_token_id
+        self.mask_token_id = mask_token_id
+        super().__init__(**kwargs)
+        self.validate_minattn()
+
+    def validate_minattn(self):
+        """Raise a `ValueError` naming the field, its value and what is allowed, for every invalid combination."""
+        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "max_position_embeddings"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"MinAttnConfig.{name} must be a positive integer, got {value!r}")
+        if isinstance(self.intermediate_size, bool) or not isinstance(self.intermediate_size, int) or self.intermediate_size < 0:
+            raise ValueError(
+                f"MinAttnConfig.intermediate_size must be a non-negative integer (0 = attention-only), "
+                f"got {self.intermediate_size!r}"
+            )
+        if self.hidden_size % self.num_attention_heads != 0:
+            raise ValueError(
+                f"MinAttnConfig.hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
+                f"({self.num_attention_heads})"
+            )
+        for name, allowed in (
+            ("position_embedding_type", POSITION_EMBEDDING_TYPES),
+            ("norm_placement", NORM_PLACEMENTS),
+            ("qkv_projection", QKV_PROJECTIONS),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"MinAttnConfig.{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.hidden_act not in ACT2FN:
+            raise ValueError(f"MinAttnConfig.hidden_act must be one of {sorted(ACT2FN)}, got {self.hidden_act!r}")
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"):
+            value = getattr(self, name)
+            if value is None and name == "classifier_dropout":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                raise ValueError(f"MinAttnConfig.{name} must be a probability in [0, 1], got {value!r}")
+        for name in ("layer_norm_eps", "initializer_range"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"MinAttnConfig.{name} must be a positive number, got {value!r}")
+        for name in ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or not 0 <= value < self.vocab_size):
+                raise ValueError(
+                    f"MinAttnConfig.{name} must be an id in [0, vocab_size={self.vocab_size}) or None, got {value!r}"
+                )
+
+
+__all__ = ["MinAttnConfig"]

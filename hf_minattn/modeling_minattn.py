@@ -1,0 +1,486 @@
+"""MinAttn: token (and position) embeddings followed by a stack of multi-head self-attention blocks.
+
+Read top to bottom: embeddings, attention, feed-forward, block, the encoder, then the task heads. Shapes use
+B = batch, T = sequence length, C = hidden size, H = heads, D = head dim (C = H * D), V = vocabulary size.
+
+This file imports only torch, transformers and its sibling config (relatively), so that a saved checkpoint that
+carries it loads with `trust_remote_code=True` where hf_minattn is not installed.
+"""
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import PreTrainedModel
+from transformers import initialization as init
+from transformers.activations import ACT2FN
+from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput, SequenceClassifierOutput
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+from .configuration_minattn import MinAttnConfig
+
+
+def sinusoidal_table(num_positions: int, dim: int) -> torch.Tensor:
+    """The fixed position encoding of "Attention Is All You Need": sin on even, cos on odd channels."""
+    position = torch.arange(num_positions, dtype=torch.float32)[:, None]  # (P, 1)
+    frequency = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))  # (ceil(C/2),)
+    table = torch.zeros(num_positions, dim)
+    table[:, 0::2] = torch.sin(position * frequency)
+    table[:, 1::2] = torch.cos(position * frequency[: dim // 2])
+    return table
+
+
+class MinAttnEmbeddings(nn.Module):
+    """Static token vectors plus position information. `word_embeddings.weight` is the static embedding matrix."""
+
+    def __init__(self, config: MinAttnConfig):
+        super().__init__()
+        self.position_embedding_type = config.position_embedding_type
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.position_embeddings = None
+        if config.position_embedding_type == "learned":
+            self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        elif config.position_embedding_type == "sinusoidal":
+            # Not saved: recomputed in `_init_weights`, since non-persistent buffers come back uninitialised
+            # from `from_pretrained`.
+            self.register_buffer(
+                "sinusoids", torch.empty(config.max_position_embeddings, config.hidden_size), persistent=False
+            )
+        # Post-norm models normalise the embeddings (BERT); pre-norm ones normalise inside each block instead.
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.norm_placement == "post" else None
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids=None, inputs_embeds=None):
+        if inputs_embeds is None:
+            inputs_embeds = self.word_embeddings(input_ids)  # (B, T, C)
+        seq_len = inputs_embeds.shape[1]
+        if self.position_embeddings is not None:
+            inputs_embeds = inputs_embeds + self.position_embeddings.weight[:seq_len]  # broadcast over B
+        elif self.position_embedding_type == "sinusoidal":
+            inputs_embeds = inputs_embeds + self.sinusoids[:seq_len].to(inputs_embeds.dtype)
+        if self.norm is not None:
+            inputs_embeds = self.norm(inputs_embeds)
+        return self.dropout(inputs_embeds)
+
+
+def eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+    """softmax(Q K^T / sqrt(D) + mask) V, written out so that the per-head weights can be returned."""
+    # query, key, value: (B, H, T, D); attention_mask: additive, broadcastable to (B, H, T, T), or None
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling  # (B, H, T, T)
+    if attention_mask is not None:
+        scores = scores + attention_mask
+    weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    weights = F.dropout(weights, p=dropout, training=module.training)
+    output = torch.matmul(weights, value).transpose(1, 2).contiguous()  # (B, T, H, D)
+    return output, weights
+
+
+class MinAttnAttention(nn.Module):
+    """Multi-head self-attention with one fused Q/K/V projection (or none: W_Q = W_K = W_V = I)."""
+
+    def __init__(self, config: MinAttnConfig, layer_idx: int):
+        super().__init__()
+        self.config = config
+        self.layer_idx = layer_idx
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.scaling = self.head_dim**-0.5
+        self.is_causal = False  # an encoder: every token sees every other (sdpa would default to causal)
+        # Rows [0:C) of the fused weight are W_Q, [C:2C) W_K, [2C:3C) W_V; inside each, head h owns rows h*D:(h+1)*D.
+        self.qkv_proj = None
+        if config.qkv_projection == "learned":
+            self.qkv_proj = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=config.qkv_bias)
+        self.o_proj = nn.Linear(config.hidden_size, config.hidden_size)
+        self.o_proj.is_residual_output = True  # gets the scaled init, see `_init_weights`
+        self.attention_dropout = config.attention_probs_dropout_prob
+
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False):
+        B, T, C = hidden_states.shape
+        if self.qkv_proj is None:
+            # Q = K = V = X, split into heads
+            query = key = value = hidden_states.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, T, D)
+        else:
+            qkv = self.qkv_proj(hidden_states).view(B, T, 3, self.num_heads, self.head_dim)  # (B, T, 3, H, D)
+            query, key, value = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, H, T, D)
+
+        # Only the eager path can return the weights, so asking for them selects it.
+        implementation = "eager" if output_attentions else self.config._attn_implementation
+        attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
+        output, weights = attention_interface(
+            self,
+            query,
+            key,
+            value,
+            attention_mask,
+            scaling=self.scaling,
+            dropout=self.attention_dropout if self.training else 0.0,
+        )
+        output = self.o_proj(output.reshape(B, T, C))  # heads concatenated, then W_O
+        return output, weights
+
+
+class MinAttnMLP(nn.Module):
+    def __init__(self, config: MinAttnConfig):
+        super().__init__()
+        self.up_proj = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.act = ACT2FN[config.hidden_act]
+        self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.down_proj.is_residual_output = True  # gets the scaled init, see `_init_weights`
+
+    def forward(self, hidden_states):
+        return self.down_proj(self.act(self.up_proj(hidden_states)))
+
+
+class MinAttnBlock(GradientCheckpointingLayer):
+    """Self-attention and (unless `intermediate_size == 0`) a feed-forward sublayer, each in a residual branch."""
+
+    def __init__(self, config: MinAttnConfig, layer_idx: int):
+        super().__init__()
+        self.pre_norm = config.norm_placement == "pre"
+        self.attention = MinAttnAttention(config, layer_idx)
+        self.attention_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.mlp = self.mlp_norm = None
+        if config.intermediate_size > 0:
+            self.mlp = MinAttnMLP(config)
+            self.mlp_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False):
+        if self.pre_norm:
+            attended, weights = self.attention(self.attention_norm(hidden_states), attention_mask, output_attentions)
+            hidden_states = hidden_states + self.dropout(attended)
+            if self.mlp is not None:
+                hidden_states = hidden_states + self.dropout(self.mlp(self.mlp_norm(hidden_states)))
+        else:
+            attended, weights = self.attention(hidden_states, attention_mask, output_attentions)
+            hidden_states = self.attention_norm(hidden_states + self.dropout(attended))
+            if self.mlp is not None:
+                hidden_states = self.mlp_norm(hidden_states + self.dropout(self.mlp(hidden_states)))
+        return hidden_states, weights
+
+
+class MinAttnPreTrainedModel(PreTrainedModel):
+    config_class = MinAttnConfig
+    base_model_prefix = "minattn"
+    supports_gradient_checkpointing = True
+    _no_split_modules = ["MinAttnBlock"]
+    _supports_sdpa = True
+    _supports_attention_backend = True
+
+    @torch.no_grad()
+    def _init_weights(self, module):
+        """normal(0, initializer_range) for every matrix; residual output projections scaled down by
+        sqrt(2 * num_layers) so that the residual stream's variance does not grow with depth (GPT-2)."""
+        std = self.config.initializer_range
+        residual_std = std / math.sqrt(2 * self.config.num_hidden_layers)
+        if isinstance(module, nn.Linear):
+            init.normal_(module.weight, mean=0.0, std=residual_std if getattr(module, "is_residual_output", False) else std)
+            if module.bias is not None:
+                init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            init.normal_(module.weight, mean=0.0, std=std)
+        elif isinstance(module, nn.LayerNorm):
+            init.ones_(module.weight)
+            init.zeros_(module.bias)
+        elif isinstance(module, MinAttnEmbeddings) and module.position_embedding_type == "sinusoidal":
+            init.copy_(module.sinusoids, sinusoidal_table(*module.sinusoids.shape))
+        elif isinstance(module, MinAttnLMHead):
+            init.zeros_(module.bias)
+
+    def get_head_weights(self, grad: bool = False) -> list[dict[str, torch.Tensor | None]]:
+        """Each layer's per-head projection matrices, for the probes.
+
+        Returns one dict per layer with `W_Q`, `W_K`, `W_V` shaped (H, D, C) and `W_O` shaped (H, C, D), such that
+        head h computes q_h = W_Q[h] @ x and the layer adds sum_h W_O[h] @ z_h to the residual stream. So the QK
+        circuit of head h is W_Q[h].T @ W_K[h] and its OV circuit W_O[h] @ W_V[h]. In the identity variant W_Q[h],
+        W_K[h] and W_V[h] are the rows of the identity that select head h's channels. With `grad=True` the same
+        slices of the gradients are returned (None where there is no gradient, e.g. the identity projections).
+        """
+        config = self.config
+        H, D, C = config.num_attention_heads, config.hidden_size // config.num_attention_heads, config.hidden_size
+        heads = []
+        for layer in self.base_model.layers:
+            attention = layer.attention
+            o_weight = attention.o_proj.weight.grad if grad else attention.o_proj.weight
+            entry = {"W_O": None if o_weight is None else o_weight.detach().view(C, H, D).permute(1, 0, 2)}  # (H, C, D)
+            if attention.qkv_proj is None:
+                identity = None if grad else torch.eye(C, device=attention.o_proj.weight.device).view(H, D, C)
+                entry.update(W_Q=identity, W_K=identity, W_V=identity)
+            else:
+                qkv_weight = attention.qkv_proj.weight.grad if grad else attention.qkv_proj.weight
+                if qkv_weight is None:
+                    entry.update(W_Q=None, W_K=None, W_V=None)
+                else:
+                    W_Q, W_K, W_V = qkv_weight.detach().view(3, H, D, C).unbind(0)  # each (H, D, C)
+                    entry.update(W_Q=W_Q, W_K=W_K, W_V=W_V)
+            heads.append(entry)
+        return heads
+
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        # Every checkpoint maps every Auto class, so that e.g. a masked-LM checkpoint also loads with AutoModel
+        # through remote code; save_pretrained only writes the entry of the class being saved.
+        if self._auto_class is not None:
+            self.config.auto_map = {
+                "AutoConfig": "configuration_minattn.MinAttnConfig",
+                "AutoModel": "modeling_minattn.MinAttnModel",
+                "AutoModelForMaskedLM": "modeling_minattn.MinAttnForMaskedLM",
+                "AutoModelForSequenceClassification": "modeling_minattn.MinAttnForSequenceClassification",
+            }
+        return super().save_pretrained(save_directory, *args, **kwargs)
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        try:
+            return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        except Exception as error:
+            # safetensors reports a truncated or corrupt file without saying which file it was.
+            if "SafetensorError" in type(error).__name__ or "deserializ" in str(error).lower():
+                raise OSError(
+                    f"Could not read the weights of {pretrained_model_name_or_path!s} (model.safetensors): "
+                    f"the file is truncated or corrupt ({error})"
+                ) from error
+            raise
+
+
+class MinAttnModel(MinAttnPreTrainedModel):
+    """The bare encoder: embeddings -> `num_hidden_layers` blocks (-> final LayerNorm if pre-norm)."""
+
+    # Loading a masked-LM checkpoint into the bare encoder leaves the head's weights unused, as intended.
+    _keys_to_ignore_on_load_unexpected = [r"^lm_head\.", r"^classifier\."]
+
+    def __init__(self, config: MinAttnConfig):
+        super().__init__(config)
+        self.config = config
+        self.embeddings = MinAttnEmbeddings(config)
+        self.layers = nn.ModuleList([MinAttnBlock(config, i) for i in range(config.num_hidden_layers)])
+        self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.norm_placement == "pre" else None
+        self.gradient_checkpointing = False
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.embeddings.word_embeddings
+
+    def set_input_embeddings(self, value):
+        self.embeddings.word_embeddings = value
+
+    def _check_inputs(self, input_ids, attention_mask, inputs_embeds):
+        """Turn the mistakes that torch would report deep inside (IndexError, shape mismatch) into clear errors."""
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("Pass exactly one of input_ids or inputs_embeds (got "
+                             f"{'both' if input_ids is not None else 'neither'})")
+        if input_ids is not None:
+            if input_ids.dim() != 2:
+                raise ValueError(f"input_ids must have shape (batch, sequence), got {tuple(input_ids.shape)}")
+            if input_ids.numel() and (input_ids.min() < 0 or input_ids.max() >= self.config.vocab_size):
+                bad = input_ids[(input_ids < 0) | (input_ids >= self.config.vocab_size)][0].item()
+                raise ValueError(f"input_ids contains id {bad}, outside [0, vocab_size={self.config.vocab_size})")
+            shape = tuple(input_ids.shape)
+        else:
+            if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.config.hidden_size:
+                raise ValueError(f"inputs_embeds must have shape (batch, sequence, {self.config.hidden_size}), "
+                                 f"got {tuple(inputs_embeds.shape)}")
+            shape = tuple(inputs_embeds.shape[:2])
+        if self.config.position_embedding_type != "none" and shape[1] > self.config.max_position_embeddings:
+            raise ValueError(f"Sequence length {shape[1]} is longer than max_position_embeddings="
+                             f"{self.config.max_position_embeddings}; truncate the input")
+        if attention_mask is not None and tuple(attention_mask.shape) != shape:
+            raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)} but the input has shape {shape}")
+
+    def forward(
+        self,
+        input_ids=None,
+        attention_mask=None,
+        inputs_embeds=None,
+        output_attentions=None,
+        output_hidden_states=None,
+        return_dict=None,
+        **kwargs,
+    ) -> BaseModelOutput:
+        r"""
+        input_ids (`torch.LongTensor` of shape `(batch_size, sequence_length)`): token ids.
+        attention_mask (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*): 1 for real tokens,
+            0 for padding (which no token attends to).
+        inputs_embeds (`torch.FloatTensor` of shape `(batch_size, sequence_length, hidden_size)`, *optional*):
+            static token vectors to use instead of looking up `input_ids`.
+        output_attentions (`bool`, *optional*): also return each layer's attention weights, (B, H, T, T); uses the
+            eager attention path for this call.
+        output_hidden_states (`bool`, *optional*): also return the embedding output and every block's output
+            (num_hidden_layers + 1 tensors).
+        """
+        output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
+        output_hidden_states = (
+            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+        )
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        self._check_inputs(input_ids, attention_mask, inputs_embeds)
+
+        hidden_states = self.embeddings(input_ids=input_ids, inputs_embeds=inputs_embeds)  # (B, T, C)
+        # Additive padding mask, (B, 1, 1, T), or None when nothing is padded so that sdpa can take its fast path.
+        mask = None
+        if attention_mask is not None and not bool(attention_mask.all()):
+            mask = torch.zeros(attention_mask.shape, dtype=hidden_states.dtype, device=hidden_states.device)
+            mask = mask.masked_fill(attention_mask == 0, torch.finfo(hidden_states.dtype).min)[:, None, None, :]
+
+        all_hidden_states = () if output_hidden_states else None
+        all_attentions = () if output_attentions else None
+        for layer in self.layers:
+            if output_hidden_states:
+                all_hidden_states += (hidden_states,)
+            hidden_states, weights = layer(hidden_states, mask, output_attentions)
+            if output_attentions:
+                all_attentions += (weights,)
+        if self.final_norm is not None:
+            hidden_states = self.final_norm(hidden_states)
+        if output_hidden_states:
+            all_hidden_states += (hidden_states,)
+
+        output = BaseModelOutput(
+            last_hidden_state=hidden_states, hidden_states=all_hidden_states, attentions=all_attentions
+        )
+        return output if return_dict else output.to_tuple()
+
+
+class MinAttnLMHead(nn.Module):
+    """Dense + activation + LayerNorm, then the decoder to vocabulary logits (its weight tied to the embeddings)."""
+
+    def __init__(self, config: MinAttnConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = ACT2FN[config.hidden_act]
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, hidden_states):
+        return self.decoder(self.norm(self.act(self.dense(hidden_states)))) + self.bias
+
+
+class MinAttnForMaskedLM(MinAttnPreTrainedModel):
+    _tied_weights_keys = {"lm_head.decoder.weight": "minattn.embeddings.word_embeddings.weight"}
+
+    def __init__(self, config: MinAttnConfig):
+        super().__init__(config)
+        self.minattn = MinAttnModel(config)
+        self.lm_head = MinAttnLMHead(config)
+        self.post_init()
+
+    def get_output_embeddings(self):
+        return self.lm_head.decoder
+
+    def set_output_embeddings(self, new_embeddings):
+        self.lm_head.decoder = new_embeddings
+
+    def forward(
+        self,
+        input_ids=None,
+        attention_mask=None,
+        inputs_embeds=None,
+        labels=None,
+        output_attentions=None,
+        output_hidden_states=None,
+        return_dict=None,
+        **kwargs,
+    ) -> MaskedLMOutput:
+        r"""
+        labels (`torch.LongTensor` of shape `(batch_size, sequence_length)`, *optional*): the token to predict at
+            each masked position, -100 elsewhere. When given, the vocabulary projection runs only at the labelled
+            positions (the expensive part of the head) and `logits` has shape `(n_labelled, vocab_size)`, in the
+            order of `labels[labels != -100]`; without labels `logits` is `(batch_size, sequence_length, vocab_size)`.
+        num_items_in_batch (passed by the Trainer): the number of labelled tokens in the whole accumulated batch;
+            the loss is then summed and divided by it, so gradient accumulation gives the same loss as one big batch.
+        """
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        outputs = self.minattn(
+            input_ids,
+            attention_mask=attention_mask,
+            inputs_embeds=inputs_embeds,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+        )
+        sequence_output = outputs.last_hidden_state  # (B, T, C)
+
+        loss = None
+        if labels is None:
+            logits = self.lm_head(sequence_output)  # (B, T, V)
+        else:
+            if labels.shape != sequence_output.shape[:2]:
+                raise ValueError(f"labels has shape {tuple(labels.shape)}, expected {tuple(sequence_output.shape[:2])}")
+            labelled = labels != -100
+            logits = self.lm_head(sequence_output[labelled])  # (N, V), N = labelled tokens
+            targets = labels[labelled]
+            num_items = kwargs.get("num_items_in_batch")
+            if num_items is None:
+                num_items = max(targets.numel(), 1)
+            loss = F.cross_entropy(logits.float(), targets, reduction="sum") / num_items
+
+        output = MaskedLMOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+        return output if return_dict else output.to_tuple()
+
+
+class MinAttnForSequenceClassification(MinAttnPreTrainedModel):
+    """The encoder plus a linear classifier on the final [CLS] vector (first position)."""
+
+    def __init__(self, config: MinAttnConfig):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.minattn = MinAttnModel(config)
+        dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids=None,
+        attention_mask=None,
+        inputs_embeds=None,
+        labels=None,
+        output_attentions=None,
+        output_hidden_states=None,
+        return_dict=None,
+        **kwargs,
+    ) -> SequenceClassifierOutput:
+        r"""
+        labels (`torch.LongTensor` of shape `(batch_size,)`, *optional*): class indices (cross-entropy), or floats
+            when `num_labels == 1` (mean squared error), or multi-hot floats with
+            `problem_type="multi_label_classification"`.
+        """
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        outputs = self.minattn(
+            input_ids,
+            attention_mask=attention_mask,
+            inputs_embeds=inputs_embeds,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+        )
+        logits = self.classifier(self.dropout(outputs.last_hidden_state[:, 0]))  # (B, num_labels)
+
+        loss = None
+        if labels is not None:
+            if self.config.problem_type == "multi_label_classification":
+                loss = F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
+            elif self.num_labels == 1:
+                loss = F.mse_loss(logits.squeeze(-1), labels.to(logits.dtype))
+            else:
+                loss = F.cross_entropy(logits, labels.view(-1))
+
+        output = SequenceClassifierOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+        return output if return_dict else output.to_tuple()
+
+
+__all__ = [
+    "MinAttnPreTrainedModel",
+    "MinAttnModel",
+    "MinAttnForMaskedLM",
+    "MinAttnForSequenceClassification",
+]

@@ -1,0 +1,60 @@
+"""Train a WordPiece tokenizer (BERT-style, lower-cased) with the `tokenizers` library."""
+
+from collections.abc import Iterable
+
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from transformers import PreTrainedTokenizerFast
+
+# The order fixes the ids, which MinAttnConfig's defaults assume: [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 [MASK]=4.
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def train_tokenizer(
+    texts: Iterable[str],
+    vocab_size: int = 8192,
+    min_frequency: int = 2,
+    model_max_length: int = 512,
+    lowercase: bool = True,
+    show_progress: bool = True,
+) -> PreTrainedTokenizerFast:
+    """Train a WordPiece tokenizer on `texts` and return it as a transformers fast tokenizer.
+
+    The result adds [CLS] ... [SEP] around every text, knows its special tokens (so `pipeline("fill-mask")` finds
+    [MASK]) and round-trips through `save_pretrained` / `AutoTokenizer.from_pretrained`.
+    """
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size <= len(SPECIAL_TOKENS):
+        raise ValueError(f"vocab_size must be an integer larger than {len(SPECIAL_TOKENS)} (the special tokens), "
+                         f"got {vocab_size!r}")
+    if isinstance(model_max_length, bool) or not isinstance(model_max_length, int) or model_max_length <= 2:
+        raise ValueError(f"model_max_length must be an integer > 2, got {model_max_length!r}")
+    if isinstance(texts, str):
+        raise TypeError("texts must be an iterable of strings, not a single string")
+    texts = [t for t in texts if isinstance(t, str) and t.strip()]
+    if not texts:
+        raise ValueError("train_tokenizer got no non-empty text to learn a vocabulary from")
+
+    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS, show_progress=show_progress
+    )
+    tokenizer.train_from_iterator(texts, trainer=trainer, length=len(texts))
+    cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+    )
+    tokenizer.decoder = decoders.WordPiece(prefix="##")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        pad_token="[PAD]",
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_max_length=model_max_length,
+        # MinAttn has no segment embeddings: don't produce token_type_ids.
+        model_input_names=["input_ids", "attention_mask"],
+    )

@@ -1,0 +1,44 @@
+"""Shared fixtures: tiny MinAttn configs with odd sizes and a WordPiece tokenizer trained on real text."""
+
+import pytest
+import torch
+
+from hf_minattn import MinAttnConfig, train_tokenizer
+
+# A few sentences of real English (about the classic probe words), enough for a tiny vocabulary.
+TEXTS = [
+    "The king and the queen ruled the kingdom from a castle on the hill.",
+    "A dog barked at the cat, and the cat ran up a tree.",
+    "The queen gave the king a crown of gold.",
+    "Dogs and cats are common pets in many homes.",
+    "The river runs past the bank where people keep their money.",
+    "She sat on the bank of the river and watched the water.",
+    "Words that occur together often share meaning.",
+    "Attention lets every token look at every other token in the sentence.",
+] * 4
+
+
+def tiny_config(**overrides) -> MinAttnConfig:
+    """Odd sizes catch dimension bugs: hidden 36 = 4 heads of 9, feed-forward 37, vocab 99."""
+    values = dict(
+        vocab_size=99,
+        hidden_size=36,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=24,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
+    values.update(overrides)
+    return MinAttnConfig(**values)
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    return train_tokenizer(TEXTS, vocab_size=120, min_frequency=1, model_max_length=24, show_progress=False)
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)

@@ -1,0 +1,504 @@
+"""The MinAttn config, model, heads and their Hugging Face integration."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from safetensors import safe_open
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForMaskedLM,
+    AutoModelForSequenceClassification,
+    AutoTokenizer,
+    Trainer,
+    TrainingArguments,
+    default_data_collator,
+    pipeline,
+    set_seed,
+)
+
+from conftest import TEXTS, tiny_config
+from hf_minattn import (
+    MinAttnConfig,
+    MinAttnForMaskedLM,
+    MinAttnForSequenceClassification,
+    MinAttnModel,
+    train_tokenizer,
+)
+
+VARIANTS = {
+    "default": {},
+    "attention_only": {"intermediate_size": 0},
+    "identity_qkv": {"qkv_projection": "identity"},
+    "sinusoidal": {"position_embedding_type": "sinusoidal"},
+    "no_positions": {"position_embedding_type": "none"},
+    "post_norm": {"norm_placement": "post"},
+    "identity_attention_only_post": {"qkv_projection": "identity", "intermediate_size": 0, "norm_placement": "post"},
+}
+
+
+def padded_batch(vocab_size=99):
+    """Two sequences, the second padded after 5 tokens."""
+    input_ids = torch.randint(5, vocab_size, (2, 9))
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, 5:] = 0
+    input_ids[1, 5:] = 0
+    return input_ids, attention_mask
+
+
+# ---------------------------------------------------------------- config
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("hidden_size", 30, "divisible by num_attention_heads"),
+        ("hidden_size", 0, "hidden_size must be a positive integer"),
+        ("num_hidden_layers", -1, "num_hidden_layers must be a positive integer"),
+        ("vocab_size", 2.5, "vocab_size must be a positive integer"),
+        ("intermediate_size", -3, "intermediate_size must be a non-negative integer"),
+        ("position_embedding_type", "rotary", "position_embedding_type must be one of"),
+        ("norm_placement", "sandwich", "norm_placement must be one of"),
+        ("qkv_projection", "random", "qkv_projection must be one of"),
+        ("hidden_act", "swishy", "hidden_act must be one of"),
+        ("hidden_dropout_prob", 1.5, "hidden_dropout_prob must be a probability in [0, 1]"),
+        ("attention_probs_dropout_prob", -0.1, "attention_probs_dropout_prob must be a probability"),
+        ("layer_norm_eps", 0, "layer_norm_eps must be a positive number"),
+        ("mask_token_id", 500, "mask_token_id must be an id in [0, vocab_size=99)"),
+    ],
+)
+def test_invalid_config_names_field_and_value(field, value, message):
+    with pytest.raises(ValueError) as error:
+        tiny_config(**{field: value})
+    assert message in str(error.value)
+    assert field in str(error.value) and str(value) in str(error.value)
+
+
+def test_config_round_trip_and_explicit_tying(tmp_path):
+    config = tiny_config(qkv_projection="identity", intermediate_size=0, tie_word_embeddings=True)
+    config.save_pretrained(tmp_path)
+    loaded = AutoConfig.from_pretrained(tmp_path)
+    assert isinstance(loaded, MinAttnConfig)
+    assert loaded.to_diff_dict() == config.to_diff_dict()
+    assert json.loads((tmp_path / "config.json").read_text())["tie_word_embeddings"] is True
+
+
+# ---------------------------------------------------------------- shapes and variants
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_output_shapes_every_variant(variant):
+    config = tiny_config(**VARIANTS[variant])
+    model = MinAttnModel(config).eval()
+    input_ids, attention_mask = padded_batch()
+    out = model(input_ids, attention_mask=attention_mask, output_hidden_states=True, output_attentions=True)
+    assert out.last_hidden_state.shape == (2, 9, 36)
+    assert len(out.hidden_states) == config.num_hidden_layers + 1
+    assert all(h.shape == (2, 9, 36) for h in out.hidden_states)
+    assert len(out.attentions) == config.num_hidden_layers
+    assert all(a.shape == (2, 4, 9, 9) for a in out.attentions)
+    # each query's attention is a distribution over the real (unpadded) keys
+    torch.testing.assert_close(out.attentions[0].sum(-1), torch.ones(2, 4, 9))
+    assert out.attentions[0][1, :, :, 5:].abs().max() == 0
+
+    mlm = MinAttnForMaskedLM(config).eval()
+    assert mlm(input_ids, attention_mask=attention_mask).logits.shape == (2, 9, 99)
+    classifier = MinAttnForSequenceClassification(tiny_config(num_labels=3, **VARIANTS[variant])).eval()
+    assert classifier(input_ids, attention_mask=attention_mask).logits.shape == (2, 3)
+
+
+def test_attention_only_and_identity_have_no_such_parameters():
+    names = {n for n, _ in MinAttnModel(tiny_config(intermediate_size=0, qkv_projection="identity")).named_parameters()}
+    assert not any("mlp" in n or "qkv_proj" in n for n in names)
+    assert any("o_proj" in n for n in names)
+
+
+@pytest.mark.parametrize("variant", ["default", "identity_qkv", "post_norm", "no_positions"])
+def test_eager_and_sdpa_agree_on_padded_batch(variant):
+    config = tiny_config(**VARIANTS[variant])
+    eager = MinAttnModel(config).eval()
+    eager.set_attn_implementation("eager")
+    sdpa = MinAttnModel(config).eval()
+    sdpa.load_state_dict(eager.state_dict())
+    sdpa.set_attn_implementation("sdpa")
+    input_ids, attention_mask = padded_batch()
+    a = eager(input_ids, attention_mask=attention_mask).last_hidden_state
+    b = sdpa(input_ids, attention_mask=attention_mask).last_hidden_state
+    torch.testing.assert_close(a[0], b[0], atol=1e-5, rtol=0)
+    torch.testing.assert_close(a[1, :5], b[1, :5], atol=1e-5, rtol=0)
+    # not causal: changing the last token changes the first token's output
+    changed = input_ids.clone()
+    changed[0, -1] = (changed[0, -1] + 1) % 99
+    assert not torch.allclose(sdpa(changed).last_hidden_state[0, 0], sdpa(input_ids).last_hidden_state[0, 0])
+
+
+@pytest.mark.parametrize("implementation", ["eager", "sdpa"])
+def test_padding_does_not_change_real_tokens(implementation):
+    model = MinAttnModel(tiny_config()).eval()
+    model.set_attn_implementation(implementation)
+    input_ids, attention_mask = padded_batch()
+    padded = model(input_ids, attention_mask=attention_mask).last_hidden_state[1, :5]
+    alone = model(input_ids[1:, :5]).last_hidden_state[0]
+    torch.testing.assert_close(padded, alone, atol=1e-5, rtol=0)
+
+
+# ---------------------------------------------------------------- the accessor used by the probes
+
+
+def test_head_weights_reproduce_the_attention_pattern():
+    """Rebuild layer 0's attention weights from get_head_weights() and compare with the model's own."""
+    config = tiny_config(qkv_bias=False, position_embedding_type="none", norm_placement="post")
+    model = MinAttnModel(config).eval()
+    input_ids = torch.randint(5, 99, (1, 7))
+    out = model(input_ids, output_hidden_states=True, output_attentions=True)
+    x = out.hidden_states[0][0]  # (T, C): the input of layer 0 (post-norm: no norm before attention)
+    W = model.get_head_weights()[0]
+    q = torch.einsum("hdc,tc->htd", W["W_Q"], x)
+    k = torch.einsum("hdc,tc->htd", W["W_K"], x)
+    expected = torch.softmax(q @ k.transpose(1, 2) / (36 // 4) ** 0.5, dim=-1)
+    torch.testing.assert_close(out.attentions[0][0], expected, atol=1e-5, rtol=0)
+    # and W_O, W_V give the layer's attention output (before the residual and norm)
+    v = torch.einsum("hdc,tc->htd", W["W_V"], x)
+    z = expected @ v  # (H, T, D)
+    moved = torch.einsum("hcd,htd->tc", W["W_O"], z) + model.layers[0].attention.o_proj.bias
+    attended, _ = model.layers[0].attention(x[None])
+    torch.testing.assert_close(moved, attended[0], atol=1e-5, rtol=0)
+
+
+def test_head_weights_identity_variant():
+    model = MinAttnModel(tiny_config(qkv_projection="identity"))
+    W = model.get_head_weights()
+    assert len(W) == 2
+    assert W[0]["W_Q"].shape == (4, 9, 36) and W[0]["W_O"].shape == (4, 36, 9)
+    # head h reads exactly its own 9 channels
+    torch.testing.assert_close(W[0]["W_Q"].reshape(36, 36), torch.eye(36))
+    assert W[0]["W_K"] is W[0]["W_Q"]
+
+
+# ---------------------------------------------------------------- gradients and training
+
+
+def test_every_embedding_and_projection_gets_a_gradient():
+    model = MinAttnForMaskedLM(tiny_config())
+    input_ids = torch.randint(5, 99, (3, 11))
+    labels = input_ids.clone()
+    labels[:, ::2] = -100
+    model(input_ids, labels=labels).loss.backward()
+    embeddings = model.minattn.embeddings
+    assert embeddings.word_embeddings.weight.grad.abs().sum() > 0
+    assert embeddings.position_embeddings.weight.grad[:11].abs().sum() > 0
+    for layer, grads in enumerate(model.get_head_weights(grad=True)):
+        for name in ("W_Q", "W_K", "W_V", "W_O"):
+            for head in range(4):
+                assert grads[name][head].abs().sum() > 0, (layer, name, head)
+
+
+def test_identity_variant_has_no_qkv_gradients_but_trains_the_rest():
+    model = MinAttnForMaskedLM(tiny_config(qkv_projection="identity"))
+    input_ids = torch.randint(5, 99, (3, 11))
+    model(input_ids, labels=input_ids).loss.backward()
+    for grads in model.get_head_weights(grad=True):
+        assert grads["W_Q"] is None and grads["W_K"] is None and grads["W_V"] is None
+        assert grads["W_O"].abs().sum() > 0
+    assert model.minattn.embeddings.word_embeddings.weight.grad.abs().sum() > 0
+
+
+def test_sparse_head_matches_dense_logits_and_loss():
+    model = MinAttnForMaskedLM(tiny_config()).eval()
+    input_ids = torch.randint(5, 99, (2, 10))
+    labels = torch.full_like(input_ids, -100)
+    labels[0, 3], labels[1, 0], labels[1, 7] = 11, 12, 13
+    sparse = model(input_ids, labels=labels)
+    dense = model(input_ids).logits  # (B, T, V)
+    assert sparse.logits.shape == (3, 99)
+    torch.testing.assert_close(sparse.logits, dense[labels != -100])
+    expected = torch.nn.functional.cross_entropy(dense.view(-1, 99), labels.view(-1), ignore_index=-100)
+    torch.testing.assert_close(sparse.loss, expected)
+    # the Trainer's num_items_in_batch turns the mean into a sum over this batch / all items of the step
+    with_items = model(input_ids, labels=labels, num_items_in_batch=torch.tensor(6))
+    torch.testing.assert_close(with_items.loss, expected * 3 / 6)
+
+
+def test_gradient_accumulation_matches_one_big_batch(tmp_path, tokenizer):
+    """Two micro-batches of 2 with accumulation must take the same step as one batch of 4, although the
+    micro-batches hold different numbers of labelled tokens (a mean per micro-batch would weight them wrongly)."""
+    texts = ["the king", "the king and the queen ruled the kingdom", "a dog", "a dog barked at the cat"]
+    encodings = tokenizer(texts, padding="max_length", max_length=16)
+    dataset = []
+    for ids, mask in zip(encodings["input_ids"], encodings["attention_mask"]):
+        labels = [token if (real and i % 2 == 1) else -100 for i, (token, real) in enumerate(zip(ids, mask))]
+        dataset.append({"input_ids": ids, "attention_mask": mask, "labels": labels})
+    assert len({sum(l != -100 for l in example["labels"]) for example in dataset}) > 1
+
+    def train(batch_size, accumulation):
+        set_seed(0)
+        model = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer)))
+        args = TrainingArguments(
+            output_dir=str(tmp_path / f"b{batch_size}"), per_device_train_batch_size=batch_size,
+            gradient_accumulation_steps=accumulation, max_steps=1, report_to=[], save_strategy="no",
+            use_cpu=True, seed=0, bf16=False, max_grad_norm=0.0,
+        )
+        # plain SGD: the update is the gradient itself, so any loss-scaling error shows up
+        optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+        trainer = Trainer(model=model, args=args, train_dataset=dataset, data_collator=default_data_collator,
+                          optimizers=(optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)))
+        trainer.train()
+        return model.minattn.embeddings.word_embeddings.weight.detach().clone()
+
+    set_seed(0)
+    initial = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer))).minattn.embeddings.word_embeddings.weight
+    big, accumulated = train(4, 1), train(2, 2)
+    assert not torch.allclose(big, initial)  # the step did something
+    torch.testing.assert_close(big, accumulated, atol=1e-6, rtol=1e-5)
+
+
+def test_loss_falls_when_overfitting_one_batch():
+    model = MinAttnForMaskedLM(tiny_config())
+    input_ids = torch.randint(5, 99, (4, 12))
+    labels = input_ids.clone()
+    masked = input_ids.clone()
+    masked[:, ::3] = 4
+    labels[:, 1::3] = -100
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(60):
+        loss = model(masked, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.2 * losses[0]
+
+
+def test_gradient_checkpointing_gives_same_gradients():
+    config = tiny_config()
+    plain, checkpointed = MinAttnForMaskedLM(config), MinAttnForMaskedLM(config)
+    checkpointed.load_state_dict(plain.state_dict())
+    checkpointed.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    assert checkpointed.minattn.layers[0].gradient_checkpointing
+    input_ids = torch.randint(5, 99, (2, 9))
+    for model in (plain, checkpointed):
+        model.train()
+        model(input_ids, labels=input_ids).loss.backward()
+    for (name, a), (_, b) in zip(plain.named_parameters(), checkpointed.named_parameters()):
+        torch.testing.assert_close(a.grad, b.grad, msg=name)
+
+
+def test_sequence_classification_trains():
+    model = MinAttnForSequenceClassification(tiny_config(num_labels=2))
+    input_ids, attention_mask = padded_batch()
+    out = model(input_ids, attention_mask=attention_mask, labels=torch.tensor([0, 1]))
+    out.loss.backward()
+    assert torch.isfinite(out.loss) and model.classifier.weight.grad.abs().sum() > 0
+
+
+def test_seeded_models_are_identical():
+    set_seed(123)
+    a = MinAttnForMaskedLM(tiny_config())
+    set_seed(123)
+    b = MinAttnForMaskedLM(tiny_config())
+    for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.equal(x, y), name
+    set_seed(124)
+    c = MinAttnForMaskedLM(tiny_config())
+    assert not torch.equal(a.minattn.embeddings.word_embeddings.weight, c.minattn.embeddings.word_embeddings.weight)
+
+
+def test_residual_projections_use_scaled_init():
+    model = MinAttnModel(tiny_config(num_hidden_layers=8, hidden_size=256, intermediate_size=512))
+    std = model.config.initializer_range
+    layer = model.layers[0]
+    assert abs(layer.attention.qkv_proj.weight.std().item() - std) < 0.1 * std
+    assert abs(layer.attention.o_proj.weight.std().item() - std / 4) < 0.1 * std / 4  # sqrt(2 * 8) = 4
+    assert abs(layer.mlp.down_proj.weight.std().item() - std / 4) < 0.1 * std / 4
+
+
+# ---------------------------------------------------------------- saving, loading, pipelines
+
+
+@pytest.mark.parametrize("variant", ["default", "sinusoidal"])
+def test_save_load_round_trip_is_bit_exact_with_tied_weights_once(tmp_path, variant):
+    model = MinAttnForMaskedLM(tiny_config(**VARIANTS[variant])).eval()
+    assert model.lm_head.decoder.weight is model.minattn.embeddings.word_embeddings.weight
+    model.save_pretrained(tmp_path)
+    with safe_open(tmp_path / "model.safetensors", "pt") as f:
+        keys = set(f.keys())
+    assert "minattn.embeddings.word_embeddings.weight" in keys
+    assert "lm_head.decoder.weight" not in keys  # stored once
+
+    loaded = AutoModelForMaskedLM.from_pretrained(tmp_path).eval()
+    assert type(loaded) is MinAttnForMaskedLM
+    assert loaded.lm_head.decoder.weight is loaded.minattn.embeddings.word_embeddings.weight
+    for (name, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items()):
+        assert torch.equal(a, b), name
+    input_ids = torch.randint(5, 99, (2, 9))
+    assert torch.equal(model(input_ids).logits, loaded(input_ids).logits)  # includes the sinusoid buffer
+
+
+def test_checkpoint_carries_code_and_complete_auto_map(tmp_path):
+    MinAttnForMaskedLM(tiny_config()).save_pretrained(tmp_path)
+    assert (tmp_path / "modeling_minattn.py").exists() and (tmp_path / "configuration_minattn.py").exists()
+    auto_map = json.loads((tmp_path / "config.json").read_text())["auto_map"]
+    assert auto_map == {
+        "AutoConfig": "configuration_minattn.MinAttnConfig",
+        "AutoModel": "modeling_minattn.MinAttnModel",
+        "AutoModelForMaskedLM": "modeling_minattn.MinAttnForMaskedLM",
+        "AutoModelForSequenceClassification": "modeling_minattn.MinAttnForSequenceClassification",
+    }
+    assert type(AutoModel.from_pretrained(tmp_path)) is MinAttnModel
+    assert type(AutoModelForSequenceClassification.from_pretrained(tmp_path, num_labels=2)).__name__ == (
+        "MinAttnForSequenceClassification"
+    )
+
+
+LOAD_WITHOUT_PACKAGE = textwrap.dedent(
+    """
+    import sys, importlib.abc, json
+    class Block(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name == "hf_minattn" or name.startswith("hf_minattn."):
+                raise ImportError("hf_minattn is blocked in this test")
+    sys.meta_path.insert(0, Block())
+    try:
+        import hf_minattn
+        raise SystemExit("hf_minattn should not be importable here")
+    except ImportError:
+        pass
+    import torch
+    from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
+    folder = sys.argv[1]
+    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
+    inputs = tokenizer(["the king and the queen"], return_tensors="pt")
+    mlm = AutoModelForMaskedLM.from_pretrained(folder, trust_remote_code=True).eval()
+    base = AutoModel.from_pretrained(folder, trust_remote_code=True).eval()
+    with torch.no_grad():
+        logits = mlm(**inputs).logits
+        hidden = base(**inputs).last_hidden_state
+    print(json.dumps({"mlm": type(mlm).__name__, "base": type(base).__name__, "module": type(mlm).__module__,
+                      "logits": logits[0, 1, :5].tolist(), "hidden": hidden[0, 1, :5].tolist()}))
+    """
+)
+
+
+def test_loads_with_remote_code_where_package_is_not_importable(tmp_path, tokenizer):
+    model = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer))).eval()
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    script = tmp_path / "load.py"
+    script.write_text(LOAD_WITHOUT_PACKAGE)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules")}
+    result = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, env=env,
+                            cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    assert loaded["mlm"] == "MinAttnForMaskedLM" and loaded["base"] == "MinAttnModel"
+    assert loaded["module"].startswith("transformers_modules")  # the copied code, not the package
+    inputs = tokenizer(["the king and the queen"], return_tensors="pt")
+    with torch.no_grad():
+        torch.testing.assert_close(torch.tensor(loaded["logits"]), model(**inputs).logits[0, 1, :5])
+        torch.testing.assert_close(torch.tensor(loaded["hidden"]), model.minattn(**inputs).last_hidden_state[0, 1, :5])
+
+
+def test_trained_tokenizer_round_trip(tmp_path, tokenizer):
+    assert [tokenizer.convert_ids_to_tokens(i) for i in range(5)] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    assert tokenizer.model_max_length == 24
+    tokenizer.save_pretrained(tmp_path)
+    loaded = AutoTokenizer.from_pretrained(tmp_path)
+    assert loaded.is_fast and loaded.model_max_length == 24
+    encoded = loaded("The king barked.")
+    assert encoded["input_ids"][0] == 2 and encoded["input_ids"][-1] == 3
+    assert encoded == tokenizer("The king barked.")
+    assert "token_type_ids" not in encoded
+    assert loaded.decode(encoded["input_ids"], skip_special_tokens=True) == "the king barked."
+
+
+def test_train_tokenizer_rejects_bad_input():
+    with pytest.raises(ValueError, match="vocab_size.*got 3"):
+        train_tokenizer(TEXTS, vocab_size=3)
+    with pytest.raises(ValueError, match="no non-empty text"):
+        train_tokenizer(["", "  "], vocab_size=50)
+    with pytest.raises(TypeError, match="not a single string"):
+        train_tokenizer("the king", vocab_size=50)
+
+
+def test_fill_mask_and_feature_extraction_pipelines(tmp_path, tokenizer):
+    set_seed(0)
+    model = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer)))
+    # teach it one fact so that fill-mask has a right answer to find
+    batch = tokenizer(["the king and the queen"] * 8, return_tensors="pt")
+    labels = torch.full_like(batch["input_ids"], -100)
+    queen = tokenizer.convert_tokens_to_ids("queen")
+    position = batch["input_ids"][0].tolist().index(queen)
+    labels[:, position] = queen
+    batch["input_ids"][:, position] = tokenizer.mask_token_id
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for _ in range(30):
+        loss = model(**batch, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+
+    fill = pipeline("fill-mask", model=str(tmp_path), tokenizer=str(tmp_path))
+    predictions = fill("the king and the [MASK]")
+    assert predictions[0]["token_str"] == "queen"
+    assert len(predictions) == 5 and predictions[0]["score"] > predictions[1]["score"]
+
+    extract = pipeline("feature-extraction", model=str(tmp_path), tokenizer=str(tmp_path))
+    features = extract("the king and the queen")
+    n_tokens = len(tokenizer("the king and the queen")["input_ids"])
+    assert torch.tensor(features).shape == (1, n_tokens, 36)
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@pytest.fixture(scope="module")
+def small_model():
+    return MinAttnForMaskedLM(tiny_config()).eval()
+
+
+def test_out_of_range_id_names_the_id(small_model):
+    with pytest.raises(ValueError, match=r"id 99, outside \[0, vocab_size=99\)"):
+        small_model(torch.tensor([[5, 99, 6]]))
+    with pytest.raises(ValueError, match=r"id -1"):
+        small_model(torch.tensor([[5, -1, 6]]))
+
+
+def test_too_long_sequence_names_both_lengths(small_model):
+    with pytest.raises(ValueError, match="length 30 .*max_position_embeddings=24"):
+        small_model(torch.randint(5, 99, (1, 30)))
+    # without positions there is no limit
+    MinAttnModel(tiny_config(position_embedding_type="none"))(torch.randint(5, 99, (1, 30)))
+
+
+def test_mask_shape_mismatch(small_model):
+    with pytest.raises(ValueError, match=r"attention_mask has shape \(1, 5\) but the input has shape \(1, 6\)"):
+        small_model(torch.randint(5, 99, (1, 6)), attention_mask=torch.ones(1, 5))
+
+
+def test_neither_or_both_inputs(small_model):
+    with pytest.raises(ValueError, match="exactly one of input_ids or inputs_embeds.*neither"):
+        small_model()
+    with pytest.raises(ValueError, match="both"):
+        small_model(torch.randint(5, 99, (1, 6)), inputs_embeds=torch.randn(1, 6, 36))
+    # inputs_embeds alone works
+    assert small_model(inputs_embeds=torch.randn(1, 6, 36)).logits.shape == (1, 6, 99)
+
+
+def test_truncated_or_corrupt_safetensors_names_the_file(tmp_path):
+    MinAttnForMaskedLM(tiny_config()).save_pretrained(tmp_path)
+    weights = tmp_path / "model.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes(data[: len(data) // 2])
+    with pytest.raises(OSError, match="model.safetensors.*truncated or corrupt"):
+        AutoModelForMaskedLM.from_pretrained(tmp_path)
+    weights.write_bytes(b"not a safetensors file")
+    with pytest.raises(OSError, match="model.safetensors"):
+        AutoModel.from_pretrained(tmp_path)
