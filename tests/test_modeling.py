@@ -279,7 +279,7 @@ def test_gradient_checkpointing_gives_same_gradients():
     config = tiny_config()
     plain, checkpointed = MinAttnForMaskedLM(config), MinAttnForMaskedLM(config)
     checkpointed.load_state_dict(plain.state_dict())
-    checkpointed.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    checkpointed.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     assert checkpointed.minattn.layers[0].gradient_checkpointing
     input_ids = torch.randint(5, 99, (2, 9))
     for model in (plain, checkpointed):
