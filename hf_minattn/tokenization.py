@@ -40,7 +40,12 @@ def train_tokenizer(
         vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS, show_progress=show_progress
     )
     tokenizer.train_from_iterator(texts, trainer=trainer, length=len(texts))
-    cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    # The trainer numbers tokens in hash-map order (alphabet, tied merges): the same text gives the same tokens
+    # under different ids from run to run. Renumber them in sorted order so that a seed fixes the whole model.
+    learned = sorted(token for token in tokenizer.get_vocab() if token not in SPECIAL_TOKENS)
+    vocab = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *learned])}
+    tokenizer.model = models.WordPiece(vocab=vocab, unk_token="[UNK]")
+    cls_id, sep_id = vocab["[CLS]"], vocab["[SEP]"]
     tokenizer.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",
         pair="[CLS] $A [SEP] $B:1 [SEP]:1",

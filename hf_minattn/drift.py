@@ -1,0 +1,102 @@
+"""Record during training how far the embeddings and attention weights move from their initial values.
+
+`DriftCallback` answers "are the input embeddings updated, and how much compared with W_Q, W_K, W_V, W_O?"
+It writes `drift.json` in the output folder; the probes plot it.
+"""
+
+import json
+import os
+
+import torch
+from transformers import TrainerCallback
+
+DRIFT_FILE = "drift.json"
+
+
+def _named_weights(model, grad: bool = False) -> dict[str, torch.Tensor | None]:
+    """The tracked matrices by name: "word_embeddings", "position_embeddings", "layers.{i}.W_Q" ... "W_O".
+
+    With `grad=True`, their gradients instead (None where there is none, e.g. frozen or identity weights).
+    """
+    embeddings = model.get_input_embeddings()
+    base = getattr(model, model.base_model_prefix, model)
+    positions = getattr(getattr(base, "embeddings", None), "position_embeddings", None)
+    weights = {"word_embeddings": embeddings.weight.grad if grad else embeddings.weight.detach()}
+    if positions is not None:  # None with sinusoidal or no position embeddings: nothing trained to track
+        weights["position_embeddings"] = positions.weight.grad if grad else positions.weight.detach()
+    for i, layer in enumerate(model.get_head_weights(grad=grad)):
+        for name, tensor in layer.items():
+            weights[f"layers.{i}.{name}"] = tensor
+    return weights
+
+
+class DriftCallback(TrainerCallback):
+    """At every logging step, records for each tracked matrix W (word and position embeddings, each layer's W_Q,
+    W_K, W_V, W_O as returned by `get_head_weights`):
+
+    - `drift`: ||W - W_init||_F / ||W_init||_F, the relative distance from the initial value;
+    - `grad_norm`: ||dL/dW||_F, averaged over the optimizer steps since the previous record (None if W gets no
+      gradient: frozen, or fixed to the identity).
+
+    The initial values are copied when the callback is created, so create it right after initialising the
+    model and before any training. A resumed run re-creates the same initial weights from the same seed, and
+    keeps the records of `drift.json` up to the checkpoint's step.
+
+    With tied word embeddings, the word-embedding matrix is also the output layer of the masked-LM head: its
+    drift and gradient include both roles.
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self.initial = {name: w.detach().clone() for name, w in _named_weights(model).items()}
+        self.records: list[dict] = []
+        self._grad_sums: dict[str, float] = {}
+        self._grad_steps = 0
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        path = os.path.join(args.output_dir, DRIFT_FILE)
+        if state.global_step > 0 and os.path.exists(path):  # resuming: keep the history up to the checkpoint
+            with open(path) as f:
+                self.records = [r for r in json.load(f)["records"] if r["step"] <= state.global_step]
+        if state.global_step == 0:  # step 0: the initial state, drift 0 by definition
+            self.records = [self._record(state, with_grads=False)]
+
+    def on_pre_optimizer_step(self, args, state, control, **kwargs):
+        # Gradients exist only between backward and the optimizer step (the Trainer zeroes them before on_log).
+        # Under DDP they are already averaged across processes here.
+        for name, g in _named_weights(self.model, grad=True).items():
+            if g is not None:
+                self._grad_sums[name] = self._grad_sums.get(name, 0.0) + g.float().norm().item()
+        self._grad_steps += 1
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs is not None and "loss" not in logs:  # evaluation and end-of-training logs: no new step
+            return
+        self.records.append(self._record(state, loss=(logs or {}).get("loss")))
+        self._grad_sums, self._grad_steps = {}, 0
+        if state.is_world_process_zero:
+            self.save(os.path.join(args.output_dir, DRIFT_FILE))
+
+    def _record(self, state, loss=None, with_grads=True) -> dict:
+        current = _named_weights(self.model)
+        record = {"step": state.global_step, "epoch": state.epoch, "loss": loss, "drift": {}, "grad_norm": {}}
+        for name, w0 in self.initial.items():
+            w = current[name].float()
+            record["drift"][name] = ((w - w0.float()).norm() / w0.float().norm().clamp_min(1e-12)).item()
+            mean_grad = self._grad_sums[name] / self._grad_steps if with_grads and name in self._grad_sums else None
+            record["grad_norm"][name] = mean_grad
+        return record
+
+    def save(self, path):
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"tracked": list(self.initial), "records": self.records}, f, indent=1)
+        os.replace(tmp, path)  # a run killed mid-write must not leave a truncated file
+
+
+def load_drift(path) -> dict:
+    """Read a `drift.json` written by `DriftCallback` (a file, or the model folder holding it)."""
+    path = os.path.join(path, DRIFT_FILE) if os.path.isdir(path) else path
+    with open(path) as f:
+        return json.load(f)

@@ -1,0 +1,122 @@
+"""The README.md model card of a trained MinAttn folder, rendered with `huggingface_hub.ModelCard`.
+
+The template (`model_card_template.md`, next to this file so it is installed with the package) holds the
+prose; this module gathers the facts (config, data, results) and checks a card's metadata offline.
+"""
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+TEMPLATE_PATH = Path(__file__).with_name("model_card_template.md")
+
+# Metadata the Hub needs to show the model as a fill-mask model that loads with transformers.
+REQUIRED_METADATA = {"library_name": "transformers", "pipeline_tag": "fill-mask"}
+REQUIRED_KEYS = ("license", "tags")
+
+
+@dataclass
+class CardFacts:
+    """What the model card states about one trained model."""
+
+    model_name: str
+    config: object  # a MinAttnConfig
+    num_parameters: int
+    dataset_id: str | None  # Hub dataset id for the metadata, or None for local files
+    dataset_config: str | None
+    dataset_description: str
+    eval_metrics: dict = field(default_factory=dict)  # Trainer's "eval_*" metrics
+    train_summary: str = ""
+    command: str = ""
+    max_seq_length: int = 128
+    mlm_probability: float = 0.15
+    whole_word_mask: bool = False
+    line_by_line: bool = False
+    frozen_embeddings: bool = False
+    hardware: str = "CPU"
+    repo_id: str | None = None
+    license: str = "apache-2.0"
+    eval_split_description: str = "held-out text"
+
+
+def _eval_results(facts: CardFacts) -> list[EvalResult]:
+    common = dict(
+        task_type="fill-mask",
+        task_name="Masked language modelling",
+        dataset_type=facts.dataset_id or "text",
+        dataset_name=facts.dataset_id or facts.dataset_description,
+        dataset_config=facts.dataset_config,
+        dataset_split="validation",
+    )
+    names = {"eval_perplexity": ("perplexity", "Perplexity"), "eval_accuracy": ("accuracy", "Masked-token accuracy"),
+             "eval_loss": ("loss", "Cross-entropy loss")}
+    return [
+        EvalResult(metric_type=metric_type, metric_name=metric_name, metric_value=round(float(facts.eval_metrics[key]), 4), **common)
+        for key, (metric_type, metric_name) in names.items()
+        if key in facts.eval_metrics and math.isfinite(facts.eval_metrics[key])
+    ]
+
+
+def build_model_card(facts: CardFacts) -> ModelCard:
+    card_data = ModelCardData(
+        language="en",
+        license=facts.license,
+        library_name="transformers",
+        pipeline_tag="fill-mask",
+        tags=["minattn", "hf_minattn", "fill-mask", "masked-lm", "custom_code"],
+        datasets=[facts.dataset_id] if facts.dataset_id else None,
+        metrics=["perplexity", "accuracy"],
+        model_name=facts.model_name,
+        # model-index (the results shown on the Hub page) needs both a model name and results.
+        eval_results=_eval_results(facts) or None,
+    )
+    labels = {"eval_loss": "Loss (cross-entropy, nats)", "eval_perplexity": "Perplexity", "eval_accuracy": "Masked-token accuracy",
+              "eval_samples": "Sequences", "eval_masked_tokens": "Masked tokens"}
+    results = [(label, _format(facts.eval_metrics[key])) for key, label in labels.items() if key in facts.eval_metrics]
+    return ModelCard.from_template(
+        card_data,
+        template_path=str(TEMPLATE_PATH),
+        results=results,
+        repo_id=facts.repo_id or f"path/to/{facts.model_name}",
+        **{k: v for k, v in vars(facts).items() if k not in ("eval_metrics", "repo_id")},
+    )
+
+
+def _format(value) -> str:
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:.4f}"
+    return f"{int(value):,}" if isinstance(value, (int, float)) else str(value)
+
+
+def write_model_card(output_dir, facts: CardFacts) -> Path:
+    path = Path(output_dir) / "README.md"
+    build_model_card(facts).save(path)
+    return path
+
+
+def validate_model_card(path) -> ModelCard:
+    """Check a model card's YAML metadata without the network (the Hub's own validator is online only).
+
+    Raises `ValueError` listing every problem: unparsable YAML or model-index, or missing/wrong metadata.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"No model card: {path} does not exist")
+    try:
+        card = ModelCard.load(path, ignore_metadata_errors=False)  # parses YAML and model-index
+    except Exception as error:  # the YAML parser and huggingface_hub raise various types
+        raise ValueError(f"{path}: invalid model card metadata: {error}") from error
+    metadata = card.data.to_dict()
+    problems = [
+        f"{key} must be {expected!r}, got {metadata.get(key)!r}"
+        for key, expected in REQUIRED_METADATA.items()
+        if metadata.get(key) != expected
+    ]
+    problems += [f"{key} is missing" for key in REQUIRED_KEYS if not metadata.get(key)]
+    if "model-index" in metadata and not card.data.eval_results:
+        problems.append("model-index has no evaluation results")
+    if problems:
+        raise ValueError(f"{path}: invalid model card metadata: " + "; ".join(problems))
+    return card

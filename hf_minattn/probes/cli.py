@@ -1,0 +1,104 @@
+"""`hf-minattn probe MODEL --out DIR` and `hf-minattn compare DIR1 DIR2 ... --out DIR`."""
+
+import argparse
+import json
+import os
+import time
+
+from .corpus import default_sentences, read_corpus_file, read_dataset
+from .loading import load_encoder
+from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS
+from .plots import all_plots, compare_plots
+from .report import write_compare_report, write_report
+from .run import run_all_probes
+
+
+def probe_parser():
+    p = argparse.ArgumentParser(prog="hf-minattn probe", description="Probe an encoder's static vs contextual "
+                                "embeddings, attention heads and weights; write probes.json, PNGs and report.html.")
+    p.add_argument("model", help="a model folder loadable with AutoModel/AutoTokenizer (fast tokenizer)")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--corpus", help="UTF-8 text file, one paragraph or sentence per line")
+    source.add_argument("--dataset", help="a datasets folder (save_to_disk) or dataset name available offline")
+    p.add_argument("--split", default="validation", help="dataset split (default: validation)")
+    p.add_argument("--text-column", default="text")
+    p.add_argument("--max-sentences", type=int, default=2000)
+    p.add_argument("--words", nargs="*", default=[], help=f"probe words, added to {' '.join(DEFAULT_WORDS)}")
+    p.add_argument("--sense-word", default=DEFAULT_SENSE_WORD, help="word followed across --sense-sentence's")
+    p.add_argument("--sense-sentence", action="append", help="a sentence containing --sense-word (repeat)")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--name", help="model name in the report (default: the folder's name)")
+    p.add_argument("--head-sentences", type=int, default=200, help="sentences for the attention statistics")
+    p.add_argument("--min-count", type=int, default=5, help="min occurrences for the geometry probe")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-word2vec", action="store_true", help="skip the word2vec baseline")
+    p.add_argument("--no-decontextualized", action="store_true", help="skip feeding every word alone")
+    p.add_argument("--no-heads", action="store_true")
+    p.add_argument("--no-weights", action="store_true")
+    p.add_argument("--no-save-vectors", action="store_true", help="do not export KeyedVectors files")
+    return p
+
+
+def _sentences(args):
+    if args.corpus:
+        return read_corpus_file(args.corpus, args.max_sentences)
+    if args.dataset:
+        return read_dataset(args.dataset, args.split, args.text_column, args.max_sentences)
+    return default_sentences(args.max_sentences)
+
+
+def _folder_name(path):
+    parts = os.path.normpath(path).split(os.sep)
+    # packaged models often live in a folder called just "model": keep its parent for a readable name
+    return os.path.join(*parts[-2:]) if parts[-1] == "model" and len(parts) > 1 else parts[-1]
+
+
+def write_outputs(results, out):
+    """probes.json, the PNGs, report.html, attention_graph.json and (optionally) vectors/*.kv into `out`."""
+    os.makedirs(out, exist_ok=True)
+    results.save_json(os.path.join(out, "probes.json"))
+    if results.attention_graph:
+        with open(os.path.join(out, "attention_graph.json"), "w", encoding="utf-8") as f:
+            json.dump(results.attention_graph, f)
+    r = results.to_dict()
+    write_report(r, all_plots(r, out), os.path.join(out, "report.html"))
+
+
+def probe_main(argv=None):
+    args = probe_parser().parse_args(argv)
+    start = time.perf_counter()
+    model, tokenizer = load_encoder(args.model)
+    sentences = _sentences(args)
+    print(f"[probe] {args.model}: {len(sentences)} sentences")
+    sense_sentences = args.sense_sentence or (DEFAULT_SENSE_SENTENCES if args.sense_word == DEFAULT_SENSE_WORD else None)
+    results = run_all_probes(
+        model, tokenizer, sentences, words=[*DEFAULT_WORDS, *args.words], sense_word=args.sense_word,
+        sense_sentences=sense_sentences, model_name=args.name or _folder_name(args.model),
+        model_path=args.model, word2vec=not args.no_word2vec, decontextualized=not args.no_decontextualized,
+        heads=not args.no_heads, weights=not args.no_weights, head_sentences=args.head_sentences,
+        min_count=args.min_count, batch_size=args.batch_size, seed=args.seed)
+    if not args.no_save_vectors:
+        results.word_vectors.save(os.path.join(args.out, "vectors"))
+    write_outputs(results, args.out)
+    print(f"[probe] wrote {os.path.join(args.out, 'report.html')} in {time.perf_counter() - start:.1f}s")
+    return 0
+
+
+def compare_main(argv=None):
+    p = argparse.ArgumentParser(prog="hf-minattn compare", description="Put several probe results side by side.")
+    p.add_argument("dirs", nargs="+", help="folders written by `hf-minattn probe` (each with probes.json)")
+    p.add_argument("--out", default="compare", help="output folder (default: ./compare)")
+    args = p.parse_args(argv)
+    results = {}
+    for folder in args.dirs:
+        path = os.path.join(folder, "probes.json")
+        if not os.path.isfile(path):
+            p.error(f"{folder} has no probes.json; run `hf-minattn probe MODEL --out {folder}` first")
+        with open(path, encoding="utf-8") as f:
+            name = os.path.basename(os.path.normpath(folder))
+            results[name if name not in results else folder] = json.load(f)
+    os.makedirs(args.out, exist_ok=True)
+    report = write_compare_report(results, compare_plots(results, args.out), os.path.join(args.out, "compare.html"))
+    print(f"[compare] wrote {report}")
+    return 0

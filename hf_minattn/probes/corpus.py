@@ -1,0 +1,58 @@
+"""Where the probe sentences come from: a text file, a saved dataset, or the bundled Wikipedia sample."""
+
+import re
+
+# A sentence ends at . ! or ? followed by space and an upper-case letter, digit or quote. Crude, but
+# the probes only need sentence-sized contexts, not linguistically exact boundaries.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
+# Wiki markup left by gensim's filter_wiki (''italic'', '''bold''') would otherwise become tokens.
+_WIKI_QUOTES = re.compile(r"'{2,}")
+
+
+def split_sentences(texts, max_sentences=2000, min_words=4):
+    """Split paragraphs into sentences, keeping those with at least `min_words` words, up to `max_sentences`."""
+    sentences = []
+    for text in texts:
+        for sentence in _SENTENCE_END.split(_WIKI_QUOTES.sub("", text)):
+            sentence = " ".join(sentence.split())
+            if len(sentence.split()) >= min_words:
+                sentences.append(sentence)
+                if max_sentences and len(sentences) >= max_sentences:
+                    return sentences
+    return sentences
+
+
+def _require(sentences, source):
+    if not sentences:
+        raise ValueError(f"the corpus from {source} has no usable sentences (need at least 4 words each)")
+    return sentences
+
+
+def read_corpus_file(path, max_sentences=2000):
+    """A UTF-8 text file, one paragraph (or sentence) per line."""
+    with open(path, encoding="utf-8") as f:
+        return _require(split_sentences((line for line in f if line.strip()), max_sentences), path)
+
+
+def read_dataset(name_or_path, split="validation", column="text", max_sentences=2000):
+    """A `datasets` dataset saved with save_to_disk, or any name `load_dataset` resolves offline."""
+    import os
+
+    import datasets
+
+    if os.path.isdir(name_or_path):
+        data = datasets.load_from_disk(name_or_path)
+    else:
+        data = datasets.load_dataset(name_or_path)
+    if isinstance(data, datasets.DatasetDict):
+        data = data[split] if split in data else next(iter(data.values()))
+    return _require(split_sentences(data[column], max_sentences), name_or_path)
+
+
+def default_sentences(max_sentences=2000):
+    """Sentences from the Wikipedia sample bundled with gensim (validation first, then train)."""
+    from hf_minattn.data import load_wikipedia_sample
+
+    data = load_wikipedia_sample()
+    texts = list(data["validation"]["text"]) + list(data["train"]["text"])
+    return _require(split_sentences(texts, max_sentences), "the bundled Wikipedia sample")

@@ -1,0 +1,67 @@
+"""Load any encoder that `AutoModel` knows, with its fast tokenizer, and fail early with a clear message."""
+
+import inspect
+import os
+from contextlib import contextmanager
+
+from transformers import AutoModel, AutoTokenizer
+
+
+def _register_minattn():
+    # Importing the package registers "minattn" with the Auto classes, so our own checkpoints load
+    # without trust_remote_code; tolerate its absence (e.g. the model module is mid-rewrite).
+    try:
+        import hf_minattn.modeling_minattn  # noqa: F401
+    except ImportError:
+        pass
+
+
+def require_fast_tokenizer(tokenizer):
+    """Word pooling needs `word_ids()` and character offsets, which only fast (Rust) tokenizers give."""
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(
+            f"{type(tokenizer).__name__} has no fast (Rust `tokenizers`) backend; the probes need word_ids() "
+            "to pool subword pieces into words. Load it with AutoTokenizer.from_pretrained(..., use_fast=True) "
+            "or convert it to a tokenizer.json."
+        )
+    return tokenizer
+
+
+def load_encoder(path, attn_implementation=None):
+    """Return (model, tokenizer) from a local model folder; the model is in eval mode on CPU."""
+    _register_minattn()
+    if not os.path.isdir(str(path)):
+        raise FileNotFoundError(
+            f"model path {path!r} is not a folder; pass a folder written by save_pretrained() "
+            "(config.json, weights and tokenizer files). There is no network access to the Hub here."
+        )
+    if not os.path.isfile(os.path.join(str(path), "config.json")):
+        raise FileNotFoundError(f"{path!r} has no config.json; is it a save_pretrained() folder?")
+    kwargs = {"attn_implementation": attn_implementation} if attn_implementation else {}
+    model = AutoModel.from_pretrained(path, trust_remote_code=True, **kwargs)
+    tokenizer = require_fast_tokenizer(AutoTokenizer.from_pretrained(path, trust_remote_code=True))
+    return model.eval(), tokenizer
+
+
+def model_inputs(model, batch):
+    """Keep only the tokenizer outputs that the model's forward accepts (MinAttn has no token_type_ids)."""
+    accepted = inspect.signature(model.forward).parameters
+    return {k: v for k, v in batch.items() if k in accepted}
+
+
+def max_length_for(model, tokenizer, cap=128):
+    limits = [cap, getattr(model.config, "max_position_embeddings", None), tokenizer.model_max_length]
+    return int(min(x for x in limits if x))
+
+
+@contextmanager
+def eager_attention(model):
+    """Attention weights exist only on the eager path: switch to it for one pass, then switch back."""
+    previous = model.config._attn_implementation
+    if previous != "eager":
+        model.set_attn_implementation("eager")
+    try:
+        yield model
+    finally:
+        if previous != "eager":
+            model.set_attn_implementation(previous)

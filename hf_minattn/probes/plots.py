@@ -1,0 +1,235 @@
+"""Matplotlib figures from the probe numbers (the dict written to probes.json); one function per figure.
+
+Each function takes the results dict `r` and an output path, writes a PNG and returns the path (or None
+when the numbers it needs are absent)."""
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: no display on CI machines
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def _save(fig, path):
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def geometry_plot(r, path):
+    g = r["geometry"]
+    fig, (raw, adjusted) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for key, label in [("self_similarity", "self-similarity"), ("intra_similarity", "intra-sentence"),
+                       ("mev", "max. explainable variance"), ("anisotropy", "baseline: random words"),
+                       ("mev_baseline", "MEV baseline")]:
+        raw.plot(g["layers"], g[key], marker="o", label=label, linestyle="--" if "baseline" in label else "-")
+    for key, label in [("adjusted_self_similarity", "self-similarity"),
+                       ("adjusted_intra_similarity", "intra-sentence"), ("adjusted_mev", "MEV")]:
+        adjusted.plot(g["layers"], g[key], marker="o", label=label)
+    raw.set_title("raw (dashed: anisotropy baselines)")
+    adjusted.set_title("baseline-adjusted (raw - baseline)")
+    for ax in (raw, adjusted):
+        ax.set_xlabel("layer (0 = embedding output)")
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def bands_plot(r, path):
+    g = r["geometry"]
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for band, values in g["adjusted_self_similarity_by_band"].items():
+        if any(v is not None for v in values):
+            ax.plot(g["layers"], [np.nan if v is None else v for v in values], marker="o",
+                    label=f"rank {band} ({g['words_per_band'][band]} words)")
+    ax.set_xlabel("layer")
+    ax.set_ylabel("adjusted self-similarity")
+    ax.set_title("context-specificity by word frequency")
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+BENCHMARKS = (("wordsim353", "WordSim-353 (Spearman)"), ("simlex999", "SimLex-999 (Spearman)"),
+              ("analogy", "Google analogies (3CosAdd acc.)"))
+
+
+def benchmark_series(r):
+    """{set family: [score per layer]} and {single set: score} from the benchmark list."""
+    scores = {s["vectors"]: s for s in r["benchmarks"]["scores"]}
+    layers = list(range(r["num_layers"] + 1))
+    families = {"contextual (mean over corpus)": [scores.get(f"layer_{l}") for l in layers],
+                "decontextualized (word alone)": [scores.get(f"decontext_{l}") for l in layers]}
+    return layers, {k: v for k, v in families.items() if any(v)}, {k: scores[k] for k in ("static", "word2vec") if k in scores}
+
+
+def benchmarks_plot(r, path):
+    if not r.get("benchmarks"):
+        return None
+    layers, families, singles = benchmark_series(r)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    for ax, (key, title) in zip(axes, BENCHMARKS):
+        for label, series in families.items():
+            ax.plot(layers, [np.nan if s is None or s[key] is None else s[key] for s in series], marker="o", label=label)
+        for (label, s), style in zip(singles.items(), (":", "--")):
+            if s[key] is not None:
+                ax.axhline(s[key], linestyle=style, color="k" if label == "word2vec" else "grey", label=label)
+        ax.set_title(title)
+        ax.set_xlabel("layer")
+        ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def sense_plot(r, path):
+    s = r.get("sense")
+    if not s:
+        return None
+    n = len(s["layers"])
+    fig, axes = plt.subplots(1, n, figsize=(2.2 * n, 2.6), squeeze=False)
+    for ax, layer, sim in zip(axes[0], s["layers"], s["similarity"]):
+        ax.imshow(sim, vmin=0, vmax=1, cmap="viridis")
+        ax.set_title(f"layer {layer}", fontsize=9)
+        ax.set_xticks(range(len(sim))), ax.set_yticks(range(len(sim)))
+    fig.suptitle(f"cosine between the vectors of '{s['word']}' in sentences 0..{len(s['sentences']) - 1}", fontsize=10)
+    return _save(fig, path)
+
+
+HEAD_STATS = (("entropy", "entropy (nats)"), ("self", "to self"), ("previous", "to previous"), ("next", "to next"),
+              ("cls", "to [CLS]"), ("sep", "to [SEP]"), ("punctuation", "to punctuation"))
+
+
+def heads_plot(r, path):
+    h = r.get("heads")
+    if not h:
+        return None
+    fig, axes = plt.subplots(1, len(HEAD_STATS), figsize=(2.3 * len(HEAD_STATS), 0.5 * h["num_layers"] + 1.8))
+    for ax, (key, title) in zip(axes, HEAD_STATS):
+        values = np.array(h["stats"][key])
+        im = ax.imshow(values, cmap="magma", vmin=0, vmax=None if key == "entropy" else 1, aspect="auto")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("head"), ax.set_ylabel("layer")
+        fig.colorbar(im, ax=ax, fraction=0.046)
+    return _save(fig, path)
+
+
+def head_map_plot(r, path):
+    h = r.get("heads")
+    if not h:
+        return None
+    xy = np.array(h["mds"])
+    layer = np.repeat(np.arange(h["num_layers"]), h["num_heads"])
+    fig, ax = plt.subplots(figsize=(5, 4.2))
+    points = ax.scatter(xy[:, 0], xy[:, 1], c=layer, cmap="viridis", s=40)
+    for k, (x, y) in enumerate(xy):
+        ax.annotate(f"{k // h['num_heads']}-{k % h['num_heads']}", (x, y), fontsize=6)
+    fig.colorbar(points, ax=ax, label="layer")
+    ax.set_title("heads by Jensen-Shannon distance (classical MDS)", fontsize=10)
+    return _save(fig, path)
+
+
+def attention_example_plot(r, path, index=0):
+    h = r.get("heads")
+    if not h or len(h["examples"]) <= index:
+        return None
+    ex = h["examples"][index]
+    att = np.array(ex["attention"])
+    L, H = att.shape[:2]
+    fig, axes = plt.subplots(L, H, figsize=(2.0 * H, 2.0 * L), squeeze=False)
+    ticks = range(len(ex["tokens"]))
+    for l in range(L):
+        for k in range(H):
+            ax = axes[l][k]
+            ax.imshow(att[l, k], cmap="Blues", vmin=0, vmax=1)
+            ax.set_title(f"layer {l} head {k}", fontsize=7)
+            ax.set_xticks(ticks), ax.set_yticks(ticks)
+            ax.set_xticklabels(ex["tokens"] if l == L - 1 else [], rotation=90, fontsize=5)
+            ax.set_yticklabels(ex["tokens"] if k == 0 else [], fontsize=5)
+    return _save(fig, path)
+
+
+def weights_plot(r, path):
+    w = r.get("weights")
+    if not w:
+        return None
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    for ax, circuit in zip(axes[:2], ("qk", "ov")):
+        for label, spectra, style in [("trained", w["trained"], "-"), ("initial", w.get("initial"), ":")]:
+            if not spectra:
+                continue
+            for layer, heads in enumerate(spectra[f"{circuit}_singular_values"]):
+                s = np.mean([np.array(v) / max(v[0], 1e-12) for v in heads], axis=0)  # normalised, mean over heads
+                ax.plot(s, style, color=plt.cm.viridis(layer / max(1, len(spectra[f"{circuit}_singular_values"]) - 1)),
+                        label=f"{label} layer {layer}")
+        ax.set_yscale("log")
+        ax.set_title(f"{circuit.upper()} circuit spectrum (sigma_i / sigma_1, mean over heads)", fontsize=9)
+        ax.set_xlabel("index")
+        ax.legend(fontsize=6, ncol=2)
+    ax = axes[2]
+    for label, spectra, style in [("trained", w["trained"], "-"), ("initial", w.get("initial"), ":")]:
+        if spectra:
+            for circuit, marker in (("qk", "o"), ("ov", "s")):
+                ranks = np.mean(spectra[f"{circuit}_effective_rank"], axis=1)
+                ax.plot(ranks, style, marker=marker, label=f"{circuit.upper()} {label}")
+    ax.axhline(w["head_dim"], color="grey", linewidth=0.8, label="head_dim (max)")
+    ax.set_xlabel("layer")
+    ax.set_title("effective rank (Roy & Vetterli), mean over heads", fontsize=9)
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def drift_plot(r, path):
+    d = r.get("drift")
+    if not d or not d.get("metrics"):
+        return None
+    metrics = [m for m in ("drift", "rel_distance", "grad_norm", "loss") if m in d["metrics"]] or list(d["metrics"])
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 3.8), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        for name, series in d["metrics"][metric].items():
+            ax.plot(series["steps"], series["values"], label=name)
+        ax.set_title({"drift": "relative distance from init ||W-W0||/||W0||"}.get(metric, metric), fontsize=9)
+        ax.set_yscale("log" if metric == "grad_norm" else "linear")
+        ax.set_xlabel("training step")
+        if len(d["metrics"][metric]) <= 12:
+            ax.legend(fontsize=6)
+    return _save(fig, path)
+
+
+FIGURES = {"geometry": geometry_plot, "bands": bands_plot, "benchmarks": benchmarks_plot, "sense": sense_plot,
+           "heads": heads_plot, "head_map": head_map_plot, "attention_example": attention_example_plot,
+           "attention_example_2": lambda r, path: attention_example_plot(r, path, index=1),
+           "weights": weights_plot, "drift": drift_plot}
+
+
+def all_plots(r, folder):
+    """Write every figure the numbers allow; returns {name: path}."""
+    import os
+
+    paths = {name: plot(r, os.path.join(folder, f"{name}.png")) for name, plot in FIGURES.items()}
+    return {k: v for k, v in paths.items() if v}
+
+
+def compare_plots(results, folder):
+    """Several models side by side: adjusted self-similarity and word-similarity by layer."""
+    import os
+
+    paths = {}
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for name, r in results.items():
+        ax.plot(r["geometry"]["layers"], r["geometry"]["adjusted_self_similarity"], marker="o", label=name)
+    ax.set_xlabel("layer"), ax.set_ylabel("adjusted self-similarity")
+    ax.legend(fontsize=7)
+    paths["geometry"] = _save(fig, os.path.join(folder, "compare_geometry.png"))
+    with_bench = {k: r for k, r in results.items() if r.get("benchmarks")}
+    if with_bench:
+        fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+        for ax, (key, title) in zip(axes, BENCHMARKS):
+            for i, (name, r) in enumerate(with_bench.items()):
+                layers, families, singles = benchmark_series(r)
+                series = next(iter(families.values()), [])
+                line = ax.plot(layers[: len(series)], [np.nan if s is None or s[key] is None else s[key] for s in series],
+                               marker="o", label=f"{name} contextual")[0]
+                if "word2vec" in singles and singles["word2vec"][key] is not None:
+                    ax.axhline(singles["word2vec"][key], linestyle="--", color=line.get_color(), label=f"{name} word2vec")
+            ax.set_title(title), ax.set_xlabel("layer")
+            ax.legend(fontsize=6)
+        paths["benchmarks"] = _save(fig, os.path.join(folder, "compare_benchmarks.png"))
+    return paths

@@ -1,0 +1,92 @@
+"""Static, contextual and decontextualized word vectors, as gensim KeyedVectors ordered by frequency.
+
+- static: rows of the input embedding matrix, a word's pieces mean-pooled (no positions, no context);
+- contextual layer l: the word's layer-l vector, pieces mean-pooled, then averaged over its corpus
+  occurrences (Bommasani et al. 2020, mean/mean pooling), l = 0..L (layer 0 includes positions);
+- decontextualized layer l: the word fed alone as [CLS] word [SEP].
+All sets share the corpus vocabulary (most frequent first), so benchmarks score the same pairs.
+"""
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from gensim.models import KeyedVectors
+
+from .encode import pool_pieces
+from .loading import model_inputs
+from .progress import progress
+
+
+@dataclass
+class WordVectors:
+    """Named vector sets over one vocabulary: "static", "layer_0".."layer_L", "decontext_0".., "word2vec"."""
+
+    vocab: list
+    sets: dict  # name -> np.ndarray (vocab, dim)
+
+    def keyed_vectors(self, name):
+        vectors = self.sets[name]
+        kv = KeyedVectors(vector_size=vectors.shape[1])
+        kv.add_vectors(self.vocab, vectors.astype(np.float32))
+        return kv
+
+    def save(self, folder):
+        """One gensim KeyedVectors file per set (load with KeyedVectors.load(path))."""
+        os.makedirs(folder, exist_ok=True)
+        paths = {}
+        for name in self.sets:
+            paths[name] = os.path.join(folder, f"{name}.kv")
+            self.keyed_vectors(name).save(paths[name])
+        return paths
+
+
+def _piece_ids(tokenizer, words, add_special_tokens):
+    batch = tokenizer(list(words), add_special_tokens=add_special_tokens, return_special_tokens_mask=True)
+    return batch["input_ids"], batch["special_tokens_mask"]
+
+
+def static_vectors(model, tokenizer, words):
+    """Mean of the input-embedding rows of each word's pieces: (len(words), hidden)."""
+    ids, _ = _piece_ids(tokenizer, words, add_special_tokens=False)
+    flat = torch.tensor([i for piece_ids in ids for i in piece_ids])
+    owner = torch.repeat_interleave(torch.arange(len(words)), torch.tensor([len(p) for p in ids]))
+    with torch.no_grad():
+        rows = model.get_input_embeddings().weight[flat].float()
+    return pool_pieces(rows[None], owner, len(words))[0].numpy()
+
+
+def decontextualized_vectors(model, tokenizer, words, batch_size=256):
+    """Each word fed alone ([CLS] word [SEP]); its non-special pieces pooled, per layer: (L+1, len(words), hidden)."""
+    ids, specials = _piece_ids(tokenizer, words, add_special_tokens=True)
+    order = sorted(range(len(words)), key=lambda i: len(ids[i]))  # similar lengths per batch: little padding
+    out = None
+    model.eval()
+    with torch.inference_mode():
+        for start in progress(range(0, len(words), batch_size), desc="decontextualized words"):
+            chunk = order[start : start + batch_size]
+            enc = tokenizer.pad({"input_ids": [ids[i] for i in chunk]}, return_tensors="pt")
+            states = torch.stack(model(**model_inputs(model, enc), output_hidden_states=True).hidden_states).float()
+            b_idx, t_idx = [], []
+            for b, i in enumerate(chunk):
+                for t, is_special in enumerate(specials[i]):
+                    if not is_special:
+                        b_idx.append(b), t_idx.append(t)
+            pooled = pool_pieces(states[:, b_idx, t_idx], torch.tensor(b_idx), len(chunk))
+            if out is None:
+                out = torch.zeros(pooled.shape[0], len(words), pooled.shape[-1])
+            out[:, chunk] = pooled
+    return out.numpy()
+
+
+def word_vectors(model, tokenizer, encoded, decontextualized=True):
+    """All vector sets over the corpus vocabulary of `encoded` (an EncodedCorpus)."""
+    vocab = encoded.tokenized.vocab
+    sets = {"static": static_vectors(model, tokenizer, vocab)}
+    for layer, vectors in enumerate(encoded.contextual):
+        sets[f"layer_{layer}"] = vectors
+    if decontextualized:
+        for layer, vectors in enumerate(decontextualized_vectors(model, tokenizer, vocab)):
+            sets[f"decontext_{layer}"] = vectors
+    return WordVectors(vocab, sets)

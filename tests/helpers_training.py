@@ -1,0 +1,85 @@
+"""Shared pieces of the training tests (test_training.py, test_push.py): tiny runs of training/run_mlm.py."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+RUN_MLM = REPO / "training" / "run_mlm.py"
+ACCELERATE_CPU_CONFIG = REPO / "training" / "accelerate" / "cpu_2proc.yaml"
+
+# A few seconds of training: tiny model (hidden 32, FFN 37, 64 positions), a few steps, fp32 for exactness.
+TINY_ARGS = {
+    "model_size": "tiny",
+    "max_steps": 8,
+    "logging_steps": 2,
+    "save_steps": 4,
+    "per_device_train_batch_size": 8,
+    "per_device_eval_batch_size": 8,
+    "max_train_samples": 200,
+    "max_eval_samples": 20,
+    "learning_rate": 1e-3,
+    "bf16": "false",
+    "seed": 0,
+    "disable_tqdm": "true",
+}
+
+
+def tiny_argv(output_dir, tokenizer_dir=None, **overrides) -> list[str]:
+    """Command-line arguments of a tiny run; `overrides` replace or add flags (value None drops one)."""
+    args = {**TINY_ARGS, "output_dir": str(output_dir), **overrides}
+    if tokenizer_dir is not None:
+        args["tokenizer_name"] = str(tokenizer_dir)
+    argv = []
+    for key, value in args.items():
+        if value is None:
+            continue
+        argv.append(f"--{key}")
+        if value is not True:
+            argv.append(str(value))
+    return argv
+
+
+def subprocess_env() -> dict:
+    # Each process uses one thread: the tests run two processes on two cores, and stay fast on a shared machine.
+    return {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def run_script(argv, launcher=(sys.executable,), **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([*launcher, str(RUN_MLM), *argv], env=subprocess_env(), capture_output=True, text=True, **kwargs)
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="session")
+def wiki():
+    from hf_minattn.data import load_wikipedia_sample
+
+    return load_wikipedia_sample()
+
+
+@pytest.fixture(scope="session")
+def tokenizer_dir(wiki, tmp_path_factory):
+    """A small WordPiece tokenizer trained once per session (training one is not deterministic, and the
+    resume test needs the same ids in both runs)."""
+    from hf_minattn import train_tokenizer
+
+    path = tmp_path_factory.mktemp("tokenizer")
+    train_tokenizer(wiki["train"]["text"], vocab_size=400, model_max_length=64, show_progress=False).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def text_files(wiki, tmp_path_factory):
+    """Local .txt training and validation files (one paragraph per line), for the local-file code path."""
+    path = tmp_path_factory.mktemp("text")
+    (path / "train.txt").write_text("\n".join(wiki["train"]["text"][:300]) + "\n")
+    (path / "validation.txt").write_text("\n".join(wiki["validation"]["text"][:40]) + "\n")
+    return path

@@ -1,0 +1,286 @@
+"""Known-answer tests of the probes (hf_minattn/probes): each builds an input whose answer is known."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+import torch
+from conftest import TEXTS, tiny_config
+from gensim.models import KeyedVectors
+from gensim.test.utils import datapath
+
+from hf_minattn import MinAttnModel
+from hf_minattn.probes.benchmarks import Word2VecSettings, analogy_accuracy, train_word2vec
+from hf_minattn.probes.corpus import read_corpus_file, split_sentences
+from hf_minattn.probes.drift import read_drift
+from hf_minattn.probes.encode import encode_corpus, tokenize_corpus
+from hf_minattn.probes.geometry import anisotropy, max_explainable_variance, self_similarity
+from hf_minattn.probes.heads import HeadStatistics, attention_graph, classical_mds, head_statistics, word_level_attention
+from hf_minattn.probes.loading import load_encoder
+from hf_minattn.probes.neighbours import nearest_neighbours
+from hf_minattn.probes.vectors import WordVectors, decontextualized_vectors, static_vectors, word_vectors
+from hf_minattn.probes.weights import effective_rank, factored_singular_values, head_weights, weight_spectra
+
+SENTENCES = split_sentences(TEXTS, max_sentences=0)
+
+
+def identity_model():
+    """Every block adds nothing: attention-only (no MLP), W_O = 0, no positions, final LayerNorm removed."""
+    model = MinAttnModel(tiny_config(intermediate_size=0, position_embedding_type="none", vocab_size=120)).eval()
+    with torch.no_grad():
+        for layer in model.layers:
+            layer.attention.o_proj.weight.zero_()
+            layer.attention.o_proj.bias.zero_()
+    model.final_norm = torch.nn.Identity()
+    return model
+
+
+def test_identity_layers_give_contextual_equal_to_static(tokenizer):
+    model = identity_model()
+    encoded = encode_corpus(model, tokenizer, SENTENCES, min_count=2)
+    vectors = word_vectors(model, tokenizer, encoded)
+    static = vectors.sets["static"]
+    for layer in range(model.config.num_hidden_layers + 1):
+        np.testing.assert_allclose(vectors.sets[f"layer_{layer}"], static, atol=1e-5)
+        np.testing.assert_allclose(vectors.sets[f"decontext_{layer}"], static, atol=1e-5)
+    # and the known-different case: a real (random) model's top layer is NOT its static embedding
+    real = MinAttnModel(tiny_config(vocab_size=120)).eval()
+    real_vectors = word_vectors(real, tokenizer, encode_corpus(real, tokenizer, SENTENCES, min_count=2), False)
+    assert not np.allclose(real_vectors.sets["layer_2"], real_vectors.sets["static"], atol=1e-3)
+
+
+def test_words_pool_their_pieces_and_vocab_is_frequency_ordered(tokenizer):
+    tokenized = tokenize_corpus(tokenizer, SENTENCES)
+    assert tokenized.vocab[0] == "the" and list(tokenized.counts) == sorted(tokenized.counts, reverse=True)
+    word = next(w for w in tokenized.vocab if len(tokenizer.tokenize(w)) > 1)  # a word split into pieces
+    model = MinAttnModel(tiny_config(vocab_size=120)).eval()
+    pieces = tokenizer(word, add_special_tokens=False)["input_ids"]
+    expected = model.get_input_embeddings().weight[pieces].mean(0).detach().numpy()
+    np.testing.assert_allclose(static_vectors(model, tokenizer, [word])[0], expected, atol=1e-6)
+
+
+def test_previous_token_head_scores_one():
+    # batch of 2: a full 6-token sentence and a 4-token one padded to 6; one head attends to the previous token
+    T, lengths = 6, [6, 4]
+    attention = torch.zeros(2, 2, T, T)
+    mask = torch.zeros(2, T, dtype=torch.long)
+    for b, n in enumerate(lengths):
+        mask[b, :n] = 1
+        attention[b, 0, 0, 0] = 1.0  # the first token has no previous token: it looks at itself
+        for i in range(1, n):
+            attention[b, 0, i, i - 1] = 1.0
+        attention[b, 1, :n, :n] = 1.0 / n  # head 1: uniform
+    kinds = {"cls": torch.zeros(2, T, dtype=torch.bool)}
+    kinds["cls"][:, 0] = True
+    stats = HeadStatistics()
+    stats.add([attention], mask, kinds)
+    means = stats.means()
+    assert means["previous"][0][0] == pytest.approx(1.0)
+    assert means["next"][0][0] == pytest.approx(0.0)
+    assert means["self"][0][0] == pytest.approx(2 / sum(lengths))  # only the two first tokens
+    assert means["entropy"][0][0] == pytest.approx(0.0, abs=1e-6)
+    assert means["entropy"][0][1] == pytest.approx((6 * np.log(6) + 4 * np.log(4)) / 10, rel=1e-5)
+    assert means["previous"][0][1] == pytest.approx((5 / 6 + 3 / 4) / 8, rel=1e-5)
+
+
+def test_head_statistics_on_a_real_model(tokenizer):
+    model = MinAttnModel(tiny_config(vocab_size=120)).eval()
+    before = model.config._attn_implementation
+    result = head_statistics(model, tokenizer, SENTENCES, examples=["The king and the queen."], max_sentences=8)
+    assert model.config._attn_implementation == before == "sdpa"  # eager only for the attention pass
+    L, H = 2, 4
+    assert np.array(result.stats["entropy"]).shape == (L, H)
+    assert 0 < np.mean(result.stats["entropy"]) <= result.uniform_entropy + 1e-6
+    js = np.array(result.js_divergence)
+    assert js.shape == (L * H, L * H) and np.allclose(np.diag(js), 0, atol=1e-6) and (js <= np.log(2) + 1e-6).all()
+    graph = attention_graph(result.examples[0], threshold=0.0)
+    assert [n["label"] for n in graph["nodes"]] == ["[CLS]", "the", "king", "and", "the", "queen", ".", "[SEP]"]
+    assert {e["head"] for e in graph["edges"]} == {0, 1, 2, 3, "mean"}
+    json.dumps(graph)
+
+
+def test_word_level_attention_sums_to_words_and_averages_from_them():
+    attention = torch.softmax(torch.randn(5, 5), dim=-1)
+    word_ids = [None, 0, 0, 1, None]  # [CLS] w0 w0 w1 [SEP]
+    words, _ = word_level_attention(attention, word_ids)
+    assert words.shape == (4, 4)
+    torch.testing.assert_close(words.sum(-1), torch.ones(4))  # still distributions
+    torch.testing.assert_close(words[0, 1], attention[0, 1] + attention[0, 2])  # TO a word: summed
+    torch.testing.assert_close(words[1, 2], (attention[1, 3] + attention[2, 3]) / 2)  # FROM a word: averaged
+
+
+def test_planted_synonyms_are_top_neighbours():
+    rng = random.Random(0)
+    contexts = {"apple": ["red", "eats"], "river": ["wide", "flows"], "stone": ["grey", "sinks"],
+                "cloud": ["white", "drifts"], "horse": ["fast", "gallops"],
+                "zorbel": ["purple", "sings"], "quixar": ["purple", "sings"]}  # planted synonyms
+    fillers = ["the", "a", "today", "again", "then", "slowly"]
+    sentences = []
+    for _ in range(2000):
+        noun = rng.choice(list(contexts))
+        sentences.append([rng.choice(fillers), contexts[noun][0], noun, contexts[noun][1], rng.choice(fillers)])
+    kv = train_word2vec(sentences, Word2VecSettings(vector_size=16, epochs=15, window=2))
+    vectors = WordVectors(list(kv.index_to_key), {"word2vec": kv.vectors})
+    result = nearest_neighbours(vectors, ["zorbel", "apple", "nonexistentword"])
+    assert result.neighbours["word2vec"]["zorbel"][0][0] == "quixar"
+    assert result.neighbours["word2vec"]["apple"][0][0] != "quixar"
+    assert result.oov == ["nonexistentword"]
+
+
+def test_anisotropy_of_isotropic_vectors_is_near_zero():
+    rng = np.random.default_rng(0)
+    sentences = rng.integers(0, 100, size=4000)
+    assert abs(anisotropy(rng.standard_normal((4000, 64)), sentences)) < 0.02
+    shifted = rng.standard_normal((4000, 64)) + 3.0  # a common direction: strongly anisotropic
+    assert anisotropy(shifted, sentences) > 0.8
+
+
+def test_self_similarity_and_mev_known_values():
+    rng = np.random.default_rng(0)
+    u = rng.standard_normal((7, 16))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    pairwise = [u[i] @ u[j] for i in range(7) for j in range(7) if i != j]
+    assert self_similarity(u) == pytest.approx(np.mean(pairwise))
+    assert max_explainable_variance(np.outer(rng.standard_normal(5), rng.standard_normal(16))) == pytest.approx(1.0)
+    assert max_explainable_variance(np.eye(4)) == pytest.approx(0.25)
+
+
+def test_factored_spectra_match_the_dense_product():
+    left, right = torch.randn(40, 5), torch.randn(5, 40)
+    torch.testing.assert_close(factored_singular_values(left, right), torch.linalg.svdvals(left.double() @ right.double())[:5])
+    assert effective_rank(torch.ones(8)) == pytest.approx(8.0)
+    assert effective_rank(torch.tensor([1.0, 0, 0])) == pytest.approx(1.0)
+
+
+def test_weights_probe_on_minattn_compares_with_initialisation():
+    model = MinAttnModel(tiny_config(vocab_size=120)).eval()
+    with torch.no_grad():  # a "trained" model whose QK circuits have rank 1
+        model.layers[0].attention.qkv_proj.weight[:36] = torch.outer(torch.ones(36), torch.randn(36))
+    result = weight_spectra(model)
+    head_dim = 9
+    assert result.head_dim == head_dim
+    assert np.array(result.trained.qk_singular_values).shape == (2, 4, head_dim)
+    assert result.trained.qk_effective_rank[0][0] == pytest.approx(1.0, abs=1e-3)
+    assert result.initial.qk_effective_rank[0][0] > 5  # random init: near full rank
+
+
+def test_bert_adapter_reproduces_the_query_projection():
+    from transformers import BertConfig, BertModel
+
+    model = BertModel(BertConfig(hidden_size=24, num_hidden_layers=1, num_attention_heads=3, intermediate_size=30,
+                                 vocab_size=50)).eval()
+    heads, source = head_weights(model)
+    x = torch.randn(24)
+    query = model.encoder.layer[0].attention.self.query
+    with torch.no_grad():
+        expected = (query(x) - query.bias).view(3, 8)
+    torch.testing.assert_close(torch.einsum("hdc,c->hd", heads[0]["W_Q"], x), expected)
+    assert "BERT" in source
+
+
+def test_analogy_accuracy_matches_gensim():
+    # plant a:b :: c:d structure for the "family" section: every female word = its male word + one offset
+    rng = np.random.default_rng(0)
+    pairs = [("boy", "girl"), ("brother", "sister"), ("father", "mother"), ("king", "queen"), ("man", "woman"),
+             ("son", "daughter"), ("he", "she"), ("his", "her")]
+    offset = rng.standard_normal(32) * 3
+    kv = KeyedVectors(vector_size=32)
+    for male, female in pairs:
+        base = rng.standard_normal(32)
+        kv.add_vectors([male, female], np.stack([base, base + offset]))
+    kv.add_vectors([f"noise{i}" for i in range(50)], rng.standard_normal((50, 32)))
+    ours, answered = analogy_accuracy(kv, datapath("questions-words.txt"))
+    theirs, sections = kv.evaluate_word_analogies(datapath("questions-words.txt"))
+    total = sections[-1]
+    assert answered == len(total["correct"]) + len(total["incorrect"]) > 20
+    assert ours == pytest.approx(theirs) and ours > 0.9
+
+
+def test_clear_errors(tmp_path, tokenizer):
+    with pytest.raises(FileNotFoundError, match="not a folder"):
+        load_encoder(tmp_path / "no-such-model")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        load_encoder(tmp_path / "empty")
+    with pytest.raises(ValueError, match="empty"):
+        tokenize_corpus(tokenizer, [])
+    (tmp_path / "corpus.txt").write_text("\n\nshort\n")
+    with pytest.raises(ValueError, match="no usable sentences"):
+        read_corpus_file(tmp_path / "corpus.txt")
+    # a tokenizer without a fast backend: the legacy (pure Python) BERT tokenizer over the same vocabulary
+    from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(sorted(tokenizer.get_vocab(), key=tokenizer.get_vocab().get)))
+    with pytest.raises(ValueError, match="fast"):
+        tokenize_corpus(BertTokenizerLegacy(str(vocab)), SENTENCES)
+
+
+def test_classical_mds_recovers_planar_distances():
+    points = np.random.default_rng(0).standard_normal((6, 2))
+    distances = np.linalg.norm(points[:, None] - points[None], axis=-1)
+    xy = classical_mds(distances)
+    np.testing.assert_allclose(np.linalg.norm(xy[:, None] - xy[None], axis=-1), distances, atol=1e-8)
+
+
+@pytest.mark.parametrize("layout", ["callback", "records", "list", "series"])
+def test_drift_reader_accepts_the_documented_layouts(tmp_path, layout):
+    records = [{"step": s, "param": p, "rel_distance": s * k, "grad_norm": 1.0}
+               for s in (0, 10) for p, k in (("W_Q", 0.1), ("embeddings", 0.01))]
+    callback = {"tracked": ["W_Q", "embeddings"],  # the layout hf_minattn.drift.DriftCallback writes
+                "records": [{"step": s, "epoch": 0.0, "loss": None if s == 0 else 4.0,
+                             "drift": {"W_Q": s * 0.1, "embeddings": s * 0.01},
+                             "grad_norm": {"W_Q": None if s == 0 else 1.0, "embeddings": None}} for s in (0, 10)]}
+    data = {"callback": callback, "records": {"records": records}, "list": records,
+            "series": {"steps": [0, 10], "rel_distance": {"W_Q": [0.0, 1.0], "embeddings": [0.0, 0.1]}}}[layout]
+    (tmp_path / "drift.json").write_text(json.dumps(data))
+    drift = read_drift(tmp_path)
+    metric = "drift" if layout == "callback" else "rel_distance"
+    assert drift.final(metric) == {"W_Q": pytest.approx(1.0), "embeddings": pytest.approx(0.1)}
+    assert drift.metrics[metric]["W_Q"]["steps"] == [0, 10]
+    if layout == "callback":
+        assert drift.metrics["loss"] == {"loss": {"steps": [10], "values": [4.0]}}
+        assert drift.metrics["grad_norm"] == {"W_Q": {"steps": [10], "values": [1.0]}}
+    assert read_drift(tmp_path / "missing") is None
+
+
+def test_decontextualized_vectors_do_not_depend_on_batching(tokenizer):
+    model = MinAttnModel(tiny_config(vocab_size=120)).eval()
+    words = ["king", "queen", "attention", "the", "dogs"]
+    one = decontextualized_vectors(model, tokenizer, words, batch_size=len(words))
+    two = decontextualized_vectors(model, tokenizer, words, batch_size=2)
+    np.testing.assert_allclose(one, two, atol=1e-5)
+
+
+def tiny_distilbert():
+    from transformers import DistilBertConfig, DistilBertModel
+
+    return DistilBertModel(DistilBertConfig(vocab_size=120, dim=32, n_layers=2, n_heads=4, hidden_dim=40,
+                                            max_position_embeddings=24, dropout=0.0, attention_dropout=0.0)).eval()
+
+
+def test_all_probes_run_on_another_architecture(tokenizer, monkeypatch):
+    """DistilBERT: no get_head_weights, no token_type_ids, its own module names. An architecture the weights
+    probe does not know is skipped with a note instead of failing the whole run."""
+    from hf_minattn.probes import weights
+    from hf_minattn.probes.run import run_all_probes
+
+    model = tiny_distilbert()
+    heads, source = head_weights(model)
+    assert "DistilBERT" in source and heads[0]["W_O"].shape == (4, 32, 8)
+    monkeypatch.setattr(weights, "KNOWN_LAYOUTS", {})
+    results = run_all_probes(model, tokenizer, SENTENCES, min_count=2, log=lambda message: None)
+    assert results.weights is None and any("weights probe skipped" in note for note in results.notes)
+    assert np.array(results.heads.stats["self"]).shape == (2, 4)
+    assert len(results.geometry.adjusted_self_similarity) == 3
+    json.dumps(results.to_dict(), allow_nan=False)  # benchmarks with (almost) every pair OOV: null, not NaN
+
+
+def test_dataset_folder_as_corpus(tmp_path):
+    import datasets
+
+    from hf_minattn.probes.corpus import read_dataset
+
+    datasets.DatasetDict({"validation": datasets.Dataset.from_dict({"text": TEXTS[:3]})}).save_to_disk(tmp_path / "d")
+    assert read_dataset(str(tmp_path / "d")) == SENTENCES[:3]

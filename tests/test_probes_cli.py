@@ -1,0 +1,74 @@
+"""`hf-minattn probe` and `hf-minattn compare` end to end on a tiny MinAttn checkpoint."""
+
+import base64
+import json
+import os
+
+import pytest
+from conftest import tiny_config
+from gensim.models import KeyedVectors
+
+from hf_minattn import MinAttnForMaskedLM, train_tokenizer
+from hf_minattn.cli import main
+from hf_minattn.probes.corpus import default_sentences
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny_minattn")
+    sentences = default_sentences(120)
+    (folder / "corpus.txt").write_text("\n".join(sentences) + "\n")
+    tokenizer = train_tokenizer(sentences, vocab_size=400, model_max_length=32, show_progress=False)
+    model = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer), max_position_embeddings=32))
+    model.save_pretrained(folder / "model")
+    tokenizer.save_pretrained(folder / "model")
+    # the layout hf_minattn.drift.DriftCallback writes
+    drift = {"records": [{"step": s, "epoch": s / 100, "loss": 5.0 - s / 100,
+                          "drift": {"layers.0.W_Q": s / 100, "word_embeddings": s / 500},
+                          "grad_norm": {"layers.0.W_Q": 1.0, "word_embeddings": 0.5}} for s in (0, 50, 100)]}
+    (folder / "model" / "drift.json").write_text(json.dumps(drift))
+    return folder
+
+
+def test_probe_cli_writes_json_plots_report_and_vectors(checkpoint, tmp_path):
+    out = tmp_path / "probe"
+    argv = ["probe", str(checkpoint / "model"), "--corpus", str(checkpoint / "corpus.txt"), "--max-sentences", "80",
+            "--min-count", "2", "--words", "war", "zzzunknownword", "--head-sentences", "20", "--out", str(out)]
+    assert main(argv) == 0
+    r = json.loads((out / "probes.json").read_text())
+    assert r["corpus"]["sentences"] == 80 and r["num_layers"] == 2
+    assert len(r["geometry"]["adjusted_self_similarity"]) == 3
+    names = {s["vectors"] for s in r["benchmarks"]["scores"]}
+    assert {"static", "layer_0", "layer_2", "decontext_2", "word2vec"} <= names
+    assert "zzzunknownword" in r["neighbours"]["oov"]
+    assert any("zzzunknownword" in note for note in r["notes"])
+    assert r["drift"]["metrics"]["drift"]["layers.0.W_Q"]["values"] == [0, 0.5, 1.0]
+    for png in ("geometry", "bands", "benchmarks", "sense", "heads", "head_map", "attention_example",
+                "attention_example_2", "weights", "drift"):
+        assert (out / f"{png}.png").read_bytes()[:4] == b"\x89PNG", png
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == 10 and "layers.0.W_Q" in html
+    for sentence in ("Baseline-adjusted self-similarity of", "Jensen-Shannon divergence", "mean effective rank",
+                     "WordSim-353 (OOV", "by the end of training"):
+        assert sentence in html, sentence
+    base64.b64decode(html.split("data:image/png;base64,")[1].split('"')[0])  # embedded, decodable
+    kv = KeyedVectors.load(str(out / "vectors" / "layer_1.kv"))
+    assert kv.index_to_key[0] == "the" and kv.vector_size == 36  # frequency order, hidden size
+    graph = json.loads((out / "attention_graph.json").read_text())
+    assert graph["directed"] and graph["edges"]
+
+    # compare: two probe folders side by side
+    assert main(["compare", str(out), str(out), "--out", str(tmp_path / "cmp")]) == 0
+    assert (tmp_path / "cmp" / "compare.html").stat().st_size > 1000
+    assert (tmp_path / "cmp" / "compare_geometry.png").exists()
+
+
+def test_probe_cli_rejects_a_bad_model_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not a folder"):
+        main(["probe", str(tmp_path / "missing"), "--out", str(tmp_path / "out")])
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_compare_cli_needs_probe_folders(tmp_path):
+    with pytest.raises(SystemExit):
+        main(["compare", str(tmp_path), "--out", str(tmp_path / "cmp")])

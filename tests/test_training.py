@@ -1,0 +1,238 @@
+"""training/run_mlm.py: real (tiny) training runs, the Hub-format output, drift.json, distributed runs,
+resuming after SIGKILL, and the errors raised before training starts."""
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import datasets
+import pytest
+import torch
+from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+import hf_minattn
+from hf_minattn.model_card import validate_model_card
+from hf_minattn.run_mlm import DataTrainingArguments, MLMCollator, ModelArguments, main, mask_once, parse_args, tokenize_and_group
+
+from helpers_training import (  # noqa: F401  (fixtures)
+    ACCELERATE_CPU_CONFIG,
+    RUN_MLM,
+    read_json,
+    run_script,
+    subprocess_env,
+    text_files,
+    tiny_argv,
+    tokenizer_dir,
+    wiki,
+)
+
+
+@pytest.fixture(scope="module")
+def trained(text_files, tmp_path_factory):
+    """One tiny run on local .txt files, with a tokenizer trained by the script (the default), whole-word masking."""
+    out = tmp_path_factory.mktemp("run") / "model"
+    metrics = main(tiny_argv(out, train_file=text_files / "train.txt", validation_file=text_files / "validation.txt",
+                             vocab_size=300, whole_word_mask=True))
+    return out, metrics
+
+
+def test_help_documents_every_flag(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    for dataclass_ in (ModelArguments, DataTrainingArguments):
+        for name, field in dataclass_.__dataclass_fields__.items():
+            assert f"--{name}" in help_text
+            # argparse wraps lines: compare the first words of the help, whitespace-normalised.
+            assert " ".join(field.metadata["help"].split()[:4]) in help_text, name
+    for flag in ("--resume", "--bf16", "--freeze_embeddings", "--push_to_hub", "--hub_model_id"):
+        assert flag in help_text
+
+
+def test_output_folder_is_a_hub_model(trained):
+    out, _ = trained
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "configuration_minattn.py",
+                 "modeling_minattn.py", "training_args.bin", "run_args.json", "train_results.json", "eval_results.json",
+                 "trainer_state.json", "drift.json", "README.md"):
+        assert (out / name).is_file(), name
+    auto_map = read_json(out / "config.json")["auto_map"]
+    assert auto_map["AutoModelForMaskedLM"] == "modeling_minattn.MinAttnForMaskedLM"
+    assert read_json(out / "run_args.json")["data_args"]["train_file"].endswith("train.txt")
+    assert list((out / "runs").rglob("events.out.tfevents.*")), "TensorBoard is the default logger"
+    model = AutoModelForMaskedLM.from_pretrained(out)
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    assert isinstance(model, hf_minattn.MinAttnForMaskedLM) and model.config.vocab_size == len(tokenizer)
+    assert len(tokenizer) == 300
+
+
+def recompute_masked_accuracy(out, argv, raw) -> tuple[float, int, dict]:
+    """Masked-token accuracy of the model saved in `out` on its validation set, masked by hand the way
+    run_mlm.py masks it, the number of masked tokens, and the masked batch."""
+    _, data_args, training_args = parse_args(argv)
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    eval_set = tokenize_and_group(raw, tokenizer, "text", data_args, 64, training_args)["validation"]
+    collator = MLMCollator(tokenizer, data_args, seed=training_args.seed)
+    batch = collator(list(mask_once(eval_set.select(range(data_args.max_eval_samples)), collator)))
+    model = AutoModelForMaskedLM.from_pretrained(out).eval()
+    with torch.no_grad():
+        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    labelled = batch["labels"] != -100
+    return (logits.argmax(-1)[labelled] == batch["labels"][labelled]).float().mean().item(), labelled.sum().item(), batch
+
+
+def test_evaluation_reports_loss_perplexity_and_masked_accuracy(trained, text_files):
+    out, metrics = trained
+    results = read_json(out / "eval_results.json")
+    assert math.isfinite(results["eval_loss"])
+    assert results["eval_perplexity"] == pytest.approx(math.exp(results["eval_loss"]))
+    assert results == {k: v for k, v in metrics.items() if k in results}
+    files = {"train": str(text_files / "train.txt"), "validation": str(text_files / "validation.txt")}
+    accuracy, masked, batch = recompute_masked_accuracy(out, tiny_argv(out, train_file=files["train"], whole_word_mask=True),
+                                                        datasets.load_dataset("text", data_files=files))
+    assert results["eval_masked_tokens"] == masked
+    assert results["eval_accuracy"] == pytest.approx(accuracy, abs=1e-6)
+    # Whole-word masking: a labelled word piece ("##...") always comes with the piece before it.
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    labels = batch["labels"]
+    pieces = [(row, i) for row, i in (labels[:, 1:] != -100).nonzero().tolist()
+              if tokenizer.convert_ids_to_tokens(int(labels[row, i + 1])).startswith("##")]
+    assert pieces and all(labels[row, i] != -100 for row, i in pieces)
+
+
+def test_model_card_has_metadata_and_results(trained):
+    out, metrics = trained
+    card = validate_model_card(out / "README.md")
+    assert card.data.library_name == "transformers" and card.data.pipeline_tag == "fill-mask"
+    perplexity = {r.metric_type: r.metric_value for r in card.data.eval_results}["perplexity"]
+    assert perplexity == pytest.approx(metrics["eval_perplexity"], rel=1e-3)
+    text = card.text
+    for section in ("## Training", "## Results", "## How to use", "trust_remote_code=True", "## Limitations"):
+        assert section in text
+    assert f"{metrics['eval_perplexity']:.4f}" in text
+
+
+def test_drift_is_recorded_every_logging_step(trained):
+    out, _ = trained
+    drift = read_json(out / "drift.json")
+    records = drift["records"]
+    assert [r["step"] for r in records] == [0, 1, 2, 4, 6, 8]  # initial state, logging_first_step, every 2 steps
+    expected = {"word_embeddings", "position_embeddings"} | {f"layers.{i}.{w}" for i in range(2) for w in ("W_Q", "W_K", "W_V", "W_O")}
+    assert set(drift["tracked"]) == expected
+    assert all(v == 0 for v in records[0]["drift"].values())
+    last = records[-1]
+    assert all(last["drift"][name] > 0 for name in expected)
+    assert all(last["grad_norm"][name] > 0 for name in expected)
+    # Monotone here: a few steps of Adam from the initial values only move away from them.
+    words = [r["drift"]["word_embeddings"] for r in records]
+    assert words == sorted(words)
+
+
+def test_default_corpus_frozen_embeddings_identity_qkv_line_by_line(tokenizer_dir, tmp_path):
+    """The embedded Wikipedia sample (no dataset named), --freeze_embeddings, MinAttn fields through
+    --config_overrides, and --line_by_line, in one run."""
+    out = tmp_path / "model"
+    main(tiny_argv(out, tokenizer_dir, max_steps=3, logging_steps=1, max_train_samples=48, freeze_embeddings=True,
+                   line_by_line=True, config_overrides="intermediate_size=0,qkv_projection=identity", report_to="none"))
+    config = read_json(out / "config.json")
+    assert config["intermediate_size"] == 0 and config["qkv_projection"] == "identity"
+    last = read_json(out / "drift.json")["records"][-1]
+    assert last["drift"]["word_embeddings"] == 0 and last["grad_norm"]["word_embeddings"] is None
+    assert last["drift"]["position_embeddings"] == 0
+    assert last["drift"]["layers.0.W_Q"] == 0 and last["grad_norm"]["layers.0.W_Q"] is None  # fixed identity
+    assert last["drift"]["layers.0.W_O"] > 0
+    assert "gensim" in (out / "README.md").read_text()
+
+
+# --- errors before training -------------------------------------------------------------------------------
+
+
+def test_missing_file_is_named(tmp_path):
+    missing = tmp_path / "nope.txt"
+    with pytest.raises(FileNotFoundError, match=str(missing)):
+        main(tiny_argv(tmp_path / "out", train_file=missing))
+
+
+def test_empty_corpus(tmp_path):
+    (tmp_path / "empty.txt").write_text("\n\n")
+    with pytest.raises(ValueError, match="no text|empty"):
+        main(tiny_argv(tmp_path / "out", train_file=tmp_path / "empty.txt"))
+    assert not (tmp_path / "out" / "tokenizer.json").exists()  # failed before training a tokenizer
+
+
+def test_unknown_text_column_lists_the_columns(tmp_path):
+    (tmp_path / "data.csv").write_text("title,body\n" + "a,some text here\n" * 20)
+    with pytest.raises(ValueError, match=r"'content'.*\['title', 'body'\]"):
+        main(tiny_argv(tmp_path / "out", train_file=tmp_path / "data.csv", text_column_name="content"))
+
+
+def test_max_seq_length_above_positions(text_files, tmp_path):
+    with pytest.raises(ValueError, match=r"--max_seq_length 100 .*max_position_embeddings \(64\)"):
+        main(tiny_argv(tmp_path / "out", train_file=text_files / "train.txt", max_seq_length=100))
+    assert not (tmp_path / "out" / "tokenizer.json").exists()
+
+
+def test_existing_checkpoints_need_resume(tmp_path):
+    (tmp_path / "out" / "checkpoint-4").mkdir(parents=True)
+    with pytest.raises(ValueError, match="checkpoint-4.*--resume"):
+        main(tiny_argv(tmp_path / "out"))
+
+
+# --- distributed and reliability (subprocesses) -----------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_accelerate_launch_two_cpu_processes(tokenizer_dir, wiki, tmp_path):
+    out = tmp_path / "model"
+    argv = tiny_argv(out, tokenizer_dir, max_steps=4, save_steps=4, report_to="none")
+    launcher = (sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(ACCELERATE_CPU_CONFIG))
+    result = run_script(argv, launcher=launcher, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    log = result.stdout + result.stderr
+    assert "Process rank: 0, world size: 2" in log and "Process rank: 1, world size: 2" in log
+    train = read_json(out / "train_results.json")
+    assert train["world_size"] == 2
+    # Tokens are gathered from both processes: 2 ranks x 4 steps x 8 sequences x 64 tokens.
+    assert train["num_input_tokens_seen"] == 2 * 4 * 8 * 64
+    assert math.isfinite(train["train_loss"]) and math.isfinite(read_json(out / "eval_results.json")["eval_loss"])
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-4"]
+    # Predictions and labels gathered from both processes, without the samples repeated to even out batches.
+    accuracy, masked, _ = recompute_masked_accuracy(out, argv, wiki)
+    assert read_json(out / "eval_results.json")["eval_masked_tokens"] == masked
+    assert read_json(out / "eval_results.json")["eval_accuracy"] == pytest.approx(accuracy, abs=1e-6)
+
+
+@pytest.mark.slow
+def test_resume_after_sigkill_matches_uninterrupted_run(tokenizer_dir, tmp_path):
+    # 12 steps per epoch: the run crosses an epoch boundary after the resume.
+    common = dict(max_steps=20, save_steps=5, logging_steps=5, max_train_samples=96, report_to="none")
+    reference = main(tiny_argv(tmp_path / "uninterrupted", tokenizer_dir, **common))
+
+    out = tmp_path / "interrupted"
+    # The same number of threads as this process, so that every step computes the same floating-point sums.
+    env = {**subprocess_env(), "OMP_NUM_THREADS": str(torch.get_num_threads())}
+    proc = subprocess.Popen([sys.executable, str(RUN_MLM), *tiny_argv(out, tokenizer_dir, **common)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 300
+        while not (out / "checkpoint-5" / "trainer_state.json").exists():
+            assert proc.poll() is None, "the run ended before its first checkpoint"
+            assert time.time() < deadline
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    assert not (out / "eval_results.json").exists(), "killed too late: the run had finished"
+
+    resumed = main(tiny_argv(out, tokenizer_dir, resume=True, **common))
+    assert resumed["eval_loss"] == pytest.approx(reference["eval_loss"], abs=1e-4)
+    # drift.json continues the history of the killed run, measured from the same initial weights.
+    ref_records = read_json(tmp_path / "uninterrupted" / "drift.json")["records"]
+    records = read_json(out / "drift.json")["records"]
+    assert [r["step"] for r in records] == [r["step"] for r in ref_records]
+    assert records[-1]["drift"]["word_embeddings"] == pytest.approx(ref_records[-1]["drift"]["word_embeddings"], rel=1e-4)
