@@ -555,7 +555,8 @@ def render_findings(results: dict, figures: dict) -> str:
         f"gensim), the same {s['max_steps']} steps of batch {s['batch_size']} sequences of {s['max_seq_length']} "
         f"tokens and the same seed {results['seed']}; the model is {L} layers, hidden size "
         f"{results['config']['hidden_size']}, {results['config']['num_attention_heads']} heads. "
-        "All numbers below are in `results.json`; the probes of each variant are in `probes/`.",
+        "All numbers below are in `results.json`. The run's output folder also holds each variant's model with its "
+        "model card (`models/`) and probe report (`probes/<variant>/report.html`).",
         "",
         "| variant | what it is | validation loss | perplexity | masked-token accuracy |",
         "| --- | --- | --- | --- | --- |",

@@ -1,0 +1,552 @@
+"""MinAttnForMaskedLM against transformers' BertForMaskedLM at identical dimensions, side by side in one process.
+
+    python benchmarks/bench_train.py                      # full run: fp32 (+ bf16 where the CPU does bf16 natively)
+    python benchmarks/bench_train.py --quick              # smoke run with tiny sizes (under a minute)
+    python benchmarks/bench_train.py --levers             # also time each speed lever on/off (see NOTES.md)
+
+What is measured (for each precision):
+- training tokens/s: both models train on the same packed Wikipedia batches in the same order, alternating step by
+  step (the order flips every step, so drift in the machine's load hits both alike); median over the steps after
+  the warm-up. The speed-up is the median of the per-step ratios (see `summarize_training`). These same steps
+  give the quality comparison: eval loss on the validation split afterwards.
+- inference tokens/s: forward only, no labels, eval mode, alternating.
+- peak training memory: a fresh subprocess per model runs a few training steps; we report the growth of the peak
+  resident set size (VmHWM in /proc/self/status) over the RSS just before the first step, i.e. activations,
+  gradients, optimizer state and allocator slack, but not the Python/torch runtime or the weights.
+- MFU: the matmul FLOPs each model actually performs per step (the formula is in `train_flops`) divided by the
+  step time, against the matmul peak timed in this run: one 1024^3 product after every pair of training steps, so
+  that it sees the same machine load as the steps (median over steps of the per-step MFU).
+
+Results go to `<out>/bench-<date>.json` and `<out>/latest.json` (`--quick`: `<out>/latest-quick.json` only), and a
+markdown table is printed.
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+import transformers
+from torch import nn
+from transformers import BertConfig, BertForMaskedLM
+
+from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
+
+SIZES = dict(vocab=8192, hidden=256, layers=4, heads=4, ffn=1024, seq=128, batch=32)
+QUICK_SIZES = dict(vocab=512, hidden=64, layers=2, heads=4, ffn=128, seq=32, batch=8)
+PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4  # train_tokenizer's fixed special ids
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Machine
+
+
+def matmul_peak(dtype: torch.dtype, n: int, repeats: int = 5) -> float:
+    """GFLOP/s of an n x n x n product (median of `repeats`): the matrix-multiply peak MFU is measured against."""
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    a @ b
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - start)
+    return 2 * n**3 / statistics.median(times) / 1e9
+
+
+def bf16_is_native(fp32_peak: float, bf16_peak: float) -> bool:
+    """bf16 pays only where the CPU multiplies bf16 in hardware (AVX512_BF16 / AMX); elsewhere it is emulated and
+    many times slower than fp32. We trust the measurement over the flags: native bf16 must at least match fp32."""
+    return bf16_peak >= fp32_peak
+
+
+def machine_info() -> dict:
+    cpu = platform.processor()
+    flags = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and cpu in ("", "x86_64"):
+                cpu = line.split(":", 1)[1].strip()
+            if line.startswith("flags") and not flags:
+                flags = line
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "avx512_bf16": "avx512_bf16" in flags,
+        "amx_bf16": "amx_bf16" in flags,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "load_average": os.getloadavg(),
+    }
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Models
+
+
+def build(name: str, sizes: dict, seed: int = 0, **overrides) -> nn.Module:
+    """The two models with identical dimensions, dropout 0.1, LayerNorm eps 1e-12, GELU, learned positions, tied
+    decoder. MinAttn keeps its defaults (pre-norm, no token-type embeddings); BERT is post-norm."""
+    torch.manual_seed(seed)
+    dims = dict(vocab_size=sizes["vocab"], hidden_size=sizes["hidden"], num_hidden_layers=sizes["layers"],
+                num_attention_heads=sizes["heads"], intermediate_size=sizes["ffn"],
+                max_position_embeddings=sizes["seq"], hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+                layer_norm_eps=1e-12, hidden_act="gelu", pad_token_id=PAD)
+    dims.update(overrides)
+    if name == "bert":
+        # type_vocab_size=1: one segment, the closest BERT gets to MinAttn's embeddings (word + position).
+        config = BertConfig(**dims, type_vocab_size=1)
+        return BertForMaskedLM(config)
+    config = MinAttnConfig(**dims)
+    return MinAttnForMaskedLM(config)
+
+
+def matmul_params(sizes: dict) -> tuple[int, int]:
+    """(weights in the encoder's matmuls, weights in the MLM head's matmuls) -- the same for both models."""
+    C, F_, L, V = sizes["hidden"], sizes["ffn"], sizes["layers"], sizes["vocab"]
+    encoder = L * (3 * C * C + C * C + 2 * C * F_)
+    head = C * C + C * V  # transform dense + decoder
+    return encoder, head
+
+
+def train_flops(name: str, sizes: dict, n_labelled: float, dense_head: bool = False) -> float:
+    """Matmul FLOPs of one training step (forward + backward = 3x forward), counting what each model computes:
+    6 * weights * tokens for every projection, 12 * L * T * C per token for the two attention products
+    (Q K^T and A V), and the MLM head on every token for BERT but only on the labelled ones for MinAttn."""
+    B, T, C, L = sizes["batch"], sizes["seq"], sizes["hidden"], sizes["layers"]
+    encoder, head = matmul_params(sizes)
+    tokens = B * T
+    head_tokens = tokens if (name == "bert" or dense_head) else n_labelled
+    return 6 * encoder * tokens + 12 * L * T * C * tokens + 6 * head * head_tokens
+
+
+def infer_flops(sizes: dict) -> float:
+    B, T, C, L = sizes["batch"], sizes["seq"], sizes["hidden"], sizes["layers"]
+    encoder, head = matmul_params(sizes)
+    return B * T * (2 * (encoder + head) + 4 * L * T * C)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Data: the embedded Wikipedia sample, tokenized, packed into full blocks (nothing padded), masked once with a seed
+
+
+def load_blocks(sizes: dict, quick: bool):
+    from hf_minattn.data import load_wikipedia_sample
+
+    data = load_wikipedia_sample()
+    train_texts, val_texts = list(data["train"]["text"]), list(data["validation"]["text"])
+    if quick:
+        train_texts, val_texts = train_texts[:300], val_texts[:100]
+    tokenizer = train_tokenizer(train_texts, vocab_size=sizes["vocab"], model_max_length=sizes["seq"],
+                                show_progress=False)
+    assert tokenizer.convert_tokens_to_ids(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]) == [PAD, UNK, CLS, SEP, MASK]
+
+    tokenizer.model_max_length = 10**9  # packing cuts the stream into blocks itself
+
+    def pack(texts):
+        stream = [i for ids in tokenizer(texts, add_special_tokens=False)["input_ids"] for i in ids + [SEP]]
+        body = sizes["seq"] - 2
+        n = len(stream) // body
+        blocks = torch.tensor(stream[: n * body]).view(n, body)
+        return torch.cat([torch.full((n, 1), CLS), blocks, torch.full((n, 1), SEP)], dim=1)  # (n, T)
+
+    return pack(train_texts), pack(val_texts), len(tokenizer)
+
+
+def mask_tokens(blocks: torch.Tensor, vocab: int, generator: torch.Generator, rate: float = 0.15):
+    """BERT's masking: 15% of non-special positions are labelled; of those 80% -> [MASK], 10% random, 10% kept."""
+    labels = blocks.clone()
+    special = blocks <= MASK
+    chosen = (torch.rand(blocks.shape, generator=generator) < rate) & ~special
+    labels[~chosen] = -100
+    inputs = blocks.clone()
+    roll = torch.rand(blocks.shape, generator=generator)
+    inputs[chosen & (roll < 0.8)] = MASK
+    random_positions = chosen & (roll >= 0.8) & (roll < 0.9)
+    inputs[random_positions] = torch.randint(MASK + 1, vocab, blocks.shape, generator=generator)[random_positions]
+    return inputs, labels
+
+
+def make_batches(blocks: torch.Tensor, steps: int, batch: int, vocab: int, seed: int):
+    """`steps` masked batches in a fixed order (cycling through shuffled blocks), identical for both models."""
+    generator = torch.Generator().manual_seed(seed)
+    order = torch.cat([torch.randperm(len(blocks), generator=generator)
+                       for _ in range(math.ceil(steps * batch / len(blocks)) + 1)])
+    batches = []
+    for step in range(steps):
+        inputs, labels = mask_tokens(blocks[order[step * batch:(step + 1) * batch]], vocab, generator)
+        batches.append((inputs, labels))
+    return batches
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Steps
+
+
+def mlm_loss(model, inputs, labels, dense_head=False):
+    mask = torch.ones_like(inputs)  # what a collator gives for unpadded blocks; MinAttn turns it into no mask
+    if dense_head:  # the lever off: full (B, T, V) logits as BERT computes them
+        logits = model(input_ids=inputs, attention_mask=mask).logits
+        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
+    return model(input_ids=inputs, attention_mask=mask, labels=labels).loss
+
+
+class Trainer:
+    """One model, its AdamW and its schedule (linear warm-up over 10% of the steps, then linear decay)."""
+
+    def __init__(self, model, steps, lr, bf16, dense_head=False, compile_model=False):
+        self.model, self.bf16, self.dense_head = model, bf16, dense_head
+        self.forward_model = torch.compile(model) if compile_model else model
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+        warmup = max(1, steps // 10)
+        self.schedule = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+        self.times, self.losses = [], []
+
+    def step(self, inputs, labels):
+        self.model.train()
+        start = time.perf_counter()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            loss = mlm_loss(self.forward_model, inputs, labels, self.dense_head)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+        self.schedule.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.times.append(time.perf_counter() - start)
+        self.losses.append(loss.item())
+
+
+@torch.no_grad()
+def eval_loss(model, batches, bf16):
+    """Mean cross-entropy over all masked positions of the validation batches (eval mode, no dropout)."""
+    model.eval()
+    total, count = 0.0, 0
+    for inputs, labels in batches:
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            logits = model(input_ids=inputs, attention_mask=torch.ones_like(inputs)).logits
+        total += F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1), reduction="sum").item()
+        count += int((labels != -100).sum())
+    return total / count
+
+
+@torch.no_grad()
+def inference_times(models: dict, inputs, bf16, repeats):
+    for model in models.values():
+        model.eval()
+    times = {name: [] for name in models}
+    names = list(models)
+    for r in range(repeats + 1):
+        for name in names if r % 2 == 0 else names[::-1]:
+            start = time.perf_counter()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                models[name](input_ids=inputs, attention_mask=torch.ones_like(inputs))
+            if r > 0:  # the first round is warm-up
+                times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Peak memory, in a fresh process per model so that one model's peak cannot hide the other's
+
+
+def memory_worker(name: str, precision: str, sizes: dict, steps: int = 3):
+    bf16 = precision == "bf16"
+    model = build(name, sizes)
+    generator = torch.Generator().manual_seed(0)
+    blocks = torch.randint(MASK + 1, sizes["vocab"], (sizes["batch"], sizes["seq"]), generator=generator)
+    inputs, labels = mask_tokens(blocks, sizes["vocab"], generator)
+    trainer = Trainer(model, steps=10, lr=1e-4, bf16=bf16)
+    rss_before = proc_status_mb("VmRSS")
+    for _ in range(steps):
+        trainer.step(inputs, labels)
+    peak = proc_status_mb("VmHWM")
+    print(json.dumps({"peak_rss_mb": peak, "rss_before_mb": rss_before, "train_peak_mb": peak - rss_before}))
+
+
+def proc_status_mb(field: str) -> float:
+    """VmRSS (resident now) or VmHWM (peak resident) of this process in MiB. Not getrusage's ru_maxrss: Linux
+    carries that over exec from the forking parent, so a worker started by a big benchmark would report the
+    parent's peak."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024  # kB
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def peak_memory(name: str, precision: str, sizes: dict) -> dict:
+    command = [sys.executable, __file__, "--_memory-worker", name, precision, json.dumps(sizes)]
+    result = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Levers: each timed on/off, alternating, on the same batches (no quality measured)
+
+
+class SeparateQKV(nn.Module):
+    """The lever off: three projections with the fused weight's slices, concatenated into the fused layout."""
+
+    def __init__(self, fused: nn.Linear):
+        super().__init__()
+        C = fused.in_features
+        self.q, self.k, self.v = (nn.Linear(C, C, bias=fused.bias is not None) for _ in range(3))
+        with torch.no_grad():
+            for i, linear in enumerate((self.q, self.k, self.v)):
+                linear.weight.copy_(fused.weight[i * C:(i + 1) * C])
+                if fused.bias is not None:
+                    linear.bias.copy_(fused.bias[i * C:(i + 1) * C])
+
+    def forward(self, x):
+        return torch.cat([self.q(x), self.k(x), self.v(x)], dim=-1)
+
+
+def time_pair(trainers: dict, batches, warmup) -> dict:
+    names = list(trainers)
+    for i, (inputs, labels) in enumerate(batches):
+        for name in names if i % 2 == 0 else names[::-1]:
+            trainers[name].step(inputs, labels)
+    return {name: statistics.median(t.times[warmup:]) for name, t in trainers.items()}
+
+
+def measure_levers(sizes, batches, warmup, lr, with_compile=True) -> list[dict]:
+    """Each row: MinAttn as shipped vs MinAttn with one lever switched off (or on, for the optional ones)."""
+    rows = []
+
+    def pair(lever, variant_model, variant_kwargs=None, baseline_kwargs=None, model_kwargs=None):
+        baseline = Trainer(build("minattn", sizes, **(model_kwargs or {})), len(batches), lr, False,
+                           **(baseline_kwargs or {}))
+        variant = Trainer(variant_model, len(batches), lr, False, **(variant_kwargs or {}))
+        start = time.perf_counter()
+        variant.step(*batches[0])
+        first_step = time.perf_counter() - start
+        variant.times.clear()
+        times = time_pair({"shipped": baseline, "variant": variant}, batches, warmup)
+        rows.append({"lever": lever, "shipped_s": times["shipped"], "variant_s": times["variant"],
+                     "variant_over_shipped": times["variant"] / times["shipped"],
+                     "variant_first_step_s": first_step})
+        print(f"  {lever}: variant/shipped step time = {times['variant'] / times['shipped']:.3f}", flush=True)
+
+    pair("sparse MLM head -> dense (B,T,V) logits", build("minattn", sizes), {"dense_head": True})
+    separate = build("minattn", sizes)
+    for layer in separate.minattn.layers:
+        layer.attention.qkv_proj = SeparateQKV(layer.attention.qkv_proj)
+    pair("fused QKV -> three projections", separate)
+    pair("sdpa -> eager attention", build("minattn", sizes, attn_implementation="eager"))
+    pair("gelu -> gelu tanh approximation", build("minattn", sizes, hidden_act="gelu_pytorch_tanh"))
+    pair("pre-norm -> post-norm (BERT's placement)", build("minattn", sizes, norm_placement="post"))
+    if with_compile:  # compiling takes minutes here: not in --quick
+        pair("eager -> torch.compile", build("minattn", sizes), {"compile_model": True})
+    return rows
+
+
+def mask_vs_none(sizes, repeats=5) -> dict:
+    """sdpa forward + backward with no mask vs an all-zero additive mask (what an all-ones attention_mask would
+    become if the model did not drop it), training-mode dropout 0.1."""
+    B, T, H, D = sizes["batch"], sizes["seq"], sizes["heads"], sizes["hidden"] // sizes["heads"]
+    q, k, v = (torch.randn(B, H, T, D, requires_grad=True) for _ in range(3))
+    zero_mask = torch.zeros(B, 1, 1, T)
+    times = {"none": [], "mask": []}
+    for r in range(repeats + 1):
+        for name, mask in (("none", None), ("mask", zero_mask)):
+            start = time.perf_counter()
+            F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.1).sum().backward()
+            if r:
+                times[name].append(time.perf_counter() - start)
+    none, mask = statistics.median(times["none"]), statistics.median(times["mask"])
+    return {"lever": "no mask -> materialized all-zero mask (sdpa, per layer)", "shipped_s": none,
+            "variant_s": mask, "variant_over_shipped": mask / none}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Main
+
+
+def run_precision(precision, sizes, train_batches, val_batches, args) -> dict:
+    bf16 = precision == "bf16"
+    tokens = sizes["batch"] * sizes["seq"]
+    trainers = {name: Trainer(build(name, sizes), args.steps, args.lr, bf16) for name in ("minattn", "bert")}
+    names = list(trainers)
+    # The machine is shared: sample the matmul peak between the steps, under the same load as the steps.
+    dtype = torch.bfloat16 if bf16 else torch.float32
+    a, b = (torch.randn(args.peak_size, args.peak_size, dtype=dtype) for _ in range(2))
+    peak_samples = []
+    start = time.perf_counter()
+    for i, (inputs, labels) in enumerate(train_batches):
+        for name in names if i % 2 == 0 else names[::-1]:
+            trainers[name].step(inputs, labels)
+        matmul_start = time.perf_counter()
+        a @ b
+        peak_samples.append(2 * args.peak_size**3 / (time.perf_counter() - matmul_start) / 1e9)
+        if (i + 1) % max(1, args.steps // 10) == 0:
+            print(f"  [{precision}] step {i + 1}/{args.steps}: " + ", ".join(
+                f"{n} loss {t.losses[-1]:.3f} {t.times[-1]:.2f}s" for n, t in trainers.items()), flush=True)
+    train_seconds = time.perf_counter() - start  # includes the peak samples (a few percent)
+    n_labelled = statistics.mean(int((labels != -100).sum()) for _, labels in train_batches)
+    peak = statistics.median(peak_samples[args.warmup:] or peak_samples)
+    infer = inference_times({n: t.model for n, t in trainers.items()}, train_batches[0][0], bf16, args.infer_repeats)
+    result = {"train_wall_s": train_seconds, "matmul_peak_gflops_during_training": peak,
+              "matmul_peak_samples": peak_samples, "n_labelled_mean": n_labelled, "models": {}}
+    for name, trainer in trainers.items():
+        result["models"][name] = {
+            "train_step_s_all": trainer.times,
+            "infer_tokens_per_s": tokens / infer[name],
+            "infer_mfu": infer_flops(sizes) / infer[name] / (peak * 1e9),
+            "train_loss_last10": statistics.mean(trainer.losses[-10:]),
+            "eval_loss": eval_loss(trainer.model, val_batches, bf16),
+            "memory": peak_memory(name, precision, sizes),
+        }
+    summarize_training(result, sizes, args.warmup)
+    return result
+
+
+def summarize_training(result: dict, sizes: dict, warmup: int):
+    """Speed numbers from the raw step times and the matmul peak sampled after each pair of steps.
+
+    Other people's jobs come and go on this machine and change step times several-fold, so the speed-up is the
+    median over steps of BERT's step time / MinAttn's step time *at the same step* (the two ran back to back,
+    under the same load), and MFU is taken step by step against the peak sampled right after that step.
+    `train_speedup_quiet` keeps only the steps where the sampled peak was >= 75% of the best sample (the machine
+    was nearly idle).
+    """
+    tokens = sizes["batch"] * sizes["seq"]
+    peaks = result["matmul_peak_samples"][warmup:]
+    quiet = [p >= 0.75 * max(peaks) for p in peaks]
+    for name, model in result["models"].items():
+        times = model["train_step_s_all"][warmup:]
+        flops = train_flops(name, sizes, result["n_labelled_mean"])
+        model["train_step_s"] = statistics.median(times)
+        model["train_tokens_per_s"] = tokens / model["train_step_s"]
+        model["train_flops_per_step"] = flops
+        model["mfu"] = statistics.median(flops / t / (p * 1e9) for t, p in zip(times, peaks))
+    mine, bert = result["models"]["minattn"], result["models"]["bert"]
+    paired = [b / m for m, b in zip(mine["train_step_s_all"][warmup:], bert["train_step_s_all"][warmup:])]
+    result["ratios"] = {
+        "train_speedup": statistics.median(paired),
+        "train_speedup_of_medians": mine["train_tokens_per_s"] / bert["train_tokens_per_s"],
+        "train_speedup_quiet": statistics.median([r for r, q in zip(paired, quiet) if q]),
+        "quiet_steps": sum(quiet),
+        "infer_speedup": mine["infer_tokens_per_s"] / bert["infer_tokens_per_s"],
+        "eval_loss_ratio": mine["eval_loss"] / bert["eval_loss"],
+        "train_memory_ratio": mine["memory"]["train_peak_mb"] / bert["memory"]["train_peak_mb"],
+    }
+    return result
+
+
+def markdown_table(report) -> str:
+    """"vs BERT" for training is the median per-step ratio; "quiet" keeps the steps taken on a nearly idle machine."""
+    lines = ["| precision | model | train tok/s | vs BERT | vs BERT, quiet steps | infer tok/s | vs BERT | train MFU "
+             "| peak train mem (MB) | eval loss |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for precision, result in report["results"].items():
+        if "skipped" in result:
+            lines.append(f"| {precision} | (skipped: {result['skipped']}) | | | | | | | | |")
+            continue
+        for name, label in (("minattn", "MinAttnForMaskedLM"), ("bert", "BertForMaskedLM")):
+            m, r = result["models"][name], result["ratios"]
+            mine = name == "minattn"
+            vs_train = f"{r['train_speedup']:.2f}x" if mine else "1.00x"
+            vs_quiet = (f"{r['train_speedup_quiet']:.2f}x ({r['quiet_steps']} steps)" if mine else "1.00x")
+            vs_infer = f"{r['infer_speedup']:.2f}x" if mine else "1.00x"
+            lines.append(f"| {precision} | {label} | {m['train_tokens_per_s']:.0f} | {vs_train} | {vs_quiet} | "
+                         f"{m['infer_tokens_per_s']:.0f} | {vs_infer} | {100 * m['mfu']:.0f}% | "
+                         f"{m['memory']['train_peak_mb']:.0f} | {m['eval_loss']:.3f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes and few steps: a smoke run in seconds")
+    parser.add_argument("--steps", type=int, default=None, help="training steps per model (default 60, quick 6)")
+    parser.add_argument("--warmup", type=int, default=None, help="first steps left out of the timing (default 5)")
+    parser.add_argument("--precision", default="fp32,bf16",
+                        help="comma-separated, of fp32,bf16; bf16 runs only where the CPU multiplies bf16 natively")
+    parser.add_argument("--force-bf16", action="store_true", help="run bf16 even where it is emulated (slow)")
+    parser.add_argument("--levers", action="store_true", help="also time each speed lever on/off (fp32)")
+    parser.add_argument("--lever-steps", type=int, default=12, help="steps per lever comparison")
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--eval-blocks", type=int, default=128, help="validation blocks for the eval loss")
+    parser.add_argument("--infer-repeats", type=int, default=5)
+    parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
+    parser.add_argument("--_memory-worker", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args._memory_worker:
+        name, precision, sizes = args._memory_worker
+        return memory_worker(name, precision, json.loads(sizes))
+
+    sizes = dict(QUICK_SIZES if args.quick else SIZES)
+    args.steps = args.steps or (6 if args.quick else 60)
+    args.warmup = min(args.warmup if args.warmup is not None else (1 if args.quick else 5), args.steps - 1)
+    if args.quick:
+        args.eval_blocks, args.infer_repeats, args.lever_steps = min(args.eval_blocks, 16), 2, 4
+    precisions = [p.strip() for p in args.precision.split(",") if p.strip()]
+    if not set(precisions) <= {"fp32", "bf16"}:
+        parser.error(f"--precision takes fp32 and/or bf16, got {args.precision!r}")
+
+    machine = machine_info()
+    print(f"machine: {machine['cpu']}, {machine['cores']} cores ({machine['cpu_capability']}), "
+          f"torch {machine['torch']}, transformers {machine['transformers']}, load {machine['load_average']}")
+    n = args.peak_size = 256 if args.quick else 1024
+    peaks = {"fp32": matmul_peak(torch.float32, n)}
+    # A bf16 product on a CPU without bf16 hardware is ~50x slower: probe small first.
+    peaks["bf16"] = matmul_peak(torch.bfloat16, 256, repeats=3)
+    if bf16_is_native(peaks["fp32"], peaks["bf16"]):
+        peaks["bf16"] = matmul_peak(torch.bfloat16, n)
+    print(f"matmul peak ({n}^3): fp32 {peaks['fp32']:.0f} GFLOP/s, bf16 {peaks['bf16']:.1f} GFLOP/s", flush=True)
+
+    train_blocks, val_blocks, vocab = load_blocks(sizes, args.quick)
+    sizes["vocab"] = max(sizes["vocab"], vocab)
+    train_batches = make_batches(train_blocks, args.steps, sizes["batch"], sizes["vocab"], seed=1)
+    val_blocks = val_blocks[: args.eval_blocks]
+    val_batches = [mask_tokens(chunk, sizes["vocab"], torch.Generator().manual_seed(2 + i))
+                   for i, chunk in enumerate(val_blocks.split(sizes["batch"]))]
+    print(f"data: {len(train_blocks)} train / {len(val_blocks)} validation blocks of {sizes['seq']} tokens", flush=True)
+
+    report = {"machine": machine, "sizes": sizes, "matmul_peak_gflops": peaks, "matmul_peak_size": n,
+              "args": {k: v for k, v in vars(args).items() if not k.startswith("_")}, "results": {}}
+    for precision in precisions:
+        if precision == "bf16" and not (bf16_is_native(peaks["fp32"], peaks["bf16"]) or args.force_bf16):
+            report["results"]["bf16"] = {"skipped": f"bf16 is emulated on this CPU ({machine['cpu_capability']}): "
+                                                    f"{peaks['bf16']:.1f} vs {peaks['fp32']:.0f} GFLOP/s fp32"}
+            print(f"bf16 skipped: {report['results']['bf16']['skipped']}", flush=True)
+            continue
+        print(f"training both models, {precision}, {args.steps} steps each", flush=True)
+        report["results"][precision] = run_precision(precision, sizes, train_batches, val_batches, args)
+    if args.levers:
+        print("levers (fp32, MinAttn shipped vs variant):", flush=True)
+        lever_batches = make_batches(train_blocks, args.lever_steps, sizes["batch"], sizes["vocab"], seed=3)
+        report["levers"] = measure_levers(sizes, lever_batches, min(2, args.lever_steps - 1), args.lr,
+                                          with_compile=not args.quick)
+        report["levers"].append(mask_vs_none(sizes))
+    report["machine"]["load_average_end"] = os.getloadavg()
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    text = json.dumps(report, indent=1)
+    # A full run is kept under its date; a --quick run only replaces latest-quick.json (its numbers mean nothing).
+    name = "latest-quick.json" if args.quick else f"bench-{stamp}.json"
+    (out / name).write_text(text)
+    if not args.quick:
+        (out / "latest.json").write_text(text)
+    table = markdown_table(report)
+    print(table)
+    print(f"wrote {out / name}")
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,237 @@
+"""Every fast path of the model gives the same outputs and gradients as the plain computation it replaces.
+
+No test here asserts a time: the speed of each path is measured by benchmarks/bench_train.py.
+"""
+
+import copy
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from conftest import tiny_config
+from hf_minattn import MinAttnForMaskedLM, MinAttnModel
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_train.py"
+
+
+def grads_of(model):
+    return {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+
+def assert_same_grads(a, b, atol=1e-5):
+    assert a.keys() == b.keys()
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], atol=atol, rtol=1e-4, msg=lambda m: f"{name}: {m}")
+
+
+def batch(B=3, T=11, vocab=99):
+    input_ids = torch.randint(5, vocab, (B, T))
+    labels = torch.full_like(input_ids, -100)
+    chosen = torch.rand(B, T) < 0.3
+    chosen[0, 0] = True  # at least one labelled token
+    labels[chosen] = input_ids[chosen]
+    return input_ids, labels
+
+
+# ---------------------------------------------------------------- sparse vs dense MLM head
+
+
+@pytest.mark.parametrize("norm_placement", ["pre", "post"])
+def test_sparse_head_matches_dense_head_with_gradients(norm_placement):
+    """The vocabulary projection at labelled positions only == the full (B, T, V) logits then a masked loss."""
+    sparse_model = MinAttnForMaskedLM(tiny_config(norm_placement=norm_placement))
+    dense_model = copy.deepcopy(sparse_model)
+    input_ids, labels = batch()
+
+    sparse = sparse_model(input_ids, labels=labels)
+    sparse.loss.backward()
+    dense_logits = dense_model(input_ids).logits  # (B, T, V)
+    dense_loss = F.cross_entropy(dense_logits.view(-1, 99), labels.view(-1), ignore_index=-100)
+    dense_loss.backward()
+
+    torch.testing.assert_close(sparse.logits, dense_logits[labels != -100])
+    torch.testing.assert_close(sparse.loss, dense_loss)
+    assert_same_grads(grads_of(sparse_model), grads_of(dense_model))
+
+
+# ---------------------------------------------------------------- fused vs separate Q/K/V projections
+
+
+class SeparateQKV(nn.Module):
+    """Three nn.Linear holding the slices of the fused weight: W_Q = rows [0, C), W_K = [C, 2C), W_V = [2C, 3C)."""
+
+    def __init__(self, fused: nn.Linear):
+        super().__init__()
+        C = fused.in_features
+        self.q, self.k, self.v = (nn.Linear(C, C) for _ in range(3))
+        with torch.no_grad():
+            for i, linear in enumerate((self.q, self.k, self.v)):
+                linear.weight.copy_(fused.weight[i * C:(i + 1) * C])
+                linear.bias.copy_(fused.bias[i * C:(i + 1) * C])
+
+    def forward(self, x):
+        return torch.cat([self.q(x), self.k(x), self.v(x)], dim=-1)
+
+
+@pytest.mark.parametrize("implementation", ["eager", "sdpa"])
+def test_fused_qkv_matches_three_separate_projections(implementation):
+    fused_model = MinAttnForMaskedLM(tiny_config())
+    fused_model.set_attn_implementation(implementation)
+    separate_model = copy.deepcopy(fused_model)
+    for layer in separate_model.minattn.layers:
+        layer.attention.qkv_proj = SeparateQKV(layer.attention.qkv_proj)
+    input_ids, labels = batch()
+
+    fused = fused_model(input_ids, labels=labels)
+    separate = separate_model(input_ids, labels=labels)
+    fused.loss.backward()
+    separate.loss.backward()
+
+    torch.testing.assert_close(fused.logits, separate.logits)
+    for fused_layer, separate_layer in zip(fused_model.minattn.layers, separate_model.minattn.layers):
+        fused_proj, parts = fused_layer.attention.qkv_proj, separate_layer.attention.qkv_proj
+        torch.testing.assert_close(fused_proj.weight.grad, torch.cat([parts.q.weight.grad, parts.k.weight.grad,
+                                                                      parts.v.weight.grad]))
+        torch.testing.assert_close(fused_proj.bias.grad, torch.cat([parts.q.bias.grad, parts.k.bias.grad,
+                                                                    parts.v.bias.grad]))
+    # and the accessor the probes use slices the fused weight the same way
+    heads = fused_model.get_head_weights()[0]
+    q = separate_model.minattn.layers[0].attention.qkv_proj.q.weight
+    torch.testing.assert_close(heads["W_Q"].reshape(q.shape), q)
+
+
+# ---------------------------------------------------------------- masked vs unmasked attention
+
+
+@pytest.mark.parametrize("implementation", ["eager", "sdpa"])
+def test_all_ones_attention_mask_equals_no_mask_with_gradients(implementation):
+    """An all-ones attention_mask takes the no-mask path; it must give what no mask gives, gradients included."""
+    model = MinAttnForMaskedLM(tiny_config())
+    model.set_attn_implementation(implementation)
+    other = copy.deepcopy(model)
+    input_ids, labels = batch()
+
+    with_mask = model(input_ids, attention_mask=torch.ones_like(input_ids), labels=labels)
+    without = other(input_ids, labels=labels)
+    with_mask.loss.backward()
+    without.loss.backward()
+
+    torch.testing.assert_close(with_mask.logits, without.logits)
+    assert_same_grads(grads_of(model), grads_of(other))
+
+
+@pytest.mark.parametrize("implementation", ["eager", "sdpa"])
+def test_materialized_zero_mask_equals_no_mask(implementation):
+    """The attention function itself: an additive all-zero mask (what an unpadded batch would become without the
+    no-mask fast path) gives the same output and gradients as no mask."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    from hf_minattn.modeling_minattn import eager_attention_forward
+
+    module = MinAttnModel(tiny_config()).layers[0].attention.eval()
+    attention = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
+    B, H, T, D = 2, 4, 7, 9
+    inputs = [torch.randn(B, H, T, D, requires_grad=True) for _ in range(3)]
+    outputs, grads = [], []
+    for mask in (None, torch.zeros(B, 1, 1, T)):
+        output, _ = attention(module, *inputs, mask, scaling=D**-0.5, dropout=0.0)
+        outputs.append(output)
+        grads.append(torch.autograd.grad(output.square().sum(), inputs))
+    torch.testing.assert_close(outputs[0], outputs[1])
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b)
+
+
+# ---------------------------------------------------------------- sdpa vs the plain (eager) path
+
+
+@pytest.mark.parametrize("padded", [False, True])
+def test_sdpa_matches_eager_outputs_and_gradients(padded):
+    eager_model = MinAttnForMaskedLM(tiny_config())
+    eager_model.set_attn_implementation("eager")
+    sdpa_model = copy.deepcopy(eager_model)
+    sdpa_model.set_attn_implementation("sdpa")
+    input_ids, labels = batch()
+    attention_mask = torch.ones_like(input_ids)
+    if padded:
+        attention_mask[1, 6:] = 0
+        labels[1, 6:] = -100
+
+    eager = eager_model(input_ids, attention_mask=attention_mask, labels=labels)
+    sdpa = sdpa_model(input_ids, attention_mask=attention_mask, labels=labels)
+    eager.loss.backward()
+    sdpa.loss.backward()
+
+    torch.testing.assert_close(eager.logits, sdpa.logits, atol=1e-5, rtol=1e-4)
+    assert_same_grads(grads_of(eager_model), grads_of(sdpa_model))
+
+
+# ---------------------------------------------------------------- the benchmark's bookkeeping (not its timings)
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_train", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_flop_count_counts_the_sparse_head(bench):
+    sizes = dict(vocab=8192, hidden=256, layers=4, heads=4, ffn=1024, seq=128, batch=32)
+    tokens = 32 * 128
+    encoder = 4 * (4 * 256 * 256 + 2 * 256 * 1024)
+    head = 256 * 256 + 256 * 8192
+    attention = 12 * 4 * 128 * 256 * tokens
+    assert bench.train_flops("bert", sizes, n_labelled=600) == 6 * encoder * tokens + attention + 6 * head * tokens
+    assert bench.train_flops("minattn", sizes, n_labelled=600) == 6 * encoder * tokens + attention + 6 * head * 600
+
+
+def test_bench_masking_is_seeded_and_bert_like(bench):
+    blocks = torch.randint(5, 500, (64, 128))
+    blocks[:, 0], blocks[:, -1] = 2, 3
+    a = bench.mask_tokens(blocks, 500, torch.Generator().manual_seed(0))
+    b = bench.mask_tokens(blocks, 500, torch.Generator().manual_seed(0))
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    inputs, labels = a
+    labelled = labels != -100
+    assert 0.13 < labelled.float().mean() < 0.17
+    assert not labelled[:, 0].any() and not labelled[:, -1].any()  # [CLS] and [SEP] are never predicted
+    assert torch.equal(labels[labelled], blocks[labelled])
+    assert 0.75 < (inputs[labelled] == 4).float().mean() < 0.85  # 80% [MASK]
+
+
+def test_bench_table_and_skipped_precision(bench):
+    model = {"train_tokens_per_s": 1000.0, "infer_tokens_per_s": 3000.0, "mfu": 0.2,
+             "memory": {"train_peak_mb": 500.0}, "eval_loss": 7.0}
+    report = {"results": {
+        "fp32": {"models": {"minattn": model, "bert": model},
+                 "ratios": {"train_speedup": 1.0, "train_speedup_quiet": 1.0, "quiet_steps": 3, "infer_speedup": 1.0}},
+        "bf16": {"skipped": "bf16 is emulated on this CPU"},
+    }}
+    table = bench.markdown_table(report)
+    assert "| fp32 | MinAttnForMaskedLM | 1000 | 1.00x | 1.00x (3 steps) |" in table
+    assert "skipped: bf16 is emulated" in table
+
+
+@pytest.mark.parametrize("name", ["latest.json", "latest-quick.json"])
+def test_bench_results_json_structure(name):
+    """Checks the JSON the last full / `--quick` run wrote, when there is one (a run takes too long for a test)."""
+    path = BENCH.parent / "results" / name
+    if not path.exists():
+        pytest.skip(f"no {name} yet: run `python benchmarks/bench_train.py` (with --quick for latest-quick.json)")
+    report = json.loads(path.read_text())
+    assert {"machine", "sizes", "matmul_peak_gflops", "results"} <= report.keys()
+    for result in report["results"].values():
+        if "skipped" in result:
+            continue
+        assert set(result["models"]) == {"minattn", "bert"}
+        for model in result["models"].values():
+            assert {"train_tokens_per_s", "infer_tokens_per_s", "mfu", "eval_loss", "memory"} <= model.keys()
+        assert {"train_speedup", "train_speedup_quiet", "infer_speedup", "eval_loss_ratio",
+                "train_memory_ratio"} <= result["ratios"].keys()
