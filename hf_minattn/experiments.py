@@ -17,7 +17,7 @@ import platform
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -61,7 +61,7 @@ def log(message):
 # ---------------------------------------------------------------- training
 
 
-def run_mlm(args: list[str], log_path: str) -> None:
+def run_training(args: list[str], log_path: str) -> None:
     """Run `python -m hf_minattn.run_mlm ARGS` in a fresh process (so variants share no state), logging to a file
     and echoing its loss lines as progress."""
     command = [sys.executable, "-m", "hf_minattn.run_mlm", *args]
@@ -111,7 +111,7 @@ def train_variants(out: str, settings: dict, seed: int) -> dict[str, str]:
         else:
             initialise_untrained(folder, os.path.join(out, "models", "full"), seed)
             args += ["--model_name_or_path", folder, "--do_train", "false"]
-        run_mlm(args, os.path.join(out, "logs", f"{variant.name}.log"))
+        run_training(args, os.path.join(out, "logs", f"{variant.name}.log"))
         tokenizer_dir = tokenizer_dir or folder
         log(f"{variant.name}: done in {time.perf_counter() - start:.0f}s")
     return folders
