@@ -9,7 +9,6 @@ carries it loads with `trust_remote_code=True` where hf_minattn is not installed
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F

@@ -2,7 +2,6 @@
 resuming after SIGKILL, and the errors raised before training starts."""
 
 import math
-import os
 import signal
 import subprocess
 import sys

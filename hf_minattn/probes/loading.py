@@ -7,15 +7,6 @@ from contextlib import contextmanager
 from transformers import AutoModel, AutoTokenizer
 
 
-def _register_minattn():
-    # Importing the package registers "minattn" with the Auto classes, so our own checkpoints load
-    # without trust_remote_code; tolerate its absence (e.g. the model module is mid-rewrite).
-    try:
-        import hf_minattn.modeling_minattn  # noqa: F401
-    except ImportError:
-        pass
-
-
 def require_fast_tokenizer(tokenizer):
     """Word pooling needs `word_ids()` and character offsets, which only fast (Rust) tokenizers give."""
     if not getattr(tokenizer, "is_fast", False):
@@ -29,7 +20,6 @@ def require_fast_tokenizer(tokenizer):
 
 def load_encoder(path, attn_implementation=None):
     """Return (model, tokenizer) from a local model folder; the model is in eval mode on CPU."""
-    _register_minattn()
     if not os.path.isdir(str(path)):
         raise FileNotFoundError(
             f"model path {path!r} is not a folder; pass a folder written by save_pretrained() "

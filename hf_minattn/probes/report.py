@@ -92,7 +92,7 @@ def sense_text(r):
 def heads_text(r):
     h = r["heads"]
     stats = {k: np.array(v) for k, v in h["stats"].items()}
-    L, H = h["num_layers"], h["num_heads"]
+    H = h["num_heads"]
     parts = []
     for key, label in (("previous", "previous token"), ("next", "next token"), ("self", "itself"),
                        ("sep", "[SEP]"), ("cls", "[CLS]"), ("punctuation", "punctuation")):
