@@ -3,9 +3,10 @@
 from transformers import PretrainedConfig
 from transformers.activations import ACT2FN
 
-POSITION_EMBEDDING_TYPES = ("learned", "sinusoidal", "none")
+POSITION_EMBEDDING_TYPES = ("learned", "sinusoidal", "rope", "none")
 NORM_PLACEMENTS = ("pre", "post")
 QKV_PROJECTIONS = ("learned", "identity")
+QKV_INITS = ("normal", "identity")
 
 
 class MinAttnConfig(PretrainedConfig):
@@ -36,7 +37,13 @@ class MinAttnConfig(PretrainedConfig):
             Longest sequence the model accepts when positions are `"learned"` or `"sinusoidal"`.
         position_embedding_type (`str`, *optional*, defaults to `"learned"`):
             `"learned"` (a trained embedding per position, as in BERT), `"sinusoidal"` (the fixed encoding of
-            "Attention Is All You Need") or `"none"` (no position information: the model sees a bag of tokens).
+            "Attention Is All You Need", added to the token vectors), `"rope"` (rotary position embeddings, as in
+            RoFormer and ModernBERT: queries and keys are rotated by an angle proportional to their position, so
+            attention logits depend on relative positions and the token vectors carry no position signal) or
+            `"none"` (no position information: the model sees a bag of tokens).
+        rope_theta (`float`, *optional*, defaults to 10000.0):
+            Base of the rotary frequencies (`"rope"` only): pair i of a head's channels turns by
+            position * rope_theta^(-2i / head_dim).
         norm_placement (`str`, *optional*, defaults to `"pre"`):
             `"pre"`: LayerNorm before each sublayer and once after the last block (GPT-2 style, stable to train);
             `"post"`: LayerNorm after each residual addition and on the embeddings (original Transformer / BERT).
@@ -47,12 +54,21 @@ class MinAttnConfig(PretrainedConfig):
         layer_norm_eps (`float`, *optional*, defaults to 1e-12):
             Epsilon of every LayerNorm.
         initializer_range (`float`, *optional*, defaults to 0.02):
-            Standard deviation of the normal initialisation of all weight matrices.
+            Standard deviation of the normal initialisation of all weight matrices except W_Q and W_K.
+        qk_logit_init_std (`float`, *optional*, defaults to 1.0):
+            Standard deviation of the initial attention logits on LayerNormed inputs, which sets that of W_Q and
+            W_K: sqrt(qk_logit_init_std / hidden_size) (the logits' standard deviation is std(W)^2 * hidden_size).
+            At 1.0, attention starts out of order-1 logits; drawing W_Q and W_K with `initializer_range=0.02`
+            instead (qk_logit_init_std = 0.0004 * hidden_size, ~0.05 at hidden 128) makes initial attention
+            uniform, with almost no gradient reaching W_Q and W_K.
         qkv_bias (`bool`, *optional*, defaults to `True`):
             Whether the query/key/value projection has a bias.
         qkv_projection (`str`, *optional*, defaults to `"learned"`):
             `"learned"`: trained W_Q, W_K, W_V. `"identity"`: W_Q = W_K = W_V = I, the textbook special case in which
             queries, keys and values are the block's input split into heads (the output projection W_O stays).
+        qkv_init (`str`, *optional*, defaults to `"normal"`):
+            Initialisation of learned W_Q, W_K, W_V: `"normal"` (see `initializer_range`, `qk_logit_init_std`) or
+            `"identity"` (each starts as I, biases at 0: the `qkv_projection="identity"` model, free to move away).
         tie_word_embeddings (`bool`, *optional*, defaults to `True`):
             Whether the masked-LM decoder shares its weight with the word embeddings (stored once).
         classifier_dropout (`float`, *optional*):
@@ -90,13 +106,16 @@ class MinAttnConfig(PretrainedConfig):
         hidden_act="gelu",
         max_position_embeddings=512,
         position_embedding_type="learned",
+        rope_theta=10000.0,
         norm_placement="pre",
         hidden_dropout_prob=0.1,
         attention_probs_dropout_prob=0.1,
         layer_norm_eps=1e-12,
         initializer_range=0.02,
+        qk_logit_init_std=1.0,
         qkv_bias=True,
         qkv_projection="learned",
+        qkv_init="normal",
         tie_word_embeddings=True,
         classifier_dropout=None,
         pad_token_id=0,
@@ -113,13 +132,16 @@ class MinAttnConfig(PretrainedConfig):
         self.hidden_act = hidden_act
         self.max_position_embeddings = max_position_embeddings
         self.position_embedding_type = position_embedding_type
+        self.rope_theta = rope_theta
         self.norm_placement = norm_placement
         self.hidden_dropout_prob = hidden_dropout_prob
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
+        self.qk_logit_init_std = qk_logit_init_std
         self.qkv_bias = qkv_bias
         self.qkv_projection = qkv_projection
+        self.qkv_init = qkv_init
         # transformers 5 no longer declares these on the base class: without them here, nothing is tied.
         self.tie_word_embeddings = tie_word_embeddings
         self.classifier_dropout = classifier_dropout
@@ -150,9 +172,18 @@ class MinAttnConfig(PretrainedConfig):
             ("position_embedding_type", POSITION_EMBEDDING_TYPES),
             ("norm_placement", NORM_PLACEMENTS),
             ("qkv_projection", QKV_PROJECTIONS),
+            ("qkv_init", QKV_INITS),
         ):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"MinAttnConfig.{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.position_embedding_type == "rope" and (self.hidden_size // self.num_attention_heads) % 2:
+            raise ValueError(
+                f"MinAttnConfig.position_embedding_type='rope' rotates pairs of channels: the head dimension "
+                f"hidden_size / num_attention_heads = {self.hidden_size}/{self.num_attention_heads} must be even"
+            )
+        if self.qkv_init != "normal" and self.qkv_projection != "learned":
+            raise ValueError(f"MinAttnConfig.qkv_init={self.qkv_init!r} initialises learned projections: it needs "
+                             f"qkv_projection='learned', got {self.qkv_projection!r}")
         if self.hidden_act not in ACT2FN:
             raise ValueError(f"MinAttnConfig.hidden_act must be one of {sorted(ACT2FN)}, got {self.hidden_act!r}")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"):
@@ -161,7 +192,7 @@ class MinAttnConfig(PretrainedConfig):
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
                 raise ValueError(f"MinAttnConfig.{name} must be a probability in [0, 1], got {value!r}")
-        for name in ("layer_norm_eps", "initializer_range"):
+        for name in ("layer_norm_eps", "initializer_range", "qk_logit_init_std", "rope_theta"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"MinAttnConfig.{name} must be a positive number, got {value!r}")

@@ -33,6 +33,42 @@ def sinusoidal_table(num_positions: int, dim: int) -> torch.Tensor:
     return table
 
 
+def rope_inverse_frequencies(head_dim: int, theta: float) -> torch.Tensor:
+    """The rotary angle per position of each channel pair: theta^(-2i / head_dim), i = 0 .. head_dim/2 - 1."""
+    return 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)  # (D/2,)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """(x1, x2) -> (-x2, x1) on the two halves of the last dimension: channel i is paired with i + D/2."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate each channel pair of x (B, H, T, D) by its position's angle; cos, sin: (T, D).
+
+    For a query at position m and a key at position n, the rotated dot product depends on m - n only, which is
+    why rotary attention sees relative positions without any position signal in the token vectors."""
+    return x * cos + rotate_half(x) * sin
+
+
+class MinAttnRotaryEmbedding(nn.Module):
+    """The cos/sin tables of rotary position embeddings (RoFormer; the layout of ModernBERT and Llama)."""
+
+    def __init__(self, config: MinAttnConfig):
+        super().__init__()
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.theta = config.rope_theta
+        # Not saved: recomputed in `_init_weights` (non-persistent buffers come back uninitialised from `from_pretrained`).
+        self.register_buffer("inv_freq", torch.empty(self.head_dim // 2), persistent=False)
+
+    def forward(self, seq_len: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        position = torch.arange(seq_len, device=self.inv_freq.device, dtype=torch.float32)
+        angles = torch.outer(position, self.inv_freq)  # (T, D/2)
+        angles = torch.cat((angles, angles), dim=-1)  # (T, D): pair (i, i + D/2) shares an angle
+        return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
 class MinAttnEmbeddings(nn.Module):
     """Static token vectors plus position information. `word_embeddings.weight` is the static embedding matrix."""
 
@@ -95,11 +131,12 @@ class MinAttnAttention(nn.Module):
         self.qkv_proj = None
         if config.qkv_projection == "learned":
             self.qkv_proj = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=config.qkv_bias)
+            self.qkv_proj.is_qkv = True  # W_Q, W_K get their own init std, see `_init_weights`
         self.o_proj = nn.Linear(config.hidden_size, config.hidden_size)
         self.o_proj.is_residual_output = True  # gets the scaled init, see `_init_weights`
         self.attention_dropout = config.attention_probs_dropout_prob
 
-    def forward(self, hidden_states, attention_mask=None, output_attentions=False):
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False, position_embeddings=None):
         B, T, C = hidden_states.shape
         if self.qkv_proj is None:
             # Q = K = V = X, split into heads
@@ -107,6 +144,9 @@ class MinAttnAttention(nn.Module):
         else:
             qkv = self.qkv_proj(hidden_states).view(B, T, 3, self.num_heads, self.head_dim)  # (B, T, 3, H, D)
             query, key, value = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, H, T, D)
+        if position_embeddings is not None:  # rotary: turn queries and keys (never values) by their position
+            cos, sin = position_embeddings
+            query, key = apply_rotary(query, cos, sin), apply_rotary(key, cos, sin)
 
         # Only the eager path can return the weights, so asking for them selects it.
         implementation = "eager" if output_attentions else self.config._attn_implementation
@@ -150,14 +190,16 @@ class MinAttnBlock(GradientCheckpointingLayer):
             self.mlp_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, hidden_states, attention_mask=None, output_attentions=False):
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False, position_embeddings=None):
         if self.pre_norm:
-            attended, weights = self.attention(self.attention_norm(hidden_states), attention_mask, output_attentions)
+            attended, weights = self.attention(
+                self.attention_norm(hidden_states), attention_mask, output_attentions, position_embeddings
+            )
             hidden_states = hidden_states + self.dropout(attended)
             if self.mlp is not None:
                 hidden_states = hidden_states + self.dropout(self.mlp(self.mlp_norm(hidden_states)))
         else:
-            attended, weights = self.attention(hidden_states, attention_mask, output_attentions)
+            attended, weights = self.attention(hidden_states, attention_mask, output_attentions, position_embeddings)
             hidden_states = self.attention_norm(hidden_states + self.dropout(attended))
             if self.mlp is not None:
                 hidden_states = self.mlp_norm(hidden_states + self.dropout(self.mlp(hidden_states)))
@@ -175,11 +217,20 @@ class MinAttnPreTrainedModel(PreTrainedModel):
     @torch.no_grad()
     def _init_weights(self, module):
         """normal(0, initializer_range) for every matrix; residual output projections scaled down by
-        sqrt(2 * num_layers) so that the residual stream's variance does not grow with depth (GPT-2)."""
-        std = self.config.initializer_range
-        residual_std = std / math.sqrt(2 * self.config.num_hidden_layers)
+        sqrt(2 * num_layers) so that the residual stream's variance does not grow with depth (GPT-2); W_Q and W_K
+        normal(0, sqrt(qk_logit_init_std / hidden_size)), so that the initial attention logits have standard deviation
+        qk_logit_init_std (1 by default: attention does not start uniform)."""
+        config = self.config
+        std = config.initializer_range
+        residual_std = std / math.sqrt(2 * config.num_hidden_layers)
         if isinstance(module, nn.Linear):
             init.normal_(module.weight, mean=0.0, std=residual_std if getattr(module, "is_residual_output", False) else std)
+            if getattr(module, "is_qkv", False) and config.qkv_init == "identity":
+                init.copy_(module.weight, torch.eye(config.hidden_size).repeat(3, 1))  # (3C, C): [I; I; I]
+            elif getattr(module, "is_qkv", False) and not getattr(module.weight, "_is_hf_initialized", False):
+                # Rows [0:2C) of the fused weight are W_Q and W_K: rescale them from std to qk_std.
+                qk_std = math.sqrt(config.qk_logit_init_std / config.hidden_size)
+                module.weight[: 2 * config.hidden_size].mul_(qk_std / std)
             if module.bias is not None:
                 init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding):
@@ -189,6 +240,8 @@ class MinAttnPreTrainedModel(PreTrainedModel):
             init.zeros_(module.bias)
         elif isinstance(module, MinAttnEmbeddings) and module.position_embedding_type == "sinusoidal":
             init.copy_(module.sinusoids, sinusoidal_table(*module.sinusoids.shape))
+        elif isinstance(module, MinAttnRotaryEmbedding):
+            init.copy_(module.inv_freq, rope_inverse_frequencies(module.head_dim, module.theta))
         elif isinstance(module, MinAttnLMHead):
             init.zeros_(module.bias)
 
@@ -257,6 +310,7 @@ class MinAttnModel(MinAttnPreTrainedModel):
         super().__init__(config)
         self.config = config
         self.embeddings = MinAttnEmbeddings(config)
+        self.rotary = MinAttnRotaryEmbedding(config) if config.position_embedding_type == "rope" else None
         self.layers = nn.ModuleList([MinAttnBlock(config, i) for i in range(config.num_hidden_layers)])
         self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.norm_placement == "pre" else None
         self.gradient_checkpointing = False
@@ -285,7 +339,7 @@ class MinAttnModel(MinAttnPreTrainedModel):
                 raise ValueError(f"inputs_embeds must have shape (batch, sequence, {self.config.hidden_size}), "
                                  f"got {tuple(inputs_embeds.shape)}")
             shape = tuple(inputs_embeds.shape[:2])
-        if self.config.position_embedding_type != "none" and shape[1] > self.config.max_position_embeddings:
+        if self.config.position_embedding_type in ("learned", "sinusoidal") and shape[1] > self.config.max_position_embeddings:
             raise ValueError(f"Sequence length {shape[1]} is longer than max_position_embeddings="
                              f"{self.config.max_position_embeddings}; truncate the input")
         if attention_mask is not None and tuple(attention_mask.shape) != shape:
@@ -320,6 +374,7 @@ class MinAttnModel(MinAttnPreTrainedModel):
         self._check_inputs(input_ids, attention_mask, inputs_embeds)
 
         hidden_states = self.embeddings(input_ids=input_ids, inputs_embeds=inputs_embeds)  # (B, T, C)
+        rotary = None if self.rotary is None else self.rotary(hidden_states.shape[1], hidden_states.dtype)  # 2 x (T, D)
         # Additive padding mask, (B, 1, 1, T), or None when nothing is padded so that sdpa can take its fast path.
         mask = None
         if attention_mask is not None and not bool(attention_mask.all()):
@@ -331,7 +386,7 @@ class MinAttnModel(MinAttnPreTrainedModel):
         for layer in self.layers:
             if output_hidden_states:
                 all_hidden_states += (hidden_states,)
-            hidden_states, weights = layer(hidden_states, mask, output_attentions)
+            hidden_states, weights = layer(hidden_states, mask, output_attentions, rotary)
             if output_attentions:
                 all_attentions += (weights,)
         if self.final_norm is not None:

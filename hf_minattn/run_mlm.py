@@ -48,6 +48,7 @@ from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
 from hf_minattn.data import load_wikipedia_sample
 from hf_minattn.drift import DriftCallback
 from hf_minattn.model_card import CardFacts, write_model_card
+from hf_minattn.unigram import UnigramFloor
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +103,15 @@ class ModelArguments:
         default=None, metadata={"help": "Path (or Hub id) of a tokenizer to use. Unset: train a WordPiece tokenizer on the training split."}
     )
     vocab_size: int = field(default=8192, metadata={"help": "Vocabulary size of the tokenizer trained when --tokenizer_name is unset."})
+    tokenizer_model: str = field(
+        default="wordpiece",
+        metadata={"help": "Kind of tokenizer trained when --tokenizer_name is unset: 'wordpiece' (sub-words) or 'word' "
+                  "(whole words seen at least --tokenizer_min_frequency times, [UNK] for the rest).",
+                  "choices": ["wordpiece", "word"]},
+    )
+    tokenizer_min_frequency: int = field(
+        default=2, metadata={"help": "Minimum count of a token (a word, for --tokenizer_model word) in the training split to enter the vocabulary."}
+    )
     freeze_embeddings: bool = field(
         default=False,
         metadata={"help": "Keep the word and position embeddings at their initial values (requires_grad False). With tied "
@@ -387,10 +397,19 @@ def preprocess_logits_for_metrics(logits, labels):
     return predictions
 
 
-def compute_metrics(eval_prediction):
-    predictions, labels = eval_prediction.predictions, eval_prediction.label_ids
-    masked = labels != -100
-    return {"accuracy": float((predictions[masked] == labels[masked]).mean()), "masked_tokens": int(masked.sum())}
+def metrics_computer(unigram: UnigramFloor | None = None):
+    """`compute_metrics` for the Trainer: masked-token accuracy and count and, given the training split's unigram
+    floor, its cross-entropy on the same masked tokens (`unigram_loss`)."""
+
+    def compute_metrics(eval_prediction):
+        predictions, labels = eval_prediction.predictions, eval_prediction.label_ids
+        masked = labels != -100
+        metrics = {"accuracy": float((predictions[masked] == labels[masked]).mean()), "masked_tokens": int(masked.sum())}
+        if unigram is not None:
+            metrics["unigram_loss"] = unigram.cross_entropy(labels[masked])
+        return metrics
+
+    return compute_metrics
 
 
 class TimeBudget(TrainerCallback):
@@ -438,6 +457,13 @@ class MinAttnTrainer(Trainer):
 
         self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer or self.optimizer, lr_factor)
         return self.lr_scheduler
+
+    def log(self, logs, *args, **kwargs):
+        # The gain over the unigram floor, in nats, wherever an evaluation reports both (logs, TensorBoard, results).
+        for prefix in {key[: -len("unigram_loss")] for key in logs if key.endswith("unigram_loss")}:
+            if prefix + "loss" in logs:
+                logs[prefix + "gain_over_unigram"] = logs[prefix + "unigram_loss"] - logs[prefix + "loss"]
+        super().log(logs, *args, **kwargs)
 
     def create_model_card(self, *args, **kwargs):
         if self.is_world_process_zero() and self.card_facts is not None:
@@ -521,8 +547,10 @@ def main(argv=None):
         # One process trains and saves it, the others load it: every process gets the same vocabulary.
         with training_args.main_process_first(desc="training the tokenizer", local=False):
             if training_args.process_index == 0:
-                logger.info(f"Training a WordPiece tokenizer ({model_args.vocab_size} tokens) on the training split")
-                tokenizer = train_tokenizer(raw["train"][text_column], vocab_size=model_args.vocab_size, model_max_length=max_seq_length)
+                logger.info(f"Training a {model_args.tokenizer_model} tokenizer (at most {model_args.vocab_size} tokens) on the training split")
+                tokenizer = train_tokenizer(raw["train"][text_column], vocab_size=model_args.vocab_size,
+                                            min_frequency=model_args.tokenizer_min_frequency,
+                                            model_max_length=max_seq_length, model=model_args.tokenizer_model)
                 tokenizer.save_pretrained(training_args.output_dir)
             else:
                 tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
@@ -561,6 +589,8 @@ def main(argv=None):
         train_dataset = train_dataset.select(range(min(len(train_dataset), data_args.max_train_samples)))
     if data_args.max_eval_samples is not None:
         eval_dataset = eval_dataset.select(range(min(len(eval_dataset), data_args.max_eval_samples)))
+    unigram = UnigramFloor.from_dataset(train_dataset, len(tokenizer))
+    logger.info(f"Unigram floor: entropy {unigram.entropy():.3f} nats over {unigram.num_tokens:,} maskable training tokens")
     train_dataset = train_dataset.add_column(EXAMPLE_INDEX, list(range(len(train_dataset))))
     collator = MLMCollator(tokenizer, data_args, seed=training_args.seed)
     with training_args.main_process_first(desc="masking the validation set"):
@@ -576,7 +606,7 @@ def main(argv=None):
         eval_dataset=eval_dataset if training_args.do_eval else None,
         processing_class=tokenizer,
         data_collator=collator,
-        compute_metrics=compute_metrics if training_args.do_eval else None,
+        compute_metrics=metrics_computer(unigram) if training_args.do_eval else None,
         preprocess_logits_for_metrics=preprocess_logits_for_metrics if training_args.do_eval else None,
         callbacks=[drift_callback, collator],
     )

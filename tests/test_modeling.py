@@ -313,7 +313,7 @@ def test_residual_projections_use_scaled_init():
     model = MinAttnModel(tiny_config(num_hidden_layers=8, hidden_size=256, intermediate_size=512))
     std = model.config.initializer_range
     layer = model.layers[0]
-    assert abs(layer.attention.qkv_proj.weight.std().item() - std) < 0.1 * std
+    assert abs(layer.attention.qkv_proj.weight[2 * 256 :].std().item() - std) < 0.1 * std  # W_V; W_Q, W_K: test_levers
     assert abs(layer.attention.o_proj.weight.std().item() - std / 4) < 0.1 * std / 4  # sqrt(2 * 8) = 4
     assert abs(layer.mlp.down_proj.weight.std().item() - std / 4) < 0.1 * std / 4
 

@@ -100,6 +100,17 @@ def test_evaluation_reports_loss_perplexity_and_masked_accuracy(trained, text_fi
     pieces = [(row, i) for row, i in (labels[:, 1:] != -100).nonzero().tolist()
               if tokenizer.convert_ids_to_tokens(int(labels[row, i + 1])).startswith("##")]
     assert pieces and all(labels[row, i] != -100 for row, i in pieces)
+    # The unigram floor: token frequencies of the training sequences (special tokens left out, add-one smoothed),
+    # scored on the same masked tokens; the gain is the floor minus the model's loss.
+    _, data_args, training_args = parse_args(tiny_argv(out, train_file=files["train"], whole_word_mask=True))
+    train_set = tokenize_and_group(datasets.load_dataset("text", data_files=files), tokenizer, "text", data_args, 64,
+                                   training_args)["train"]
+    train_ids = [t for seq in train_set["input_ids"][: data_args.max_train_samples]  # the sequences trained on
+                 for t in seq if t not in tokenizer.all_special_ids]
+    counts = torch.bincount(torch.tensor(train_ids), minlength=len(tokenizer)).double()
+    floor = -torch.log((counts + 1) / (counts.sum() + len(tokenizer)))[labels[labels != -100]].mean().item()
+    assert results["eval_unigram_loss"] == pytest.approx(floor, abs=1e-6)
+    assert results["eval_gain_over_unigram"] == pytest.approx(floor - results["eval_loss"], abs=1e-9)
 
 
 def test_model_card_has_metadata_and_results(trained):

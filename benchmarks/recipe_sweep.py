@@ -1,0 +1,78 @@
+"""Pilot sweep for the training recipe: train MinAttn with `training/run_mlm.py` (the real Trainer path) under
+several settings, each for the same number of tokens, and record the validation loss against the unigram floor.
+
+    python benchmarks/recipe_sweep.py --tokens 1000000 --out benchmarks/results/recipe.jsonl \\
+        baseline="" dropout0="--config_overrides hidden_dropout_prob=0,attention_probs_dropout_prob=0"
+
+Each NAME=ARGS pair is one run: ARGS are added to the common arguments below (later flags win). One JSON line per
+run goes to --out: the arguments, eval loss, unigram floor, gain over it, tokens seen and tokens/s. Run it on an
+otherwise idle machine: tokens/s is only comparable between runs made alone.
+"""
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+COMMON = ("--model_size small --vocab_size 8192 --max_seq_length 128 --per_device_train_batch_size 16 "
+          "--per_device_eval_batch_size 64 --learning_rate 1e-3 --warmup_steps 50 --weight_decay 0.01 --seed 42 "
+          "--report_to none --save_strategy no --disable_tqdm true --logging_steps 50 --bf16 false")
+
+
+def flag_value(args: list[str], name: str, default: str) -> str:
+    """The last value given for `--name` in `args` (argparse semantics: the last one wins)."""
+    value = default
+    for i, arg in enumerate(args[:-1]):
+        if arg == name:
+            value = args[i + 1]
+    return value
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="+", help="NAME=ARGS: a run's name and its extra run_mlm.py arguments")
+    parser.add_argument("--tokens", type=int, default=1_000_000, help="training tokens per run")
+    parser.add_argument("--evals", type=int, default=5, help="evaluations per run (the loss curve)")
+    parser.add_argument("--out", default="benchmarks/results/recipe.jsonl")
+    args = parser.parse_args()
+    for run in args.runs:
+        name, _, extra = run.partition("=")
+        if not name:
+            raise ValueError(f"a run must be NAME=ARGS, got {run!r}")
+        argv = shlex.split(COMMON) + shlex.split(extra)
+        tokens_per_step = int(flag_value(argv, "--per_device_train_batch_size", "8")) * int(flag_value(argv, "--max_seq_length", "128"))
+        steps = max(1, args.tokens // tokens_per_step)
+        with tempfile.TemporaryDirectory() as folder:
+            argv = ["--output_dir", folder, *argv, "--max_steps", str(steps),
+                    "--eval_strategy", "steps", "--eval_steps", str(max(1, steps // args.evals))]
+            print(f"== {name}: {steps} steps of {tokens_per_step} tokens: {shlex.join(argv[2:])}", flush=True)
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "hf_minattn.run_mlm", *argv], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            seconds = time.perf_counter() - start
+            with open(os.path.join(folder, "trainer_state.json")) as f:
+                history = json.load(f)["log_history"]
+            with open(os.path.join(folder, "all_results.json")) as f:
+                final = json.load(f)
+        curve = [(h["step"] * tokens_per_step, round(h["eval_loss"], 4), round(h["eval_gain_over_unigram"], 4))
+                 for h in history if "eval_loss" in h]
+        record = {"name": name, "args": extra, "steps": steps, "tokens": steps * tokens_per_step,
+                  "eval_loss": round(final["eval_loss"], 4), "eval_unigram_loss": round(final["eval_unigram_loss"], 4),
+                  "eval_gain_over_unigram": round(final["eval_gain_over_unigram"], 4),
+                  "eval_accuracy": round(final["eval_accuracy"], 4),
+                  "train_tokens_per_second": round(final.get("train_tokens_per_second", 0)),
+                  "wall_seconds": round(seconds), "curve": curve}
+        print(f"   loss {record['eval_loss']:.3f}, floor {record['eval_unigram_loss']:.3f}, gain "
+              f"{record['eval_gain_over_unigram']:+.3f} nats, {record['train_tokens_per_second']} tok/s, "
+              f"{seconds:.0f} s; curve {curve}", flush=True)
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+if __name__ == "__main__":
+    main()

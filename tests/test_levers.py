@@ -1,0 +1,168 @@
+"""The training-recipe levers: rotary positions, the W_Q/W_K initialisation, learned QKV started at the identity,
+the word-level tokenizer and the unigram floor."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import TEXTS, tiny_config
+from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, MinAttnModel, train_tokenizer
+from hf_minattn.modeling_minattn import apply_rotary, rope_inverse_frequencies
+from hf_minattn.unigram import UnigramFloor
+
+
+def reference_rope(x: torch.Tensor, theta: float = 10000.0) -> torch.Tensor:
+    """RoFormer's formula written with complex numbers: channel pair (i, i + D/2) of the vector at position m is
+    the complex number x_i + j x_{i+D/2}, multiplied by exp(j m theta^(-2i/D))."""
+    T, D = x.shape[-2], x.shape[-1]
+    pairs = torch.complex(x[..., : D // 2].double(), x[..., D // 2 :].double())
+    angles = torch.arange(T, dtype=torch.float64)[:, None] * theta ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)
+    rotated = pairs * torch.polar(torch.ones_like(angles), angles)
+    return torch.cat([rotated.real, rotated.imag], dim=-1).float()
+
+
+def rope_tables(T, D, theta=10000.0):
+    angles = torch.outer(torch.arange(T, dtype=torch.float32), rope_inverse_frequencies(D, theta))
+    angles = torch.cat([angles, angles], dim=-1)
+    return angles.cos(), angles.sin()
+
+
+def test_rope_matches_the_complex_rotation_formula():
+    x = torch.randn(2, 3, 11, 8)  # (B, H, T, D)
+    assert torch.allclose(apply_rotary(x, *rope_tables(11, 8)), reference_rope(x), atol=1e-5)
+
+
+def test_rope_dot_products_depend_only_on_relative_position():
+    D, T = 16, 40
+    q, k = torch.randn(D), torch.randn(D)
+    cos, sin = rope_tables(T, D)
+    rotated_q = apply_rotary(q.expand(T, D), cos, sin)  # q placed at every position
+    rotated_k = apply_rotary(k.expand(T, D), cos, sin)
+    logits = rotated_q @ rotated_k.T  # (T, T): query at m, key at n
+    for offset in (-7, 0, 3, 12):
+        diagonal = torch.diagonal(logits, offset=offset)
+        assert torch.allclose(diagonal, diagonal[0].expand_as(diagonal), atol=1e-4), offset
+    assert not torch.allclose(torch.diagonal(logits, 1)[0], torch.diagonal(logits, 5)[0], atol=1e-3)
+
+
+def test_rope_model_sees_order_without_a_position_signal_in_its_vectors():
+    model = MinAttnModel(tiny_config(position_embedding_type="rope", num_attention_heads=6, hidden_size=36)).eval()
+    assert model.embeddings.position_embeddings is None  # nothing position-dependent is added to the tokens
+    ids = torch.tensor([[5, 17, 23, 42, 8]])
+    with torch.no_grad():
+        forward, shuffled = model(ids).last_hidden_state, model(ids[:, [4, 2, 0, 3, 1]]).last_hidden_state
+        bag = MinAttnModel(tiny_config(position_embedding_type="none", num_attention_heads=6, hidden_size=36)).eval()
+        bag.load_state_dict(model.state_dict())
+        bag_out, bag_shuffled = bag(ids).last_hidden_state, bag(ids[:, [4, 2, 0, 3, 1]]).last_hidden_state
+    assert torch.allclose(bag_out[0, 0], bag_shuffled[0, 2], atol=1e-5)  # no positions: order-blind
+    assert not torch.allclose(forward[0, 0], shuffled[0, 2], atol=1e-3)  # rope: order matters
+    # Longer inputs than max_position_embeddings are fine: nothing is looked up by position.
+    assert model(torch.randint(5, 99, (1, 40))).last_hidden_state.shape == (1, 40, 36)
+
+
+def test_rope_survives_save_and_load_and_needs_an_even_head_dim(tmp_path):
+    model = MinAttnForMaskedLM(tiny_config(position_embedding_type="rope", hidden_size=32, rope_theta=500.0)).eval()
+    model.save_pretrained(tmp_path)
+    loaded = MinAttnForMaskedLM.from_pretrained(tmp_path).eval()
+    ids = torch.randint(5, 99, (2, 12))
+    assert torch.equal(model(ids).logits, loaded(ids).logits)  # the inv_freq buffer is rebuilt, not garbage
+    assert torch.allclose(loaded.minattn.rotary.inv_freq, rope_inverse_frequencies(8, 500.0))
+    with pytest.raises(ValueError, match="head dimension .* must be even"):
+        tiny_config(position_embedding_type="rope")  # 36 / 4 = 9
+
+
+def test_eager_and_sdpa_agree_with_rope_and_padding():
+    config = tiny_config(position_embedding_type="rope", hidden_size=32)
+    model = MinAttnModel(config).eval()
+    ids = torch.randint(5, 99, (2, 9))
+    mask = torch.ones_like(ids)
+    mask[1, 5:] = 0
+    with torch.no_grad():
+        sdpa = model(ids, attention_mask=mask).last_hidden_state
+        eager = model(ids, attention_mask=mask, output_attentions=True).last_hidden_state
+        alone = model(ids[1:, :5]).last_hidden_state
+    assert torch.allclose(sdpa, eager, atol=1e-5)
+    assert torch.allclose(sdpa[1, :5], alone[0], atol=1e-5)
+
+
+@pytest.mark.parametrize("logit_std", [1.0, 0.05])
+def test_qk_init_sets_the_scale_of_the_initial_attention_logits(logit_std):
+    C = 256
+    config = MinAttnConfig(hidden_size=C, num_hidden_layers=2, num_attention_heads=4, qk_logit_init_std=logit_std)
+    attention = MinAttnModel(config).layers[0].attention
+    weight = attention.qkv_proj.weight
+    assert weight[: 2 * C].std().item() == pytest.approx(math.sqrt(logit_std / C), rel=0.05)
+    assert weight[2 * C :].std().item() == pytest.approx(config.initializer_range, rel=0.05)  # W_V unchanged
+    x = torch.nn.functional.layer_norm(torch.randn(8, 64, C), (C,))
+    with torch.no_grad():
+        q, k, _ = torch.nn.functional.linear(x, weight).view(8, 64, 3, 4, C // 4).permute(2, 0, 3, 1, 4)
+        logits = q @ k.transpose(-1, -2) * attention.scaling
+    assert logits.std().item() == pytest.approx(logit_std, rel=0.15)
+
+
+def test_qk_init_does_not_touch_loaded_weights(tmp_path):
+    model = MinAttnForMaskedLM(tiny_config(hidden_size=32))
+    model.save_pretrained(tmp_path)
+    loaded = MinAttnForMaskedLM.from_pretrained(tmp_path)
+    assert torch.equal(loaded.minattn.layers[0].attention.qkv_proj.weight, model.minattn.layers[0].attention.qkv_proj.weight)
+
+
+def test_learned_qkv_can_start_at_the_identity():
+    config = tiny_config(qkv_init="identity")
+    identity = MinAttnModel(tiny_config(qkv_projection="identity")).eval()
+    learned = MinAttnModel(config).eval()
+    weight = learned.layers[1].attention.qkv_proj.weight
+    assert torch.equal(weight, torch.eye(36).repeat(3, 1)) and weight.requires_grad
+    # At initialisation it is the identity model (same other weights): same outputs.
+    state = {k: v for k, v in learned.state_dict().items() if "qkv_proj" not in k}
+    identity.load_state_dict(state)
+    ids = torch.randint(5, 99, (2, 7))
+    with torch.no_grad():
+        assert torch.allclose(learned(ids).last_hidden_state, identity(ids).last_hidden_state, atol=1e-5)
+    with pytest.raises(ValueError, match="qkv_init='identity' initialises learned projections"):
+        tiny_config(qkv_init="identity", qkv_projection="identity")
+
+
+def test_word_level_tokenizer_keeps_whole_words_above_min_count():
+    texts = ["the cat sat on the mat .", "the dog sat on the log .", "a zebra ."]
+    tokenizer = train_tokenizer(texts, vocab_size=100, min_frequency=2, model="word", show_progress=False)
+    vocab = set(tokenizer.get_vocab())
+    assert {"the", "sat", "on", "."} <= vocab
+    assert not vocab & {"cat", "zebra", "mat"}  # seen once
+    assert not any(t.startswith("##") for t in vocab)
+    assert tokenizer.tokenize("The cat sat.") == ["the", "[UNK]", "sat", "."]
+    ids = tokenizer("the dog sat")["input_ids"]
+    assert ids[0] == tokenizer.cls_token_id and ids[-1] == tokenizer.sep_token_id
+    assert tokenizer.decode(ids) == "[CLS] the [UNK] sat [SEP]"  # "dog" seen once: min count 2
+    # The vocabulary cap keeps the most frequent words.
+    capped = train_tokenizer(TEXTS, vocab_size=5 + 3, min_frequency=1, model="word", show_progress=False)
+    assert set(capped.get_vocab()) - {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"} == {"the", ".", "a"}
+    with pytest.raises(ValueError, match="model must be one of"):
+        train_tokenizer(texts, model="bpe")
+
+
+def test_unigram_floor_is_the_smoothed_frequency_cross_entropy():
+    floor = UnigramFloor.from_token_ids([[1, 1, 2], np.array([2, 1, 3])], vocab_size=5)
+    counts = np.array([0, 3, 2, 1, 0])
+    expected = np.log((counts + 1) / (6 + 5))
+    assert floor.num_tokens == 6 and np.allclose(floor.log_probs, expected)
+    assert floor.cross_entropy([1, 3]) == pytest.approx(-(expected[1] + expected[3]) / 2)
+    assert floor.entropy() == pytest.approx(-(np.exp(expected) * expected).sum())
+    # A distribution that matches the targets exactly beats a uniform guess.
+    assert floor.cross_entropy([1, 1, 1, 2, 2, 3]) < math.log(5)
+    with pytest.raises(ValueError, match="outside"):
+        UnigramFloor.from_token_ids([[7]], vocab_size=5)
+    with pytest.raises(ValueError, match="at least one"):
+        floor.cross_entropy([])
+
+
+def test_unigram_floor_from_a_dataset_skips_special_tokens():
+    import datasets
+
+    data = datasets.Dataset.from_dict({"input_ids": [[2, 7, 7, 3], [2, 8, 3]],
+                                       "special_tokens_mask": [[1, 0, 0, 1], [1, 0, 1]]})
+    floor = UnigramFloor.from_dataset(data, vocab_size=10)
+    assert floor.num_tokens == 3
+    assert floor.log_probs[7] == pytest.approx(math.log(3 / 13)) and floor.log_probs[2] == pytest.approx(math.log(1 / 13))
