@@ -73,15 +73,31 @@ def build_model_card(facts: CardFacts) -> ModelCard:
         eval_results=_eval_results(facts) or None,
     )
     labels = {"eval_loss": "Loss (cross-entropy, nats)", "eval_perplexity": "Perplexity", "eval_accuracy": "Masked-token accuracy",
+              "eval_unigram_loss": "Unigram floor (token frequencies alone, same masked tokens, nats)",
+              "eval_gain_over_unigram": "Gain over the unigram floor (nats)",
               "eval_samples": "Sequences", "eval_masked_tokens": "Masked tokens"}
     results = [(label, _format(facts.eval_metrics[key])) for key, label in labels.items() if key in facts.eval_metrics]
     return ModelCard.from_template(
         card_data,
         template_path=str(TEMPLATE_PATH),
         results=results,
+        floor_sentence=floor_sentence(facts.eval_metrics),
         repo_id=facts.repo_id or f"path/to/{facts.model_name}",
         **{k: v for k, v in vars(facts).items() if k not in ("eval_metrics", "repo_id")},
     )
+
+
+def floor_sentence(eval_metrics: dict) -> str | None:
+    """What the loss says against the unigram floor (None when the evaluation did not report the floor)."""
+    gain = eval_metrics.get("eval_gain_over_unigram")
+    if gain is None or not math.isfinite(gain):
+        return None
+    floor = eval_metrics["eval_unigram_loss"]
+    if gain > 0:
+        return (f"The loss is {gain:.2f} nats below the unigram floor ({floor:.2f}): the model predicts masked tokens "
+                "better than their frequencies alone would, so it uses their context.")
+    return (f"The loss is not below the unigram floor ({floor:.2f}; gain {gain:+.2f} nats): so far the model predicts "
+            "masked tokens no better than their frequencies alone, which it can learn without using any context.")
 
 
 def _format(value) -> str:

@@ -13,7 +13,7 @@ import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 import hf_minattn
-from hf_minattn.model_card import validate_model_card
+from hf_minattn.model_card import floor_sentence, validate_model_card
 from hf_minattn.run_mlm import DataTrainingArguments, MLMCollator, ModelArguments, main, mask_once, parse_args, tokenize_and_group
 
 from helpers_training import (  # noqa: F401  (fixtures)
@@ -123,6 +123,16 @@ def test_model_card_has_metadata_and_results(trained):
     for section in ("## Training", "## Results", "## How to use", "trust_remote_code=True", "## Limitations"):
         assert section in text
     assert f"{metrics['eval_perplexity']:.4f}" in text
+    assert "Unigram floor" in text and f"{metrics['eval_unigram_loss']:.4f}" in text
+    assert floor_sentence(metrics) in text
+
+
+def test_floor_sentence_follows_the_gain():
+    below = floor_sentence({"eval_unigram_loss": 7.0, "eval_gain_over_unigram": 1.25})
+    above = floor_sentence({"eval_unigram_loss": 7.0, "eval_gain_over_unigram": -0.03})
+    assert "1.25 nats below the unigram floor (7.00)" in below and "uses their context" in below
+    assert "not below the unigram floor" in above and "no better than their frequencies" in above
+    assert floor_sentence({"eval_loss": 6.0}) is None  # an evaluation without the floor says nothing about it
 
 
 def test_drift_is_recorded_every_logging_step(trained):
@@ -246,3 +256,22 @@ def test_resume_after_sigkill_matches_uninterrupted_run(tokenizer_dir, tmp_path)
     records = read_json(out / "drift.json")["records"]
     assert [r["step"] for r in records] == [r["step"] for r in ref_records]
     assert records[-1]["drift"]["word_embeddings"] == pytest.approx(ref_records[-1]["drift"]["word_embeddings"], rel=1e-4)
+
+
+def test_embeddings_get_no_weight_decay(tmp_path):
+    # With weight decay on the embeddings, the rows of tokens that never occur would shrink at every step.
+    from transformers import TrainingArguments
+
+    from hf_minattn.run_mlm import MinAttnTrainer
+
+    model = hf_minattn.MinAttnForMaskedLM(hf_minattn.MinAttnConfig(
+        vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8,
+        max_position_embeddings=8, tie_word_embeddings=False))
+    trainer = MinAttnTrainer(model=model, args=TrainingArguments(output_dir=str(tmp_path), weight_decay=0.1, report_to="none"))
+    decayed = set(trainer.get_decay_parameter_names(model))
+    assert "minattn.layers.0.attention.qkv_proj.weight" in decayed and "lm_head.decoder.weight" in decayed
+    assert not {"minattn.embeddings.word_embeddings.weight", "minattn.embeddings.position_embeddings.weight"} & decayed
+    optimizer = trainer.create_optimizer()
+    embedding_group = next(g for g in optimizer.param_groups
+                           if any(p is model.minattn.embeddings.word_embeddings.weight for p in g["params"]))
+    assert embedding_group["weight_decay"] == 0.0
