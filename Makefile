@@ -5,7 +5,7 @@ PIP := $(VENV)/bin/pip
 # torch from the CPU wheel on local disk first, so nothing pulls a multi-GB CUDA build.
 TORCH ?= torch==2.13.0
 
-.PHONY: install test demo bench experiments clean
+.PHONY: install test test-fast demo bench experiments clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -18,6 +18,10 @@ install: $(VENV)/.installed
 
 test: install
 	$(PY) -m pytest -q tests
+
+# The edit loop: everything but the tests marked slow (real training runs, subprocesses).
+test-fast: install
+	$(PY) -m pytest -q -m "not slow" tests
 
 # The main job: train on the embedded Wikipedia sample, probe the model, write the report (DEMO=quick: ~2 min).
 demo: install

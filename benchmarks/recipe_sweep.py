@@ -32,13 +32,32 @@ def flag_value(args: list[str], name: str, default: str) -> str:
     return value
 
 
+def markdown_table(path: str) -> str:
+    """The recorded runs as a table: lever (run name), its arguments, tokens, loss, floor, gain, tokens/s."""
+    rows = ["| run | settings (on top of the common ones) | tokens | eval loss | unigram floor | gain (nats) | accuracy | tokens/s |",
+            "|---|---|---:|---:|---:|---:|---:|---:|"]
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            rows.append(f"| {r['name']} | `{r['args'] or '(none)'}` | {r['tokens'] / 1e6:.2f}M | {r['eval_loss']:.3f} | "
+                        f"{r['eval_unigram_loss']:.3f} | {r['eval_gain_over_unigram']:+.3f} | {r['eval_accuracy']:.3f} | "
+                        f"{r['train_tokens_per_second']:,} |")
+    return "\n".join(rows)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="+", help="NAME=ARGS: a run's name and its extra run_mlm.py arguments")
+    parser.add_argument("runs", nargs="*", help="NAME=ARGS: a run's name and its extra run_mlm.py arguments")
     parser.add_argument("--tokens", type=int, default=1_000_000, help="training tokens per run")
     parser.add_argument("--evals", type=int, default=5, help="evaluations per run (the loss curve)")
     parser.add_argument("--out", default="benchmarks/results/recipe.jsonl")
+    parser.add_argument("--markdown", action="store_true", help="print the runs recorded in --out as a markdown table")
     args = parser.parse_args()
+    if args.markdown:
+        print(markdown_table(args.out))
+        return
+    if not args.runs:
+        parser.error("name at least one run (NAME=ARGS), or pass --markdown")
     for run in args.runs:
         name, _, extra = run.partition("=")
         if not name:

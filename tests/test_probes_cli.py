@@ -33,13 +33,25 @@ def checkpoint(tmp_path_factory):
 def test_probe_cli_writes_json_plots_report_and_vectors(checkpoint, tmp_path):
     out = tmp_path / "probe"
     argv = ["probe", str(checkpoint / "model"), "--corpus", str(checkpoint / "corpus.txt"), "--max-sentences", "80",
-            "--min-count", "2", "--words", "war", "zzzunknownword", "--head-sentences", "20", "--out", str(out)]
+            "--min-count", "2", "--words", "war", "zzzunknownword", "--head-sentences", "20", "--out", str(out),
+            "--vector-corpus", str(checkpoint / "corpus.txt"), "--bootstrap", "50"]
     assert main(argv) == 0
     r = json.loads((out / "probes.json").read_text())
     assert r["corpus"]["sentences"] == 80 and r["num_layers"] == 2
     assert len(r["geometry"]["adjusted_self_similarity"]) == 3
     names = {s["vectors"] for s in r["benchmarks"]["scores"]}
     assert {"static", "layer_0", "layer_2", "decontext_2", "word2vec"} <= names
+    # vectors from every occurrence of the vector corpus; every system on the same pairs, with intervals
+    assert r["vector_corpus"]["sentences"] == 120 and r["vector_corpus"]["min_contexts"] == 2
+    assert {"static", "layer_0", "word2vec", "random"} <= names
+    assert {s["vectors"] for s in r["benchmarks"]["untrained"]} >= {"static", "layer_2"}
+    kept = {s["wordsim353_pairs"] for s in r["benchmarks"]["scores"] + r["benchmarks"]["untrained"]}
+    assert kept == {r["benchmarks"]["pairs"]["wordsim353"]["kept"]}
+    assert r["benchmarks"]["word2vec"]["sg"] == 1 and r["benchmarks"]["word2vec"]["min_count"] == 5
+    from hf_minattn.probes.results import load_probe_results
+
+    saved = load_probe_results(out)
+    assert saved.num_layers == 2 and "layer_2" in saved.benchmarks.systems and saved.benchmarks.untrained
     assert "zzzunknownword" in r["neighbours"]["oov"]
     assert any("zzzunknownword" in note for note in r["notes"])
     assert r["drift"]["metrics"]["drift"]["layers.0.W_Q"]["values"] == [0, 0.5, 1.0]
@@ -47,7 +59,7 @@ def test_probe_cli_writes_json_plots_report_and_vectors(checkpoint, tmp_path):
                 "attention_example_2", "weights", "drift"):
         assert (out / f"{png}.png").read_bytes()[:4] == b"\x89PNG", png
     html = (out / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 10 and "layers.0.W_Q" in html
+    assert html.count("data:image/png;base64,") >= 10 and "layers.0.W_Q" in html
     for sentence in ("Baseline-adjusted self-similarity of", "Jensen-Shannon divergence", "mean effective rank",
                      "WordSim-353 (OOV", "by the end of training"):
         assert sentence in html, sentence

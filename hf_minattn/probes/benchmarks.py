@@ -1,99 +1,130 @@
-"""Word-similarity (WordSim-353, SimLex-999: Spearman) and analogy (Google set: 3CosAdd accuracy)
-scores of every vector set, with OOV ratios, plus a gensim word2vec (skip-gram) baseline trained on
-the same corpus sentences. The benchmark files ship inside gensim (gensim.test.utils.datapath)."""
+"""Word similarity (WordSim-353, SimLex-999: Spearman with a bootstrap 95% interval) and analogies (Google set:
+3CosAdd accuracy, semantic and syntactic sections apart) of every vector set, all on ONE common set of pairs and
+questions, plus a gensim word2vec (skip-gram) baseline trained on the same corpus words and random vectors.
+
+The common set keeps a pair only when both words are in the vocabulary of every system scored (each vocabulary
+holds the words seen in >= min_contexts distinct corpus sentences), so every system answers the same items and
+the coverage (pairs kept / total) is one number. Cosines are also reported after "All-but-the-Top" (Mu &
+Viswanath 2018: mean-centred, top d/100 principal components removed), because raw cosines in anisotropic layers
+mostly measure the common direction. The benchmark files ship inside gensim (gensim.test.utils.datapath).
+"""
 
 import logging
-import os
-import tempfile
+import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
 from gensim.models import Word2Vec
 from gensim.test.utils import datapath
 
+from hf_minattn.stats import spearman_interval
+
+from .progress import progress
+from .vectors import all_but_the_top, random_vectors
+
 WORD_PAIRS = {"wordsim353": "wordsim353.tsv", "simlex999": "simlex999.txt"}
 ANALOGIES = "questions-words.txt"
+SEMANTIC_SECTIONS = 5  # questions-words.txt: the first 5 sections are semantic, the other 9 syntactic
+ANALOGY_TOTAL = 19544
 
 
 @dataclass
 class BenchmarkScore:
-    vectors: str  # the vector set's name: "static", "layer_3", "decontext_1", "word2vec"
-    wordsim353: float  # Spearman rho on the in-vocabulary pairs
-    wordsim353_oov: float  # fraction of pairs skipped as out-of-vocabulary
+    vectors: str  # the vector set's name: "static", "layer_3", "decontext_1", "word2vec", "random"
+    wordsim353: float  # Spearman rho on the common pairs (NaN when fewer than 3)
+    wordsim353_oov: float  # fraction of the benchmark's pairs NOT in the common set (1 - coverage)
     simlex999: float
     simlex999_oov: float
-    analogy: float  # 3CosAdd accuracy over the in-vocabulary questions
-    analogy_questions: int  # questions answered (all four words in vocabulary)
+    analogy: float  # 3CosAdd accuracy over the common questions (all four words in every vocabulary)
+    analogy_questions: int
+    # new in the corpus-wide protocol (readers of older probes.json find them absent)
+    wordsim353_interval: dict | None = None  # hf_minattn.stats.Interval.to_dict(): bootstrap over pairs
+    wordsim353_pairs: int = 0  # pairs scored (the common set)
+    wordsim353_total: int = 0  # pairs in the benchmark
+    wordsim353_abtt: float | None = None  # Spearman after All-but-the-Top
+    wordsim353_abtt_interval: dict | None = None
+    simlex999_interval: dict | None = None
+    simlex999_pairs: int = 0
+    simlex999_total: int = 0
+    simlex999_abtt: float | None = None
+    simlex999_abtt_interval: dict | None = None
+    analogy_semantic: float | None = None
+    analogy_semantic_questions: int = 0
+    analogy_syntactic: float | None = None
+    analogy_syntactic_questions: int = 0
 
 
 @dataclass
 class Word2VecSettings:
+    """gensim's defaults except sg=1 (skip-gram) and workers=1 (one thread, so the seed fixes the result)."""
+
+    sg: int = 1
     vector_size: int = 100
     window: int = 5
-    min_count: int = 1  # the contextual sets keep every corpus word, so word2vec does too
-    epochs: int = 10  # small corpora need several passes
+    min_count: int = 5
+    negative: int = 5
+    sample: float = 1e-3
+    alpha: float = 0.025
+    epochs: int = 5
+    workers: int = 1
     seed: int = 0
 
 
 @dataclass
 class BenchmarkResults:
-    scores: list = field(default_factory=list)  # list[BenchmarkScore]
+    scores: list = field(default_factory=list)  # list[BenchmarkScore]: the probed model, word2vec, random
     word2vec: Word2VecSettings | None = None
     word2vec_seconds: float | None = None
+    word2vec_corpus: dict | None = None  # {"sentences": n, "words": running words, "vocabulary": kept words}
+    pairs: dict = field(default_factory=dict)  # benchmark -> {"kept", "total", "coverage"}
+    analogy_questions: dict = field(default_factory=dict)  # {"semantic", "syntactic", "total"}: common questions
+    min_contexts: int | None = None  # a word is in a vocabulary when seen in >= this many distinct sentences
+    abtt_components: dict = field(default_factory=dict)  # vector dimension -> principal components removed
+    untrained: list | None = None  # list[BenchmarkScore] of the same architecture at initialisation
+    reference: list | None = None  # list[BenchmarkScore] of a fully trained reference encoder
+    reference_model: str | None = None
+    confidence: float = 0.95
+    n_resamples: int = 1000
 
 
 def train_word2vec(sentence_words, settings=None):
-    """Skip-gram word2vec on the same (tokenizer-normalised) words; one worker so a seed gives one result."""
+    """Skip-gram word2vec on the same (tokenizer-normalised) words."""
     settings = settings or Word2VecSettings()
-    model = Word2Vec(sentences=sentence_words, sg=1, workers=1, vector_size=settings.vector_size,
-                     window=settings.window, min_count=settings.min_count, epochs=settings.epochs,
-                     seed=settings.seed)
+    words = [ws for ws in sentence_words if ws]
+    if not words:
+        raise ValueError("train_word2vec needs at least one non-empty sentence of words")
+    model = Word2Vec(sentences=words, **asdict(settings))
     return model.wv
 
 
-def _normalised_copy(path, normalise):
-    """gensim compares words verbatim: rewrite a benchmark with the tokenizer's normalisation (lower-casing...)."""
-    handle, out = tempfile.mkstemp(suffix=os.path.basename(path))
-    with open(path, encoding="utf-8") as src, os.fdopen(handle, "w", encoding="utf-8") as dst:
-        for line in src:
-            if not line.startswith(("#", ":")):
-                # word pairs: "w1<TAB>w2<TAB>score"; analogies: "a b c d"
-                sep, n_words = ("\t", 2) if "\t" in line else (" ", 4)
-                fields = line.rstrip("\n").split(sep)
-                fields[:n_words] = [normalise(word) for word in fields[:n_words]]
-                line = sep.join(fields) + "\n"
-            dst.write(line)
-    return out
+def read_word_pairs(name, normalise=str.lower):
+    """[(word1, word2, human score)] of WordSim-353 or SimLex-999, normalised like the tokenizer's words."""
+    if name not in WORD_PAIRS:
+        raise ValueError(f"unknown word-pair benchmark {name!r}; expected one of {sorted(WORD_PAIRS)}")
+    pairs = []
+    with open(datapath(WORD_PAIRS[name]), encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#"):
+                continue
+            a, b, score = line.rstrip("\n").split("\t")[:3]
+            pairs.append((normalise(a), normalise(b), float(score)))
+    return pairs
 
 
-class Benchmarks:
-    """Benchmark files prepared once (normalised like the tokenizer), then applied to many vector sets."""
-
-    def __init__(self, normalise=str.lower, restrict_vocab=30000):
-        self.paths = {name: _normalised_copy(datapath(f), normalise) for name, f in WORD_PAIRS.items()}
-        self.paths["analogy"] = _normalised_copy(datapath(ANALOGIES), normalise)
-        self.restrict_vocab = restrict_vocab
-
-    def close(self):
-        for path in self.paths.values():
-            os.remove(path)
-
-    def score(self, name, kv):
-        values = {}
-        # gensim logs every OOV pair at INFO/WARNING; the OOV ratio is what we report instead.
-        logging.getLogger("gensim").setLevel(logging.ERROR)
-        known = {key.upper() for key in kv.index_to_key[: self.restrict_vocab]}  # gensim matches case-insensitively
-        for bench in WORD_PAIRS:
-            pairs = [line.split("\t")[:2] for line in open(self.paths[bench], encoding="utf-8") if not line.startswith("#")]
-            in_vocab = sum(a.upper() in known and b.upper() in known for a, b in pairs)
-            values[bench], values[f"{bench}_oov"] = float("nan"), 1 - in_vocab / len(pairs)
-            if in_vocab >= 3:  # a correlation needs a few pairs (gensim raises below two)
-                _, spearman, oov = kv.evaluate_word_pairs(self.paths[bench], restrict_vocab=self.restrict_vocab)
-                values[bench], values[f"{bench}_oov"] = float(spearman.statistic), float(oov) / 100
-        accuracy, answered = analogy_accuracy(kv, self.paths["analogy"], self.restrict_vocab)
-        return BenchmarkScore(vectors=name, analogy=accuracy, analogy_questions=answered, **values)
+def read_analogies(normalise=str.lower):
+    """[(section index, section name, [a, b, c, d])] of the Google analogy set (questions-words.txt)."""
+    questions, section, name = [], -1, ""
+    with open(datapath(ANALOGIES), encoding="utf-8") as f:
+        for line in f:
+            if line.startswith(":"):
+                section, name = section + 1, line[1:].strip()
+                continue
+            words = line.split()
+            if len(words) == 4:
+                questions.append((section, name, [normalise(w) for w in words]))
+    return questions
 
 
 def analogy_accuracy(kv, path, restrict_vocab=30000):
@@ -116,33 +147,134 @@ def analogy_accuracy(kv, path, restrict_vocab=30000):
                 questions.append([index[w] for w in words])
     if not questions:
         return float("nan"), 0
-    unit = torch.from_numpy(kv.get_normed_vectors()[: len(keys)]).float()
-    q = torch.tensor(questions)
-    correct = 0
-    for chunk in q.split(2048):
+    correct = _answer(kv, len(keys), torch.tensor(questions))
+    return int(correct.sum()) / len(questions), len(questions)
+
+
+def _answer(kv, n_keys, questions):
+    """Bool (questions,): is d the nearest unit vector to b - a + c among the first n_keys, a, b, c excluded?"""
+    unit = torch.from_numpy(kv.get_normed_vectors()[:n_keys]).float()
+    correct = []
+    for chunk in questions.split(2048):
         a, b, c, d = chunk.T
         scores = (unit[b] - unit[a] + unit[c]) @ unit.T  # (questions, vocab)
         scores.scatter_(1, chunk[:, :3], float("-inf"))
-        correct += int((scores.argmax(dim=1) == d).sum())
-    return correct / len(questions), len(questions)
+        correct.append(scores.argmax(dim=1) == d)
+    return torch.cat(correct)
 
 
-def run_benchmarks(word_vectors, sentence_words=None, normalise=str.lower, word2vec=True, settings=None):
-    """Score every set in `word_vectors` (a WordVectors). With `word2vec`, also train the baseline on
-    `sentence_words` and add it to `word_vectors` as the set "word2vec" (so it is exported and gets neighbours)."""
-    bench = Benchmarks(normalise)
-    try:
-        results = BenchmarkResults()
-        for name in word_vectors.sets:
-            results.scores.append(bench.score(name, word_vectors.keyed_vectors(name)))
-        if word2vec and sentence_words:
-            settings = settings or Word2VecSettings()
-            start = time.perf_counter()
-            kv = train_word2vec(sentence_words, settings)
-            results.word2vec, results.word2vec_seconds = settings, time.perf_counter() - start
-            # Score word2vec on the shared vocabulary's order, so restrict_vocab means the same words.
-            word_vectors.sets["word2vec"] = np.stack([kv[w] for w in word_vectors.vocab])
-            results.scores.append(bench.score("word2vec", word_vectors.keyed_vectors("word2vec")))
-        return results
-    finally:
-        bench.close()
+def _spearman(cosines, human, n_resamples, seed):
+    """(estimate, Interval dict) on the common pairs; NaN and None below 3 pairs or for constant cosines."""
+    if len(human) < 3 or np.ptp(cosines) == 0:
+        return float("nan"), None
+    interval = spearman_interval(cosines, human, n_resamples=n_resamples, seed=seed)
+    return float(interval.estimate), interval.to_dict()
+
+
+class CommonBenchmarks:
+    """The benchmarks restricted once to the words every system knows; then `score` any vector set on them."""
+
+    def __init__(self, common_words, normalise=str.lower, restrict_vocab=30000, n_resamples=1000, seed=0):
+        common = set(common_words)
+        self.pairs, self.totals = {}, {}
+        for name in WORD_PAIRS:
+            pairs = read_word_pairs(name, normalise)
+            self.totals[name] = len(pairs)
+            self.pairs[name] = [p for p in pairs if p[0] in common and p[1] in common]
+        all_questions = read_analogies(normalise)
+        self.questions = [(section, words) for section, _, words in all_questions if all(w in common for w in words)]
+        self.restrict_vocab, self.n_resamples, self.seed = restrict_vocab, n_resamples, seed
+
+    def coverage(self):
+        return {name: {"kept": len(self.pairs[name]), "total": self.totals[name],
+                       "coverage": len(self.pairs[name]) / self.totals[name]} for name in WORD_PAIRS}
+
+    def question_counts(self):
+        semantic = sum(section < SEMANTIC_SECTIONS for section, _ in self.questions)
+        return {"semantic": semantic, "syntactic": len(self.questions) - semantic, "total": ANALOGY_TOTAL}
+
+    def score(self, name, vocab, vectors):
+        """BenchmarkScore of `vectors` (len(vocab), dim), rows in `vocab` order (most frequent first)."""
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or len(vectors) != len(vocab):
+            raise ValueError(f"vector set {name!r}: expected a ({len(vocab)}, dim) matrix, got shape {vectors.shape}")
+        index = {w: i for i, w in enumerate(vocab)}
+        values = {}
+        cleaned = all_but_the_top(vectors) if len(vectors) > 1 else vectors
+        for bench in WORD_PAIRS:
+            pairs = self.pairs[bench]
+            values[f"{bench}_oov"] = 1 - len(pairs) / self.totals[bench]
+            values[f"{bench}_pairs"], values[f"{bench}_total"] = len(pairs), self.totals[bench]
+            a = np.array([index[p[0]] for p in pairs], dtype=np.int64)
+            b = np.array([index[p[1]] for p in pairs], dtype=np.int64)
+            human = np.array([p[2] for p in pairs])
+            for suffix, matrix in (("", vectors), ("_abtt", cleaned)):
+                unit = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+                cosines = np.sum(unit[a] * unit[b], axis=1)
+                values[f"{bench}{suffix}"], values[f"{bench}{suffix}_interval"] = _spearman(
+                    cosines, human, self.n_resamples, self.seed)
+        values.update(self._analogies(vocab, vectors))
+        return BenchmarkScore(vectors=name, **values)
+
+    def _analogies(self, vocab, vectors):
+        from gensim.models import KeyedVectors
+
+        n_keys = min(self.restrict_vocab, len(vocab))
+        index = {w: i for i, w in enumerate(vocab[:n_keys])}
+        kept = [(s, [index[w] for w in words]) for s, words in self.questions if all(w in index for w in words)]
+        out = {"analogy": float("nan"), "analogy_questions": len(kept), "analogy_semantic": float("nan"),
+               "analogy_semantic_questions": 0, "analogy_syntactic": float("nan"), "analogy_syntactic_questions": 0}
+        if not kept:
+            return out
+        kv = KeyedVectors(vector_size=vectors.shape[1])
+        kv.add_vectors(list(vocab[:n_keys]), vectors[:n_keys])
+        correct = _answer(kv, n_keys, torch.tensor([q for _, q in kept])).numpy()
+        semantic = np.array([s < SEMANTIC_SECTIONS for s, _ in kept])
+        out["analogy"] = float(correct.mean())
+        for part, mask in (("semantic", semantic), ("syntactic", ~semantic)):
+            out[f"analogy_{part}_questions"] = int(mask.sum())
+            out[f"analogy_{part}"] = float(correct[mask].mean()) if mask.any() else float("nan")
+        return out
+
+
+def run_benchmarks(word_vectors, sentence_words=None, normalise=str.lower, word2vec=True, settings=None,
+                   untrained=None, reference=None, reference_model=None, min_contexts=None, n_resamples=1000,
+                   seed=0, log=None):
+    """Score every set in `word_vectors` (a WordVectors), plus word2vec trained on `sentence_words` (added to
+    `word_vectors` as "word2vec", so it is exported and gets neighbours) and random vectors ("random"), and the
+    sets of `untrained` / `reference` (WordVectors of other encoders), all on the pairs every vocabulary covers."""
+    logging.getLogger("gensim").setLevel(logging.ERROR)  # gensim logs every training epoch at INFO
+    results = BenchmarkResults(min_contexts=min_contexts, n_resamples=n_resamples, reference_model=reference_model)
+    vocabularies = [set(word_vectors.vocab)] + [set(v.vocab) for v in (untrained, reference) if v is not None]
+    if word2vec and sentence_words:
+        settings = settings or Word2VecSettings()
+        start = time.perf_counter()
+        kv = train_word2vec(sentence_words, settings)
+        results.word2vec, results.word2vec_seconds = settings, round(time.perf_counter() - start, 2)
+        results.word2vec_corpus = {"sentences": sum(1 for ws in sentence_words if ws),
+                                   "words": int(sum(len(ws) for ws in sentence_words)), "vocabulary": len(kv)}
+        # Rows in the shared vocabulary's order (most frequent first); words under word2vec's min_count (possible
+        # only when min_contexts < min_count) get random rows, so cosines stay defined, and are kept out of the
+        # common pairs below.
+        filler = random_vectors(len(word_vectors.vocab), kv.vector_size, seed=seed + 1)
+        word_vectors.sets["word2vec"] = np.stack([kv[w] if w in kv.key_to_index else filler[i]
+                                                  for i, w in enumerate(word_vectors.vocab)])
+        vocabularies.append(set(kv.key_to_index))
+    dim = next(iter(word_vectors.sets.values())).shape[1]
+    word_vectors.sets["random"] = random_vectors(len(word_vectors.vocab), dim, seed=seed)
+    common = set.intersection(*vocabularies)
+    bench = CommonBenchmarks(common, normalise, n_resamples=n_resamples, seed=seed)
+    results.pairs, results.analogy_questions = bench.coverage(), bench.question_counts()
+    systems = [("scores", word_vectors), ("untrained", untrained), ("reference", reference)]
+    jobs = [(key, name, v) for key, v in systems if v is not None for name in v.sets]
+    scored = {"scores": [], "untrained": [], "reference": []}
+    for key, name, v in progress(jobs, desc="benchmarks"):
+        scored[key].append(bench.score(name, v.vocab, v.sets[name]))
+        results.abtt_components[str(v.sets[name].shape[1])] = max(1, v.sets[name].shape[1] // 100)
+    results.scores = scored["scores"]
+    results.untrained = scored["untrained"] if untrained is not None else None
+    results.reference = scored["reference"] if reference is not None else None
+    if log and not math.isnan(results.pairs["wordsim353"]["coverage"]):
+        log(f"[probe] benchmarks: {results.pairs['wordsim353']['kept']}/{results.pairs['wordsim353']['total']} "
+            f"WordSim-353 pairs, {results.pairs['simlex999']['kept']}/{results.pairs['simlex999']['total']} SimLex-999")
+    return results

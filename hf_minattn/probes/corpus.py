@@ -56,3 +56,14 @@ def default_sentences(max_sentences=2000):
     data = load_wikipedia_sample()
     texts = list(data["validation"]["text"]) + list(data["train"]["text"])
     return _require(split_sentences(texts, max_sentences), "the bundled Wikipedia sample")
+
+
+def wikipedia_train_sentences(max_sentences=0):
+    """Every sentence (any length) of the training split of the bundled Wikipedia sample: the corpus the model
+    was trained on, where word vectors are pooled and word2vec is trained. `max_sentences` 0 = all."""
+    from hf_minattn.data import load_wikipedia_sample
+
+    if isinstance(max_sentences, bool) or not isinstance(max_sentences, int) or max_sentences < 0:
+        raise ValueError(f"max_sentences must be a non-negative integer (0 = all), got {max_sentences!r}")
+    texts = load_wikipedia_sample()["train"]["text"]
+    return _require(split_sentences(texts, max_sentences, min_words=1), "the Wikipedia sample's training split")

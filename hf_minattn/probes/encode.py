@@ -162,3 +162,165 @@ def encode_corpus(model, tokenizer, sentences, batch_size=64, max_length=None, m
         kept=torch.cat(kept, dim=1).numpy(),
         intra_similarity=torch.cat(intra, dim=1).mean(dim=1).numpy(),
     )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Corpus-wide pooling: every occurrence of every word, with memory bounded by vocabulary x layers x hidden.
+
+
+@dataclass
+class CorpusWords:
+    """A corpus as the tokenizer sees it: words (its normaliser + pre-tokenizer), windows of at most max_length
+    tokens (a long sentence is split into several windows rather than truncated), and word counts."""
+
+    words: list  # per sentence: its words, normalised (what word2vec is trained on)
+    windows: list  # per window: input ids with special tokens
+    window_sentence: np.ndarray  # (windows,) sentence index of each window
+    window_word_ids: list  # per window: np.ndarray of the sentence-level word index of each token, -1 for specials
+    vocab: list  # words seen in >= min_contexts distinct sentences, most frequent (occurrences) first
+    occurrences: np.ndarray  # (vocab,) running occurrences of each vocab word
+    contexts: np.ndarray  # (vocab,) distinct sentences containing each vocab word
+    vocabulary_total: int  # distinct words before the min_contexts filter
+    min_contexts: int
+
+    @property
+    def index(self):
+        return {w: i for i, w in enumerate(self.vocab)}
+
+    @property
+    def tokens(self):
+        return int(sum(len(w) for w in self.windows))
+
+    @property
+    def running_words(self):
+        return int(sum(len(w) for w in self.words))
+
+
+def tokenize_words(tokenizer, sentences, max_length=128, min_contexts=5):
+    """Tokenize `sentences` once into windows of <= max_length tokens and count words (occurrences and distinct
+    sentences); the vocabulary keeps words seen in >= `min_contexts` sentences, most frequent first."""
+    require_fast_tokenizer(tokenizer)
+    if isinstance(sentences, str) or not hasattr(sentences, "__len__"):
+        raise TypeError(f"sentences must be a list of strings, got {type(sentences).__name__}")
+    if not sentences:
+        raise ValueError("the corpus is empty: give at least one sentence")
+    if isinstance(min_contexts, bool) or not isinstance(min_contexts, int) or min_contexts < 1:
+        raise ValueError(f"min_contexts must be a positive integer, got {min_contexts!r}")
+    normalise = word_normaliser(tokenizer)
+    spans = [[] for _ in sentences]  # per sentence, per word: [start, end] characters (over all its windows)
+    windows, window_sentence, window_word_ids = [], [], []
+    chunk = 2048  # tokenize in chunks: bounded memory for the tokenizer's intermediate encodings
+    for start in range(0, len(sentences), chunk):
+        part = list(sentences[start : start + chunk])
+        batch = tokenizer(part, truncation=True, max_length=max_length, return_overflowing_tokens=True)
+        mapping = batch["overflow_to_sample_mapping"]
+        for i, local in enumerate(mapping):
+            s = start + local
+            ids = np.array([-1 if w is None else w for w in batch.word_ids(i)], dtype=np.int64)
+            sentence_spans = spans[s]
+            for w in np.unique(ids[ids >= 0]).tolist():
+                span = batch.word_to_chars(i, w)  # in this window only: a word cut by a boundary has two parts
+                sentence_spans.extend([None] * (w + 1 - len(sentence_spans)))  # None: a pre-token with no token
+                old = sentence_spans[w]
+                sentence_spans[w] = [span.start, span.end] if old is None else [min(old[0], span.start), max(old[1], span.end)]
+            windows.append(batch["input_ids"][i]), window_sentence.append(s), window_word_ids.append(ids)
+    words = [[normalise(sentence[a:b]) if span else "" for span in ss for a, b in [span or (0, 0)]]
+             for sentence, ss in zip(sentences, spans)]
+    occurrences = Counter(w for ws in words for w in ws if w)
+    if not occurrences:
+        raise ValueError("the corpus has no words after tokenization")
+    contexts = Counter(w for ws in words for w in set(ws) if w)
+    # Most frequent first (ties: first seen), because gensim's restrict_vocab keeps the FIRST n keys.
+    vocab = [w for w, _ in occurrences.most_common() if contexts[w] >= min_contexts]
+    return CorpusWords(words=words, windows=windows, window_sentence=np.array(window_sentence),
+                       window_word_ids=window_word_ids, vocab=vocab,
+                       occurrences=np.array([occurrences[w] for w in vocab], dtype=np.int64),
+                       contexts=np.array([contexts[w] for w in vocab], dtype=np.int64),
+                       vocabulary_total=len(occurrences), min_contexts=min_contexts)
+
+
+@dataclass
+class PooledCorpus:
+    """Bommasani et al. (2020) mean/mean pooling over a whole corpus: per layer, each vocab word's vector is the
+    mean over its occurrences of the mean of its pieces. Quacks like EncodedCorpus for `word_vectors`."""
+
+    words: CorpusWords
+    contextual: np.ndarray  # (layers+1, vocab, hidden) float32
+    seconds: float  # wall time of the encoder passes
+
+    @property
+    def vocab(self):
+        return self.words.vocab
+
+    @property
+    def num_layers(self):
+        return self.contextual.shape[0] - 1
+
+
+def pool_corpus(model, tokenizer, sentences=None, batch_size=64, max_length=None, min_contexts=5, words=None,
+                desc="pooling corpus"):
+    """Run `model` over every window of the corpus (inference mode, batches of similar length) and accumulate,
+    per layer, a running sum per vocab word: memory is (layers+1) x vocab x hidden, whatever the corpus size.
+
+    Each token of an occurrence split into k pieces adds 1/k of its vector, so a word's sum gains the mean of
+    its pieces once per occurrence; dividing by the summed weights (= occurrences) gives the mean over occurrences.
+    A word cut by a window boundary is pooled from both windows (each part in its own window's context).
+    """
+    import time
+
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    max_length = max_length or max_length_for(model, tokenizer)
+    if words is None:
+        if sentences is None:
+            raise ValueError("pool_corpus needs `sentences` (a list of strings) or pre-tokenized `words`")
+        words = tokenize_words(tokenizer, sentences, max_length=max_length, min_contexts=min_contexts)
+    index = words.index
+    # Sentence-level word index -> vocab index (-1 for words under the min_contexts filter), then per token.
+    sentence_vocab = [np.array([index.get(w, -1) for w in ws], dtype=np.int64) for ws in words.words]
+    # Pieces of each word occurrence over all windows of its sentence (a word cut by a window boundary keeps
+    # weight 1/k per piece, so its two parts still add up to one occurrence: the mean of all its pieces).
+    sentence_pieces = [np.zeros(len(ws), dtype=np.int64) for ws in words.words]
+    for s, wid in zip(words.window_sentence, words.window_word_ids):
+        np.add.at(sentence_pieces[s], wid[wid >= 0], 1)
+    n_layers, hidden = model.config.num_hidden_layers, model.config.hidden_size
+    # (vocab, layers+1, hidden), one row per word: a single accumulating index_put_ per batch adds every
+    # layer at once (index_add_ and scatter_add_ take a slow per-row path on CPU, as long as the encoder itself).
+    sums = torch.zeros(len(words.vocab), (n_layers + 1) * hidden)
+    weights = torch.zeros(len(words.vocab), dtype=torch.float64)
+    order = np.argsort([len(w) for w in words.windows], kind="stable")  # similar lengths: little padding
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    start_time = time.perf_counter()
+    model.eval()
+    with torch.inference_mode():
+        for start in progress(range(0, len(order), batch_size), desc=desc):
+            chunk = order[start : start + batch_size]
+            T = max(len(words.windows[k]) for k in chunk)
+            input_ids = torch.full((len(chunk), T), pad_id, dtype=torch.long)
+            attention_mask = torch.zeros((len(chunk), T), dtype=torch.long)
+            token_vocab = torch.full((len(chunk), T), -1, dtype=torch.long)
+            token_weight = torch.zeros((len(chunk), T))
+            for b, k in enumerate(chunk):  # one step per window (not per token): fill the padded batch
+                ids, wid = words.windows[k], words.window_word_ids[k]
+                n = len(ids)
+                input_ids[b, :n], attention_mask[b, :n] = torch.tensor(ids), 1
+                real = wid >= 0
+                vocab_of_token = np.full(n, -1, dtype=np.int64)
+                vocab_of_token[real] = sentence_vocab[words.window_sentence[k]][wid[real]]
+                weight = np.zeros(n, dtype=np.float32)
+                weight[real] = 1.0 / sentence_pieces[words.window_sentence[k]][wid[real]]
+                token_vocab[b, :n], token_weight[b, :n] = torch.from_numpy(vocab_of_token), torch.from_numpy(weight)
+            enc = {"input_ids": input_ids, "attention_mask": attention_mask}
+            if "token_type_ids" in getattr(tokenizer, "model_input_names", ()):
+                enc["token_type_ids"] = torch.zeros_like(input_ids)
+            out = model(**model_inputs(model, enc), output_hidden_states=True)
+            keep = token_vocab >= 0
+            target = token_vocab[keep]
+            w = token_weight[keep]
+            states = torch.cat([state[keep].float() for state in out.hidden_states], dim=1)  # (n, (L+1)*H)
+            sums.index_put_((target,), states * w[:, None], accumulate=True)
+            weights.index_put_((target,), w.double(), accumulate=True)
+    seconds = time.perf_counter() - start_time
+    means = sums / weights.clamp(min=1e-12).float()[:, None]
+    contextual = means.view(len(words.vocab), n_layers + 1, hidden).permute(1, 0, 2).contiguous()
+    return PooledCorpus(words=words, contextual=contextual.numpy(), seconds=seconds)

@@ -1,12 +1,20 @@
 """How contextual are the representations? Ethayarajh (2019), per layer, at word level (pieces mean-pooled).
 
-- SelfSim(w): mean cosine between the vectors of w's occurrences (first `max_occurrences` of words seen
-  >= min_count times);
+- SelfSim(w): mean cosine between the vectors of w's occurrences (its first `max_occurrences` occurrences in
+  DISTINCT sentences, one per sentence text, for words seen >= min_count times in >= `min_contexts` such sentences:
+  repeated sentences would give identical vectors and inflate it);
 - IntraSim: mean cosine of a sentence's words to the sentence's mean vector, averaged over sentences;
 - MEV(w): share of the variance of w's (n x d, NOT centred) occurrence matrix explained by its first
   singular direction;
 - anisotropy baseline: mean cosine between random words from different sentences; the MEV baseline is
   the MEV of matrices of random occurrences of the same size (also uncentred). Adjusted = raw - baseline.
+
+Layer 0 (`hidden_states[0]`) is the embedding output: word + position (and, in BERT, a LayerNorm). In a pre-norm
+model without an embedding LayerNorm both terms have the same scale, so position alone makes occurrences of a
+word at similar positions look alike. Given the static vectors (input-embedding rows, pieces mean-pooled: the word
+embedding WITHOUT the position signal), the same scores are reported for them apart (`static`), beside layer 0.
+Static self-similarity is 1 by construction (every occurrence has the same vector); what varies between models is
+its baseline (how anisotropic the embedding matrix is) and so the adjusted value 1 - baseline.
 """
 
 from dataclasses import dataclass, field
@@ -35,6 +43,11 @@ class GeometryResults:
     words_per_band: dict = field(default_factory=dict)
     most_context_specific: list = field(default_factory=list)  # last layer: [(word, adjusted self-sim)], lowest first
     least_context_specific: list = field(default_factory=list)
+    min_contexts: int = 5  # distinct sentences a word needs to be scored
+    # The word embeddings alone (no position signal), scored like a layer; None if not given. Keys as above
+    # (self_similarity, intra_similarity, mev, anisotropy, mev_baseline, adjusted_*), one float each.
+    static: dict | None = None
+    layer0_note: str = ""  # says what layer 0 and `static` are for this model
 
 
 def _unit(x):
@@ -66,18 +79,78 @@ def max_explainable_variance(matrix):
     return (eigenvalues[..., -1] / eigenvalues.sum(dim=-1).clamp_min(1e-30)).numpy()
 
 
-def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=100, seed=0):
-    """Geometry per layer from an EncodedCorpus (words: their first `max_occurrences` occurrences)."""
+def distinct_context_groups(kept_word, kept_sentence, sentence_texts, max_occurrences=16, min_contexts=5):
+    """{word: indices of its kept occurrences}, at most one occurrence per distinct sentence TEXT (first kept), the
+    first `max_occurrences` of them, for words found in >= `min_contexts` distinct sentences."""
+    if not isinstance(min_contexts, int) or min_contexts < 2:
+        raise ValueError(f"min_contexts must be an integer >= 2 (self-similarity needs two contexts), got {min_contexts!r}")
+    text_id = {}
+    sentence_key = np.array([text_id.setdefault(sentence_texts[s], len(text_id)) for s in kept_sentence], dtype=int)
+    groups, seen = {}, set()
+    for i, (w, key) in enumerate(zip(kept_word.tolist(), sentence_key.tolist())):
+        if (w, key) in seen:
+            continue
+        seen.add((w, key))
+        group = groups.setdefault(w, [])
+        if len(group) < max_occurrences:
+            group.append(i)
+    return {w: np.array(g) for w, g in groups.items() if len(g) >= min_contexts}
+
+
+def static_word_vectors(model, tokenized):
+    """(vocab words, hidden): each word's input-embedding rows, mean-pooled over its pieces (first occurrence),
+    i.e. the word embedding without position embeddings, LayerNorm or context."""
+    embedding = model.get_input_embeddings().weight.detach().float()
+    index, vectors, done = tokenized.index, torch.zeros(len(tokenized.vocab), embedding.shape[1]), set()
+    for ids, word_ids, words in zip(tokenized.encodings, tokenized.word_ids, tokenized.words):
+        pieces = {}
+        for t, w in enumerate(word_ids):
+            if w is not None and words[w] not in done:
+                pieces.setdefault(w, []).append(ids[t])
+        for w, piece_ids in pieces.items():
+            if words[w] not in done:
+                vectors[index[words[w]]] = embedding[piece_ids].mean(0)
+                done.add(words[w])
+    return vectors.numpy()
+
+def static_intra_similarity(static, tokenized):
+    """IntraSim of the static vectors: per sentence, mean cosine of its words' vectors to their mean."""
+    index, per_sentence = tokenized.index, []
+    for words in tokenized.words:
+        if words:
+            v = static[[index[w] for w in words]]
+            per_sentence.append(float(np.mean(_unit(v) @ _unit(v.mean(0)))))
+    return float(np.mean(per_sentence)) if per_sentence else float("nan")
+
+
+def _layer0_note(model):
+    if model is None:
+        return "layer 0 = hidden_states[0], the embedding output (word + position embeddings)."
+    config = model.config
+    positions = getattr(config, "position_embedding_type", "absolute")
+    embedding_norm = getattr(config, "norm_placement", "post") == "post"  # MinAttn: only post-norm normalises embeddings
+    text = (f"layer 0 = hidden_states[0], the embedding output: word embedding + {positions} position embedding"
+            f"{' then LayerNorm' if embedding_norm else ' at the same scale (no embedding LayerNorm)'}; "
+            "static = the word embeddings alone (input-embedding rows, pieces mean-pooled), without the position signal.")
+    if positions in ("none", "rotary"):
+        text += f" With position_embedding_type={positions!r} the embedding output has no position term."
+    return text
+
+
+def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=100, seed=0, min_contexts=5,
+             static=None, model=None):
+    """Geometry per layer from an EncodedCorpus (words: their first `max_occurrences` occurrences in distinct
+    sentences, for words in >= `min_contexts` distinct sentences). `static` (vocab words, hidden), e.g. from
+    `static_word_vectors(model, encoded.tokenized)`, adds the word embeddings alone as `static`; `model` (optional)
+    only words `layer0_note`."""
     counts = encoded.tokenized.counts
-    words = encoded.kept_word
-    order = np.argsort(words, kind="stable")
-    ids, starts, sizes = np.unique(words[order], return_index=True, return_counts=True)
-    groups = {w: order[s : s + min(n, max_occurrences)] for w, s, n in zip(ids, starts, sizes)
-              if counts[w] >= min_count and n >= 2}
+    groups = distinct_context_groups(encoded.kept_word, encoded.kept_sentence, encoded.tokenized.sentences,
+                                     max_occurrences, min_contexts)
+    groups = {w: g for w, g in groups.items() if counts[w] >= min_count}
     eligible = np.array(sorted(groups), dtype=int)
     if len(eligible) == 0:
-        raise ValueError(f"no word occurs >= {min_count} times (and twice among the kept occurrences); "
-                         "use a larger corpus or a lower min_count")
+        raise ValueError(f"no word occurs >= {min_count} times in >= {min_contexts} distinct sentences; "
+                         "use a larger corpus or a lower min_count/min_contexts")
     rng = np.random.default_rng(seed)
     # Zero-padded (words, max occurrences) index: zero rows change neither sums of unit vectors nor
     # singular values, so every word is scored in one batched operation.
@@ -88,17 +161,31 @@ def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=
     # Baselines from the uniform random sample of occurrences only, as in Ethayarajh (2019).
     sample = np.flatnonzero(encoded.kept_sample)
     random_groups = sample[rng.integers(0, len(sample), size=(mev_groups, int(round(n_occ.mean()))))]
-    result = {k: [] for k in ("self", "mev", "base", "mev_base", "adj_self")}
-    for layer_vectors in encoded.kept:
+
+    def score(layer_vectors):
         unit = _unit(layer_vectors)[padded] * present[..., None]
         total = unit.sum(axis=1)
         sims = (np.sum(total * total, axis=1) - n_occ) / (n_occ * (n_occ - 1))  # see self_similarity()
         mevs = max_explainable_variance(layer_vectors[padded] * present[..., None])
         base = anisotropy(layer_vectors[sample], encoded.kept_sentence[sample], n_pairs, seed)
         mev_base = float(np.mean(max_explainable_variance(layer_vectors[random_groups])))
-        result["self"].append(float(sims.mean())), result["mev"].append(float(mevs.mean()))
-        result["base"].append(base), result["mev_base"].append(mev_base)
-        result["adj_self"].append(sims - base)
+        return float(sims.mean()), float(mevs.mean()), base, mev_base, sims - base
+
+    result = {k: [] for k in ("self", "mev", "base", "mev_base", "adj_self")}
+    for layer_vectors in encoded.kept:
+        for key, value in zip(result, score(layer_vectors)):
+            result[key].append(value)
+    static_scores = None
+    if static is not None:
+        static = np.asarray(static, dtype=np.float32)
+        if static.shape != (len(encoded.tokenized.vocab), encoded.kept.shape[-1]):
+            raise ValueError(f"static must be (vocab words, hidden) = {(len(encoded.tokenized.vocab), encoded.kept.shape[-1])}, "
+                             f"got {static.shape}")
+        self_sim, mev, base, mev_base, _ = score(static[encoded.kept_word])
+        intra_static = static_intra_similarity(static, encoded.tokenized)
+        static_scores = {"self_similarity": self_sim, "intra_similarity": intra_static, "mev": mev,
+                         "anisotropy": base, "mev_baseline": mev_base, "adjusted_self_similarity": self_sim - base,
+                         "adjusted_intra_similarity": intra_static - base, "adjusted_mev": mev - mev_base}
     by_word_last = result["adj_self"][-1]
     layers = list(range(len(encoded.kept)))
     intra = [float(x) for x in encoded.intra_similarity]
@@ -126,4 +213,7 @@ def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=
         words_per_band=band_sizes,
         most_context_specific=ranked[:10],
         least_context_specific=ranked[::-1][:10],
+        min_contexts=min_contexts,
+        static=static_scores,
+        layer0_note=_layer0_note(model),
     )

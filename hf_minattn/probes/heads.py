@@ -5,18 +5,32 @@ attention over n tokens gives log n), attention to the token itself / the previo
 and the attention mass on [CLS], [SEP] and punctuation. Head similarity: Jensen-Shannon divergence
 between two heads' attention distributions for the same query, averaged over queries, embedded in
 2-D by classical multidimensional scaling of the JS distance (sqrt of the divergence).
+
+Relative to uniform: each statistic has a chance level, the value a head attending uniformly over the same
+query's n real tokens would get (1/n for self, previous and next; for [CLS], [SEP] and punctuation the share of
+the query's keys of that kind; log n for entropy). `relative_to_uniform` = observed mean / that expected mean over
+the same queries, so roles are compared like with like (raw punctuation attention is ~0.1 by chance, a single
+token's ~1/n). A head's role is the statistic with the largest ratio, if that ratio is >= ROLE_MIN_RATIO.
+
+Also: norm-weighted statistics (attention_norms.py), per-head ablation (loss increase of a masked LM when one
+head's output is zeroed), within-layer head divergence and the divergence between matched heads of two models.
 """
 
 import unicodedata
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from .attention_norms import attention_modules, capture_attention_inputs, norm_weighted, transformed_value_norms
 from .loading import eager_attention, max_length_for, model_inputs
 from .progress import progress
+from .weights import UnsupportedArchitecture, head_weights
 
 STATISTICS = ("entropy", "self", "previous", "next", "cls", "sep", "punctuation")
+ROLES = ("self", "previous", "next", "cls", "sep", "punctuation")  # statistics that name a role
+ROLE_MIN_RATIO = 2.0  # a head gets a role only if it attends >= 2x the uniform expectation to it
 
 
 @dataclass
@@ -25,6 +39,10 @@ class AttentionExample:
     tokens: list
     word_ids: list  # word index per token (None for special tokens)
     attention: list  # (layers, heads, T, T): row = query (attending) token, column = key (attended) token
+    # Kobayashi et al.: per query, the shares a_ij ||f_h(x_j)|| / sum_j (...), (layers, heads, T, T); None if the
+    # architecture is not supported. value_norms: ||f_h(x_j)|| (layers, heads, T).
+    norm_weighted: list | None = None
+    value_norms: list | None = None
 
 
 @dataclass
@@ -38,6 +56,17 @@ class HeadResults:
     js_divergence: list = field(default_factory=list)  # (layers*heads)^2, head k = layer * num_heads + head
     mds: list = field(default_factory=list)  # (layers*heads, 2) coordinates
     examples: list = field(default_factory=list)  # list[AttentionExample]
+    # statistic -> mean over the same queries of what uniform attention gets (1/n, share of keys of a kind, log n)
+    uniform_expectation: dict = field(default_factory=dict)
+    relative_to_uniform: dict = field(default_factory=dict)  # statistic -> (layers, heads): observed / expected
+    roles: list = field(default_factory=list)  # (layers, heads): role with the largest ratio >= ROLE_MIN_RATIO, or "none"
+    role_min_ratio: float = ROLE_MIN_RATIO
+    within_layer_js: list = field(default_factory=list)  # per layer: mean JS divergence between its heads
+    # The same statistics on norm-weighted attention shares (attention_norms.py); empty if unsupported.
+    norm_weighted_stats: dict = field(default_factory=dict)
+    norm_weighted_relative_to_uniform: dict = field(default_factory=dict)
+    value_norm_mean: list = field(default_factory=list)  # (layers, heads): mean ||f_h(x_j)|| over real tokens
+    notes: list = field(default_factory=list)
 
 
 def is_punctuation(token):
@@ -66,6 +95,7 @@ class HeadStatistics:
 
     def __init__(self):
         self.sums, self.counts = {}, {}
+        self.expected_sums, self.expected_counts = {}, {}  # uniform attention on the same queries
         self.log_n_sum, self.queries, self.sentences = 0.0, 0, 0
 
     def _add(self, name, values, mask):  # values (B, heads, Tq), mask (B, Tq)
@@ -78,6 +108,13 @@ class HeadStatistics:
         q = attention_mask.bool()
         n = q.sum(-1, keepdim=True).expand_as(q).float()
         self.log_n_sum += float(torch.log(n)[q].sum())
+        expected = {"entropy": (torch.log(n), q), "self": (1 / n, q), "previous": (1 / n[:, 1:], q[:, 1:]),
+                    "next": (1 / n[:, :-1], q[:, 1:] & q[:, :-1])}
+        for kind, mask in kinds.items():  # share of the query's keys that are of this kind
+            expected[kind] = (((mask & q).sum(-1, keepdim=True) / n.clamp_min(1)).expand_as(q), q)
+        for name, (values, mask) in expected.items():
+            self.expected_sums[name] = self.expected_sums.get(name, 0.0) + float((values * mask).sum())
+            self.expected_counts[name] = self.expected_counts.get(name, 0) + int(mask.sum())
         self.queries += int(q.sum())
         self.sentences += q.shape[0]
         per_layer = []
@@ -99,6 +136,30 @@ class HeadStatistics:
         return {name: [(sum(self.sums[name, l]) / max(1, sum(self.counts[name, l]))).tolist()
                        for l in range(layers)] for name in names}
 
+    def uniform_expectation(self):
+        """statistic -> mean over the same queries of the value uniform attention gets."""
+        return {name: self.expected_sums[name] / max(1, self.expected_counts[name])
+                for name in sorted(self.expected_sums, key=STATISTICS.index)}
+
+    def relative_to_uniform(self):
+        """statistic -> (layers, heads) observed mean / uniform expectation (None where the expectation is 0,
+        e.g. no punctuation among the keys)."""
+        expected = self.uniform_expectation()
+        return {name: [[v / expected[name] if expected.get(name) else None for v in layer] for layer in values]
+                for name, values in self.means().items()}
+
+
+def head_roles(relative, min_ratio=ROLE_MIN_RATIO):
+    """(layers, heads) labels: per head, the role statistic with the largest observed/uniform ratio if it is
+    >= min_ratio, else "none" (attention close to uniform on every role)."""
+    names = [r for r in ROLES if r in relative]
+    if not names:
+        return []
+    ratios = np.array([[[np.nan if v is None else v for v in layer] for layer in relative[r]] for r in names], dtype=float)
+    best = np.nanargmax(np.where(np.isnan(ratios), -np.inf, ratios), axis=0)
+    top = np.take_along_axis(ratios, best[None], axis=0)[0]
+    return [[names[b] if t >= min_ratio else "none" for b, t in zip(brow, trow)] for brow, trow in zip(best, top)]
+
 
 def js_divergence_sums(attentions, attention_mask, max_elements=2**24):
     """Sum over query tokens of the pairwise JS divergence between all heads: (K, K), K = layers*heads."""
@@ -115,6 +176,101 @@ def js_divergence_sums(attentions, attention_mask, max_elements=2**24):
             hm = _entropy((p[i : i + step, None] + p[None]) / 2)  # (step, K, n); JS = H(M) - (H(P) + H(Q)) / 2
             total[i : i + step] += (hm - (hp[i : i + step, None] + hp[None]) / 2).sum(-1)
     return total
+
+
+def cross_js_divergence_sums(attentions_a, attentions_b, attention_mask):
+    """Sum over query tokens of the JS divergence between every head of one model (rows) and every head of another
+    (columns), on the same batch: (K_a, K_b). attentions_*: per layer (B, heads, T, T); attention_mask (B, T)."""
+    a = torch.stack([x.float() for x in attentions_a], dim=1)  # (B, L, H, T, T)
+    b = torch.stack([x.float() for x in attentions_b], dim=1)
+    if a.shape[0] != b.shape[0] or a.shape[-1] != b.shape[-1]:
+        raise ValueError(f"the two models' attentions must cover the same batch and tokens, got {tuple(a.shape)} "
+                         f"and {tuple(b.shape)} (use the same tokenizer and sentences)")
+    Ka, Kb = a.shape[1] * a.shape[2], b.shape[1] * b.shape[2]
+    total = torch.zeros(Ka, Kb)
+    for i in range(a.shape[0]):
+        n = int(attention_mask[i].sum())
+        p, q = a[i, ..., :n, :n].reshape(Ka, n, n), b[i, ..., :n, :n].reshape(Kb, n, n)
+        hp, hq = _entropy(p), _entropy(q)
+        for k in range(Ka):
+            total[k] += (_entropy((p[k, None] + q) / 2) - (hp[k, None] + hq) / 2).sum(-1)
+    return total
+
+
+def within_layer_divergence(js, num_layers, num_heads):
+    """Per layer, the mean JS divergence between its distinct heads, from a (L*H, L*H) JS matrix
+    (head k = layer * num_heads + head); None for a layer with one head."""
+    js = np.asarray(js, dtype=float)
+    if js.shape != (num_layers * num_heads,) * 2:
+        raise ValueError(f"js must be ({num_layers * num_heads}, {num_layers * num_heads}) for {num_layers} layers x "
+                         f"{num_heads} heads, got {js.shape}")
+    off = ~np.eye(num_heads, dtype=bool)
+    return [float(js[l * num_heads:(l + 1) * num_heads, l * num_heads:(l + 1) * num_heads][off].mean())
+            if num_heads > 1 else None for l in range(num_layers)]
+
+
+@dataclass
+class HeadDivergence:
+    """Is head diversity more than seed noise? Within-layer divergence of each model beside the divergence
+    between matched heads of the two models (heads matched one-to-one within each layer, minimising the summed JS)."""
+
+    num_layers: int
+    num_heads: int
+    queries: int  # query tokens averaged over
+    within_layer_a: list  # per layer: mean JS between distinct heads of model a
+    within_layer_b: list
+    matched: list  # per layer: mean JS between each head of a and its matched head of b
+    matching: list  # per layer: for each head of a, the index of its matched head in b
+    cross_js: list  # (L*H, L*H): JS between head k of a (rows) and head k' of b (columns)
+
+
+def matched_head_divergence(cross_js, js_a, js_b, num_layers, num_heads, queries=0):
+    """From the cross-model JS matrix (heads of a x heads of b) and each model's own JS matrix, all
+    (L*H, L*H) and already averaged over queries: HeadDivergence, with heads matched within each layer
+    by the assignment that minimises the summed JS (Hungarian algorithm)."""
+    from scipy.optimize import linear_sum_assignment
+
+    cross = np.asarray(cross_js, dtype=float)
+    K = num_layers * num_heads
+    if cross.shape != (K, K):
+        raise ValueError(f"cross_js must be ({K}, {K}) for {num_layers} layers x {num_heads} heads (both models "
+                         f"alike), got {cross.shape}")
+    matched, matching = [], []
+    for l in range(num_layers):
+        block = cross[l * num_heads:(l + 1) * num_heads, l * num_heads:(l + 1) * num_heads]
+        rows, cols = linear_sum_assignment(block)
+        matched.append(float(block[rows, cols].mean()))
+        matching.append(cols.tolist())
+    return HeadDivergence(num_layers=num_layers, num_heads=num_heads, queries=queries,
+                          within_layer_a=within_layer_divergence(js_a, num_layers, num_heads),
+                          within_layer_b=within_layer_divergence(js_b, num_layers, num_heads),
+                          matched=matched, matching=matching, cross_js=cross.tolist())
+
+
+def cross_model_head_divergence(model_a, model_b, tokenizer, sentences, max_sentences=64, batch_size=16):
+    """Run two models of the same shape (e.g. two seeds) with one tokenizer on the same sentences and compare
+    their heads: `HeadDivergence` (within-layer divergence of each, divergence between matched heads)."""
+    shapes = [(m.config.num_hidden_layers, m.config.num_attention_heads) for m in (model_a, model_b)]
+    if shapes[0] != shapes[1]:
+        raise ValueError(f"both models need the same layers x heads to match heads, got {shapes[0]} and {shapes[1]}")
+    max_length = min(max_length_for(model_a, tokenizer), max_length_for(model_b, tokenizer))
+    sums = {"a": None, "b": None, "ab": None}
+    queries = 0
+    for model in (model_a, model_b):
+        model.eval()
+    with eager_attention(model_a), eager_attention(model_b), torch.inference_mode():
+        for _, enc in _batches(tokenizer, list(sentences)[:max_sentences], max_length, batch_size):
+            att_a = model_a(**model_inputs(model_a, enc), output_attentions=True).attentions
+            att_b = model_b(**model_inputs(model_b, enc), output_attentions=True).attentions
+            mask = enc["attention_mask"]
+            for key, value in (("a", js_divergence_sums(att_a, mask)), ("b", js_divergence_sums(att_b, mask)),
+                               ("ab", cross_js_divergence_sums(att_a, att_b, mask))):
+                sums[key] = value if sums[key] is None else sums[key] + value
+            queries += int(mask.sum())
+    if queries == 0:
+        raise ValueError("no sentences to compare the two models' heads on")
+    mean = {k: (v / queries).clamp(min=0).numpy() for k, v in sums.items()}
+    return matched_head_divergence(mean["ab"], mean["a"], mean["b"], *shapes[0], queries=queries)
 
 
 def classical_mds(distances, dims=2):
@@ -135,18 +291,43 @@ def _batches(tokenizer, sentences, max_length, batch_size):
                                                        max_length=max_length, return_tensors="pt")
 
 
-def head_statistics(model, tokenizer, sentences, examples=(), max_sentences=200, js_sentences=64, batch_size=32):
+@contextmanager
+def _maybe_capture(model, enabled, notes):
+    """capture_attention_inputs if the architecture is supported, else None (and a note saying why)."""
+    if enabled:
+        try:
+            attention_modules(model), head_weights(model)
+        except UnsupportedArchitecture as error:
+            notes.append(f"norm-weighted attention skipped: {error}")
+            enabled = False
+    if not enabled:
+        yield None
+        return
+    with capture_attention_inputs(model) as inputs:
+        yield inputs
+
+
+def head_statistics(model, tokenizer, sentences, examples=(), max_sentences=200, js_sentences=64, batch_size=32,
+                    norm_weighting=True):
     """Attention statistics over up to `max_sentences` sentences (head similarity over the first
-    `js_sentences`, the shortest: its cost grows with heads^2 x length^2), plus full maps for `examples`."""
+    `js_sentences`, the shortest: its cost grows with heads^2 x length^2), plus full maps for `examples`.
+    With `norm_weighting`, the same statistics on Kobayashi et al.'s norm-weighted shares (attention_norms.py)."""
     max_length = max_length_for(model, tokenizer)
-    totals, js_sum, punct_ids = HeadStatistics(), None, punctuation_ids(tokenizer)
-    js_queries = 0
+    totals, norm_totals, js_sum, punct_ids = HeadStatistics(), HeadStatistics(), None, punctuation_ids(tokenizer)
+    js_queries, notes, value_norm_sum = 0, [], None
     model.eval()
-    with eager_attention(model), torch.inference_mode():
+    with eager_attention(model), torch.inference_mode(), _maybe_capture(model, norm_weighting, notes) as inputs:
         batches = list(_batches(tokenizer, list(sentences)[:max_sentences], max_length, batch_size))
         for _, enc in progress(batches, desc="attention heads"):
             att = model(**model_inputs(model, enc), output_attentions=True).attentions
-            totals.add(att, enc["attention_mask"], token_kinds(tokenizer, enc["input_ids"], punct_ids))
+            kinds = token_kinds(tokenizer, enc["input_ids"], punct_ids)
+            totals.add(att, enc["attention_mask"], kinds)
+            if inputs is not None:
+                norms = transformed_value_norms(model, inputs)  # per layer (B, H, T)
+                norm_totals.add([norm_weighted(a, v) for a, v in zip(att, norms)], enc["attention_mask"], kinds)
+                mask = enc["attention_mask"][:, None, :].float()
+                batch_sum = torch.stack([(v * mask).sum(dim=(0, 2)) for v in norms])  # (L, H)
+                value_norm_sum = batch_sum if value_norm_sum is None else value_norm_sum + batch_sum
             if js_queries == 0 or totals.sentences <= js_sentences:
                 js = js_divergence_sums(att, enc["attention_mask"])
                 js_sum, js_queries = (js if js_sum is None else js_sum + js), js_queries + int(enc["attention_mask"].sum())
@@ -154,16 +335,126 @@ def head_statistics(model, tokenizer, sentences, examples=(), max_sentences=200,
         for sentence in examples:
             enc = tokenizer(sentence, truncation=True, max_length=max_length, return_tensors="pt")
             att = model(**model_inputs(model, enc), output_attentions=True).attentions
-            example_maps.append(AttentionExample(
+            example = AttentionExample(
                 sentence=sentence, tokens=tokenizer.convert_ids_to_tokens(enc["input_ids"][0]),
-                word_ids=enc.word_ids(0), attention=torch.stack(att)[:, 0].round(decimals=4).tolist()))
+                word_ids=enc.word_ids(0), attention=torch.stack(att)[:, 0].round(decimals=4).tolist())
+            if inputs is not None:
+                norms = torch.stack(transformed_value_norms(model, inputs))[:, 0]  # (L, H, T)
+                example.norm_weighted = norm_weighted(torch.stack(att)[:, 0], norms).round(decimals=4).tolist()
+                example.value_norms = norms.round(decimals=4).tolist()
+            example_maps.append(example)
     if totals.queries == 0:
         raise ValueError("no sentences to compute attention statistics on")
     js = (js_sum / js_queries).clamp(min=0).numpy()
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
-    return HeadResults(num_layers=L, num_heads=H, sentences=totals.sentences, tokens=totals.queries,
-                       uniform_entropy=totals.log_n_sum / totals.queries, stats=totals.means(),
-                       js_divergence=js.tolist(), mds=classical_mds(np.sqrt(js)).tolist(), examples=example_maps)
+    relative = totals.relative_to_uniform()
+    result = HeadResults(num_layers=L, num_heads=H, sentences=totals.sentences, tokens=totals.queries,
+                         uniform_entropy=totals.log_n_sum / totals.queries, stats=totals.means(),
+                         js_divergence=js.tolist(), mds=classical_mds(np.sqrt(js)).tolist(), examples=example_maps,
+                         uniform_expectation=totals.uniform_expectation(), relative_to_uniform=relative,
+                         roles=head_roles(relative), within_layer_js=within_layer_divergence(js, L, H), notes=notes)
+    if value_norm_sum is not None:
+        result.norm_weighted_stats = norm_totals.means()
+        result.norm_weighted_relative_to_uniform = norm_totals.relative_to_uniform()
+        result.value_norm_mean = (value_norm_sum / totals.queries).tolist()
+    return result
+
+
+@dataclass
+class HeadAblation:
+    """Masked-LM loss increase when one head's output is zeroed (its slice of the input of W_O; b_O kept)."""
+
+    num_layers: int
+    num_heads: int
+    sentences: int
+    masked_tokens: int  # tokens whose loss is averaged (the same masked tokens for every head)
+    base_loss: float  # mean cross-entropy (nats) with every head on
+    loss_increase: list  # (layers, heads): ablated loss - base loss
+    interval95: list  # (layers, heads): half-width of a 95% normal interval over tokens (tokens are not independent)
+    mask_probability: float = 0.15
+    note: str = ("Masking: each non-special token replaced by the mask token with the given probability (at least one "
+                 "per sentence; no 80/10/10 split), drawn once with the seed and shared by every ablation.")
+
+
+def is_masked_lm(model):
+    return type(model).__name__.endswith("ForMaskedLM")
+
+
+@contextmanager
+def zero_head(model, layer, head):
+    """Within the block, head `head` of layer `layer` outputs zero: a forward pre-hook on the attention output
+    projection zeroes channels head*D:(head+1)*D of its input (W_O's bias stays)."""
+    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
+    if not (0 <= layer < L and 0 <= head < H):
+        raise ValueError(f"(layer, head) must lie in [0, {L}) x [0, {H}), got ({layer}, {head})")
+    D = model.config.hidden_size // H
+    output = attention_modules(model)[layer]["output"]
+
+    def hook(module, args):
+        x = args[0].clone()
+        x[..., head * D:(head + 1) * D] = 0
+        return (x, *args[1:])
+
+    handle = output.register_forward_pre_hook(hook)
+    try:
+        yield model
+    finally:
+        handle.remove()
+
+
+def _masked_batches(tokenizer, sentences, max_length, batch_size, mask_probability, seed):
+    if tokenizer.mask_token_id is None:
+        raise ValueError(f"{type(tokenizer).__name__} has no mask token; head ablation needs a masked-LM tokenizer")
+    generator = torch.Generator().manual_seed(seed)
+    batches = []
+    for _, enc in _batches(tokenizer, sentences, max_length, batch_size):
+        special = torch.tensor([tokenizer.get_special_tokens_mask(ids, already_has_special_tokens=True)
+                                for ids in enc["input_ids"].tolist()]).bool() | ~enc["attention_mask"].bool()
+        chosen = (torch.rand(enc["input_ids"].shape, generator=generator) < mask_probability) & ~special
+        for b in range(len(chosen)):  # at least one masked token per sentence
+            if not chosen[b].any() and (~special[b]).any():
+                candidates = (~special[b]).nonzero()[:, 0]
+                chosen[b, candidates[torch.randint(len(candidates), (1,), generator=generator)]] = True
+        labels = enc["input_ids"].clone()
+        enc["input_ids"] = enc["input_ids"].masked_fill(chosen, tokenizer.mask_token_id)
+        batches.append((enc, chosen, labels))
+    return batches
+
+
+def _token_losses(model, batches):
+    losses = []
+    for enc, chosen, labels in batches:
+        logits = model(**model_inputs(model, enc)).logits  # (B, T, V)
+        losses.append(torch.nn.functional.cross_entropy(logits[chosen].float(), labels[chosen], reduction="none"))
+    return torch.cat(losses)
+
+
+def head_ablation(model, tokenizer, sentences, max_sentences=64, batch_size=16, mask_probability=0.15, seed=0):
+    """Per head, the increase of the masked-LM loss when that head's output is zeroed, on the same masked tokens.
+    `model` must be a masked LM (`*ForMaskedLM`); cost: layers x heads + 1 forward passes over the sentences."""
+    if not is_masked_lm(model):
+        raise UnsupportedArchitecture(f"head ablation needs a masked-LM model (a *ForMaskedLM class), got "
+                                      f"{type(model).__name__}; load it with AutoModelForMaskedLM")
+    if not 0 < mask_probability < 1:
+        raise ValueError(f"mask_probability must be in (0, 1), got {mask_probability!r}")
+    sentences = list(sentences)[:max_sentences]
+    if not sentences:
+        raise ValueError("no sentences to measure head ablation on")
+    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
+    model.eval()
+    batches = _masked_batches(tokenizer, sentences, max_length_for(model, tokenizer), batch_size, mask_probability, seed)
+    with torch.inference_mode():
+        base = _token_losses(model, batches)
+        increase, interval = np.zeros((L, H)), np.zeros((L, H))
+        for layer in range(L):
+            for head in progress(range(H), desc=f"ablating heads of layer {layer}"):
+                with zero_head(model, layer, head):
+                    diff = (_token_losses(model, batches) - base).double()
+                increase[layer, head] = float(diff.mean())
+                interval[layer, head] = float(1.96 * diff.std() / np.sqrt(len(diff))) if len(diff) > 1 else float("nan")
+    return HeadAblation(num_layers=L, num_heads=H, sentences=len(sentences), masked_tokens=len(base),
+                        base_loss=float(base.mean()), loss_increase=increase.tolist(), interval95=interval.tolist(),
+                        mask_probability=mask_probability)
 
 
 def word_level_attention(attention, word_ids):
@@ -179,10 +470,26 @@ def word_level_attention(attention, word_ids):
     return from_words @ torch.as_tensor(attention).float() @ to_words, owner
 
 
-def attention_graph(example, threshold=0.1, level="word"):
+GRAPH_RELATIVE_THRESHOLD = 2.0  # an edge needs >= 2x the uniform weight 1/n
+
+
+def attention_graph(example, threshold=None, level="word", relative_threshold=GRAPH_RELATIVE_THRESHOLD,
+                    weighting="attention"):
     """One sentence's attention as a weighted directed graph (JSON-ready): an edge source -> target
-    means the source (query) attends to the target (key); per layer and head plus each layer's head mean."""
-    attention = torch.as_tensor(example.attention)  # (L, H, T, T)
+    means the source (query) attends to the target (key); per layer and head plus each layer's head mean.
+    An edge is kept if its weight is >= relative_threshold / n, n = number of nodes (tokens, or words and special
+    tokens at word level): relative_threshold times what uniform attention gives; an absolute `threshold`
+    overrides it. `weighting`: "attention" (raw weights) or "norm" (Kobayashi et al.'s norm-weighted shares)."""
+    if weighting not in ("attention", "norm"):
+        raise ValueError(f"weighting must be 'attention' or 'norm', got {weighting!r}")
+    if level not in ("word", "token"):
+        raise ValueError(f"level must be 'word' or 'token', got {level!r}")
+    if threshold is None and not (isinstance(relative_threshold, (int, float)) and relative_threshold >= 0):
+        raise ValueError(f"relative_threshold must be a number >= 0 (a multiple of 1/n), got {relative_threshold!r}")
+    weights = example.attention if weighting == "attention" else example.norm_weighted
+    if weights is None:
+        raise ValueError("this example has no norm-weighted attention (architecture not supported); use weighting='attention'")
+    attention = torch.as_tensor(weights)  # (L, H, T, T)
     tokens = example.tokens
     if level == "word":
         attention, owner = word_level_attention(attention, example.word_ids)
@@ -191,12 +498,15 @@ def attention_graph(example, threshold=0.1, level="word"):
             piece = tokens[t].removeprefix("##")
             labels[o] = labels.get(o, "") + piece
         tokens = [labels[i] for i in range(len(labels))]
+    n = len(tokens)
+    cut = threshold if threshold is not None else relative_threshold / n
     nodes = [{"id": i, "label": tok} for i, tok in enumerate(tokens)]
     edges = []
     for layer, per_head in enumerate(attention):
         for head, matrix in [*enumerate(per_head), ("mean", per_head.mean(0))]:
-            for source, target in (matrix >= threshold).nonzero().tolist():
+            for source, target in (matrix >= cut).nonzero().tolist():
                 edges.append({"source": source, "target": target, "layer": layer, "head": head,
                               "weight": round(float(matrix[source, target]), 4)})
-    return {"directed": True, "sentence": example.sentence, "level": level, "threshold": threshold,
-            "nodes": nodes, "edges": edges}
+    return {"directed": True, "sentence": example.sentence, "level": level, "weighting": weighting,
+            "threshold": cut, "relative_threshold": None if threshold is not None else relative_threshold,
+            "uniform_weight": 1 / n, "nodes": nodes, "edges": edges}

@@ -27,6 +27,9 @@ def geometry_plot(r, path):
     for key, label in [("adjusted_self_similarity", "self-similarity"),
                        ("adjusted_intra_similarity", "intra-sentence"), ("adjusted_mev", "MEV")]:
         adjusted.plot(g["layers"], g[key], marker="o", label=label)
+    if g.get("static"):  # the word embeddings alone (no position signal), beside layer 0
+        adjusted.plot([0], [g["static"]["adjusted_self_similarity"]], marker="*", markersize=12, linestyle="none",
+                      color="k", label="self-sim., word embeddings alone")
     raw.set_title("raw (dashed: anisotropy baselines)")
     adjusted.set_title("baseline-adjusted (raw - baseline)")
     for ax in (raw, adjusted):
@@ -65,18 +68,9 @@ def benchmark_series(r):
 def benchmarks_plot(r, path):
     if not r.get("benchmarks"):
         return None
-    layers, families, singles = benchmark_series(r)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    for ax, (key, title) in zip(axes, BENCHMARKS):
-        for label, series in families.items():
-            ax.plot(layers, [np.nan if s is None or s[key] is None else s[key] for s in series], marker="o", label=label)
-        for (label, s), style in zip(singles.items(), (":", "--")):
-            if s[key] is not None:
-                ax.axhline(s[key], linestyle=style, color="k" if label == "word2vec" else "grey", label=label)
-        ax.set_title(title)
-        ax.set_xlabel("layer")
-        ax.legend(fontsize=7)
-    return _save(fig, path)
+    from .benchmark_report import benchmarks_plot as plot  # error bars and coverage from the typed results
+
+    return plot(r, path, plt, _save)
 
 
 def sense_plot(r, path):
@@ -197,6 +191,102 @@ FIGURES = {"geometry": geometry_plot, "bands": bands_plot, "benchmarks": benchma
            "heads": heads_plot, "head_map": head_map_plot, "attention_example": attention_example_plot,
            "attention_example_2": lambda r, path: attention_example_plot(r, path, index=1),
            "weights": weights_plot, "drift": drift_plot}
+
+
+# Issue 9 (heads, senses, attention graphs): roles relative to uniform, norm-weighted attention, head ablation,
+# sense accuracy by layer.
+
+
+def head_roles_plot(r, path):
+    h = r.get("heads")
+    if not h or not h.get("relative_to_uniform"):
+        return None
+    keys = [(k, t) for k, t in HEAD_STATS if k != "entropy" and k in h["relative_to_uniform"]]
+    fig, axes = plt.subplots(1, len(keys), figsize=(2.3 * len(keys), 0.5 * h["num_layers"] + 1.8), squeeze=False)
+    for ax, (key, title) in zip(axes[0], keys):
+        values = np.array([[np.nan if v is None else v for v in row] for row in h["relative_to_uniform"][key]], dtype=float)
+        im = ax.imshow(np.log2(np.maximum(values, 1e-3)), cmap="RdBu_r", vmin=-4, vmax=4, aspect="auto")
+        ax.set_title(f"{title} / uniform", fontsize=8)
+        ax.set_xlabel("head"), ax.set_ylabel("layer")
+        fig.colorbar(im, ax=ax, fraction=0.046, label="log2 ratio")
+    fig.suptitle("observed / uniform-attention expectation on the same queries (0 = as uniform)", fontsize=9)
+    return _save(fig, path)
+
+
+def norm_weighting_plot(r, path):
+    h = r.get("heads")
+    if not h or not h.get("norm_weighted_stats"):
+        return None
+    keys = [(k, t) for k, t in HEAD_STATS if k != "entropy" and k in h["norm_weighted_stats"]]
+    raw = [np.mean(h["stats"][k]) for k, _ in keys]
+    weighted = [np.mean(h["norm_weighted_stats"][k]) for k, _ in keys]
+    x = np.arange(len(keys))
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    ax.bar(x - 0.2, raw, 0.4, label="attention weight a_ij")
+    ax.bar(x + 0.2, weighted, 0.4, label="norm-weighted share ||a_ij f(x_j)||")
+    ax.set_xticks(x), ax.set_xticklabels([t for _, t in keys], fontsize=8)
+    ax.set_ylabel("mean over heads and queries")
+    ax.set_title("raw vs norm-weighted attention (Kobayashi et al. 2020)", fontsize=10)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def attention_norm_example_plot(r, path, index=0):
+    h = r.get("heads")
+    if not h or len(h["examples"]) <= index or h["examples"][index].get("norm_weighted") is None:
+        return None
+    ex = h["examples"][index]
+    raw, weighted = np.array(ex["attention"]).mean(1), np.array(ex["norm_weighted"]).mean(1)  # (L, T, T)
+    L, n = raw.shape[0], raw.shape[-1]
+    fig, axes = plt.subplots(2, L, figsize=(2.4 * L, 5.0), squeeze=False)
+    for l in range(L):
+        for row, (values, name) in enumerate(((raw, "raw"), (weighted, "norm-weighted"))):
+            ax = axes[row][l]
+            ax.imshow(values[l], cmap="Blues", vmin=0, vmax=min(1.0, 4.0 / n))
+            ax.set_title(f"layer {l} {name}", fontsize=7)
+            ax.set_xticks(range(n)), ax.set_yticks(range(n))
+            ax.set_xticklabels(ex["tokens"] if row == 1 else [], rotation=90, fontsize=5)
+            ax.set_yticklabels(ex["tokens"] if l == 0 else [], fontsize=5)
+    fig.suptitle(f"head mean; colour scale saturates at 4/n = {4.0 / n:.2f} (uniform = 1/n)", fontsize=9)
+    return _save(fig, path)
+
+
+def head_ablation_plot(r, path):
+    a = r.get("head_ablation")
+    if not a:
+        return None
+    values = np.array(a["loss_increase"])
+    fig, ax = plt.subplots(figsize=(0.6 * a["num_heads"] + 2.5, 0.5 * a["num_layers"] + 1.8))
+    bound = max(float(np.abs(values).max()), 1e-6)
+    im = ax.imshow(values, cmap="RdBu_r", vmin=-bound, vmax=bound, aspect="auto")
+    for (l, k), v in np.ndenumerate(values):
+        ax.text(k, l, f"{v:.3f}", ha="center", va="center", fontsize=6)
+    ax.set_xlabel("head"), ax.set_ylabel("layer")
+    ax.set_title(f"masked-LM loss increase when one head is zeroed (base {a['base_loss']:.3f} nats)", fontsize=9)
+    fig.colorbar(im, ax=ax, fraction=0.046)
+    return _save(fig, path)
+
+
+def sense_accuracy_plot(r, path):
+    s = r.get("sense_accuracy")
+    if not s:
+        return None
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    ax.plot(s["layers"], s["accuracy"], marker="o", color="k", label="all homonyms")
+    for word, values in s["accuracy_by_word"].items():
+        ax.plot(s["layers"], values, alpha=0.4, label=word)
+    ax.axhline(s["chance"], linestyle="--", color="grey", label="chance (1 / senses)")
+    ax.axhline(s["position_accuracy"], linestyle=":", color="red", label="position alone")
+    ax.set_xlabel("layer (0 = embedding output)"), ax.set_ylabel("leave-one-out accuracy")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize=6)
+    return _save(fig, path)
+
+
+ISSUE9_FIGURES = {"head_roles": head_roles_plot, "norm_weighting": norm_weighting_plot,
+                  "attention_norm_example": attention_norm_example_plot, "head_ablation": head_ablation_plot,
+                  "sense_accuracy": sense_accuracy_plot}
+FIGURES.update(ISSUE9_FIGURES)
 
 
 def all_plots(r, folder):

@@ -7,7 +7,6 @@ import os
 
 import numpy as np
 
-from .plots import benchmark_series
 
 
 def _img(path):
@@ -57,26 +56,10 @@ def bands_text(r):
 
 
 def benchmarks_text(r):
-    layers, families, singles = benchmark_series(r)
-    parts = []
-    for key, name in (("wordsim353", "WordSim-353"), ("simlex999", "SimLex-999")):
-        candidates = {f"{fam.split()[0]} layer {l}": s[key] for fam, series in families.items()
-                      for l, s in zip(layers, series) if s and s[key] is not None}
-        candidates.update({k: s[key] for k, s in singles.items() if s[key] is not None})
-        if not candidates:
-            parts.append(f"{name}: every pair is out of vocabulary")
-            continue
-        best = max(candidates, key=candidates.get)
-        oov = next(s for s in r["benchmarks"]["scores"])[f"{key}_oov"]
-        extra = f", word2vec {candidates['word2vec']:.2f}" if "word2vec" in candidates else ""
-        parts.append(f"{name} (OOV {oov:.0%} of pairs, the same pairs for every set): best is {best} "
-                     f"(Spearman {candidates[best]:.2f}), static {_fmt(candidates.get('static'))}{extra}")
-    ana = {s["vectors"]: s for s in r["benchmarks"]["scores"]}
-    q = next(iter(ana.values()))["analogy_questions"]
-    best_ana = max(ana, key=lambda k: -1 if ana[k]["analogy"] is None else ana[k]["analogy"])
-    parts.append(f"analogies: {q} of 19,544 questions in vocabulary, best 3CosAdd accuracy {_fmt(ana[best_ana]['analogy'])} ({best_ana})")
-    return ("Which vectors agree best with human similarity judgements (contextual = mean over the word's corpus "
-            "occurrences, pieces mean-pooled; decontextualized = the word fed alone)? " + "; ".join(parts) + ".")
+    """Written by benchmark_report.py from the intervals and coverage (see results.DECISION_RULE)."""
+    from .benchmark_report import benchmarks_text as text
+
+    return text(r)
 
 
 def sense_text(r):
@@ -160,8 +143,112 @@ def neighbours_html(r):
     return _table(["word", "vectors", "nearest words (cosine)"], rows) + note
 
 
+# Issue 9 (heads, senses, attention graphs): each sentence below is chosen by the numbers it reports.
+_ROLE_LABELS = {"self": "itself", "previous": "previous token", "next": "next token", "cls": "[CLS]", "sep": "[SEP]",
+                "punctuation": "punctuation", "none": "no role (within 2x uniform everywhere)"}
+
+
+def head_roles_text(r):
+    h = r["heads"]
+    rel = {k: np.array([[np.nan if v is None else v for v in row] for row in vals], dtype=float)
+           for k, vals in h["relative_to_uniform"].items() if k != "entropy"}
+    H = h["num_heads"]
+    parts = []
+    for key, values in rel.items():
+        if np.isfinite(values).any():
+            k = int(np.nanargmax(values))
+            parts.append(f"{_ROLE_LABELS[key]}: head {k // H}-{k % H} ({values.flat[k]:.1f}x; raw "
+                         f"{np.array(h['stats'][key]).flat[k]:.2f} vs {h['uniform_expectation'][key]:.2f} uniform)")
+    roles = [role for row in h["roles"] for role in row]
+    counts = {role: roles.count(role) for role in dict.fromkeys(roles)}
+    top = max(counts, key=counts.get)
+    summary = ", ".join(f"{n} {_ROLE_LABELS[role]}" for role, n in sorted(counts.items(), key=lambda x: -x[1]))
+    verdict = ("most heads stay close to uniform attention" if top == "none" else
+               f"the commonest role is {_ROLE_LABELS[top]} ({counts[top]} of {len(roles)} heads)")
+    return (f"Relative to what uniform attention gets on the same queries (observed / expected), the head that "
+            f"attends most to each target: " + "; ".join(parts) + f". Roles (largest ratio, if >= "
+            f"{h['role_min_ratio']:g}x): {summary}; {verdict}.")
+
+
+def norm_weighting_text(r):
+    h = r["heads"]
+    changes = {k: (float(np.mean(h["stats"][k])), float(np.mean(h["norm_weighted_stats"][k])))
+               for k in ("cls", "sep", "punctuation", "self", "previous", "next") if k in h["norm_weighted_stats"]}
+    key = max(changes, key=lambda k: abs(changes[k][1] - changes[k][0]))
+    raw, weighted = changes[key]
+    moves = ", ".join(f"{_ROLE_LABELS[k]} {a:.2f} -> {b:.2f}" for k, (a, b) in changes.items())
+    return (f"Weighting each attention weight by the norm of the vector it moves (||a_ij W_O W_V x_j||, value bias "
+            f"included; Kobayashi et al. 2020), mean attention {moves}. The largest change: attention to "
+            f"{_ROLE_LABELS[key]} {'falls' if weighted < raw else 'rises'} from {raw:.2f} to {weighted:.2f}, so "
+            + ("raw weights overstate how much these tokens contribute." if weighted < raw else
+               "raw weights understate how much these tokens contribute."))
+
+
+def head_ablation_text(r):
+    a = r["head_ablation"]
+    inc, ci = np.array(a["loss_increase"]), np.array(a["interval95"])
+    H = a["num_heads"]
+    k = int(np.argmax(inc))
+    beyond = int(np.sum(inc - ci > 0))
+    verdict = (f"{beyond} of {inc.size} heads raise the loss beyond their 95% interval: removing them costs the model"
+               if beyond else "No single head raises the loss beyond its 95% interval: no head is needed alone")
+    return (f"Masked-LM loss {a['base_loss']:.3f} nats on {a['masked_tokens']} masked tokens of {a['sentences']} "
+            f"sentences; zeroing head {k // H}-{k % H} raises it most, by {inc.flat[k]:.3f} ± {ci.flat[k]:.3f} nats. "
+            f"{verdict}.")
+
+
+def sense_accuracy_text(r):
+    s = r["sense_accuracy"]
+    acc = s["accuracy"]
+    best = int(np.argmax(acc))
+    separates = acc[best] > max(s["chance"], s["position_accuracy"]) + 0.1
+    return (f"{len(s['words'])} homonyms ({', '.join(s['words'])}), {s['occurrences']} hand-labelled sentences, the "
+            f"word at balanced positions: leave-one-out nearest-centroid sense accuracy is {acc[0]:.2f} at layer 0 and "
+            f"best {acc[best]:.2f} at layer {s['layers'][best]}, against chance {s['chance']:.2f} and "
+            f"{s['position_accuracy']:.2f} from the word's position alone (static word embeddings: chance by "
+            f"construction). " + (f"Layer {s['layers'][best]} separates the senses." if separates else
+                                  "No layer separates the senses clearly (within 0.1 of chance or position)."))
+
+
+def layer0_text(r):
+    g = r["geometry"]
+    static, layer0 = g["static"]["adjusted_self_similarity"], g["adjusted_self_similarity"][0]
+    return (f"Layer 0 measured two ways: the embedding output (hidden_states[0], with positions) has adjusted "
+            f"self-similarity {layer0:.2f}; the word embeddings alone (static, no positions) {static:.2f} (raw 1 by "
+            f"construction minus their anisotropy baseline {g['static']['anisotropy']:.2f}). The position signal "
+            + ("makes a word's occurrences less alike than the word alone." if layer0 < static else
+               "does not make a word's occurrences less alike than the word alone.") + f" ({g.get('layer0_note', '')})")
+
+
+def attention_norm_example_text(r):
+    raw, weighted = r.get("attention_graph") or {}, r.get("attention_graph_norm_weighted") or {}
+    text = ("Head-mean attention of the first example, raw (top) and norm-weighted (bottom); both are exported as "
+            "graphs whose edges need >= 2/n (twice uniform attention over the n words)")
+    if not raw or not weighted:
+        return text + "."
+    a, b = len(raw["edges"]), len(weighted["edges"])
+    return text + (f": {a} edges raw, {b} norm-weighted, so norm weighting "
+                   + ("concentrates attention on fewer edges." if b < a else
+                      "spreads it over more edges." if b > a else "keeps as many edges."))
+
+
+def _geometry_with_layer0(r):
+    return geometry_text(r) + (" " + layer0_text(r) if r["geometry"].get("static") else "")
+
+
+ISSUE9_SECTIONS = {  # inserted after the named section: (name, title, text, needs)
+    "sense": ("sense_accuracy", "Homonym senses by layer (leave-one-out)", sense_accuracy_text, "sense_accuracy"),
+    "heads": ("head_roles", "Head roles relative to uniform attention", head_roles_text, "heads"),
+    "head_map": ("head_ablation", "Per-head ablation", head_ablation_text, "head_ablation"),
+    "attention_example_2": ("norm_weighting", "Norm-weighted attention (Kobayashi et al. 2020)", norm_weighting_text,
+                            "heads"),
+    "norm_weighting": ("attention_norm_example", "Raw vs norm-weighted attention in the first example",
+                       attention_norm_example_text, "heads"),
+}
+
+
 SECTIONS = (
-    ("geometry", "Geometry by layer (Ethayarajh 2019)", geometry_text, "geometry"),
+    ("geometry", "Geometry by layer (Ethayarajh 2019)", _geometry_with_layer0, "geometry"),
     ("bands", "Context-specificity by word frequency", bands_text, "geometry"),
     ("benchmarks", "Word similarity and analogies", benchmarks_text, "benchmarks"),
     ("sense", "One word, several meanings", sense_text, "sense"),
@@ -172,6 +259,20 @@ SECTIONS = (
     ("weights", "QK and OV circuits", weights_text, "weights"),
     ("drift", "Drift during training", drift_text, "drift"),
 )
+
+
+def _with_issue9(sections):
+    out = []
+    for section in sections:
+        out.append(section)
+        name = section[0]
+        while name in ISSUE9_SECTIONS:
+            out.append(ISSUE9_SECTIONS[name])
+            name = ISSUE9_SECTIONS[name][0]
+    return tuple(out)
+
+
+SECTIONS = _with_issue9(SECTIONS)
 
 _STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}table{border-collapse:collapse;"
           "font-size:85%}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}p.answer{background:#f4f4f8;"
@@ -208,9 +309,9 @@ def write_report(r, plots, path):
 
 
 def benchmark_table(r):
-    rows = [[s["vectors"], _fmt(s["wordsim353"]), f"{s['wordsim353_oov']:.0%}", _fmt(s["simlex999"]),
-             f"{s['simlex999_oov']:.0%}", _fmt(s["analogy"], 3), s["analogy_questions"]] for s in r["benchmarks"]["scores"]]
-    return _table(["vectors", "WordSim-353", "OOV", "SimLex-999", "OOV", "analogy acc.", "questions"], rows)
+    from .benchmark_report import benchmark_table as table
+
+    return table(r)
 
 
 def _write_html(path, title, parts):
@@ -219,18 +320,25 @@ def _write_html(path, title, parts):
                 f"<style>{_STYLE}</style></head><body>" + "\n".join(parts) + "</body></html>")
 
 
+def compare_cell(r, key):
+    """Best encoder set with its 95% interval and word2vec's, from the typed results (results.py)."""
+    from .benchmark_report import _score
+    from .results import SavedProbeResults
+
+    b = SavedProbeResults.from_dict(r).benchmarks
+    top = b.best(key) if b else None
+    w2v = b.systems.get("word2vec") if b else None
+    return (f"{_score(top.similarity[key]) if top else 'n/a'} ({top.vectors if top else '-'}); "
+            f"w2v {_score(w2v.similarity.get(key)) if w2v else 'n/a'}")
+
+
 def write_compare_report(results, plots, path):
     """compare.html: several models' probes side by side; `results` {name: probes.json dict}."""
     parts = ["<h1>Probe comparison</h1>"]
     rows = []
     for name, r in results.items():
         g = r["geometry"]
-        best = {}
-        for key in ("wordsim353", "simlex999"):
-            scores = [s for s in (r.get("benchmarks") or {}).get("scores", []) if s["vectors"] != "word2vec" and s[key] is not None]
-            top = max(scores, key=lambda s: s[key], default=None)
-            w2v = next((s[key] for s in (r.get("benchmarks") or {}).get("scores", []) if s["vectors"] == "word2vec"), None)
-            best[key] = f"{_fmt(top[key]) if top else 'n/a'} ({top['vectors'] if top else '-'}); w2v {_fmt(w2v)}"
+        best = {key: compare_cell(r, key) for key in ("wordsim353", "simlex999")}
         rows.append([name, r["model_class"], r["num_layers"], r["num_heads"], r["hidden_size"],
                      " → ".join(f"{a:.2f}" for a in g["adjusted_self_similarity"]), best["wordsim353"], best["simlex999"]])
     parts.append(_table(["model", "class", "layers", "heads", "hidden", "adjusted self-similarity by layer",

@@ -7,13 +7,14 @@ from dataclasses import asdict, dataclass, field, fields
 
 from .benchmarks import run_benchmarks
 from .drift import read_drift
-from .encode import encode_corpus, tokenize_corpus, word_normaliser
-from .geometry import geometry
-from .heads import attention_graph, head_statistics
+from .encode import encode_corpus, pool_corpus, tokenize_corpus, word_normaliser
+from .geometry import geometry, static_word_vectors
+from .heads import attention_graph, head_ablation, head_statistics, is_masked_lm
 from .loading import max_length_for
-from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS, nearest_neighbours, word_in_contexts
+from .neighbours import (DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS, nearest_neighbours, sense_accuracy,
+                         word_in_contexts)
 from .vectors import word_vectors
-from .weights import UnsupportedArchitecture, weight_spectra
+from .weights import UnsupportedArchitecture, initial_model, weight_spectra
 
 DEFAULT_EXAMPLES = ("The king and the queen walked their dog to the old castle.",
                     "The quick brown fox jumps over the lazy dog, and the dog sleeps.")
@@ -29,13 +30,30 @@ class CorpusStats:
 
 
 @dataclass
+class VectorCorpusStats:
+    """The corpus the word vectors are pooled from (every occurrence) and word2vec is trained on."""
+
+    source: str
+    sentences: int
+    windows: int  # encoder inputs: a sentence longer than max_length is split into windows, not truncated
+    words: int  # running words
+    tokens: int  # subword tokens, special tokens included
+    vocabulary: int  # words seen in >= min_contexts distinct sentences: the words that get vectors
+    vocabulary_total: int  # distinct words
+    min_contexts: int
+    pooling: str = "mean over a word's pieces, then mean over all its occurrences (Bommasani et al. 2020)"
+    seconds: dict = field(default_factory=dict)  # encoder pass per system: "model", "untrained", "reference"
+    tokens_per_second: dict = field(default_factory=dict)
+
+
+@dataclass
 class ProbeResults:
     model: str
     model_class: str
     num_layers: int
     num_heads: int
     hidden_size: int
-    corpus: CorpusStats
+    corpus: CorpusStats  # the probe sentences (geometry, heads)
     geometry: object
     neighbours: object
     benchmarks: object = None
@@ -44,6 +62,10 @@ class ProbeResults:
     attention_graph: dict = None
     weights: object = None
     drift: object = None
+    sense_accuracy: object = None  # neighbours.SenseAccuracy: homonym senses per layer, leave-one-out
+    head_ablation: object = None  # heads.HeadAblation: masked-LM loss increase per zeroed head
+    attention_graph_norm_weighted: dict = None  # attention_graph(..., weighting='norm') of the first example
+    vector_corpus: VectorCorpusStats | None = None
     timings: dict = field(default_factory=dict)  # seconds per probe
     notes: list = field(default_factory=list)
     # The vector sets themselves are exported as KeyedVectors files, not into probes.json.
@@ -71,6 +93,28 @@ def _jsonable(value):
     return value
 
 
+def _masked_lm_for(model, model_path=None, mlm_model=None):
+    """(masked-LM model, None) for head ablation, or (None, why not): `mlm_model` if given, `model` if it is one,
+    else the checkpoint at `model_path` loaded with AutoModelForMaskedLM if it has trained masked-LM head weights."""
+    if mlm_model is not None:
+        return (mlm_model.eval(), None) if is_masked_lm(mlm_model) else (None, f"{type(mlm_model).__name__} is not a masked LM")
+    if is_masked_lm(model):
+        return model, None
+    if model_path is None:
+        return None, f"{type(model).__name__} has no masked-LM head and no checkpoint path was given to load one"
+    from transformers import AutoModelForMaskedLM
+
+    try:
+        mlm, info = AutoModelForMaskedLM.from_pretrained(model_path, trust_remote_code=True, output_loading_info=True)
+    except (ValueError, OSError, KeyError) as error:
+        return None, f"{model_path} does not load as a masked LM ({error})"
+    if info.get("missing_keys"):
+        missing = sorted(info["missing_keys"])
+        return None, (f"{model_path} has no trained masked-LM head (missing {len(missing)} weights, e.g. {missing[0]}); "
+                      "a randomly initialised head would make the loss meaningless")
+    return mlm.eval(), None
+
+
 class _Timer:
     def __init__(self, timings, name, log):
         self.timings, self.name, self.log = timings, name, log
@@ -88,10 +132,25 @@ class _Timer:
 def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=DEFAULT_SENSE_WORD,
                    sense_sentences=DEFAULT_SENSE_SENTENCES, examples=DEFAULT_EXAMPLES, model_name=None,
                    model_path=None, word2vec=True, decontextualized=True, heads=True, weights=True,
-                   head_sentences=200, min_count=5, batch_size=64, seed=0, log=print):
-    """Every probe of the issue on `model` (any AutoModel encoder) and its fast tokenizer over `sentences`."""
+                   head_sentences=200, min_count=5, batch_size=64, seed=0, log=print, corpus=None,
+                   corpus_name=None, untrained=None, reference=None, reference_name=None, n_resamples=1000,
+                   ablation=True, mlm_model=None, ablation_sentences=64):
+    """Every probe of the issue on `model` (any AutoModel encoder) and its fast tokenizer.
+
+    `sentences` are the probe sentences (geometry, heads, neighbours). The word vectors are pooled from EVERY
+    occurrence in `corpus` (default: `sentences`; the CLI passes the Wikipedia sample's training split), where
+    word2vec is also trained. `untrained`: True (the same architecture re-initialised with `seed`) or a model,
+    scored beside every benchmark number; `reference`: (model, fast tokenizer) of a fully trained encoder probed
+    with the same protocol on the same corpus. Words need >= `min_count` distinct sentences to get vectors.
+    """
+    if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
+        raise ValueError(f"min_count must be a positive integer, got {min_count!r}")
+    if reference is not None and not (isinstance(reference, tuple) and len(reference) == 2):
+        raise TypeError(f"reference must be a (model, tokenizer) tuple, got {type(reference).__name__}")
     model.eval()
     timings, notes = {}, []
+    vector_sentences = sentences if corpus is None else corpus
+    corpus_name = corpus_name or ("the probe sentences" if corpus is None else "the given corpus")
     normalise = word_normaliser(tokenizer)
     max_length = max_length_for(model, tokenizer)
     with _Timer(timings, "encode corpus", log):
@@ -101,12 +160,41 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
     corpus = CorpusStats(sentences=len(sentences), words=int(tokenized.counts.sum()),
                          vocabulary=len(tokenized.vocab), tokens=sum(map(len, tokenized.encodings)),
                          max_length=max_length)
+    with _Timer(timings, "pool corpus", log):
+        pooled = pool_corpus(model, tokenizer, vector_sentences, batch_size=batch_size, max_length=max_length,
+                             min_contexts=min_count, desc="pooling corpus (model)")
+    cw = pooled.words
+    vector_corpus = VectorCorpusStats(source=corpus_name,
+                                      sentences=len(cw.words), windows=len(cw.windows), words=cw.running_words,
+                                      tokens=cw.tokens, vocabulary=len(cw.vocab), vocabulary_total=cw.vocabulary_total,
+                                      min_contexts=min_count)
+    vector_corpus.seconds["model"] = round(pooled.seconds, 2)
     with _Timer(timings, "word vectors", log):
-        vectors = word_vectors(model, tokenizer, encoded, decontextualized=decontextualized)
+        vectors = word_vectors(model, tokenizer, pooled, decontextualized=decontextualized)
+    untrained_vectors = reference_vectors = None
+    if untrained is not None and untrained is not False:
+        with _Timer(timings, "untrained model", log):
+            fresh = initial_model(model, seed) if untrained is True else untrained.eval()
+            pooled_u = pool_corpus(fresh, tokenizer, words=cw, batch_size=batch_size, max_length=max_length,
+                                   desc="pooling corpus (untrained)")
+            vector_corpus.seconds["untrained"] = round(pooled_u.seconds, 2)
+            untrained_vectors = word_vectors(fresh, tokenizer, pooled_u, decontextualized=decontextualized)
+    if reference is not None:
+        ref_model, ref_tokenizer = reference
+        with _Timer(timings, "reference model", log):
+            pooled_r = pool_corpus(ref_model.eval(), ref_tokenizer, vector_sentences, batch_size=batch_size,
+                                   min_contexts=min_count, desc="pooling corpus (reference)")
+            vector_corpus.seconds["reference"] = round(pooled_r.seconds, 2)
+            vector_corpus.tokens_per_second["reference"] = round(pooled_r.words.tokens / max(pooled_r.seconds, 1e-9))
+            reference_vectors = word_vectors(ref_model, ref_tokenizer, pooled_r, decontextualized=decontextualized)
+    for system, seconds in vector_corpus.seconds.items():
+        vector_corpus.tokens_per_second.setdefault(system, round(cw.tokens / max(seconds, 1e-9)))
     with _Timer(timings, "geometry", log):
-        geo = geometry(encoded, min_count=min_count, seed=seed)
+        geo = geometry(encoded, min_count=min_count, seed=seed, static=static_word_vectors(model, tokenized), model=model)
     with _Timer(timings, "benchmarks", log):
-        bench = run_benchmarks(vectors, tokenized.words, normalise, word2vec=word2vec)
+        bench = run_benchmarks(vectors, cw.words, normalise, word2vec=word2vec, untrained=untrained_vectors,
+                               reference=reference_vectors, reference_model=reference_name, min_contexts=min_count,
+                               n_resamples=n_resamples, seed=seed)
     with _Timer(timings, "neighbours", log):
         neighbours = nearest_neighbours(vectors, words, normalise)
         sense = None
@@ -115,18 +203,35 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
                 sense = word_in_contexts(model, tokenizer, sense_word, sense_sentences, vectors)
             except ValueError as error:
                 notes.append(f"sense probe skipped: {error}")
+    with _Timer(timings, "sense accuracy", log):
+        try:
+            senses = sense_accuracy(model, tokenizer)
+        except ValueError as error:
+            senses = None
+            notes.append(f"sense accuracy skipped: {error}")
     results = ProbeResults(model=model_name or getattr(model.config, "_name_or_path", "") or type(model).__name__,
                            model_class=type(model).__name__, num_layers=model.config.num_hidden_layers,
                            num_heads=model.config.num_attention_heads, hidden_size=model.config.hidden_size,
                            corpus=corpus, geometry=geo, neighbours=neighbours, benchmarks=bench, sense=sense,
-                           timings=timings, notes=notes, word_vectors=vectors)
+                           vector_corpus=vector_corpus, timings=timings, notes=notes, word_vectors=vectors,
+                           sense_accuracy=senses)
     if neighbours.oov:
         notes.append(f"probe words missing from the corpus vocabulary: {', '.join(neighbours.oov)}")
     if heads:
         with _Timer(timings, "attention heads", log):
             results.heads = head_statistics(model, tokenizer, sentences, examples, max_sentences=head_sentences)
+            notes.extend(results.heads.notes)
             if results.heads.examples:
                 results.attention_graph = attention_graph(results.heads.examples[0])
+                if results.heads.examples[0].norm_weighted is not None:
+                    results.attention_graph_norm_weighted = attention_graph(results.heads.examples[0], weighting="norm")
+    if heads and ablation:
+        with _Timer(timings, "head ablation", log):
+            mlm, reason = _masked_lm_for(model, model_path, mlm_model)
+            if mlm is None:
+                notes.append(f"head ablation skipped: {reason}")
+            else:
+                results.head_ablation = head_ablation(mlm, tokenizer, sentences, max_sentences=ablation_sentences, seed=seed)
     if weights:
         with _Timer(timings, "weights", log):
             try:

@@ -80,9 +80,27 @@ def decontextualized_vectors(model, tokenizer, words, batch_size=256):
     return out.numpy()
 
 
+def random_vectors(n_words, dim, seed=0):
+    """Isotropic Gaussian vectors: the chance level of every benchmark on the same pairs."""
+    return np.random.default_rng(seed).standard_normal((n_words, dim)).astype(np.float32)
+
+
+def all_but_the_top(vectors, components=None):
+    """Mu & Viswanath (2018): subtract the mean, then the projections on the top D principal directions
+    (D = d/100, at least 1), so that cosines are not dominated by a few common directions."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    if vectors.ndim != 2 or len(vectors) < 2:
+        raise ValueError(f"all_but_the_top needs a (words, dim) matrix with >= 2 rows, got shape {vectors.shape}")
+    components = max(1, vectors.shape[1] // 100) if components is None else components
+    centred = vectors - vectors.mean(axis=0)
+    _, _, vt = np.linalg.svd(centred, full_matrices=False)
+    top = vt[:components]
+    return (centred - centred @ top.T @ top).astype(np.float32)
+
+
 def word_vectors(model, tokenizer, encoded, decontextualized=True):
-    """All vector sets over the corpus vocabulary of `encoded` (an EncodedCorpus)."""
-    vocab = encoded.tokenized.vocab
+    """All vector sets over the corpus vocabulary of `encoded` (a PooledCorpus, or an EncodedCorpus)."""
+    vocab = encoded.vocab if hasattr(encoded, "vocab") else encoded.tokenized.vocab
     sets = {"static": static_vectors(model, tokenizer, vocab)}
     for layer, vectors in enumerate(encoded.contextual):
         sets[f"layer_{layer}"] = vectors

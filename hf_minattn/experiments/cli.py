@@ -1,0 +1,166 @@
+"""`hf-minattn experiments`: train the variants at several paired seeds, re-score them on the whole validation set,
+probe the first seed's models, and write results.json, FINDINGS.md and the figures."""
+
+import argparse
+import json
+import os
+import platform
+import time
+
+import numpy as np
+
+from .answers import answer_questions, r
+from .evaluation import (drift_summary, initialisation_agreement, input_ids_ever_masked_in, load_splits,
+                         mask_validation, row_drift, score_model, token_counts, trainer_metrics, word_embeddings)
+from .figures import make_figures
+from .findings import render_findings
+from .probing import probe_variants
+from .training import SETTINGS, VARIANTS, log, matched_intermediate_size, train_variants
+
+
+def machine_description() -> str:
+    import torch
+    import transformers
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    where = f"GPU {torch.cuda.get_device_name()}, " if torch.cuda.is_available() else ""
+    return f"{where}{os.cpu_count()} x {cpu}, torch {torch.__version__}, transformers {transformers.__version__}"
+
+
+def check_seeds(seeds) -> tuple[int, ...]:
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise TypeError(f"seeds must be a sequence of integers, got {seeds!r}")
+    seeds = tuple(seeds)
+    if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
+        raise ValueError(f"seeds must be one or more non-negative integers, got {seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct, got {seeds!r}")
+    return seeds
+
+
+def evaluate(out: str, folders: dict, settings: dict, seeds) -> dict:
+    """Re-score every model on the whole validation set (several mask draws), per seed; the unigram floor on the
+    same tokens; per-row embedding drift for the full and frozen variants."""
+    from hf_minattn.unigram import UnigramFloor
+
+    first = folders["full"][seeds[0]]
+    splits = load_splits(first, settings["max_seq_length"])
+    vocab = len(splits.tokenizer)
+    unigram = UnigramFloor.from_dataset(splits.train, vocab)
+    counts = token_counts(splits.train, vocab)
+    epochs = -(-settings["max_steps"] * settings["batch_size"] // len(splits.train))  # epochs training started
+    variants = {v.name: {"description": v.description, "trained": v.trained, "seeds": []} for v in VARIANTS}
+    rows, arrays = {}, {}
+    for seed in seeds:
+        log(f"scoring seed {seed}: {len(splits.validation)} validation sequences x {settings['mask_draws']} mask draws")
+        draws = mask_validation(splits, seed, settings["mask_draws"])
+        for variant in VARIANTS:
+            folder = folders[variant.name][seed]
+            trainer = trainer_metrics(folder)
+            row = {"seed": seed, **score_model(folder, draws, unigram, settings["batch_size"],
+                                               settings["curve_eval_samples"] if variant.trained else None), **trainer}
+            variants[variant.name]["seeds"].append(row)
+        if seed == seeds[0]:  # per-row drift of the first seed
+            initial = word_embeddings(folders["untrained"][seed])
+            ever = input_ids_ever_masked_in(splits, seed, epochs, vocab)
+            for name in ("full", "frozen_embeddings"):
+                trained = word_embeddings(folders[name][seed])
+                rows[name] = row_drift(trained, initial, counts, ever)
+                arrays[f"{'frozen' if name != 'full' else 'full'}_drift"] = np.linalg.norm(trained - initial, axis=1)
+    np.savez_compressed(os.path.join(out, "rows.npz"), counts=counts, **arrays)
+    return {"variants": variants, "rows": rows, "unigram_entropy": unigram.entropy(),
+            "unigram_tokens": unigram.num_tokens, "vocab_size": vocab, "epochs_touched": epochs}
+
+
+def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "hf-minattn experiments") -> dict:
+    """Train, score, probe, answer; writes `out/results.json`, `out/FINDINGS.md` and `out/figures/`."""
+    if not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"out must be a folder path, got {out!r}")
+    if preset not in SETTINGS:
+        raise ValueError(f"preset must be one of {sorted(SETTINGS)}, got {preset!r}")
+    out = os.fspath(out)
+    start = time.perf_counter()
+    settings = SETTINGS[preset]
+    seeds = check_seeds(settings["seeds"] if seeds is None else seeds)
+    folders = train_variants(out, settings, seeds)
+    scored = evaluate(out, folders, settings, seeds)
+    probes, extras = probe_variants(out, {name: folders[name][seeds[0]] for name in settings["probed"]}, settings, seeds[0])
+    with open(os.path.join(folders["full"][seeds[0]], "config.json")) as f:
+        config = json.load(f)
+    variants = scored["variants"]
+    for name in variants:
+        with open(os.path.join(folders[name][seeds[0]], "config.json")) as f:
+            variants[name]["config"] = {k: v for k, v in json.load(f).items()
+                                        if k in ("intermediate_size", "qkv_projection", "qkv_init")}
+    from .training import count_parameters, build_config, variant_overrides
+
+    results = {
+        "command": command, "machine": machine_description(), "date": time.strftime("%Y-%m-%d"), "preset": preset,
+        "seeds": list(seeds), "settings": {**settings, "seeds": list(seeds)},
+        "config": {k: config[k] for k in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                                          "intermediate_size", "max_position_embeddings", "position_embedding_type")},
+        "parameters": {v.name: count_parameters(build_config(settings, variant_overrides(settings, v, scored["vocab_size"]),
+                                                             scored["vocab_size"])) for v in VARIANTS if v.trained},
+        "matched": matched_intermediate_size(settings, VARIANTS[2], scored["vocab_size"]),
+        "unigram_loss": r(np.mean([row["unigram_loss"] for row in variants["full"]["seeds"]])),
+        "unigram": {"entropy": scored["unigram_entropy"], "training_tokens": scored["unigram_tokens"]},
+        "epochs_touched": scored["epochs_touched"],
+        "pairing": {"initialisation": initialisation_agreement(settings, scored["vocab_size"], seeds[0]),
+                    "data_order": "the Trainer's sampler is seeded with --seed",
+                    "masks": "MLMCollator draws each example's masks from (seed, epoch or stream, example index)"},
+        "folders": folders, "variants": variants, "rows": scored["rows"],
+        "drift": {name: drift_summary(folders[name][seeds[0]]) for name in ("full", "frozen_embeddings", "identity_qkv")},
+        "probes": probes, "extras": extras,
+    }
+    results["parameters"]["untrained"] = results["parameters"]["full"]
+    results = json.loads(json.dumps(results, default=str))  # plain types, seeds as the same ints, folders as str
+    results["folders"] = {k: {int(s): p for s, p in v.items()} for k, v in results["folders"].items()}
+    round_floats(results)
+    results["answers"] = answer_questions(results)
+    results["minutes"] = r((time.perf_counter() - start) / 60, 1)
+    figures = make_figures(results, out)
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1, allow_nan=False, default=str)
+    with open(os.path.join(out, "FINDINGS.md"), "w") as f:
+        f.write(render_findings(results, figures))
+    return results
+
+
+def round_floats(value, digits=4):
+    """Round every float in place to `digits` (what FINDINGS.md prints is then exactly what results.json holds)."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, v in items:
+        if isinstance(v, float):
+            value[key] = round(v, digits)
+        else:
+            round_floats(v, digits)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="hf-minattn experiments", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True, help="output folder (a rerun keeps the models already trained there)")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="tiny models, few steps, 2 seeds: minutes, for tests")
+    size.add_argument("--scale", action="store_true", help="the preset sized for one GPU (runs on CPU too, slowly)")
+    parser.add_argument("--seeds", help="comma-separated seeds, e.g. 0,1,2 (default: the preset's)")
+    args = parser.parse_args(argv)
+    preset = "quick" if args.quick else "scale" if args.scale else "full"
+    seeds = None
+    if args.seeds is not None:
+        try:
+            seeds = [int(s) for s in args.seeds.split(",")]
+        except ValueError:
+            raise ValueError(f"--seeds must be comma-separated integers, got {args.seeds!r}") from None
+    command = "hf-minattn experiments" + (f" --{preset}" if preset != "full" else "") + \
+        (f" --seeds {args.seeds}" if args.seeds else "") + f" --out {args.out}"
+    results = run_experiments(args.out, preset=preset, seeds=seeds, command=command)
+    log(f"done in {results['minutes']} min")
+    for what, where in (("findings", "FINDINGS.md"), ("figures", "figures"), ("models", "models"), ("probes", "probes")):
+        log(f"{what + ':':10}{os.path.join(args.out, where)}")
+    return 0

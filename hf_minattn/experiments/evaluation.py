@@ -1,0 +1,258 @@
+"""Scoring the saved models: the full validation set, masked several times with `MLMCollator.mask_example`
+(the first draw is run_mlm's own), per-token losses, the unigram floor on the same masked tokens, per-row embedding
+drift against training frequency, and whether paired runs really start from the same weights."""
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+
+class _OneProcess:
+    """What `run_mlm.tokenize_and_group` needs of TrainingArguments in a single process."""
+
+    @contextlib.contextmanager
+    def main_process_first(self, desc=None, local=True):
+        yield
+
+
+@dataclass
+class Splits:
+    """The training and validation sequences exactly as run_mlm makes them (same tokenizer, same chunking)."""
+
+    train: object  # datasets.Dataset
+    validation: object
+    tokenizer: object
+    data_args: object
+
+
+def load_splits(tokenizer_dir: str, max_seq_length: int) -> Splits:
+    from transformers import AutoTokenizer
+
+    from hf_minattn.run_mlm import DataTrainingArguments, load_raw_datasets, resolve_text_column, tokenize_and_group
+
+    data_args = DataTrainingArguments(max_seq_length=max_seq_length)
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    raw, _ = load_raw_datasets(data_args, None)
+    column = resolve_text_column(raw, None)
+    grouped = tokenize_and_group(raw, tokenizer, column, data_args, max_seq_length, _OneProcess())
+    return Splits(grouped["train"], grouped["validation"], tokenizer, data_args)
+
+
+@dataclass
+class MaskDraw:
+    """One masking of the whole validation set: model inputs and labels (-100 where not masked), (N, T)."""
+
+    collator_seed: int
+    stream: int
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    labels: torch.Tensor
+
+    @property
+    def targets(self) -> np.ndarray:
+        return self.labels[self.labels != -100].numpy()
+
+
+# `MLMCollator.mask_example` seeds with SeedSequence([seed, stream + 1, index]), which refuses streams below -1
+# (negative entropy), and streams >= 0 are the training epochs' masks. So draw k > 0 uses stream -1 of a collator
+# seeded with seed + k * DRAW_SEED_STEP: still the same masks for every variant of one seed (paired).
+DRAW_SEED_STEP = 1_000_003
+
+
+def mask_validation(splits: Splits, seed: int, draws: int = 3) -> list[MaskDraw]:
+    """Mask every validation sequence `draws` times with `MLMCollator.mask_example`. Draw 0 is exactly what run_mlm
+    evaluated with (the training seed, stream -1); every variant of one seed is scored on the same tokens."""
+    from hf_minattn.run_mlm import EVAL_MASK_STREAM, MLMCollator
+
+    if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
+        raise ValueError(f"draws must be a positive integer, got {draws!r}")
+    rows = [splits.validation[i] for i in range(len(splits.validation))]
+    result = []
+    for k in range(draws):
+        collator = MLMCollator(splits.tokenizer, splits.data_args, seed=seed + k * DRAW_SEED_STEP)
+        masked = [collator.mask_example(row, EVAL_MASK_STREAM, i) for i, row in enumerate(rows)]
+        result.append(MaskDraw(collator.seed, EVAL_MASK_STREAM,
+                               *(torch.tensor([m[key] for m in masked]) for key in ("input_ids", "attention_mask", "labels"))))
+    return result
+
+
+def device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@torch.no_grad()
+def token_losses(model, draw: MaskDraw, batch_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per masked token (row-major over the draw): the loss in nats, whether the top prediction is right, and the
+    index of the sequence it belongs to."""
+    model.eval()
+    where = next(model.parameters()).device
+    losses, correct = [], []
+    for start in range(0, len(draw.labels), batch_size):
+        labels = draw.labels[start : start + batch_size]
+        logits = model(input_ids=draw.input_ids[start : start + batch_size].to(where),
+                       attention_mask=draw.attention_mask[start : start + batch_size].to(where),
+                       labels=labels.to(where)).logits.float()  # (n_labelled, V): labelled positions only
+        targets = labels[labels != -100].to(where)
+        losses.append(torch.nn.functional.cross_entropy(logits, targets, reduction="none").cpu())
+        correct.append((logits.argmax(-1) == targets).cpu())
+    sequence = torch.nonzero(draw.labels != -100)[:, 0]
+    return torch.cat(losses).numpy(), torch.cat(correct).numpy(), sequence.numpy()
+
+
+def score_model(folder: str, draws: list[MaskDraw], unigram, batch_size: int, check_samples: int | None = None) -> dict:
+    """The model's masked-LM loss and accuracy on every draw (pooled over draws: `eval_loss`), and the unigram
+    floor on the same tokens. `check_samples`: also the loss on draw 0's first N sequences, the set run_mlm's
+    own final evaluation scored, to compare with its `eval_results.json`."""
+    from transformers import AutoModelForMaskedLM
+
+    model = AutoModelForMaskedLM.from_pretrained(folder).to(device())
+    by_draw, all_losses, all_correct, all_unigram = [], [], [], []
+    check = None
+    for draw in draws:
+        losses, correct, sequence = token_losses(model, draw, batch_size)
+        unigram_loss = unigram.cross_entropy(draw.targets)
+        by_draw.append({"collator_seed": draw.collator_seed, "stream": draw.stream, "eval_loss": float(losses.mean()), "unigram_loss": unigram_loss,
+                        "accuracy": float(correct.mean()), "masked_tokens": int(losses.size)})
+        all_losses.append(losses), all_correct.append(correct), all_unigram.append(-unigram.log_probs[draw.targets])
+        if draw is draws[0]:  # run_mlm's own masks
+            keep = sequence < (check_samples or len(draw.labels))
+            check = float(losses[keep].mean())
+    losses, unigram_losses = np.concatenate(all_losses), np.concatenate(all_unigram)
+    return {"eval_loss": float(losses.mean()), "unigram_loss": float(unigram_losses.mean()),
+            "gain_over_unigram": float(unigram_losses.mean() - losses.mean()),
+            "accuracy": float(np.concatenate(all_correct).mean()), "masked_tokens": int(losses.size),
+            "loss_se": float(losses.std(ddof=1) / np.sqrt(losses.size)), "by_draw": by_draw,
+            "run_mlm_masks_loss_on_trainer_eval_set": check}
+
+
+def trainer_metrics(folder: str) -> dict:
+    """run_mlm's own final evaluation and its curve during training (validation loss, unigram floor, gain), from
+    eval_results.json and trainer_state.json; empty for the untrained models."""
+    result = {}
+    path = os.path.join(folder, "eval_results.json")
+    if os.path.isfile(path):
+        with open(path) as f:
+            metrics = json.load(f)
+        result["trainer_eval"] = {k: metrics.get(f"eval_{k}") for k in ("loss", "unigram_loss", "gain_over_unigram",
+                                                                           "accuracy", "masked_tokens", "samples")}
+    path = os.path.join(folder, "trainer_state.json")
+    if os.path.isfile(path):
+        with open(path) as f:
+            state = json.load(f)
+        points = [h for h in state["log_history"] if "eval_loss" in h]
+        result["steps"] = state["global_step"]
+        result["curve"] = {"steps": [h["step"] for h in points], "eval_loss": [h["eval_loss"] for h in points],
+                           "unigram_loss": [h.get("eval_unigram_loss") for h in points],
+                           "gain_over_unigram": [h.get("eval_gain_over_unigram") for h in points]}
+    return result
+
+
+# ------------------------------------------------------------------------------------------ embedding rows
+
+
+def word_embeddings(folder: str) -> np.ndarray:
+    from safetensors.numpy import load_file
+
+    weights = load_file(os.path.join(folder, "model.safetensors"))
+    return weights["minattn.embeddings.word_embeddings.weight"].astype(np.float64)
+
+
+def token_counts(dataset, vocab_size: int) -> np.ndarray:
+    """How often each id occurs in the sequences' text (special tokens included: they are inputs too)."""
+    counts = np.zeros(vocab_size, dtype=np.int64)
+    for batch in dataset.select_columns(["input_ids"]).iter(batch_size=1000):
+        counts += np.bincount(np.asarray(batch["input_ids"]).ravel(), minlength=vocab_size)
+    return counts
+
+
+def input_ids_ever_masked_in(splits: Splits, seed: int, epochs: int, vocab_size: int) -> np.ndarray:
+    """Every id that is an input in some training example's masked version in epochs 0..epochs-1 (the masking
+    replaces 10% of the masked tokens by random ids): a superset of the rows that received a gradient."""
+    from hf_minattn.run_mlm import MLMCollator
+
+    collator = MLMCollator(splits.tokenizer, splits.data_args, seed=seed)
+    seen = np.zeros(vocab_size, dtype=bool)
+    for epoch in range(epochs):
+        for i in range(len(splits.train)):
+            seen[collator.mask_example(splits.train[i], epoch, i)["input_ids"]] = True
+    return seen
+
+
+def row_drift(trained: np.ndarray, initial: np.ndarray, counts: np.ndarray, ever_input: np.ndarray | None) -> dict:
+    """Per-row distance ||e_final - e_init|| against training frequency, binned, and a check on unseen rows."""
+    from hf_minattn.stats import spearman_interval
+
+    drift = np.linalg.norm(trained - initial, axis=1)
+    bins = [(0, 0), (1, 9), (10, 99), (100, 999), (1000, None)]
+    binned = []
+    for low, high in bins:
+        rows = (counts >= low) & ((counts <= high) if high is not None else True)
+        binned.append({"min_count": low, "max_count": high, "rows": int(rows.sum()),
+                       "median_drift": float(np.median(drift[rows])) if rows.any() else None,
+                       "moved": int((drift[rows] > 0).sum())})
+    seen_text = counts > 0
+    result = {"rows": int(drift.size), "bins": binned, "initial_row_norm": float(np.median(np.linalg.norm(initial, axis=1))),
+              "spearman_drift_vs_count": (spearman_interval(counts[seen_text], drift[seen_text], n_resamples=300).to_dict()
+                                          if np.ptp(drift[seen_text]) > 0 else None),  # None: no row moved
+              "not_in_text": {"rows": int((~seen_text).sum()), "moved": int((drift[~seen_text] > 0).sum()),
+                              "max_drift": float(drift[~seen_text].max()) if (~seen_text).any() else None}}
+    if ever_input is not None:
+        never = ~ever_input
+        result["never_input"] = {"rows": int(never.sum()), "moved": int((drift[never] > 0).sum()),
+                                 "max_drift": float(drift[never].max()) if never.any() else None}
+    return result
+
+
+def initialisation_agreement(settings: dict, vocab_size: int, seed: int) -> dict:
+    """For each variant, built as run_mlm builds it (set_seed, then the model): the share of the full model's
+    parameters, by count, that are bit-identical at initialisation (names and shapes agreeing)."""
+    from transformers import set_seed
+
+    from hf_minattn import MinAttnForMaskedLM
+
+    from .training import VARIANTS, build_config, variant_overrides
+
+    def initial(variant):
+        set_seed(seed)
+        return dict(MinAttnForMaskedLM(build_config(settings, variant_overrides(settings, variant, vocab_size),
+                                                    vocab_size)).named_parameters())
+
+    full = initial(VARIANTS[0])
+    total = sum(p.numel() for p in full.values())
+    result = {}
+    for variant in VARIANTS[1:]:
+        if not variant.trained:
+            continue
+        other = initial(variant)
+        same = [n for n, p in full.items() if n in other and other[n].shape == p.shape and torch.equal(other[n], p)]
+        result[variant.name] = {"identical_share": sum(full[n].numel() for n in same) / total,
+                                "word_embeddings_identical": "minattn.embeddings.word_embeddings.weight" in same}
+    return result
+
+
+def drift_summary(folder: str) -> dict | None:
+    """From run_mlm's drift.json: final relative distance from the initial values and mean gradient norm over
+    training, per matrix kind (W_* averaged over layers)."""
+    from hf_minattn.drift import load_drift
+
+    try:
+        records = load_drift(folder)["records"]
+    except FileNotFoundError:
+        return None
+    final = records[-1]
+    summary = {"step": final["step"], "drift": {}, "grad_norm": {}}
+    for kind in ("word_embeddings", "position_embeddings", "W_Q", "W_K", "W_V", "W_O"):
+        names = [n for n in final["drift"] if n == kind or n.endswith("." + kind)]
+        if not names:
+            continue
+        summary["drift"][kind] = float(np.mean([final["drift"][n] for n in names]))
+        grads = [rec["grad_norm"][n] for rec in records for n in names if rec["grad_norm"].get(n) is not None]
+        summary["grad_norm"][kind] = float(np.mean(grads)) if grads else None
+    summary["series"] = {"steps": [rec["step"] for rec in records],
+                         **{kind: [float(np.mean([v for n, v in rec["drift"].items() if n == kind or n.endswith("." + kind)]))
+                                   for rec in records] for kind in summary["drift"]}}
+    return summary

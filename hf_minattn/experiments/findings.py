@@ -1,0 +1,254 @@
+"""FINDINGS.md from results.json: each verdict sentence is chosen by the sign of a paired 95% interval over seeds
+(`statistics.sign`), and every number printed is one stored in results.json."""
+
+from . import statistics as st
+from .training import VARIANTS
+
+
+def ci(d: dict | None, unit: str = "") -> str:
+    """"estimate [low, high]" of a stored interval."""
+    if d is None:
+        return "n/a"
+    return f"{d['estimate']}{unit} [{d['low']}, {d['high']}]"
+
+
+def _list(values):
+    return ", ".join("n/a" if v is None else str(v) for v in values)
+
+
+def _pairs(related):
+    return ", ".join(f"{pair} {value}" for pair, value in related.items() if value is not None) or "pairs not in the corpus"
+
+
+def compared(diff: dict, worse: str, same: str, better: str) -> str:
+    """The phrase for a paired loss difference a - b: positive (a worse), contains 0, negative (a better)."""
+    return {1: worse, 0: same, -1: better}[st.sign(diff)]
+
+
+def scale_paragraph(results: dict) -> list[str]:
+    a, s = results["answers"]["scale"], results["settings"]
+    lines = [
+        f"**Scale: {a['parameters']} parameters ({a['layers']} layers, hidden size {a['hidden_size']}, {a['heads']} "
+        f"heads, vocabulary {a['vocab_size']}), {a['tokens_trained']} tokens trained ({a['steps']} steps of "
+        f"{s['batch_size']} x {s['max_seq_length']}), {a['seeds']} paired seeds.** Each model is scored on the whole "
+        f"validation set masked {a['mask_draws']} times ({a['masked_tokens']} masked tokens per model). The floor: "
+        f"the unigram model (training-split token frequencies) scores {a['unigram_loss']} nats on the same masked "
+        "tokens; a model has learned something from context only as far as it is below that. Intervals are "
+        f"{a['confidence_percent']}% t-intervals over seeds of paired differences (same seed: same data order, masks and, where shapes agree, "
+        "initial weights); a difference is called one only when its interval excludes 0.",
+    ]
+    if not a["enough_seeds"]:
+        lines.append(f"\n**Only {a['seeds']} seeds: intervals need >= {a['min_seeds']} seeds to be "
+                     "usable; read every verdict below as provisional.**")
+    return lines
+
+
+def loss_section(results: dict, fig) -> list[str]:
+    table, floors = results["answers"]["losses"], results["answers"]["floors"]
+    lines = ["", "| variant | what it is | validation loss (nats) | unigram loss - loss | share of the full model's "
+             "gain over the unigram floor (%) | masked-token accuracy |", "| --- | --- | --- | --- | --- | --- |"]
+    for variant in VARIANTS:
+        if variant.name in table:
+            row = table[variant.name]
+            lines.append(f"| {variant.name} | {variant.description} | {ci(row['loss'])} | {ci(row['below_unigram'])} "
+                         f"| {ci(row['share_of_gain']) if row['share_of_gain'] else '-'} | {ci(row['accuracy'])} |")
+    lines += [
+        "",
+        "The full model "
+        + compared(floors["full_vs_unigram"], "is above the unigram floor: it has not yet learned even the token "
+                   "frequencies", "does not differ measurably from the unigram floor: at this scale it has learned "
+                   "little beyond token frequencies, and the comparisons below are between models near the floor",
+                   "is below the unigram floor: it uses context")
+        + f" (loss - unigram loss {ci(floors['full_vs_unigram'])}). The untrained model is at "
+        f"{ci(floors['untrained_vs_unigram'])} nats from the unigram floor, which is why shares of loss reduction are "
+        "measured from the unigram floor, not from the untrained loss.",
+        fig("loss_curves", "validation loss during training, with the unigram floor"),
+    ]
+    return lines
+
+
+def q1_section(results: dict, fig) -> list[str]:
+    q1 = results["answers"]["q1"]
+    d, rows = q1["drift"], q1["rows"]
+    rho = rows["spearman_drift_vs_count"]
+    trend = {1: "rows of frequent tokens move further", 0: "row movement is not measurably related to frequency",
+             -1: "rows of rare tokens move further"}[st.sign(rho)]
+    bins = "; ".join(f"{b['min_count']}-{b['max_count'] if b['max_count'] is not None else 'more'} occurrences: "
+                     f"{b['rows']} rows, median {b['median_drift']}" for b in rows["bins"] if b["rows"])
+    never = rows.get("never_input")
+    lines = [
+        "## 1. Are the input embedding vectors updated during training, or only W_Q, W_K, W_V?",
+        "",
+        f"**{'Yes' if q1['embeddings_updated'] else 'No'}: backpropagation updates the input embeddings like every "
+        f"other weight, row by row: {trend}** (Spearman correlation between a row's distance from its initial value "
+        f"and its token's count in the training split: {ci(rho)}, bootstrap over tokens, first seed).",
+        "",
+        f"- Distance ||e_final - e_init|| of a row (median initial row norm {rows['initial_row_norm']}) by training "
+        f"count: {bins}.",
+    ]
+    if never is not None:
+        lines.append("- Rows of tokens that were never an input in training (not in the text and never drawn as a "
+                     "random replacement by the masking): "
+                     + ("none here: every id was an input in some example's masks in the epochs training touched, so "
+                        "this check had no rows." if never["rows"] == 0 else
+                        f"none of the {never['rows']} moved, as it should be (checked)." if never["moved"] == 0 else
+                        f"{never['moved']} of {never['rows']} moved (up to {never['max_drift']}), though they never "
+                        f"received a gradient: weight decay ({q1['weight_decay']}) or the optimiser moves them, "
+                        "so the drift of rare rows is not only learning."))
+    lines += [
+        f"- Tokens absent from the training text: {rows['not_in_text']['moved']} of {rows['not_in_text']['rows']} "
+        "rows moved anyway, because the masking replaces a tenth of the masked tokens by random ids, which makes them "
+        "inputs.",
+        f"- After {q1['steps']} steps, relative distance ||W - W_init|| / ||W_init||: word embeddings "
+        f"{d.get('word_embeddings')}, W_Q {d.get('W_Q')}, W_K {d.get('W_K')}, W_V {d.get('W_V')}, W_O {d.get('W_O')} "
+        f"(mean over layers); mean gradient norm: word embeddings {q1['grad_norm'].get('word_embeddings')}, "
+        f"W_Q {q1['grad_norm'].get('W_Q')}, W_K {q1['grad_norm'].get('W_K')}, W_V {q1['grad_norm'].get('W_V')}.",
+        f"- Control: the frozen variant's word embeddings moved {q1['frozen_word_embeddings_drift']} "
+        f"({q1['rows_frozen_moved']} rows moved). The output layer is untied, so the embedding updates come only from "
+        "their role as inputs.",
+        fig("row_drift", "per-row drift against training frequency"), fig("drift", "distance from initialisation"),
+    ]
+    return lines
+
+
+def q2_section(results: dict, fig) -> list[str]:
+    q2 = results["answers"]["q2"]
+    diff, dyn = q2["frozen_minus_full"], q2["gain_full_minus_frozen"]
+    points = [(s, g) for s, g in zip(dyn["steps"], dyn["difference"]) if g is not None]
+    lines = [
+        "## 2. If W_Q, W_K, W_V are trained, is there any need to train the input embeddings?",
+        "",
+        "**" + compared(diff, "Yes, at this scale: frozen random embeddings are worse",
+                        "Not measurably at this scale: frozen random embeddings do not differ from trained ones",
+                        "No, at this scale: frozen random embeddings are better")
+        + f"** (frozen - full validation loss {ci(diff)} nats; the frozen variant reaches "
+        f"{ci(q2['frozen_share_of_gain'], '%') if q2['frozen_share_of_gain'] else 'n/a'} of the full model's gain over "
+        "the unigram floor). Random vectors are distinct, so the layers above can learn to read them, but they carry "
+        "no similarity between related words until training puts it there.",
+        "",
+    ]
+    if points:
+        (s0, g0), (s1, g1) = points[0], points[-1]
+        trend = {1: "the trained embeddings are ahead", 0: "the two do not differ measurably",
+                 -1: "the frozen embeddings are ahead"}
+        lines += [
+            f"- Trend during training (gain over the unigram floor, full - frozen, paired over seeds, on the "
+            f"curve's {results['settings']['curve_eval_samples'] or 'full'} validation sequences): at step {s0} "
+            f"{ci(g0)}, where {trend[st.sign(g0)]}; at step {s1} {ci(g1)}, where {trend[st.sign(g1)]}.",
+            "- At every evaluation: " + "; ".join(f"step {s} {ci(g)}" for s, g in points) + ".",
+        ]
+    lines.append(fig("learning_dynamics", "gain over the unigram floor during training"))
+    return lines
+
+
+def q3_section(results: dict) -> list[str]:
+    q3 = results["answers"]["q3"]
+    m = q3["matched"]
+    share = lambda key: ci(q3[key], "%") if q3[key] else "n/a"  # noqa: E731
+    return [
+        "## 3. Are W_Q and W_K the embedding matrix? What if W_Q = W_K = W_V = I?",
+        "",
+        f"**No: they are separate matrices with their own shapes and gradients.** The embedding matrix is "
+        f"{q3['embedding_shape'][0]} x {q3['embedding_shape'][1]} (one row per token); each layer's W_Q and W_K are "
+        f"{q3['projection_shape'][0]} x {q3['projection_shape'][1]}, read as {q3['heads']} heads of {q3['head_dim']} "
+        "dimensions, and act on the normalised residual stream, not on tokens. With W_Q = W_K = W_V = I and the "
+        f"feed-forward widened from {m['unmatched_intermediate_size']} to {m['intermediate_size']} units "
+        f"({m['parameters']} parameters against the full model's {m['full_parameters']}; one unit is "
+        f"{m['unit_parameters']}), the model "
+        + compared(q3["identity_minus_full"], "is worse", "does not differ measurably", "is better")
+        + f" (identity - full loss {ci(q3['identity_minus_full'])} nats; {share('identity_share_of_gain')} of the "
+        "full model's gain over the unigram floor).",
+        "",
+        "- Learned W_Q, W_K, W_V that start at I: "
+        + compared(q3["from_identity_minus_full"], "worse than", "no measurable difference from", "better than")
+        + f" the normal initialisation (difference {ci(q3['from_identity_minus_full'])}; "
+        f"{share('from_identity_share_of_gain')} of the gain).",
+        "- Dropping the feed-forward sublayers instead (attention-only): "
+        + compared(q3["attention_only_minus_full"], "worse", "no measurable difference", "better")
+        + f" (difference {ci(q3['attention_only_minus_full'])}; {share('attention_only_share_of_gain')} of the gain).",
+        "",
+    ]
+
+
+def probe_sections(results: dict, fig) -> list[str]:
+    a = results["answers"]
+    if "q4" not in a:
+        return []
+    q4, q5, q6 = a["q4"], a["q5"], a["q6"]
+    caveat = "First seed's models only: one sample, no interval, so these numbers are descriptions, not verdicts."
+    lines = [
+        "## 4. Where do the weight matrices come from, and do different heads end up doing different things?",
+        "",
+        "**From a random initialisation, then gradient descent; the heads' measured behaviour is below.** " + caveat,
+        "",
+        f"- Mean Jensen-Shannon divergence between heads of the same layer, per layer: "
+        f"{_list(q4['js_within_layer_init'])} at initialisation, {_list(q4['js_within_layer_trained'])} trained.",
+        f"- Mean attention entropy: {q4['entropy_init']} at initialisation, {q4['entropy_trained']} trained "
+        f"(uniform attention: {q4['uniform_entropy']}).",
+        "- Largest raw statistic of each trained head (chance levels differ between statistics): "
+        + ", ".join(f"{h} {info['role']} ({info['weight']})" for h, info in q4["roles_trained"].items()) + ".",
+        fig("head_diversity", "head diversity"),
+        "## 5. Does training put words that occur together, or that are related, close together?",
+        "",
+        f"**Measured on the static vectors and each layer's; {caveat[0].lower() + caveat[1:]}** Spearman correlation "
+        f"between co-occurrence PPMI and cosine over the {q5['cooccurrence_top_words']} most frequent words: "
+        f"{q5['cooccurrence_spearman_static']} trained, {q5['cooccurrence_spearman_static_untrained']} at "
+        f"initialisation, {q5['cooccurrence_spearman_static_frozen'] or 'n/a (not probed)'} with frozen embeddings, "
+        f"{q5['cooccurrence_spearman_last_layer']} for the last layer.",
+        "",
+        f"- Cosine of related and unrelated pairs, static vectors: {_pairs(q5['related_static'])} "
+        f"(at initialisation: {_pairs(q5['related_static_untrained'])}); last layer: {_pairs(q5['related_last_layer'])}.",
+        f"- WordSim-353 Spearman of the static vectors: {q5['wordsim_static']} against {q5['wordsim_word2vec']} for "
+        f"word2vec (pairs out of vocabulary: {q5['wordsim_oov']}).",
+        fig("related_words", "related word pairs"), fig("word_similarity", "word similarity by layer"),
+        "## 6. What do the contextual embeddings capture that the static ones do not?",
+        "",
+        "**Context: a static vector is the same in every sentence, a contextual one moves with the sentence.** "
+        + caveat,
+        "",
+        f"- Adjusted self-similarity by layer (embedding output first): {_list(q6['adjusted_self_similarity'])} "
+        f"(anisotropy baseline: {_list(q6['anisotropy'])}; {q6['words_scored']} words scored).",
+        f"- WordSim-353 by layer (embedding output first): {_list(q6['wordsim_by_layer'])}.",
+    ]
+    if q6["sense"]:
+        lines.append(f"- '{q6['sense']['word']}' in two senses, cosine between occurrences by layer: same sense "
+                     f"{_list(q6['sense']['same_sense'])}, different sense {_list(q6['sense']['other_sense'])}.")
+    lines += [fig("full_geometry", "geometry by layer"), fig("full_sense", "one word in several sentences")]
+    if "q7" in a:
+        q7 = a["q7"]
+        lines += [
+            "## 7. Is self-attention a graph?",
+            "",
+            "**Yes: each head's attention weights are a weighted directed graph over the tokens** (every row sums to "
+            f"one). For \"{q7['sentence']}\" ({q7['nodes']} nodes), layer {q7['layer']} averaged over heads has "
+            f"{q7['edges']} edges of weight at least {q7['threshold']} between different words.",
+            "",
+            "- Strongest edges: " + ", ".join(f"{src} -> {dst} ({w})" for src, dst, w in q7["strongest"]) + ".",
+            "- The whole graph, every layer and head, is in `probes/full/attention_graph.json`.",
+            fig("attention_graph", "attention as a graph"),
+        ]
+    return lines
+
+
+def pairing_lines(results: dict) -> list[str]:
+    init = results["answers"]["pairing"]["initialisation"]
+    return ["## How the runs are paired", "",
+            "Same seed: the Trainer's data order and the collator's per-example masks are functions of the seed only. "
+            "Initial weights, share of the full model's parameters that are identical at the same seed: "
+            + ", ".join(f"{name} {v['identical_share']}" for name, v in init.items())
+            + " (the model draws its weights in module order, so every parameter after the first one whose shape "
+            "differs gets different numbers).", ""]
+
+
+def render_findings(results: dict, figures: dict) -> str:
+    fig = lambda name, caption: f"\n![{caption}]({figures[name]})\n" if name in figures else ""  # noqa: E731
+    lines = [
+        "# Findings: what self-attention training does, measured",
+        "",
+        f"Produced by `{results['command']}` on {results['machine']} ({results['date']}), in {results['minutes']} "
+        "minutes, on the Wikipedia sample bundled with gensim. All numbers below are in `results.json`.",
+        "",
+        *scale_paragraph(results), *loss_section(results, fig), *q1_section(results, fig), *q2_section(results, fig),
+        *q3_section(results), *probe_sections(results, fig), *pairing_lines(results),
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,207 @@
+"""The variants and how they are trained: the SETTINGS table, the variant table, matched parameter counts, and
+`run_mlm` in one fresh subprocess per (variant, seed).
+
+Pairing: runs with the same seed share the data order (the Trainer's sampler is seeded with `--seed`), the masks
+(`MLMCollator` draws each example's masks from (seed, epoch, example index), independent of the model) and the
+initialisation of every parameter created before the first one whose shape differs (the model is built right
+after `set_seed(seed)`). `evaluation.initialisation_agreement` measures the last point.
+"""
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+# ====================================================================================== SETTINGS (the recipe)
+# ONE table of training settings per preset. The recipe is being measured (issue 9): replace these numbers, not
+# code elsewhere. Model sizes are run_mlm's presets edited by `config_overrides`.
+COMMON_OVERRIDES = "hidden_dropout_prob=0,attention_probs_dropout_prob=0,position_embedding_type=rope"
+SETTINGS = {
+    # ~2-5 minutes on 2 CPU cores: a check that everything runs, not evidence (2 seeds: no usable intervals).
+    "quick": dict(model_size="tiny", config_overrides=COMMON_OVERRIDES, vocab_size=2000, max_seq_length=64,
+                  batch_size=16, max_steps=20, learning_rate=1e-3, warmup_steps=2, weight_decay=0.0, eval_steps=10,
+                  curve_eval_samples=32, seeds=(0, 1), mask_draws=3, probe_sentences=150, head_sentences=30,
+                  probed=("full", "untrained")),
+    # The committed run: <= 60 minutes on 2 fp32 CPU cores (15 training runs of 150 steps x 32 x 128 tokens at
+    # ~4,600 tokens/s is ~37 min; re-scoring, the floors and the probes take the rest).
+    "full": dict(model_size="small", config_overrides=COMMON_OVERRIDES, vocab_size=8192, max_seq_length=128,
+                 batch_size=32, max_steps=150, learning_rate=1e-3, warmup_steps=15, weight_decay=0.0, eval_steps=15,
+                 curve_eval_samples=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000, head_sentences=200,
+                 probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
+    # Sized for one GPU (uses CUDA when present, runs unchanged but slowly on CPU).
+    "scale": dict(model_size="small", config_overrides=COMMON_OVERRIDES, vocab_size=8192, max_seq_length=128,
+                  batch_size=64, max_steps=3000, learning_rate=1e-3, warmup_steps=300, weight_decay=0.0,
+                  eval_steps=300, curve_eval_samples=None, seeds=(0, 1, 2, 3, 4), mask_draws=3,
+                  probe_sentences=2000, head_sentences=300,
+                  probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
+}
+# =============================================================================================================
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    description: str  # plain words, used in FINDINGS.md
+    config_overrides: str = ""
+    freeze_embeddings: bool = False
+    trained: bool = True
+    match_parameters: bool = False  # widen intermediate_size until the parameter count equals the full model's
+
+
+VARIANTS = (
+    Variant("full", "full model: trained embeddings, learned W_Q/W_K/W_V/W_O, feed-forward"),
+    Variant("frozen_embeddings", "word (and any learned position) embeddings frozen at their random initial values",
+            freeze_embeddings=True),
+    Variant("identity_qkv", "W_Q = W_K = W_V = I (W_O kept), feed-forward widened to the full model's parameter count",
+            config_overrides="qkv_projection=identity", match_parameters=True),
+    Variant("qkv_from_identity", "learned W_Q, W_K, W_V initialised at I", config_overrides="qkv_init=identity"),
+    Variant("attention_only", "attention-only blocks: no feed-forward sublayer", config_overrides="intermediate_size=0"),
+    Variant("untrained", "the full model at initialisation, same seed, not trained (the untrained floor)",
+            trained=False),
+)
+VARIANT_NAMES = tuple(v.name for v in VARIANTS)
+
+
+def log(message):
+    print(f"[experiments] {message}", flush=True)
+
+
+def base_overrides(settings: dict) -> str:
+    """Every trained variant unties the output layer, so that 'are the input embeddings trained?' is not also
+    'is the output layer trained?'."""
+    return ",".join(x for x in ("tie_word_embeddings=false", settings["config_overrides"]) if x)
+
+
+def build_config(settings: dict, overrides: str, vocab_size: int):
+    from hf_minattn import MinAttnConfig
+    from hf_minattn.run_mlm import MODEL_SIZES
+
+    config = MinAttnConfig(**MODEL_SIZES[settings["model_size"]], vocab_size=vocab_size)
+    if overrides:
+        config.update_from_string(overrides)
+        config.validate_minattn()
+    return config
+
+
+def count_parameters(config) -> int:
+    """Parameters of `MinAttnForMaskedLM(config)`, built on the meta device (no memory, no random draws)."""
+    import torch
+
+    from hf_minattn import MinAttnForMaskedLM
+
+    with torch.device("meta"):
+        return MinAttnForMaskedLM(config).num_parameters()
+
+
+def matched_intermediate_size(settings: dict, variant: Variant, vocab_size: int) -> dict:
+    """The intermediate_size at which `variant` has the full model's parameter count, within half a feed-forward
+    unit (a unit is one row of up_proj, its bias and one column of down_proj)."""
+    full = build_config(settings, base_overrides(settings), vocab_size)
+    target = count_parameters(full)
+    overrides = ",".join(x for x in (base_overrides(settings), variant.config_overrides) if x)
+    config = build_config(settings, overrides, vocab_size)
+    size = config.intermediate_size
+    if size == 0:
+        raise ValueError(f"variant {variant.name!r} has no feed-forward sublayer to widen")
+    start = count_parameters(config)
+    config.intermediate_size = size + 1
+    unit = count_parameters(config) - start
+    widened = size + round((target - start) / unit)
+    config.intermediate_size = widened
+    return {"intermediate_size": widened, "parameters": count_parameters(config), "full_parameters": target,
+            "unit_parameters": unit, "unmatched_intermediate_size": size, "unmatched_parameters": start}
+
+
+def variant_overrides(settings: dict, variant: Variant, vocab_size: int) -> str:
+    parts = [base_overrides(settings), variant.config_overrides]
+    if variant.match_parameters:
+        parts.append(f"intermediate_size={matched_intermediate_size(settings, variant, vocab_size)['intermediate_size']}")
+    return ",".join(x for x in parts if x)
+
+
+def run_training(args: list[str], log_path: str) -> None:
+    """`python -m hf_minattn.run_mlm ARGS` in a fresh process (runs share no state), logged to a file; its loss
+    lines are echoed as progress."""
+    command = [sys.executable, "-m", "hf_minattn.run_mlm", *args]
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    with open(log_path, "w") as logfile:
+        logfile.write(" ".join(command) + "\n")
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for line in process.stdout:
+            logfile.write(line)
+            if "'eval_loss'" in line:
+                log("  " + line.strip()[:160])
+        if process.wait() != 0:
+            raise RuntimeError(f"training failed (exit {process.returncode}); see {log_path}")
+
+
+def common_arguments(settings: dict, seed: int) -> list[str]:
+    args = [
+        "--model_size", settings["model_size"], "--vocab_size", str(settings["vocab_size"]),
+        "--max_seq_length", str(settings["max_seq_length"]),
+        "--per_device_train_batch_size", str(settings["batch_size"]),
+        "--per_device_eval_batch_size", str(settings["batch_size"]),
+        "--learning_rate", str(settings["learning_rate"]), "--warmup_steps", str(settings["warmup_steps"]),
+        "--weight_decay", str(settings["weight_decay"]), "--seed", str(seed), "--report_to", "none",
+        "--logging_steps", str(settings["eval_steps"]), "--eval_strategy", "steps",
+        "--eval_steps", str(settings["eval_steps"]), "--save_strategy", "no", "--disable_tqdm", "true",
+        "--max_steps", str(settings["max_steps"]),
+    ]
+    if settings["curve_eval_samples"]:  # the curve during training; the final numbers re-score the full set
+        args += ["--max_eval_samples", str(settings["curve_eval_samples"])]
+    return args
+
+
+def model_folder(out: str, variant: str, seed: int) -> str:
+    return os.path.join(out, "models", variant, f"seed{seed}")
+
+
+def train_variants(out: str, settings: dict, seeds) -> dict[str, dict[int, str]]:
+    """Train every variant at every seed (seeds outermost, so an interrupted run has whole seeds), and save the
+    untrained model of each seed; returns {variant: {seed: folder}}. Folders already finished are kept."""
+    folders = {v.name: {} for v in VARIANTS}
+    tokenizer_dir = None
+    total, done = len(VARIANTS) * len(seeds), 0
+    for seed in seeds:
+        for variant in VARIANTS:
+            done += 1
+            folder = model_folder(out, variant.name, seed)
+            folders[variant.name][seed] = folder
+            finished = "config.json" if not variant.trained else "eval_results.json"
+            if os.path.isfile(os.path.join(folder, finished)):
+                tokenizer_dir = tokenizer_dir or folder
+                continue
+            log(f"[{done}/{total}] seed {seed}, {variant.name}: {variant.description}")
+            start = time.perf_counter()
+            if not variant.trained:
+                initialise_untrained(folder, folders["full"][seed], seed)
+                continue
+            vocab = settings["vocab_size"]
+            if tokenizer_dir is not None:
+                from transformers import AutoTokenizer
+
+                vocab = len(AutoTokenizer.from_pretrained(tokenizer_dir))
+            args = ["--output_dir", folder, *common_arguments(settings, seed),
+                    "--config_overrides", variant_overrides(settings, variant, vocab)]
+            if tokenizer_dir is not None:  # every run reads the same vocabulary
+                args += ["--tokenizer_name", tokenizer_dir]
+            if variant.freeze_embeddings:
+                args += ["--freeze_embeddings", "true"]
+            run_training(args, os.path.join(out, "logs", f"{variant.name}-seed{seed}.log"))
+            tokenizer_dir = tokenizer_dir or folder
+            log(f"  done in {time.perf_counter() - start:.0f}s")
+    return folders
+
+
+def initialise_untrained(folder: str, full_folder: str, seed: int) -> None:
+    """The full variant's architecture and tokenizer initialised as run_mlm does (`set_seed(seed)`, then the
+    model): the state the full (and frozen) run of this seed started from."""
+    from transformers import AutoTokenizer, set_seed
+
+    from hf_minattn import MinAttnConfig, MinAttnForMaskedLM
+
+    set_seed(seed)
+    model = MinAttnForMaskedLM(MinAttnConfig.from_pretrained(full_folder))
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(full_folder).save_pretrained(folder)

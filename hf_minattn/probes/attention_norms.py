@@ -1,0 +1,96 @@
+"""Norm-weighted attention (Kobayashi et al. 2020, "Attention is Not Only a Weight").
+
+Head h of a layer adds to token i the vector sum_j a_ij^h f_h(x_j), with f_h(x) = W_O^h (W_V^h x + b_V^h): the
+value of token j (value bias included, as in the paper) mapped by head h's slice of the output projection. Token
+j's contribution to token i through head h is therefore ||a_ij^h f_h(x_j)|| = a_ij^h ||f_h(x_j)||: a large weight
+on a token whose transformed vector is short (e.g. [SEP], punctuation) moves little. The output bias b_O is the
+same for every token and is left out (as in the paper). x is the input of the attention sublayer (after the
+LayerNorm in a pre-norm model, the layer input in a post-norm one). Shares are the contributions normalised to sum
+to 1 per query, comparable with the attention weights themselves.
+
+Also here: where each supported architecture keeps its attention output projection, for per-head ablation
+(zeroing head h's slice of the input of W_O removes exactly that head's output, bias b_O kept).
+"""
+
+from contextlib import contextmanager
+from operator import attrgetter
+
+import torch
+
+from . import weights as _weights
+from .weights import UnsupportedArchitecture, head_weights
+
+
+def _minattn_layers(model):
+    return getattr(model.base_model, "layers", None) if hasattr(model.base_model, "get_head_weights") else None
+
+
+def attention_modules(model):
+    """Per layer {"input": module whose forward input is x (the attention sublayer input), "output": W_O module
+    (its forward input is the heads' outputs concatenated, head h at channels h*D:(h+1)*D), "value_bias": b_V or
+    None}. Raises UnsupportedArchitecture for layouts it does not know."""
+    C = model.config.hidden_size
+    layers = _minattn_layers(model)
+    if layers is not None:
+        out = []
+        for layer in layers:
+            attention = layer.attention
+            qkv = attention.qkv_proj
+            bias = None if qkv is None or qkv.bias is None else qkv.bias.detach()[2 * C :]
+            out.append({"input": attention, "output": attention.o_proj, "value_bias": bias})
+        return out
+    for layers_path, _, _, value_path, output_path in _weights.KNOWN_LAYOUTS.values():
+        try:
+            layers = attrgetter(layers_path)(model.base_model)
+            return [{"input": attrgetter(value_path)(layer), "output": attrgetter(output_path)(layer),
+                     "value_bias": None if attrgetter(value_path)(layer).bias is None
+                     else attrgetter(value_path)(layer).bias.detach()} for layer in layers]
+        except AttributeError:
+            continue
+    raise UnsupportedArchitecture(f"don't know where {type(model).__name__} keeps its attention input and output "
+                                  f"projection (known: MinAttn, {'; '.join(_weights.KNOWN_LAYOUTS)})")
+
+
+@contextmanager
+def capture_attention_inputs(model):
+    """Within the block, `inputs[layer]` is the latest (B, T, C) input x of each layer's attention sublayer."""
+    modules = attention_modules(model)
+    inputs = [None] * len(modules)
+    handles = []
+    for layer, entry in enumerate(modules):
+        def hook(module, args, kwargs, layer=layer):
+            inputs[layer] = (args[0] if args else kwargs["hidden_states"]).detach()
+        handles.append(entry["input"].register_forward_pre_hook(hook, with_kwargs=True))
+    try:
+        yield inputs
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def transformed_value_norms(model, inputs):
+    """Per layer (B, heads, T): ||f_h(x_j)|| = ||W_O^h (W_V^h x_j + b_V^h)|| from the captured attention inputs."""
+    weights, _ = head_weights(model)
+    modules = attention_modules(model)
+    norms = []
+    for layer, x in enumerate(inputs):
+        W_V, W_O = weights[layer]["W_V"].float(), weights[layer]["W_O"].float()  # (H, D, C), (H, C, D)
+        values = torch.einsum("hdc,btc->bhtd", W_V, x.float())
+        bias = modules[layer]["value_bias"]
+        if bias is not None:
+            values = values + bias.float().view(W_V.shape[0], 1, W_V.shape[1])
+        norms.append(torch.einsum("hcd,bhtd->bhtc", W_O, values).norm(dim=-1))
+    return norms
+
+
+def norm_weighted(attention, value_norms, normalise=True):
+    """attention (..., heads, T, T) and ||f(x_j)|| (..., heads, T) -> contributions a_ij ||f(x_j)|| (..., heads, T, T);
+    with `normalise`, as shares per query (rows sum to 1; a row whose contributions are all 0 stays 0)."""
+    attention, value_norms = torch.as_tensor(attention).float(), torch.as_tensor(value_norms).float()
+    if attention.shape[:-1] != value_norms.shape or attention.shape[-1] != attention.shape[-2]:
+        raise ValueError(f"attention (..., T, T) and value_norms (..., T) must match, got {tuple(attention.shape)} "
+                         f"and {tuple(value_norms.shape)}")
+    contributions = attention * value_norms[..., None, :]
+    if not normalise:
+        return contributions
+    return contributions / contributions.sum(-1, keepdim=True).clamp_min(1e-30)

@@ -1,0 +1,190 @@
+"""The word-similarity and analogy part of report.html and its figure, written from the numbers alone.
+
+Every comparative word follows `results.DECISION_RULE` (intervals against estimates), so flipping the numbers
+flips the sentence; the tests do exactly that.
+"""
+
+import html
+
+import numpy as np
+
+from .results import BENCHMARKS, DECISION_RULE, SavedProbeResults, verdict
+
+NAMES = {"wordsim353": "WordSim-353", "simlex999": "SimLex-999"}
+
+
+def _label(name):
+    if name.startswith("layer_"):
+        return f"contextual layer {name[6:]}"
+    if name.startswith("decontext_"):
+        return f"decontextualized layer {name[10:]}"
+    return name
+
+
+def _score(s):
+    if s is None or s.spearman is None:
+        return "n/a"
+    if s.interval is None or s.interval.low is None:
+        return f"{s.spearman:.2f}"
+    return f"{s.spearman:.2f} [{s.interval.low:.2f}, {s.interval.high:.2f}]"
+
+
+def _versus(a_name, a, b_name, b):
+    v = verdict(a, b)
+    word = {1: "higher than", -1: "lower than", 0: "not told apart from"}[v]
+    return f"{a_name} is {word} {b_name}"
+
+
+def similarity_sentence(res, bench):
+    """One sentence per benchmark: coverage, the best encoder set, and how it stands against word2vec, random
+    vectors, the untrained model and the reference encoder, each by DECISION_RULE."""
+    b = res.benchmarks
+    name = NAMES[bench]
+    best = b.best(bench)
+    pairs = b.pairs.get(bench)
+    any_score = next(iter(b.systems.values()), None)
+    oov = any_score.similarity[bench].oov if any_score and bench in any_score.similarity else None
+    coverage = (f"{pairs['kept']} of {pairs['total']} pairs kept" if pairs else "")
+    head = f"{name} (OOV {oov:.0%} of pairs{'; ' + coverage if coverage else ''}, the same pairs for every system)" \
+        if oov is not None else f"{name}"
+    if best is None:
+        return f"{head}: too few pairs to score"
+    s = best.similarity[bench]
+    parts = [f"{head}: best encoder set is {_label(best.vectors)} (Spearman {_score(s)})"]
+    static = b.systems.get("static")
+    if static is not None and static.vectors != best.vectors:
+        parts.append(f"static {_score(static.similarity.get(bench))}")
+    for other in ("word2vec", "random"):
+        if other in b.systems:
+            o = b.systems[other].similarity.get(bench)
+            parts.append(f"{other} {_score(o)}: {_versus(_label(best.vectors), s, other, o)}")
+    if b.untrained:
+        u = b.untrained.get(best.vectors)
+        if u is not None:
+            us = u.similarity.get(bench)
+            word = {1: "higher than", -1: "lower than", 0: "not told apart from"}[verdict(s, us)]
+            parts.append(f"the untrained model's {_label(best.vectors)} {_score(us)}: the trained one is {word} it")
+    if b.reference:
+        ref = b.best(bench, table=b.reference)
+        if ref is not None:
+            r = ref.similarity[bench]
+            parts.append(f"fully trained reference {b.reference_model or ''} best {_label(ref.vectors)} {_score(r)}: "
+                         f"{_versus('this model', s, 'the reference', r)}")
+    abtt = [(k, v.similarity[bench].abtt) for k, v in b.systems.items()
+            if k.startswith(("static", "layer_", "decontext_")) and bench in v.similarity and v.similarity[bench].abtt is not None]
+    if abtt:
+        k, v = max(abtt, key=lambda kv: kv[1])
+        parts.append(f"after All-but-the-Top the best is {_label(k)} ({v:.2f})")
+    return "; ".join(parts)
+
+
+def analogy_sentence(res):
+    b = res.benchmarks
+    q = b.analogy_questions
+    scored = {k: v for k, v in b.systems.items() if v.analogy is not None}
+    if not scored:
+        return "analogies: no question has all four words in every vocabulary"
+    best = max((v for k, v in scored.items() if k.startswith(("static", "layer_", "decontext_"))),
+               key=lambda v: v.analogy, default=None)
+    fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
+    n = f"{q.get('semantic', '?')} semantic and {q.get('syntactic', '?')} syntactic of {q.get('total', 19544)} questions"
+    text = f"analogies ({n} in every vocabulary)"
+    if best is not None:
+        text += (f": best encoder set {_label(best.vectors)}, semantic {fmt(best.analogy_semantic)}, syntactic "
+                 f"{fmt(best.analogy_syntactic)}")
+        u = b.untrained.get(best.vectors) if b.untrained else None
+        if u is not None:
+            text += f" (untrained: {fmt(u.analogy_semantic)}, {fmt(u.analogy_syntactic)})"
+    if "word2vec" in scored:
+        w = scored["word2vec"]
+        text += f"; word2vec semantic {fmt(w.analogy_semantic)}, syntactic {fmt(w.analogy_syntactic)}"
+    return text
+
+
+def benchmarks_text(r):
+    res = SavedProbeResults.from_dict(r)
+    vc = r.get("vector_corpus") or {}
+    source = (f"Vectors pooled from every occurrence in {vc['source']} ({vc['words']} words; {vc['vocabulary']} words "
+              f"seen in >= {vc['min_contexts']} distinct sentences get vectors). ") if vc else ""
+    w2v = res.benchmarks.word2vec
+    w2v_text = (f"word2vec: gensim skip-gram (sg=1, min_count {w2v['min_count']}, {w2v['epochs']} epochs, otherwise "
+                "gensim defaults) on the same corpus words. ") if w2v else ""
+    parts = [similarity_sentence(res, bench) for bench in BENCHMARKS] + [analogy_sentence(res)]
+    return ("Which vectors agree best with human similarity judgements (contextual = mean over the word's corpus "
+            "occurrences, pieces mean-pooled; decontextualized = the word fed alone)? " + source + w2v_text
+            + "; ".join(parts) + ". Intervals: 95% bootstrap over pairs. " + DECISION_RULE)
+
+
+def _cells(s, bench):
+    x = s.similarity.get(bench)
+    return [_score(x), "n/a" if x is None or x.abtt is None else f"{x.abtt:.2f}"]
+
+
+def benchmark_table(r):
+    res = SavedProbeResults.from_dict(r)
+    b = res.benchmarks
+    head = ["system", "vectors", "WordSim-353 [95% CI]", "ABTT", "SimLex-999 [95% CI]", "ABTT", "analogy sem.",
+            "analogy syn.", "analogy all"]
+    rows = []
+    for system, table in (("this model", b.systems), ("untrained", b.untrained),
+                          (f"reference {b.reference_model or ''}".strip(), b.reference)):
+        for name, s in (table or {}).items():
+            f = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
+            rows.append([system, name, *_cells(s, "wordsim353"), *_cells(s, "simlex999"), f(s.analogy_semantic),
+                         f(s.analogy_syntactic), f(s.analogy)])
+    body_head = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    cov = "; ".join(f"{NAMES[k]}: {v['kept']} of {v['total']} pairs ({v['coverage']:.0%})" for k, v in b.pairs.items())
+    note = f"<p>Coverage (pairs with both words in every vocabulary): {html.escape(cov)}.</p>" if cov else ""
+    return f"<table><tr>{body_head}</tr>{body}</table>{note}"
+
+
+def benchmarks_plot(r, path, plt, save):
+    """Spearman by layer with 95% error bars (contextual, decontextualized; untrained and reference dotted),
+    static/word2vec/random as horizontal lines with bands, and the analogy accuracies."""
+    res = SavedProbeResults.from_dict(r)
+    b = res.benchmarks
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    for ax, bench in zip(axes[:2], BENCHMARKS):
+        series = [("contextual", b.layers("layer_"), "-o"), ("decontextualized", b.layers("decontext_"), "-s"),
+                  ("untrained contextual", b.layers("layer_", b.untrained), ":o"),
+                  (f"reference {b.reference_model or ''} contextual", b.layers("layer_", b.reference), "--^")]
+        for label, by_layer, style in series:
+            xs = sorted(k for k, v in by_layer.items() if v.similarity.get(bench) and v.similarity[bench].spearman is not None)
+            if not xs:
+                continue
+            ys = np.array([by_layer[k].similarity[bench].spearman for k in xs])
+            ivs = [by_layer[k].similarity[bench].interval for k in xs]
+            err = np.array([[y - (i.low if i else y), (i.high if i else y) - y] for y, i in zip(ys, ivs)]).T
+            ax.errorbar(xs, ys, yerr=np.clip(err, 0, None), fmt=style, capsize=3, label=label)
+        for name, color in (("static", "grey"), ("word2vec", "k"), ("random", "r")):
+            s = b.systems.get(name)
+            x = s.similarity.get(bench) if s else None
+            if x is None or x.spearman is None:
+                continue
+            ax.axhline(x.spearman, color=color, linestyle="--", linewidth=1, label=name)
+            if x.interval is not None and x.interval.low is not None:
+                ax.axhspan(x.interval.low, x.interval.high, color=color, alpha=0.1)
+        pairs = b.pairs.get(bench)
+        cov = f", {pairs['kept']}/{pairs['total']} pairs" if pairs else ""
+        ax.set_title(f"{NAMES[bench]} (Spearman, 95% CI{cov})", fontsize=9)
+        ax.set_xlabel("layer")
+        ax.legend(fontsize=6)
+    ax = axes[2]
+    for label, table, style in (("semantic", b.systems, "-o"), ("syntactic", b.systems, "-s"),
+                                ("untrained semantic", b.untrained, ":o"), ("untrained syntactic", b.untrained, ":s")):
+        key = "analogy_" + label.split()[-1]
+        by_layer = b.layers("layer_", table)
+        xs = sorted(k for k, v in by_layer.items() if getattr(v, key) is not None)
+        if xs:
+            ax.plot(xs, [getattr(by_layer[k], key) for k in xs], style, label=label)
+    w = b.systems.get("word2vec")
+    for key, style in (("analogy_semantic", "--"), ("analogy_syntactic", "-.")):
+        if w is not None and getattr(w, key) is not None:
+            ax.axhline(getattr(w, key), color="k", linestyle=style, linewidth=1, label=f"word2vec {key[8:]}")
+    q = b.analogy_questions
+    ax.set_title(f"Google analogies, 3CosAdd ({q.get('semantic', '?')} sem. / {q.get('syntactic', '?')} syn. questions)",
+                 fontsize=9)
+    ax.set_xlabel("layer")
+    ax.legend(fontsize=6)
+    return save(fig, path)

@@ -1,0 +1,133 @@
+"""Typed access to a probe run's `probes.json`: `load_probe_results(folder) -> SavedProbeResults`.
+
+Readers (report, compare, experiments) use these dataclasses instead of string keys. Files written before the
+corpus-wide protocol (no intervals, no coverage) load too: the new fields are then None or 0.
+(`hf_minattn.probes.run.ProbeResults` is the in-memory result of a run; this is what a run left on disk.)
+"""
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+
+from hf_minattn.stats import Interval
+
+BENCHMARKS = ("wordsim353", "simlex999")
+
+
+def _interval(d):
+    return Interval(**d) if d else None
+
+
+def _num(x):
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+@dataclass
+class SimilarityScore:
+    """One vector set on one word-pair benchmark: Spearman on the common pairs, its interval, coverage."""
+
+    spearman: float | None
+    interval: Interval | None
+    pairs: int  # pairs scored (0 in files that did not record it)
+    total: int
+    oov: float | None  # 1 - pairs / total
+    abtt: float | None = None  # after All-but-the-Top
+    abtt_interval: Interval | None = None
+
+
+@dataclass
+class SystemScores:
+    vectors: str  # "static", "layer_<k>", "decontext_<k>", "word2vec", "random"
+    similarity: dict  # benchmark -> SimilarityScore
+    analogy: float | None
+    analogy_questions: int
+    analogy_semantic: float | None = None
+    analogy_syntactic: float | None = None
+
+    @classmethod
+    def from_dict(cls, s):
+        sim = {b: SimilarityScore(spearman=_num(s.get(b)), interval=_interval(s.get(f"{b}_interval")),
+                                  pairs=s.get(f"{b}_pairs", 0), total=s.get(f"{b}_total", 0), oov=_num(s.get(f"{b}_oov")),
+                                  abtt=_num(s.get(f"{b}_abtt")), abtt_interval=_interval(s.get(f"{b}_abtt_interval")))
+               for b in BENCHMARKS if b in s}
+        return cls(vectors=s["vectors"], similarity=sim, analogy=_num(s.get("analogy")),
+                   analogy_questions=s.get("analogy_questions", 0), analogy_semantic=_num(s.get("analogy_semantic")),
+                   analogy_syntactic=_num(s.get("analogy_syntactic")))
+
+
+@dataclass
+class BenchmarkSummary:
+    systems: dict  # vector set name -> SystemScores (the probed model, word2vec, random)
+    untrained: dict = field(default_factory=dict)  # same, for the architecture at initialisation
+    reference: dict = field(default_factory=dict)  # same, for a fully trained reference encoder
+    reference_model: str | None = None
+    pairs: dict = field(default_factory=dict)  # benchmark -> {"kept", "total", "coverage"}
+    analogy_questions: dict = field(default_factory=dict)
+    word2vec: dict | None = None  # the settings it was trained with
+    word2vec_corpus: dict | None = None
+
+    @classmethod
+    def from_dict(cls, b):
+        table = lambda rows: {s["vectors"]: SystemScores.from_dict(s) for s in rows or []}  # noqa: E731
+        return cls(systems=table(b.get("scores")), untrained=table(b.get("untrained")),
+                   reference=table(b.get("reference")), reference_model=b.get("reference_model"),
+                   pairs=b.get("pairs") or {}, analogy_questions=b.get("analogy_questions") or {},
+                   word2vec=b.get("word2vec"), word2vec_corpus=b.get("word2vec_corpus"))
+
+    def layers(self, prefix="layer_", table=None):
+        """{layer: SystemScores} of the contextual ("layer_") or decontextualized ("decontext_") sets."""
+        table = self.systems if table is None else table
+        return {int(k[len(prefix):]): v for k, v in table.items() if k.startswith(prefix) and k[len(prefix):].isdigit()}
+
+    def best(self, benchmark, table=None, prefixes=("static", "layer_", "decontext_")):
+        """The encoder set (not word2vec/random) with the highest Spearman on `benchmark`, or None."""
+        table = self.systems if table is None else table
+        candidates = [s for name, s in table.items() if name.startswith(prefixes)
+                      and benchmark in s.similarity and s.similarity[benchmark].spearman is not None]
+        return max(candidates, key=lambda s: s.similarity[benchmark].spearman, default=None)
+
+
+@dataclass
+class SavedProbeResults:
+    model: str
+    model_class: str
+    num_layers: int
+    num_heads: int
+    hidden_size: int
+    benchmarks: BenchmarkSummary | None
+    vector_corpus: dict | None  # source, sentences, words, vocabulary, seconds... (None in older files)
+    raw: dict = field(repr=False, default_factory=dict)  # the whole probes.json, for sections not typed here
+
+    @classmethod
+    def from_dict(cls, r):
+        missing = [k for k in ("model", "num_layers") if k not in r]
+        if missing:
+            raise ValueError(f"not a probes.json dict: missing {missing}")
+        return cls(model=r["model"], model_class=r.get("model_class", ""), num_layers=r["num_layers"],
+                   num_heads=r.get("num_heads", 0), hidden_size=r.get("hidden_size", 0),
+                   benchmarks=BenchmarkSummary.from_dict(r["benchmarks"]) if r.get("benchmarks") else None,
+                   vector_corpus=r.get("vector_corpus"), raw=r)
+
+
+def load_probe_results(folder):
+    """Read `folder`/probes.json (or a path to the file itself) written by `hf-minattn probe`."""
+    path = os.path.join(folder, "probes.json") if os.path.isdir(folder) else str(folder)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{folder!r} has no probes.json; run `hf-minattn probe MODEL --out {folder}` first")
+    with open(path, encoding="utf-8") as f:
+        return SavedProbeResults.from_dict(json.load(f))
+
+
+DECISION_RULE = ("A scores higher than B only when A's 95% bootstrap interval lies wholly above B's estimate and B's "
+                 "interval (if any) wholly below A's estimate; otherwise the two are not told apart.")
+
+
+def verdict(a, b):
+    """+1 if SimilarityScore `a` is higher than `b` by DECISION_RULE, -1 if lower, 0 if not told apart (or missing)."""
+    if a is None or b is None or a.spearman is None or b.spearman is None:
+        return 0
+    def above(x, y):  # x higher than y
+        return (x.interval is not None and x.interval.low > y.spearman
+                and (y.interval is None or y.interval.high < x.spearman))
+    return 1 if above(a, b) else (-1 if above(b, a) else 0)

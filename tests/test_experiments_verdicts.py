@@ -1,0 +1,152 @@
+"""The experiments' verdicts are chosen by the numbers: synthetic results (no training) that flip each paired
+interval must flip the sentence in FINDINGS.md."""
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from hf_minattn.experiments import SETTINGS, VARIANTS, run_experiments
+from hf_minattn.experiments.answers import answer_questions
+from hf_minattn.experiments.cli import round_floats
+from hf_minattn.experiments.evaluation import row_drift
+from hf_minattn.experiments.findings import render_findings
+from hf_minattn.experiments.training import matched_intermediate_size
+
+NUMBER = re.compile(r"(?<![\w.-])-?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.]*\w)")
+SEEDS = (0, 1, 2)
+UNIGRAM = (7.0, 7.02, 6.99)
+
+
+def synthetic(offsets=None, seeds=SEEDS, never_input_moved=False, full=(6.6, 6.62, 6.58)) -> dict:
+    """Results as `run_experiments` stores them; each variant's loss is the full model's plus `offsets[name]`
+    (one number per seed)."""
+    offsets = {"frozen_embeddings": (0.1, 0.12, 0.11), "identity_qkv": (0.05, 0.06, 0.04),
+               "qkv_from_identity": (0.01, -0.02, 0.0), "attention_only": (0.2, 0.21, 0.19),
+               "untrained": (2.4, 2.4, 2.4), **(offsets or {})}
+    rng = np.random.default_rng(0)
+    counts = rng.integers(0, 500, size=200)
+    counts[:20] = 0
+    initial = rng.normal(0, 0.02, size=(200, 8))
+    trained = initial + (np.log1p(counts) * 0.01)[:, None] * rng.normal(size=(200, 8))
+    ever = counts > 0
+    ever[:10] = True  # drawn as random replacements
+    if never_input_moved:
+        trained[15] += 0.01
+    variants = {}
+    for v in VARIANTS:
+        rows = []
+        for i, seed in enumerate(seeds):
+            loss = full[i] + (offsets[v.name][i] if v.name != "full" else 0)
+            curve = {"steps": [10, 20], "eval_loss": [loss + 0.1, loss], "unigram_loss": [UNIGRAM[i]] * 2,
+                     "gain_over_unigram": [UNIGRAM[i] - loss - 0.1, UNIGRAM[i] - loss]} if v.trained else None
+            rows.append({"seed": seed, "eval_loss": loss, "unigram_loss": UNIGRAM[i], "accuracy": 0.1 + 0.01 * i,
+                         "masked_tokens": 12000, "curve": curve})
+        variants[v.name] = {"description": v.description, "trained": v.trained, "seeds": rows}
+    drift = {"step": 20, "drift": {"word_embeddings": 0.3, "W_Q": 0.2, "W_K": 0.2, "W_V": 0.4, "W_O": 0.5},
+             "grad_norm": {"word_embeddings": 0.01, "W_Q": 0.02, "W_K": 0.02, "W_V": 0.03, "W_O": 0.03},
+             "series": {"steps": [10, 20], "word_embeddings": [0.1, 0.3]}}
+    results = {
+        "command": "hf-minattn experiments --out x", "machine": "test", "date": "2026-11-23", "minutes": 1.5,
+        "preset": "full", "seeds": list(seeds), "settings": {**SETTINGS["full"], "seeds": list(seeds)},
+        "config": {"vocab_size": 200, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+                   "intermediate_size": 37, "max_position_embeddings": 64, "position_embedding_type": "rope"},
+        "parameters": {"full": 1000, "identity_qkv": 1010, "untrained": 1000},
+        "matched": {"intermediate_size": 60, "parameters": 1010, "full_parameters": 1000, "unit_parameters": 65,
+                    "unmatched_intermediate_size": 37, "unmatched_parameters": 900},
+        "unigram_loss": float(np.mean(UNIGRAM)),
+        "pairing": {"initialisation": {"frozen_embeddings": {"identical_share": 1.0}}},
+        "variants": variants,
+        "rows": {"full": row_drift(trained, initial, counts, ever),
+                 "frozen_embeddings": row_drift(initial, initial, counts, ever)},
+        "drift": {"full": drift, "frozen_embeddings": {**drift, "drift": {"word_embeddings": 0.0}}},
+    }
+    round_floats(results)
+    results["answers"] = answer_questions(results)
+    return results
+
+
+def section(text, number):
+    return re.split(r"^## ", text, flags=re.M)[number]
+
+
+def test_frozen_embeddings_verdict_follows_the_interval():
+    worse = render_findings(synthetic(), {})
+    better = render_findings(synthetic({"frozen_embeddings": (-0.1, -0.12, -0.11)}), {})
+    same = render_findings(synthetic({"frozen_embeddings": (0.1, -0.12, 0.01)}), {})
+    assert "**Yes, at this scale: frozen random embeddings are worse**" in section(worse, 2)
+    assert "**No, at this scale: frozen random embeddings are better**" in section(better, 2)
+    assert "**Not measurably at this scale" in section(same, 2)
+
+
+def test_identity_and_attention_only_verdicts_follow_the_interval():
+    worse = section(render_findings(synthetic(), {}), 3)
+    better = section(render_findings(synthetic({"identity_qkv": (-0.05, -0.06, -0.04),
+                                                "attention_only": (-0.2, -0.21, -0.19)}), {}), 3)
+    assert "the model is worse (identity - full" in worse and "the model is better (identity - full" in better
+    assert "attention-only): worse" in worse and "attention-only): better" in better
+    assert "I: no measurable difference from the normal" in worse
+
+
+def test_floor_verdict_follows_the_interval():
+    below = render_findings(synthetic(), {})
+    at_floor = render_findings(synthetic(full=(7.05, 6.99, 6.98)), {})
+    assert "is below the unigram floor: it uses context" in below
+    assert "does not differ measurably from the unigram floor" in at_floor
+    # shares are measured from the unigram floor: none when the full model is not below it
+    assert synthetic(full=(7.05, 6.99, 6.98))["answers"]["q2"]["frozen_share_of_gain"] is None
+
+
+def test_unmoved_rows_are_checked():
+    good = section(render_findings(synthetic(), {}), 1)
+    bad = section(render_findings(synthetic(never_input_moved=True), {}), 1)
+    assert "none of the 10 moved, as it should be" in good
+    assert "1 of 10 moved" in bad and "weight decay" in bad
+    assert "rows of frequent tokens move further" in good
+
+
+def test_two_seeds_say_intervals_need_three():
+    text = render_findings(synthetic(seeds=(0, 1)), {})
+    assert "Only 2 seeds: intervals need >= 3 seeds" in text
+    assert "Only" not in render_findings(synthetic(), {}).split("##")[0].split("Scale")[0]
+
+
+def test_every_number_in_the_synthetic_findings_is_in_the_results():
+    results = synthetic()
+    known = set()
+
+    def walk(value):
+        if isinstance(value, bool):
+            return
+        if isinstance(value, (int, float)):
+            known.add(float(value))
+        elif isinstance(value, dict):
+            [walk(v) for v in value.values()]
+        elif isinstance(value, (list, tuple)):
+            [walk(v) for v in value]
+        elif isinstance(value, str):
+            known.update(float(x) for x in NUMBER.findall(value))
+
+    walk(results)
+    body = [line for line in render_findings(results, {}).splitlines() if not line.startswith(("#", "!["))]
+    found = [float(x) for line in body for x in NUMBER.findall(line)]
+    missing = [x for x in found if not any(math.isclose(x, k, rel_tol=1e-9, abs_tol=1e-12) for k in known)]
+    assert len(found) > 40 and not missing, missing
+
+
+def test_identity_variant_is_matched_within_one_ffn_unit():
+    for preset in ("quick", "full"):
+        m = matched_intermediate_size(SETTINGS[preset], VARIANTS[2], 2000)
+        assert abs(m["parameters"] - m["full_parameters"]) <= m["unit_parameters"] / 2
+        assert m["intermediate_size"] > m["unmatched_intermediate_size"]
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    (dict(out=3), TypeError), (dict(out="x", preset="huge"), ValueError), (dict(out="x", seeds=[]), ValueError),
+    (dict(out="x", seeds=[0, 0]), ValueError), (dict(out="x", seeds="0,1"), TypeError),
+    (dict(out="x", seeds=[0, -1]), ValueError),
+])
+def test_bad_arguments_are_refused_before_training(kwargs, error, tmp_path):
+    with pytest.raises(error, match="out|preset|seeds"):
+        run_experiments(**kwargs)

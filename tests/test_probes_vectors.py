@@ -1,0 +1,182 @@
+"""Corpus-wide word vectors, the common-pair benchmarks, the typed results loader and the report's wording."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from conftest import TEXTS, tiny_config
+
+from hf_minattn import MinAttnModel
+from hf_minattn.probes.benchmark_report import benchmarks_text
+from hf_minattn.probes.benchmarks import (SEMANTIC_SECTIONS, CommonBenchmarks, Word2VecSettings, read_analogies,
+                                          run_benchmarks, train_word2vec)
+from hf_minattn.probes.corpus import split_sentences, wikipedia_train_sentences
+from hf_minattn.probes.encode import encode_corpus, pool_corpus, tokenize_words
+from hf_minattn.probes.results import SavedProbeResults, verdict
+from hf_minattn.probes.vectors import WordVectors, all_but_the_top, random_vectors, static_vectors
+
+SENTENCES = split_sentences(TEXTS, max_sentences=0)
+
+
+def test_pool_corpus_equals_the_per_sentence_encoder_on_short_sentences(tokenizer):
+    short = [s for s in SENTENCES if len(tokenizer(s)["input_ids"]) <= 24]
+    model = MinAttnModel(tiny_config(vocab_size=120)).eval()
+    old = encode_corpus(model, tokenizer, short, min_count=2)
+    new = pool_corpus(model, tokenizer, short, min_contexts=2, batch_size=5)
+    rows = [old.tokenized.index[w] for w in new.vocab]
+    np.testing.assert_allclose(new.contextual, old.contextual[:, rows], atol=1e-5)
+
+
+def test_windows_contexts_and_frequency_order(tokenizer):
+    long = " ".join(["the king and the queen ruled"] * 10)  # far over max_length: split, not truncated
+    words = tokenize_words(tokenizer, [long, *SENTENCES], max_length=16, min_contexts=2)
+    assert len(words.words[0]) == 60 and (words.window_sentence == 0).sum() > 1
+    king = words.index["king"]
+    # the long sentence is ONE context however often "king" occurs in it
+    assert words.contexts[king] == 1 + sum("king" in s.lower().split() for s in SENTENCES)
+    assert words.occurrences[king] == 10 + sum(s.lower().split().count("king") for s in SENTENCES)
+    assert list(words.occurrences) == sorted(words.occurrences, reverse=True)
+    assert all(c >= 2 for c in words.contexts) and words.vocabulary_total >= len(words.vocab)
+
+
+def test_layers_that_add_nothing_pool_to_the_static_vectors_across_windows(tokenizer):
+    model = MinAttnModel(tiny_config(intermediate_size=0, position_embedding_type="none", vocab_size=120)).eval()
+    with torch.no_grad():
+        for layer in model.layers:
+            layer.attention.o_proj.weight.zero_()
+            layer.attention.o_proj.bias.zero_()
+    model.final_norm = torch.nn.Identity()
+    pooled = pool_corpus(model, tokenizer, [" ".join(SENTENCES[:6]), *SENTENCES], max_length=12, min_contexts=1)
+    static = static_vectors(model, tokenizer, pooled.vocab)
+    for layer in pooled.contextual:
+        np.testing.assert_allclose(layer, static, atol=1e-5)
+
+
+def test_all_but_the_top_removes_the_common_direction():
+    rng = np.random.default_rng(0)
+    direction = rng.standard_normal(200)
+    x = rng.standard_normal((500, 200)) + 5.0 + np.outer(rng.standard_normal(500) * 20, direction)
+    cleaned = all_but_the_top(x)  # 200 dims: 2 components removed
+    assert np.abs(cleaned.mean(0)).max() < 1e-4
+    unit = direction / np.linalg.norm(direction)
+    assert np.abs(cleaned @ unit).max() < 1e-3 * np.abs(x @ unit).max()
+
+
+def test_every_system_is_scored_on_the_same_pairs():
+    pairs_words = sorted({w for line in open(__import__("gensim.test.utils", fromlist=["x"]).datapath("wordsim353.tsv"))
+                          if not line.startswith("#") for w in line.lower().split("\t")[:2]})
+    vocab = pairs_words[:300]
+    main = WordVectors(vocab, {"static": random_vectors(len(vocab), 16, seed=1)})
+    smaller = WordVectors(vocab[:200], {"static": random_vectors(200, 16, seed=2)})
+    result = run_benchmarks(main, word2vec=False, untrained=smaller, n_resamples=50)
+    kept = result.pairs["wordsim353"]["kept"]
+    common = set(vocab[:200])
+    expected = sum(a in common and b in common for a, b, _ in __import__(
+        "hf_minattn.probes.benchmarks", fromlist=["x"]).read_word_pairs("wordsim353"))
+    assert kept == expected > 10
+    for s in result.scores + result.untrained:
+        assert s.wordsim353_pairs == kept and s.wordsim353_total == 353
+        assert s.wordsim353_interval["n"] == kept and s.wordsim353_interval["low"] <= s.wordsim353 <= s.wordsim353_interval["high"]
+    assert {s.vectors for s in result.scores} == {"static", "random"}
+
+
+def test_analogy_sections_are_scored_apart():
+    questions = read_analogies()
+    assert len(questions) == 19544 and questions[0][1] == "capital-common-countries"
+    assert {name for s, name, _ in questions if s < SEMANTIC_SECTIONS} == {
+        "capital-common-countries", "capital-world", "currency", "city-in-state", "family"}
+    rng = np.random.default_rng(0)
+    family = [("boy", "girl"), ("brother", "sister"), ("father", "mother"), ("king", "queen"), ("man", "woman"),
+              ("son", "daughter"), ("he", "she"), ("his", "her")]
+    offset = rng.standard_normal(32) * 3
+    vocab, rows = [], []
+    for male, female in family:
+        base = rng.standard_normal(32)
+        vocab += [male, female]
+        rows += [base, base + offset]
+    syntactic = sorted({w for s, _, q in questions[-200:] for w in q})  # words of the last (syntactic) section
+    vocab += syntactic  # with no structure: chance
+    rows += list(rng.standard_normal((len(syntactic), 32)))
+    score = CommonBenchmarks(vocab, n_resamples=20).score("planted", vocab, np.array(rows))
+    assert score.analogy_semantic_questions > 20 and score.analogy_semantic > 0.9
+    assert score.analogy_syntactic_questions > 0 and score.analogy_syntactic < 0.5
+
+
+@pytest.mark.slow
+def test_word2vec_on_the_wikipedia_train_split_beats_random(tokenizer):
+    """The baseline as the probes train it (whole split, the tokenizer's words, sg=1, min_count 5): clearly above
+    random vectors on WordSim-353, on the same pairs."""
+    words = tokenize_words(tokenizer, wikipedia_train_sentences(), min_contexts=5)
+    kv = train_word2vec(words.words, Word2VecSettings())
+    vocab = [w for w in words.vocab if w in kv.key_to_index]
+    bench = CommonBenchmarks(vocab, n_resamples=200)
+    w2v = bench.score("word2vec", vocab, np.stack([kv[w] for w in vocab]))
+    # Random vectors score 0 in expectation, but one draw on ~200 pairs scatters by ~0.07 (SE): compare with
+    # the mean of several draws, and require word2vec's interval to exclude 0.
+    chance = np.mean([bench.score("random", vocab, random_vectors(len(vocab), 100, seed=k)).wordsim353 for k in range(5)])
+    assert w2v.wordsim353_pairs > 150
+    assert w2v.wordsim353 > 0.15 and w2v.wordsim353 > chance + 0.1, (w2v, chance)
+    assert w2v.wordsim353_interval["low"] > 0.03, w2v
+
+
+def _results(layer, word2vec, untrained):
+    """A probes.json dict whose layer_1, word2vec and untrained layer_1 WordSim-353 scores are (estimate, low, high)."""
+    def score(name, est):
+        iv = {"estimate": est[0], "low": est[1], "high": est[2], "n": 200, "confidence": 0.95, "method": "bootstrap"}
+        return {"vectors": name, "wordsim353": est[0], "wordsim353_oov": 0.4, "wordsim353_interval": iv,
+                "wordsim353_pairs": 212, "wordsim353_total": 353, "simlex999": None, "simlex999_oov": 0.5,
+                "analogy": 0.1, "analogy_questions": 100, "analogy_semantic": 0.05, "analogy_syntactic": 0.15}
+    scores = [score("static", (0.05, -0.08, 0.18)), score("layer_0", (0.1, -0.03, 0.23)), score("layer_1", layer),
+              score("word2vec", word2vec), score("random", (0.0, -0.13, 0.13))]
+    return {"model": "m", "model_class": "MinAttnModel", "num_layers": 1, "num_heads": 2, "hidden_size": 8,
+            "benchmarks": {"scores": scores, "untrained": [score("layer_1", untrained)],
+                           "pairs": {"wordsim353": {"kept": 212, "total": 353, "coverage": 0.6}},
+                           "analogy_questions": {"semantic": 40, "syntactic": 60, "total": 19544}}}
+
+
+def test_report_sentences_follow_the_intervals():
+    beats = benchmarks_text(_results(layer=(0.6, 0.5, 0.7), word2vec=(0.3, 0.2, 0.4), untrained=(0.1, 0.0, 0.2)))
+    assert "contextual layer 1 is higher than word2vec" in beats and "the trained one is higher than it" in beats
+    assert "212 of 353 pairs kept" in beats
+    loses = benchmarks_text(_results(layer=(0.3, 0.2, 0.4), word2vec=(0.6, 0.5, 0.7), untrained=(0.3, 0.2, 0.4)))
+    assert "contextual layer 1 is lower than word2vec" in loses and "not told apart from it" in loses
+    # overlapping intervals: neither estimate lies outside the other's interval
+    close = benchmarks_text(_results(layer=(0.45, 0.3, 0.6), word2vec=(0.4, 0.25, 0.55), untrained=(0.1, 0.0, 0.2)))
+    assert "contextual layer 1 is not told apart from word2vec" in close
+
+
+def test_typed_loader_reads_old_and_new_files():
+    new = SavedProbeResults.from_dict(_results((0.6, 0.5, 0.7), (0.3, 0.2, 0.4), (0.1, 0.0, 0.2)))
+    layer = new.benchmarks.systems["layer_1"].similarity["wordsim353"]
+    assert layer.interval.low == 0.5 and layer.pairs == 212 and new.benchmarks.best("wordsim353").vectors == "layer_1"
+    assert verdict(layer, new.benchmarks.systems["word2vec"].similarity["wordsim353"]) == 1
+    old = copy.deepcopy(_results((0.6, 0.5, 0.7), (0.3, 0.2, 0.4), (0.1, 0.0, 0.2)))
+    for s in old["benchmarks"]["scores"]:  # a probes.json from before the intervals
+        for key in [k for k in s if k.endswith(("_interval", "_pairs", "_total", "_semantic", "_syntactic"))]:
+            del s[key]
+    del old["benchmarks"]["untrained"]
+    loaded = SavedProbeResults.from_dict(old).benchmarks
+    assert loaded.systems["layer_1"].similarity["wordsim353"].interval is None and not loaded.untrained
+    assert verdict(loaded.systems["layer_1"].similarity["wordsim353"],
+                   loaded.systems["word2vec"].similarity["wordsim353"]) == 0  # no interval: no claim
+    with pytest.raises(ValueError, match="missing"):
+        SavedProbeResults.from_dict({"benchmarks": {}})
+
+
+def test_clear_errors_at_the_new_entry_points(tokenizer):
+    with pytest.raises(TypeError, match="list of strings"):
+        tokenize_words(tokenizer, "one string")
+    with pytest.raises(ValueError, match="min_contexts"):
+        tokenize_words(tokenizer, SENTENCES, min_contexts=0)
+    model = MinAttnModel(tiny_config(vocab_size=120)).eval()
+    with pytest.raises(ValueError, match="batch_size"):
+        pool_corpus(model, tokenizer, SENTENCES, batch_size=0)
+    with pytest.raises(ValueError, match="all_but_the_top"):
+        all_but_the_top(np.ones(5))
+    with pytest.raises(ValueError, match="max_sentences"):
+        wikipedia_train_sentences(-1)
+    from hf_minattn.probes.run import run_all_probes
+
+    with pytest.raises(TypeError, match="reference"):
+        run_all_probes(model, tokenizer, SENTENCES, reference=model)
