@@ -42,14 +42,20 @@ def train_tokenizer(
     if not texts:
         raise ValueError("train_tokenizer got no non-empty text to learn a vocabulary from")
 
-    Model, Trainer = (models.WordPiece, trainers.WordPieceTrainer) if model == "wordpiece" else (models.WordLevel, trainers.WordLevelTrainer)
+    if model == "wordpiece":
+        Model, Trainer = models.WordPiece, trainers.WordPieceTrainer
+    else:
+        Model, Trainer = models.WordLevel, trainers.WordLevelTrainer
     tokenizer = Tokenizer(Model(unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = Trainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS, show_progress=show_progress)
+    trainer = Trainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS,
+                      show_progress=show_progress)
     tokenizer.train_from_iterator(texts, trainer=trainer, length=len(texts))
-    # The trainer numbers tokens in hash-map order (alphabet, tied merges): the same text gives the same tokens
-    # under different ids from run to run. Renumber them in sorted order so that a seed fixes the whole model.
+    # The trainer numbers tokens in hash-map order: renumber them in sorted order, so that the same vocabulary always
+    # gets the same ids. (WordPiece can still keep a slightly different vocabulary from one training to the next,
+    # since it breaks ties between equally frequent merges in hash-map order: runs that must be compared exactly
+    # should share one saved tokenizer.)
     learned = sorted(token for token in tokenizer.get_vocab() if token not in SPECIAL_TOKENS)
     vocab = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *learned])}
     tokenizer.model = Model(vocab=vocab, unk_token="[UNK]")

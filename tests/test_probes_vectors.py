@@ -180,3 +180,25 @@ def test_clear_errors_at_the_new_entry_points(tokenizer):
 
     with pytest.raises(TypeError, match="reference"):
         run_all_probes(model, tokenizer, SENTENCES, reference=model)
+
+
+def test_a_words_contextual_vector_is_the_mean_of_its_occurrences(tokenizer):
+    # Known answer, computed by hand: run each sentence alone, collect the layer-k vector of every occurrence of a
+    # word (the mean of its pieces where it is split), and average over all occurrences in the corpus.
+    model = MinAttnModel(tiny_config(vocab_size=120)).eval()
+    sentences = [s for s in SENTENCES if len(tokenizer(s)["input_ids"]) <= 24]
+    pooled = pool_corpus(model, tokenizer, sentences, min_contexts=2, batch_size=3)
+    for word in ("king", "the", "river"):
+        occurrences = []
+        for sentence in sentences:
+            encoding = tokenizer(sentence, return_tensors="pt")
+            with torch.no_grad():
+                hidden = model(**encoding, output_hidden_states=True).hidden_states  # layers+1 x (1, T, C)
+            word_ids = encoding.word_ids()
+            for i in sorted({w for w in word_ids if w is not None}):
+                span = encoding.word_to_chars(i)
+                if sentence[span.start : span.end].lower() == word:
+                    pieces = [t for t, w in enumerate(word_ids) if w == i]
+                    occurrences.append(torch.stack([h[0, pieces].mean(0) for h in hidden]))  # (layers+1, C)
+        expected = torch.stack(occurrences).mean(0).numpy()
+        np.testing.assert_allclose(pooled.contextual[:, pooled.vocab.index(word)], expected, atol=1e-5)

@@ -49,7 +49,7 @@ def evaluate(out: str, folders: dict, settings: dict, seeds) -> dict:
     from hf_minattn.unigram import UnigramFloor
 
     first = folders["full"][seeds[0]]
-    splits = load_splits(first, settings["max_seq_length"])
+    splits = load_splits(first, settings["max_seq_length"], settings["mlm_probability"])
     vocab = len(splits.tokenizer)
     unigram = UnigramFloor.from_dataset(splits.train, vocab)
     counts = token_counts(splits.train, vocab)

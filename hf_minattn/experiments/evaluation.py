@@ -29,12 +29,12 @@ class Splits:
     data_args: object
 
 
-def load_splits(tokenizer_dir: str, max_seq_length: int) -> Splits:
+def load_splits(tokenizer_dir: str, max_seq_length: int, mlm_probability: float) -> Splits:
     from transformers import AutoTokenizer
 
     from hf_minattn.run_mlm import DataTrainingArguments, load_raw_datasets, resolve_text_column, tokenize_and_group
 
-    data_args = DataTrainingArguments(max_seq_length=max_seq_length)
+    data_args = DataTrainingArguments(max_seq_length=max_seq_length, mlm_probability=mlm_probability)  # as in training
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     raw, _ = load_raw_datasets(data_args, None)
     column = resolve_text_column(raw, None)

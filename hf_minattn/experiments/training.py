@@ -14,25 +14,27 @@ import time
 from dataclasses import dataclass
 
 # ====================================================================================== SETTINGS (the recipe)
-# ONE table of training settings per preset. The recipe is being measured (issue 9): replace these numbers, not
-# code elsewhere. Model sizes are run_mlm's presets edited by `config_overrides`.
-COMMON_OVERRIDES = "hidden_dropout_prob=0,attention_probs_dropout_prob=0,position_embedding_type=rope"
+# ONE table of training settings per preset: the recipe of docs/recipe.md (the `small` preset already has rotary
+# positions and no dropout; 30% masking, learning rate 1e-3, batch 16). Model sizes are run_mlm's presets edited by
+# `config_overrides`.
+RECIPE_OVERRIDES = "hidden_dropout_prob=0,attention_probs_dropout_prob=0,position_embedding_type=rope"  # for `tiny`
 SETTINGS = {
-    # ~2-5 minutes on 2 CPU cores: a check that everything runs, not evidence (2 seeds: no usable intervals).
-    "quick": dict(model_size="tiny", config_overrides=COMMON_OVERRIDES, vocab_size=2000, max_seq_length=64,
-                  batch_size=16, max_steps=20, learning_rate=1e-3, warmup_steps=2, weight_decay=0.0, eval_steps=10,
-                  curve_eval_samples=32, seeds=(0, 1), mask_draws=3, probe_sentences=150, head_sentences=30,
-                  probed=("full", "untrained")),
-    # The committed run: <= 60 minutes on 2 fp32 CPU cores (15 training runs of 150 steps x 32 x 128 tokens at
-    # ~4,600 tokens/s is ~37 min; re-scoring, the floors and the probes take the rest).
-    "full": dict(model_size="small", config_overrides=COMMON_OVERRIDES, vocab_size=8192, max_seq_length=128,
-                 batch_size=32, max_steps=150, learning_rate=1e-3, warmup_steps=15, weight_decay=0.0, eval_steps=15,
-                 curve_eval_samples=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000, head_sentences=200,
-                 probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
+    # A few minutes on 2 CPU cores: a check that everything runs, not evidence (2 seeds: no usable intervals).
+    "quick": dict(model_size="tiny", config_overrides=RECIPE_OVERRIDES, vocab_size=2000, max_seq_length=64,
+                  batch_size=16, max_steps=20, learning_rate=1e-3, warmup_steps=2, weight_decay=0.0, mlm_probability=0.3,
+                  eval_steps=10, curve_eval_samples=32, seeds=(0, 1), mask_draws=3, probe_sentences=150,
+                  head_sentences=30, probed=("full", "untrained"), parallel=2),
+    # The committed run, sized for <= 60 minutes on 2 fp32 CPU cores: 15 training runs of 320 steps x 16 x 128
+    # tokens (655k tokens, 1.3 passes over the training split; ~2.7 min each at ~4,000 tokens/s), then re-scoring,
+    # the floors and the probes.
+    "full": dict(model_size="small", config_overrides="", vocab_size=8192, max_seq_length=128,
+                 batch_size=16, max_steps=320, learning_rate=1e-3, warmup_steps=30, weight_decay=0.0, mlm_probability=0.3,
+                 eval_steps=32, curve_eval_samples=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000,
+                 head_sentences=200, probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
     # Sized for one GPU (uses CUDA when present, runs unchanged but slowly on CPU).
-    "scale": dict(model_size="small", config_overrides=COMMON_OVERRIDES, vocab_size=8192, max_seq_length=128,
+    "scale": dict(model_size="small", config_overrides="", vocab_size=8192, max_seq_length=128,
                   batch_size=64, max_steps=3000, learning_rate=1e-3, warmup_steps=300, weight_decay=0.0,
-                  eval_steps=300, curve_eval_samples=None, seeds=(0, 1, 2, 3, 4), mask_draws=3,
+                  mlm_probability=0.3, eval_steps=300, curve_eval_samples=None, seeds=(0, 1, 2, 3, 4), mask_draws=3,
                   probe_sentences=2000, head_sentences=300,
                   probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
 }
@@ -120,14 +122,15 @@ def variant_overrides(settings: dict, variant: Variant, vocab_size: int) -> str:
     return ",".join(x for x in parts if x)
 
 
-def run_training(args: list[str], log_path: str) -> None:
+def run_training(args: list[str], log_path: str, threads: int | None = None) -> None:
     """`python -m hf_minattn.run_mlm ARGS` in a fresh process (runs share no state), logged to a file; its loss
-    lines are echoed as progress."""
+    lines are echoed as progress. `threads` caps the process's torch threads (for runs side by side)."""
     command = [sys.executable, "-m", "hf_minattn.run_mlm", *args]
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)} if threads else None
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     with open(log_path, "w") as logfile:
         logfile.write(" ".join(command) + "\n")
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         for line in process.stdout:
             logfile.write(line)
             if "'eval_loss'" in line:
@@ -143,7 +146,8 @@ def common_arguments(settings: dict, seed: int) -> list[str]:
         "--per_device_train_batch_size", str(settings["batch_size"]),
         "--per_device_eval_batch_size", str(settings["batch_size"]),
         "--learning_rate", str(settings["learning_rate"]), "--warmup_steps", str(settings["warmup_steps"]),
-        "--weight_decay", str(settings["weight_decay"]), "--seed", str(seed), "--report_to", "none",
+        "--weight_decay", str(settings["weight_decay"]), "--mlm_probability", str(settings["mlm_probability"]),
+        "--seed", str(seed), "--report_to", "none",
         "--logging_steps", str(settings["eval_steps"]), "--eval_strategy", "steps",
         "--eval_steps", str(settings["eval_steps"]), "--save_strategy", "no", "--disable_tqdm", "true",
         "--max_steps", str(settings["max_steps"]),
@@ -158,39 +162,51 @@ def model_folder(out: str, variant: str, seed: int) -> str:
 
 
 def train_variants(out: str, settings: dict, seeds) -> dict[str, dict[int, str]]:
-    """Train every variant at every seed (seeds outermost, so an interrupted run has whole seeds), and save the
-    untrained model of each seed; returns {variant: {seed: folder}}. Folders already finished are kept."""
-    folders = {v.name: {} for v in VARIANTS}
-    tokenizer_dir = None
-    total, done = len(VARIANTS) * len(seeds), 0
-    for seed in seeds:
-        for variant in VARIANTS:
-            done += 1
-            folder = model_folder(out, variant.name, seed)
-            folders[variant.name][seed] = folder
-            finished = "config.json" if not variant.trained else "eval_results.json"
-            if os.path.isfile(os.path.join(folder, finished)):
-                tokenizer_dir = tokenizer_dir or folder
-                continue
-            log(f"[{done}/{total}] seed {seed}, {variant.name}: {variant.description}")
-            start = time.perf_counter()
-            if not variant.trained:
-                initialise_untrained(folder, folders["full"][seed], seed)
-                continue
-            vocab = settings["vocab_size"]
-            if tokenizer_dir is not None:
-                from transformers import AutoTokenizer
+    """Train every variant at every seed and save the untrained model of each seed; returns {variant: {seed:
+    folder}}. Folders already finished are kept. The first run trains the tokenizer that every other run reads;
+    with `settings["parallel"]` > 1 the others then run that many at a time, one thread each (small models gain
+    little from a second thread, and the runs' start-up, mostly imports, overlaps)."""
+    folders = {v.name: {seed: model_folder(out, v.name, seed) for seed in seeds} for v in VARIANTS}
+    jobs = [(seed, v) for seed in seeds for v in VARIANTS if v.trained]
+    done = [job for job in jobs if os.path.isfile(os.path.join(folders[job[1].name][job[0]], "eval_results.json"))]
+    todo = [job for job in jobs if job not in done]
+    tokenizer_dir = folders[done[0][1].name][done[0][0]] if done else None
+    parallel = settings.get("parallel", 1)
 
-                vocab = len(AutoTokenizer.from_pretrained(tokenizer_dir))
-            args = ["--output_dir", folder, *common_arguments(settings, seed),
-                    "--config_overrides", variant_overrides(settings, variant, vocab)]
-            if tokenizer_dir is not None:  # every run reads the same vocabulary
-                args += ["--tokenizer_name", tokenizer_dir]
-            if variant.freeze_embeddings:
-                args += ["--freeze_embeddings", "true"]
-            run_training(args, os.path.join(out, "logs", f"{variant.name}-seed{seed}.log"))
-            tokenizer_dir = tokenizer_dir or folder
-            log(f"  done in {time.perf_counter() - start:.0f}s")
+    def train(job, threads=None):
+        seed, variant = job
+        folder = folders[variant.name][seed]
+        log(f"[{jobs.index(job) + 1}/{len(jobs)}] seed {seed}, {variant.name}: {variant.description}")
+        start = time.perf_counter()
+        vocab = settings["vocab_size"]
+        if tokenizer_dir is not None:
+            from transformers import AutoTokenizer
+
+            vocab = len(AutoTokenizer.from_pretrained(tokenizer_dir))
+        args = ["--output_dir", folder, *common_arguments(settings, seed),
+                "--config_overrides", variant_overrides(settings, variant, vocab)]
+        if tokenizer_dir is not None:  # every run reads the same vocabulary
+            args += ["--tokenizer_name", tokenizer_dir]
+        if variant.freeze_embeddings:
+            args += ["--freeze_embeddings", "true"]
+        run_training(args, os.path.join(out, "logs", f"{variant.name}-seed{seed}.log"), threads)
+        log(f"  seed {seed}, {variant.name}: done in {time.perf_counter() - start:.0f}s")
+
+    if todo and tokenizer_dir is None:
+        train(todo[0])
+        tokenizer_dir = folders[todo[0][1].name][todo[0][0]]
+        todo = todo[1:]
+    if parallel > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(parallel) as pool:
+            list(pool.map(lambda job: train(job, threads=1), todo))  # list(): re-raise a failed run's error
+    else:
+        for job in todo:
+            train(job)
+    for seed in seeds:
+        if not os.path.isfile(os.path.join(folders["untrained"][seed], "config.json")):
+            initialise_untrained(folders["untrained"][seed], folders["full"][seed], seed)
     return folders
 
 
