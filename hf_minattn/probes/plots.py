@@ -208,6 +208,7 @@ def head_roles_plot(r, path):
         im = ax.imshow(np.log2(np.maximum(values, 1e-3)), cmap="RdBu_r", vmin=-4, vmax=4, aspect="auto")
         ax.set_title(f"{title} / uniform", fontsize=8)
         ax.set_xlabel("head"), ax.set_ylabel("layer")
+        ax.set_xticks(range(values.shape[1])), ax.set_yticks(range(values.shape[0]))  # whole heads and layers
         fig.colorbar(im, ax=ax, fraction=0.046, label="log2 ratio")
     fig.suptitle("observed / uniform-attention expectation on the same queries (0 = as uniform)", fontsize=9)
     return _save(fig, path)
