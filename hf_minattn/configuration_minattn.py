@@ -55,12 +55,11 @@ class MinAttnConfig(PretrainedConfig):
             Epsilon of every LayerNorm.
         initializer_range (`float`, *optional*, defaults to 0.02):
             Standard deviation of the normal initialisation of all weight matrices except W_Q and W_K.
-        qk_logit_init_std (`float`, *optional*, defaults to 1.0):
+        qk_logit_init_std (`float`, *optional*, defaults to 0.1):
             Standard deviation of the initial attention logits on LayerNormed inputs, which sets that of W_Q and
             W_K: sqrt(qk_logit_init_std / hidden_size) (the logits' standard deviation is std(W)^2 * hidden_size).
-            At 1.0, attention starts out of order-1 logits; drawing W_Q and W_K with `initializer_range=0.02`
-            instead (qk_logit_init_std = 0.0004 * hidden_size, ~0.05 at hidden 128) makes initial attention
-            uniform, with almost no gradient reaching W_Q and W_K.
+            At 0.1, attention starts close to uniform, about what `initializer_range=0.02` gives at hidden 256;
+            order-1 logits (1.0) trained more slowly in the recipe sweep (docs/recipe.md).
         qkv_bias (`bool`, *optional*, defaults to `True`):
             Whether the query/key/value projection has a bias.
         qkv_projection (`str`, *optional*, defaults to `"learned"`):
@@ -112,7 +111,7 @@ class MinAttnConfig(PretrainedConfig):
         attention_probs_dropout_prob=0.1,
         layer_norm_eps=1e-12,
         initializer_range=0.02,
-        qk_logit_init_std=1.0,
+        qk_logit_init_std=0.1,
         qkv_bias=True,
         qkv_projection="learned",
         qkv_init="normal",

@@ -219,7 +219,7 @@ class MinAttnPreTrainedModel(PreTrainedModel):
         """normal(0, initializer_range) for every matrix; residual output projections scaled down by
         sqrt(2 * num_layers) so that the residual stream's variance does not grow with depth (GPT-2); W_Q and W_K
         normal(0, sqrt(qk_logit_init_std / hidden_size)), so that the initial attention logits have standard deviation
-        qk_logit_init_std (1 by default: attention does not start uniform)."""
+        qk_logit_init_std, whatever the width."""
         config = self.config
         std = config.initializer_range
         residual_std = std / math.sqrt(2 * config.num_hidden_layers)
