@@ -34,6 +34,20 @@ def tiny_config(**overrides) -> MinAttnConfig:
     return MinAttnConfig(**values)
 
 
+def no_context_model(vocab_size: int = 120):
+    """A MinAttnModel whose blocks add nothing: attention-only, W_O = 0, no positions, final LayerNorm removed, so
+    every layer's output is the word embedding itself (a known answer for the probes)."""
+    from hf_minattn import MinAttnModel
+
+    model = MinAttnModel(tiny_config(intermediate_size=0, position_embedding_type="none", vocab_size=vocab_size)).eval()
+    with torch.no_grad():
+        for layer in model.layers:
+            layer.attention.o_proj.weight.zero_()
+            layer.attention.o_proj.bias.zero_()
+    model.final_norm = torch.nn.Identity()
+    return model
+
+
 @pytest.fixture(scope="session")
 def tokenizer():
     return train_tokenizer(TEXTS, vocab_size=120, min_frequency=1, model_max_length=24, show_progress=False)

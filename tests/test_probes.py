@@ -6,7 +6,7 @@ import random
 import numpy as np
 import pytest
 import torch
-from conftest import TEXTS, tiny_config
+from conftest import TEXTS, no_context_model, tiny_config
 from gensim.models import KeyedVectors
 from gensim.test.utils import datapath
 
@@ -25,19 +25,8 @@ from hf_minattn.probes.weights import effective_rank, factored_singular_values, 
 SENTENCES = split_sentences(TEXTS, max_sentences=0)
 
 
-def identity_model():
-    """Every block adds nothing: attention-only (no MLP), W_O = 0, no positions, final LayerNorm removed."""
-    model = MinAttnModel(tiny_config(intermediate_size=0, position_embedding_type="none", vocab_size=120)).eval()
-    with torch.no_grad():
-        for layer in model.layers:
-            layer.attention.o_proj.weight.zero_()
-            layer.attention.o_proj.bias.zero_()
-    model.final_norm = torch.nn.Identity()
-    return model
-
-
 def test_identity_layers_give_contextual_equal_to_static(tokenizer):
-    model = identity_model()
+    model = no_context_model()
     encoded = encode_corpus(model, tokenizer, SENTENCES, min_count=2)
     vectors = word_vectors(model, tokenizer, encoded)
     static = vectors.sets["static"]

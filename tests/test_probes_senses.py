@@ -5,8 +5,7 @@ import re
 
 import numpy as np
 import pytest
-import torch
-from conftest import TEXTS, tiny_config
+from conftest import TEXTS, no_context_model, tiny_config
 
 from hf_minattn import MinAttnModel
 from hf_minattn.probes import report
@@ -47,24 +46,13 @@ def test_leave_one_out_nearest_centroid_known_answers():
     assert _loo_nearest_centroid(alternating, ["a", "a", "b", "b"]).mean() == 0.0
 
 
-def _no_context_model(tokenizer):
-    model = MinAttnModel(tiny_config(intermediate_size=0, position_embedding_type="none",
-                                     vocab_size=len(tokenizer))).eval()
-    with torch.no_grad():
-        for layer in model.layers:
-            layer.attention.o_proj.weight.zero_()
-            layer.attention.o_proj.bias.zero_()
-    model.final_norm = torch.nn.Identity()
-    return model
-
-
 def test_a_model_without_context_or_position_scores_chance(tokenizer):
     homonyms = {"bank": {"river": ("the bank of the river", "she sat on the bank", "a bank of mud"),
                          "money": ("the bank lent money", "money in the bank", "a bank raised rates")}}
-    result = sense_accuracy(_no_context_model(tokenizer), tokenizer, homonyms)
+    result = sense_accuracy(no_context_model(len(tokenizer)), tokenizer, homonyms)
     assert result.accuracy == [0.5] * 3 and result.chance == 0.5 and result.occurrences == 6
     with pytest.raises(ValueError, match="2 senses"):
-        sense_accuracy(_no_context_model(tokenizer), tokenizer, {"bank": {"river": ("the bank",)}})
+        sense_accuracy(no_context_model(len(tokenizer)), tokenizer, {"bank": {"river": ("the bank",)}})
 
 
 def test_sense_accuracy_on_the_shipped_set(tokenizer):
@@ -85,7 +73,7 @@ def test_distinct_contexts_count_sentence_texts_once():
 
 def test_static_layer_equals_layer_zero_without_a_position_signal(tokenizer):
     sentences = split_sentences(TEXTS, max_sentences=0)
-    model = _no_context_model(tokenizer)  # no positions, no embedding LayerNorm: layer 0 = the word embeddings
+    model = no_context_model(len(tokenizer))  # no positions, no embedding LayerNorm: layer 0 = the word embeddings
     encoded = encode_corpus(model, tokenizer, sentences, min_count=2)
     static = static_word_vectors(model, encoded.tokenized)
     result = geometry(encoded, min_count=2, static=static, model=model)

@@ -5,7 +5,7 @@ import copy
 import numpy as np
 import pytest
 import torch
-from conftest import TEXTS, tiny_config
+from conftest import TEXTS, no_context_model, tiny_config
 
 from hf_minattn import MinAttnModel
 from hf_minattn.probes.benchmark_report import benchmarks_text
@@ -41,12 +41,7 @@ def test_windows_contexts_and_frequency_order(tokenizer):
 
 
 def test_layers_that_add_nothing_pool_to_the_static_vectors_across_windows(tokenizer):
-    model = MinAttnModel(tiny_config(intermediate_size=0, position_embedding_type="none", vocab_size=120)).eval()
-    with torch.no_grad():
-        for layer in model.layers:
-            layer.attention.o_proj.weight.zero_()
-            layer.attention.o_proj.bias.zero_()
-    model.final_norm = torch.nn.Identity()
+    model = no_context_model()
     pooled = pool_corpus(model, tokenizer, [" ".join(SENTENCES[:6]), *SENTENCES], max_length=12, min_contexts=1)
     static = static_vectors(model, tokenizer, pooled.vocab)
     for layer in pooled.contextual:
