@@ -14,26 +14,20 @@ def r(x, digits=4):
 
 def within_layer_js(heads: dict) -> list:
     """Mean Jensen-Shannon divergence between the attention distributions of different heads of the same layer."""
-    js = np.array(heads["js_divergence"])
-    L, H = heads["num_layers"], heads["num_heads"]
-    values = []
-    for layer in range(L):
-        block = js[layer * H : (layer + 1) * H, layer * H : (layer + 1) * H]
-        values.append(r(block[~np.eye(H, dtype=bool)].mean()) if H > 1 else None)
-    return values
+    from hf_minattn.probes.heads import within_layer_divergence
+
+    return [r(v) for v in within_layer_divergence(heads["js_divergence"], heads["num_layers"], heads["num_heads"])]
 
 
 def head_roles(heads: dict) -> dict:
-    """Each head's most pronounced behaviour (largest raw statistic; see the evidence protocol on chance levels)."""
-    stats = heads["stats"]
+    """Each head's role as the probe labelled it: the statistic furthest above what uniform attention gets on the
+    same queries (observed / uniform ratio), or "none" when no ratio reaches the probe's threshold."""
     roles = {}
-    for layer in range(heads["num_layers"]):
-        for head in range(heads["num_heads"]):
-            candidates = {k: stats[k][layer][head] for k in ("self", "previous", "next", "cls", "sep", "punctuation")
-                          if k in stats}
-            best = max(candidates, key=candidates.get)
-            roles[f"L{layer}H{head}"] = {"role": best, "weight": r(candidates[best]),
-                                        "entropy": r(stats["entropy"][layer][head])}
+    for layer, labels in enumerate(heads["roles"]):
+        for head, role in enumerate(labels):
+            ratio = heads["relative_to_uniform"][role][layer][head] if role != "none" else None
+            roles[f"L{layer}H{head}"] = {"role": role, "ratio": r(ratio, 2),
+                                        "entropy": r(heads["stats"]["entropy"][layer][head])}
     return roles
 
 

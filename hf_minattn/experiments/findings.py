@@ -185,8 +185,9 @@ def probe_sections(results: dict, fig) -> list[str]:
         f"{_list(q4['js_within_layer_init'])} at initialisation, {_list(q4['js_within_layer_trained'])} trained.",
         f"- Mean attention entropy: {q4['entropy_init']} at initialisation, {q4['entropy_trained']} trained "
         f"(uniform attention: {q4['uniform_entropy']}).",
-        "- Largest raw statistic of each trained head (chance levels differ between statistics): "
-        + ", ".join(f"{h} {info['role']} ({info['weight']})" for h, info in q4["roles_trained"].items()) + ".",
+        "- Role of each trained head, relative to uniform attention on the same queries (observed / uniform): "
+        + ", ".join(f"{h} {info['role']}" + (f" ({info['ratio']}x)" if info["ratio"] is not None else "")
+                    for h, info in q4["roles_trained"].items()) + ".",
         fig("head_diversity", "head diversity"),
         "## 5. Does training put words that occur together, or that are related, close together?",
         "",
