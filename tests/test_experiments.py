@@ -71,6 +71,17 @@ def test_quick_run_end_to_end(tmp_path):
     m = results["matched"]
     assert abs(results["parameters"]["identity_qkv"] - results["parameters"]["full"]) <= m["unit_parameters"]
 
+    # word similarity during training: step 0 (untrained) and every evaluation, for full and frozen, every seed;
+    # the saved states are deleted once scored
+    dynamics = results["dynamics"]
+    for name in ("full", "frozen_embeddings"):
+        assert dynamics["variants"][name]["steps"] == [0, 10, 20]
+        assert sorted(map(int, dynamics["variants"][name]["seeds"])) == seeds
+        assert not list((out / "models" / name).glob("seed*/checkpoint-*"))
+    static = dynamics["variants"]["frozen_embeddings"]["seeds"][str(seeds[0])]["static"]
+    assert len(static) == 3 and len(set(static)) == 1  # frozen embeddings: the same static vectors at every step
+    assert (out / "similarity_dynamics.json").is_file()
+
     # paired runs: the untrained model of a seed is the state its runs started from
     key = "minattn.embeddings.word_embeddings.weight"
     for seed in seeds:

@@ -19,7 +19,20 @@ SEEDS = (0, 1, 2)
 UNIGRAM = (7.0, 7.02, 6.99)
 
 
-def synthetic(offsets=None, seeds=SEEDS, never_input_moved=False, full=(6.6, 6.62, 6.58)) -> dict:
+def similarity_dynamics(seeds, full_end):
+    """dynamics.similarity_curves' layout: the full run's vectors end at `full_end` (one rho per seed), the frozen
+    run's static vectors never change and its last layer ends at 0.2."""
+    def run(end, static_moves):
+        return {"steps": [0, 10, 20], "seeds": {
+            s: {"static": [0.01 + 0.001 * i, 0.1, e] if static_moves else [0.01 + 0.001 * i] * 3,
+                "layer_2": [0.02 + 0.001 * i, 0.1, e]} for i, (s, e) in enumerate(zip(seeds, end))}}
+    return {"sentences": 4000, "min_contexts": 5, "benchmark": "wordsim353", "pairs": {"kept": 120, "total": 353},
+            "variants": {"full": run(full_end, True), "frozen_embeddings": run([0.2 + 0.01 * i for i in range(len(seeds))],
+                                                                                 False)}}
+
+
+def synthetic(offsets=None, seeds=SEEDS, never_input_moved=False, full=(6.6, 6.62, 6.58),
+              similarity_end=(0.3, 0.32, 0.28)) -> dict:
     """Results as `run_experiments` stores them; each variant's loss is the full model's plus `offsets[name]`
     (one number per seed)."""
     offsets = {"frozen_embeddings": (0.1, 0.12, 0.11), "identity_qkv": (0.05, 0.06, 0.04),
@@ -61,6 +74,7 @@ def synthetic(offsets=None, seeds=SEEDS, never_input_moved=False, full=(6.6, 6.6
         "rows": {"full": row_drift(trained, initial, counts, ever),
                  "frozen_embeddings": row_drift(initial, initial, counts, ever)},
         "drift": {"full": drift, "frozen_embeddings": {**drift, "drift": {"word_embeddings": 0.0}}},
+        "dynamics": similarity_dynamics(seeds, similarity_end[: len(seeds)]),
     }
     round_floats(results)
     results["answers"] = answer_questions(results)
@@ -96,6 +110,18 @@ def test_floor_verdict_follows_the_interval():
     assert "does not differ measurably from the unigram floor" in at_floor
     # shares are measured from the unigram floor: none when the full model is not below it
     assert synthetic(full=(7.05, 6.99, 6.98))["answers"]["q2"]["frozen_share_of_gain"] is None
+
+
+def test_word_similarity_trend_follows_the_interval():
+    rose = section(render_findings(synthetic(), {}), 2)
+    fell = section(render_findings(synthetic(similarity_end=(-0.1, -0.12, -0.08)), {}), 2)
+    assert "full, last layer's pooled vectors: rose, from 0.021" in rose
+    assert "full, last layer's pooled vectors: fell" in fell
+    # frozen static vectors never move: a change of exactly 0 is "did not change measurably"
+    assert "frozen_embeddings, static vectors: did not change measurably" in rose
+    assert "match human similarity better than the frozen run's" in rose
+    assert "match human similarity worse than the frozen run's" in fell
+    assert "on the 120 of 353 pairs" in rose
 
 
 def test_unmoved_rows_are_checked():

@@ -4,6 +4,7 @@ can be tested on synthetic results. Losses are in nats; every comparison is a pa
 import numpy as np
 
 from . import statistics as st
+from .dynamics import similarity_summary
 from .training import VARIANTS
 
 
@@ -95,6 +96,7 @@ def answer_questions(results: dict) -> dict:
         "gain_full": st.curve_gap(results, "full"),
         "gain_frozen": st.curve_gap(results, "frozen_embeddings"),
         "gain_full_minus_frozen": st.curve_difference(results, "full", "frozen_embeddings"),
+        "similarity": similarity_summary(results["dynamics"]) if results.get("dynamics") else None,
     }
 
     # 3. W_Q, W_K and the embedding matrix; identity projections at matched parameter count; QKV learned from I.

@@ -12,6 +12,7 @@ import numpy as np
 from .answers import answer_questions, r
 from .evaluation import (drift_summary, initialisation_agreement, input_ids_ever_masked_in, load_splits,
                          mask_validation, row_drift, score_model, token_counts, trainer_metrics, word_embeddings)
+from .dynamics import similarity_curves
 from .figures import make_figures
 from .findings import render_findings
 from .probing import probe_variants
@@ -89,6 +90,7 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
     seeds = check_seeds(settings["seeds"] if seeds is None else seeds)
     folders = train_variants(out, settings, seeds)
     scored = evaluate(out, folders, settings, seeds)
+    dynamics = similarity_dynamics(out, folders, settings, seeds)
     probes, extras = probe_variants(out, {name: folders[name][seeds[0]] for name in settings["probed"]}, settings, seeds[0])
     with open(os.path.join(folders["full"][seeds[0]], "config.json")) as f:
         config = json.load(f)
@@ -115,7 +117,7 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
                     "masks": "MLMCollator draws each example's masks from (seed, epoch or stream, example index)"},
         "folders": folders, "variants": variants, "rows": scored["rows"],
         "drift": {name: drift_summary(folders[name][seeds[0]]) for name in ("full", "frozen_embeddings", "identity_qkv")},
-        "probes": probes, "extras": extras,
+        "probes": probes, "extras": extras, "dynamics": dynamics,
     }
     results["parameters"]["untrained"] = results["parameters"]["full"]
     results = json.loads(json.dumps(results, default=str))  # plain types, seeds as the same ints, folders as str
@@ -129,6 +131,23 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
     with open(os.path.join(out, "FINDINGS.md"), "w") as f:
         f.write(render_findings(results, figures))
     return results
+
+
+def similarity_dynamics(out: str, folders: dict, settings: dict, seeds) -> dict:
+    """Word similarity at every saved state (dynamics.similarity_curves), kept in `out/similarity_dynamics.json`:
+    the saved states are deleted once scored, so a rerun reads the numbers back."""
+    path = os.path.join(out, "similarity_dynamics.json")
+    if os.path.isfile(path):
+        with open(path) as f:
+            curves = json.load(f)
+        curves["variants"] = {name: {**v, "seeds": {int(s): x for s, x in v["seeds"].items()}}
+                              for name, v in curves["variants"].items()}
+        if sorted(curves["variants"]["full"]["seeds"]) == sorted(seeds):
+            return curves
+    curves = similarity_curves(folders, settings, seeds)
+    with open(path, "w") as f:
+        json.dump(curves, f, indent=1)
+    return curves
 
 
 def round_floats(value, digits=4):

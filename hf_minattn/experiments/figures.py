@@ -45,8 +45,10 @@ def make_figures(results: dict, out: str) -> dict:
     ax.legend(fontsize=7)
     save(fig, "loss_curves.png")
 
-    # Learning dynamics: gain over the unigram floor, full and frozen, with 95% intervals over seeds.
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    # Learning dynamics: gain over the unigram floor and word similarity, full and frozen, 95% intervals over seeds.
+    similarity = answers["q2"].get("similarity")
+    fig, axes = plt.subplots(1, 2 if similarity else 1, figsize=(12 if similarity else 6.5, 4), squeeze=False)
+    ax = axes[0, 0]
     for key, label in (("gain_full", "full"), ("gain_frozen", "frozen_embeddings")):
         curve = answers["q2"][key]
         points = [(s, g) for s, g in zip(curve["steps"], curve["gain"]) if g is not None]
@@ -57,6 +59,20 @@ def make_figures(results: dict, out: str) -> dict:
     ax.axhline(0, color="black", linestyle="--", label="unigram floor")
     ax.set_xlabel("training step"), ax.set_ylabel("unigram loss - validation loss (nats)")
     ax.legend(fontsize=7)
+    if similarity:
+        ax = axes[0, 1]
+        last = f"layer_{results['config']['num_hidden_layers']}"
+        for variant in ("full", "frozen_embeddings"):
+            for name, style in (("static", "--"), (last, "-")):
+                x = similarity[variant][name]
+                points = [(s, p) for s, p in zip(x["steps"], x["spearman"]) if p is not None]
+                if points:
+                    steps = [s for s, _ in points]
+                    ax.plot(steps, [p["estimate"] for _, p in points], style, marker="o", label=f"{variant}, {name}")
+                    ax.fill_between(steps, [p["low"] for _, p in points], [p["high"] for _, p in points], alpha=0.15)
+        ax.axhline(0, color="black", linestyle=":")
+        ax.set_xlabel("training step"), ax.set_ylabel("WordSim-353 Spearman")
+        ax.legend(fontsize=7)
     save(fig, "learning_dynamics.png")
 
     # Per-row drift against training count (first seed).

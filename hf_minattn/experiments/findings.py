@@ -137,8 +137,43 @@ def q2_section(results: dict, fig) -> list[str]:
             f"{ci(g0)}, where {trend[st.sign(g0)]}; at step {s1} {ci(g1)}, where {trend[st.sign(g1)]}.",
             "- At every evaluation: " + "; ".join(f"step {s} {ci(g)}" for s, g in points) + ".",
         ]
-    lines.append(fig("learning_dynamics", "gain over the unigram floor during training"))
+    lines += similarity_lines(results)
+    lines.append(fig("learning_dynamics", "gain over the unigram floor and word similarity during training"))
     return lines
+
+
+def similarity_lines(results: dict) -> list[str]:
+    """Word similarity during training: the change from step 0 to the end of each vector set, paired over seeds."""
+    sim, dynamics = results["answers"]["q2"].get("similarity"), results.get("dynamics")
+    if not sim:
+        return []
+    last = f"layer_{results['config']['num_hidden_layers']}"
+    moved = {1: "rose", 0: "did not change measurably", -1: "fell"}
+    pairs = dynamics["pairs"]
+    lines = [f"- Word similarity during training (WordSim-353 Spearman on the {pairs['kept']} of {pairs['total']} "
+             f"pairs whose words occur in >= {dynamics['min_contexts']} of {dynamics['sentences']} training sentences; "
+             "mean over seeds [95% t-interval]; step 0 is the untrained model):"]
+    for variant in ("full", "frozen_embeddings"):
+        for name, label in (("static", "static vectors"), (last, "last layer's pooled vectors")):
+            x = sim[variant][name]
+            if x["change"] is None:
+                continue
+            lines.append(f"  - {variant}, {label}: {moved[st.sign(x['change'])]}, from {ci(x['spearman'][0])} to "
+                         f"{ci(x['spearman'][-1])} at step {x['steps'][-1]} (change {ci(x['change'])}); at every "
+                         "saved step: " + ", ".join(f"{step} {_point(p)}" for step, p in zip(x["steps"], x["spearman"]))
+                         + ".")
+    end = sim.get("full_minus_frozen", {}).get(last)
+    if end is not None:
+        lines.append("  - At the end, the full model's last-layer vectors "
+                     + compared(end, "match human similarity better than the frozen run's",
+                                "do not differ measurably from the frozen run's",
+                                "match human similarity worse than the frozen run's")
+                     + f" (full - frozen {ci(end)}).")
+    return lines
+
+
+def _point(interval: dict | None) -> str:
+    return "n/a" if interval is None else str(interval["estimate"])
 
 
 def q3_section(results: dict) -> list[str]:

@@ -23,19 +23,19 @@ SETTINGS = {
     "quick": dict(model_size="tiny", config_overrides=RECIPE_OVERRIDES, vocab_size=2000, max_seq_length=64,
                   batch_size=16, max_steps=20, learning_rate=1e-3, warmup_steps=2, weight_decay=0.0, mlm_probability=0.3,
                   eval_steps=10, curve_eval_samples=32, seeds=(0, 1), mask_draws=3, probe_sentences=150,
-                  head_sentences=30, probed=("full", "untrained"), parallel=2),
+                  dynamics_sentences=1000, head_sentences=30, probed=("full", "untrained"), parallel=2),
     # The committed run, sized for <= 60 minutes on 2 fp32 CPU cores: 15 training runs of 320 steps x 16 x 128
     # tokens (655k tokens, 1.3 passes over the training split; ~2.7 min each at ~4,000 tokens/s), then re-scoring,
     # the floors and the probes.
     "full": dict(model_size="small", config_overrides="", vocab_size=8192, max_seq_length=128,
                  batch_size=16, max_steps=320, learning_rate=1e-3, warmup_steps=30, weight_decay=0.0, mlm_probability=0.3,
                  eval_steps=32, curve_eval_samples=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000,
-                 head_sentences=200, probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
+                 dynamics_sentences=4000, head_sentences=200, probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
     # Sized for one GPU (uses CUDA when present, runs unchanged but slowly on CPU).
     "scale": dict(model_size="small", config_overrides="", vocab_size=8192, max_seq_length=128,
                   batch_size=64, max_steps=3000, learning_rate=1e-3, warmup_steps=300, weight_decay=0.0,
                   mlm_probability=0.3, eval_steps=300, curve_eval_samples=None, seeds=(0, 1, 2, 3, 4), mask_draws=3,
-                  probe_sentences=2000, head_sentences=300,
+                  probe_sentences=2000, dynamics_sentences=0, head_sentences=300,
                   probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
 }
 # =============================================================================================================
@@ -48,13 +48,14 @@ class Variant:
     config_overrides: str = ""
     freeze_embeddings: bool = False
     trained: bool = True
+    save_states: bool = False  # save the weights at every evaluation, for the word-similarity dynamics
     match_parameters: bool = False  # widen intermediate_size until the parameter count equals the full model's
 
 
 VARIANTS = (
-    Variant("full", "full model: trained embeddings, learned W_Q/W_K/W_V/W_O, feed-forward"),
+    Variant("full", "full model: trained embeddings, learned W_Q/W_K/W_V/W_O, feed-forward", save_states=True),
     Variant("frozen_embeddings", "word (and any learned position) embeddings frozen at their random initial values",
-            freeze_embeddings=True),
+            freeze_embeddings=True, save_states=True),
     Variant("identity_qkv", "W_Q = W_K = W_V = I (W_O kept), feed-forward widened to the full model's parameter count",
             config_overrides="qkv_projection=identity", match_parameters=True),
     Variant("qkv_from_identity", "learned W_Q, W_K, W_V initialised at I", config_overrides="qkv_init=identity"),
@@ -189,6 +190,8 @@ def train_variants(out: str, settings: dict, seeds) -> dict[str, dict[int, str]]
             args += ["--tokenizer_name", tokenizer_dir]
         if variant.freeze_embeddings:
             args += ["--freeze_embeddings", "true"]
+        if variant.save_states:  # model only (no optimizer state): what dynamics.similarity_curves reads
+            args += ["--save_strategy", "steps", "--save_steps", str(settings["eval_steps"]), "--save_only_model", "true"]
         run_training(args, os.path.join(out, "logs", f"{variant.name}-seed{seed}.log"), threads)
         log(f"  seed {seed}, {variant.name}: done in {time.perf_counter() - start:.0f}s")
 
