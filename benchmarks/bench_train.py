@@ -111,7 +111,7 @@ def build(name: str, sizes: dict, seed: int = 0, **overrides) -> nn.Module:
         # type_vocab_size=1: one segment, the closest BERT gets to MinAttn's embeddings (word + position).
         config = BertConfig(**dims, type_vocab_size=1)
         return BertForMaskedLM(config)
-    config = MinAttnConfig(**dims)
+    config = MinAttnConfig(**{"sparse_prediction": True, **dims})  # as run_mlm trains it
     return MinAttnForMaskedLM(config)
 
 

@@ -63,7 +63,7 @@ def main(argv=None):
     model_size, seq, steps, warmup = ("tiny", 64, 12, 2) if args.quick else ("small", 128, args.steps, 10)
     sizes = dict(vocab=512 if args.quick else 8192, seq=seq)
     train_blocks, _, vocab = load_blocks(sizes, quick=args.quick)
-    config = MinAttnConfig(**MODEL_SIZES[model_size], vocab_size=vocab)
+    config = MinAttnConfig(**MODEL_SIZES[model_size], vocab_size=vocab, sparse_prediction=True)  # as run_mlm trains
     batches = make_batches(train_blocks, steps, args.batch, vocab, seed=0)
     print(f"machine: {machine_info()['cpu']}; {model_size} model, batch {args.batch} x {seq}, {steps} steps", flush=True)
     before = plain_loop_tokens_per_second(config, batches, warmup)

@@ -2,6 +2,7 @@
 
 import argparse
 import importlib
+import os
 import sys
 
 # sub-command -> (module, function taking argv, one-line help); imported lazily so `--help` is fast.
@@ -13,6 +14,24 @@ COMMANDS = {
 }
 
 
+# Mistakes in what the user gave (a path, a file's contents, a value): reported in one line, without a traceback.
+# UnicodeDecodeError and json.JSONDecodeError are ValueErrors; FileNotFoundError is an OSError.
+USER_ERRORS = (ValueError, TypeError, OSError)
+
+
+def run_reporting_errors(function, argv=None, prog="hf-minattn") -> int:
+    """`function(argv)`'s exit code; a user error is printed as one line `PROG: error: MESSAGE` (exit 2), as
+    argparse reports a bad option. HF_MINATTN_TRACEBACK=1 re-raises it instead, for debugging."""
+    try:
+        result = function(argv)
+    except USER_ERRORS as error:
+        if os.environ.get("HF_MINATTN_TRACEBACK"):
+            raise
+        print(f"{prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
+    return result if isinstance(result, int) else 0  # run_mlm's main returns its metrics
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="hf-minattn", description=__doc__)
@@ -22,7 +41,8 @@ def main(argv=None):
         return 0
     args = parser.parse_args(argv[:1])
     module, function, _ = COMMANDS[args.command]
-    return getattr(importlib.import_module(module), function)(argv[1:])
+    return run_reporting_errors(getattr(importlib.import_module(module), function), argv[1:],
+                                prog=f"hf-minattn {args.command}")
 
 
 if __name__ == "__main__":

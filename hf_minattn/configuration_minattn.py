@@ -70,6 +70,11 @@ class MinAttnConfig(PretrainedConfig):
             `"identity"` (each starts as I, biases at 0: the `qkv_projection="identity"` model, free to move away).
         tie_word_embeddings (`bool`, *optional*, defaults to `True`):
             Whether the masked-LM decoder shares its weight with the word embeddings (stored once).
+        sparse_prediction (`bool`, *optional*, defaults to `False`):
+            Masked LM with `labels` only: project to the vocabulary at the labelled positions alone, so `logits` is
+            `(n_labelled, vocab_size)` in the order of `labels[labels != -100]` rather than `(batch, sequence,
+            vocab_size)` (as ModernBERT's flag of the same name). Faster training; off by default because code
+            written for BERT expects the full logits. `run_mlm.py` switches it on while training.
         classifier_dropout (`float`, *optional*):
             Dropout before the sequence-classification head; defaults to `hidden_dropout_prob`.
         pad_token_id (`int`, *optional*, defaults to 0):
@@ -116,6 +121,7 @@ class MinAttnConfig(PretrainedConfig):
         qkv_projection="learned",
         qkv_init="normal",
         tie_word_embeddings=True,
+        sparse_prediction=False,
         classifier_dropout=None,
         pad_token_id=0,
         cls_token_id=2,
@@ -143,6 +149,7 @@ class MinAttnConfig(PretrainedConfig):
         self.qkv_init = qkv_init
         # transformers 5 no longer declares these on the base class: without them here, nothing is tied.
         self.tie_word_embeddings = tie_word_embeddings
+        self.sparse_prediction = sparse_prediction
         self.classifier_dropout = classifier_dropout
         self.pad_token_id = pad_token_id
         self.cls_token_id = cls_token_id
@@ -183,6 +190,9 @@ class MinAttnConfig(PretrainedConfig):
         if self.qkv_init != "normal" and self.qkv_projection != "learned":
             raise ValueError(f"MinAttnConfig.qkv_init={self.qkv_init!r} initialises learned projections: it needs "
                              f"qkv_projection='learned', got {self.qkv_projection!r}")
+        for name in ("qkv_bias", "tie_word_embeddings", "sparse_prediction"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"MinAttnConfig.{name} must be True or False, got {getattr(self, name)!r}")
         if self.hidden_act not in ACT2FN:
             raise ValueError(f"MinAttnConfig.hidden_act must be one of {sorted(ACT2FN)}, got {self.hidden_act!r}")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"):

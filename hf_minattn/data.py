@@ -5,6 +5,7 @@ read it through `load_wikipedia_sample()`, which parses the dump once and caches
 """
 
 import bz2
+import codecs
 import hashlib
 import os
 import re
@@ -114,3 +115,29 @@ def load_wikipedia_sample(validation_percentage: int = 5, cache_dir: str | os.Pa
         except OSError:  # another process finished first
             shutil.rmtree(tmp, ignore_errors=True)
     return datasets.load_from_disk(str(path))
+
+
+def check_text_file(path, what: str = "file") -> str:
+    """Raise a one-line error naming `path` unless it is an existing file of UTF-8 text with something other
+    than whitespace in it (`what` names the option, e.g. "--train_file"); returns the path."""
+    if not os.path.isfile(path):
+        kind = "a folder" if os.path.isdir(path) else "no such file"
+        raise FileNotFoundError(f"{what} {path!r}: {kind}; expected a UTF-8 text file")
+    decoder, has_text, offset = codecs.getincrementaldecoder("utf-8")(), False, 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            try:
+                text = decoder.decode(chunk)
+            except UnicodeDecodeError as error:
+                raise ValueError(f"{what} {path!r} is not UTF-8 text (byte 0x{chunk[error.start]:02x} at offset "
+                                 f"{offset + error.start}); expected a UTF-8 text file") from None
+            has_text = has_text or bool(text.strip())
+            offset += len(chunk)
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} {path!r} ends in the middle of a UTF-8 character; expected a UTF-8 text file") from None
+    if not has_text:
+        raise ValueError(f"{what} {path!r} is empty or only whitespace; expected text to train on or probe")
+    return path
+

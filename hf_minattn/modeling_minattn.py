@@ -23,6 +23,12 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from .configuration_minattn import MinAttnConfig
 
 
+def is_traced() -> bool:
+    """Whether this forward is being traced (torch.jit.trace) or compiled/exported (torch.compile, torch.export,
+    ONNX): value-dependent Python branches would then be frozen into the graph."""
+    return torch.jit.is_tracing() or torch.compiler.is_compiling()
+
+
 def sinusoidal_table(num_positions: int, dim: int) -> torch.Tensor:
     """The fixed position encoding of "Attention Is All You Need": sin on even, cos on odd channels."""
     position = torch.arange(num_positions, dtype=torch.float32)[:, None]  # (P, 1)
@@ -136,7 +142,8 @@ class MinAttnAttention(nn.Module):
         self.o_proj.is_residual_output = True  # gets the scaled init, see `_init_weights`
         self.attention_dropout = config.attention_probs_dropout_prob
 
-    def forward(self, hidden_states, attention_mask=None, output_attentions=False, position_embeddings=None):
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False, position_embeddings=None,
+                **kwargs):
         B, T, C = hidden_states.shape
         if self.qkv_proj is None:
             # Q = K = V = X, split into heads
@@ -159,6 +166,7 @@ class MinAttnAttention(nn.Module):
             attention_mask,
             scaling=self.scaling,
             dropout=self.attention_dropout if self.training else 0.0,
+            **kwargs,  # for the attention function (e.g. a kernel registered with transformers.AttentionInterface)
         )
         output = self.o_proj(output.reshape(B, T, C))  # heads concatenated, then W_O
         return output, weights
@@ -190,16 +198,18 @@ class MinAttnBlock(GradientCheckpointingLayer):
             self.mlp_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, hidden_states, attention_mask=None, output_attentions=False, position_embeddings=None):
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False, position_embeddings=None,
+                **kwargs):
         if self.pre_norm:
             attended, weights = self.attention(
-                self.attention_norm(hidden_states), attention_mask, output_attentions, position_embeddings
+                self.attention_norm(hidden_states), attention_mask, output_attentions, position_embeddings, **kwargs
             )
             hidden_states = hidden_states + self.dropout(attended)
             if self.mlp is not None:
                 hidden_states = hidden_states + self.dropout(self.mlp(self.mlp_norm(hidden_states)))
         else:
-            attended, weights = self.attention(hidden_states, attention_mask, output_attentions, position_embeddings)
+            attended, weights = self.attention(hidden_states, attention_mask, output_attentions, position_embeddings,
+                                               **kwargs)
             hidden_states = self.attention_norm(hidden_states + self.dropout(attended))
             if self.mlp is not None:
                 hidden_states = self.mlp_norm(hidden_states + self.dropout(self.mlp(hidden_states)))
@@ -330,7 +340,8 @@ class MinAttnModel(MinAttnPreTrainedModel):
         if input_ids is not None:
             if input_ids.dim() != 2:
                 raise ValueError(f"input_ids must have shape (batch, sequence), got {tuple(input_ids.shape)}")
-            if input_ids.numel() and (input_ids.min() < 0 or input_ids.max() >= self.config.vocab_size):
+            # A check on the values, not the shapes: skipped while traced or exported (it cannot be a graph op).
+            if not is_traced() and input_ids.numel() and (input_ids.min() < 0 or input_ids.max() >= self.config.vocab_size):
                 bad = input_ids[(input_ids < 0) | (input_ids >= self.config.vocab_size)][0].item()
                 raise ValueError(f"input_ids contains id {bad}, outside [0, vocab_size={self.config.vocab_size})")
             shape = tuple(input_ids.shape)
@@ -365,6 +376,7 @@ class MinAttnModel(MinAttnPreTrainedModel):
             eager attention path for this call.
         output_hidden_states (`bool`, *optional*): also return the embedding output and every block's output
             (num_hidden_layers + 1 tensors).
+        kwargs: passed down to the attention function of every layer (`_supports_attention_backend`).
         """
         output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
         output_hidden_states = (
@@ -376,8 +388,9 @@ class MinAttnModel(MinAttnPreTrainedModel):
         hidden_states = self.embeddings(input_ids=input_ids, inputs_embeds=inputs_embeds)  # (B, T, C)
         rotary = None if self.rotary is None else self.rotary(hidden_states.shape[1], hidden_states.dtype)  # 2 x (T, D)
         # Additive padding mask, (B, 1, 1, T), or None when nothing is padded so that sdpa can take its fast path.
+        # A traced or exported graph keeps the mask whatever the example batch held: it must serve padded batches.
         mask = None
-        if attention_mask is not None and not bool(attention_mask.all()):
+        if attention_mask is not None and (is_traced() or not bool(attention_mask.all())):
             mask = torch.zeros(attention_mask.shape, dtype=hidden_states.dtype, device=hidden_states.device)
             mask = mask.masked_fill(attention_mask == 0, torch.finfo(hidden_states.dtype).min)[:, None, None, :]
 
@@ -386,7 +399,7 @@ class MinAttnModel(MinAttnPreTrainedModel):
         for layer in self.layers:
             if output_hidden_states:
                 all_hidden_states += (hidden_states,)
-            hidden_states, weights = layer(hidden_states, mask, output_attentions, rotary)
+            hidden_states, weights = layer(hidden_states, mask, output_attentions, rotary, **kwargs)
             if output_attentions:
                 all_attentions += (weights,)
         if self.final_norm is not None:
@@ -430,6 +443,19 @@ class MinAttnForMaskedLM(MinAttnPreTrainedModel):
     def set_output_embeddings(self, new_embeddings):
         self.lm_head.decoder = new_embeddings
 
+    def resize_token_embeddings(self, *args, **kwargs) -> nn.Embedding:
+        """As `PreTrainedModel.resize_token_embeddings`, and the head's output bias (a parameter of its own, which
+        the base class does not know about) follows: old entries kept, new ones 0."""
+        embeddings = super().resize_token_embeddings(*args, **kwargs)
+        old = self.lm_head.bias
+        n = embeddings.num_embeddings
+        if old.shape[0] != n:
+            new = torch.zeros(n, dtype=old.dtype, device=old.device)
+            keep = min(n, old.shape[0])
+            new[:keep] = old.data[:keep]
+            self.lm_head.bias = nn.Parameter(new, requires_grad=old.requires_grad)
+        return embeddings
+
     def forward(
         self,
         input_ids=None,
@@ -443,13 +469,15 @@ class MinAttnForMaskedLM(MinAttnPreTrainedModel):
     ) -> MaskedLMOutput:
         r"""
         labels (`torch.LongTensor` of shape `(batch_size, sequence_length)`, *optional*): the token to predict at
-            each masked position, -100 elsewhere. When given, the vocabulary projection runs only at the labelled
-            positions (the expensive part of the head) and `logits` has shape `(n_labelled, vocab_size)`, in the
-            order of `labels[labels != -100]`; without labels `logits` is `(batch_size, sequence_length, vocab_size)`.
+            each masked position, -100 elsewhere. `logits` is `(batch_size, sequence_length, vocab_size)`, unless
+            `config.sparse_prediction` is on and labels are given: then the vocabulary projection (the expensive
+            part of the head) runs only at the labelled positions and `logits` is `(n_labelled, vocab_size)`, in the
+            order of `labels[labels != -100]`.
         num_items_in_batch (passed by the Trainer): the number of labelled tokens in the whole accumulated batch;
             the loss is then summed and divided by it, so gradient accumulation gives the same loss as one big batch.
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
+        num_items = kwargs.pop("num_items_in_batch", None)
         outputs = self.minattn(
             input_ids,
             attention_mask=attention_mask,
@@ -457,6 +485,7 @@ class MinAttnForMaskedLM(MinAttnPreTrainedModel):
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             return_dict=True,
+            **kwargs,
         )
         sequence_output = outputs.last_hidden_state  # (B, T, C)
 
@@ -467,12 +496,16 @@ class MinAttnForMaskedLM(MinAttnPreTrainedModel):
             if labels.shape != sequence_output.shape[:2]:
                 raise ValueError(f"labels has shape {tuple(labels.shape)}, expected {tuple(sequence_output.shape[:2])}")
             labelled = labels != -100
-            logits = self.lm_head(sequence_output[labelled])  # (N, V), N = labelled tokens
             targets = labels[labelled]
-            num_items = kwargs.get("num_items_in_batch")
+            if self.config.sparse_prediction:
+                logits = self.lm_head(sequence_output[labelled])  # (N, V), N = labelled tokens
+                labelled_logits = logits
+            else:
+                logits = self.lm_head(sequence_output)  # (B, T, V)
+                labelled_logits = logits[labelled]  # (N, V)
             if num_items is None:
                 num_items = max(targets.numel(), 1)
-            loss = F.cross_entropy(logits.float(), targets, reduction="sum") / num_items
+            loss = F.cross_entropy(labelled_logits.float(), targets, reduction="sum") / num_items
 
         output = MaskedLMOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
@@ -509,6 +542,7 @@ class MinAttnForSequenceClassification(MinAttnPreTrainedModel):
             `problem_type="multi_label_classification"`.
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
+        kwargs.pop("num_items_in_batch", None)  # the classification loss is a mean over the batch
         outputs = self.minattn(
             input_ids,
             attention_mask=attention_mask,
@@ -516,6 +550,7 @@ class MinAttnForSequenceClassification(MinAttnPreTrainedModel):
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             return_dict=True,
+            **kwargs,
         )
         logits = self.classifier(self.dropout(outputs.last_hidden_state[:, 0]))  # (B, num_labels)
 

@@ -45,7 +45,7 @@ from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_utils import sort_checkpoints
 
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
-from hf_minattn.data import load_wikipedia_sample
+from hf_minattn.data import check_text_file, load_wikipedia_sample
 from hf_minattn.drift import DriftCallback
 from hf_minattn.model_card import CardFacts, write_model_card
 from hf_minattn.unigram import UnigramFloor
@@ -168,10 +168,9 @@ class DataTrainingArguments:
             path = getattr(self, name)
             if path is None:
                 continue
-            if not os.path.isfile(path):
-                raise FileNotFoundError(f"--{name} {path} does not exist")
             if path.rsplit(".", 1)[-1] not in ("txt", "json", "jsonl", "csv"):
-                raise ValueError(f"--{name} {path} should be a .txt, .json, .jsonl or .csv file")
+                raise ValueError(f"--{name} {path!r}: expected a .txt, .json, .jsonl or .csv file")
+            check_text_file(path, f"--{name}")
         if self.validation_file is not None and self.train_file is None:
             raise ValueError("--validation_file needs --train_file")
         if self.dataset_name is not None and self.train_file is not None:
@@ -189,10 +188,11 @@ class MinAttnTrainingArguments(TrainingArguments):
 
     do_train: bool = field(default=True, metadata={"help": "Whether to run training."})
     do_eval: bool = field(default=True, metadata={"help": "Whether to evaluate on the validation split at the end."})
-    bf16: bool = field(
-        default_factory=fast_bf16_available,
+    # None, resolved in __post_init__: HfArgumentParser gives a bool field False whatever its default_factory says.
+    bf16: bool | None = field(
+        default=None,
         metadata={"help": "bf16 autocast. Default: on where it is fast (GPU with bf16, CPU with AVX512-BF16 or AMX), "
-                  "else off. `--bf16 false` turns it off."},
+                  "else off. `--bf16 false` turns it off, `--bf16 true` forces it on."},
     )
     report_to: None | str | list[str] = field(default="tensorboard", metadata={"help": "Where to log: 'tensorboard', 'none', 'all', ..."})
     logging_steps: float = field(default=10, metadata={"help": "Log (and record embedding drift) every X optimizer steps."})
@@ -215,6 +215,8 @@ class MinAttnTrainingArguments(TrainingArguments):
     )
 
     def __post_init__(self):
+        if self.bf16 is None:
+            self.bf16 = fast_bf16_available()
         # On a machine with no accelerator, transformers needs use_cpu to accept bf16 and, under
         # `accelerate launch --multi_gpu` or torchrun, to set up DDP over gloo (else each process trains alone).
         if not _accelerator_available():
@@ -398,14 +400,16 @@ def mask_once(dataset: datasets.Dataset, collator: MLMCollator) -> datasets.Data
 def preprocess_logits_for_metrics(logits, labels):
     """Keep only the predicted token ids, laid out like `labels` (-100 where nothing was predicted).
 
-    With labels, MinAttnForMaskedLM returns logits only at the labelled positions, (n_labelled, vocab) in
-    row-major order of `labels != -100`. Putting the predictions back in the (batch, seq) layout lets the
-    Trainer pad and gather them across processes exactly as it does the labels.
+    With `config.sparse_prediction` (on while run_mlm trains), MinAttnForMaskedLM returns logits only at the
+    labelled positions, (n_labelled, vocab) in row-major order of `labels != -100`; otherwise (batch, seq, vocab).
+    Either way the predictions go back in the (batch, seq) layout, so that the Trainer pads and gathers them
+    across processes exactly as it does the labels.
     """
     if isinstance(logits, tuple):
         logits = logits[0]
+    labelled = labels != -100
     predictions = torch.full_like(labels, -100)
-    predictions[labels != -100] = logits.argmax(dim=-1)
+    predictions[labelled] = logits.argmax(dim=-1) if logits.dim() == 2 else logits.argmax(dim=-1)[labelled]
     return predictions
 
 
@@ -580,11 +584,18 @@ def main(argv=None):
     # Model.
     if model_args.model_name_or_path is not None:
         model = AutoModelForMaskedLM.from_pretrained(model_args.model_name_or_path, config=config)
+        if len(tokenizer) > model.get_input_embeddings().num_embeddings:  # as transformers' run_mlm.py does
+            logger.info(f"Resizing the token embeddings from {model.get_input_embeddings().num_embeddings} to "
+                        f"{len(tokenizer)} for the tokenizer")
+            model.resize_token_embeddings(len(tokenizer))
     else:
         config.vocab_size = len(tokenizer)
         for name in ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id"):
             setattr(config, name, getattr(tokenizer, name))
         model = MinAttnForMaskedLM(config)
+    # Training needs logits at the masked positions only (a fraction of the (B, T, V) projection); the saved
+    # model gives the full logits that code written for BERT expects (see `save_model` below).
+    model.config.sparse_prediction = True
     if model_args.freeze_embeddings:
         for embedding in (model.minattn.embeddings.word_embeddings, model.minattn.embeddings.position_embeddings):
             if embedding is not None:
@@ -635,7 +646,9 @@ def main(argv=None):
     train_metrics = {}
     if training_args.do_train:
         train_result = trainer.train(resume_from_checkpoint=checkpoint)
+        model.config.sparse_prediction = False  # what the saved config says; training and evaluation go on sparse
         trainer.save_model()  # weights, config (with auto_map), modeling code, tokenizer, training_args.bin
+        model.config.sparse_prediction = True
         train_metrics = dict(train_result.metrics)
         train_metrics["train_samples"] = len(train_dataset)
         train_metrics["world_size"] = training_args.world_size
@@ -685,4 +698,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from hf_minattn.cli import run_reporting_errors
+
+    sys.exit(run_reporting_errors(main, prog="run_mlm.py"))

@@ -43,19 +43,24 @@ def batch(B=3, T=11, vocab=99):
 
 @pytest.mark.parametrize("norm_placement", ["pre", "post"])
 def test_sparse_head_matches_dense_head_with_gradients(norm_placement):
-    """The vocabulary projection at labelled positions only == the full (B, T, V) logits then a masked loss."""
-    sparse_model = MinAttnForMaskedLM(tiny_config(norm_placement=norm_placement))
+    """`sparse_prediction`: the vocabulary projection at labelled positions only == the full (B, T, V) logits
+    then a masked loss. Off (the default), logits keep BERT's (B, T, V) shape with labels too."""
+    sparse_model = MinAttnForMaskedLM(tiny_config(norm_placement=norm_placement, sparse_prediction=True))
     dense_model = copy.deepcopy(sparse_model)
+    dense_model.config.sparse_prediction = False
     input_ids, labels = batch()
 
     sparse = sparse_model(input_ids, labels=labels)
     sparse.loss.backward()
-    dense_logits = dense_model(input_ids).logits  # (B, T, V)
-    dense_loss = F.cross_entropy(dense_logits.view(-1, 99), labels.view(-1), ignore_index=-100)
-    dense_loss.backward()
+    dense = dense_model(input_ids, labels=labels)
+    assert dense.logits.shape == (*input_ids.shape, 99)  # the MaskedLMOutput contract of BertForMaskedLM
+    dense_loss = F.cross_entropy(dense.logits.view(-1, 99), labels.view(-1), ignore_index=-100)
+    torch.testing.assert_close(dense.loss, dense_loss)
+    dense.loss.backward()
 
-    torch.testing.assert_close(sparse.logits, dense_logits[labels != -100])
-    torch.testing.assert_close(sparse.loss, dense_loss)
+    assert sparse.logits.shape == (int((labels != -100).sum()), 99)
+    torch.testing.assert_close(sparse.logits, dense.logits[labels != -100])
+    torch.testing.assert_close(sparse.loss, dense.loss)
     assert_same_grads(grads_of(sparse_model), grads_of(dense_model))
 
 

@@ -208,20 +208,17 @@ def test_identity_variant_has_no_qkv_gradients_but_trains_the_rest():
     assert model.minattn.embeddings.word_embeddings.weight.grad.abs().sum() > 0
 
 
-def test_sparse_head_matches_dense_logits_and_loss():
-    model = MinAttnForMaskedLM(tiny_config()).eval()
+def test_num_items_in_batch_turns_the_mean_into_a_sum_over_the_step():
+    """The Trainer's num_items_in_batch: the loss is summed over this micro-batch and divided by the labelled
+    tokens of the whole step (sparse and dense heads alike; their equality is in test_fast_paths.py)."""
     input_ids = torch.randint(5, 99, (2, 10))
     labels = torch.full_like(input_ids, -100)
     labels[0, 3], labels[1, 0], labels[1, 7] = 11, 12, 13
-    sparse = model(input_ids, labels=labels)
-    dense = model(input_ids).logits  # (B, T, V)
-    assert sparse.logits.shape == (3, 99)
-    torch.testing.assert_close(sparse.logits, dense[labels != -100])
-    expected = torch.nn.functional.cross_entropy(dense.view(-1, 99), labels.view(-1), ignore_index=-100)
-    torch.testing.assert_close(sparse.loss, expected)
-    # the Trainer's num_items_in_batch turns the mean into a sum over this batch / all items of the step
-    with_items = model(input_ids, labels=labels, num_items_in_batch=torch.tensor(6))
-    torch.testing.assert_close(with_items.loss, expected * 3 / 6)
+    for sparse_prediction in (False, True):
+        model = MinAttnForMaskedLM(tiny_config(sparse_prediction=sparse_prediction)).eval()
+        mean = model(input_ids, labels=labels).loss
+        with_items = model(input_ids, labels=labels, num_items_in_batch=torch.tensor(6))
+        torch.testing.assert_close(with_items.loss, mean * 3 / 6)
 
 
 def test_gradient_accumulation_matches_one_big_batch(tmp_path, tokenizer):

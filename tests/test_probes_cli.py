@@ -75,9 +75,9 @@ def test_probe_cli_writes_json_plots_report_and_vectors(checkpoint, tmp_path):
     assert (tmp_path / "cmp" / "compare_geometry.png").exists()
 
 
-def test_probe_cli_rejects_a_bad_model_path(tmp_path):
-    with pytest.raises(FileNotFoundError, match="not a folder"):
-        main(["probe", str(tmp_path / "missing"), "--out", str(tmp_path / "out")])
+def test_probe_cli_rejects_a_bad_model_path(tmp_path, capsys):
+    assert main(["probe", str(tmp_path / "missing"), "--out", str(tmp_path / "out")]) == 2
+    assert "hf-minattn probe: error: model path" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "out")
 
 

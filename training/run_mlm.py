@@ -5,7 +5,10 @@ The program lives in the package (`hf_minattn.run_mlm`) so that it is installed 
 is the entry point `python` and `accelerate launch` run.
 """
 
+import sys
+
+from hf_minattn.cli import run_reporting_errors
 from hf_minattn.run_mlm import main
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_reporting_errors(main, prog="run_mlm.py"))

@@ -110,6 +110,7 @@ def score_model(folder: str, draws: list[MaskDraw], unigram, batch_size: int, ch
     from transformers import AutoModelForMaskedLM
 
     model = AutoModelForMaskedLM.from_pretrained(folder).to(device())
+    model.config.sparse_prediction = True  # logits at the masked positions only, what token_losses reads
     by_draw, all_losses, all_correct, all_unigram = [], [], [], []
     check = None
     for draw in draws:

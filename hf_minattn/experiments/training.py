@@ -16,26 +16,28 @@ from dataclasses import dataclass
 # ====================================================================================== SETTINGS (the recipe)
 # ONE table of training settings per preset: the recipe of docs/recipe.md (the `small` preset already has rotary
 # positions and no dropout; 30% masking, learning rate 1e-3, batch 16). Model sizes are run_mlm's presets edited by
-# `config_overrides`.
+# `config_overrides`. The CPU presets train in fp32 (`bf16=False`) whatever the CPU, as the recipe was measured;
+# `bf16=None` leaves it to run_mlm (on where the hardware makes it fast).
 RECIPE_OVERRIDES = "hidden_dropout_prob=0,attention_probs_dropout_prob=0,position_embedding_type=rope"  # for `tiny`
 SETTINGS = {
     # A few minutes on 2 CPU cores: a check that everything runs, not evidence (2 seeds: no usable intervals).
     "quick": dict(model_size="tiny", config_overrides=RECIPE_OVERRIDES, vocab_size=2000, max_seq_length=64,
                   batch_size=16, max_steps=20, learning_rate=1e-3, warmup_steps=2, weight_decay=0.0, mlm_probability=0.3,
                   eval_steps=10, curve_eval_samples=32, seeds=(0, 1), mask_draws=3, probe_sentences=150,
-                  dynamics_sentences=1000, head_sentences=30, probed=("full", "untrained"), parallel=2),
+                  dynamics_sentences=1000, head_sentences=30, probed=("full", "untrained"), parallel=2, bf16=False),
     # The committed run, sized for <= 60 minutes on 2 fp32 CPU cores: 15 training runs of 320 steps x 16 x 128
     # tokens (655k tokens, 1.3 passes over the training split; ~2.7 min each at ~4,000 tokens/s), then re-scoring,
-    # the floors and the probes.
+    # the word-similarity dynamics, the floors and the probes.
     "full": dict(model_size="small", config_overrides="", vocab_size=8192, max_seq_length=128,
                  batch_size=16, max_steps=320, learning_rate=1e-3, warmup_steps=30, weight_decay=0.0, mlm_probability=0.3,
                  eval_steps=32, curve_eval_samples=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000,
-                 dynamics_sentences=4000, head_sentences=200, probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
+                 dynamics_sentences=4000, head_sentences=200, bf16=False,
+                 probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
     # Sized for one GPU (uses CUDA when present, runs unchanged but slowly on CPU).
     "scale": dict(model_size="small", config_overrides="", vocab_size=8192, max_seq_length=128,
                   batch_size=64, max_steps=3000, learning_rate=1e-3, warmup_steps=300, weight_decay=0.0,
                   mlm_probability=0.3, eval_steps=300, curve_eval_samples=None, seeds=(0, 1, 2, 3, 4), mask_draws=3,
-                  probe_sentences=2000, dynamics_sentences=0, head_sentences=300,
+                  probe_sentences=2000, dynamics_sentences=0, head_sentences=300, bf16=None,
                   probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
 }
 # =============================================================================================================
@@ -153,6 +155,8 @@ def common_arguments(settings: dict, seed: int) -> list[str]:
         "--eval_steps", str(settings["eval_steps"]), "--save_strategy", "no", "--disable_tqdm", "true",
         "--max_steps", str(settings["max_steps"]),
     ]
+    if settings["bf16"] is not None:  # None: run_mlm's default, bf16 where the hardware makes it fast
+        args += ["--bf16", str(settings["bf16"]).lower()]
     if settings["curve_eval_samples"]:  # the curve during training; the final numbers re-score the full set
         args += ["--max_eval_samples", str(settings["curve_eval_samples"])]
     return args

@@ -54,7 +54,7 @@ def probe_parser():
 
 def _sentences(args):
     if args.corpus:
-        return read_corpus_file(args.corpus, args.max_sentences)
+        return read_corpus_file(args.corpus, args.max_sentences, "--corpus")
     if args.dataset:
         return read_dataset(args.dataset, args.split, args.text_column, args.max_sentences)
     return default_sentences(args.max_sentences)
@@ -69,7 +69,7 @@ def _vector_corpus(args, sentences):
         corpus = wikipedia_train_sentences(cap)
         return corpus, f"the training split of the bundled Wikipedia sample ({len(corpus)} sentences)"
     if os.path.isfile(args.vector_corpus):
-        corpus = read_corpus_file(args.vector_corpus, cap)
+        corpus = read_corpus_file(args.vector_corpus, cap, "--vector-corpus")
         return corpus, f"{args.vector_corpus} ({len(corpus)} sentences)"
     raise ValueError(f"--vector-corpus {args.vector_corpus!r}: expected 'wikipedia-train', 'probe' or an existing "
                      "text file")

@@ -28,8 +28,11 @@ def _require(sentences, source):
     return sentences
 
 
-def read_corpus_file(path, max_sentences=2000):
+def read_corpus_file(path, max_sentences=2000, what="corpus file"):
     """A UTF-8 text file, one paragraph (or sentence) per line."""
+    from hf_minattn.data import check_text_file
+
+    check_text_file(path, what)
     with open(path, encoding="utf-8") as f:
         return _require(split_sentences((line for line in f if line.strip()), max_sentences), path)
 

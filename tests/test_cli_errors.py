@@ -1,0 +1,84 @@
+"""Bad input on the command line, through the installed console scripts: one line naming the value and what was
+expected, a non-zero exit, no traceback, and an existing output folder left as it was."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import tiny_config
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+HF_MINATTN = Path(sys.executable).parent / "hf-minattn"  # the console script installed beside this Python
+
+
+@pytest.fixture
+def out(tmp_path):
+    """An output folder that already holds something; no failing command may touch it."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("earlier results")
+    return folder
+
+
+def fails_cleanly(command, out, *expected):
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert ": error: " in lines[-1], lines[-1]
+    for text in expected:
+        assert text in lines[-1], lines[-1]
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+    assert (out / "keep.txt").read_text() == "earlier results"
+
+
+def run_mlm(out, train_file):
+    return [sys.executable, str(REPO / "training" / "run_mlm.py"), "--output_dir", str(out), "--model_size", "tiny",
+            "--train_file", str(train_file), "--max_steps", "2"]
+
+
+def test_run_mlm_missing_train_file(tmp_path, out):
+    missing = tmp_path / "nope.txt"
+    fails_cleanly(run_mlm(out, missing), out, "run_mlm.py: error: --train_file", str(missing), "expected a UTF-8 text file")
+
+
+def test_run_mlm_whitespace_only_corpus(tmp_path, out):
+    blank = tmp_path / "blank.txt"
+    blank.write_text(" \n\t\n\n")
+    fails_cleanly(run_mlm(out, blank), out, str(blank), "empty or only whitespace")
+
+
+def test_run_mlm_and_probe_refuse_a_non_utf8_file(tmp_path, out):
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("Le café est très bon.\n".encode("latin-1"))
+    fails_cleanly(run_mlm(out, latin1), out, str(latin1), "is not UTF-8 text (byte 0xe9 at offset 6)")
+    model = tmp_path / "model"
+    _save_tiny_model(model)
+    fails_cleanly([str(HF_MINATTN), "probe", str(model), "--corpus", str(latin1), "--out", str(out)], out,
+                  "hf-minattn probe: error: --corpus", "is not UTF-8 text")
+
+
+def test_probe_missing_model_folder(tmp_path, out):
+    fails_cleanly([str(HF_MINATTN), "probe", str(tmp_path / "no_model"), "--out", str(out)], out,
+                  "hf-minattn probe: error:", "no_model", "not a folder")
+
+
+def test_probe_corrupt_config(tmp_path, out):
+    model = tmp_path / "model"
+    _save_tiny_model(model)
+    (model / "config.json").write_text('{"model_type": "minattn", ')
+    fails_cleanly([str(HF_MINATTN), "probe", str(model), "--out", str(out)], out,
+                  "hf-minattn probe: error:", str(model / "config.json"), "not a valid JSON file")
+
+
+def _save_tiny_model(folder):
+    from hf_minattn import MinAttnForMaskedLM, train_tokenizer
+    from hf_minattn.probes.corpus import default_sentences
+
+    tokenizer = train_tokenizer(default_sentences(50), vocab_size=200, model_max_length=24, show_progress=False)
+    MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer))).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)

@@ -1,0 +1,99 @@
+"""The model with the tools people combine transformers with: torch.export, ONNX (run with onnxruntime),
+transformers' attention-function registry, resize_token_embeddings."""
+
+import pytest
+import torch
+from transformers import AttentionInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+from conftest import tiny_config
+from hf_minattn import MinAttnForMaskedLM, MinAttnModel
+
+
+def padded_batch(vocab=99):
+    """Two sequences of 9 and 5 tokens, the second padded."""
+    input_ids = torch.randint(5, vocab, (2, 9))
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, 5:] = 0
+    input_ids[1, 5:] = 0
+    return input_ids, attention_mask
+
+
+@pytest.mark.parametrize("position_embedding_type", ["learned", "rope"])
+def test_torch_export_is_correct_on_padded_batches(position_embedding_type):
+    """Exported from an UNPADDED example, the graph must still apply the padding mask of a padded batch."""
+    model = MinAttnModel(tiny_config(position_embedding_type=position_embedding_type, hidden_size=32)).eval()
+    example = torch.randint(5, 99, (2, 9))
+    exported = torch.export.export(model, (example, torch.ones_like(example)))
+    input_ids, attention_mask = padded_batch()
+    got = exported.module()(input_ids, attention_mask).last_hidden_state
+    want = model(input_ids, attention_mask=attention_mask).last_hidden_state
+    torch.testing.assert_close(got[1, :5], want[1, :5], atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+def test_traced_model_does_not_bake_in_no_padding():
+    model = MinAttnModel(tiny_config(return_dict=False)).eval()
+    example = torch.randint(5, 99, (2, 9))
+    traced = torch.jit.trace(model, (example, torch.ones_like(example)))
+    input_ids, attention_mask = padded_batch()
+    torch.testing.assert_close(traced(input_ids, attention_mask)[0],
+                               model(input_ids, attention_mask=attention_mask)[0], atol=1e-4, rtol=1e-4)
+
+
+def test_eager_mode_keeps_the_clear_error_for_bad_ids():
+    with pytest.raises(ValueError, match="outside \\[0, vocab_size=99\\)"):
+        MinAttnModel(tiny_config())(torch.tensor([[5, 120]]))
+
+
+def test_onnx_export_runs_in_onnxruntime_on_a_padded_batch(tmp_path):
+    import onnxruntime as ort  # the test extras install it, with onnx and onnxscript (the exporter)
+
+    model = MinAttnForMaskedLM(tiny_config(position_embedding_type="rope", hidden_size=32)).eval()
+    example = torch.randint(5, 99, (2, 9))
+    path = tmp_path / "model.onnx"
+    batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence", max=24)
+    torch.onnx.export(model, (example, torch.ones_like(example)), str(path), dynamo=True,
+                      input_names=["input_ids", "attention_mask"], output_names=["logits"],
+                      dynamic_shapes=({0: batch, 1: sequence}, {0: batch, 1: sequence}))
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    input_ids, attention_mask = padded_batch()
+    (logits,) = session.run(["logits"], {"input_ids": input_ids.numpy(), "attention_mask": attention_mask.numpy()})
+    with torch.no_grad():
+        want = model(input_ids, attention_mask=attention_mask).logits
+    torch.testing.assert_close(torch.from_numpy(logits), want, atol=1e-4, rtol=1e-4)
+
+
+def test_attention_kwargs_reach_a_registered_attention_function():
+    """`_supports_attention_backend`: keyword arguments of forward reach the attention function of every layer."""
+    seen = []
+
+    def recording_attention(module, query, key, value, attention_mask, **kwargs):
+        seen.append((module.layer_idx, kwargs.get("window")))
+        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+
+    AttentionInterface.register("recording_for_test", recording_attention)
+    model = MinAttnForMaskedLM(tiny_config(num_hidden_layers=3)).eval()
+    model.set_attn_implementation("recording_for_test")
+    input_ids = torch.randint(5, 99, (2, 7))
+    out = model(input_ids, window=4).logits
+    assert seen == [(0, 4), (1, 4), (2, 4)]
+    model.set_attn_implementation("sdpa")
+    torch.testing.assert_close(out, model(input_ids).logits)
+
+
+@pytest.mark.parametrize("new_size", [120, 80])
+def test_resize_token_embeddings_keeps_the_masked_lm_working(new_size):
+    model = MinAttnForMaskedLM(tiny_config()).eval()
+    with torch.no_grad():
+        model.lm_head.bias.copy_(torch.arange(99.0))
+    model.resize_token_embeddings(new_size)
+    assert model.lm_head.bias.shape == (new_size,) and model.config.vocab_size == new_size
+    keep = min(99, new_size)
+    assert torch.equal(model.lm_head.bias[:keep], torch.arange(float(keep)))
+    assert torch.all(model.lm_head.bias[keep:] == 0)
+    input_ids = torch.randint(5, min(99, new_size), (2, 7))
+    labels = input_ids.clone()
+    out = model(input_ids, labels=labels)
+    assert out.logits.shape == (2, 7, new_size) and torch.isfinite(out.loss)
+    assert model.lm_head.decoder.weight is model.get_input_embeddings().weight  # still tied
