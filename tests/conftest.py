@@ -34,6 +34,15 @@ def tiny_config(**overrides) -> MinAttnConfig:
     return MinAttnConfig(**values)
 
 
+def padded_batch(vocab_size: int = 99):
+    """Two sequences of 9 tokens, the second padded after 5."""
+    input_ids = torch.randint(5, vocab_size, (2, 9))
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, 5:] = 0
+    input_ids[1, 5:] = 0
+    return input_ids, attention_mask
+
+
 def no_context_model(vocab_size: int = 120):
     """A MinAttnModel whose blocks add nothing: attention-only, W_O = 0, no positions, final LayerNorm removed, so
     every layer's output is the word embedding itself (a known answer for the probes)."""

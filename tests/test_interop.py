@@ -6,17 +6,8 @@ import torch
 from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-from conftest import tiny_config
+from conftest import padded_batch, tiny_config
 from hf_minattn import MinAttnForMaskedLM, MinAttnModel
-
-
-def padded_batch(vocab=99):
-    """Two sequences of 9 and 5 tokens, the second padded."""
-    input_ids = torch.randint(5, vocab, (2, 9))
-    attention_mask = torch.ones_like(input_ids)
-    attention_mask[1, 5:] = 0
-    input_ids[1, 5:] = 0
-    return input_ids, attention_mask
 
 
 @pytest.mark.parametrize("position_embedding_type", ["learned", "rope"])

@@ -22,7 +22,7 @@ from transformers import (
     set_seed,
 )
 
-from conftest import TEXTS, tiny_config
+from conftest import TEXTS, padded_batch, tiny_config
 from hf_minattn import (
     MinAttnConfig,
     MinAttnForMaskedLM,
@@ -40,15 +40,6 @@ VARIANTS = {
     "post_norm": {"norm_placement": "post"},
     "identity_attention_only_post": {"qkv_projection": "identity", "intermediate_size": 0, "norm_placement": "post"},
 }
-
-
-def padded_batch(vocab_size=99):
-    """Two sequences, the second padded after 5 tokens."""
-    input_ids = torch.randint(5, vocab_size, (2, 9))
-    attention_mask = torch.ones_like(input_ids)
-    attention_mask[1, 5:] = 0
-    input_ids[1, 5:] = 0
-    return input_ids, attention_mask
 
 
 # ---------------------------------------------------------------- config
