@@ -12,8 +12,8 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 TEMPLATE_PATH = Path(__file__).with_name("model_card_template.md")
 
-# Metadata the Hub needs to show the model as a fill-mask model that loads with transformers.
-REQUIRED_METADATA = {"library_name": "transformers", "pipeline_tag": "fill-mask"}
+# Metadata the Hub needs to show the model as one that loads with transformers (and the pipeline_tag of its class).
+REQUIRED_METADATA = {"library_name": "transformers"}
 REQUIRED_KEYS = ("license", "tags")
 
 
@@ -39,6 +39,26 @@ class CardFacts:
     repo_id: str | None = None
     license: str = "apache-2.0"
     eval_split_description: str = "held-out text"
+    language: str | None = None  # ISO code of the training text where it is known (the embedded sample: "en")
+    tokenizer: dict = field(default_factory=lambda: {"kind": "unknown", "lowercase": None})  # see tokenizer_facts
+
+
+TOKENIZER_KINDS = {"WordPiece": "WordPiece", "WordLevel": "word-level", "BPE": "BPE", "Unigram": "Unigram"}
+
+
+def tokenizer_facts(tokenizer) -> dict:
+    """What the card says about the vocabulary, read from the tokenizer itself: its model (WordPiece, word-level,
+    ...) and whether its normaliser lower-cases (None when it cannot be told: a slow tokenizer)."""
+    import json
+
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return {"kind": "unknown", "lowercase": getattr(tokenizer, "do_lower_case", None)}
+    normalizer = json.loads(backend.to_str()).get("normalizer") or {}
+    steps = normalizer.get("normalizers", [normalizer])  # a Sequence of normalisers, or one
+    lowercase = any(step.get("type") == "Lowercase" or step.get("lowercase") is True for step in steps)
+    kind = type(backend.model).__name__
+    return {"kind": TOKENIZER_KINDS.get(kind, kind), "lowercase": lowercase}
 
 
 def _eval_results(facts: CardFacts) -> list[EvalResult]:
@@ -61,7 +81,7 @@ def _eval_results(facts: CardFacts) -> list[EvalResult]:
 
 def build_model_card(facts: CardFacts) -> ModelCard:
     card_data = ModelCardData(
-        language="en",
+        language=facts.language,
         license=facts.license,
         library_name="transformers",
         pipeline_tag="fill-mask",
@@ -112,10 +132,11 @@ def write_model_card(output_dir, facts: CardFacts) -> Path:
     return path
 
 
-def validate_model_card(path) -> ModelCard:
+def validate_model_card(path, pipeline_tag: str = "fill-mask") -> ModelCard:
     """Check a model card's YAML metadata without the network (the Hub's own validator is online only).
 
-    Raises `ValueError` listing every problem: unparsable YAML or model-index, or missing/wrong metadata.
+    Raises `ValueError` listing every problem: unparsable YAML or model-index, or missing/wrong metadata
+    (`pipeline_tag`: what the model's class does, "fill-mask" for a masked LM).
     """
     path = Path(path)
     if not path.is_file():
@@ -127,7 +148,7 @@ def validate_model_card(path) -> ModelCard:
     metadata = card.data.to_dict()
     problems = [
         f"{key} must be {expected!r}, got {metadata.get(key)!r}"
-        for key, expected in REQUIRED_METADATA.items()
+        for key, expected in {**REQUIRED_METADATA, "pipeline_tag": pipeline_tag}.items()
         if metadata.get(key) != expected
     ]
     problems += [f"{key} is missing" for key in REQUIRED_KEYS if not metadata.get(key)]

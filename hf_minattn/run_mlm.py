@@ -47,7 +47,7 @@ from transformers.trainer_utils import sort_checkpoints
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
 from hf_minattn.data import check_text_file, load_wikipedia_sample
 from hf_minattn.drift import DriftCallback
-from hf_minattn.model_card import CardFacts, write_model_card
+from hf_minattn.model_card import CardFacts, tokenizer_facts, write_model_card
 from hf_minattn.unigram import UnigramFloor
 
 logger = logging.getLogger(__name__)
@@ -672,7 +672,10 @@ def main(argv=None):
         model_name=(training_args.hub_model_id or os.path.basename(os.path.abspath(training_args.output_dir))).split("/")[-1],
         config=model.config,
         num_parameters=n_params,
-        dataset_id="wikipedia" if data_args.dataset_name is None and data_args.train_file is None else data_args.dataset_name,
+        # The embedded sample is gensim's, not a Hub dataset: only a Hub dataset name goes into the metadata.
+        dataset_id=data_args.dataset_name,
+        language="en" if data_args.dataset_name is None and data_args.train_file is None else None,
+        tokenizer=tokenizer_facts(tokenizer),
         dataset_config=data_args.dataset_config_name,
         dataset_description=data_description,
         eval_metrics=eval_metrics,

@@ -287,3 +287,33 @@ def test_bf16_default_comes_through_the_parser(tmp_path, monkeypatch, fast):
     assert parse_args(["--output_dir", str(tmp_path)])[2].bf16 is fast
     assert parse_args(["--output_dir", str(tmp_path), "--bf16", "false"])[2].bf16 is False
     assert parse_args(["--output_dir", str(tmp_path), "--bf16", "true"])[2].bf16 is True
+
+
+def test_model_card_states_what_the_tokenizer_and_data_are(tmp_path):
+    """Language, casing and vocabulary kind come from the facts (the tokenizer itself), not from the template."""
+    from hf_minattn import MinAttnConfig, train_tokenizer
+    from hf_minattn.model_card import CardFacts, build_model_card, tokenizer_facts
+
+    texts = ["The King and the Queen of England", "a Dog and a Cat"] * 10
+    config = MinAttnConfig(vocab_size=60, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                           intermediate_size=0, position_embedding_type="rope")
+
+    def card(tokenizer, **facts):
+        facts = {"dataset_id": None, **facts}
+        return build_model_card(CardFacts(model_name="m", config=config, num_parameters=1, dataset_config=None,
+                                          dataset_description="local text", max_seq_length=64,
+                                          tokenizer=tokenizer_facts(tokenizer), **facts))
+
+    wordpiece = train_tokenizer(texts, vocab_size=60, show_progress=False)
+    assert tokenizer_facts(wordpiece) == {"kind": "WordPiece", "lowercase": True}
+    embedded = card(wordpiece, language="en")
+    assert embedded.data.language == "en" and embedded.data.datasets is None  # the gensim sample is no Hub dataset
+    assert "60 WordPiece tokens, lower-cased" in embedded.text and "English only, lower-cased" in embedded.text
+    assert "transformers >= 5" in embedded.text and 'attn_implementation="eager"' not in embedded.text
+    assert "trained on sequences of 64 tokens" in embedded.text  # rotary positions: no fixed maximum
+
+    cased = train_tokenizer(texts, vocab_size=60, show_progress=False, model="word", lowercase=False)
+    assert tokenizer_facts(cased) == {"kind": "word-level", "lowercase": False}
+    local = card(cased, dataset_id="user/corpus")
+    assert local.data.language is None and local.data.datasets == ["user/corpus"]
+    assert "60 word-level tokens, cased" in local.text and "English only" not in local.text
