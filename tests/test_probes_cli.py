@@ -3,6 +3,7 @@
 import base64
 import json
 import os
+import shutil
 
 import pytest
 from conftest import tiny_config
@@ -64,8 +65,19 @@ def test_probe_cli_writes_json_plots_report_and_vectors(checkpoint, tmp_path):
                      "WordSim-353 (OOV", "by the end of training"):
         assert sentence in html, sentence
     base64.b64decode(html.split("data:image/png;base64,")[1].split('"')[0])  # embedded, decodable
-    kv = KeyedVectors.load(str(out / "vectors" / "layer_1.kv"))
+    # word vectors in the word2vec text format, with the vector corpus's counts (no pickle by default)
+    kv = KeyedVectors.load_word2vec_format(str(out / "vectors" / "layer_1.txt"), fvocab=str(out / "vectors" / "counts.txt"))
     assert kv.index_to_key[0] == "the" and kv.vector_size == 36  # frequency order, hidden size
+    counts = [kv.get_vecattr(w, "count") for w in kv.index_to_key]
+    assert counts == sorted(counts, reverse=True) and counts[0] > counts[-1] >= 2  # --min-count 2
+    assert r["vector_corpus"]["words"] >= sum(counts)
+    assert not list((out / "vectors").glob("*.kv"))
+    # the run's record: versions, seed, date, command
+    prov = r["provenance"]
+    assert prov["seed"] == 0 and prov["versions"]["transformers"] and prov["versions"]["hf_minattn"]
+    assert prov["command"].startswith("hf-minattn probe ") and "--bootstrap 50" in prov["command"]
+    assert prov["arguments"]["min_count"] == 2 and prov["vector_corpus"].startswith(str(checkpoint / "corpus.txt"))
+    assert f"seed 0, word vectors from {prov['vector_corpus']}" in html and "transformers " in html
     graph = json.loads((out / "attention_graph.json").read_text())
     assert graph["directed"] and graph["edges"]
 
@@ -84,3 +96,21 @@ def test_probe_cli_rejects_a_bad_model_path(tmp_path, capsys):
 def test_compare_cli_needs_probe_folders(tmp_path):
     with pytest.raises(SystemExit):
         main(["compare", str(tmp_path), "--out", str(tmp_path / "cmp")])
+
+
+def test_remote_code_runs_only_when_asked(checkpoint, tmp_path, capsys):
+    """A folder whose architecture is not installed here loads its saved modeling code only with
+    --trust-remote-code (the flag is opt-in; MinAttn folders load without it where hf_minattn is installed)."""
+    from hf_minattn.probes.loading import load_encoder
+
+    folder = tmp_path / "elsewhere"
+    shutil.copytree(checkpoint / "model", folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "model_type": "minattn_not_installed"}))
+    argv = ["probe", str(folder), "--corpus", str(checkpoint / "corpus.txt"), "--vector-corpus", "probe",
+            "--max-sentences", "40", "--min-count", "2", "--no-heads", "--no-word2vec", "--no-untrained",
+            "--no-decontextualized", "--bootstrap", "20", "--out", str(tmp_path / "out")]
+    assert main(argv) == 2
+    assert "trust_remote_code=True" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    assert main([*argv, "--trust-remote-code"]) == 0
+    assert type(load_encoder(checkpoint / "model")[0]).__module__.startswith("hf_minattn")  # installed: no remote code

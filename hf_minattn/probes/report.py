@@ -279,6 +279,18 @@ _STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}
           "padding:.5em}")
 
 
+def provenance_html(provenance) -> str:
+    """The run's record: date, seed, vector corpus, package versions and the command, as one paragraph."""
+    if not provenance:
+        return ""
+    versions = ", ".join(f"{name} {v}" for name, v in provenance.get("versions", {}).items() if v)
+    command = provenance.get("command")
+    return (f"<p class=\"provenance\">Run on {html.escape(str(provenance.get('date')))} (UTC), seed "
+            f"{html.escape(str(provenance.get('seed')))}, word vectors from "
+            f"{html.escape(str(provenance.get('vector_corpus')))}; {html.escape(versions)}."
+            + (f" Command: <code>{html.escape(command)}</code>" if command else "") + "</p>")
+
+
 def write_report(r, plots, path):
     """report.html for one model; `r` is the probes.json dict, `plots` {figure name: PNG path}."""
     c = r["corpus"]
@@ -287,7 +299,8 @@ def write_report(r, plots, path):
              f"{r['hidden_size']}. Corpus: {c['sentences']} sentences, {c['words']} words, {c['vocabulary']} distinct "
              f"words, {c['tokens']} tokens (max length {c['max_length']}). Static = input-embedding rows, "
              f"contextual layer l = hidden_states[l] (layer 0 is the embedding output and already includes "
-             f"positions); subword pieces are mean-pooled into words. Probe time: {r['timings'].get('total', 0):.1f}s.</p>"]
+             f"positions); subword pieces are mean-pooled into words. Probe time: {r['timings'].get('total', 0):.1f}s.</p>",
+             provenance_html(r.get("provenance"))]
     for name, title, text, needs in SECTIONS:
         if name == "sense":  # neighbours are a table, not a figure: they go between benchmarks and senses
             parts.append("<h2>Nearest neighbours: static vs each layer</h2>" + neighbours_html(r))

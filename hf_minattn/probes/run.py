@@ -66,6 +66,7 @@ class ProbeResults:
     head_ablation: object = None  # heads.HeadAblation: masked-LM loss increase per zeroed head
     attention_graph_norm_weighted: dict = None  # attention_graph(..., weighting='norm') of the first example
     vector_corpus: VectorCorpusStats | None = None
+    provenance: dict = field(default_factory=dict)  # versions, date, seed, corpus, arguments: see run_provenance
     timings: dict = field(default_factory=dict)  # seconds per probe
     notes: list = field(default_factory=list)
     # The vector sets themselves are exported as KeyedVectors files, not into probes.json.
@@ -93,7 +94,27 @@ def _jsonable(value):
     return value
 
 
-def _masked_lm_for(model, model_path=None, mlm_model=None):
+PACKAGES = ("hf_minattn", "torch", "transformers", "tokenizers", "datasets", "gensim", "numpy", "scipy")
+
+
+def run_provenance(seed, model_path, corpus_name, probe_sentences, extra=None) -> dict:
+    """What a reader needs to rerun a probe: the package versions, the date, the seed, the model and corpora."""
+    import datetime
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {"python": platform.python_version()}
+    for package in PACKAGES:
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            versions[package] = None
+    return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "seed": seed,
+            "model_path": None if model_path is None else str(model_path), "vector_corpus": corpus_name,
+            "probe_sentences": probe_sentences, "versions": versions, **(extra or {})}
+
+
+def _masked_lm_for(model, model_path=None, mlm_model=None, trust_remote_code=False):
     """(masked-LM model, None) for head ablation, or (None, why not): `mlm_model` if given, `model` if it is one,
     else the checkpoint at `model_path` loaded with AutoModelForMaskedLM if it has trained masked-LM head weights."""
     if mlm_model is not None:
@@ -105,7 +126,8 @@ def _masked_lm_for(model, model_path=None, mlm_model=None):
     from transformers import AutoModelForMaskedLM
 
     try:
-        mlm, info = AutoModelForMaskedLM.from_pretrained(model_path, trust_remote_code=True, output_loading_info=True)
+        mlm, info = AutoModelForMaskedLM.from_pretrained(model_path, trust_remote_code=trust_remote_code,
+                                                         output_loading_info=True)
     except (ValueError, OSError, KeyError) as error:
         return None, f"{model_path} does not load as a masked LM ({error})"
     if info.get("missing_keys"):
@@ -134,7 +156,7 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
                    model_path=None, word2vec=True, decontextualized=True, heads=True, weights=True,
                    head_sentences=200, min_count=5, batch_size=64, seed=0, log=print, corpus=None,
                    corpus_name=None, untrained=None, reference=None, reference_name=None, n_resamples=1000,
-                   ablation=True, mlm_model=None, ablation_sentences=64):
+                   ablation=True, mlm_model=None, ablation_sentences=64, trust_remote_code=False, provenance=None):
     """Every probe of the issue on `model` (any AutoModel encoder) and its fast tokenizer.
 
     `sentences` are the probe sentences (geometry, heads, neighbours). The word vectors are pooled from EVERY
@@ -142,6 +164,7 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
     word2vec is also trained. `untrained`: True (the same architecture re-initialised with `seed`) or a model,
     scored beside every benchmark number; `reference`: (model, fast tokenizer) of a fully trained encoder probed
     with the same protocol on the same corpus. Words need >= `min_count` distinct sentences to get vectors.
+    `provenance`: what the caller adds to the run's record (e.g. the command line); see `run_provenance`.
     """
     if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
         raise ValueError(f"min_count must be a positive integer, got {min_count!r}")
@@ -214,7 +237,8 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
                            num_heads=model.config.num_attention_heads, hidden_size=model.config.hidden_size,
                            corpus=corpus, geometry=geo, neighbours=neighbours, benchmarks=bench, sense=sense,
                            vector_corpus=vector_corpus, timings=timings, notes=notes, word_vectors=vectors,
-                           sense_accuracy=senses)
+                           sense_accuracy=senses,
+                           provenance=run_provenance(seed, model_path, corpus_name, len(sentences), provenance))
     if neighbours.oov:
         notes.append(f"probe words missing from the corpus vocabulary: {', '.join(neighbours.oov)}")
     if heads:
@@ -227,7 +251,7 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
                     results.attention_graph_norm_weighted = attention_graph(results.heads.examples[0], weighting="norm")
     if heads and ablation:
         with _Timer(timings, "head ablation", log):
-            mlm, reason = _masked_lm_for(model, model_path, mlm_model)
+            mlm, reason = _masked_lm_for(model, model_path, mlm_model, trust_remote_code)
             if mlm is None:
                 notes.append(f"head ablation skipped: {reason}")
             else:

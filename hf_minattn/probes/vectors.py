@@ -25,20 +25,37 @@ class WordVectors:
 
     vocab: list
     sets: dict  # name -> np.ndarray (vocab, dim)
+    counts: np.ndarray | None = None  # (vocab,) occurrences of each word in the corpus the vectors come from
 
     def keyed_vectors(self, name):
         vectors = self.sets[name]
         kv = KeyedVectors(vector_size=vectors.shape[1])
         kv.add_vectors(self.vocab, vectors.astype(np.float32))
+        if self.counts is not None:
+            for word, count in zip(self.vocab, self.counts.tolist()):
+                kv.set_vecattr(word, "count", count)
         return kv
 
-    def save(self, folder):
-        """One gensim KeyedVectors file per set (load with KeyedVectors.load(path))."""
+    def save(self, folder, formats=("word2vec",)):
+        """Every set in `folder`, in each of `formats`: "word2vec" (the word2vec text format, `<set>.txt`, with the
+        corpus counts in `counts.txt`: `KeyedVectors.load_word2vec_format(path, fvocab=counts)`, readable by any
+        tool) and/or "kv" (gensim's own `<set>.kv`, faster to load, pickle-based: `KeyedVectors.load(path)`)."""
+        if isinstance(formats, str) or not set(formats) <= {"word2vec", "kv"} or not formats:
+            raise ValueError(f"formats must be a non-empty sequence of 'word2vec' and/or 'kv', got {formats!r}")
         os.makedirs(folder, exist_ok=True)
         paths = {}
-        for name in self.sets:
-            paths[name] = os.path.join(folder, f"{name}.kv")
-            self.keyed_vectors(name).save(paths[name])
+        counts = os.path.join(folder, "counts.txt") if self.counts is not None else None
+        for i, name in enumerate(self.sets):
+            kv = self.keyed_vectors(name)
+            if "word2vec" in formats:
+                paths[name] = os.path.join(folder, f"{name}.txt")
+                # Sorted by count = the vocabulary's own order (most frequent first, ties in order); every set shares
+                # one vocabulary, so one counts file.
+                kv.save_word2vec_format(paths[name], fvocab=counts if i == 0 else None,
+                                        sort_attr="count" if counts else None)
+            if "kv" in formats:
+                paths.setdefault(name, os.path.join(folder, f"{name}.kv"))
+                kv.save(os.path.join(folder, f"{name}.kv"))
         return paths
 
 
@@ -101,10 +118,11 @@ def all_but_the_top(vectors, components=None):
 def word_vectors(model, tokenizer, encoded, decontextualized=True):
     """All vector sets over the corpus vocabulary of `encoded` (a PooledCorpus, or an EncodedCorpus)."""
     vocab = encoded.vocab if hasattr(encoded, "vocab") else encoded.tokenized.vocab
+    counts = encoded.words.occurrences if hasattr(encoded, "words") else None  # a PooledCorpus knows them
     sets = {"static": static_vectors(model, tokenizer, vocab)}
     for layer, vectors in enumerate(encoded.contextual):
         sets[f"layer_{layer}"] = vectors
     if decontextualized:
         for layer, vectors in enumerate(decontextualized_vectors(model, tokenizer, vocab)):
             sets[f"decontext_{layer}"] = vectors
-    return WordVectors(vocab, sets)
+    return WordVectors(vocab, sets, counts)
