@@ -47,6 +47,7 @@ from transformers.trainer_utils import sort_checkpoints
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
 from hf_minattn.data import check_text_file, load_wikipedia_sample
 from hf_minattn.drift import DriftCallback
+from hf_minattn.sentence_embedding import write_sentence_transformers_files
 from hf_minattn.model_card import CardFacts, tokenizer_facts, write_model_card
 from hf_minattn.unigram import UnigramFloor
 
@@ -649,6 +650,8 @@ def main(argv=None):
         model.config.sparse_prediction = False  # what the saved config says; training and evaluation go on sparse
         trainer.save_model()  # weights, config (with auto_map), modeling code, tokenizer, training_args.bin
         model.config.sparse_prediction = True
+        if training_args.should_save:  # SentenceTransformer(output_dir) loads it as a mean-pooling sentence encoder
+            write_sentence_transformers_files(training_args.output_dir, model.config.hidden_size, max_seq_length)
         train_metrics = dict(train_result.metrics)
         train_metrics["train_samples"] = len(train_dataset)
         train_metrics["world_size"] = training_args.world_size

@@ -88,3 +88,23 @@ def test_resize_token_embeddings_keeps_the_masked_lm_working(new_size):
     out = model(input_ids, labels=labels)
     assert out.logits.shape == (2, 7, new_size) and torch.isfinite(out.loss)
     assert model.lm_head.decoder.weight is model.get_input_embeddings().weight  # still tied
+
+
+def test_sentence_transformers_loads_a_saved_folder_with_mean_pooling(tmp_path, tokenizer):
+    from sentence_transformers import SentenceTransformer
+
+    from hf_minattn.sentence_embedding import write_sentence_transformers_files
+
+    model = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer))).eval()
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    write_sentence_transformers_files(tmp_path, hidden_size=36, max_seq_length=24)
+    encoder = SentenceTransformer(str(tmp_path), device="cpu")
+    assert [type(m).__name__ for m in encoder] == ["Transformer", "Pooling"]
+    sentences = ["the king ruled the kingdom", "a dog"]  # different lengths: the second is padded
+    got = encoder.encode(sentences, convert_to_tensor=True)
+    batch = tokenizer(sentences, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        hidden = model.minattn(batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    mask = batch["attention_mask"][..., None].float()
+    torch.testing.assert_close(got, (hidden * mask).sum(1) / mask.sum(1), atol=1e-5, rtol=1e-4)

@@ -56,7 +56,8 @@ def test_output_folder_is_a_hub_model(trained):
     out, _ = trained
     for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "configuration_minattn.py",
                  "modeling_minattn.py", "training_args.bin", "run_args.json", "train_results.json", "eval_results.json",
-                 "trainer_state.json", "drift.json", "README.md"):
+                 "trainer_state.json", "drift.json", "README.md", "modules.json", "sentence_bert_config.json",
+                 "1_Pooling/config.json"):
         assert (out / name).is_file(), name
     auto_map = read_json(out / "config.json")["auto_map"]
     assert auto_map["AutoModelForMaskedLM"] == "modeling_minattn.MinAttnForMaskedLM"
@@ -66,6 +67,9 @@ def test_output_folder_is_a_hub_model(trained):
     tokenizer = AutoTokenizer.from_pretrained(out)
     assert isinstance(model, hf_minattn.MinAttnForMaskedLM) and model.config.vocab_size == len(tokenizer)
     assert len(tokenizer) == 300
+    # the saved model gives BERT-shaped logits; training used the sparse head
+    assert read_json(out / "config.json")["sparse_prediction"] is False
+    assert read_json(out / "sentence_bert_config.json")["max_seq_length"] == 64
 
 
 def recompute_masked_accuracy(out, argv, raw) -> tuple[float, int, dict]:

@@ -1,0 +1,32 @@
+"""Make a saved MinAttn folder a sentence encoder for sentence-transformers: `SentenceTransformer(folder)` then
+runs the encoder and mean-pools its last hidden states over the real (unpadded) tokens.
+
+The files are those sentence-transformers itself writes, in the layout every version since 2 reads: modules.json
+(the module list), sentence_bert_config.json (the Transformer module's settings) and 1_Pooling/config.json.
+"""
+
+import json
+import os
+
+POOLING_FOLDER = "1_Pooling"
+
+
+def write_sentence_transformers_files(folder, hidden_size: int, max_seq_length: int) -> list[str]:
+    """Write the three files into `folder` (a save_pretrained folder); returns their paths."""
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": POOLING_FOLDER, "type": "sentence_transformers.models.Pooling"},
+    ]
+    pooling = {"word_embedding_dimension": hidden_size, "pooling_mode_cls_token": False,
+               "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": False,
+               "pooling_mode_mean_sqrt_len_tokens": False}
+    # The tokenizer does its own lower-casing: sentence-transformers must not do it a second time.
+    files = {"modules.json": modules, "sentence_bert_config.json": {"max_seq_length": max_seq_length, "do_lower_case": False},
+             os.path.join(POOLING_FOLDER, "config.json"): pooling}
+    os.makedirs(os.path.join(folder, POOLING_FOLDER), exist_ok=True)
+    paths = []
+    for name, content in files.items():
+        paths.append(os.path.join(folder, name))
+        with open(paths[-1], "w", encoding="utf-8") as f:
+            json.dump(content, f, indent=2)
+    return paths
