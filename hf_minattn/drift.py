@@ -77,12 +77,23 @@ class DriftCallback(TrainerCallback):
         if state.is_world_process_zero:
             self.save(os.path.join(args.output_dir, DRIFT_FILE))
 
-    def _record(self, state, loss=None, with_grads=True) -> dict:
+    def _drift(self) -> dict[str, float]:
+        """||W - W_init|| / ||W_init|| of every tracked matrix, now."""
         current = _named_weights(self.model)
-        record = {"step": state.global_step, "epoch": state.epoch, "loss": loss, "drift": {}, "grad_norm": {}}
-        for name, w0 in self.initial.items():
-            w = current[name].float()
-            record["drift"][name] = ((w - w0.float()).norm() / w0.float().norm().clamp_min(1e-12)).item()
+        return {name: ((current[name].float() - w0.float()).norm() / w0.float().norm().clamp_min(1e-12)).item()
+                for name, w0 in self.initial.items()}
+
+    def scalars(self) -> dict[str, float]:
+        """The current drift by kind of matrix, for the training logs (TensorBoard, W&B): "drift/word_embeddings",
+        "drift/position_embeddings", and "drift/W_Q" ... "drift/W_O" averaged over the layers."""
+        kinds: dict[str, list[float]] = {}
+        for name, value in self._drift().items():
+            kinds.setdefault(name.rsplit(".", 1)[-1], []).append(value)
+        return {f"drift/{kind}": sum(values) / len(values) for kind, values in kinds.items()}
+
+    def _record(self, state, loss=None, with_grads=True) -> dict:
+        record = {"step": state.global_step, "epoch": state.epoch, "loss": loss, "drift": self._drift(), "grad_norm": {}}
+        for name in self.initial:
             mean_grad = self._grad_sums[name] / self._grad_steps if with_grads and name in self._grad_sums else None
             record["grad_norm"][name] = mean_grad
         return record

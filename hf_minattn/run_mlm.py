@@ -18,11 +18,9 @@ distributed.
 
 import json
 import logging
-import math
 import os
 import shlex
 import sys
-import time
 from dataclasses import asdict, dataclass, field
 from itertools import chain
 
@@ -36,7 +34,6 @@ from transformers import (
     DataCollatorForLanguageModeling,
     DataCollatorForTokenClassification,
     HfArgumentParser,
-    Trainer,
     TrainerCallback,
     TrainingArguments,
     set_seed,
@@ -47,8 +44,9 @@ from transformers.trainer_utils import sort_checkpoints
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
 from hf_minattn.data import check_text_file, load_wikipedia_sample
 from hf_minattn.drift import DriftCallback
+from hf_minattn.trainer import MinAttnTrainer
 from hf_minattn.sentence_embedding import write_sentence_transformers_files
-from hf_minattn.model_card import CardFacts, tokenizer_facts, write_model_card
+from hf_minattn.model_card import CardFacts, tokenizer_facts
 from hf_minattn.unigram import UnigramFloor
 
 logger = logging.getLogger(__name__)
@@ -429,70 +427,6 @@ def metrics_computer(unigram: UnigramFloor | None = None):
     return compute_metrics
 
 
-class TimeBudget(TrainerCallback):
-    """Ends training after `minutes`, and tells the learning-rate schedule how much of the budget is spent.
-
-    In distributed runs the processes agree on the time spent (the maximum over processes), so they stop at
-    the same step and use the same learning rate.
-    """
-
-    def __init__(self, minutes: float):
-        self.seconds = minutes * 60
-        self.start = None
-        self.fraction = 0.0  # of the budget spent, as of the last finished step
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        self.start = time.monotonic()
-
-    def on_step_end(self, args, state, control, **kwargs):
-        elapsed = torch.tensor([time.monotonic() - self.start], dtype=torch.float64)
-        if torch.distributed.is_available() and torch.distributed.is_initialized():
-            torch.distributed.all_reduce(elapsed, op=torch.distributed.ReduceOp.MAX)
-        self.fraction = min(1.0, elapsed.item() / self.seconds)
-        if self.fraction >= 1.0:
-            control.should_training_stop = True
-
-
-class MinAttnTrainer(Trainer):
-    """`Trainer` whose `push_to_hub` uploads this project's model card instead of the generic one, and whose
-    learning rate follows the time budget when there is one."""
-
-    card_facts: CardFacts | None = None
-    time_budget: TimeBudget | None = None
-
-    def create_scheduler(self, num_training_steps, optimizer=None):
-        if self.time_budget is None or self.lr_scheduler is not None:
-            return super().create_scheduler(num_training_steps, optimizer)
-        warmup = self.args.get_warmup_steps(num_training_steps)
-        budget = self.time_budget
-
-        def lr_factor(step):
-            # Linear warmup, then linear decay to 0 at the end of the time budget or of the steps, whichever
-            # comes first.
-            progress = max(budget.fraction, step / max(1, num_training_steps))
-            return min(1.0, (step + 1) / (warmup + 1)) * max(0.0, 1.0 - progress)
-
-        self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer or self.optimizer, lr_factor)
-        return self.lr_scheduler
-
-    def get_decay_parameter_names(self, model):
-        # No weight decay on embedding rows: with it, the row of a token that never occurs (no gradient) would still
-        # shrink at every step, and "which embedding rows did training move?" would have a false answer.
-        embeddings = {name for name, _ in model.named_parameters() if "embeddings" in name}
-        return [name for name in super().get_decay_parameter_names(model) if name not in embeddings]
-
-    def log(self, logs, *args, **kwargs):
-        # The gain over the unigram floor, in nats, wherever an evaluation reports both (logs, TensorBoard, results).
-        for prefix in {key[: -len("unigram_loss")] for key in logs if key.endswith("unigram_loss")}:
-            if prefix + "loss" in logs:
-                logs[prefix + "gain_over_unigram"] = logs[prefix + "unigram_loss"] - logs[prefix + "loss"]
-        super().log(logs, *args, **kwargs)
-
-    def create_model_card(self, *args, **kwargs):
-        if self.is_world_process_zero() and self.card_facts is not None:
-            write_model_card(self.args.output_dir, self.card_facts)
-
-
 def describe_training(training_args, train_metrics: dict, steps: int) -> str:
     a = training_args
     batch = a.per_device_train_batch_size * a.gradient_accumulation_steps * a.world_size
@@ -638,11 +572,10 @@ def main(argv=None):
         data_collator=collator,
         compute_metrics=metrics_computer(unigram) if training_args.do_eval else None,
         preprocess_logits_for_metrics=preprocess_logits_for_metrics if training_args.do_eval else None,
-        callbacks=[drift_callback, collator],
+        callbacks=[collator],
+        drift=drift_callback,
+        time_budget_minutes=training_args.max_train_minutes,
     )
-    if training_args.max_train_minutes is not None:
-        trainer.time_budget = TimeBudget(training_args.max_train_minutes)
-        trainer.add_callback(trainer.time_budget)
 
     train_metrics = {}
     if training_args.do_train:
@@ -666,8 +599,7 @@ def main(argv=None):
     if training_args.do_eval:
         logger.info("*** Evaluate ***")
         eval_metrics = trainer.evaluate()
-        eval_metrics["eval_samples"] = len(eval_dataset)
-        eval_metrics["eval_perplexity"] = math.exp(eval_metrics["eval_loss"]) if eval_metrics["eval_loss"] < 700 else float("inf")
+        eval_metrics["eval_samples"] = len(eval_dataset)  # (eval_perplexity comes from MinAttnTrainer.log)
         trainer.log_metrics("eval", eval_metrics)
         trainer.save_metrics("eval", eval_metrics)
 

@@ -266,7 +266,7 @@ def test_embeddings_get_no_weight_decay(tmp_path):
     # With weight decay on the embeddings, the rows of tokens that never occur would shrink at every step.
     from transformers import TrainingArguments
 
-    from hf_minattn.run_mlm import MinAttnTrainer
+    from hf_minattn.trainer import MinAttnTrainer
 
     model = hf_minattn.MinAttnForMaskedLM(hf_minattn.MinAttnConfig(
         vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8,
@@ -321,3 +321,29 @@ def test_model_card_states_what_the_tokenizer_and_data_are(tmp_path):
     local = card(cased, dataset_id="user/corpus")
     assert local.data.language is None and local.data.datasets == ["user/corpus"]
     assert "60 word-level tokens, cased" in local.text and "English only" not in local.text
+
+
+def test_drift_and_perplexity_reach_tensorboard(trained):
+    """They are logged through the Trainer's log, so every reporter gets them, not only drift.json and stdout."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out, metrics = trained
+    (events,) = {path.parent for path in (out / "runs").rglob("events.out.tfevents.*")}
+    tags = set(EventAccumulator(str(events)).Reload().Tags()["scalars"])
+    assert {"train/drift/word_embeddings", "train/drift/W_Q", "train/drift/W_O", "eval/perplexity",
+            "eval/gain_over_unigram"} <= tags, sorted(tags)
+    last = read_json(out / "drift.json")["records"][-1]["drift"]
+    logged = [log for log in read_json(out / "trainer_state.json")["log_history"] if "drift/word_embeddings" in log]
+    assert logged[-1]["drift/word_embeddings"] == pytest.approx(last["word_embeddings"], rel=1e-6)
+
+
+def test_time_budget_progress_bar_shows_the_budget(text_files, tmp_path, capfd):
+    """A budgeted run of "100 epochs" shows a bar over the seconds of its budget, and logs the minutes left."""
+    out = tmp_path / "out"
+    main(tiny_argv(out, train_file=text_files / "train.txt", max_steps=None, num_train_epochs=100,
+                   max_train_minutes=0.05, disable_tqdm="false", logging_steps=1, save_steps=1000, do_eval="false"))
+    err = capfd.readouterr().err
+    assert "training (time budget)" in err and "/3 s [" in err
+    left = [log["time_budget_minutes_left"] for log in read_json(out / "trainer_state.json")["log_history"]
+            if "time_budget_minutes_left" in log]
+    assert len(left) >= 2 and left == sorted(left, reverse=True) and 0 <= left[-1] < 0.05

@@ -63,7 +63,6 @@ def loss_table(results: dict) -> dict:
 
 def answer_questions(results: dict) -> dict:
     answers = {"scale": scale_numbers(results), "losses": loss_table(results)}
-    variants = results["variants"]
     config = results["config"]
 
     # The full model against its floors.

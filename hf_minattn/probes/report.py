@@ -165,8 +165,8 @@ def head_roles_text(r):
     summary = ", ".join(f"{n} {_ROLE_LABELS[role]}" for role, n in sorted(counts.items(), key=lambda x: -x[1]))
     verdict = ("most heads stay close to uniform attention" if top == "none" else
                f"the commonest role is {_ROLE_LABELS[top]} ({counts[top]} of {len(roles)} heads)")
-    return (f"Relative to what uniform attention gets on the same queries (observed / expected), the head that "
-            f"attends most to each target: " + "; ".join(parts) + f". Roles (largest ratio, if >= "
+    return ("Relative to what uniform attention gets on the same queries (observed / expected), the head that "
+            "attends most to each target: " + "; ".join(parts) + f". Roles (largest ratio, if >= "
             f"{h['role_min_ratio']:g}x): {summary}; {verdict}.")
 
 
