@@ -63,6 +63,12 @@ MODEL_SIZES = {
     "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, max_position_embeddings=512),
 }
 
+# With --streaming, what is read from the start of the stream instead of the whole split.
+STREAM_VALIDATION_TEXTS = 1000  # held out when there is no validation split
+STREAM_EVAL_SEQUENCES = 1000  # the evaluation set, unless --max_eval_samples
+STREAM_SAMPLE_TEXTS = 100_000  # to train a tokenizer
+STREAM_UNIGRAM_SEQUENCES = 10_000  # to count the unigram floor
+
 WIKIPEDIA_SAMPLE_DESCRIPTION = (
     "the English Wikipedia sample shipped with gensim (the first pages of a dump: about 100 articles, 390k words of "
     "prose after markup, redirects, lists and reference sections are removed), split by article into train "
@@ -160,6 +166,14 @@ class DataTrainingArguments:
     whole_word_mask: bool = field(
         default=False, metadata={"help": "Mask all the sub-word tokens of a word together (needs a fast tokenizer; not with --line_by_line)."}
     )
+    streaming: bool = field(
+        default=False,
+        metadata={"help": "Read the data as a stream (datasets' streaming mode) instead of preparing all of it first, as "
+                  f"transformers' run_mlm.py does; needs --max_steps. Without a validation split the first "
+                  f"{STREAM_VALIDATION_TEXTS} texts are held out; the evaluation uses the first --max_eval_samples "
+                  f"sequences (default {STREAM_EVAL_SEQUENCES}); a tokenizer trained here uses the first "
+                  f"{STREAM_SAMPLE_TEXTS:,} texts, the unigram floor the first {STREAM_UNIGRAM_SEQUENCES:,} sequences."},
+    )
 
     def __post_init__(self):
         # Fail on bad files now, before any tokenizer or model is built.
@@ -253,7 +267,8 @@ def load_raw_datasets(data_args: DataTrainingArguments, cache_dir: str | None) -
     """The raw text as a DatasetDict with "train" and "validation" splits, and a sentence describing it."""
     pct = data_args.validation_split_percentage
     if data_args.dataset_name is not None:
-        raw = datasets.load_dataset(data_args.dataset_name, data_args.dataset_config_name, cache_dir=cache_dir)
+        raw = datasets.load_dataset(data_args.dataset_name, data_args.dataset_config_name, cache_dir=cache_dir,
+                                    streaming=data_args.streaming)
         description = f"`{data_args.dataset_name}`" + (f" (`{data_args.dataset_config_name}`)" if data_args.dataset_config_name else "")
     elif data_args.train_file is not None:
         data_files = {"train": data_args.train_file}
@@ -261,13 +276,20 @@ def load_raw_datasets(data_args: DataTrainingArguments, cache_dir: str | None) -
             data_files["validation"] = data_args.validation_file
         extension = data_args.train_file.rsplit(".", 1)[-1]
         builder = {"txt": "text", "jsonl": "json"}.get(extension, extension)
-        raw = datasets.load_dataset(builder, data_files=data_files, cache_dir=cache_dir)
+        raw = datasets.load_dataset(builder, data_files=data_files, cache_dir=cache_dir, streaming=data_args.streaming)
         description = "local files: " + ", ".join(os.path.basename(f) for f in data_files.values())
     else:
-        return load_wikipedia_sample(validation_percentage=pct), WIKIPEDIA_SAMPLE_DESCRIPTION
-    if "train" not in raw or raw["train"].num_rows == 0:
+        raw = load_wikipedia_sample(validation_percentage=pct)
+        if data_args.streaming:
+            raw = datasets.IterableDatasetDict({name: split.to_iterable_dataset() for name, split in raw.items()})
+        return raw, WIKIPEDIA_SAMPLE_DESCRIPTION
+    if "train" not in raw or is_empty(raw["train"]):
         raise ValueError(f"The training data ({description}) is empty")
-    if "validation" not in raw:
+    if "validation" not in raw and data_args.streaming:  # the length of a stream is unknown: hold out its start
+        raw = datasets.IterableDatasetDict({"train": raw["train"].skip(STREAM_VALIDATION_TEXTS),
+                                            "validation": raw["train"].take(STREAM_VALIDATION_TEXTS)})
+        description += f", the first {STREAM_VALIDATION_TEXTS} texts held out for validation"
+    elif "validation" not in raw:
         # Not shuffled, so that the held-out text is contiguous (the end of the file), not interleaved lines.
         split = raw["train"].train_test_split(test_size=pct / 100, shuffle=False)
         raw = datasets.DatasetDict({"train": split["train"], "validation": split["test"]})
@@ -275,8 +297,28 @@ def load_raw_datasets(data_args: DataTrainingArguments, cache_dir: str | None) -
     return raw, description
 
 
+def is_empty(dataset) -> bool:
+    if isinstance(dataset, datasets.IterableDataset):
+        return next(iter(dataset), None) is None
+    return dataset.num_rows == 0
+
+
+def column_names(dataset) -> list[str]:
+    """The columns of a dataset; a stream whose features are not declared shows them in its first example."""
+    if dataset.column_names is not None:
+        return dataset.column_names
+    return list(next(iter(dataset), {}))
+
+
+def first_texts(dataset, column: str, n: int):
+    """The texts of column `column`: all of them, or the first `n` of a stream."""
+    if isinstance(dataset, datasets.IterableDataset):
+        return [example[column] for example in dataset.take(n)]
+    return dataset[column]
+
+
 def resolve_text_column(raw: datasets.DatasetDict, name: str | None) -> str:
-    columns = raw["train"].column_names
+    columns = column_names(raw["train"])
     if name is None:
         return "text" if "text" in columns else columns[0]
     if name not in columns:
@@ -297,8 +339,10 @@ def build_config(model_args: ModelArguments) -> MinAttnConfig:
 
 def tokenize_and_group(raw, tokenizer, text_column, data_args, max_seq_length, training_args):
     """Tokenize with `datasets.map` (cached) and make sequences of at most `max_seq_length` tokens."""
-    columns = raw["train"].column_names
-    map_kwargs = dict(num_proc=data_args.preprocessing_num_workers, load_from_cache_file=not data_args.overwrite_cache)
+    columns = column_names(raw["train"])
+    streaming = isinstance(raw, datasets.IterableDatasetDict)  # a stream is mapped lazily: no cache, no processes
+    map_kwargs = {} if streaming else dict(num_proc=data_args.preprocessing_num_workers,
+                                           load_from_cache_file=not data_args.overwrite_cache)
     extra = dict(return_special_tokens_mask=True, return_offsets_mapping=data_args.whole_word_mask)
 
     if data_args.line_by_line:
@@ -312,7 +356,8 @@ def tokenize_and_group(raw, tokenizer, text_column, data_args, max_seq_length, t
             return tokenizer(examples[text_column], verbose=False, **extra)
 
     with training_args.main_process_first(desc="tokenization"):
-        tokenized = raw.map(tokenize, batched=True, remove_columns=columns, desc="Tokenizing", **map_kwargs)
+        tokenized = raw.map(tokenize, batched=True, remove_columns=columns,
+                            **map_kwargs, **({} if streaming else {"desc": "Tokenizing"}))
 
     if data_args.line_by_line:
         return tokenized
@@ -323,7 +368,8 @@ def tokenize_and_group(raw, tokenizer, text_column, data_args, max_seq_length, t
         return {k: [t[i : i + max_seq_length] for i in range(0, total, max_seq_length)] for k, t in concatenated.items()}
 
     with training_args.main_process_first(desc="grouping texts"):
-        return tokenized.map(group_texts, batched=True, desc=f"Grouping texts in chunks of {max_seq_length}", **map_kwargs)
+        return tokenized.map(group_texts, batched=True, **map_kwargs,
+                             **({} if streaming else {"desc": f"Grouping texts in chunks of {max_seq_length}"}))
 
 
 # Which masks an example gets: one stream per training epoch, and one (fixed) for evaluation.
@@ -480,6 +526,9 @@ def main(argv=None):
     if checkpoint is not None and not os.path.isdir(checkpoint):
         raise FileNotFoundError(f"--resume_from_checkpoint {checkpoint} does not exist")
 
+    if data_args.streaming and training_args.max_steps <= 0:
+        raise ValueError(f"--streaming needs --max_steps (a stream has no known length), got --max_steps "
+                         f"{training_args.max_steps}")
     set_seed(training_args.seed)
 
     # Data, checked before anything expensive.
@@ -487,7 +536,7 @@ def main(argv=None):
         raw, data_description = load_raw_datasets(data_args, model_args.cache_dir)
     text_column = resolve_text_column(raw, data_args.text_column_name)
     for split in ("train", "validation"):
-        if raw[split].num_rows == 0 or not any(t and not t.isspace() for t in raw[split][text_column]):
+        if not any(t and not t.isspace() for t in first_texts(raw[split], text_column, STREAM_VALIDATION_TEXTS)):
             raise ValueError(f"The {split} split of {data_description} has no text in column {text_column!r}")
 
     config = build_config(model_args)
@@ -505,7 +554,8 @@ def main(argv=None):
         with training_args.main_process_first(desc="training the tokenizer", local=False):
             if training_args.process_index == 0:
                 logger.info(f"Training a {model_args.tokenizer_model} tokenizer (at most {model_args.vocab_size} tokens) on the training split")
-                tokenizer = train_tokenizer(raw["train"][text_column], vocab_size=model_args.vocab_size,
+                tokenizer = train_tokenizer(first_texts(raw["train"], text_column, STREAM_SAMPLE_TEXTS),
+                                            vocab_size=model_args.vocab_size,
                                             min_frequency=model_args.tokenizer_min_frequency,
                                             model_max_length=max_seq_length, model=model_args.tokenizer_model)
                 tokenizer.save_pretrained(training_args.output_dir)
@@ -543,19 +593,27 @@ def main(argv=None):
     # Sequences.
     lm_datasets = tokenize_and_group(raw, tokenizer, text_column, data_args, max_seq_length, training_args)
     train_dataset, eval_dataset = lm_datasets["train"], lm_datasets["validation"]
+    if data_args.streaming:  # the evaluation set is fixed (masked once): the start of the validation stream
+        eval_dataset = datasets.Dataset.from_list(list(eval_dataset.take(data_args.max_eval_samples or STREAM_EVAL_SEQUENCES)))
     for split, dataset in (("train", train_dataset), ("validation", eval_dataset)):
-        if dataset.num_rows == 0:
+        if is_empty(dataset):
             raise ValueError(
                 f"The {split} split of {data_description} gives no sequence of {max_seq_length} tokens; "
                 "add text, lower --max_seq_length or use --line_by_line"
             )
     if data_args.max_train_samples is not None:
-        train_dataset = train_dataset.select(range(min(len(train_dataset), data_args.max_train_samples)))
-    if data_args.max_eval_samples is not None:
+        train_dataset = (train_dataset.take(data_args.max_train_samples) if data_args.streaming else
+                         train_dataset.select(range(min(len(train_dataset), data_args.max_train_samples))))
+    if data_args.max_eval_samples is not None and not data_args.streaming:
         eval_dataset = eval_dataset.select(range(min(len(eval_dataset), data_args.max_eval_samples)))
-    unigram = UnigramFloor.from_dataset(train_dataset, len(tokenizer))
+    counted = (datasets.Dataset.from_list(list(train_dataset.take(STREAM_UNIGRAM_SEQUENCES)))
+               if data_args.streaming else train_dataset)  # a stream: its first sequences
+    unigram = UnigramFloor.from_dataset(counted, len(tokenizer))
     logger.info(f"Unigram floor: entropy {unigram.entropy():.3f} nats over {unigram.num_tokens:,} maskable training tokens")
-    train_dataset = train_dataset.add_column(EXAMPLE_INDEX, list(range(len(train_dataset))))
+    if data_args.streaming:
+        train_dataset = train_dataset.map(lambda example, index: {EXAMPLE_INDEX: index}, with_indices=True)
+    else:
+        train_dataset = train_dataset.add_column(EXAMPLE_INDEX, list(range(len(train_dataset))))
     collator = MLMCollator(tokenizer, data_args, seed=training_args.seed)
     with training_args.main_process_first(desc="masking the validation set"):
         eval_dataset = mask_once(eval_dataset, collator)
@@ -586,7 +644,9 @@ def main(argv=None):
         if training_args.should_save:  # SentenceTransformer(output_dir) loads it as a mean-pooling sentence encoder
             write_sentence_transformers_files(training_args.output_dir, model.config.hidden_size, max_seq_length)
         train_metrics = dict(train_result.metrics)
-        train_metrics["train_samples"] = len(train_dataset)
+        train_metrics["train_samples"] = (trainer.state.global_step * training_args.train_batch_size
+                                          * training_args.gradient_accumulation_steps * training_args.world_size
+                                          if data_args.streaming else len(train_dataset))
         train_metrics["world_size"] = training_args.world_size
         speeds = [log["train_tokens_per_second"] for log in trainer.state.log_history if "train_tokens_per_second" in log]
         if speeds:

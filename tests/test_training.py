@@ -347,3 +347,17 @@ def test_time_budget_progress_bar_shows_the_budget(text_files, tmp_path, capfd):
     left = [log["time_budget_minutes_left"] for log in read_json(out / "trainer_state.json")["log_history"]
             if "time_budget_minutes_left" in log]
     assert len(left) >= 2 and left == sorted(left, reverse=True) and 0 <= left[-1] < 0.05
+
+
+def test_streaming_a_local_file(text_files, tmp_path):
+    """--streaming reads the text as a datasets stream (the same code path as a Hub dataset streamed), with the
+    start of the validation stream as the fixed evaluation set."""
+    out = tmp_path / "out"
+    metrics = main(tiny_argv(out, train_file=text_files / "train.txt", validation_file=text_files / "validation.txt",
+                             vocab_size=300, streaming=True, max_steps=4, max_train_samples=None))
+    assert read_json(out / "trainer_state.json")["global_step"] == 4
+    assert math.isfinite(metrics["eval_loss"]) and metrics["eval_samples"] == 20  # --max_eval_samples 20
+    assert metrics["train_samples"] == 4 * 8
+    assert (out / "model.safetensors").is_file() and math.isfinite(metrics["eval_unigram_loss"])
+    with pytest.raises(ValueError, match="--streaming needs --max_steps"):
+        main(tiny_argv(tmp_path / "out2", train_file=text_files / "train.txt", streaming=True, max_steps=-1))
