@@ -26,7 +26,6 @@ import datetime
 import json
 import math
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -35,11 +34,12 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-import transformers
 from torch import nn
-from transformers import BertConfig, BertForMaskedLM
+from transformers import BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling
 
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
+from hf_minattn.machine import machine_info
+from hf_minattn.masking import mask_tokens
 
 SIZES = dict(vocab=8192, hidden=256, layers=4, heads=4, ffn=1024, seq=128, batch=32)
 QUICK_SIZES = dict(vocab=512, hidden=64, layers=2, heads=4, ffn=128, seq=32, batch=8)
@@ -66,32 +66,6 @@ def bf16_is_native(fp32_peak: float, bf16_peak: float) -> bool:
     """bf16 pays only where the CPU multiplies bf16 in hardware (AVX512_BF16 / AMX); elsewhere it is emulated and
     many times slower than fp32. We trust the measurement over the flags: native bf16 must at least match fp32."""
     return bf16_peak >= fp32_peak
-
-
-def machine_info() -> dict:
-    cpu = platform.processor()
-    flags = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and cpu in ("", "x86_64"):
-                cpu = line.split(":", 1)[1].strip()
-            if line.startswith("flags") and not flags:
-                flags = line
-    except OSError:
-        pass
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "avx512_bf16": "avx512_bf16" in flags,
-        "amx_bf16": "amx_bf16" in flags,
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "python": platform.python_version(),
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "load_average": os.getloadavg(),
-    }
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -164,33 +138,22 @@ def load_blocks(sizes: dict, quick: bool):
         blocks = torch.tensor(stream[: n * body]).view(n, body)
         return torch.cat([torch.full((n, 1), CLS), blocks, torch.full((n, 1), SEP)], dim=1)  # (n, T)
 
-    return pack(train_texts), pack(val_texts), len(tokenizer)
+    return pack(train_texts), pack(val_texts), tokenizer
 
 
-def mask_tokens(blocks: torch.Tensor, vocab: int, generator: torch.Generator, rate: float = 0.15):
-    """BERT's masking: 15% of non-special positions are labelled; of those 80% -> [MASK], 10% random, 10% kept."""
-    labels = blocks.clone()
-    special = blocks <= MASK
-    chosen = (torch.rand(blocks.shape, generator=generator) < rate) & ~special
-    labels[~chosen] = -100
-    inputs = blocks.clone()
-    roll = torch.rand(blocks.shape, generator=generator)
-    inputs[chosen & (roll < 0.8)] = MASK
-    random_positions = chosen & (roll >= 0.8) & (roll < 0.9)
-    inputs[random_positions] = torch.randint(MASK + 1, vocab, blocks.shape, generator=generator)[random_positions]
-    return inputs, labels
+def mask_blocks(masker: DataCollatorForLanguageModeling, blocks: torch.Tensor, generator: torch.Generator):
+    """(inputs, labels) of (B, T) blocks, masked as run_mlm.py masks (`hf_minattn.masking`): 15% of the non-special
+    positions labelled, of those 80% [MASK], 10% a random token, 10% kept."""
+    return mask_tokens(masker, blocks, generator, special_tokens_mask=(blocks <= MASK).long())
 
 
-def make_batches(blocks: torch.Tensor, steps: int, batch: int, vocab: int, seed: int):
+def make_batches(blocks: torch.Tensor, steps: int, batch: int, tokenizer, seed: int):
     """`steps` masked batches in a fixed order (cycling through shuffled blocks), identical for both models."""
+    masker = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)
     generator = torch.Generator().manual_seed(seed)
     order = torch.cat([torch.randperm(len(blocks), generator=generator)
                        for _ in range(math.ceil(steps * batch / len(blocks)) + 1)])
-    batches = []
-    for step in range(steps):
-        inputs, labels = mask_tokens(blocks[order[step * batch:(step + 1) * batch]], vocab, generator)
-        batches.append((inputs, labels))
-    return batches
+    return [mask_blocks(masker, blocks[order[step * batch:(step + 1) * batch]], generator) for step in range(steps)]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -205,8 +168,9 @@ def mlm_loss(model, inputs, labels, dense_head=False):
     return model(input_ids=inputs, attention_mask=mask, labels=labels).loss
 
 
-class Trainer:
-    """One model, its AdamW and its schedule (linear warm-up over 10% of the steps, then linear decay)."""
+class StepLoop:
+    """A plain training loop for one model (not transformers' Trainer): its AdamW and its schedule (linear warm-up
+    over 10% of the steps, then linear decay), and the time and loss of every step."""
 
     def __init__(self, model, steps, lr, bf16, dense_head=False, compile_model=False):
         self.model, self.bf16, self.dense_head = model, bf16, dense_head
@@ -269,8 +233,9 @@ def memory_worker(name: str, precision: str, sizes: dict, steps: int = 3):
     model = build(name, sizes)
     generator = torch.Generator().manual_seed(0)
     blocks = torch.randint(MASK + 1, sizes["vocab"], (sizes["batch"], sizes["seq"]), generator=generator)
-    inputs, labels = mask_tokens(blocks, sizes["vocab"], generator)
-    trainer = Trainer(model, steps=10, lr=1e-4, bf16=bf16)
+    tokenizer = train_tokenizer(["a few words to mask"] * 5, vocab_size=50, show_progress=False)  # [MASK] and friends
+    inputs, labels = mask_blocks(DataCollatorForLanguageModeling(tokenizer), blocks, generator)
+    trainer = StepLoop(model, steps=10, lr=1e-4, bf16=bf16)
     rss_before = proc_status_mb("VmRSS")
     for _ in range(steps):
         trainer.step(inputs, labels)
@@ -328,9 +293,9 @@ def measure_levers(sizes, batches, warmup, lr, with_compile=True) -> list[dict]:
     rows = []
 
     def pair(lever, variant_model, variant_kwargs=None, baseline_kwargs=None, model_kwargs=None):
-        baseline = Trainer(build("minattn", sizes, **(model_kwargs or {})), len(batches), lr, False,
+        baseline = StepLoop(build("minattn", sizes, **(model_kwargs or {})), len(batches), lr, False,
                            **(baseline_kwargs or {}))
-        variant = Trainer(variant_model, len(batches), lr, False, **(variant_kwargs or {}))
+        variant = StepLoop(variant_model, len(batches), lr, False, **(variant_kwargs or {}))
         start = time.perf_counter()
         variant.step(*batches[0])
         first_step = time.perf_counter() - start
@@ -379,7 +344,7 @@ def mask_vs_none(sizes, repeats=5) -> dict:
 def run_precision(precision, sizes, train_batches, val_batches, args) -> dict:
     bf16 = precision == "bf16"
     tokens = sizes["batch"] * sizes["seq"]
-    trainers = {name: Trainer(build(name, sizes), args.steps, args.lr, bf16) for name in ("minattn", "bert")}
+    trainers = {name: StepLoop(build(name, sizes), args.steps, args.lr, bf16) for name in ("minattn", "bert")}
     names = list(trainers)
     # The machine is shared: sample the matmul peak between the steps, under the same load as the steps.
     dtype = torch.bfloat16 if bf16 else torch.float32
@@ -507,11 +472,12 @@ def main(argv=None):
         peaks["bf16"] = matmul_peak(torch.bfloat16, n)
     print(f"matmul peak ({n}^3): fp32 {peaks['fp32']:.0f} GFLOP/s, bf16 {peaks['bf16']:.1f} GFLOP/s", flush=True)
 
-    train_blocks, val_blocks, vocab = load_blocks(sizes, args.quick)
-    sizes["vocab"] = max(sizes["vocab"], vocab)
-    train_batches = make_batches(train_blocks, args.steps, sizes["batch"], sizes["vocab"], seed=1)
+    train_blocks, val_blocks, tokenizer = load_blocks(sizes, args.quick)
+    sizes["vocab"] = max(sizes["vocab"], len(tokenizer))
+    train_batches = make_batches(train_blocks, args.steps, sizes["batch"], tokenizer, seed=1)
     val_blocks = val_blocks[: args.eval_blocks]
-    val_batches = [mask_tokens(chunk, sizes["vocab"], torch.Generator().manual_seed(2 + i))
+    masker = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)
+    val_batches = [mask_blocks(masker, chunk, torch.Generator().manual_seed(2 + i))
                    for i, chunk in enumerate(val_blocks.split(sizes["batch"]))]
     print(f"data: {len(train_blocks)} train / {len(val_blocks)} validation blocks of {sizes['seq']} tokens", flush=True)
 
@@ -527,7 +493,7 @@ def main(argv=None):
         report["results"][precision] = run_precision(precision, sizes, train_batches, val_batches, args)
     if args.levers:
         print("levers (fp32, MinAttn shipped vs variant):", flush=True)
-        lever_batches = make_batches(train_blocks, args.lever_steps, sizes["batch"], sizes["vocab"], seed=3)
+        lever_batches = make_batches(train_blocks, args.lever_steps, sizes["batch"], tokenizer, seed=3)
         report["levers"] = measure_levers(sizes, lever_batches, min(2, args.lever_steps - 1), args.lr,
                                           with_compile=not args.quick)
         report["levers"].append(mask_vs_none(sizes))

@@ -1,5 +1,5 @@
 """How much of the machine `training/run_mlm.py` (the HF Trainer path) uses: its training tokens/s against a plain
-step loop (forward, backward, clip, AdamW: `bench_train.Trainer`) on the same model and batch, in one process.
+step loop (forward, backward, clip, AdamW: `bench_train.StepLoop`) on the same model and batch, in one process.
 
     python benchmarks/bench_trainer_overhead.py            # small model, batch 16 x 128, fp32, 60 steps each
     python benchmarks/bench_trainer_overhead.py --quick    # tiny sizes, seconds
@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_train import Trainer as StepLoop  # noqa: E402
+from bench_train import StepLoop  # noqa: E402
 from bench_train import load_blocks, machine_info, make_batches  # noqa: E402
 
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM  # noqa: E402
@@ -62,9 +62,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     model_size, seq, steps, warmup = ("tiny", 64, 12, 2) if args.quick else ("small", 128, args.steps, 10)
     sizes = dict(vocab=512 if args.quick else 8192, seq=seq)
-    train_blocks, _, vocab = load_blocks(sizes, quick=args.quick)
-    config = MinAttnConfig(**MODEL_SIZES[model_size], vocab_size=vocab, sparse_prediction=True)  # as run_mlm trains
-    batches = make_batches(train_blocks, steps, args.batch, vocab, seed=0)
+    train_blocks, _, tokenizer = load_blocks(sizes, quick=args.quick)
+    config = MinAttnConfig(**MODEL_SIZES[model_size], vocab_size=len(tokenizer), sparse_prediction=True)  # as run_mlm
+    batches = make_batches(train_blocks, steps, args.batch, tokenizer, seed=0)
     print(f"machine: {machine_info()['cpu']}; {model_size} model, batch {args.batch} x {seq}, {steps} steps", flush=True)
     before = plain_loop_tokens_per_second(config, batches, warmup)
     start = time.perf_counter()

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import tempfile
+from itertools import chain
 from pathlib import Path
 
 import datasets
@@ -140,4 +141,146 @@ def check_text_file(path, what: str = "file") -> str:
     if not has_text:
         raise ValueError(f"{what} {path!r} is empty or only whitespace; expected text to train on or probe")
     return path
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The training text as run_mlm.py reads it: raw splits (a Hub dataset, local files or the sample above, streamed
+# or not), then sequences of tokens.
+
+# With --streaming, what is read from the start of the stream instead of the whole split.
+STREAM_VALIDATION_TEXTS = 1000  # held out when there is no validation split
+STREAM_EVAL_SEQUENCES = 1000  # the evaluation set, unless --max_eval_samples
+STREAM_SAMPLE_TEXTS = 100_000  # to train a tokenizer
+STREAM_UNIGRAM_SEQUENCES = 10_000  # to count the unigram floor
+
+WIKIPEDIA_SAMPLE_DESCRIPTION = (
+    "the English Wikipedia sample shipped with gensim (the first pages of a dump: about 100 articles, 390k words of "
+    "prose after markup, redirects, lists and reference sections are removed), split by article into train "
+    "and validation"
+)
+
+
+
+
+def load_raw_datasets(data_args, cache_dir: str | None) -> tuple[datasets.DatasetDict, str]:
+    """The raw text as a DatasetDict with "train" and "validation" splits, and a sentence describing it."""
+    pct = data_args.validation_split_percentage
+    if data_args.dataset_name is not None:
+        raw = datasets.load_dataset(data_args.dataset_name, data_args.dataset_config_name, cache_dir=cache_dir,
+                                    streaming=data_args.streaming)
+        description = f"`{data_args.dataset_name}`" + (f" (`{data_args.dataset_config_name}`)" if data_args.dataset_config_name else "")
+    elif data_args.train_file is not None:
+        data_files = {"train": data_args.train_file}
+        if data_args.validation_file is not None:
+            data_files["validation"] = data_args.validation_file
+        extension = data_args.train_file.rsplit(".", 1)[-1]
+        builder = {"txt": "text", "jsonl": "json"}.get(extension, extension)
+        raw = datasets.load_dataset(builder, data_files=data_files, cache_dir=cache_dir, streaming=data_args.streaming)
+        description = "local files: " + ", ".join(os.path.basename(f) for f in data_files.values())
+    else:
+        raw = load_wikipedia_sample(validation_percentage=pct)
+        if data_args.streaming:
+            raw = datasets.IterableDatasetDict({name: split.to_iterable_dataset() for name, split in raw.items()})
+        return raw, WIKIPEDIA_SAMPLE_DESCRIPTION
+    if "train" not in raw or is_empty(raw["train"]):
+        raise ValueError(f"The training data ({description}) is empty")
+    if "validation" not in raw and data_args.streaming:  # the length of a stream is unknown: hold out its start
+        raw = datasets.IterableDatasetDict({"train": raw["train"].skip(STREAM_VALIDATION_TEXTS),
+                                            "validation": raw["train"].take(STREAM_VALIDATION_TEXTS)})
+        description += f", the first {STREAM_VALIDATION_TEXTS} texts held out for validation"
+    elif "validation" not in raw:
+        # Not shuffled, so that the held-out text is contiguous (the end of the file), not interleaved lines.
+        split = raw["train"].train_test_split(test_size=pct / 100, shuffle=False)
+        raw = datasets.DatasetDict({"train": split["train"], "validation": split["test"]})
+        description += f", the last {pct}% held out for validation"
+    return raw, description
+
+
+def is_empty(dataset) -> bool:
+    if isinstance(dataset, datasets.IterableDataset):
+        return next(iter(dataset), None) is None
+    return dataset.num_rows == 0
+
+
+def column_names(dataset) -> list[str]:
+    """The columns of a dataset; a stream whose features are not declared shows them in its first example."""
+    if dataset.column_names is not None:
+        return dataset.column_names
+    return list(next(iter(dataset), {}))
+
+
+def first_texts(dataset, column: str, n: int):
+    """The texts of column `column`: all of them, or the first `n` of a stream."""
+    if isinstance(dataset, datasets.IterableDataset):
+        return [example[column] for example in dataset.take(n)]
+    return dataset[column]
+
+
+def resolve_text_column(raw: datasets.DatasetDict, name: str | None, description: str = "the data") -> str:
+    """The column holding the text (`name`, else "text", else the first), checked to hold text in both splits."""
+    columns = column_names(raw["train"])
+    if name is None:
+        name = "text" if "text" in columns else columns[0]
+    elif name not in columns:
+        raise ValueError(f"--text_column_name {name!r} is not a column of the training data; available columns: {columns}")
+    for split in ("train", "validation"):
+        if not any(t and not t.isspace() for t in first_texts(raw[split], name, STREAM_VALIDATION_TEXTS)):
+            raise ValueError(f"The {split} split of {description} has no text in column {name!r}")
+    return name
+
+
+def tokenize_and_group(raw, tokenizer, text_column, data_args, max_seq_length, training_args):
+    """Tokenize with `datasets.map` (cached) and make sequences of at most `max_seq_length` tokens."""
+    columns = column_names(raw["train"])
+    streaming = isinstance(raw, datasets.IterableDatasetDict)  # a stream is mapped lazily: no cache, no processes
+    map_kwargs = {} if streaming else dict(num_proc=data_args.preprocessing_num_workers,
+                                           load_from_cache_file=not data_args.overwrite_cache)
+    extra = dict(return_special_tokens_mask=True, return_offsets_mapping=data_args.whole_word_mask)
+
+    if data_args.line_by_line:
+        def tokenize(examples):
+            lines = [line for line in examples[text_column] if line and not line.isspace()]
+            return tokenizer(lines, truncation=True, max_length=max_seq_length, **extra)
+    else:
+        # Each text gets [CLS] ... [SEP]; the concatenation is then cut into equal chunks. Texts longer than
+        # the model are expected here, so the tokenizer's length warning is noise.
+        def tokenize(examples):
+            return tokenizer(examples[text_column], verbose=False, **extra)
+
+    with training_args.main_process_first(desc="tokenization"):
+        tokenized = raw.map(tokenize, batched=True, remove_columns=columns,
+                            **map_kwargs, **({} if streaming else {"desc": "Tokenizing"}))
+
+    if data_args.line_by_line:
+        return tokenized
+
+    def group_texts(examples):
+        concatenated = {k: list(chain(*examples[k])) for k in examples}
+        total = (len(concatenated["input_ids"]) // max_seq_length) * max_seq_length  # drop the ragged end
+        return {k: [t[i : i + max_seq_length] for i in range(0, total, max_seq_length)] for k, t in concatenated.items()}
+
+    with training_args.main_process_first(desc="grouping texts"):
+        return tokenized.map(group_texts, batched=True, **map_kwargs,
+                             **({} if streaming else {"desc": f"Grouping texts in chunks of {max_seq_length}"}))
+
+
+def lm_datasets(raw, tokenizer, text_column, data_args, max_seq_length, training_args, description):
+    """(train, validation) sequences, cut to --max_train_samples / --max_eval_samples. With --streaming the
+    training set stays a stream and the validation set is the start of its stream, fixed (it is masked once)."""
+    grouped = tokenize_and_group(raw, tokenizer, text_column, data_args, max_seq_length, training_args)
+    train, validation = grouped["train"], grouped["validation"]
+    if data_args.streaming:
+        validation = datasets.Dataset.from_list(list(validation.take(data_args.max_eval_samples or STREAM_EVAL_SEQUENCES)))
+    for split, dataset in (("train", train), ("validation", validation)):
+        if is_empty(dataset):
+            raise ValueError(
+                f"The {split} split of {description} gives no sequence of {max_seq_length} tokens; "
+                "add text, lower --max_seq_length or use --line_by_line"
+            )
+    if data_args.max_train_samples is not None:
+        train = (train.take(data_args.max_train_samples) if data_args.streaming else
+                 train.select(range(min(len(train), data_args.max_train_samples))))
+    if data_args.max_eval_samples is not None and not data_args.streaming:
+        validation = validation.select(range(min(len(validation), data_args.max_eval_samples)))
+    return train, validation
 

@@ -1,11 +1,16 @@
 """Record during training how far the embeddings and attention weights move from their initial values.
 
 `DriftCallback` answers "are the input embeddings updated, and how much compared with W_Q, W_K, W_V, W_O?"
-It writes `drift.json` in the output folder; the probes plot it.
+It writes `drift.json` in the output folder:
+  {"tracked": [matrix, ...], "records": [{"step": 10, "epoch": 0.1, "loss": 5.2,
+                                          "drift": {matrix: value}, "grad_norm": {matrix: value or null}}, ...]}
+and this module alone knows that layout: `read_drift` turns it into a `DriftHistory` (one series per matrix),
+which the probes and the experiments read.
 """
 
 import json
 import os
+from dataclasses import dataclass
 
 import torch
 from transformers import TrainerCallback
@@ -88,7 +93,7 @@ class DriftCallback(TrainerCallback):
         "drift/position_embeddings", and "drift/W_Q" ... "drift/W_O" averaged over the layers."""
         kinds: dict[str, list[float]] = {}
         for name, value in self._drift().items():
-            kinds.setdefault(name.rsplit(".", 1)[-1], []).append(value)
+            kinds.setdefault(matrix_kind(name), []).append(value)
         return {f"drift/{kind}": sum(values) / len(values) for kind, values in kinds.items()}
 
     def _record(self, state, loss=None, with_grads=True) -> dict:
@@ -106,8 +111,32 @@ class DriftCallback(TrainerCallback):
         os.replace(tmp, path)  # a run killed mid-write must not leave a truncated file
 
 
-def load_drift(path) -> dict:
-    """Read a `drift.json` written by `DriftCallback` (a file, or the model folder holding it)."""
-    path = os.path.join(path, DRIFT_FILE) if os.path.isdir(path) else path
+def matrix_kind(name: str) -> str:
+    """"layers.3.W_Q" -> "W_Q"; "word_embeddings" and "position_embeddings" are their own kind."""
+    return name.rsplit(".", 1)[-1]
+
+
+@dataclass
+class DriftHistory:
+    """A `drift.json` as series over its records: `steps[i]` is the training step of the i-th value of every list."""
+
+    path: str
+    steps: list[int]
+    epochs: list[float | None]
+    loss: list[float | None]  # training loss logged at that step (None for the initial state, step 0)
+    drift: dict[str, list[float]]  # matrix -> ||W - W_init||_F / ||W_init||_F
+    grad_norm: dict[str, list[float | None]]  # matrix -> mean ||dL/dW||_F since the previous record (None: no gradient)
+
+
+def read_drift(path) -> DriftHistory | None:
+    """Read the `drift.json` that `DriftCallback` wrote (a file, or the model folder holding it); None without one."""
+    path = os.path.join(path, DRIFT_FILE) if os.path.isdir(path) else str(path)
+    if not os.path.isfile(path):
+        return None
     with open(path) as f:
-        return json.load(f)
+        data = json.load(f)
+    records = data["records"]
+    return DriftHistory(path=path, steps=[r["step"] for r in records], epochs=[r["epoch"] for r in records],
+                        loss=[r["loss"] for r in records],
+                        drift={name: [r["drift"][name] for r in records] for name in data["tracked"]},
+                        grad_norm={name: [r["grad_norm"][name] for r in records] for name in data["tracked"]})

@@ -5,6 +5,9 @@ prose; this module gathers the facts (config, data, results) and checks a card's
 """
 
 import math
+import os
+import shlex
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -157,3 +160,50 @@ def validate_model_card(path, pipeline_tag: str = "fill-mask") -> ModelCard:
     if problems:
         raise ValueError(f"{path}: invalid model card metadata: " + "; ".join(problems))
     return card
+
+
+def describe_training(training_args, train_metrics: dict, steps: int) -> str:
+    a = training_args
+    batch = a.per_device_train_batch_size * a.gradient_accumulation_steps * a.world_size
+    schedule = (f"linear decay over {a.max_train_minutes:g} minutes of training" if a.max_train_minutes
+                else f"{a.lr_scheduler_type} schedule")
+    parts = [
+        f"{steps} steps" + (f" ({train_metrics['epoch']:.2f} epochs)" if "epoch" in train_metrics else ""),
+        f"batch {batch} sequences ({a.world_size} process{'es' if a.world_size > 1 else ''})",
+        f"AdamW, learning rate {a.learning_rate:g}, warmup {a.warmup_steps:g} steps, {schedule}",
+        f"weight decay {a.weight_decay:g} (none on the embeddings)",
+        "bf16 autocast" if a.bf16 else "fp32",
+        f"seed {a.seed}",
+    ]
+    if "train_runtime" in train_metrics:
+        parts.append(f"{train_metrics['train_runtime'] / 60:.1f} min")
+    if "train_tokens_per_second" in train_metrics:
+        parts.append(f"{train_metrics['train_tokens_per_second']:,.0f} tokens/s")
+    return ", ".join(parts)
+
+
+def card_facts(trainer, model_args, data_args, data_description, tokenizer, train_metrics, eval_metrics,
+               max_seq_length, argv) -> CardFacts:
+    args = trainer.args
+    return CardFacts(
+        model_name=(args.hub_model_id or os.path.basename(os.path.abspath(args.output_dir))).split("/")[-1],
+        config=trainer.model.config,
+        num_parameters=trainer.model.num_parameters(),
+        # The embedded sample is gensim's, not a Hub dataset: only a Hub dataset name goes into the metadata.
+        dataset_id=data_args.dataset_name,
+        language="en" if data_args.dataset_name is None and data_args.train_file is None else None,
+        tokenizer=tokenizer_facts(tokenizer),
+        dataset_config=data_args.dataset_config_name,
+        dataset_description=data_description,
+        eval_metrics=eval_metrics,
+        train_summary=describe_training(args, train_metrics, trainer.state.global_step),
+        command="python training/run_mlm.py " + shlex.join(sys.argv[1:] if argv is None else argv),
+        max_seq_length=max_seq_length,
+        mlm_probability=data_args.mlm_probability,
+        whole_word_mask=data_args.whole_word_mask,
+        line_by_line=data_args.line_by_line,
+        frozen_embeddings=model_args.freeze_embeddings,
+        hardware=f"{args.world_size} x {args.device.type}" + (f" ({os.cpu_count()} cores)" if args.device.type == "cpu" else ""),
+        repo_id=args.hub_model_id,
+        eval_split_description=f"{len(trainer.eval_dataset)} sequences of held-out text" if trainer.eval_dataset else "none",
+    )

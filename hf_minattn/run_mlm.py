@@ -19,22 +19,15 @@ distributed.
 import json
 import logging
 import os
-import shlex
 import sys
 from dataclasses import asdict, dataclass, field
-from itertools import chain
 
 import datasets
-import numpy as np
-import torch
 import transformers
 from transformers import (
     AutoModelForMaskedLM,
     AutoTokenizer,
-    DataCollatorForLanguageModeling,
-    DataCollatorForTokenClassification,
     HfArgumentParser,
-    TrainerCallback,
     TrainingArguments,
     set_seed,
 )
@@ -42,11 +35,15 @@ from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_utils import sort_checkpoints
 
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
-from hf_minattn.data import check_text_file, load_wikipedia_sample
+from hf_minattn.data import (STREAM_EVAL_SEQUENCES, STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES,
+                             STREAM_VALIDATION_TEXTS, check_text_file, first_texts, lm_datasets, load_raw_datasets,
+                             resolve_text_column)
 from hf_minattn.drift import DriftCallback
-from hf_minattn.trainer import MinAttnTrainer
+from hf_minattn.machine import accelerator_available, fast_bf16_available
+from hf_minattn.masking import MLMCollator, mask_once, with_example_index
+from hf_minattn.model_card import card_facts
 from hf_minattn.sentence_embedding import write_sentence_transformers_files
-from hf_minattn.model_card import CardFacts, tokenizer_facts
+from hf_minattn.trainer import MinAttnTrainer, metrics_computer, preprocess_logits_for_metrics
 from hf_minattn.unigram import UnigramFloor
 
 logger = logging.getLogger(__name__)
@@ -62,30 +59,6 @@ MODEL_SIZES = {
     # BERT-base shape, for machines with a GPU.
     "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, max_position_embeddings=512),
 }
-
-# With --streaming, what is read from the start of the stream instead of the whole split.
-STREAM_VALIDATION_TEXTS = 1000  # held out when there is no validation split
-STREAM_EVAL_SEQUENCES = 1000  # the evaluation set, unless --max_eval_samples
-STREAM_SAMPLE_TEXTS = 100_000  # to train a tokenizer
-STREAM_UNIGRAM_SEQUENCES = 10_000  # to count the unigram floor
-
-WIKIPEDIA_SAMPLE_DESCRIPTION = (
-    "the English Wikipedia sample shipped with gensim (the first pages of a dump: about 100 articles, 390k words of "
-    "prose after markup, redirects, lists and reference sections are removed), split by article into train "
-    "and validation"
-)
-
-
-def fast_bf16_available() -> bool:
-    """Whether bf16 autocast speeds training up here: on a GPU that supports it, or on a CPU with native bf16
-    matrix instructions (AVX512-BF16 or AMX), where it is several times faster than fp32. Without them torch
-    emulates bf16 and matrix products get hundreds of times slower, so the default is then fp32."""
-    if torch.cuda.is_available():
-        return torch.cuda.is_bf16_supported()
-    # torch.cpu exposes the CPU feature checks only as private functions; default to fp32 if they move.
-    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
-
 
 @dataclass
 class ModelArguments:
@@ -232,15 +205,9 @@ class MinAttnTrainingArguments(TrainingArguments):
             self.bf16 = fast_bf16_available()
         # On a machine with no accelerator, transformers needs use_cpu to accept bf16 and, under
         # `accelerate launch --multi_gpu` or torchrun, to set up DDP over gloo (else each process trains alone).
-        if not _accelerator_available():
+        if not accelerator_available():
             self.use_cpu = True
         super().__post_init__()
-
-
-def _accelerator_available() -> bool:
-    if hasattr(torch, "accelerator"):  # torch >= 2.6: CUDA, MPS, XPU, ...
-        return torch.accelerator.is_available()
-    return torch.cuda.is_available() or torch.backends.mps.is_available()
 
 
 def last_complete_checkpoint(output_dir: str) -> str | None:
@@ -263,69 +230,6 @@ def parse_args(argv=None):
     return parser.parse_args_into_dataclasses(args=argv)
 
 
-def load_raw_datasets(data_args: DataTrainingArguments, cache_dir: str | None) -> tuple[datasets.DatasetDict, str]:
-    """The raw text as a DatasetDict with "train" and "validation" splits, and a sentence describing it."""
-    pct = data_args.validation_split_percentage
-    if data_args.dataset_name is not None:
-        raw = datasets.load_dataset(data_args.dataset_name, data_args.dataset_config_name, cache_dir=cache_dir,
-                                    streaming=data_args.streaming)
-        description = f"`{data_args.dataset_name}`" + (f" (`{data_args.dataset_config_name}`)" if data_args.dataset_config_name else "")
-    elif data_args.train_file is not None:
-        data_files = {"train": data_args.train_file}
-        if data_args.validation_file is not None:
-            data_files["validation"] = data_args.validation_file
-        extension = data_args.train_file.rsplit(".", 1)[-1]
-        builder = {"txt": "text", "jsonl": "json"}.get(extension, extension)
-        raw = datasets.load_dataset(builder, data_files=data_files, cache_dir=cache_dir, streaming=data_args.streaming)
-        description = "local files: " + ", ".join(os.path.basename(f) for f in data_files.values())
-    else:
-        raw = load_wikipedia_sample(validation_percentage=pct)
-        if data_args.streaming:
-            raw = datasets.IterableDatasetDict({name: split.to_iterable_dataset() for name, split in raw.items()})
-        return raw, WIKIPEDIA_SAMPLE_DESCRIPTION
-    if "train" not in raw or is_empty(raw["train"]):
-        raise ValueError(f"The training data ({description}) is empty")
-    if "validation" not in raw and data_args.streaming:  # the length of a stream is unknown: hold out its start
-        raw = datasets.IterableDatasetDict({"train": raw["train"].skip(STREAM_VALIDATION_TEXTS),
-                                            "validation": raw["train"].take(STREAM_VALIDATION_TEXTS)})
-        description += f", the first {STREAM_VALIDATION_TEXTS} texts held out for validation"
-    elif "validation" not in raw:
-        # Not shuffled, so that the held-out text is contiguous (the end of the file), not interleaved lines.
-        split = raw["train"].train_test_split(test_size=pct / 100, shuffle=False)
-        raw = datasets.DatasetDict({"train": split["train"], "validation": split["test"]})
-        description += f", the last {pct}% held out for validation"
-    return raw, description
-
-
-def is_empty(dataset) -> bool:
-    if isinstance(dataset, datasets.IterableDataset):
-        return next(iter(dataset), None) is None
-    return dataset.num_rows == 0
-
-
-def column_names(dataset) -> list[str]:
-    """The columns of a dataset; a stream whose features are not declared shows them in its first example."""
-    if dataset.column_names is not None:
-        return dataset.column_names
-    return list(next(iter(dataset), {}))
-
-
-def first_texts(dataset, column: str, n: int):
-    """The texts of column `column`: all of them, or the first `n` of a stream."""
-    if isinstance(dataset, datasets.IterableDataset):
-        return [example[column] for example in dataset.take(n)]
-    return dataset[column]
-
-
-def resolve_text_column(raw: datasets.DatasetDict, name: str | None) -> str:
-    columns = column_names(raw["train"])
-    if name is None:
-        return "text" if "text" in columns else columns[0]
-    if name not in columns:
-        raise ValueError(f"--text_column_name {name!r} is not a column of the training data; available columns: {columns}")
-    return name
-
-
 def build_config(model_args: ModelArguments) -> MinAttnConfig:
     if model_args.model_name_or_path is not None:
         return MinAttnConfig.from_pretrained(model_args.model_name_or_path)
@@ -337,165 +241,7 @@ def build_config(model_args: ModelArguments) -> MinAttnConfig:
     return config
 
 
-def tokenize_and_group(raw, tokenizer, text_column, data_args, max_seq_length, training_args):
-    """Tokenize with `datasets.map` (cached) and make sequences of at most `max_seq_length` tokens."""
-    columns = column_names(raw["train"])
-    streaming = isinstance(raw, datasets.IterableDatasetDict)  # a stream is mapped lazily: no cache, no processes
-    map_kwargs = {} if streaming else dict(num_proc=data_args.preprocessing_num_workers,
-                                           load_from_cache_file=not data_args.overwrite_cache)
-    extra = dict(return_special_tokens_mask=True, return_offsets_mapping=data_args.whole_word_mask)
-
-    if data_args.line_by_line:
-        def tokenize(examples):
-            lines = [line for line in examples[text_column] if line and not line.isspace()]
-            return tokenizer(lines, truncation=True, max_length=max_seq_length, **extra)
-    else:
-        # Each text gets [CLS] ... [SEP]; the concatenation is then cut into equal chunks. Texts longer than
-        # the model are expected here, so the tokenizer's length warning is noise.
-        def tokenize(examples):
-            return tokenizer(examples[text_column], verbose=False, **extra)
-
-    with training_args.main_process_first(desc="tokenization"):
-        tokenized = raw.map(tokenize, batched=True, remove_columns=columns,
-                            **map_kwargs, **({} if streaming else {"desc": "Tokenizing"}))
-
-    if data_args.line_by_line:
-        return tokenized
-
-    def group_texts(examples):
-        concatenated = {k: list(chain(*examples[k])) for k in examples}
-        total = (len(concatenated["input_ids"]) // max_seq_length) * max_seq_length  # drop the ragged end
-        return {k: [t[i : i + max_seq_length] for i in range(0, total, max_seq_length)] for k, t in concatenated.items()}
-
-    with training_args.main_process_first(desc="grouping texts"):
-        return tokenized.map(group_texts, batched=True, **map_kwargs,
-                             **({} if streaming else {"desc": f"Grouping texts in chunks of {max_seq_length}"}))
-
-
-# Which masks an example gets: one stream per training epoch, and one (fixed) for evaluation.
-EVAL_MASK_STREAM = -1
-EXAMPLE_INDEX = "example_index"  # column naming each training example, for its masks
-
-
-class MLMCollator(TrainerCallback):
-    """Masks examples for the masked-LM loss; each example's masks are drawn from a generator seeded with
-    (seed, epoch, example index).
-
-    The masks therefore depend neither on the batch an example falls in, nor on the number of processes, nor
-    on how far the DataLoader has prefetched. The usual global-RNG masking cannot be resumed exactly: the
-    Trainer restores the RNG state of a checkpoint only after the first batches of the resumed epoch were
-    drawn (and accelerate prefetches one batch ahead), so a resumed run would see different masks than an
-    uninterrupted one. Each epoch still gets new masks (dynamic masking, as in RoBERTa).
-
-    Evaluation examples are masked once by `mask_once` and arrive with labels: they are only padded. As a
-    callback, the collator learns the current epoch from the Trainer.
-    """
-
-    def __init__(self, tokenizer, data_args, seed: int):
-        self.masker = DataCollatorForLanguageModeling(
-            tokenizer, mlm_probability=data_args.mlm_probability, whole_word_mask=data_args.whole_word_mask
-        )
-        self.pad = DataCollatorForTokenClassification(tokenizer)  # pads input_ids, attention_mask, and labels with -100
-        self.seed = seed
-        self.epoch = 0
-
-    def on_epoch_begin(self, args, state, control, **kwargs):
-        # state.epoch is the progress so far: an integer at an epoch boundary, a fraction when resuming mid-epoch.
-        self.epoch = int(state.epoch or 0)
-
-    def _mask(self, example: dict, stream: int, index: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """(input_ids, labels) of one example, masked with its own generator; each (T,)."""
-        state = np.random.SeedSequence([self.seed, stream + 1, index]).generate_state(2, dtype=np.uint32)
-        # DataCollatorForLanguageModeling draws all its random numbers from `generator` when it is set.
-        self.masker.generator = torch.Generator().manual_seed(int(state[0]) << 32 | int(state[1]))
-        # Its masking step alone, on tensors: calling the whole collator once per example (padding, list
-        # conversions) cost as much again, about 8% of a training step.
-        optional = {k: torch.tensor([example[k]]) for k in ("special_tokens_mask", "offset_mapping") if k in example}
-        inputs, labels = self.masker.torch_mask_tokens(torch.tensor([example["input_ids"]]), **optional)
-        return inputs[0], labels[0]
-
-    def mask_example(self, example: dict, stream: int, index: int) -> dict:
-        inputs, labels = self._mask(example, stream, index)
-        return {"input_ids": inputs.tolist(), "attention_mask": [1] * len(inputs), "labels": labels.tolist()}
-
-    def __call__(self, features):
-        if "labels" in features[0]:  # masked once already (the validation set): only pad
-            return self.pad(features)
-        masked = [self._mask(f, self.epoch, f[EXAMPLE_INDEX]) for f in features]
-        if len({len(inputs) for inputs, _ in masked}) == 1:  # equal lengths (concatenated texts): nothing to pad
-            input_ids = torch.stack([inputs for inputs, _ in masked])  # (B, T)
-            return {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids),
-                    "labels": torch.stack([labels for _, labels in masked])}
-        return self.pad([{"input_ids": inputs.tolist(), "attention_mask": [1] * len(inputs), "labels": labels.tolist()}
-                         for inputs, labels in masked])
-
-
-def mask_once(dataset: datasets.Dataset, collator: MLMCollator) -> datasets.Dataset:
-    """Mask an evaluation set once, with fixed seeds (and cached by `datasets`).
-
-    The Trainer would otherwise draw new masks at every evaluation; fixed masks make evaluations comparable
-    across checkpoints, runs and model variants.
-    """
-    return dataset.map(
-        lambda example, index: collator.mask_example(example, EVAL_MASK_STREAM, index),
-        with_indices=True, remove_columns=dataset.column_names, desc="Masking the validation set",
-    )
-
-
-def preprocess_logits_for_metrics(logits, labels):
-    """Keep only the predicted token ids, laid out like `labels` (-100 where nothing was predicted).
-
-    With `config.sparse_prediction` (on while run_mlm trains), MinAttnForMaskedLM returns logits only at the
-    labelled positions, (n_labelled, vocab) in row-major order of `labels != -100`; otherwise (batch, seq, vocab).
-    Either way the predictions go back in the (batch, seq) layout, so that the Trainer pads and gathers them
-    across processes exactly as it does the labels.
-    """
-    if isinstance(logits, tuple):
-        logits = logits[0]
-    labelled = labels != -100
-    predictions = torch.full_like(labels, -100)
-    predictions[labelled] = logits.argmax(dim=-1) if logits.dim() == 2 else logits.argmax(dim=-1)[labelled]
-    return predictions
-
-
-def metrics_computer(unigram: UnigramFloor | None = None):
-    """`compute_metrics` for the Trainer: masked-token accuracy and count and, given the training split's unigram
-    floor, its cross-entropy on the same masked tokens (`unigram_loss`)."""
-
-    def compute_metrics(eval_prediction):
-        predictions, labels = eval_prediction.predictions, eval_prediction.label_ids
-        masked = labels != -100
-        metrics = {"accuracy": float((predictions[masked] == labels[masked]).mean()), "masked_tokens": int(masked.sum())}
-        if unigram is not None:
-            metrics["unigram_loss"] = unigram.cross_entropy(labels[masked])
-        return metrics
-
-    return compute_metrics
-
-
-def describe_training(training_args, train_metrics: dict, steps: int) -> str:
-    a = training_args
-    batch = a.per_device_train_batch_size * a.gradient_accumulation_steps * a.world_size
-    schedule = (f"linear decay over {a.max_train_minutes:g} minutes of training" if a.max_train_minutes
-                else f"{a.lr_scheduler_type} schedule")
-    parts = [
-        f"{steps} steps" + (f" ({train_metrics['epoch']:.2f} epochs)" if "epoch" in train_metrics else ""),
-        f"batch {batch} sequences ({a.world_size} process{'es' if a.world_size > 1 else ''})",
-        f"AdamW, learning rate {a.learning_rate:g}, warmup {a.warmup_steps:g} steps, {schedule}",
-        f"weight decay {a.weight_decay:g} (none on the embeddings)",
-        "bf16 autocast" if a.bf16 else "fp32",
-        f"seed {a.seed}",
-    ]
-    if "train_runtime" in train_metrics:
-        parts.append(f"{train_metrics['train_runtime'] / 60:.1f} min")
-    if "train_tokens_per_second" in train_metrics:
-        parts.append(f"{train_metrics['train_tokens_per_second']:,.0f} tokens/s")
-    return ", ".join(parts)
-
-
-def main(argv=None):
-    model_args, data_args, training_args = parse_args(argv)
-
+def setup_logging(training_args) -> None:
     logging.basicConfig(
         format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
         datefmt="%m/%d/%Y %H:%M:%S",
@@ -512,7 +258,9 @@ def main(argv=None):
         f"device: {training_args.device}, bf16: {training_args.bf16}"
     )
 
-    # Which checkpoint to continue from, if any.
+
+def checkpoint_to_resume(training_args) -> str | None:
+    """The checkpoint to continue from: --resume_from_checkpoint, or with --resume the last complete one."""
     checkpoint = training_args.resume_from_checkpoint
     output_dir = training_args.output_dir
     if checkpoint is None and training_args.do_train and os.path.isdir(output_dir) and sort_checkpoints(output_dir):
@@ -525,29 +273,21 @@ def main(argv=None):
         logger.warning(f"Resuming from {checkpoint}" if checkpoint else "No complete checkpoint to resume from: starting afresh")
     if checkpoint is not None and not os.path.isdir(checkpoint):
         raise FileNotFoundError(f"--resume_from_checkpoint {checkpoint} does not exist")
+    return checkpoint
 
-    if data_args.streaming and training_args.max_steps <= 0:
-        raise ValueError(f"--streaming needs --max_steps (a stream has no known length), got --max_steps "
-                         f"{training_args.max_steps}")
-    set_seed(training_args.seed)
 
-    # Data, checked before anything expensive.
-    with training_args.main_process_first(desc="loading the raw data"):
-        raw, data_description = load_raw_datasets(data_args, model_args.cache_dir)
-    text_column = resolve_text_column(raw, data_args.text_column_name)
-    for split in ("train", "validation"):
-        if not any(t and not t.isspace() for t in first_texts(raw[split], text_column, STREAM_VALIDATION_TEXTS)):
-            raise ValueError(f"The {split} split of {data_description} has no text in column {text_column!r}")
-
-    config = build_config(model_args)
+def sequence_length(data_args, config: MinAttnConfig) -> int:
     max_seq_length = data_args.max_seq_length or config.max_position_embeddings
     if max_seq_length > config.max_position_embeddings and config.position_embedding_type != "none":
         raise ValueError(
             f"--max_seq_length {max_seq_length} is larger than the model's max_position_embeddings "
             f"({config.max_position_embeddings}); lower it or add max_position_embeddings={max_seq_length} to --config_overrides"
         )
+    return max_seq_length
 
-    # Tokenizer: the checkpoint's when resuming, the one named, or one trained on the training split.
+
+def load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpoint, max_seq_length):
+    """The checkpoint's tokenizer when resuming, the one named, or one trained on the training split."""
     tokenizer_path = checkpoint or model_args.tokenizer_name or model_args.model_name_or_path
     if tokenizer_path is None:
         # One process trains and saves it, the others load it: every process gets the same vocabulary.
@@ -565,8 +305,10 @@ def main(argv=None):
         tokenizer = AutoTokenizer.from_pretrained(tokenizer_path, cache_dir=model_args.cache_dir)
     if tokenizer.mask_token is None:
         raise ValueError(f"The tokenizer ({tokenizer_path}) has no mask token; masked-LM training needs one")
+    return tokenizer
 
-    # Model.
+
+def build_model(model_args, config: MinAttnConfig, tokenizer) -> MinAttnForMaskedLM:
     if model_args.model_name_or_path is not None:
         model = AutoModelForMaskedLM.from_pretrained(model_args.model_name_or_path, config=config)
         if len(tokenizer) > model.get_input_embeddings().num_embeddings:  # as transformers' run_mlm.py does
@@ -579,41 +321,73 @@ def main(argv=None):
             setattr(config, name, getattr(tokenizer, name))
         model = MinAttnForMaskedLM(config)
     # Training needs logits at the masked positions only (a fraction of the (B, T, V) projection); the saved
-    # model gives the full logits that code written for BERT expects (see `save_model` below).
+    # model gives the full logits that code written for BERT expects (see `train` below).
     model.config.sparse_prediction = True
     if model_args.freeze_embeddings:
         for embedding in (model.minattn.embeddings.word_embeddings, model.minattn.embeddings.position_embeddings):
             if embedding is not None:
                 embedding.weight.requires_grad_(False)
-    n_params = model.num_parameters()
-    logger.info(f"MinAttn masked LM: {n_params:,} parameters ({model.num_parameters(only_trainable=True):,} trainable)")
-    # Copy the initial weights now, before the Trainer loads any checkpoint into the model.
-    drift_callback = DriftCallback(model)
+    logger.info(f"MinAttn masked LM: {model.num_parameters():,} parameters "
+                f"({model.num_parameters(only_trainable=True):,} trainable)")
+    return model
 
-    # Sequences.
-    lm_datasets = tokenize_and_group(raw, tokenizer, text_column, data_args, max_seq_length, training_args)
-    train_dataset, eval_dataset = lm_datasets["train"], lm_datasets["validation"]
-    if data_args.streaming:  # the evaluation set is fixed (masked once): the start of the validation stream
-        eval_dataset = datasets.Dataset.from_list(list(eval_dataset.take(data_args.max_eval_samples or STREAM_EVAL_SEQUENCES)))
-    for split, dataset in (("train", train_dataset), ("validation", eval_dataset)):
-        if is_empty(dataset):
-            raise ValueError(
-                f"The {split} split of {data_description} gives no sequence of {max_seq_length} tokens; "
-                "add text, lower --max_seq_length or use --line_by_line"
-            )
-    if data_args.max_train_samples is not None:
-        train_dataset = (train_dataset.take(data_args.max_train_samples) if data_args.streaming else
-                         train_dataset.select(range(min(len(train_dataset), data_args.max_train_samples))))
-    if data_args.max_eval_samples is not None and not data_args.streaming:
-        eval_dataset = eval_dataset.select(range(min(len(eval_dataset), data_args.max_eval_samples)))
-    counted = (datasets.Dataset.from_list(list(train_dataset.take(STREAM_UNIGRAM_SEQUENCES)))
-               if data_args.streaming else train_dataset)  # a stream: its first sequences
-    unigram = UnigramFloor.from_dataset(counted, len(tokenizer))
+
+def train(trainer: MinAttnTrainer, checkpoint, data_args, max_seq_length) -> dict:
+    """Train, save the model (in Hub format, plus the sentence-transformers files) and the train metrics."""
+    args, model = trainer.args, trainer.model
+    result = trainer.train(resume_from_checkpoint=checkpoint)
+    model.config.sparse_prediction = False  # what the saved config says; training and evaluation go on sparse
+    trainer.save_model()  # weights, config (with auto_map), modeling code, tokenizer, training_args.bin
+    model.config.sparse_prediction = True
+    if args.should_save:  # SentenceTransformer(output_dir) loads it as a mean-pooling sentence encoder
+        write_sentence_transformers_files(args.output_dir, model.config.hidden_size, max_seq_length)
+    metrics = dict(result.metrics)
+    metrics["train_samples"] = (trainer.state.global_step * args.train_batch_size * args.gradient_accumulation_steps
+                                * args.world_size if data_args.streaming else len(trainer.train_dataset))
+    metrics["world_size"] = args.world_size
+    speeds = [log["train_tokens_per_second"] for log in trainer.state.log_history if "train_tokens_per_second" in log]
+    if speeds:
+        metrics["train_tokens_per_second"] = speeds[-1]
+    trainer.log_metrics("train", metrics)
+    trainer.save_metrics("train", metrics)
+    trainer.save_state()
+    return metrics
+
+
+def evaluate(trainer: MinAttnTrainer) -> dict:
+    logger.info("*** Evaluate ***")
+    metrics = trainer.evaluate()  # eval_perplexity and eval_gain_over_unigram come from MinAttnTrainer.log
+    metrics["eval_samples"] = len(trainer.eval_dataset)
+    trainer.log_metrics("eval", metrics)
+    trainer.save_metrics("eval", metrics)
+    return metrics
+
+
+def main(argv=None):
+    model_args, data_args, training_args = parse_args(argv)
+    setup_logging(training_args)
+    checkpoint = checkpoint_to_resume(training_args)
+    if data_args.streaming and training_args.max_steps <= 0:
+        raise ValueError(f"--streaming needs --max_steps (a stream has no known length), got --max_steps "
+                         f"{training_args.max_steps}")
+    set_seed(training_args.seed)
+
+    # Data, checked before anything expensive; then the tokenizer and the model.
+    with training_args.main_process_first(desc="loading the raw data"):
+        raw, data_description = load_raw_datasets(data_args, model_args.cache_dir)
+    text_column = resolve_text_column(raw, data_args.text_column_name, data_description)
+    config = build_config(model_args)
+    max_seq_length = sequence_length(data_args, config)
+    tokenizer = load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpoint, max_seq_length)
+    model = build_model(model_args, config, tokenizer)
+    drift = DriftCallback(model)  # copies the initial weights: before the Trainer loads any checkpoint
+
+    # Sequences, the unigram floor, the masks.
+    train_dataset, eval_dataset = lm_datasets(raw, tokenizer, text_column, data_args, max_seq_length, training_args,
+                                              data_description)
+    unigram = UnigramFloor.from_dataset(train_dataset, len(tokenizer), stream_sequences=STREAM_UNIGRAM_SEQUENCES)
     logger.info(f"Unigram floor: entropy {unigram.entropy():.3f} nats over {unigram.num_tokens:,} maskable training tokens")
-    if data_args.streaming:
-        train_dataset = train_dataset.map(lambda example, index: {EXAMPLE_INDEX: index}, with_indices=True)
-    else:
-        train_dataset = train_dataset.add_column(EXAMPLE_INDEX, list(range(len(train_dataset))))
+    train_dataset = with_example_index(train_dataset)
     collator = MLMCollator(tokenizer, data_args, seed=training_args.seed)
     with training_args.main_process_first(desc="masking the validation set"):
         eval_dataset = mask_once(eval_dataset, collator)
@@ -631,60 +405,14 @@ def main(argv=None):
         compute_metrics=metrics_computer(unigram) if training_args.do_eval else None,
         preprocess_logits_for_metrics=preprocess_logits_for_metrics if training_args.do_eval else None,
         callbacks=[collator],
-        drift=drift_callback,
+        drift=drift,
         time_budget_minutes=training_args.max_train_minutes,
     )
+    train_metrics = train(trainer, checkpoint, data_args, max_seq_length) if training_args.do_train else {}
+    eval_metrics = evaluate(trainer) if training_args.do_eval else {}
 
-    train_metrics = {}
-    if training_args.do_train:
-        train_result = trainer.train(resume_from_checkpoint=checkpoint)
-        model.config.sparse_prediction = False  # what the saved config says; training and evaluation go on sparse
-        trainer.save_model()  # weights, config (with auto_map), modeling code, tokenizer, training_args.bin
-        model.config.sparse_prediction = True
-        if training_args.should_save:  # SentenceTransformer(output_dir) loads it as a mean-pooling sentence encoder
-            write_sentence_transformers_files(training_args.output_dir, model.config.hidden_size, max_seq_length)
-        train_metrics = dict(train_result.metrics)
-        train_metrics["train_samples"] = (trainer.state.global_step * training_args.train_batch_size
-                                          * training_args.gradient_accumulation_steps * training_args.world_size
-                                          if data_args.streaming else len(train_dataset))
-        train_metrics["world_size"] = training_args.world_size
-        speeds = [log["train_tokens_per_second"] for log in trainer.state.log_history if "train_tokens_per_second" in log]
-        if speeds:
-            train_metrics["train_tokens_per_second"] = speeds[-1]
-        trainer.log_metrics("train", train_metrics)
-        trainer.save_metrics("train", train_metrics)
-        trainer.save_state()
-
-    eval_metrics = {}
-    if training_args.do_eval:
-        logger.info("*** Evaluate ***")
-        eval_metrics = trainer.evaluate()
-        eval_metrics["eval_samples"] = len(eval_dataset)  # (eval_perplexity comes from MinAttnTrainer.log)
-        trainer.log_metrics("eval", eval_metrics)
-        trainer.save_metrics("eval", eval_metrics)
-
-    trainer.card_facts = CardFacts(
-        model_name=(training_args.hub_model_id or os.path.basename(os.path.abspath(training_args.output_dir))).split("/")[-1],
-        config=model.config,
-        num_parameters=n_params,
-        # The embedded sample is gensim's, not a Hub dataset: only a Hub dataset name goes into the metadata.
-        dataset_id=data_args.dataset_name,
-        language="en" if data_args.dataset_name is None and data_args.train_file is None else None,
-        tokenizer=tokenizer_facts(tokenizer),
-        dataset_config=data_args.dataset_config_name,
-        dataset_description=data_description,
-        eval_metrics=eval_metrics,
-        train_summary=describe_training(training_args, train_metrics, trainer.state.global_step),
-        command="python training/run_mlm.py " + shlex.join(sys.argv[1:] if argv is None else argv),
-        max_seq_length=max_seq_length,
-        mlm_probability=data_args.mlm_probability,
-        whole_word_mask=data_args.whole_word_mask,
-        line_by_line=data_args.line_by_line,
-        frozen_embeddings=model_args.freeze_embeddings,
-        hardware=f"{training_args.world_size} x {training_args.device.type}" + (f" ({os.cpu_count()} cores)" if training_args.device.type == "cpu" else ""),
-        repo_id=training_args.hub_model_id,
-        eval_split_description=f"{len(eval_dataset)} sequences of held-out text",
-    )
+    trainer.card_facts = card_facts(trainer, model_args, data_args, data_description, tokenizer, train_metrics,
+                                    eval_metrics, max_seq_length, argv)
     if training_args.should_save:
         trainer.create_model_card()
         with open(os.path.join(training_args.output_dir, "run_args.json"), "w") as f:

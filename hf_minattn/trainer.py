@@ -12,6 +12,7 @@ from transformers import ProgressCallback, Trainer, TrainerCallback
 
 from hf_minattn.drift import DriftCallback
 from hf_minattn.model_card import CardFacts, write_model_card
+from hf_minattn.unigram import UnigramFloor
 
 
 class TimeBudget(TrainerCallback):
@@ -124,3 +125,34 @@ class MinAttnTrainer(Trainer):
     def create_model_card(self, *args, **kwargs):
         if self.is_world_process_zero() and self.card_facts is not None:
             write_model_card(self.args.output_dir, self.card_facts)
+
+
+def preprocess_logits_for_metrics(logits, labels):
+    """Keep only the predicted token ids, laid out like `labels` (-100 where nothing was predicted).
+
+    With `config.sparse_prediction` (on while run_mlm trains), MinAttnForMaskedLM returns logits only at the
+    labelled positions, (n_labelled, vocab) in row-major order of `labels != -100`; otherwise (batch, seq, vocab).
+    Either way the predictions go back in the (batch, seq) layout, so that the Trainer pads and gathers them
+    across processes exactly as it does the labels.
+    """
+    if isinstance(logits, tuple):
+        logits = logits[0]
+    labelled = labels != -100
+    predictions = torch.full_like(labels, -100)
+    predictions[labelled] = logits.argmax(dim=-1) if logits.dim() == 2 else logits.argmax(dim=-1)[labelled]
+    return predictions
+
+
+def metrics_computer(unigram: UnigramFloor | None = None):
+    """`compute_metrics` for the Trainer: masked-token accuracy and count and, given the training split's unigram
+    floor, its cross-entropy on the same masked tokens (`unigram_loss`)."""
+
+    def compute_metrics(eval_prediction):
+        predictions, labels = eval_prediction.predictions, eval_prediction.label_ids
+        masked = labels != -100
+        metrics = {"accuracy": float((predictions[masked] == labels[masked]).mean()), "masked_tokens": int(masked.sum())}
+        if unigram is not None:
+            metrics["unigram_loss"] = unigram.cross_entropy(labels[masked])
+        return metrics
+
+    return compute_metrics

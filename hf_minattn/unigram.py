@@ -7,6 +7,7 @@ therefore reports the floor of its own vocabulary on its own masked tokens, besi
 
 from dataclasses import dataclass
 
+import datasets
 import numpy as np
 
 
@@ -32,9 +33,12 @@ class UnigramFloor:
         return cls(log_probs=np.log((counts + 1) / (total + vocab_size)), num_tokens=total)
 
     @classmethod
-    def from_dataset(cls, dataset, vocab_size: int, batch_size: int = 1000) -> "UnigramFloor":
+    def from_dataset(cls, dataset, vocab_size: int, batch_size: int = 1000, stream_sequences: int = 10_000) -> "UnigramFloor":
         """From a tokenized `datasets.Dataset` with `input_ids` and, if present, `special_tokens_mask` (the tokens
-        the masking never picks, which are not counted)."""
+        the masking never picks, which are not counted). Of a stream (an IterableDataset), the first
+        `stream_sequences` sequences are counted."""
+        if isinstance(dataset, datasets.IterableDataset):
+            dataset = datasets.Dataset.from_list(list(dataset.take(stream_sequences)))
         has_mask = "special_tokens_mask" in dataset.column_names
 
         def maskable(batch):

@@ -5,13 +5,11 @@ No test here asserts a time: the speed of each path is measured by benchmarks/be
 
 import copy
 import importlib.util
-import json
 from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from conftest import tiny_config
 from hf_minattn import MinAttnForMaskedLM, MinAttnModel
@@ -67,29 +65,14 @@ def test_sparse_head_matches_dense_head_with_gradients(norm_placement):
 # ---------------------------------------------------------------- fused vs separate Q/K/V projections
 
 
-class SeparateQKV(nn.Module):
-    """Three nn.Linear holding the slices of the fused weight: W_Q = rows [0, C), W_K = [C, 2C), W_V = [2C, 3C)."""
-
-    def __init__(self, fused: nn.Linear):
-        super().__init__()
-        C = fused.in_features
-        self.q, self.k, self.v = (nn.Linear(C, C) for _ in range(3))
-        with torch.no_grad():
-            for i, linear in enumerate((self.q, self.k, self.v)):
-                linear.weight.copy_(fused.weight[i * C:(i + 1) * C])
-                linear.bias.copy_(fused.bias[i * C:(i + 1) * C])
-
-    def forward(self, x):
-        return torch.cat([self.q(x), self.k(x), self.v(x)], dim=-1)
-
-
 @pytest.mark.parametrize("implementation", ["eager", "sdpa"])
-def test_fused_qkv_matches_three_separate_projections(implementation):
+def test_fused_qkv_matches_three_separate_projections(implementation, bench):
+    """The benchmark's lever "fused QKV" against its own SeparateQKV: same outputs and gradients."""
     fused_model = MinAttnForMaskedLM(tiny_config())
     fused_model.set_attn_implementation(implementation)
     separate_model = copy.deepcopy(fused_model)
     for layer in separate_model.minattn.layers:
-        layer.attention.qkv_proj = SeparateQKV(layer.attention.qkv_proj)
+        layer.attention.qkv_proj = bench.SeparateQKV(layer.attention.qkv_proj)
     input_ids, labels = batch()
 
     fused = fused_model(input_ids, labels=labels)
@@ -187,21 +170,17 @@ def bench():
     return module
 
 
-def test_bench_flop_count_counts_the_sparse_head(bench):
-    sizes = dict(vocab=8192, hidden=256, layers=4, heads=4, ffn=1024, seq=128, batch=32)
-    tokens = 32 * 128
-    encoder = 4 * (4 * 256 * 256 + 2 * 256 * 1024)
-    head = 256 * 256 + 256 * 8192
-    attention = 12 * 4 * 128 * 256 * tokens
-    assert bench.train_flops("bert", sizes, n_labelled=600) == 6 * encoder * tokens + attention + 6 * head * tokens
-    assert bench.train_flops("minattn", sizes, n_labelled=600) == 6 * encoder * tokens + attention + 6 * head * 600
+def test_bench_masks_as_training_does_seeded(bench, tokenizer):
+    """The benchmark masks with hf_minattn.masking (transformers' collator, our generator), as run_mlm.py does."""
+    from transformers import DataCollatorForLanguageModeling
 
-
-def test_bench_masking_is_seeded_and_bert_like(bench):
-    blocks = torch.randint(5, 500, (64, 128))
+    masker = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)
+    blocks = torch.randint(5, len(tokenizer), (64, 128))
     blocks[:, 0], blocks[:, -1] = 2, 3
-    a = bench.mask_tokens(blocks, 500, torch.Generator().manual_seed(0))
-    b = bench.mask_tokens(blocks, 500, torch.Generator().manual_seed(0))
+    a = bench.mask_blocks(masker, blocks, torch.Generator().manual_seed(0))
+    b = bench.mask_blocks(masker, blocks, torch.Generator().manual_seed(0))
+    c = bench.mask_blocks(masker, blocks, torch.Generator().manual_seed(1))
+    assert not torch.equal(a[1], c[1])
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     inputs, labels = a
     labelled = labels != -100
@@ -223,20 +202,3 @@ def test_bench_table_and_skipped_precision(bench):
     assert "| fp32 | MinAttnForMaskedLM | 1000 | 1.00x | 1.00x (3 steps) |" in table
     assert "skipped: bf16 is emulated" in table
 
-
-@pytest.mark.parametrize("name", ["latest.json", "latest-quick.json"])
-def test_bench_results_json_structure(name):
-    """Checks the JSON the last full / `--quick` run wrote, when there is one (a run takes too long for a test)."""
-    path = BENCH.parent / "results" / name
-    if not path.exists():
-        pytest.skip(f"no {name} yet: run `python benchmarks/bench_train.py` (with --quick for latest-quick.json)")
-    report = json.loads(path.read_text())
-    assert {"machine", "sizes", "matmul_peak_gflops", "results"} <= report.keys()
-    for result in report["results"].values():
-        if "skipped" in result:
-            continue
-        assert set(result["models"]) == {"minattn", "bert"}
-        for model in result["models"].values():
-            assert {"train_tokens_per_s", "infer_tokens_per_s", "mfu", "eval_loss", "memory"} <= model.keys()
-        assert {"train_speedup", "train_speedup_quiet", "infer_speedup", "eval_loss_ratio",
-                "train_memory_ratio"} <= result["ratios"].keys()

@@ -2,6 +2,7 @@
 
 import json
 import random
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -9,11 +10,13 @@ import torch
 from conftest import TEXTS, no_context_model, tiny_config
 from gensim.models import KeyedVectors
 from gensim.test.utils import datapath
+from transformers import TrainerState
 
-from hf_minattn import MinAttnModel
+from hf_minattn import MinAttnForMaskedLM, MinAttnModel
+from hf_minattn.drift import DRIFT_FILE, DriftCallback, read_drift
 from hf_minattn.probes.benchmarks import Word2VecSettings, analogy_accuracy, train_word2vec
 from hf_minattn.probes.corpus import read_corpus_file, split_sentences
-from hf_minattn.probes.drift import read_drift
+from hf_minattn.probes.drift import drift_results
 from hf_minattn.probes.encode import encode_corpus, tokenize_corpus
 from hf_minattn.probes.geometry import anisotropy, max_explainable_variance, self_similarity
 from hf_minattn.probes.heads import HeadStatistics, attention_graph, classical_mds, head_statistics, word_level_attention
@@ -213,25 +216,30 @@ def test_classical_mds_recovers_planar_distances():
     np.testing.assert_allclose(np.linalg.norm(xy[:, None] - xy[None], axis=-1), distances, atol=1e-8)
 
 
-@pytest.mark.parametrize("layout", ["callback", "records", "list", "series"])
-def test_drift_reader_accepts_the_documented_layouts(tmp_path, layout):
-    records = [{"step": s, "param": p, "rel_distance": s * k, "grad_norm": 1.0}
-               for s in (0, 10) for p, k in (("W_Q", 0.1), ("embeddings", 0.01))]
-    callback = {"tracked": ["W_Q", "embeddings"],  # the layout hf_minattn.drift.DriftCallback writes
-                "records": [{"step": s, "epoch": 0.0, "loss": None if s == 0 else 4.0,
-                             "drift": {"W_Q": s * 0.1, "embeddings": s * 0.01},
-                             "grad_norm": {"W_Q": None if s == 0 else 1.0, "embeddings": None}} for s in (0, 10)]}
-    data = {"callback": callback, "records": {"records": records}, "list": records,
-            "series": {"steps": [0, 10], "rel_distance": {"W_Q": [0.0, 1.0], "embeddings": [0.0, 0.1]}}}[layout]
-    (tmp_path / "drift.json").write_text(json.dumps(data))
-    drift = read_drift(tmp_path)
-    metric = "drift" if layout == "callback" else "rel_distance"
-    assert drift.final(metric) == {"W_Q": pytest.approx(1.0), "embeddings": pytest.approx(0.1)}
-    assert drift.metrics[metric]["W_Q"]["steps"] == [0, 10]
-    if layout == "callback":
-        assert drift.metrics["loss"] == {"loss": {"steps": [10], "values": [4.0]}}
-        assert drift.metrics["grad_norm"] == {"W_Q": {"steps": [10], "values": [1.0]}}
-    assert read_drift(tmp_path / "missing") is None
+def test_drift_written_by_the_callback_is_read_back(tmp_path):
+    model = MinAttnForMaskedLM(tiny_config())
+    callback = DriftCallback(model)
+    args, state = SimpleNamespace(output_dir=str(tmp_path)), TrainerState(global_step=0, epoch=0.0)
+    callback.on_train_begin(args, state, None)  # the initial state: drift 0, no gradient yet
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    input_ids = torch.randint(5, 99, (2, 8))
+    model(input_ids=input_ids, labels=input_ids).loss.backward()
+    callback.on_pre_optimizer_step(args, state, None)
+    optimizer.step()
+    state.global_step, state.epoch = 1, 0.5
+    callback.on_log(args, state, None, logs={"loss": 4.0})
+
+    history = read_drift(tmp_path)
+    assert history.steps == [0, 1] and history.epochs == [0.0, 0.5] and history.loss == [None, 4.0]
+    assert set(history.drift) == set(history.grad_norm) == set(callback.initial)
+    assert all(values[0] == 0 and values[1] > 0 for values in history.drift.values())
+    assert all(values[0] is None and values[1] > 0 for values in history.grad_norm.values())
+    assert history.drift == read_drift(tmp_path / DRIFT_FILE).drift  # the file itself, or its folder
+    drift = drift_results(history)
+    assert drift.metrics["drift"]["layers.0.W_Q"] == {"steps": [0, 1], "values": history.drift["layers.0.W_Q"]}
+    assert drift.metrics["grad_norm"]["word_embeddings"]["steps"] == [1]  # no gradient at step 0
+    assert drift.metrics["loss"] == {"loss": {"steps": [1], "values": [4.0]}}
+    assert read_drift(tmp_path / "missing") is None and drift_results(None) is None
 
 
 def test_decontextualized_vectors_do_not_depend_on_batching(tokenizer):
@@ -273,3 +281,27 @@ def test_dataset_folder_as_corpus(tmp_path):
 
     datasets.DatasetDict({"validation": datasets.Dataset.from_dict({"text": TEXTS[:3]})}).save_to_disk(tmp_path / "d")
     assert read_dataset(str(tmp_path / "d")) == SENTENCES[:3]
+
+
+def test_report_sentences_state_the_thresholds_the_run_used():
+    """The report's thresholds come from probes.json: the geometry word filter (min_contexts, --min-count), the
+    ratio a head role needs and the attention-graph cut; none is written into the sentence by hand."""
+    from hf_minattn.probes.report import attention_norm_example_text, geometry_text, head_roles_text
+
+    g = {"layers": [0, 1], "words_scored": 12, "occurrences_per_word": 6.0, "adjusted_self_similarity": [0.5, 0.3],
+         "anisotropy": [0.1, 0.2], "adjusted_intra_similarity": [0.2, 0.1], "mev": [0.4, 0.3],
+         "adjusted_mev": [0.2, 0.1], "min_contexts": 3}
+
+    def geometry(min_count):
+        return geometry_text({"geometry": g, "provenance": {"arguments": {"min_count": min_count}}})
+
+    assert "12 words (each in >= 3 distinct sentences, ~6 occurrences kept)" in geometry(2)  # 2 is implied by 3
+    assert "12 words (each in >= 3 distinct sentences and seen >= 7 times, ~6 occurrences kept)" in geometry(7)
+    heads = {"num_heads": 2, "relative_to_uniform": {"self": [[1.0, 1.5]]}, "stats": {"self": [[0.1, 0.15]]},
+             "uniform_expectation": {"self": 0.1}, "roles": [["none", "none"]], "role_min_ratio": 3.0}
+    roles = head_roles_text({"heads": heads})
+    assert "(largest ratio, if >= 3x): 2 no role (within 3x uniform everywhere)" in roles and "2x" not in roles
+    graph = {"relative_threshold": 3.0, "threshold": 0.3, "edges": [[0, 1], [1, 0]]}
+    text = attention_norm_example_text({"attention_graph": graph,
+                                        "attention_graph_norm_weighted": {**graph, "edges": [[0, 1]]}})
+    assert "edges need >= 3/n (3 times uniform attention over the n words): 2 edges raw, 1 norm-weighted" in text

@@ -3,6 +3,7 @@
 import base64
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -24,18 +25,35 @@ def checkpoint(tmp_path_factory):
     model.save_pretrained(folder / "model")
     tokenizer.save_pretrained(folder / "model")
     # the layout hf_minattn.drift.DriftCallback writes
-    drift = {"records": [{"step": s, "epoch": s / 100, "loss": 5.0 - s / 100,
+    drift = {"tracked": ["layers.0.W_Q", "word_embeddings"],
+             "records": [{"step": s, "epoch": s / 100, "loss": 5.0 - s / 100,
                           "drift": {"layers.0.W_Q": s / 100, "word_embeddings": s / 500},
                           "grad_norm": {"layers.0.W_Q": 1.0, "word_embeddings": 0.5}} for s in (0, 50, 100)]}
     (folder / "model" / "drift.json").write_text(json.dumps(drift))
     return folder
 
 
+NAME = "tiny <script>alert(1)</script>"
+
+
+def assert_page_layout(page, sections):
+    """report.html / compare.html: a table of contents whose links are exactly the sections' ids, in order; alt
+    text on every figure; nothing from the data left unescaped."""
+    toc = re.search(r'<nav class="contents"[^>]*>(.*?)</nav>', page, re.S)
+    assert toc, "no table of contents"
+    ids = re.findall(r'<section id="([^"]+)"', page)
+    assert re.findall(r'href="#([^"]+)"', toc.group(1)) == ids and sections <= set(ids)
+    assert len(set(ids)) == len(ids)
+    images = re.findall(r"<img\b[^>]*>", page)
+    assert images and all(re.search(r'\salt="[^"]*\w[^"]*"', img) for img in images), "an <img> without alt text"
+    assert "<script" not in page
+
+
 def test_probe_cli_writes_json_plots_report_and_vectors(checkpoint, tmp_path):
     out = tmp_path / "probe"
     argv = ["probe", str(checkpoint / "model"), "--corpus", str(checkpoint / "corpus.txt"), "--max-sentences", "80",
             "--min-count", "2", "--words", "war", "zzzunknownword", "--head-sentences", "20", "--out", str(out),
-            "--vector-corpus", str(checkpoint / "corpus.txt"), "--bootstrap", "50"]
+            "--vector-corpus", str(checkpoint / "corpus.txt"), "--bootstrap", "50", "--name", NAME]
     assert main(argv) == 0
     r = json.loads((out / "probes.json").read_text())
     assert r["corpus"]["sentences"] == 80 and r["num_layers"] == 2
@@ -65,6 +83,10 @@ def test_probe_cli_writes_json_plots_report_and_vectors(checkpoint, tmp_path):
                      "WordSim-353 (OOV", "by the end of training"):
         assert sentence in html, sentence
     base64.b64decode(html.split("data:image/png;base64,")[1].split('"')[0])  # embedded, decodable
+    assert_page_layout(html, {"geometry", "benchmarks", "neighbours", "sense", "heads", "drift"})
+    assert "<h1>Probes: tiny &lt;script&gt;alert(1)&lt;/script&gt;</h1>" in html  # the model name, escaped
+    # thresholds are the ones this run used: words in >= min_contexts distinct sentences (--min-count 2 is below it)
+    assert f"words (each in &gt;= {r['geometry']['min_contexts']} distinct sentences, ~" in html
     # word vectors in the word2vec text format, with the vector corpus's counts (no pickle by default)
     kv = KeyedVectors.load_word2vec_format(str(out / "vectors" / "layer_1.txt"), fvocab=str(out / "vectors" / "counts.txt"))
     assert kv.index_to_key[0] == "the" and kv.vector_size == 36  # frequency order, hidden size
@@ -82,8 +104,14 @@ def test_probe_cli_writes_json_plots_report_and_vectors(checkpoint, tmp_path):
     assert graph["directed"] and graph["edges"]
 
     # compare: two probe folders side by side
-    assert main(["compare", str(out), str(out), "--out", str(tmp_path / "cmp")]) == 0
+    odd = tmp_path / "b<script>x"  # a folder name is data too: escaped in compare.html
+    odd.mkdir()
+    shutil.copy(out / "probes.json", odd)
+    assert main(["compare", str(out), str(out), str(odd), "--out", str(tmp_path / "cmp")]) == 0
     assert (tmp_path / "cmp" / "compare.html").stat().st_size > 1000
+    compare = (tmp_path / "cmp" / "compare.html").read_text()
+    assert_page_layout(compare, {"geometry", "benchmarks"})
+    assert "<td>b&lt;script&gt;x</td>" in compare
     assert (tmp_path / "cmp" / "compare_geometry.png").exists()
 
 

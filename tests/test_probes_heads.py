@@ -11,9 +11,11 @@ from transformers import BertConfig, BertForMaskedLM, BertModel
 from hf_minattn import MinAttnForMaskedLM, MinAttnModel
 from hf_minattn.probes import report
 from hf_minattn.probes.attention_norms import capture_attention_inputs, norm_weighted, transformed_value_norms
-from hf_minattn.probes.heads import (AttentionExample, HeadStatistics, attention_graph, cross_js_divergence_sums,
-                                     cross_model_head_divergence, head_ablation, head_roles, head_statistics,
-                                     js_divergence_sums, matched_head_divergence, within_layer_divergence, zero_head)
+from hf_minattn.probes.head_ablation import head_ablation, zero_head
+from hf_minattn.probes.head_divergence import (cross_js_divergence_sums, cross_model_head_divergence,
+                                               matched_head_divergence)
+from hf_minattn.probes.heads import (AttentionExample, HeadStatistics, attention_graph, head_roles, head_statistics,
+                                     js_divergence_sums, within_layer_divergence)
 from hf_minattn.probes.weights import UnsupportedArchitecture, head_weights
 
 

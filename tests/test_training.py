@@ -14,7 +14,9 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 import hf_minattn
 from hf_minattn.model_card import floor_sentence, validate_model_card
-from hf_minattn.run_mlm import DataTrainingArguments, MLMCollator, ModelArguments, main, mask_once, parse_args, tokenize_and_group
+from hf_minattn.masking import MLMCollator, mask_once
+from hf_minattn.data import tokenize_and_group
+from hf_minattn.run_mlm import DataTrainingArguments, ModelArguments, main, parse_args
 
 from helpers_training import (  # noqa: F401  (fixtures)
     ACCELERATE_CPU_CONFIG,

@@ -4,10 +4,11 @@ probe the first seed's models, and write results.json, FINDINGS.md and the figur
 import argparse
 import json
 import os
-import platform
 import time
 
 import numpy as np
+
+from hf_minattn.machine import machine_description
 
 from .answers import answer_questions, r
 from .evaluation import (drift_summary, initialisation_agreement, input_ids_ever_masked_in, load_splits,
@@ -17,20 +18,6 @@ from .figures import make_figures
 from .findings import render_findings
 from .probing import probe_variants
 from .training import SETTINGS, VARIANTS, log, matched_intermediate_size, train_variants
-
-
-def machine_description() -> str:
-    import torch
-    import transformers
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    where = f"GPU {torch.cuda.get_device_name()}, " if torch.cuda.is_available() else ""
-    return f"{where}{os.cpu_count()} x {cpu}, torch {torch.__version__}, transformers {transformers.__version__}"
 
 
 def check_seeds(seeds) -> tuple[int, ...]:

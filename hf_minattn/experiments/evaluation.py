@@ -32,7 +32,8 @@ class Splits:
 def load_splits(tokenizer_dir: str, max_seq_length: int, mlm_probability: float) -> Splits:
     from transformers import AutoTokenizer
 
-    from hf_minattn.run_mlm import DataTrainingArguments, load_raw_datasets, resolve_text_column, tokenize_and_group
+    from hf_minattn.data import load_raw_datasets, resolve_text_column, tokenize_and_group
+    from hf_minattn.run_mlm import DataTrainingArguments
 
     data_args = DataTrainingArguments(max_seq_length=max_seq_length, mlm_probability=mlm_probability)  # as in training
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
@@ -66,7 +67,7 @@ DRAW_SEED_STEP = 1_000_003
 def mask_validation(splits: Splits, seed: int, draws: int = 3) -> list[MaskDraw]:
     """Mask every validation sequence `draws` times with `MLMCollator.mask_example`. Draw 0 is exactly what run_mlm
     evaluated with (the training seed, stream -1); every variant of one seed is scored on the same tokens."""
-    from hf_minattn.run_mlm import EVAL_MASK_STREAM, MLMCollator
+    from hf_minattn.masking import EVAL_MASK_STREAM, MLMCollator
 
     if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
         raise ValueError(f"draws must be a positive integer, got {draws!r}")
@@ -173,7 +174,7 @@ def token_counts(dataset, vocab_size: int) -> np.ndarray:
 def input_ids_ever_masked_in(splits: Splits, seed: int, epochs: int, vocab_size: int) -> np.ndarray:
     """Every id that is an input in some training example's masked version in epochs 0..epochs-1 (the masking
     replaces 10% of the masked tokens by random ids): a superset of the rows that received a gradient."""
-    from hf_minattn.run_mlm import MLMCollator
+    from hf_minattn.masking import MLMCollator
 
     collator = MLMCollator(splits.tokenizer, splits.data_args, seed=seed)
     seen = np.zeros(vocab_size, dtype=bool)
@@ -238,22 +239,18 @@ def initialisation_agreement(settings: dict, vocab_size: int, seed: int) -> dict
 def drift_summary(folder: str) -> dict | None:
     """From run_mlm's drift.json: final relative distance from the initial values and mean gradient norm over
     training, per matrix kind (W_* averaged over layers)."""
-    from hf_minattn.drift import load_drift
+    from hf_minattn.drift import matrix_kind, read_drift
 
-    try:
-        records = load_drift(folder)["records"]
-    except FileNotFoundError:
+    history = read_drift(folder)
+    if history is None:
         return None
-    final = records[-1]
-    summary = {"step": final["step"], "drift": {}, "grad_norm": {}}
+    summary = {"step": history.steps[-1], "drift": {}, "grad_norm": {}, "series": {"steps": history.steps}}
     for kind in ("word_embeddings", "position_embeddings", "W_Q", "W_K", "W_V", "W_O"):
-        names = [n for n in final["drift"] if n == kind or n.endswith("." + kind)]
+        names = [n for n in history.drift if matrix_kind(n) == kind]
         if not names:
             continue
-        summary["drift"][kind] = float(np.mean([final["drift"][n] for n in names]))
-        grads = [rec["grad_norm"][n] for rec in records for n in names if rec["grad_norm"].get(n) is not None]
+        series = [float(np.mean([history.drift[n][i] for n in names])) for i in range(len(history.steps))]
+        summary["drift"][kind], summary["series"][kind] = series[-1], series
+        grads = [g for i in range(len(history.steps)) for n in names if (g := history.grad_norm[n][i]) is not None]
         summary["grad_norm"][kind] = float(np.mean(grads)) if grads else None
-    summary["series"] = {"steps": [rec["step"] for rec in records],
-                         **{kind: [float(np.mean([v for n, v in rec["drift"].items() if n == kind or n.endswith("." + kind)]))
-                                   for rec in records] for kind in summary["drift"]}}
     return summary

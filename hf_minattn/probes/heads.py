@@ -12,8 +12,9 @@ the query's keys of that kind; log n for entropy). `relative_to_uniform` = obser
 the same queries, so roles are compared like with like (raw punctuation attention is ~0.1 by chance, a single
 token's ~1/n). A head's role is the statistic with the largest ratio, if that ratio is >= ROLE_MIN_RATIO.
 
-Also: norm-weighted statistics (attention_norms.py), per-head ablation (loss increase of a masked LM when one
-head's output is zeroed), within-layer head divergence and the divergence between matched heads of two models.
+Also: norm-weighted statistics (attention_norms.py), the mean divergence between the heads of each layer, and
+one sentence's attention as a graph. Elsewhere: per-head ablation (head_ablation.py) and the divergence between
+matched heads of two models (head_divergence.py).
 """
 
 import unicodedata
@@ -85,7 +86,8 @@ def token_kinds(tokenizer, input_ids, punct_ids):
             "punctuation": torch.isin(input_ids, punct_ids)}
 
 
-def _entropy(p):
+def attention_entropy(p):
+    """Entropy (nats) of distributions along the last axis."""
     # p log p with 0 log 0 = 0 (clamping is several times faster than torch.special.xlogy here)
     return -(p * torch.log(p.clamp_min(1e-30))).sum(-1)
 
@@ -120,7 +122,7 @@ class HeadStatistics:
         per_layer = []
         for a in attentions:
             a = a.float()
-            stats = {"entropy": (_entropy(a), q), "self": (a.diagonal(dim1=-2, dim2=-1), q),
+            stats = {"entropy": (attention_entropy(a), q), "self": (a.diagonal(dim1=-2, dim2=-1), q),
                      "previous": (a.diagonal(offset=-1, dim1=-2, dim2=-1), q[:, 1:]),
                      "next": (a.diagonal(offset=1, dim1=-2, dim2=-1), q[:, 1:] & q[:, :-1])}
             for kind, mask in kinds.items():
@@ -170,30 +172,11 @@ def js_divergence_sums(attentions, attention_mask, max_elements=2**24):
     for b in range(B):
         n = int(attention_mask[b].sum())
         p = stacked[b, :, :, :n, :n].reshape(K, n, n)
-        hp = _entropy(p)  # (K, n)
+        hp = attention_entropy(p)  # (K, n)
         step = max(1, max_elements // (K * n * n))  # rows of the K x K table per block, to bound memory
         for i in range(0, K, step):
-            hm = _entropy((p[i : i + step, None] + p[None]) / 2)  # (step, K, n); JS = H(M) - (H(P) + H(Q)) / 2
+            hm = attention_entropy((p[i : i + step, None] + p[None]) / 2)  # (step, K, n); JS = H(M) - (H(P) + H(Q)) / 2
             total[i : i + step] += (hm - (hp[i : i + step, None] + hp[None]) / 2).sum(-1)
-    return total
-
-
-def cross_js_divergence_sums(attentions_a, attentions_b, attention_mask):
-    """Sum over query tokens of the JS divergence between every head of one model (rows) and every head of another
-    (columns), on the same batch: (K_a, K_b). attentions_*: per layer (B, heads, T, T); attention_mask (B, T)."""
-    a = torch.stack([x.float() for x in attentions_a], dim=1)  # (B, L, H, T, T)
-    b = torch.stack([x.float() for x in attentions_b], dim=1)
-    if a.shape[0] != b.shape[0] or a.shape[-1] != b.shape[-1]:
-        raise ValueError(f"the two models' attentions must cover the same batch and tokens, got {tuple(a.shape)} "
-                         f"and {tuple(b.shape)} (use the same tokenizer and sentences)")
-    Ka, Kb = a.shape[1] * a.shape[2], b.shape[1] * b.shape[2]
-    total = torch.zeros(Ka, Kb)
-    for i in range(a.shape[0]):
-        n = int(attention_mask[i].sum())
-        p, q = a[i, ..., :n, :n].reshape(Ka, n, n), b[i, ..., :n, :n].reshape(Kb, n, n)
-        hp, hq = _entropy(p), _entropy(q)
-        for k in range(Ka):
-            total[k] += (_entropy((p[k, None] + q) / 2) - (hp[k, None] + hq) / 2).sum(-1)
     return total
 
 
@@ -209,70 +192,6 @@ def within_layer_divergence(js, num_layers, num_heads):
             if num_heads > 1 else None for l in range(num_layers)]
 
 
-@dataclass
-class HeadDivergence:
-    """Is head diversity more than seed noise? Within-layer divergence of each model beside the divergence
-    between matched heads of the two models (heads matched one-to-one within each layer, minimising the summed JS)."""
-
-    num_layers: int
-    num_heads: int
-    queries: int  # query tokens averaged over
-    within_layer_a: list  # per layer: mean JS between distinct heads of model a
-    within_layer_b: list
-    matched: list  # per layer: mean JS between each head of a and its matched head of b
-    matching: list  # per layer: for each head of a, the index of its matched head in b
-    cross_js: list  # (L*H, L*H): JS between head k of a (rows) and head k' of b (columns)
-
-
-def matched_head_divergence(cross_js, js_a, js_b, num_layers, num_heads, queries=0):
-    """From the cross-model JS matrix (heads of a x heads of b) and each model's own JS matrix, all
-    (L*H, L*H) and already averaged over queries: HeadDivergence, with heads matched within each layer
-    by the assignment that minimises the summed JS (Hungarian algorithm)."""
-    from scipy.optimize import linear_sum_assignment
-
-    cross = np.asarray(cross_js, dtype=float)
-    K = num_layers * num_heads
-    if cross.shape != (K, K):
-        raise ValueError(f"cross_js must be ({K}, {K}) for {num_layers} layers x {num_heads} heads (both models "
-                         f"alike), got {cross.shape}")
-    matched, matching = [], []
-    for l in range(num_layers):
-        block = cross[l * num_heads:(l + 1) * num_heads, l * num_heads:(l + 1) * num_heads]
-        rows, cols = linear_sum_assignment(block)
-        matched.append(float(block[rows, cols].mean()))
-        matching.append(cols.tolist())
-    return HeadDivergence(num_layers=num_layers, num_heads=num_heads, queries=queries,
-                          within_layer_a=within_layer_divergence(js_a, num_layers, num_heads),
-                          within_layer_b=within_layer_divergence(js_b, num_layers, num_heads),
-                          matched=matched, matching=matching, cross_js=cross.tolist())
-
-
-def cross_model_head_divergence(model_a, model_b, tokenizer, sentences, max_sentences=64, batch_size=16):
-    """Run two models of the same shape (e.g. two seeds) with one tokenizer on the same sentences and compare
-    their heads: `HeadDivergence` (within-layer divergence of each, divergence between matched heads)."""
-    shapes = [(m.config.num_hidden_layers, m.config.num_attention_heads) for m in (model_a, model_b)]
-    if shapes[0] != shapes[1]:
-        raise ValueError(f"both models need the same layers x heads to match heads, got {shapes[0]} and {shapes[1]}")
-    max_length = min(max_length_for(model_a, tokenizer), max_length_for(model_b, tokenizer))
-    sums = {"a": None, "b": None, "ab": None}
-    queries = 0
-    for model in (model_a, model_b):
-        model.eval()
-    with eager_attention(model_a), eager_attention(model_b), torch.inference_mode():
-        for _, enc in _batches(tokenizer, list(sentences)[:max_sentences], max_length, batch_size):
-            att_a = model_a(**model_inputs(model_a, enc), output_attentions=True).attentions
-            att_b = model_b(**model_inputs(model_b, enc), output_attentions=True).attentions
-            mask = enc["attention_mask"]
-            for key, value in (("a", js_divergence_sums(att_a, mask)), ("b", js_divergence_sums(att_b, mask)),
-                               ("ab", cross_js_divergence_sums(att_a, att_b, mask))):
-                sums[key] = value if sums[key] is None else sums[key] + value
-            queries += int(mask.sum())
-    if queries == 0:
-        raise ValueError("no sentences to compare the two models' heads on")
-    mean = {k: (v / queries).clamp(min=0).numpy() for k, v in sums.items()}
-    return matched_head_divergence(mean["ab"], mean["a"], mean["b"], *shapes[0], queries=queries)
-
-
 def classical_mds(distances, dims=2):
     """Torgerson MDS: coordinates whose Euclidean distances approximate `distances`."""
     d2 = np.asarray(distances) ** 2
@@ -284,7 +203,8 @@ def classical_mds(distances, dims=2):
     return vectors[:, top] * np.sqrt(np.maximum(values[top], 0))
 
 
-def _batches(tokenizer, sentences, max_length, batch_size):
+def sentence_batches(tokenizer, sentences, max_length, batch_size):
+    """(sentences, padded encoding) per batch, shortest sentences first (less padding)."""
     sentences = sorted(sentences, key=len)
     for i in range(0, len(sentences), batch_size):
         yield sentences[i : i + batch_size], tokenizer(sentences[i : i + batch_size], padding=True, truncation=True,
@@ -317,7 +237,7 @@ def head_statistics(model, tokenizer, sentences, examples=(), max_sentences=200,
     js_queries, notes, value_norm_sum = 0, [], None
     model.eval()
     with eager_attention(model), torch.inference_mode(), _maybe_capture(model, norm_weighting, notes) as inputs:
-        batches = list(_batches(tokenizer, list(sentences)[:max_sentences], max_length, batch_size))
+        batches = list(sentence_batches(tokenizer, list(sentences)[:max_sentences], max_length, batch_size))
         for _, enc in progress(batches, desc="attention heads"):
             att = model(**model_inputs(model, enc), output_attentions=True).attentions
             kinds = token_kinds(tokenizer, enc["input_ids"], punct_ids)
@@ -358,103 +278,6 @@ def head_statistics(model, tokenizer, sentences, examples=(), max_sentences=200,
         result.norm_weighted_relative_to_uniform = norm_totals.relative_to_uniform()
         result.value_norm_mean = (value_norm_sum / totals.queries).tolist()
     return result
-
-
-@dataclass
-class HeadAblation:
-    """Masked-LM loss increase when one head's output is zeroed (its slice of the input of W_O; b_O kept)."""
-
-    num_layers: int
-    num_heads: int
-    sentences: int
-    masked_tokens: int  # tokens whose loss is averaged (the same masked tokens for every head)
-    base_loss: float  # mean cross-entropy (nats) with every head on
-    loss_increase: list  # (layers, heads): ablated loss - base loss
-    interval95: list  # (layers, heads): half-width of a 95% normal interval over tokens (tokens are not independent)
-    mask_probability: float = 0.15
-    note: str = ("Masking: each non-special token replaced by the mask token with the given probability (at least one "
-                 "per sentence; no 80/10/10 split), drawn once with the seed and shared by every ablation.")
-
-
-def is_masked_lm(model):
-    return type(model).__name__.endswith("ForMaskedLM")
-
-
-@contextmanager
-def zero_head(model, layer, head):
-    """Within the block, head `head` of layer `layer` outputs zero: a forward pre-hook on the attention output
-    projection zeroes channels head*D:(head+1)*D of its input (W_O's bias stays)."""
-    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
-    if not (0 <= layer < L and 0 <= head < H):
-        raise ValueError(f"(layer, head) must lie in [0, {L}) x [0, {H}), got ({layer}, {head})")
-    D = model.config.hidden_size // H
-    output = attention_modules(model)[layer]["output"]
-
-    def hook(module, args):
-        x = args[0].clone()
-        x[..., head * D:(head + 1) * D] = 0
-        return (x, *args[1:])
-
-    handle = output.register_forward_pre_hook(hook)
-    try:
-        yield model
-    finally:
-        handle.remove()
-
-
-def _masked_batches(tokenizer, sentences, max_length, batch_size, mask_probability, seed):
-    if tokenizer.mask_token_id is None:
-        raise ValueError(f"{type(tokenizer).__name__} has no mask token; head ablation needs a masked-LM tokenizer")
-    generator = torch.Generator().manual_seed(seed)
-    batches = []
-    for _, enc in _batches(tokenizer, sentences, max_length, batch_size):
-        special = torch.tensor([tokenizer.get_special_tokens_mask(ids, already_has_special_tokens=True)
-                                for ids in enc["input_ids"].tolist()]).bool() | ~enc["attention_mask"].bool()
-        chosen = (torch.rand(enc["input_ids"].shape, generator=generator) < mask_probability) & ~special
-        for b in range(len(chosen)):  # at least one masked token per sentence
-            if not chosen[b].any() and (~special[b]).any():
-                candidates = (~special[b]).nonzero()[:, 0]
-                chosen[b, candidates[torch.randint(len(candidates), (1,), generator=generator)]] = True
-        labels = enc["input_ids"].clone()
-        enc["input_ids"] = enc["input_ids"].masked_fill(chosen, tokenizer.mask_token_id)
-        batches.append((enc, chosen, labels))
-    return batches
-
-
-def _token_losses(model, batches):
-    losses = []
-    for enc, chosen, labels in batches:
-        logits = model(**model_inputs(model, enc)).logits  # (B, T, V)
-        losses.append(torch.nn.functional.cross_entropy(logits[chosen].float(), labels[chosen], reduction="none"))
-    return torch.cat(losses)
-
-
-def head_ablation(model, tokenizer, sentences, max_sentences=64, batch_size=16, mask_probability=0.15, seed=0):
-    """Per head, the increase of the masked-LM loss when that head's output is zeroed, on the same masked tokens.
-    `model` must be a masked LM (`*ForMaskedLM`); cost: layers x heads + 1 forward passes over the sentences."""
-    if not is_masked_lm(model):
-        raise UnsupportedArchitecture(f"head ablation needs a masked-LM model (a *ForMaskedLM class), got "
-                                      f"{type(model).__name__}; load it with AutoModelForMaskedLM")
-    if not 0 < mask_probability < 1:
-        raise ValueError(f"mask_probability must be in (0, 1), got {mask_probability!r}")
-    sentences = list(sentences)[:max_sentences]
-    if not sentences:
-        raise ValueError("no sentences to measure head ablation on")
-    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
-    model.eval()
-    batches = _masked_batches(tokenizer, sentences, max_length_for(model, tokenizer), batch_size, mask_probability, seed)
-    with torch.inference_mode():
-        base = _token_losses(model, batches)
-        increase, interval = np.zeros((L, H)), np.zeros((L, H))
-        for layer in range(L):
-            for head in progress(range(H), desc=f"ablating heads of layer {layer}"):
-                with zero_head(model, layer, head):
-                    diff = (_token_losses(model, batches) - base).double()
-                increase[layer, head] = float(diff.mean())
-                interval[layer, head] = float(1.96 * diff.std() / np.sqrt(len(diff))) if len(diff) > 1 else float("nan")
-    return HeadAblation(num_layers=L, num_heads=H, sentences=len(sentences), masked_tokens=len(base),
-                        base_loss=float(base.mean()), loss_increase=increase.tolist(), interval95=interval.tolist(),
-                        mask_probability=mask_probability)
 
 
 def word_level_attention(attention, word_ids):

@@ -174,7 +174,7 @@ def drift_plot(r, path):
     d = r.get("drift")
     if not d or not d.get("metrics"):
         return None
-    metrics = [m for m in ("drift", "rel_distance", "grad_norm", "loss") if m in d["metrics"]] or list(d["metrics"])
+    metrics = [m for m in ("drift", "grad_norm", "loss") if m in d["metrics"]] or list(d["metrics"])
     fig, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 3.8), squeeze=False)
     for ax, metric in zip(axes[0], metrics):
         for name, series in d["metrics"][metric].items():

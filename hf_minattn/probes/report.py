@@ -1,27 +1,33 @@
 """A self-contained report.html (PNGs embedded as base64): each figure with one sentence saying what it
-shows and the answer it gives, written from the numbers in probes.json (no hand-written numbers)."""
+shows and the answer it gives, written from the numbers in probes.json (no hand-written numbers).
+
+The sentences are chosen here, in Python, from the numbers (`SECTIONS`); the page layout (contents, sections,
+figures with alt text, tables) lives in the Jinja templates next to this file: report.html.j2, compare.html.j2
+and report_macros.html.j2, rendered with autoescaping, so every value from the data is escaped."""
 
 import base64
-import html
+import functools
 import os
 
+import jinja2
 import numpy as np
+from markupsafe import Markup
 
 
-
-def _img(path):
+def _png(path):
     with open(path, "rb") as f:
-        return f'<img src="data:image/png;base64,{base64.b64encode(f.read()).decode()}" style="max-width:100%">'
+        return base64.b64encode(f.read()).decode()
 
 
-def _fmt(x, digits=2):
-    return "n/a" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{digits}f}"
-
-
-def _table(header, rows):
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+def _word_filter(r):
+    """The thresholds the geometry probe used, as stored in probes.json (min_contexts: distinct sentences;
+    min_count: the run's --min-count, implied by min_contexts when it is not larger)."""
+    min_contexts = r["geometry"].get("min_contexts")
+    min_count = ((r.get("provenance") or {}).get("arguments") or {}).get("min_count")
+    if min_contexts is None:
+        return f"each seen >= {min_count} times, " if min_count is not None else ""
+    more = f" and seen >= {min_count} times" if min_count is not None and min_count > min_contexts else ""
+    return f"each in >= {min_contexts} distinct sentences{more}, "
 
 
 def geometry_text(r):
@@ -29,7 +35,7 @@ def geometry_text(r):
     adj, layers = g["adjusted_self_similarity"], g["layers"]
     low = int(np.argmin(adj))
     trend = "falls" if adj[-1] < adj[0] else "does not fall"
-    return (f"Baseline-adjusted self-similarity of {g['words_scored']} words (each seen >= 5 times, "
+    return (f"Baseline-adjusted self-similarity of {g['words_scored']} words ({_word_filter(r)}"
             f"~{g['occurrences_per_word']:.0f} occurrences kept) {trend} from {adj[0]:.2f} at layer 0 to "
             f"{adj[-1]:.2f} at layer {layers[-1]} (lowest {adj[low]:.2f} at layer {low}): "
             f"{'upper layers are more context-specific, the published trend' if trend == 'falls' else 'the published trend (upper layers more context-specific) does not appear here'}. "
@@ -126,7 +132,7 @@ def weights_text(r):
 
 def drift_text(r):
     d = r["drift"]
-    metric = next((m for m in ("drift", "rel_distance") if m in d["metrics"]), next(iter(d["metrics"])))
+    metric = "drift" if "drift" in d["metrics"] else next(iter(d["metrics"]))
     final = {k: v for k, v in sorted(((p, s["values"][-1]) for p, s in d["metrics"][metric].items()), key=lambda x: -x[1])}
     names = list(final)
     return (f"From {os.path.basename(d['path'])}: by the end of training, {metric} is largest for {names[0]} "
@@ -134,18 +140,14 @@ def drift_text(r):
             f"moved the weights most and least.")
 
 
-def neighbours_html(r):
-    n = r["neighbours"]
-    sets = [k for k in n["neighbours"] if k == "static" or k == "word2vec" or k.startswith("layer_")]
-    rows = [[word, name, ", ".join(f"{w} ({c:.2f})" for w, c in n["neighbours"][name][word][:6])]
-            for word in n["words"] if word not in n["oov"] for name in sets]
-    note = f"<p>Not in the corpus vocabulary: {html.escape(', '.join(n['oov']))}.</p>" if n["oov"] else ""
-    return _table(["word", "vectors", "nearest words (cosine)"], rows) + note
-
-
 # Issue 9 (heads, senses, attention graphs): each sentence below is chosen by the numbers it reports.
 _ROLE_LABELS = {"self": "itself", "previous": "previous token", "next": "next token", "cls": "[CLS]", "sep": "[SEP]",
-                "punctuation": "punctuation", "none": "no role (within 2x uniform everywhere)"}
+                "punctuation": "punctuation"}
+
+
+def _role_label(role, h):
+    """A role's name; "none" says the ratio a role needs in this run (heads.role_min_ratio)."""
+    return _ROLE_LABELS.get(role) or f"no role (within {h['role_min_ratio']:g}x uniform everywhere)"
 
 
 def head_roles_text(r):
@@ -157,14 +159,14 @@ def head_roles_text(r):
     for key, values in rel.items():
         if np.isfinite(values).any():
             k = int(np.nanargmax(values))
-            parts.append(f"{_ROLE_LABELS[key]}: head {k // H}-{k % H} ({values.flat[k]:.1f}x; raw "
+            parts.append(f"{_role_label(key, h)}: head {k // H}-{k % H} ({values.flat[k]:.1f}x; raw "
                          f"{np.array(h['stats'][key]).flat[k]:.2f} vs {h['uniform_expectation'][key]:.2f} uniform)")
     roles = [role for row in h["roles"] for role in row]
     counts = {role: roles.count(role) for role in dict.fromkeys(roles)}
     top = max(counts, key=counts.get)
-    summary = ", ".join(f"{n} {_ROLE_LABELS[role]}" for role, n in sorted(counts.items(), key=lambda x: -x[1]))
+    summary = ", ".join(f"{n} {_role_label(role, h)}" for role, n in sorted(counts.items(), key=lambda x: -x[1]))
     verdict = ("most heads stay close to uniform attention" if top == "none" else
-               f"the commonest role is {_ROLE_LABELS[top]} ({counts[top]} of {len(roles)} heads)")
+               f"the commonest role is {_role_label(top, h)} ({counts[top]} of {len(roles)} heads)")
     return ("Relative to what uniform attention gets on the same queries (observed / expected), the head that "
             "attends most to each target: " + "; ".join(parts) + f". Roles (largest ratio, if >= "
             f"{h['role_min_ratio']:g}x): {summary}; {verdict}.")
@@ -220,12 +222,26 @@ def layer0_text(r):
                "does not make a word's occurrences less alike than the word alone.") + f" ({g.get('layer0_note', '')})")
 
 
+def _edge_rule(graph):
+    """The cut attention_graph used: relative_threshold / n (a multiple of uniform attention), an absolute one, or
+    None where the graph does not record it."""
+    t = graph.get("relative_threshold")
+    if t is None:
+        return f">= {graph['threshold']:.3g}" if "threshold" in graph else None
+    return f">= {t:g}/n ({'twice' if t == 2 else f'{t:g} times'} uniform attention over the n words)"
+
+
 def attention_norm_example_text(r):
     raw, weighted = r.get("attention_graph") or {}, r.get("attention_graph_norm_weighted") or {}
-    text = ("Head-mean attention of the first example, raw (top) and norm-weighted (bottom); both are exported as "
-            "graphs whose edges need >= 2/n (twice uniform attention over the n words)")
+    text = "Head-mean attention of the first example, raw (top) and norm-weighted (bottom)"
     if not raw or not weighted:
         return text + "."
+    rules = _edge_rule(raw), _edge_rule(weighted)
+    if None in rules:
+        text += "; both are exported as graphs"
+    else:
+        need = rules[0] if rules[0] == rules[1] else f"{rules[0]} (raw) and {rules[1]} (norm-weighted)"
+        text += f"; both are exported as graphs whose edges need {need}"
     a, b = len(raw["edges"]), len(weighted["edges"])
     return text + (f": {a} edges raw, {b} norm-weighted, so norm weighting "
                    + ("concentrates attention on fewer edges." if b < a else
@@ -274,63 +290,101 @@ def _with_issue9(sections):
 
 SECTIONS = _with_issue9(SECTIONS)
 
-_STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}table{border-collapse:collapse;"
-          "font-size:85%}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}p.answer{background:#f4f4f8;"
-          "padding:.5em}")
+# What each figure shows, for its alt text (report.html, then compare.html).
+FIGURE_ALT = {
+    "geometry": "Line charts by layer: self-similarity, intra-sentence similarity and maximum explainable variance, "
+                "raw with their anisotropy baselines (left) and baseline-adjusted (right)",
+    "bands": "Line chart: baseline-adjusted self-similarity by layer, one line per word-frequency band",
+    "benchmarks": "Charts by layer: WordSim-353 and SimLex-999 Spearman correlations with 95% intervals for each "
+                  "vector set, and analogy accuracy",
+    "sense": "Heat maps, one per layer: cosine between the vectors of the same word in each pair of sentences",
+    "heads": "Heat maps over layer and head: attention entropy and attention to self, previous token, next token, "
+             "[CLS], [SEP] and punctuation",
+    "head_map": "Scatter plot: every head (layer-head) placed by classical MDS of Jensen-Shannon distances, "
+                "coloured by layer",
+    "attention_example": "Grid of attention matrices, one per layer and head, for the first example sentence",
+    "attention_example_2": "Grid of attention matrices, one per layer and head, for the second example sentence",
+    "weights": "QK and OV circuit singular-value spectra per layer and their effective rank by layer, trained (and "
+               "at initialisation where measured)",
+    "drift": "Line charts over training steps, one line per parameter: distance from initialisation (and gradient "
+             "norm and loss where recorded)",
+    "head_roles": "Heat maps over layer and head: log2 of observed attention over what uniform attention gets, "
+                  "per target",
+    "norm_weighting": "Bar chart: mean raw and norm-weighted attention to each target",
+    "attention_norm_example": "Head-mean attention matrices of the first example by layer, raw (top row) and "
+                              "norm-weighted (bottom row)",
+    "head_ablation": "Heat map over layer and head: masked-LM loss increase when that head is zeroed",
+    "sense_accuracy": "Line chart: leave-one-out sense accuracy by layer, overall and per homonym, against chance "
+                      "and position alone",
+}
+COMPARE_ALT = {"geometry": "Line chart: baseline-adjusted self-similarity by layer, one line per model",
+               "benchmarks": "Charts by layer: WordSim-353, SimLex-999 and analogy scores, one line per model, each "
+                             "model's word2vec baseline dashed"}
+
+
+@functools.lru_cache(maxsize=None)
+def _templates():
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.dirname(os.path.abspath(__file__))),
+                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def _macros():
+    return _templates().get_template("report_macros.html.j2").module
+
+
+def _render(path, template, **context):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(_templates().get_template(template).render(**context))
+    return path
+
+
+def _section(name, title, answer=None, png=None, alt="", tables=(), html=()):
+    """One <section> of a report: `tables` [{header, rows}], `html` pieces already escaped (Markup)."""
+    return {"id": name, "title": title, "answer": answer, "figure": _png(png) if png else None, "alt": alt,
+            "tables": list(tables), "html": list(html)}
 
 
 def provenance_html(provenance) -> str:
     """The run's record: date, seed, vector corpus, package versions and the command, as one paragraph."""
     if not provenance:
-        return ""
+        return Markup("")
     versions = ", ".join(f"{name} {v}" for name, v in provenance.get("versions", {}).items() if v)
-    command = provenance.get("command")
-    return (f"<p class=\"provenance\">Run on {html.escape(str(provenance.get('date')))} (UTC), seed "
-            f"{html.escape(str(provenance.get('seed')))}, word vectors from "
-            f"{html.escape(str(provenance.get('vector_corpus')))}; {html.escape(versions)}."
-            + (f" Command: <code>{html.escape(command)}</code>" if command else "") + "</p>")
+    return _macros().provenance(provenance, versions)
+
+
+def neighbours_html(r):
+    n = r["neighbours"]
+    sets = [k for k in n["neighbours"] if k == "static" or k == "word2vec" or k.startswith("layer_")]
+    rows = [[word, name, ", ".join(f"{w} ({c:.2f})" for w, c in n["neighbours"][name][word][:6])]
+            for word in n["words"] if word not in n["oov"] for name in sets]
+    return _macros().neighbours(rows, n["oov"])
 
 
 def write_report(r, plots, path):
     """report.html for one model; `r` is the probes.json dict, `plots` {figure name: PNG path}."""
-    c = r["corpus"]
-    parts = [f"<h1>Probes: {html.escape(str(r['model']))}</h1>",
-             f"<p>{html.escape(r['model_class'])}: {r['num_layers']} layers, {r['num_heads']} heads, hidden "
-             f"{r['hidden_size']}. Corpus: {c['sentences']} sentences, {c['words']} words, {c['vocabulary']} distinct "
-             f"words, {c['tokens']} tokens (max length {c['max_length']}). Static = input-embedding rows, "
-             f"contextual layer l = hidden_states[l] (layer 0 is the embedding output and already includes "
-             f"positions); subword pieces are mean-pooled into words. Probe time: {r['timings'].get('total', 0):.1f}s.</p>",
-             provenance_html(r.get("provenance"))]
+    sections = []
     for name, title, text, needs in SECTIONS:
-        if name == "sense":  # neighbours are a table, not a figure: they go between benchmarks and senses
-            parts.append("<h2>Nearest neighbours: static vs each layer</h2>" + neighbours_html(r))
+        if name == "sense" and r.get("neighbours"):  # a table, not a figure: between benchmarks and senses
+            sections.append(_section("neighbours", "Nearest neighbours: static vs each layer",
+                                     html=[neighbours_html(r)]))
         if not r.get(needs) or name not in plots:
             continue
-        parts.append(f"<h2>{title}</h2>")
-        parts.append(f'<p class="answer">{html.escape(text(r))}</p>')
-        parts.append(_img(plots[name]))
+        tables, pieces = [], []
         if name == "benchmarks":
-            parts.append(benchmark_table(r))
+            pieces.append(Markup(benchmark_table(r)))  # escaped by benchmark_report
         if name == "sense":
             s = r["sense"]
-            parts.append(_table(["sentence", f"nearest words at layer {s['layers'][-1]}"],
-                                [[sent, ", ".join(w for w, _ in near)] for sent, near in zip(s["sentences"], s["nearest"][-1])]))
-    for note in r.get("notes", []):
-        parts.append(f"<p><em>Note: {html.escape(note)}</em></p>")
-    _write_html(path, f"Probes: {r['model']}", parts)
-    return path
+            tables.append({"header": ["sentence", f"nearest words at layer {s['layers'][-1]}"],
+                           "rows": [[sent, ", ".join(w for w, _ in near)]
+                                    for sent, near in zip(s["sentences"], s["nearest"][-1])]})
+        sections.append(_section(name, title, text(r), plots[name], FIGURE_ALT.get(name, title), tables, pieces))
+    return _render(path, "report.html.j2", r=r, sections=sections, provenance=provenance_html(r.get("provenance")))
 
 
 def benchmark_table(r):
     from .benchmark_report import benchmark_table as table
 
     return table(r)
-
-
-def _write_html(path, title, parts):
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-                f"<style>{_STYLE}</style></head><body>" + "\n".join(parts) + "</body></html>")
 
 
 def compare_cell(r, key):
@@ -347,22 +401,18 @@ def compare_cell(r, key):
 
 def write_compare_report(results, plots, path):
     """compare.html: several models' probes side by side; `results` {name: probes.json dict}."""
-    parts = ["<h1>Probe comparison</h1>"]
     rows = []
     for name, r in results.items():
         g = r["geometry"]
         best = {key: compare_cell(r, key) for key in ("wordsim353", "simlex999")}
         rows.append([name, r["model_class"], r["num_layers"], r["num_heads"], r["hidden_size"],
                      " → ".join(f"{a:.2f}" for a in g["adjusted_self_similarity"]), best["wordsim353"], best["simlex999"]])
-    parts.append(_table(["model", "class", "layers", "heads", "hidden", "adjusted self-similarity by layer",
-                         "best WordSim-353", "best SimLex-999"], rows))
     answers = {"geometry": "Adjusted self-similarity by layer for each model: a falling line means upper layers are more "
                            "context-specific; " + "; ".join(
                                f"{n}: {r['geometry']['adjusted_self_similarity'][0]:.2f} -> {r['geometry']['adjusted_self_similarity'][-1]:.2f}"
                                for n, r in results.items()) + ".",
                "benchmarks": "Word-similarity and analogy scores of each model's contextual vectors by layer, with each "
                              "model's word2vec baseline (dashed, same corpus) for reference."}
-    for name, png in plots.items():
-        parts.append(f"<h2>{name}</h2><p class='answer'>{html.escape(answers.get(name, ''))}</p>{_img(png)}")
-    _write_html(path, "Probe comparison", parts)
-    return path
+    sections = [_section(name, name, answers.get(name, ""), png, COMPARE_ALT.get(name, f"{name}, one line per model"))
+                for name, png in plots.items()]
+    return _render(path, "compare.html.j2", rows=rows, sections=sections)

@@ -5,11 +5,14 @@ import math
 import time
 from dataclasses import asdict, dataclass, field, fields
 
+from hf_minattn.drift import read_drift
+
 from .benchmarks import run_benchmarks
-from .drift import read_drift
+from .drift import drift_results
 from .encode import encode_corpus, pool_corpus, tokenize_corpus, word_normaliser
 from .geometry import geometry, static_word_vectors
-from .heads import attention_graph, head_ablation, head_statistics, is_masked_lm
+from .head_ablation import head_ablation, is_masked_lm
+from .heads import attention_graph, head_statistics
 from .loading import max_length_for
 from .neighbours import (DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS, nearest_neighbours, sense_accuracy,
                          word_in_contexts)
@@ -63,7 +66,7 @@ class ProbeResults:
     weights: object = None
     drift: object = None
     sense_accuracy: object = None  # neighbours.SenseAccuracy: homonym senses per layer, leave-one-out
-    head_ablation: object = None  # heads.HeadAblation: masked-LM loss increase per zeroed head
+    head_ablation: object = None  # head_ablation.HeadAblation: masked-LM loss increase per zeroed head
     attention_graph_norm_weighted: dict = None  # attention_graph(..., weighting='norm') of the first example
     vector_corpus: VectorCorpusStats | None = None
     provenance: dict = field(default_factory=dict)  # versions, date, seed, corpus, arguments: see run_provenance
@@ -263,6 +266,6 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
             except UnsupportedArchitecture as error:
                 notes.append(f"weights probe skipped: {error}")
     if model_path is not None:
-        results.drift = read_drift(model_path)
+        results.drift = drift_results(read_drift(model_path))
     timings["total"] = round(sum(timings.values()), 2)
     return results

@@ -1,0 +1,96 @@
+"""Masking for the masked-LM objective, shared by training (run_mlm.py, the experiments) and the benchmark, so that
+both mask as transformers' `DataCollatorForLanguageModeling` does (80% [MASK], 10% random token, 10% unchanged),
+with every random draw from a generator we seed.
+"""
+
+import datasets
+import numpy as np
+import torch
+from transformers import DataCollatorForLanguageModeling, DataCollatorForTokenClassification, TrainerCallback
+
+
+def mask_tokens(masker: DataCollatorForLanguageModeling, input_ids: torch.Tensor, generator: torch.Generator,
+                **optional) -> tuple[torch.Tensor, torch.Tensor]:
+    """(inputs, labels) of a (B, T) batch of ids, masked by `masker` with every random number drawn from
+    `generator`. `optional`: `special_tokens_mask` (positions never masked; without it the tokenizer's special ids
+    are found again) and, for whole-word masking, `offset_mapping`.
+
+    Only the collator's masking step, on tensors: calling the whole collator once per example (padding, list
+    conversions) cost as much again, about 8% of a training step.
+    """
+    masker.generator = generator  # DataCollatorForLanguageModeling draws from it when it is set
+    return masker.torch_mask_tokens(input_ids.clone(), **optional)  # it masks its argument in place
+
+
+# Which masks an example gets: one stream per training epoch, and one (fixed) for evaluation.
+EVAL_MASK_STREAM = -1
+EXAMPLE_INDEX = "example_index"  # column naming each training example, for its masks
+
+
+class MLMCollator(TrainerCallback):
+    """Masks examples for the masked-LM loss; each example's masks are drawn from a generator seeded with
+    (seed, epoch, example index).
+
+    The masks therefore depend neither on the batch an example falls in, nor on the number of processes, nor
+    on how far the DataLoader has prefetched. The usual global-RNG masking cannot be resumed exactly: the
+    Trainer restores the RNG state of a checkpoint only after the first batches of the resumed epoch were
+    drawn (and accelerate prefetches one batch ahead), so a resumed run would see different masks than an
+    uninterrupted one. Each epoch still gets new masks (dynamic masking, as in RoBERTa).
+
+    Evaluation examples are masked once by `mask_once` and arrive with labels: they are only padded. As a
+    callback, the collator learns the current epoch from the Trainer.
+    """
+
+    def __init__(self, tokenizer, data_args, seed: int):
+        self.masker = DataCollatorForLanguageModeling(
+            tokenizer, mlm_probability=data_args.mlm_probability, whole_word_mask=data_args.whole_word_mask
+        )
+        self.pad = DataCollatorForTokenClassification(tokenizer)  # pads input_ids, attention_mask, and labels with -100
+        self.seed = seed
+        self.epoch = 0
+
+    def on_epoch_begin(self, args, state, control, **kwargs):
+        # state.epoch is the progress so far: an integer at an epoch boundary, a fraction when resuming mid-epoch.
+        self.epoch = int(state.epoch or 0)
+
+    def _mask(self, example: dict, stream: int, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(input_ids, labels) of one example, masked with its own generator; each (T,)."""
+        state = np.random.SeedSequence([self.seed, stream + 1, index]).generate_state(2, dtype=np.uint32)
+        generator = torch.Generator().manual_seed(int(state[0]) << 32 | int(state[1]))
+        optional = {k: torch.tensor([example[k]]) for k in ("special_tokens_mask", "offset_mapping") if k in example}
+        inputs, labels = mask_tokens(self.masker, torch.tensor([example["input_ids"]]), generator, **optional)
+        return inputs[0], labels[0]
+
+    def mask_example(self, example: dict, stream: int, index: int) -> dict:
+        inputs, labels = self._mask(example, stream, index)
+        return {"input_ids": inputs.tolist(), "attention_mask": [1] * len(inputs), "labels": labels.tolist()}
+
+    def __call__(self, features):
+        if "labels" in features[0]:  # masked once already (the validation set): only pad
+            return self.pad(features)
+        masked = [self._mask(f, self.epoch, f[EXAMPLE_INDEX]) for f in features]
+        if len({len(inputs) for inputs, _ in masked}) == 1:  # equal lengths (concatenated texts): nothing to pad
+            input_ids = torch.stack([inputs for inputs, _ in masked])  # (B, T)
+            return {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids),
+                    "labels": torch.stack([labels for _, labels in masked])}
+        return self.pad([{"input_ids": inputs.tolist(), "attention_mask": [1] * len(inputs), "labels": labels.tolist()}
+                         for inputs, labels in masked])
+
+
+def mask_once(dataset: datasets.Dataset, collator: MLMCollator) -> datasets.Dataset:
+    """Mask an evaluation set once, with fixed seeds (and cached by `datasets`).
+
+    The Trainer would otherwise draw new masks at every evaluation; fixed masks make evaluations comparable
+    across checkpoints, runs and model variants.
+    """
+    return dataset.map(
+        lambda example, index: collator.mask_example(example, EVAL_MASK_STREAM, index),
+        with_indices=True, remove_columns=dataset.column_names, desc="Masking the validation set",
+    )
+
+
+def with_example_index(dataset):
+    """The training set with its EXAMPLE_INDEX column, from which MLMCollator seeds each example's masks."""
+    if isinstance(dataset, datasets.IterableDataset):
+        return dataset.map(lambda example, index: {EXAMPLE_INDEX: index}, with_indices=True)
+    return dataset.add_column(EXAMPLE_INDEX, list(range(len(dataset))))

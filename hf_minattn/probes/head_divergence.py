@@ -1,0 +1,95 @@
+"""Is head diversity more than seed noise? Two models of the same shape (e.g. two seeds) on the same sentences:
+the Jensen-Shannon divergence between matched heads of the two models (heads matched one-to-one within each layer)
+beside the within-layer divergence between the heads of each model.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .heads import attention_entropy, js_divergence_sums, sentence_batches, within_layer_divergence
+from .loading import eager_attention, max_length_for, model_inputs
+
+
+def cross_js_divergence_sums(attentions_a, attentions_b, attention_mask):
+    """Sum over query tokens of the JS divergence between every head of one model (rows) and every head of another
+    (columns), on the same batch: (K_a, K_b). attentions_*: per layer (B, heads, T, T); attention_mask (B, T)."""
+    a = torch.stack([x.float() for x in attentions_a], dim=1)  # (B, L, H, T, T)
+    b = torch.stack([x.float() for x in attentions_b], dim=1)
+    if a.shape[0] != b.shape[0] or a.shape[-1] != b.shape[-1]:
+        raise ValueError(f"the two models' attentions must cover the same batch and tokens, got {tuple(a.shape)} "
+                         f"and {tuple(b.shape)} (use the same tokenizer and sentences)")
+    Ka, Kb = a.shape[1] * a.shape[2], b.shape[1] * b.shape[2]
+    total = torch.zeros(Ka, Kb)
+    for i in range(a.shape[0]):
+        n = int(attention_mask[i].sum())
+        p, q = a[i, ..., :n, :n].reshape(Ka, n, n), b[i, ..., :n, :n].reshape(Kb, n, n)
+        hp, hq = attention_entropy(p), attention_entropy(q)
+        for k in range(Ka):
+            total[k] += (attention_entropy((p[k, None] + q) / 2) - (hp[k, None] + hq) / 2).sum(-1)
+    return total
+
+
+@dataclass
+class HeadDivergence:
+    """Is head diversity more than seed noise? Within-layer divergence of each model beside the divergence
+    between matched heads of the two models (heads matched one-to-one within each layer, minimising the summed JS)."""
+
+    num_layers: int
+    num_heads: int
+    queries: int  # query tokens averaged over
+    within_layer_a: list  # per layer: mean JS between distinct heads of model a
+    within_layer_b: list
+    matched: list  # per layer: mean JS between each head of a and its matched head of b
+    matching: list  # per layer: for each head of a, the index of its matched head in b
+    cross_js: list  # (L*H, L*H): JS between head k of a (rows) and head k' of b (columns)
+
+
+def matched_head_divergence(cross_js, js_a, js_b, num_layers, num_heads, queries=0):
+    """From the cross-model JS matrix (heads of a x heads of b) and each model's own JS matrix, all
+    (L*H, L*H) and already averaged over queries: HeadDivergence, with heads matched within each layer
+    by the assignment that minimises the summed JS (Hungarian algorithm)."""
+    from scipy.optimize import linear_sum_assignment
+
+    cross = np.asarray(cross_js, dtype=float)
+    K = num_layers * num_heads
+    if cross.shape != (K, K):
+        raise ValueError(f"cross_js must be ({K}, {K}) for {num_layers} layers x {num_heads} heads (both models "
+                         f"alike), got {cross.shape}")
+    matched, matching = [], []
+    for l in range(num_layers):
+        block = cross[l * num_heads:(l + 1) * num_heads, l * num_heads:(l + 1) * num_heads]
+        rows, cols = linear_sum_assignment(block)
+        matched.append(float(block[rows, cols].mean()))
+        matching.append(cols.tolist())
+    return HeadDivergence(num_layers=num_layers, num_heads=num_heads, queries=queries,
+                          within_layer_a=within_layer_divergence(js_a, num_layers, num_heads),
+                          within_layer_b=within_layer_divergence(js_b, num_layers, num_heads),
+                          matched=matched, matching=matching, cross_js=cross.tolist())
+
+
+def cross_model_head_divergence(model_a, model_b, tokenizer, sentences, max_sentences=64, batch_size=16):
+    """Run two models of the same shape (e.g. two seeds) with one tokenizer on the same sentences and compare
+    their heads: `HeadDivergence` (within-layer divergence of each, divergence between matched heads)."""
+    shapes = [(m.config.num_hidden_layers, m.config.num_attention_heads) for m in (model_a, model_b)]
+    if shapes[0] != shapes[1]:
+        raise ValueError(f"both models need the same layers x heads to match heads, got {shapes[0]} and {shapes[1]}")
+    max_length = min(max_length_for(model_a, tokenizer), max_length_for(model_b, tokenizer))
+    sums = {"a": None, "b": None, "ab": None}
+    queries = 0
+    for model in (model_a, model_b):
+        model.eval()
+    with eager_attention(model_a), eager_attention(model_b), torch.inference_mode():
+        for _, enc in sentence_batches(tokenizer, list(sentences)[:max_sentences], max_length, batch_size):
+            att_a = model_a(**model_inputs(model_a, enc), output_attentions=True).attentions
+            att_b = model_b(**model_inputs(model_b, enc), output_attentions=True).attentions
+            mask = enc["attention_mask"]
+            for key, value in (("a", js_divergence_sums(att_a, mask)), ("b", js_divergence_sums(att_b, mask)),
+                               ("ab", cross_js_divergence_sums(att_a, att_b, mask))):
+                sums[key] = value if sums[key] is None else sums[key] + value
+            queries += int(mask.sum())
+    if queries == 0:
+        raise ValueError("no sentences to compare the two models' heads on")
+    mean = {k: (v / queries).clamp(min=0).numpy() for k, v in sums.items()}
+    return matched_head_divergence(mean["ab"], mean["a"], mean["b"], *shapes[0], queries=queries)
