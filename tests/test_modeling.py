@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -68,6 +69,24 @@ def test_invalid_config_names_field_and_value(field, value, message):
         tiny_config(**{field: value})
     assert message in str(error.value)
     assert field in str(error.value) and str(value) in str(error.value)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ("hidden_size=30", "divisible by num_attention_heads"),  # validated after the edit, as the constructor does
+    ("position_embedding_type=rotary", "position_embedding_type must be one of"),
+    ("hidden_size=abc", "config override 'hidden_size=abc'"),
+    ("hidden_size", "config override 'hidden_size': expected key=value"),
+    ("no_such_field=1", "no_such_field"),
+])
+def test_every_edit_is_validated(overrides, message):
+    config = tiny_config()
+    with pytest.raises(ValueError, match=re.escape(message)):
+        config.update_from_string(overrides)
+    with pytest.raises(ValueError, match="divisible by num_attention_heads"):
+        tiny_config().update({"num_attention_heads": 5})
+    edited = tiny_config()
+    edited.update_from_string("intermediate_size=0,qkv_projection=identity")
+    assert edited.intermediate_size == 0 and edited.qkv_projection == "identity"
 
 
 def test_config_round_trip_and_explicit_tying(tmp_path):

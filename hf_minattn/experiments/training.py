@@ -85,7 +85,6 @@ def build_config(settings: dict, overrides: str, vocab_size: int):
     config = MinAttnConfig(**MODEL_SIZES[settings["model_size"]], vocab_size=vocab_size)
     if overrides:
         config.update_from_string(overrides)
-        config.validate_minattn()
     return config
 
 
