@@ -1,4 +1,5 @@
-"""Shared fixtures: tiny MinAttn configs with odd sizes and a WordPiece tokenizer trained on real text."""
+"""Shared fixtures: tiny MinAttn configs with odd sizes, a WordPiece tokenizer trained on real text, and the
+training data of the run_mlm tests (the Wikipedia sample, a tokenizer, local text files)."""
 
 import pytest
 import torch
@@ -65,3 +66,33 @@ def tokenizer():
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+# ---------------------------------------------------------------- training data (test_training.py)
+
+
+@pytest.fixture(scope="session")
+def wiki():
+    from hf_minattn.data import load_wikipedia_sample
+
+    return load_wikipedia_sample()
+
+
+@pytest.fixture(scope="session")
+def tokenizer_dir(wiki, tmp_path_factory):
+    """A small WordPiece tokenizer trained once per session (training one is not deterministic, and the
+    resume test needs the same ids in both runs)."""
+    from hf_minattn import train_tokenizer
+
+    path = tmp_path_factory.mktemp("tokenizer")
+    train_tokenizer(wiki["train"]["text"], vocab_size=400, model_max_length=64, show_progress=False).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def text_files(wiki, tmp_path_factory):
+    """Local .txt training and validation files (one paragraph per line), for the local-file code path."""
+    path = tmp_path_factory.mktemp("text")
+    (path / "train.txt").write_text("\n".join(wiki["train"]["text"][:300]) + "\n")
+    (path / "validation.txt").write_text("\n".join(wiki["validation"]["text"][:40]) + "\n")
+    return path

@@ -1,12 +1,11 @@
-"""Shared pieces of the training tests (test_training.py, test_push.py): tiny runs of training/run_mlm.py."""
+"""Helpers of the training tests: the command line of a tiny run of training/run_mlm.py (its fixtures are in
+conftest.py)."""
 
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 RUN_MLM = REPO / "training" / "run_mlm.py"
@@ -56,30 +55,3 @@ def run_script(argv, launcher=(sys.executable,), **kwargs) -> subprocess.Complet
 def read_json(path):
     with open(path) as f:
         return json.load(f)
-
-
-@pytest.fixture(scope="session")
-def wiki():
-    from hf_minattn.data import load_wikipedia_sample
-
-    return load_wikipedia_sample()
-
-
-@pytest.fixture(scope="session")
-def tokenizer_dir(wiki, tmp_path_factory):
-    """A small WordPiece tokenizer trained once per session (training one is not deterministic, and the
-    resume test needs the same ids in both runs)."""
-    from hf_minattn import train_tokenizer
-
-    path = tmp_path_factory.mktemp("tokenizer")
-    train_tokenizer(wiki["train"]["text"], vocab_size=400, model_max_length=64, show_progress=False).save_pretrained(path)
-    return path
-
-
-@pytest.fixture(scope="session")
-def text_files(wiki, tmp_path_factory):
-    """Local .txt training and validation files (one paragraph per line), for the local-file code path."""
-    path = tmp_path_factory.mktemp("text")
-    (path / "train.txt").write_text("\n".join(wiki["train"]["text"][:300]) + "\n")
-    (path / "validation.txt").write_text("\n".join(wiki["validation"]["text"][:40]) + "\n")
-    return path

@@ -8,7 +8,7 @@ from .dynamics import similarity_summary
 from .training import VARIANTS
 
 
-def r(x, digits=4):
+def rounded(x, digits=4):
     """Round for the report; FINDINGS.md prints exactly these values, so each is found in results.json."""
     return None if x is None else round(float(x), digits)
 
@@ -17,7 +17,7 @@ def within_layer_js(heads: dict) -> list:
     """Mean Jensen-Shannon divergence between the attention distributions of different heads of the same layer."""
     from hf_minattn.probes.heads import within_layer_divergence
 
-    return [r(v) for v in within_layer_divergence(heads["js_divergence"], heads["num_layers"], heads["num_heads"])]
+    return [rounded(v) for v in within_layer_divergence(heads["js_divergence"], heads["num_layers"], heads["num_heads"])]
 
 
 def head_roles(heads: dict) -> dict:
@@ -27,8 +27,8 @@ def head_roles(heads: dict) -> dict:
     for layer, labels in enumerate(heads["roles"]):
         for head, role in enumerate(labels):
             ratio = heads["relative_to_uniform"][role][layer][head] if role != "none" else None
-            roles[f"L{layer}H{head}"] = {"role": role, "ratio": r(ratio, 2),
-                                        "entropy": r(heads["stats"]["entropy"][layer][head])}
+            roles[f"L{layer}H{head}"] = {"role": role, "ratio": rounded(ratio, 2),
+                                        "entropy": rounded(heads["stats"]["entropy"][layer][head])}
     return roles
 
 
@@ -76,9 +76,9 @@ def answer_questions(results: dict) -> dict:
     d = results["drift"]["full"]
     rows = results["rows"]["full"]
     answers["q1"] = {
-        "steps": d["step"], "drift": {k: r(v) for k, v in d["drift"].items()},
-        "grad_norm": {k: r(v) for k, v in d["grad_norm"].items()},
-        "frozen_word_embeddings_drift": r(results["drift"]["frozen_embeddings"]["drift"].get("word_embeddings")),
+        "steps": d["step"], "drift": {k: rounded(v) for k, v in d["drift"].items()},
+        "grad_norm": {k: rounded(v) for k, v in d["grad_norm"].items()},
+        "frozen_word_embeddings_drift": rounded(results["drift"]["frozen_embeddings"]["drift"].get("word_embeddings")),
         "embeddings_updated": d["drift"]["word_embeddings"] > 0,
         "rows": rows,
         "rows_frozen_moved": results["rows"]["frozen_embeddings"]["not_in_text"]["moved"]
@@ -124,9 +124,9 @@ def probe_answers(results, probes, extras, config) -> dict:
     answers["q4"] = {
         "js_within_layer_init": within_layer_js(probes["untrained"]["heads"]),
         "js_within_layer_trained": within_layer_js(probes["full"]["heads"]),
-        "entropy_init": r(np.mean(probes["untrained"]["heads"]["stats"]["entropy"])),
-        "entropy_trained": r(np.mean(probes["full"]["heads"]["stats"]["entropy"])),
-        "uniform_entropy": r(probes["full"]["heads"]["uniform_entropy"]),
+        "entropy_init": rounded(np.mean(probes["untrained"]["heads"]["stats"]["entropy"])),
+        "entropy_trained": rounded(np.mean(probes["full"]["heads"]["stats"]["entropy"])),
+        "uniform_entropy": rounded(probes["full"]["heads"]["uniform_entropy"]),
         "roles_trained": head_roles(probes["full"]["heads"]),
     }
     last = f"layer_{config['num_hidden_layers']}"
@@ -142,22 +142,22 @@ def probe_answers(results, probes, extras, config) -> dict:
         "cooccurrence_spearman_static_untrained": cooc["untrained"]["static"],
         "cooccurrence_spearman_static_frozen": cooc.get("frozen_embeddings", {}).get("static"),
         "cooccurrence_top_words": extras["full"]["cooccurrence"]["top_words"],
-        "wordsim_static": r(bench.get("static", {}).get("wordsim353")),
-        "wordsim_word2vec": r(bench.get("word2vec", {}).get("wordsim353")),
-        "wordsim_oov": r(bench.get("static", {}).get("wordsim353_oov")),
+        "wordsim_static": rounded(bench.get("static", {}).get("wordsim353")),
+        "wordsim_word2vec": rounded(bench.get("word2vec", {}).get("wordsim353")),
+        "wordsim_oov": rounded(bench.get("static", {}).get("wordsim353_oov")),
     }
     geometry = probes["full"]["geometry"]
     sense = probes["full"].get("sense")
     sense_numbers = None
     if sense:  # sentences 0-1 use one sense, 2-3 the other (the default sense sentences)
-        same = [r((np.array(m)[0, 1] + np.array(m)[2, 3]) / 2) for m in sense["similarity"]]
-        cross = [r(np.array(m)[:2, 2:].mean()) for m in sense["similarity"]]
+        same = [rounded((np.array(m)[0, 1] + np.array(m)[2, 3]) / 2) for m in sense["similarity"]]
+        cross = [rounded(np.array(m)[:2, 2:].mean()) for m in sense["similarity"]]
         sense_numbers = {"word": sense["word"], "same_sense": same, "other_sense": cross}
     answers["q6"] = {
-        "adjusted_self_similarity": [r(x) for x in geometry["adjusted_self_similarity"]],
-        "anisotropy": [r(x) for x in geometry["anisotropy"]],
+        "adjusted_self_similarity": [rounded(x) for x in geometry["adjusted_self_similarity"]],
+        "anisotropy": [rounded(x) for x in geometry["anisotropy"]],
         "words_scored": geometry["words_scored"], "sense": sense_numbers,
-        "wordsim_by_layer": [r(bench.get(f"layer_{l}", {}).get("wordsim353")) for l in geometry["layers"]],
+        "wordsim_by_layer": [rounded(bench.get(f"layer_{l}", {}).get("wordsim353")) for l in geometry["layers"]],
     }
     graph = probes["full"].get("attention_graph")
     if graph:
@@ -168,6 +168,6 @@ def probe_answers(results, probes, extras, config) -> dict:
         answers["q7"] = {
             "sentence": graph["sentence"], "nodes": len(graph["nodes"]), "layer": layer, "threshold": graph["threshold"],
             "edges": len(edges),
-            "strongest": [[labels[e["source"]], labels[e["target"]], r(e["weight"], 3)] for e in edges[:5]],
+            "strongest": [[labels[e["source"]], labels[e["target"]], rounded(e["weight"], 3)] for e in edges[:5]],
         }
     return answers

@@ -10,7 +10,7 @@ import numpy as np
 
 from hf_minattn.machine import machine_description
 
-from .answers import answer_questions, r
+from .answers import answer_questions, rounded
 from .evaluation import (drift_summary, initialisation_agreement, input_ids_ever_masked_in, load_splits,
                          mask_validation, row_drift, score_model, token_counts, trainer_metrics, word_embeddings)
 from .dynamics import similarity_curves
@@ -96,7 +96,7 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
         "parameters": {v.name: count_parameters(build_config(settings, variant_overrides(settings, v, scored["vocab_size"]),
                                                              scored["vocab_size"])) for v in VARIANTS if v.trained},
         "matched": matched_intermediate_size(settings, VARIANTS[2], scored["vocab_size"]),
-        "unigram_loss": r(np.mean([row["unigram_loss"] for row in variants["full"]["seeds"]])),
+        "unigram_loss": rounded(np.mean([row["unigram_loss"] for row in variants["full"]["seeds"]])),
         "unigram": {"entropy": scored["unigram_entropy"], "training_tokens": scored["unigram_tokens"]},
         "epochs_touched": scored["epochs_touched"],
         "pairing": {"initialisation": initialisation_agreement(settings, scored["vocab_size"], seeds[0]),
@@ -111,7 +111,7 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
     results["folders"] = {k: {int(s): p for s, p in v.items()} for k, v in results["folders"].items()}
     round_floats(results)
     results["answers"] = answer_questions(results)
-    results["minutes"] = r((time.perf_counter() - start) / 60, 1)
+    results["minutes"] = rounded((time.perf_counter() - start) / 60, 1)
     figures = make_figures(results, out)
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(results, f, indent=1, allow_nan=False, default=str)

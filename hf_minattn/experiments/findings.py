@@ -26,19 +26,20 @@ def compared(diff: dict, worse: str, same: str, better: str) -> str:
 
 
 def scale_paragraph(results: dict) -> list[str]:
-    a, s = results["answers"]["scale"], results["settings"]
+    scale, settings = results["answers"]["scale"], results["settings"]
     lines = [
-        f"**Scale: {a['parameters']} parameters ({a['layers']} layers, hidden size {a['hidden_size']}, {a['heads']} "
-        f"heads, vocabulary {a['vocab_size']}), {a['tokens_trained']} tokens trained ({a['steps']} steps of "
-        f"{s['batch_size']} x {s['max_seq_length']}), {a['seeds']} paired seeds.** Each model is scored on the whole "
-        f"validation set masked {a['mask_draws']} times ({a['masked_tokens']} masked tokens per model). The floor: "
-        f"the unigram model (training-split token frequencies) scores {a['unigram_loss']} nats on the same masked "
-        "tokens; a model has learned something from context only as far as it is below that. Intervals are "
-        f"{a['confidence_percent']}% t-intervals over seeds of paired differences (same seed: same data order, masks and, where shapes agree, "
-        "initial weights); a difference is called one only when its interval excludes 0.",
+        f"**Scale: {scale['parameters']} parameters ({scale['layers']} layers, hidden size {scale['hidden_size']}, "
+        f"{scale['heads']} heads, vocabulary {scale['vocab_size']}), {scale['tokens_trained']} tokens trained "
+        f"({scale['steps']} steps of {settings['batch_size']} x {settings['max_seq_length']}), {scale['seeds']} paired "
+        f"seeds.** Each model is scored on the whole validation set masked {scale['mask_draws']} times "
+        f"({scale['masked_tokens']} masked tokens per model). The floor: the unigram model (training-split token "
+        f"frequencies) scores {scale['unigram_loss']} nats on the same masked tokens; a model has learned something "
+        f"from context only as far as it is below that. Intervals are {scale['confidence_percent']}% t-intervals over "
+        "seeds of paired differences (same seed: same data order, masks and, where shapes agree, initial weights); a "
+        "difference is called one only when its interval excludes 0.",
     ]
-    if not a["enough_seeds"]:
-        lines.append(f"\n**Only {a['seeds']} seeds: intervals need >= {a['min_seeds']} seeds to be "
+    if not scale["enough_seeds"]:
+        lines.append(f"\n**Only {scale['seeds']} seeds: intervals need >= {scale['min_seeds']} seeds to be "
                      "usable; read every verdict below as provisional.**")
     return lines
 
