@@ -135,12 +135,15 @@ def test_materialized_zero_mask_equals_no_mask(implementation):
         torch.testing.assert_close(a, b)
 
 
-# ---------------------------------------------------------------- sdpa vs the plain (eager) path
+# ---------------------------------------------------------------- sdpa vs the plain (eager) path: the one place
 
 
 @pytest.mark.parametrize("padded", [False, True])
-def test_sdpa_matches_eager_outputs_and_gradients(padded):
-    eager_model = MinAttnForMaskedLM(tiny_config())
+@pytest.mark.parametrize("variant", [{}, {"qkv_projection": "identity"}, {"norm_placement": "post"},
+                                     {"position_embedding_type": "none"}, {"position_embedding_type": "rope"}],
+                         ids=["default", "identity_qkv", "post_norm", "no_positions", "rope"])
+def test_sdpa_matches_eager_outputs_and_gradients(padded, variant):
+    eager_model = MinAttnForMaskedLM(tiny_config(hidden_size=32, **variant))
     eager_model.set_attn_implementation("eager")
     sdpa_model = copy.deepcopy(eager_model)
     sdpa_model.set_attn_implementation("sdpa")
