@@ -162,18 +162,18 @@ def validate_model_card(path, pipeline_tag: str = "fill-mask") -> ModelCard:
     return card
 
 
-def describe_training(training_args, train_metrics: dict, steps: int) -> str:
-    a = training_args
-    batch = a.per_device_train_batch_size * a.gradient_accumulation_steps * a.world_size
-    schedule = (f"linear decay over {a.max_train_minutes:g} minutes of training" if a.max_train_minutes
-                else f"{a.lr_scheduler_type} schedule")
+def describe_training(args, train_metrics: dict, steps: int) -> str:
+    """The hyper-parameters line of the model card, from the run's TrainingArguments."""
+    batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
+    schedule = (f"linear decay over {args.max_train_minutes:g} minutes of training" if args.max_train_minutes
+                else f"{args.lr_scheduler_type} schedule")
     parts = [
         f"{steps} steps" + (f" ({train_metrics['epoch']:.2f} epochs)" if "epoch" in train_metrics else ""),
-        f"batch {batch} sequences ({a.world_size} process{'es' if a.world_size > 1 else ''})",
-        f"AdamW, learning rate {a.learning_rate:g}, warmup {a.warmup_steps:g} steps, {schedule}",
-        f"weight decay {a.weight_decay:g} (none on the embeddings)",
-        "bf16 autocast" if a.bf16 else "fp32",
-        f"seed {a.seed}",
+        f"batch {batch} sequences ({args.world_size} process{'es' if args.world_size > 1 else ''})",
+        f"AdamW, learning rate {args.learning_rate:g}, warmup {args.warmup_steps:g} steps, {schedule}",
+        f"weight decay {args.weight_decay:g} (none on the embeddings)",
+        "bf16 autocast" if args.bf16 else "fp32",
+        f"seed {args.seed}",
     ]
     if "train_runtime" in train_metrics:
         parts.append(f"{train_metrics['train_runtime'] / 60:.1f} min")

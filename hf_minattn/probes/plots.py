@@ -74,16 +74,16 @@ def benchmarks_plot(r, path):
 
 
 def sense_plot(r, path):
-    s = r.get("sense")
-    if not s:
+    sense = r.get("sense")
+    if not sense:
         return None
-    n = len(s["layers"])
+    n = len(sense["layers"])
     fig, axes = plt.subplots(1, n, figsize=(2.2 * n, 2.6), squeeze=False)
-    for ax, layer, sim in zip(axes[0], s["layers"], s["similarity"]):
+    for ax, layer, sim in zip(axes[0], sense["layers"], sense["similarity"]):
         ax.imshow(sim, vmin=0, vmax=1, cmap="viridis")
         ax.set_title(f"layer {layer}", fontsize=9)
         ax.set_xticks(range(len(sim))), ax.set_yticks(range(len(sim)))
-    fig.suptitle(f"cosine between the vectors of '{s['word']}' in sentences 0..{len(s['sentences']) - 1}", fontsize=10)
+    fig.suptitle(f"cosine between the vectors of '{sense['word']}' in sentences 0..{len(sense['sentences']) - 1}", fontsize=10)
     return _save(fig, path)
 
 
@@ -97,12 +97,17 @@ def heads_plot(r, path):
         return None
     fig, axes = plt.subplots(1, len(HEAD_STATS), figsize=(2.3 * len(HEAD_STATS), 0.5 * h["num_layers"] + 1.8))
     for ax, (key, title) in zip(axes, HEAD_STATS):
-        values = np.array(h["stats"][key])
-        im = ax.imshow(values, cmap="magma", vmin=0, vmax=None if key == "entropy" else 1, aspect="auto")
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("head"), ax.set_ylabel("layer")
-        fig.colorbar(im, ax=ax, fraction=0.046)
+        _layer_by_head(fig, ax, np.array(h["stats"][key]), title, cmap="magma", vmin=0,
+                       vmax=None if key == "entropy" else 1)
     return _save(fig, path)
+
+
+def _layer_by_head(fig, ax, values, title, label=None, fontsize=9, **imshow):
+    """A (layers, heads) heat map with its colour bar."""
+    im = ax.imshow(values, aspect="auto", **imshow)
+    ax.set_title(title, fontsize=fontsize)
+    ax.set_xlabel("head"), ax.set_ylabel("layer")
+    fig.colorbar(im, ax=ax, fraction=0.046, label=label)
 
 
 def head_map_plot(r, path):
@@ -205,11 +210,9 @@ def head_roles_plot(r, path):
     fig, axes = plt.subplots(1, len(keys), figsize=(2.3 * len(keys), 0.5 * h["num_layers"] + 1.8), squeeze=False)
     for ax, (key, title) in zip(axes[0], keys):
         values = np.array([[np.nan if v is None else v for v in row] for row in h["relative_to_uniform"][key]], dtype=float)
-        im = ax.imshow(np.log2(np.maximum(values, 1e-3)), cmap="RdBu_r", vmin=-4, vmax=4, aspect="auto")
-        ax.set_title(f"{title} / uniform", fontsize=8)
-        ax.set_xlabel("head"), ax.set_ylabel("layer")
+        _layer_by_head(fig, ax, np.log2(np.maximum(values, 1e-3)), f"{title} / uniform", label="log2 ratio", fontsize=8,
+                       cmap="RdBu_r", vmin=-4, vmax=4)
         ax.set_xticks(range(values.shape[1])), ax.set_yticks(range(values.shape[0]))  # whole heads and layers
-        fig.colorbar(im, ax=ax, fraction=0.046, label="log2 ratio")
     fig.suptitle("observed / uniform-attention expectation on the same queries (0 = as uniform)", fontsize=9)
     return _save(fig, path)
 
@@ -253,31 +256,29 @@ def attention_norm_example_plot(r, path, index=0):
 
 
 def head_ablation_plot(r, path):
-    a = r.get("head_ablation")
-    if not a:
+    ablation = r.get("head_ablation")
+    if not ablation:
         return None
-    values = np.array(a["loss_increase"])
-    fig, ax = plt.subplots(figsize=(0.6 * a["num_heads"] + 2.5, 0.5 * a["num_layers"] + 1.8))
+    values = np.array(ablation["loss_increase"])
+    fig, ax = plt.subplots(figsize=(0.6 * ablation["num_heads"] + 2.5, 0.5 * ablation["num_layers"] + 1.8))
     bound = max(float(np.abs(values).max()), 1e-6)
-    im = ax.imshow(values, cmap="RdBu_r", vmin=-bound, vmax=bound, aspect="auto")
-    for (l, k), v in np.ndenumerate(values):
-        ax.text(k, l, f"{v:.3f}", ha="center", va="center", fontsize=6)
-    ax.set_xlabel("head"), ax.set_ylabel("layer")
-    ax.set_title(f"masked-LM loss increase when one head is zeroed (base {a['base_loss']:.3f} nats)", fontsize=9)
-    fig.colorbar(im, ax=ax, fraction=0.046)
+    _layer_by_head(fig, ax, values, f"masked-LM loss increase when one head is zeroed (base {ablation['base_loss']:.3f} "
+                   "nats)", cmap="RdBu_r", vmin=-bound, vmax=bound)
+    for (layer, head), v in np.ndenumerate(values):
+        ax.text(head, layer, f"{v:.3f}", ha="center", va="center", fontsize=6)
     return _save(fig, path)
 
 
 def sense_accuracy_plot(r, path):
-    s = r.get("sense_accuracy")
-    if not s:
+    senses = r.get("sense_accuracy")
+    if not senses:
         return None
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    ax.plot(s["layers"], s["accuracy"], marker="o", color="k", label="all homonyms")
-    for word, values in s["accuracy_by_word"].items():
-        ax.plot(s["layers"], values, alpha=0.4, label=word)
-    ax.axhline(s["chance"], linestyle="--", color="grey", label="chance (1 / senses)")
-    ax.axhline(s["position_accuracy"], linestyle=":", color="red", label="position alone")
+    ax.plot(senses["layers"], senses["accuracy"], marker="o", color="k", label="all homonyms")
+    for word, values in senses["accuracy_by_word"].items():
+        ax.plot(senses["layers"], values, alpha=0.4, label=word)
+    ax.axhline(senses["chance"], linestyle="--", color="grey", label="chance (1 / senses)")
+    ax.axhline(senses["position_accuracy"], linestyle=":", color="red", label="position alone")
     ax.set_xlabel("layer (0 = embedding output)"), ax.set_ylabel("leave-one-out accuracy")
     ax.set_ylim(-0.02, 1.02)
     ax.legend(fontsize=6)

@@ -69,11 +69,11 @@ def benchmarks_text(r):
 
 
 def sense_text(r):
-    s = r["sense"]
-    first, last = np.array(s["similarity"][0]), np.array(s["similarity"][-1])
+    sense = r["sense"]
+    first, last = np.array(sense["similarity"][0]), np.array(sense["similarity"][-1])
     off = ~np.eye(len(first), dtype=bool)
-    return (f"The same word '{s['word']}' in {len(s['sentences'])} sentences: the mean cosine between its occurrences is "
-            f"{first[off].mean():.2f} at layer 0 and {last[off].mean():.2f} at layer {s['layers'][-1]}, so context "
+    return (f"The same word '{sense['word']}' in {len(sense['sentences'])} sentences: the mean cosine between its occurrences is "
+            f"{first[off].mean():.2f} at layer 0 and {last[off].mean():.2f} at layer {sense['layers'][-1]}, so context "
             f"{'moves the vector apart with its sentence' if last[off].mean() < first[off].mean() else 'barely separates the occurrences'}; "
             f"the block structure shows whether same-sense sentences stay closer to each other.")
 
@@ -187,28 +187,28 @@ def norm_weighting_text(r):
 
 
 def head_ablation_text(r):
-    a = r["head_ablation"]
-    inc, ci = np.array(a["loss_increase"]), np.array(a["interval95"])
-    H = a["num_heads"]
+    ablation = r["head_ablation"]
+    inc, ci = np.array(ablation["loss_increase"]), np.array(ablation["interval95"])
+    H = ablation["num_heads"]
     k = int(np.argmax(inc))
     beyond = int(np.sum(inc - ci > 0))
     verdict = (f"{beyond} of {inc.size} heads raise the loss beyond their 95% interval: removing them costs the model"
                if beyond else "No single head raises the loss beyond its 95% interval: no head is needed alone")
-    return (f"Masked-LM loss {a['base_loss']:.3f} nats on {a['masked_tokens']} masked tokens of {a['sentences']} "
+    return (f"Masked-LM loss {ablation['base_loss']:.3f} nats on {ablation['masked_tokens']} masked tokens of {ablation['sentences']} "
             f"sentences; zeroing head {k // H}-{k % H} raises it most, by {inc.flat[k]:.3f} ± {ci.flat[k]:.3f} nats. "
             f"{verdict}.")
 
 
 def sense_accuracy_text(r):
-    s = r["sense_accuracy"]
-    acc = s["accuracy"]
+    senses = r["sense_accuracy"]
+    acc = senses["accuracy"]
     best = int(np.argmax(acc))
-    separates = acc[best] > max(s["chance"], s["position_accuracy"]) + 0.1
-    return (f"{len(s['words'])} homonyms ({', '.join(s['words'])}), {s['occurrences']} hand-labelled sentences, the "
+    separates = acc[best] > max(senses["chance"], senses["position_accuracy"]) + 0.1
+    return (f"{len(senses['words'])} homonyms ({', '.join(senses['words'])}), {senses['occurrences']} hand-labelled sentences, the "
             f"word at balanced positions: leave-one-out nearest-centroid sense accuracy is {acc[0]:.2f} at layer 0 and "
-            f"best {acc[best]:.2f} at layer {s['layers'][best]}, against chance {s['chance']:.2f} and "
-            f"{s['position_accuracy']:.2f} from the word's position alone (static word embeddings: chance by "
-            f"construction). " + (f"Layer {s['layers'][best]} separates the senses." if separates else
+            f"best {acc[best]:.2f} at layer {senses['layers'][best]}, against chance {senses['chance']:.2f} and "
+            f"{senses['position_accuracy']:.2f} from the word's position alone (static word embeddings: chance by "
+            f"construction). " + (f"Layer {senses['layers'][best]} separates the senses." if separates else
                                   "No layer separates the senses clearly (within 0.1 of chance or position)."))
 
 
@@ -373,10 +373,10 @@ def write_report(r, plots, path):
         if name == "benchmarks":
             pieces.append(Markup(benchmark_table(r)))  # escaped by benchmark_report
         if name == "sense":
-            s = r["sense"]
-            tables.append({"header": ["sentence", f"nearest words at layer {s['layers'][-1]}"],
+            sense = r["sense"]
+            tables.append({"header": ["sentence", f"nearest words at layer {sense['layers'][-1]}"],
                            "rows": [[sent, ", ".join(w for w, _ in near)]
-                                    for sent, near in zip(s["sentences"], s["nearest"][-1])]})
+                                    for sent, near in zip(sense["sentences"], sense["nearest"][-1])]})
         sections.append(_section(name, title, text(r), plots[name], FIGURE_ALT.get(name, title), tables, pieces))
     return _render(path, "report.html.j2", r=r, sections=sections, provenance=provenance_html(r.get("provenance")))
 
