@@ -142,3 +142,20 @@ def test_remote_code_runs_only_when_asked(checkpoint, tmp_path, capsys):
     assert "trust_remote_code=True" in capsys.readouterr().err and not (tmp_path / "out").exists()
     assert main([*argv, "--trust-remote-code"]) == 0
     assert type(load_encoder(checkpoint / "model")[0]).__module__.startswith("hf_minattn")  # installed: no remote code
+
+
+def test_device_is_chosen_and_checked(checkpoint, tmp_path, capsys):
+    """--device: the default is cuda only where there is a GPU; a device torch cannot use is a one-line error."""
+    import torch
+
+    from hf_minattn.probes.loading import load_encoder, resolve_device
+
+    assert resolve_device(None) == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert resolve_device("cpu") == "cpu"
+    model, _ = load_encoder(checkpoint / "model", device="cpu")
+    assert model.device.type == "cpu"
+    if not torch.cuda.is_available():
+        argv = ["probe", str(checkpoint / "model"), "--device", "cuda", "--out", str(tmp_path / "out")]
+        assert main(argv) == 2
+        assert "--device 'cuda' cannot be used here" in capsys.readouterr().err
+        assert not (tmp_path / "out").exists()

@@ -79,7 +79,7 @@ def transformed_value_norms(model, inputs):
         bias = modules[layer]["value_bias"]
         if bias is not None:
             values = values + bias.float().view(W_V.shape[0], 1, W_V.shape[1])
-        norms.append(torch.einsum("hcd,bhtd->bhtc", W_O, values).norm(dim=-1))
+        norms.append(torch.einsum("hcd,bhtd->bhtc", W_O, values).norm(dim=-1).cpu())  # beside the CPU attentions
     return norms
 
 

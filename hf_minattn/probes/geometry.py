@@ -100,7 +100,7 @@ def distinct_context_groups(kept_word, kept_sentence, sentence_texts, max_occurr
 def static_word_vectors(model, tokenized):
     """(vocab words, hidden): each word's input-embedding rows, mean-pooled over its pieces (first occurrence),
     i.e. the word embedding without position embeddings, LayerNorm or context."""
-    embedding = model.get_input_embeddings().weight.detach().float()
+    embedding = model.get_input_embeddings().weight.detach().float().cpu()
     index, vectors, done = tokenized.index, torch.zeros(len(tokenized.vocab), embedding.shape[1]), set()
     for ids, word_ids, words in zip(tokenized.encodings, tokenized.word_ids, tokenized.words):
         pieces = {}

@@ -11,7 +11,7 @@ import torch
 
 from .attention_norms import attention_modules
 from .heads import sentence_batches
-from .loading import max_length_for, model_inputs
+from .loading import max_length_for, run_model
 from .progress import progress
 from .weights import UnsupportedArchitecture
 
@@ -80,7 +80,7 @@ def _masked_batches(tokenizer, sentences, max_length, batch_size, mask_probabili
 def _token_losses(model, batches):
     losses = []
     for enc, chosen, labels in batches:
-        logits = model(**model_inputs(model, enc)).logits  # (B, T, V)
+        logits = run_model(model, enc).logits  # (B, T, V)
         losses.append(torch.nn.functional.cross_entropy(logits[chosen].float(), labels[chosen], reduction="none"))
     return torch.cat(losses)
 

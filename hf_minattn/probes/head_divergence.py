@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from .heads import attention_entropy, js_divergence_sums, sentence_batches, within_layer_divergence
-from .loading import eager_attention, max_length_for, model_inputs
+from .loading import eager_attention, max_length_for, run_model
 
 
 def cross_js_divergence_sums(attentions_a, attentions_b, attention_mask):
@@ -82,8 +82,8 @@ def cross_model_head_divergence(model_a, model_b, tokenizer, sentences, max_sent
         model.eval()
     with eager_attention(model_a), eager_attention(model_b), torch.inference_mode():
         for _, enc in sentence_batches(tokenizer, list(sentences)[:max_sentences], max_length, batch_size):
-            att_a = model_a(**model_inputs(model_a, enc), output_attentions=True).attentions
-            att_b = model_b(**model_inputs(model_b, enc), output_attentions=True).attentions
+            att_a = run_model(model_a, enc, output_attentions=True).attentions
+            att_b = run_model(model_b, enc, output_attentions=True).attentions
             mask = enc["attention_mask"]
             for key, value in (("a", js_divergence_sums(att_a, mask)), ("b", js_divergence_sums(att_b, mask)),
                                ("ab", cross_js_divergence_sums(att_a, att_b, mask))):

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from .attention_norms import attention_modules, capture_attention_inputs, norm_weighted, transformed_value_norms
-from .loading import eager_attention, max_length_for, model_inputs
+from .loading import eager_attention, max_length_for, run_model
 from .progress import progress
 from .weights import UnsupportedArchitecture, head_weights
 
@@ -239,7 +239,7 @@ def head_statistics(model, tokenizer, sentences, examples=(), max_sentences=200,
     with eager_attention(model), torch.inference_mode(), _maybe_capture(model, norm_weighting, notes) as inputs:
         batches = list(sentence_batches(tokenizer, list(sentences)[:max_sentences], max_length, batch_size))
         for _, enc in progress(batches, desc="attention heads"):
-            att = model(**model_inputs(model, enc), output_attentions=True).attentions
+            att = run_model(model, enc, output_attentions=True).attentions
             kinds = token_kinds(tokenizer, enc["input_ids"], punct_ids)
             totals.add(att, enc["attention_mask"], kinds)
             if inputs is not None:
@@ -254,7 +254,7 @@ def head_statistics(model, tokenizer, sentences, examples=(), max_sentences=200,
         example_maps = []
         for sentence in examples:
             enc = tokenizer(sentence, truncation=True, max_length=max_length, return_tensors="pt")
-            att = model(**model_inputs(model, enc), output_attentions=True).attentions
+            att = run_model(model, enc, output_attentions=True).attentions
             example = AttentionExample(
                 sentence=sentence, tokens=tokenizer.convert_ids_to_tokens(enc["input_ids"][0]),
                 word_ids=enc.word_ids(0), attention=torch.stack(att)[:, 0].round(decimals=4).tolist())

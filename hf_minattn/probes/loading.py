@@ -18,8 +18,8 @@ def require_fast_tokenizer(tokenizer):
     return tokenizer
 
 
-def load_encoder(path, attn_implementation=None, trust_remote_code=False):
-    """Return (model, tokenizer) from a local model folder; the model is in eval mode on CPU. `trust_remote_code`
+def load_encoder(path, attn_implementation=None, trust_remote_code=False, device="cpu"):
+    """Return (model, tokenizer) from a local model folder; the model is in eval mode on `device`. `trust_remote_code`
     runs modeling code saved in the folder; MinAttn folders do not need it where hf_minattn is installed (importing
     it registers MinAttn with the Auto classes)."""
     if not os.path.isdir(str(path)):
@@ -32,13 +32,41 @@ def load_encoder(path, attn_implementation=None, trust_remote_code=False):
     kwargs = {"attn_implementation": attn_implementation} if attn_implementation else {}
     model = AutoModel.from_pretrained(path, trust_remote_code=trust_remote_code, **kwargs)
     tokenizer = require_fast_tokenizer(AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code))
-    return model.eval(), tokenizer
+    return model.to(device).eval(), tokenizer
 
 
 def model_inputs(model, batch):
-    """Keep only the tokenizer outputs that the model's forward accepts (MinAttn has no token_type_ids)."""
+    """Keep only the tokenizer outputs that the model's forward accepts (MinAttn has no token_type_ids), on the
+    model's device."""
     accepted = inspect.signature(model.forward).parameters
-    return {k: v for k, v in batch.items() if k in accepted}
+    return {k: v.to(model.device) if hasattr(v, "to") else v for k, v in batch.items() if k in accepted}
+
+
+def run_model(model, batch, **kwargs):
+    """`model(**batch, **kwargs)` on the model's device, with every tensor of the output back on the CPU, where
+    the probes pool and count (so that `--device cuda` needs nothing else)."""
+    output = model(**model_inputs(model, batch), **kwargs)
+    return type(output)(**{k: _to_cpu(v) for k, v in output.items()})
+
+
+def _to_cpu(value):
+    if isinstance(value, (tuple, list)):
+        return type(value)(_to_cpu(v) for v in value)
+    return value.cpu() if hasattr(value, "cpu") else value
+
+
+def resolve_device(device: str | None) -> str:
+    """"cuda" when a GPU is there and no device is asked for; a clear error for a device torch cannot use."""
+    import torch
+
+    if device is None:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        torch.empty(0, device=device)
+    except (RuntimeError, AssertionError) as error:  # e.g. "Torch not compiled with CUDA enabled"
+        raise ValueError(f"--device {device!r} cannot be used here ({error}); expected 'cpu' or an available GPU "
+                         f"such as 'cuda'") from None
+    return device
 
 
 def max_length_for(model, tokenizer, cap=128):

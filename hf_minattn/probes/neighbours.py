@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from .encode import pool_pieces, tokenize_corpus, word_normaliser
-from .loading import max_length_for, model_inputs
+from .loading import max_length_for, run_model
 
 DEFAULT_WORDS = ("king", "queen", "dog", "the")
 # One ambiguous word in sentences that pull it towards different senses.
@@ -61,7 +61,7 @@ def word_in_contexts(model, tokenizer, word, sentences, word_vectors=None, topn=
         positions.append([t for t, w in enumerate(tokenized.word_ids[s]) if w == j])
     enc = tokenizer.pad({"input_ids": tokenized.encodings}, return_tensors="pt")
     with torch.inference_mode():
-        states = torch.stack(model(**model_inputs(model, enc), output_hidden_states=True).hidden_states).float()
+        states = torch.stack(run_model(model, enc, output_hidden_states=True).hidden_states).float()
     b_idx = [s for s, pos in enumerate(positions) for _ in pos]
     t_idx = [t for pos in positions for t in pos]
     vectors = pool_pieces(states[:, b_idx, t_idx], torch.tensor(b_idx), len(sentences)).numpy()  # (L+1, S, H)
@@ -168,7 +168,7 @@ def sense_accuracy(model, tokenizer, homonyms=None, batch_size=32):
             batch = items[start : start + batch_size]
             enc = tokenizer(sentences[start : start + batch_size], padding=True, truncation=True,
                             max_length=max_length, return_tensors="pt")
-            states = torch.stack(model(**model_inputs(model, enc), output_hidden_states=True).hidden_states).float()
+            states = torch.stack(run_model(model, enc, output_hidden_states=True).hidden_states).float()
             b_idx = [b for b, (*_, w) in enumerate(batch) for wid in enc.word_ids(b) if wid == w]
             t_idx = [t for b, (*_, w) in enumerate(batch) for t, wid in enumerate(enc.word_ids(b)) if wid == w]
             vectors.append(pool_pieces(states[:, b_idx, t_idx], torch.tensor(b_idx), len(batch)))

@@ -137,7 +137,7 @@ def _masked_lm_for(model, model_path=None, mlm_model=None, trust_remote_code=Fal
         missing = sorted(info["missing_keys"])
         return None, (f"{model_path} has no trained masked-LM head (missing {len(missing)} weights, e.g. {missing[0]}); "
                       "a randomly initialised head would make the loss meaningless")
-    return mlm.eval(), None
+    return mlm.to(model.device).eval(), None
 
 
 class _Timer:
@@ -200,7 +200,7 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
     untrained_vectors = reference_vectors = None
     if untrained is not None and untrained is not False:
         with _Timer(timings, "untrained model", log):
-            fresh = initial_model(model, seed) if untrained is True else untrained.eval()
+            fresh = initial_model(model, seed).to(model.device) if untrained is True else untrained.eval()
             pooled_u = pool_corpus(fresh, tokenizer, words=cw, batch_size=batch_size, max_length=max_length,
                                    desc="pooling corpus (untrained)")
             vector_corpus.seconds["untrained"] = round(pooled_u.seconds, 2)

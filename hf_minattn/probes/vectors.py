@@ -15,7 +15,7 @@ import torch
 from gensim.models import KeyedVectors
 
 from .encode import pool_pieces
-from .loading import model_inputs
+from .loading import run_model
 from .progress import progress
 
 
@@ -70,7 +70,8 @@ def static_vectors(model, tokenizer, words):
     flat = torch.tensor([i for piece_ids in ids for i in piece_ids])
     owner = torch.repeat_interleave(torch.arange(len(words)), torch.tensor([len(p) for p in ids]))
     with torch.no_grad():
-        rows = model.get_input_embeddings().weight[flat].float()
+        weight = model.get_input_embeddings().weight
+        rows = weight[flat.to(weight.device)].float().cpu()
     return pool_pieces(rows[None], owner, len(words))[0].numpy()
 
 
@@ -84,7 +85,7 @@ def decontextualized_vectors(model, tokenizer, words, batch_size=256):
         for start in progress(range(0, len(words), batch_size), desc="decontextualized words"):
             chunk = order[start : start + batch_size]
             enc = tokenizer.pad({"input_ids": [ids[i] for i in chunk]}, return_tensors="pt")
-            states = torch.stack(model(**model_inputs(model, enc), output_hidden_states=True).hidden_states).float()
+            states = torch.stack(run_model(model, enc, output_hidden_states=True).hidden_states).float()
             b_idx, t_idx = [], []
             for b, i in enumerate(chunk):
                 for t, is_special in enumerate(specials[i]):

@@ -66,7 +66,8 @@ def _layout_head_weights(model):
 
 
 def head_weights(model):
-    """Per layer {"W_Q", "W_K", "W_V": (heads, head_dim, hidden), "W_O": (heads, hidden, head_dim)}, and the source."""
+    """Per layer {"W_Q", "W_K", "W_V": (heads, head_dim, hidden), "W_O": (heads, hidden, head_dim)} on the model's
+    device, and the source."""
     if hasattr(model, "get_head_weights"):
         return model.get_head_weights(), "model.get_head_weights()"
     return _layout_head_weights(model)
@@ -123,6 +124,7 @@ def initial_model(model, seed=0):
 
 def weight_spectra(model, compare_with_init=True, seed=0):
     heads, source = head_weights(model)
+    heads = [{k: None if w is None else w.cpu() for k, w in layer.items()} for layer in heads]
     result = WeightResults(source=source, head_dim=heads[0]["W_Q"].shape[1], trained=circuit_spectra(heads))
     if compare_with_init:
         result.initial = circuit_spectra(head_weights(initial_model(model, seed))[0])
