@@ -30,8 +30,7 @@ def _score(s):
 
 
 def _versus(a_name, a, b_name, b):
-    v = verdict(a, b)
-    word = {1: "higher than", -1: "lower than", 0: "not told apart from"}[v]
+    word = {1: "higher than", -1: "lower than", 0: "not told apart from"}[verdict(a, b)]
     return f"{a_name} is {word} {b_name}"
 
 

@@ -155,8 +155,8 @@ def weights_plot(r, path):
             if not spectra:
                 continue
             for layer, heads in enumerate(spectra[f"{circuit}_singular_values"]):
-                s = np.mean([np.array(v) / max(v[0], 1e-12) for v in heads], axis=0)  # normalised, mean over heads
-                ax.plot(s, style, color=plt.cm.viridis(layer / max(1, len(spectra[f"{circuit}_singular_values"]) - 1)),
+                normalised = np.mean([np.array(v) / max(v[0], 1e-12) for v in heads], axis=0)  # mean over heads
+                ax.plot(normalised, style, color=plt.cm.viridis(layer / max(1, len(spectra[f"{circuit}_singular_values"]) - 1)),
                         label=f"{label} layer {layer}")
         ax.set_yscale("log")
         ax.set_title(f"{circuit.upper()} circuit spectrum (sigma_i / sigma_1, mean over heads)", fontsize=9)

@@ -242,10 +242,10 @@ def attention_norm_example_text(r):
     else:
         need = rules[0] if rules[0] == rules[1] else f"{rules[0]} (raw) and {rules[1]} (norm-weighted)"
         text += f"; both are exported as graphs whose edges need {need}"
-    a, b = len(raw["edges"]), len(weighted["edges"])
-    return text + (f": {a} edges raw, {b} norm-weighted, so norm weighting "
-                   + ("concentrates attention on fewer edges." if b < a else
-                      "spreads it over more edges." if b > a else "keeps as many edges."))
+    n_raw, n_weighted = len(raw["edges"]), len(weighted["edges"])
+    return text + (f": {n_raw} edges raw, {n_weighted} norm-weighted, so norm weighting "
+                   + ("concentrates attention on fewer edges." if n_weighted < n_raw else
+                      "spreads it over more edges." if n_weighted > n_raw else "keeps as many edges."))
 
 
 def _geometry_with_layer0(r):
