@@ -75,11 +75,11 @@ def test_quick_run_end_to_end(tmp_path):
     # the saved states are deleted once scored
     dynamics = results["dynamics"]
     for name in ("full", "frozen_embeddings"):
-        assert dynamics["variants"][name]["steps"] == [0, 10, 20]
+        assert dynamics["variants"][name]["steps"] == [0, 5, 10, 15, 20]  # every evaluation (more than 2 states)
         assert sorted(map(int, dynamics["variants"][name]["seeds"])) == seeds
         assert not list((out / "models" / name).glob("seed*/checkpoint-*"))
     static = dynamics["variants"]["frozen_embeddings"]["seeds"][str(seeds[0])]["static"]
-    assert len(static) == 3 and len(set(static)) == 1  # frozen embeddings: the same static vectors at every step
+    assert len(static) == 5 and len(set(static)) == 1  # frozen embeddings: the same static vectors at every step
     assert (out / "similarity_dynamics.json").is_file()
 
     # paired runs: the untrained model of a seed is the state its runs started from

@@ -23,7 +23,7 @@ SETTINGS = {
     # A few minutes on 2 CPU cores: a check that everything runs, not evidence (2 seeds: no usable intervals).
     "quick": dict(model_size="tiny", config_overrides=RECIPE_OVERRIDES, vocab_size=2000, max_seq_length=64,
                   batch_size=16, max_steps=20, learning_rate=1e-3, warmup_steps=2, weight_decay=0.0, mlm_probability=0.3,
-                  eval_steps=10, curve_eval_samples=32, seeds=(0, 1), mask_draws=3, probe_sentences=150,
+                  eval_steps=5, curve_eval_samples=32, seeds=(0, 1), mask_draws=3, probe_sentences=150,
                   dynamics_sentences=1000, head_sentences=30, probed=("full", "untrained"), parallel=2, bf16=False),
     # The committed run, sized for <= 60 minutes on 2 fp32 CPU cores: 15 training runs of 320 steps x 16 x 128
     # tokens (655k tokens, 1.3 passes over the training split; ~2.7 min each at ~4,000 tokens/s), then re-scoring,
@@ -193,8 +193,10 @@ def train_variants(out: str, settings: dict, seeds) -> dict[str, dict[int, str]]
             args += ["--tokenizer_name", tokenizer_dir]
         if variant.freeze_embeddings:
             args += ["--freeze_embeddings", "true"]
-        if variant.save_states:  # model only (no optimizer state): what dynamics.similarity_curves reads
-            args += ["--save_strategy", "steps", "--save_steps", str(settings["eval_steps"]), "--save_only_model", "true"]
+        if variant.save_states:  # model only (no optimizer state), every one kept: what dynamics.similarity_curves reads
+            states = -(-settings["max_steps"] // settings["eval_steps"])
+            args += ["--save_strategy", "steps", "--save_steps", str(settings["eval_steps"]), "--save_only_model", "true",
+                     "--save_total_limit", str(states)]
         run_training(args, os.path.join(out, "logs", f"{variant.name}-seed{seed}.log"), threads)
         log(f"  seed {seed}, {variant.name}: done in {time.perf_counter() - start:.0f}s")
 
