@@ -35,7 +35,9 @@ def head_roles(heads: dict) -> dict:
 def scale_numbers(results: dict) -> dict:
     s = results["settings"]
     full_seeds = results["variants"]["full"]["seeds"]
+    runs = [row for v in results["variants"].values() for row in v["seeds"] if row.get("train_minutes") is not None]
     return {
+        "training_runs": len(runs), "training_minutes": rounded(sum(row["train_minutes"] for row in runs), 1),
         "parameters": results["parameters"]["full"], "layers": results["config"]["num_hidden_layers"],
         "hidden_size": results["config"]["hidden_size"], "heads": results["config"]["num_attention_heads"],
         "vocab_size": results["config"]["vocab_size"], "steps": s["max_steps"],

@@ -282,8 +282,11 @@ def render_findings(results: dict, figures: dict) -> str:
     lines = [
         "# Findings: what self-attention training does, measured",
         "",
-        f"Produced by `{results['command']}` on {results['machine']} ({results['date']}), in {results['minutes']} "
-        "minutes, on the Wikipedia sample bundled with gensim. All numbers below are in `results.json`.",
+        f"Produced by `{results['command']}` on {results['machine']} ({results['date']}), on the Wikipedia sample "
+        f"bundled with gensim: {results['answers']['scale']['training_runs']} training runs of "
+        f"{results['answers']['scale']['training_minutes']} minutes in all (each run's own clock), and "
+        f"{results['minutes']} minutes for this call (which reuses any model already trained in its output folder). "
+        "All numbers below are in `results.json`.",
         "",
         *scale_paragraph(results), *loss_section(results, fig), *q1_section(results, fig), *q2_section(results, fig),
         *q3_section(results), *probe_sections(results, fig), *pairing_lines(results),

@@ -25,9 +25,9 @@ SETTINGS = {
                   batch_size=16, max_steps=20, learning_rate=1e-3, warmup_steps=2, weight_decay=0.0, mlm_probability=0.3,
                   eval_steps=5, curve_eval_samples=32, seeds=(0, 1), mask_draws=3, probe_sentences=150,
                   dynamics_sentences=1000, head_sentences=30, probed=("full", "untrained"), parallel=2, bf16=False),
-    # The committed run, sized for <= 60 minutes on 2 fp32 CPU cores: 15 training runs of 320 steps x 16 x 128
-    # tokens (655k tokens, 1.3 passes over the training split; ~2.7 min each at ~4,000 tokens/s), then re-scoring,
-    # the word-similarity dynamics, the floors and the probes.
+    # The committed run (docs/findings), about 65 minutes on 2 fp32 CPU cores: 15 training runs of 320 steps x 16 x
+    # 128 tokens (655k tokens, 1.3 passes over the training split; ~2.5-3 min each), then ~20 minutes of re-scoring,
+    # the word-similarity dynamics (66 saved states), the floors and the probes.
     "full": dict(model_size="small", config_overrides="", vocab_size=8192, max_seq_length=128,
                  batch_size=16, max_steps=320, learning_rate=1e-3, warmup_steps=30, weight_decay=0.0, mlm_probability=0.3,
                  eval_steps=32, curve_eval_samples=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000,
