@@ -57,6 +57,7 @@ class DriftCallback(TrainerCallback):
         self.records: list[dict] = []
         self._grad_sums: dict[str, float] = {}
         self._grad_steps = 0
+        self._measured: tuple[int, dict[str, float]] | None = None  # (step, drift): measured once per step
 
     def on_train_begin(self, args, state, control, **kwargs):
         path = os.path.join(args.output_dir, DRIFT_FILE)
@@ -82,22 +83,27 @@ class DriftCallback(TrainerCallback):
         if state.is_world_process_zero:
             self.save(os.path.join(args.output_dir, DRIFT_FILE))
 
-    def _drift(self) -> dict[str, float]:
-        """||W - W_init|| / ||W_init|| of every tracked matrix, now."""
-        current = _named_weights(self.model)
-        return {name: ((current[name].float() - w0.float()).norm() / w0.float().norm().clamp_min(1e-12)).item()
+    def _drift(self, step: int) -> dict[str, float]:
+        """||W - W_init|| / ||W_init|| of every tracked matrix at optimizer step `step` (the Trainer's log and this
+        callback's record of the same step share one measurement)."""
+        if self._measured is None or self._measured[0] != step:
+            current = _named_weights(self.model)
+            self._measured = step, {
+                name: ((current[name].float() - w0.float()).norm() / w0.float().norm().clamp_min(1e-12)).item()
                 for name, w0 in self.initial.items()}
+        return self._measured[1]
 
-    def scalars(self) -> dict[str, float]:
-        """The current drift by kind of matrix, for the training logs (TensorBoard, W&B): "drift/word_embeddings",
+    def scalars(self, step: int) -> dict[str, float]:
+        """The drift at `step` by kind of matrix, for the training logs (TensorBoard, W&B): "drift/word_embeddings",
         "drift/position_embeddings", and "drift/W_Q" ... "drift/W_O" averaged over the layers."""
         kinds: dict[str, list[float]] = {}
-        for name, value in self._drift().items():
+        for name, value in self._drift(step).items():
             kinds.setdefault(matrix_kind(name), []).append(value)
         return {f"drift/{kind}": sum(values) / len(values) for kind, values in kinds.items()}
 
     def _record(self, state, loss=None, with_grads=True) -> dict:
-        record = {"step": state.global_step, "epoch": state.epoch, "loss": loss, "drift": self._drift(), "grad_norm": {}}
+        record = {"step": state.global_step, "epoch": state.epoch, "loss": loss, "drift": dict(self._drift(state.global_step)),
+                  "grad_norm": {}}
         for name in self.initial:
             mean_grad = self._grad_sums[name] / self._grad_steps if with_grads and name in self._grad_sums else None
             record["grad_norm"][name] = mean_grad

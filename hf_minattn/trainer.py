@@ -117,7 +117,7 @@ class MinAttnTrainer(Trainer):
                 logs[prefix + "perplexity"] = math.exp(loss) if loss < 700 else float("inf")
         if "loss" in logs:  # a training log
             if self.drift is not None:
-                logs.update(self.drift.scalars())
+                logs.update(self.drift.scalars(self.state.global_step))
             if self.time_budget is not None:
                 logs["time_budget_minutes_left"] = round(self.time_budget.minutes_left, 2)
         super().log(logs, *args, **kwargs)
