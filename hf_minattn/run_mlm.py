@@ -20,10 +20,12 @@ import json
 import logging
 import os
 import sys
+import zlib
 from dataclasses import asdict, dataclass, field
 
 import datasets
 import transformers
+import torch
 from transformers import (
     AutoModelForMaskedLM,
     AutoTokenizer,
@@ -307,7 +309,22 @@ def load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpo
     return tokenizer
 
 
-def build_model(model_args, config: MinAttnConfig, tokenizer) -> MinAttnForMaskedLM:
+def initial_model(config: MinAttnConfig, seed: int) -> MinAttnForMaskedLM:
+    """A masked LM at initialisation, each module drawn from a generator seeded by (seed, the module's name).
+
+    So two models of the same seed start from the same weights in every module they share by name and shape,
+    whatever else differs (a wider feed-forward, no W_Q/W_K/W_V, no feed-forward): the experiments' variants are
+    paired on their initial weights too, not only on data order and masks. The global RNG is left as it was.
+    """
+    with torch.random.fork_rng(devices=[]):
+        model = MinAttnForMaskedLM(config)
+        for name, module in model.named_modules():
+            torch.manual_seed(zlib.crc32(f"{seed}/{name}".encode()))  # the CPU generator keeps 32 bits
+            model._init_weights(module)
+    return model
+
+
+def build_model(model_args, config: MinAttnConfig, tokenizer, seed: int) -> MinAttnForMaskedLM:
     if model_args.model_name_or_path is not None:
         model = AutoModelForMaskedLM.from_pretrained(model_args.model_name_or_path, config=config)
         if len(tokenizer) > model.get_input_embeddings().num_embeddings:  # as transformers' run_mlm.py does
@@ -318,7 +335,7 @@ def build_model(model_args, config: MinAttnConfig, tokenizer) -> MinAttnForMaske
         config.vocab_size = len(tokenizer)
         for name in ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id"):
             setattr(config, name, getattr(tokenizer, name))
-        model = MinAttnForMaskedLM(config)
+        model = initial_model(config, seed)
     # Training needs logits at the masked positions only (a fraction of the (B, T, V) projection); the saved
     # model gives the full logits that code written for BERT expects (see `train` below).
     model.config.sparse_prediction = True
@@ -378,7 +395,7 @@ def main(argv=None):
     config = build_config(model_args)
     max_seq_length = sequence_length(data_args, config)
     tokenizer = load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpoint, max_seq_length)
-    model = build_model(model_args, config, tokenizer)
+    model = build_model(model_args, config, tokenizer, training_args.seed)
     drift = DriftCallback(model)  # copies the initial weights: before the Trainer loads any checkpoint
 
     # Sequences, the unigram floor, the masks.

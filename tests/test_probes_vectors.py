@@ -10,7 +10,7 @@ from conftest import TEXTS, no_context_model, tiny_config
 from hf_minattn import MinAttnModel
 from hf_minattn.probes.benchmark_report import benchmarks_text
 from hf_minattn.probes.benchmarks import (SEMANTIC_SECTIONS, CommonBenchmarks, Word2VecSettings, read_analogies,
-                                          run_benchmarks, train_word2vec)
+                                          read_word_pairs, run_benchmarks, train_word2vec)
 from hf_minattn.probes.corpus import split_sentences, wikipedia_train_sentences
 from hf_minattn.probes.encode import encode_corpus, pool_corpus, tokenize_words
 from hf_minattn.probes.results import SavedProbeResults, verdict
@@ -96,6 +96,19 @@ def test_analogy_sections_are_scored_apart():
     score = CommonBenchmarks(vocab, n_resamples=20).score("planted", vocab, np.array(rows))
     assert score.analogy_semantic_questions > 20 and score.analogy_semantic > 0.9
     assert score.analogy_syntactic_questions > 0 and score.analogy_syntactic < 0.5
+
+
+def test_spearman_alone_equals_the_full_score():
+    """`spearman` (used on every saved state of a run) gives `score`'s estimate on the same pairs."""
+    bench_words = sorted({w for a, b, _ in read_word_pairs("wordsim353") for w in (a, b)})
+    vectors = random_vectors(len(bench_words), 16, seed=3)
+    bench = CommonBenchmarks(bench_words, n_resamples=20)
+    full = bench.score("random", bench_words, vectors)
+    assert full.wordsim353_pairs > 300
+    assert bench.spearman("wordsim353", bench_words, vectors) == pytest.approx(full.wordsim353)
+    assert bench.spearman("simlex999", bench_words, vectors) == pytest.approx(full.simlex999, nan_ok=True)
+    with pytest.raises(ValueError, match="wordsim"):
+        bench.spearman("wordsim", bench_words, vectors)
 
 
 @pytest.mark.slow

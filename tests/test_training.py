@@ -350,3 +350,30 @@ def test_streaming_a_local_file(text_files, tmp_path):
     assert (out / "model.safetensors").is_file() and math.isfinite(metrics["eval_unigram_loss"])
     with pytest.raises(ValueError, match="--streaming needs --max_steps"):
         main(tiny_argv(tmp_path / "out2", train_file=text_files / "train.txt", streaming=True, max_steps=-1))
+
+
+def test_initial_weights_are_paired_by_module_name_across_shapes():
+    from hf_minattn.run_mlm import initial_model
+
+    base = dict(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                tie_word_embeddings=False)
+    full = dict(initial_model(hf_minattn.MinAttnConfig(**base), seed=3).named_parameters())
+    identity = dict(initial_model(hf_minattn.MinAttnConfig(**{**base, "intermediate_size": 48},
+                                                           qkv_projection="identity"), seed=3).named_parameters())
+    shared = [name for name, p in identity.items() if name in full and full[name].shape == p.shape]
+    assert "minattn.embeddings.word_embeddings.weight" in shared and "lm_head.decoder.weight" in shared
+    for name in shared:
+        assert torch.equal(full[name], identity[name]), name
+    other_seed = dict(initial_model(hf_minattn.MinAttnConfig(**base), seed=4).named_parameters())
+    assert not torch.equal(full["minattn.embeddings.word_embeddings.weight"],
+                           other_seed["minattn.embeddings.word_embeddings.weight"])
+    # The qk-logit scaling still applies: W_Q rows are drawn with std sqrt(qk_logit_init_std / hidden), not 0.02.
+    config = hf_minattn.MinAttnConfig(**base)
+    w_q = full["minattn.layers.0.attention.qkv_proj.weight"][: base["hidden_size"]]
+    assert w_q.std().item() == pytest.approx(math.sqrt(config.qk_logit_init_std / base["hidden_size"]), rel=0.2)
+    # The global RNG is left as it was.
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    initial_model(config, seed=3)
+    assert torch.equal(torch.rand(3), expected)

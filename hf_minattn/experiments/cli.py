@@ -75,10 +75,21 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
     start = time.perf_counter()
     settings = SETTINGS[preset]
     seeds = check_seeds(settings["seeds"] if seeds is None else seeds)
+    phases, clock = {}, time.perf_counter()
+
+    def phase_done(name):  # where the minutes of this call went (a rerun reuses trained models and cached numbers)
+        nonlocal clock
+        phases[name], clock = rounded((time.perf_counter() - clock) / 60, 1), time.perf_counter()
+        log(f"{name}: {phases[name]} min")
+
     folders = train_variants(out, settings, seeds)
+    phase_done("training")
     scored = evaluate(out, folders, settings, seeds)
+    phase_done("scoring")
     dynamics = similarity_dynamics(out, folders, settings, seeds)
+    phase_done("similarity dynamics")
     probes, extras = probe_variants(out, {name: folders[name][seeds[0]] for name in settings["probed"]}, settings, seeds[0])
+    phase_done("probes")
     with open(os.path.join(folders["full"][seeds[0]], "config.json")) as f:
         config = json.load(f)
     variants = scored["variants"]
@@ -112,6 +123,7 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
     round_floats(results)
     results["answers"] = answer_questions(results)
     results["minutes"] = rounded((time.perf_counter() - start) / 60, 1)
+    results["phase_minutes"] = phases
     figures = make_figures(results, out)
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(results, f, indent=1, allow_nan=False, default=str)

@@ -46,7 +46,7 @@ def similarity_curves(folders: dict, settings: dict, seeds, remove_states: bool 
     tokenizer = AutoTokenizer.from_pretrained(folders["full"][seeds[0]])
     sentences = wikipedia_train_sentences(settings["dynamics_sentences"])
     words = tokenize_words(tokenizer, sentences, max_length=settings["max_seq_length"], min_contexts=5)
-    bench = CommonBenchmarks(words.vocab, word_normaliser(tokenizer), n_resamples=100)
+    bench = CommonBenchmarks(words.vocab, word_normaliser(tokenizer))
     result = {"sentences": len(words.words), "min_contexts": words.min_contexts,
               "pairs": bench.coverage()[BENCHMARK], "benchmark": BENCHMARK, "variants": {}}
     for variant in DYNAMICS_VARIANTS:
@@ -61,7 +61,7 @@ def similarity_curves(folders: dict, settings: dict, seeds, remove_states: bool 
                 sets = {"static": static_vectors(model, tokenizer, words.vocab),
                         **{f"layer_{k}": v for k, v in enumerate(pooled.contextual)}}
                 for name, vectors in sets.items():
-                    rho = getattr(bench.score(name, words.vocab, vectors), BENCHMARK)
+                    rho = bench.spearman(BENCHMARK, words.vocab, vectors)
                     scores.setdefault(name, []).append(None if np.isnan(rho) else round(float(rho), 4))
             state_steps = [step for step, _ in states]
             if steps is not None and state_steps != steps:

@@ -214,18 +214,15 @@ def row_drift(trained: np.ndarray, initial: np.ndarray, counts: np.ndarray, ever
 
 
 def initialisation_agreement(settings: dict, vocab_size: int, seed: int) -> dict:
-    """For each variant, built as run_mlm builds it (set_seed, then the model): the share of the full model's
-    parameters, by count, that are bit-identical at initialisation (names and shapes agreeing)."""
-    from transformers import set_seed
-
-    from hf_minattn import MinAttnForMaskedLM
+    """For each variant, built as run_mlm builds it (`initial_model`): the share of the full model's parameters,
+    by count, that are bit-identical at initialisation (names and shapes agreeing)."""
+    from hf_minattn.run_mlm import initial_model
 
     from .training import VARIANTS, build_config, variant_overrides
 
     def initial(variant):
-        set_seed(seed)
-        return dict(MinAttnForMaskedLM(build_config(settings, variant_overrides(settings, variant, vocab_size),
-                                                    vocab_size)).named_parameters())
+        return dict(initial_model(build_config(settings, variant_overrides(settings, variant, vocab_size), vocab_size),
+                                  seed).named_parameters())
 
     full = initial(VARIANTS[0])
     total = sum(p.numel() for p in full.values())

@@ -285,8 +285,10 @@ def render_findings(results: dict, figures: dict) -> str:
         f"Produced by `{results['command']}` on {results['machine']} ({results['date']}), on the Wikipedia sample "
         f"bundled with gensim: {results['answers']['scale']['training_runs']} training runs of "
         f"{results['answers']['scale']['training_minutes']} minutes in all (each run's own clock), and "
-        f"{results['minutes']} minutes for this call (which reuses any model already trained in its output folder). "
-        "All numbers below are in `results.json`.",
+        f"{results['minutes']} minutes for this call (which reuses any model already trained in its output folder"
+        + (": " + ", ".join(f"{name} {m}" for name, m in results["phase_minutes"].items())
+           if results.get("phase_minutes") else "")
+        + "). All numbers below are in `results.json`.",
         "",
         *scale_paragraph(results), *loss_section(results, fig), *q1_section(results, fig), *q2_section(results, fig),
         *q3_section(results), *probe_sections(results, fig), *pairing_lines(results),

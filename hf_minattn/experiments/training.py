@@ -3,8 +3,8 @@
 
 Pairing: runs with the same seed share the data order (the Trainer's sampler is seeded with `--seed`), the masks
 (`MLMCollator` draws each example's masks from (seed, epoch, example index), independent of the model) and the
-initialisation of every parameter created before the first one whose shape differs (the model is built right
-after `set_seed(seed)`). `evaluation.initialisation_agreement` measures the last point.
+initialisation of every module they share by name and shape (`run_mlm.initial_model` seeds each module's draw
+by its name). `evaluation.initialisation_agreement` measures the last point.
 """
 
 import os
@@ -25,12 +25,15 @@ SETTINGS = {
                   batch_size=16, max_steps=20, learning_rate=1e-3, warmup_steps=2, weight_decay=0.0, mlm_probability=0.3,
                   eval_steps=5, curve_eval_samples=32, seeds=(0, 1), mask_draws=3, probe_sentences=150,
                   dynamics_sentences=1000, head_sentences=30, probed=("full", "untrained"), parallel=2, bf16=False),
-    # The committed run (docs/findings), about 65 minutes on 2 fp32 CPU cores: 15 training runs of 320 steps x 16 x
-    # 128 tokens (655k tokens, 1.3 passes over the training split; ~2.5-3 min each), then ~20 minutes of re-scoring,
-    # the word-similarity dynamics (66 saved states), the floors and the probes.
-    "full": dict(model_size="small", config_overrides="", vocab_size=8192, max_seq_length=128,
-                 batch_size=16, max_steps=320, learning_rate=1e-3, warmup_steps=30, weight_decay=0.0, mlm_probability=0.3,
-                 eval_steps=32, curve_eval_samples=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000,
+    # The committed run (docs/findings), under an hour on 2 fp32 CPU cores: 15 training runs of 640 steps x 16 x
+    # 128 tokens (1.3M tokens, 2.7 passes over the training split; ~2.5 min each), then re-scoring, the
+    # word-similarity dynamics (66 saved states), the floors and the probes. The `small` shape narrowed to hidden
+    # 128 (feed-forward 512) at learning rate 2e-3: with the untied output layer it learns more in the same minutes
+    # than hidden 256 (docs/recipe.md, "The experiments' recipe").
+    "full": dict(model_size="small", config_overrides="hidden_size=128,intermediate_size=512", vocab_size=8192,
+                 max_seq_length=128, batch_size=16, max_steps=640, learning_rate=2e-3, warmup_steps=60,
+                 weight_decay=0.0, mlm_probability=0.3,
+                 eval_steps=64, curve_eval_samples=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000,
                  dynamics_sentences=4000, head_sentences=200, bf16=False,
                  probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
     # Sized for one GPU (uses CUDA when present, runs unchanged but slowly on CPU).
@@ -219,13 +222,13 @@ def train_variants(out: str, settings: dict, seeds) -> dict[str, dict[int, str]]
 
 
 def initialise_untrained(folder: str, full_folder: str, seed: int) -> None:
-    """The full variant's architecture and tokenizer initialised as run_mlm does (`set_seed(seed)`, then the
-    model): the state the full (and frozen) run of this seed started from."""
-    from transformers import AutoTokenizer, set_seed
+    """The full variant's architecture and tokenizer initialised as run_mlm does (`initial_model`): the state the
+    full (and frozen) run of this seed started from."""
+    from transformers import AutoTokenizer
 
-    from hf_minattn import MinAttnConfig, MinAttnForMaskedLM
+    from hf_minattn import MinAttnConfig
+    from hf_minattn.run_mlm import initial_model
 
-    set_seed(seed)
-    model = MinAttnForMaskedLM(MinAttnConfig.from_pretrained(full_folder))
+    model = initial_model(MinAttnConfig.from_pretrained(full_folder), seed)
     model.save_pretrained(folder)
     AutoTokenizer.from_pretrained(full_folder).save_pretrained(folder)

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from gensim.models import Word2Vec
 from gensim.test.utils import datapath
+from scipy.stats import spearmanr
 
 from hf_minattn.stats import spearman_interval
 
@@ -198,23 +199,37 @@ class CommonBenchmarks:
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or len(vectors) != len(vocab):
             raise ValueError(f"vector set {name!r}: expected a ({len(vocab)}, dim) matrix, got shape {vectors.shape}")
-        index = {w: i for i, w in enumerate(vocab)}
         values = {}
         cleaned = all_but_the_top(vectors) if len(vectors) > 1 else vectors
         for bench in WORD_PAIRS:
             pairs = self.pairs[bench]
             values[f"{bench}_oov"] = 1 - len(pairs) / self.totals[bench]
             values[f"{bench}_pairs"], values[f"{bench}_total"] = len(pairs), self.totals[bench]
-            a = np.array([index[p[0]] for p in pairs], dtype=np.int64)
-            b = np.array([index[p[1]] for p in pairs], dtype=np.int64)
-            human = np.array([p[2] for p in pairs])
             for suffix, matrix in (("", vectors), ("_abtt", cleaned)):
-                unit = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-                cosines = np.sum(unit[a] * unit[b], axis=1)
+                cosines, human = self._pair_cosines(bench, vocab, matrix)
                 values[f"{bench}{suffix}"], values[f"{bench}{suffix}_interval"] = _spearman(
                     cosines, human, self.n_resamples, self.seed)
         values.update(self._analogies(vocab, vectors))
         return BenchmarkScore(vectors=name, **values)
+
+    def spearman(self, bench, vocab, vectors) -> float:
+        """Only the Spearman correlation on `bench`'s common pairs (raw cosines, no interval, no analogies): for
+        scoring many vector sets cheaply, e.g. every saved state of a training run. NaN below 3 pairs."""
+        if bench not in WORD_PAIRS:
+            raise ValueError(f"unknown word-pair benchmark {bench!r}; expected one of {sorted(WORD_PAIRS)}")
+        cosines, human = self._pair_cosines(bench, vocab, np.asarray(vectors, dtype=np.float32))
+        if len(human) < 3 or np.ptp(cosines) == 0:
+            return float("nan")
+        return float(spearmanr(cosines, human).statistic)
+
+    def _pair_cosines(self, bench, vocab, vectors):
+        """(cosines, human scores) of `bench`'s common pairs under `vectors` (rows in `vocab` order)."""
+        index = {w: i for i, w in enumerate(vocab)}
+        pairs = self.pairs[bench]
+        a = np.array([index[p[0]] for p in pairs], dtype=np.int64)
+        b = np.array([index[p[1]] for p in pairs], dtype=np.int64)
+        unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return np.sum(unit[a] * unit[b], axis=1), np.array([p[2] for p in pairs])
 
     def _analogies(self, vocab, vectors):
         from gensim.models import KeyedVectors
