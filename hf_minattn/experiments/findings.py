@@ -273,8 +273,8 @@ def pairing_lines(results: dict) -> list[str]:
             "Same seed: the Trainer's data order and the collator's per-example masks are functions of the seed only. "
             "Initial weights, share of the full model's parameters that are identical at the same seed: "
             + ", ".join(f"{name} {v['identical_share']}" for name, v in init.items())
-            + " (the model draws its weights in module order, so every parameter after the first one whose shape "
-            "differs gets different numbers).", ""]
+            + " (each module's initial weights are drawn from a generator seeded by the seed and the module's name, "
+            "so variants share every module they have in common by name and shape; the rest differs by design).", ""]
 
 
 def render_findings(results: dict, figures: dict) -> str:

@@ -1,4 +1,4 @@
-"""The probes, run on the first seed's model of each probed variant over the same sentences (hf_minattn.probes'
+"""The probes, run on the first seed's model of each probed variant over the same sentences and word-vector corpus (hf_minattn.probes'
 public functions as they are), plus two measurements the probes do not make: related-pair cosines and the
 co-occurrence alignment of word vectors."""
 
@@ -12,17 +12,22 @@ def probe_variants(out: str, folders: dict, settings: dict, seed: int) -> tuple[
     """Run every probe on each variant in `folders` ({name: folder}) over the same sentences; returns
     ({name: probes dict}, {name: extras}), the extras being the measurements of question 5 the probes do not make."""
     from hf_minattn.probes.cli import write_outputs
-    from hf_minattn.probes.corpus import default_sentences
+    from hf_minattn.probes.corpus import default_sentences, wikipedia_train_sentences
     from hf_minattn.probes.loading import load_encoder
     from hf_minattn.probes.run import run_all_probes
 
     sentences = default_sentences(settings["probe_sentences"])
+    # Word vectors from every occurrence in the training split (capped in the quick preset), as `hf-minattn probe`
+    # pools them; word2vec is trained there once, with the first variant (it does not depend on the model).
+    corpus = wikipedia_train_sentences(settings["vector_sentences"])
+    corpus_name = f"the Wikipedia sample's training split ({len(corpus)} sentences)"
     probes, extras = {}, {}
     for i, (name, folder) in enumerate(folders.items()):
-        log(f"[{i + 1}/{len(folders)}] probing {name} over {len(sentences)} sentences")
+        log(f"[{i + 1}/{len(folders)}] probing {name} over {len(sentences)} sentences, word vectors from {corpus_name}")
         model, tokenizer = load_encoder(folder)
         results = run_all_probes(model, tokenizer, sentences, model_name=name, model_path=folder,
-                                 head_sentences=settings["head_sentences"], seed=seed, log=lambda m: None)
+                                 head_sentences=settings["head_sentences"], seed=seed, log=lambda m: None,
+                                 corpus=corpus, corpus_name=corpus_name, word2vec=i == 0)
         write_outputs(results, os.path.join(out, "probes", name))
         probes[name] = results.to_dict()
         extras[name] = {

@@ -23,7 +23,7 @@ SETTINGS = {
     # A few minutes on 2 CPU cores: a check that everything runs, not evidence (2 seeds: no usable intervals).
     "quick": dict(model_size="tiny", config_overrides=RECIPE_OVERRIDES, vocab_size=2000, max_seq_length=64,
                   batch_size=16, max_steps=20, learning_rate=1e-3, warmup_steps=2, weight_decay=0.0, mlm_probability=0.3,
-                  eval_steps=5, curve_eval_samples=32, seeds=(0, 1), mask_draws=3, probe_sentences=150,
+                  eval_steps=5, curve_eval_samples=32, seeds=(0, 1), mask_draws=3, probe_sentences=150, vector_sentences=1000,
                   dynamics_sentences=1000, head_sentences=30, probed=("full", "untrained"), parallel=2, bf16=False),
     # The committed run (docs/findings), under an hour on 2 fp32 CPU cores: 15 training runs of 640 steps x 16 x
     # 128 tokens (1.3M tokens, 2.7 passes over the training split; ~2.5 min each), then re-scoring, the
@@ -33,13 +33,13 @@ SETTINGS = {
     "full": dict(model_size="small", config_overrides="hidden_size=128,intermediate_size=512", vocab_size=8192,
                  max_seq_length=128, batch_size=16, max_steps=640, learning_rate=2e-3, warmup_steps=60,
                  weight_decay=0.0, mlm_probability=0.3,
-                 eval_steps=64, curve_eval_samples=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000,
+                 eval_steps=64, curve_eval_samples=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000, vector_sentences=0,
                  dynamics_sentences=4000, head_sentences=200, bf16=False,
                  probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
     # Sized for one GPU (uses CUDA when present, runs unchanged but slowly on CPU).
     "scale": dict(model_size="small", config_overrides="", vocab_size=8192, max_seq_length=128,
                   batch_size=64, max_steps=3000, learning_rate=1e-3, warmup_steps=300, weight_decay=0.0,
-                  mlm_probability=0.3, eval_steps=300, curve_eval_samples=None, seeds=(0, 1, 2, 3, 4), mask_draws=3,
+                  mlm_probability=0.3, eval_steps=300, curve_eval_samples=None, seeds=(0, 1, 2, 3, 4), mask_draws=3, vector_sentences=0,
                   probe_sentences=2000, dynamics_sentences=0, head_sentences=300, bf16=None,
                   probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
 }
