@@ -154,6 +154,28 @@ def test_report_sentences_follow_the_intervals():
     assert "contextual layer 1 is not told apart from word2vec" in close
 
 
+def test_benchmark_plot_draws_a_score_whose_interval_is_undefined(tmp_path):
+    """A bootstrap over resamples with constant cosines gives no interval (low/high null in a probes.json): it loads
+    as no interval, so the plot draws the point without an error bar and the verdicts make no claim."""
+    from hf_minattn.probes.plots import benchmarks_plot
+
+    results = _results(layer=(0.6, 0.5, 0.7), word2vec=(0.3, 0.2, 0.4), untrained=(0.1, 0.0, 0.2))
+    layer = next(s for s in results["benchmarks"]["scores"] if s["vectors"] == "layer_1")
+    layer["wordsim353_interval"].update(low=None, high=None)
+    assert benchmarks_plot(results, str(tmp_path / "b.png"))
+    assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
+    assert SavedProbeResults.from_dict(results).benchmarks.systems["layer_1"].similarity["wordsim353"].interval is None
+    assert "WordSim-353" in benchmarks_text(results)
+
+
+def test_a_bootstrap_without_bounds_is_saved_as_no_interval():
+    """Three pairs: some resamples repeat one pair, their Spearman is undefined and so are the bounds."""
+    from hf_minattn.probes.benchmarks import _spearman
+
+    estimate, interval = _spearman(np.array([0.637, 0.27, 0.041]), np.array([0.017, 0.813, 0.913]), 20, 0)
+    assert estimate == pytest.approx(-1.0) and interval is None
+
+
 def test_typed_loader_reads_old_and_new_files():
     new = SavedProbeResults.from_dict(_results((0.6, 0.5, 0.7), (0.3, 0.2, 0.4), (0.1, 0.0, 0.2)))
     layer = new.benchmarks.systems["layer_1"].similarity["wordsim353"]

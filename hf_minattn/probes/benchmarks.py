@@ -169,6 +169,8 @@ def _spearman(cosines, human, n_resamples, seed):
     if len(human) < 3 or np.ptp(cosines) == 0:
         return float("nan"), None
     interval = spearman_interval(cosines, human, n_resamples=n_resamples, seed=seed)
+    if not (np.isfinite(interval.low) and np.isfinite(interval.high)):  # resamples with constant cosines: no interval
+        return float(interval.estimate), None
     return float(interval.estimate), interval.to_dict()
 
 

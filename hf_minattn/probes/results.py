@@ -16,7 +16,8 @@ BENCHMARKS = ("wordsim353", "simlex999")
 
 
 def _interval(d):
-    return Interval(**d) if d else None
+    """None for no interval, including one the bootstrap could not give (bounds saved as null: NaN)."""
+    return Interval(**d) if d and d.get("low") is not None and d.get("high") is not None else None
 
 
 def _num(x):
