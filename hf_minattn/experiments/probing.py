@@ -1,6 +1,6 @@
-"""The probes, run on the first seed's model of each probed variant over the same sentences and word-vector corpus (hf_minattn.probes'
-public functions as they are), plus two measurements the probes do not make: related-pair cosines and the
-co-occurrence alignment of word vectors."""
+"""The probes, run on the first seed's model of each probed variant over the same sentences and word-vector corpus
+(hf_minattn.probes' public functions as they are), plus two measurements the probes do not make: related-pair
+cosines and the co-occurrence alignment of word vectors."""
 
 import os
 
