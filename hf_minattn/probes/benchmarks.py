@@ -164,9 +164,14 @@ def _answer(kv, n_keys, questions):
     return torch.cat(correct)
 
 
+def _rank_correlation_defined(cosines, human) -> bool:
+    """Spearman needs at least 3 pairs and cosines that are not all equal."""
+    return len(human) >= 3 and np.ptp(cosines) > 0
+
+
 def _spearman(cosines, human, n_resamples, seed):
     """(estimate, Interval dict) on the common pairs; NaN and None below 3 pairs or for constant cosines."""
-    if len(human) < 3 or np.ptp(cosines) == 0:
+    if not _rank_correlation_defined(cosines, human):
         return float("nan"), None
     interval = spearman_interval(cosines, human, n_resamples=n_resamples, seed=seed)
     if not (np.isfinite(interval.low) and np.isfinite(interval.high)):  # resamples with constant cosines: no interval
@@ -220,7 +225,7 @@ class CommonBenchmarks:
         if bench not in WORD_PAIRS:
             raise ValueError(f"unknown word-pair benchmark {bench!r}; expected one of {sorted(WORD_PAIRS)}")
         cosines, human = self._pair_cosines(bench, vocab, np.asarray(vectors, dtype=np.float32))
-        if len(human) < 3 or np.ptp(cosines) == 0:
+        if not _rank_correlation_defined(cosines, human):
             return float("nan")
         return float(spearmanr(cosines, human).statistic)
 
