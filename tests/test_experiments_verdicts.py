@@ -176,3 +176,13 @@ def test_identity_variant_is_matched_within_one_ffn_unit():
 def test_bad_arguments_are_refused_before_training(kwargs, error, tmp_path):
     with pytest.raises(error, match="out|preset|seeds"):
         run_experiments(**kwargs)
+
+
+def test_the_wordsim353_subsets_line_prints_its_numbers_and_skips_older_probes():
+    from hf_minattn.experiments.findings import subsets_line
+
+    subsets = {"similarity": {"pairs": 120, "static": 0.21, "last_layer": 0.05, "word2vec": 0.33},
+               "relatedness": {"pairs": 140, "static": 0.11, "last_layer": 0.12, "word2vec": 0.44}}
+    (line,) = subsets_line(subsets)
+    assert "120 / 140 pairs" in line and "static 0.21 / 0.11" in line and "word2vec 0.33 / 0.44" in line
+    assert subsets_line(None) == [] and subsets_line({"similarity": {"pairs": None}, "relatedness": {}}) == []

@@ -111,6 +111,43 @@ def test_spearman_alone_equals_the_full_score():
         bench.spearman("wordsim", bench_words, vectors)
 
 
+def test_wordsim353_subsets_are_the_published_split_of_wordsim353():
+    """The shipped similarity/relatedness files are Agirre et al.'s originals (the SHA-1s gluonnlp verifies) and
+    split WordSim-353's pairs: every pair in one or both, with WordSim-353's scores."""
+    import hashlib
+
+    from hf_minattn.probes.benchmarks import WORD_PAIRS
+
+    sums = {name: hashlib.sha1(open(WORD_PAIRS[name], "rb").read()).hexdigest()
+            for name in ("wordsim353_similarity", "wordsim353_relatedness")}
+    assert sums == {"wordsim353_similarity": "4845df518a83c8f7c527439590ed7e4c71916a99",
+                    "wordsim353_relatedness": "c36c5dc5ebea9964f4f43e2c294cd620471ab1b8"}
+    combined = {(a, b): score for a, b, score in read_word_pairs("wordsim353")}
+    similarity = {(a, b): score for a, b, score in read_word_pairs("wordsim353_similarity")}
+    relatedness = {(a, b): score for a, b, score in read_word_pairs("wordsim353_relatedness")}
+    assert (len(similarity), len(relatedness)) == (203, 252)
+    assert set(similarity) | set(relatedness) == set(combined)  # 352 distinct pairs: money-cash is listed twice
+    disagree = [p for part in (similarity, relatedness) for p in part if part[p] != combined[p]]
+    assert disagree == [("money", "cash")]  # rated 9.08 and 9.15 in WordSim-353; the subset keeps the other one
+
+
+def test_subset_scores_are_spearman_on_the_subset_pairs():
+    from scipy.stats import spearmanr
+
+    bench_words = sorted({w for a, b, _ in read_word_pairs("wordsim353") for w in (a, b)})
+    vectors = random_vectors(len(bench_words), 16, seed=4)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = {w: i for i, w in enumerate(bench_words)}
+    score = CommonBenchmarks(bench_words, n_resamples=20).score("random", bench_words, vectors)
+    for name in ("wordsim353_similarity", "wordsim353_relatedness"):
+        pairs = read_word_pairs(name)
+        expected = spearmanr([unit[index[a]] @ unit[index[b]] for a, b, _ in pairs], [h for _, _, h in pairs]).statistic
+        assert getattr(score, name) == pytest.approx(expected, abs=1e-6)
+        assert getattr(score, f"{name}_pairs") == getattr(score, f"{name}_total") == len(pairs)
+        assert getattr(score, f"{name}_interval")["n"] == len(pairs)
+    assert score.wordsim353_similarity != pytest.approx(score.wordsim353_relatedness)
+
+
 @pytest.mark.slow
 def test_word2vec_on_the_wikipedia_train_split_beats_random(tokenizer):
     """The baseline as the probes train it (whole split, the tokenizer's words, sg=1, min_count 5): clearly above
@@ -152,6 +189,22 @@ def test_report_sentences_follow_the_intervals():
     # overlapping intervals: neither estimate lies outside the other's interval
     close = benchmarks_text(_results(layer=(0.45, 0.3, 0.6), word2vec=(0.4, 0.25, 0.55), untrained=(0.1, 0.0, 0.2)))
     assert "contextual layer 1 is not told apart from word2vec" in close
+
+
+def test_each_wordsim353_subset_gets_its_own_sentence():
+    """Relatedness beats word2vec while similarity loses to it: each subset's sentence follows its own numbers."""
+    results = _results(layer=(0.6, 0.5, 0.7), word2vec=(0.3, 0.2, 0.4), untrained=(0.1, 0.0, 0.2))
+    for s in results["benchmarks"]["scores"]:
+        for subset, (est, low, high) in (("similarity", (0.2, 0.1, 0.3)), ("relatedness", (0.5, 0.4, 0.6))):
+            if s["vectors"] == "word2vec":
+                est, low, high = 0.35, 0.25, 0.45
+            s[f"wordsim353_{subset}"] = est
+            s[f"wordsim353_{subset}_interval"] = {"estimate": est, "low": low, "high": high, "n": 100,
+                                                  "confidence": 0.95, "method": "bootstrap"}
+    text = benchmarks_text(results)
+    similarity = text.split("WordSim-353 similarity subset")[1].split("WordSim-353 relatedness subset")[0]
+    relatedness = text.split("WordSim-353 relatedness subset")[1]
+    assert "is lower than word2vec" in similarity and "is higher than word2vec" in relatedness
 
 
 def test_benchmark_plot_draws_a_score_whose_interval_is_undefined(tmp_path):

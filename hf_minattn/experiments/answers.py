@@ -136,6 +136,7 @@ def probe_answers(results, probes, extras, config) -> dict:
     cooc = {name: extras[name]["cooccurrence"]["spearman"] for name in ("full", "untrained", "frozen_embeddings")
             if name in extras}
     bench = {s["vectors"]: s for s in (probes["full"].get("benchmarks") or {}).get("scores", [])}
+    pairs = (probes["full"].get("benchmarks") or {}).get("pairs", {})
     answers["q5"] = {
         "related_static": related["full"]["static"], "related_last_layer": related["full"].get(last, {}),
         "related_static_untrained": related["untrained"]["static"],
@@ -147,6 +148,12 @@ def probe_answers(results, probes, extras, config) -> dict:
         "wordsim_static": rounded(bench.get("static", {}).get("wordsim353")),
         "wordsim_word2vec": rounded(bench.get("word2vec", {}).get("wordsim353")),
         "wordsim_oov": rounded(bench.get("static", {}).get("wordsim353_oov")),
+        # WordSim-353's similarity and relatedness subsets (Agirre et al. 2009); probes from before them: None
+        "wordsim_subsets": {subset: {"pairs": pairs.get(f"wordsim353_{subset}", {}).get("kept"),
+                                     **{system: rounded(bench.get(key, {}).get(f"wordsim353_{subset}"))
+                                        for system, key in (("static", "static"), ("last_layer", last),
+                                                            ("word2vec", "word2vec"))}}
+                            for subset in ("similarity", "relatedness")},
     }
     geometry = probes["full"]["geometry"]
     sense = probes["full"].get("sense")

@@ -173,6 +173,17 @@ def similarity_lines(results: dict) -> list[str]:
     return lines
 
 
+def subsets_line(subsets: dict | None) -> list[str]:
+    """WordSim-353's similarity and relatedness subsets side by side; nothing for results from before them."""
+    if not subsets or subsets["similarity"]["pairs"] is None:
+        return []
+    sim, rel = subsets["similarity"], subsets["relatedness"]
+    pair = lambda key: f"{sim[key]} / {rel[key]}"  # noqa: E731
+    return [f"- WordSim-353 split into its similarity / relatedness subsets (Agirre et al. 2009; {pair('pairs')} pairs "
+            f"in every vocabulary): static {pair('static')}, last layer {pair('last_layer')}, word2vec "
+            f"{pair('word2vec')}."]
+
+
 def _point(interval: dict | None) -> str:
     return "n/a" if interval is None else str(interval["estimate"])
 
@@ -237,6 +248,7 @@ def probe_sections(results: dict, fig) -> list[str]:
         f"(at initialisation: {_pairs(q5['related_static_untrained'])}); last layer: {_pairs(q5['related_last_layer'])}.",
         f"- WordSim-353 Spearman of the static vectors: {q5['wordsim_static']} against {q5['wordsim_word2vec']} for "
         f"word2vec (pairs out of vocabulary: {q5['wordsim_oov']}).",
+        *subsets_line(q5.get("wordsim_subsets")),
         fig("related_words", "related word pairs"), fig("word_similarity", "word similarity by layer"),
         "## 6. What do the contextual embeddings capture that the static ones do not?",
         "",

@@ -10,7 +10,8 @@ import numpy as np
 
 from .results import BENCHMARKS, DECISION_RULE, SavedProbeResults, verdict
 
-NAMES = {"wordsim353": "WordSim-353", "simlex999": "SimLex-999"}
+NAMES = {"wordsim353": "WordSim-353", "simlex999": "SimLex-999",
+         "wordsim353_similarity": "WordSim-353 similarity subset", "wordsim353_relatedness": "WordSim-353 relatedness subset"}
 
 
 def _label(name):
@@ -122,14 +123,14 @@ def _cells(s, bench):
 def benchmark_table(r):
     res = SavedProbeResults.from_dict(r)
     b = res.benchmarks
-    head = ["system", "vectors", "WordSim-353 [95% CI]", "ABTT", "SimLex-999 [95% CI]", "ABTT", "analogy sem.",
-            "analogy syn.", "analogy all"]
+    head = ["system", "vectors", *[h for bench in BENCHMARKS for h in (f"{NAMES[bench]} [95% CI]", "ABTT")],
+            "analogy sem.", "analogy syn.", "analogy all"]
     rows = []
     for system, table in (("this model", b.systems), ("untrained", b.untrained),
                           (f"reference {b.reference_model or ''}".strip(), b.reference)):
         for name, s in (table or {}).items():
             f = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
-            rows.append([system, name, *_cells(s, "wordsim353"), *_cells(s, "simlex999"), f(s.analogy_semantic),
+            rows.append([system, name, *[c for bench in BENCHMARKS for c in _cells(s, bench)], f(s.analogy_semantic),
                          f(s.analogy_syntactic), f(s.analogy)])
     body_head = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
@@ -140,11 +141,13 @@ def benchmark_table(r):
 
 def benchmarks_plot(r, path, plt, save):
     """Spearman by layer with 95% error bars (contextual, decontextualized; untrained and reference dotted),
-    static/word2vec/random as horizontal lines with bands, and the analogy accuracies."""
+    static/word2vec/random as horizontal lines with bands, one panel per benchmark, and the analogy accuracies."""
     res = SavedProbeResults.from_dict(r)
     b = res.benchmarks
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
-    for ax, bench in zip(axes[:2], BENCHMARKS):
+    fig, axes = plt.subplots(2, 3, figsize=(14, 8))
+    axes = axes.ravel()  # WordSim-353, SimLex-999, analogies; the two WordSim-353 subsets; (unused)
+    axes[5].set_axis_off()
+    for ax, bench in zip(axes[[0, 1, 3, 4]], BENCHMARKS):
         series = [("contextual", b.layers("layer_"), "-o"), ("decontextualized", b.layers("decontext_"), "-s"),
                   ("untrained contextual", b.layers("layer_", b.untrained), ":o"),
                   (f"reference {b.reference_model or ''} contextual", b.layers("layer_", b.reference), "--^")]
@@ -168,7 +171,10 @@ def benchmarks_plot(r, path, plt, save):
         cov = f", {pairs['kept']}/{pairs['total']} pairs" if pairs else ""
         ax.set_title(f"{NAMES[bench]} (Spearman, 95% CI{cov})", fontsize=9)
         ax.set_xlabel("layer")
-        ax.legend(fontsize=6)
+        if ax.get_legend_handles_labels()[0]:  # a probes.json from before the subsets has none to draw
+            ax.legend(fontsize=6)
+        else:
+            ax.text(0.5, 0.5, "not scored", ha="center", va="center", transform=ax.transAxes)
     ax = axes[2]
     for label, table, style in (("semantic", b.systems, "-o"), ("syntactic", b.systems, "-s"),
                                 ("untrained semantic", b.untrained, ":o"), ("untrained syntactic", b.untrained, ":s")):

@@ -6,11 +6,14 @@ The common set keeps a pair only when both words are in the vocabulary of every 
 holds the words seen in >= min_contexts distinct corpus sentences), so every system answers the same items and
 the coverage (pairs kept / total) is one number. Cosines are also reported after "All-but-the-Top" (Mu &
 Viswanath 2018: mean-centred, top d/100 principal components removed), because raw cosines in anisotropic layers
-mostly measure the common direction. The benchmark files ship inside gensim (gensim.test.utils.datapath).
+mostly measure the common direction. WordSim-353 is also scored on its similarity and relatedness subsets
+(Agirre et al. 2009), which ship in `data/` (see its README); the other files ship inside gensim
+(gensim.test.utils.datapath).
 """
 
 import logging
 import math
+import os
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -25,8 +28,11 @@ from hf_minattn.stats import spearman_interval
 from .progress import progress
 from .vectors import all_but_the_top, random_vectors
 
-WORD_PAIRS = {"wordsim353": "wordsim353.tsv", "simlex999": "simlex999.txt"}
-ANALOGIES = "questions-words.txt"
+_DATA = os.path.join(os.path.dirname(__file__), "data")
+WORD_PAIRS = {"wordsim353": datapath("wordsim353.tsv"), "simlex999": datapath("simlex999.txt"),
+              "wordsim353_similarity": os.path.join(_DATA, "wordsim_similarity_goldstandard.txt"),
+              "wordsim353_relatedness": os.path.join(_DATA, "wordsim_relatedness_goldstandard.txt")}
+ANALOGIES = datapath("questions-words.txt")
 SEMANTIC_SECTIONS = 5  # questions-words.txt: the first 5 sections are semantic, the other 9 syntactic
 ANALOGY_TOTAL = 19544
 
@@ -55,6 +61,21 @@ class BenchmarkScore:
     analogy_semantic_questions: int = 0
     analogy_syntactic: float | None = None
     analogy_syntactic_questions: int = 0
+    # WordSim-353's similarity and relatedness subsets (Agirre et al. 2009), the same numbers as for wordsim353
+    wordsim353_similarity: float | None = None
+    wordsim353_similarity_oov: float | None = None
+    wordsim353_similarity_interval: dict | None = None
+    wordsim353_similarity_pairs: int = 0
+    wordsim353_similarity_total: int = 0
+    wordsim353_similarity_abtt: float | None = None
+    wordsim353_similarity_abtt_interval: dict | None = None
+    wordsim353_relatedness: float | None = None
+    wordsim353_relatedness_oov: float | None = None
+    wordsim353_relatedness_interval: dict | None = None
+    wordsim353_relatedness_pairs: int = 0
+    wordsim353_relatedness_total: int = 0
+    wordsim353_relatedness_abtt: float | None = None
+    wordsim353_relatedness_abtt_interval: dict | None = None
 
 
 @dataclass
@@ -101,11 +122,11 @@ def train_word2vec(sentence_words, settings=None):
 
 
 def read_word_pairs(name, normalise=str.lower):
-    """[(word1, word2, human score)] of WordSim-353 or SimLex-999, normalised like the tokenizer's words."""
+    """[(word1, word2, human score)] of a WORD_PAIRS benchmark, normalised like the tokenizer's words."""
     if name not in WORD_PAIRS:
         raise ValueError(f"unknown word-pair benchmark {name!r}; expected one of {sorted(WORD_PAIRS)}")
     pairs = []
-    with open(datapath(WORD_PAIRS[name]), encoding="utf-8") as f:
+    with open(WORD_PAIRS[name], encoding="utf-8") as f:
         for line in f:
             if line.startswith("#"):
                 continue
@@ -117,7 +138,7 @@ def read_word_pairs(name, normalise=str.lower):
 def read_analogies(normalise=str.lower):
     """[(section index, section name, [a, b, c, d])] of the Google analogy set (questions-words.txt)."""
     questions, section, name = [], -1, ""
-    with open(datapath(ANALOGIES), encoding="utf-8") as f:
+    with open(ANALOGIES, encoding="utf-8") as f:
         for line in f:
             if line.startswith(":"):
                 section, name = section + 1, line[1:].strip()

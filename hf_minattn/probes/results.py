@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from hf_minattn.stats import Interval
 
-BENCHMARKS = ("wordsim353", "simlex999")
+BENCHMARKS = ("wordsim353", "simlex999", "wordsim353_similarity", "wordsim353_relatedness")  # word-pair benchmarks
 
 
 def _interval(d):
