@@ -48,7 +48,7 @@ def test_quick_run_end_to_end(tmp_path):
     for figure in ("loss_curves", "learning_dynamics", "row_drift", "drift", "head_diversity"):
         assert f"figures/{figure}.png" in findings
     assert "intervals need >= 3 seeds" in findings  # --quick has 2 seeds
-    assert "similarity / relatedness subsets (Agirre et al. 2009" in sections[4]
+    assert "similarity / relatedness subsets (Agirre et al.;" in sections[4]
     known = set(numbers_in(results))
     body = [line for line in findings.splitlines() if not line.startswith(("#", "!["))]
     found = [float(x) for line in body for x in NUMBER.findall(line)]

@@ -179,7 +179,7 @@ def subsets_line(subsets: dict | None) -> list[str]:
         return []
     sim, rel = subsets["similarity"], subsets["relatedness"]
     pair = lambda key: f"{sim[key]} / {rel[key]}"  # noqa: E731
-    return [f"- WordSim-353 split into its similarity / relatedness subsets (Agirre et al. 2009; {pair('pairs')} pairs "
+    return [f"- WordSim-353 split into its similarity / relatedness subsets (Agirre et al.; {pair('pairs')} pairs "
             f"in every vocabulary): static {pair('static')}, last layer {pair('last_layer')}, word2vec "
             f"{pair('word2vec')}."]
 
