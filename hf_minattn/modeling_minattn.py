@@ -224,6 +224,13 @@ class MinAttnPreTrainedModel(PreTrainedModel):
     _supports_sdpa = True
     _supports_attention_backend = True
 
+    def __init__(self, config, *inputs, **kwargs):
+        # The config validates itself when built or updated, but not when a field is assigned (config.x = y):
+        # check again here, so a bad edit fails with the field's name instead of a shape error in a forward pass.
+        if isinstance(config, MinAttnConfig):
+            config.validate_minattn()
+        super().__init__(config, *inputs, **kwargs)
+
     @torch.no_grad()
     def _init_weights(self, module):
         """normal(0, initializer_range) for every matrix; residual output projections scaled down by

@@ -89,6 +89,16 @@ def test_every_edit_is_validated(overrides, message):
     assert edited.intermediate_size == 0 and edited.qkv_projection == "identity"
 
 
+def test_a_field_assigned_directly_is_validated_when_the_model_is_built():
+    config = tiny_config()
+    config.num_attention_heads = 5  # plain attribute assignment: no update() to validate it
+    for model_class in (MinAttnModel, MinAttnForMaskedLM):
+        with pytest.raises(ValueError, match=re.escape("num_attention_heads (5)")):
+            model_class(config)
+    config.num_attention_heads = 4
+    assert MinAttnModel(config).config.num_attention_heads == 4
+
+
 def test_config_round_trip_and_explicit_tying(tmp_path):
     config = tiny_config(qkv_projection="identity", intermediate_size=0, tie_word_embeddings=True)
     config.save_pretrained(tmp_path)
