@@ -7,11 +7,16 @@ several settings, each for the same number of tokens, and record the validation 
 Each NAME=ARGS pair is one run: ARGS are added to the common arguments below (later flags win). One JSON line per
 run goes to --out: the arguments, eval loss, unigram floor, gain over it, tokens seen and tokens/s. Run it on an
 otherwise idle machine: tokens/s is only comparable between runs made alone.
+
+Seeds: name runs SETTING_seedN and pass `--seed N` in their ARGS; `--paired REFERENCE --out FILE` then prints, for
+every setting, its mean gain over the seeds and its paired difference from the REFERENCE setting (the same seeds),
+each with a 95% t-interval.
 """
 
 import argparse
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -45,6 +50,35 @@ def markdown_table(path: str) -> str:
     return "\n".join(rows)
 
 
+def paired_table(path: str, reference: str) -> str:
+    """Settings run with several seeds (runs named SETTING_seedN): mean gain over the unigram floor [95% t-interval],
+    and the paired difference from `reference` over the seeds both have [95% t-interval]."""
+    from hf_minattn.stats import mean_interval, paired_difference
+
+    gains, speed = {}, {}
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            match = re.fullmatch(r"(.+)_seed(\d+)", r["name"])
+            if match:
+                setting, seed = match.group(1), int(match.group(2))
+                gains.setdefault(setting, {})[seed] = r["eval_gain_over_unigram"]
+                speed.setdefault(setting, []).append(r["train_tokens_per_second"])
+    if reference not in gains:
+        raise ValueError(f"--paired {reference!r}: no runs named {reference}_seedN in {path}; settings: {sorted(gains)}")
+    ci = lambda i: f"{i.estimate:+.3f} [{i.low:+.3f}, {i.high:+.3f}]"  # noqa: E731
+    rows = [f"| setting | seeds | gain (nats, mean [95% CI]) | minus {reference} (paired) | tokens/s |",
+            "|---|---|---:|---:|---:|"]
+    for setting, by_seed in gains.items():
+        seeds = sorted(by_seed)
+        shared = [s for s in seeds if s in gains[reference]]
+        diff = ("-" if setting == reference else "no shared seed" if not shared else
+                ci(paired_difference([by_seed[s] for s in shared], [gains[reference][s] for s in shared])))
+        rows.append(f"| {setting} | {', '.join(map(str, seeds))} | {ci(mean_interval([by_seed[s] for s in seeds]))} | "
+                    f"{diff} | {round(sum(speed[setting]) / len(speed[setting])):,} |")
+    return "\n".join(rows)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="*", help="NAME=ARGS: a run's name and its extra run_mlm.py arguments")
@@ -52,9 +86,13 @@ def main():
     parser.add_argument("--evals", type=int, default=5, help="evaluations per run (the loss curve)")
     parser.add_argument("--out", default="benchmarks/results/recipe.jsonl")
     parser.add_argument("--markdown", action="store_true", help="print the runs recorded in --out as a markdown table")
+    parser.add_argument("--paired", metavar="REFERENCE", help="print the seeded settings in --out against REFERENCE")
     args = parser.parse_args()
     if args.markdown:
         print(markdown_table(args.out))
+        return
+    if args.paired:
+        print(paired_table(args.out, args.paired))
         return
     if not args.runs:
         parser.error("name at least one run (NAME=ARGS), or pass --markdown")

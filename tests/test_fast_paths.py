@@ -205,3 +205,32 @@ def test_bench_table_and_skipped_precision(bench):
     assert "| fp32 | MinAttnForMaskedLM | 1000 | 1.00x | 1.00x (3 steps) |" in table
     assert "skipped: bf16 is emulated" in table
 
+
+
+def test_recipe_sweep_pairs_settings_by_seed(tmp_path):
+    """Differences are taken seed by seed: a setting 0.1 nat better on every seed differs from the reference even
+    though the seeds scatter by more than that; one no better on average does not."""
+    import json
+
+    spec = importlib.util.spec_from_file_location("recipe_sweep", BENCH.parent / "recipe_sweep.py")
+    sweep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sweep)
+    path = tmp_path / "runs.jsonl"
+    base = {43: 0.8, 44: 1.0, 45: 0.9}
+    runs = [("ref", base), ("better", {s: g + 0.1 + 0.01 * (s - 44) for s, g in base.items()}),
+            ("same", {s: g + (0.05 if s == 43 else -0.05 if s == 44 else 0.0) for s, g in base.items()})]
+    with open(path, "w") as f:
+        for name, gains in runs:
+            for seed, gain in gains.items():
+                f.write(json.dumps({"name": f"{name}_seed{seed}", "eval_gain_over_unigram": gain,
+                                    "train_tokens_per_second": 1000}) + "\n")
+        f.write(json.dumps({"name": "pilot", "eval_gain_over_unigram": 5.0, "train_tokens_per_second": 1}) + "\n")
+    rows = {line.split(" | ")[0].strip("| "): line for line in sweep.paired_table(str(path), "ref").splitlines()[2:]}
+    assert set(rows) == {"ref", "better", "same"}  # the unseeded pilot is not a setting
+    low, high = (float(x) for x in rows["better"].split(" | ")[3].split("[")[1].rstrip("]").split(", "))
+    assert 0 < low < 0.1 < high
+    low, high = (float(x) for x in rows["same"].split(" | ")[3].split("[")[1].rstrip("]").split(", "))
+    assert low < 0 < high
+    assert "+0.900" in rows["ref"].split(" | ")[2]
+    with pytest.raises(ValueError, match="no runs named base_seedN"):
+        sweep.paired_table(str(path), "base")
