@@ -88,6 +88,8 @@ class DriftCallback(TrainerCallback):
         callback's record of the same step share one measurement)."""
         if self._measured is None or self._measured[0] != step:
             current = _named_weights(self.model)
+            # The Trainer moves the model to its device (a GPU) after this callback copied the initial weights.
+            self.initial = {name: w0.to(current[name].device) for name, w0 in self.initial.items()}
             self._measured = step, {
                 name: ((current[name].float() - w0.float()).norm() / w0.float().norm().clamp_min(1e-12)).item()
                 for name, w0 in self.initial.items()}

@@ -32,9 +32,14 @@ def numbers_in(value):
         yield from (float(x) for x in NUMBER.findall(value))
 
 
-def test_quick_run_end_to_end(tmp_path):
+def test_quick_run_end_to_end(tmp_path, capsys):
     out = tmp_path
+    # A run killed mid-training leaves model-only states, which cannot resume it: the rerun trains it again.
+    killed = out / "models" / "full" / "seed0" / "checkpoint-5"
+    killed.mkdir(parents=True)
+    (killed / "config.json").write_text("{}")
     assert main(["--quick", "--out", str(out)]) == 0
+    assert not killed.exists() and "holds an unfinished run" in capsys.readouterr().out
     results = json.loads((out / "results.json").read_text())
     findings = (out / "FINDINGS.md").read_text()
 

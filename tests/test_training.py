@@ -377,3 +377,16 @@ def test_initial_weights_are_paired_by_module_name_across_shapes():
     torch.manual_seed(0)
     initial_model(config, seed=3)
     assert torch.equal(torch.rand(3), expected)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_training_on_cuda_records_drift_and_evaluates(tokenizer_dir, tmp_path):
+    """On a GPU the Trainer moves the model there after the drift callback copied the initial weights: the run
+    trains, evaluates and records the drift on the GPU as it does on the CPU."""
+    torch.cuda.reset_peak_memory_stats()
+    metrics = main(tiny_argv(tmp_path / "model", tokenizer_dir, report_to="none"))
+    assert torch.cuda.max_memory_allocated() > 0, "the run did not use the GPU"
+    assert math.isfinite(metrics["eval_loss"]) and metrics["eval_loss"] < math.log(len(AutoTokenizer.from_pretrained(tokenizer_dir)))
+    records = read_json(tmp_path / "model" / "drift.json")["records"]
+    assert [r["step"] for r in records] == [0, 1, 2, 4, 6, 8]
+    assert records[-1]["drift"]["word_embeddings"] > 0

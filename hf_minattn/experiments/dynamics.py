@@ -41,6 +41,7 @@ def similarity_curves(folders: dict, settings: dict, seeds, remove_states: bool 
     from hf_minattn.probes.benchmarks import CommonBenchmarks
     from hf_minattn.probes.corpus import wikipedia_train_sentences
     from hf_minattn.probes.encode import pool_corpus, tokenize_words, word_normaliser
+    from hf_minattn.probes.loading import resolve_device
     from hf_minattn.probes.vectors import static_vectors
 
     tokenizer = AutoTokenizer.from_pretrained(folders["full"][seeds[0]])
@@ -56,7 +57,7 @@ def similarity_curves(folders: dict, settings: dict, seeds, remove_states: bool 
             log(f"word similarity during training: {variant}, seed {seed}, {len(states)} states")
             scores = {}
             for step, path in states:
-                model = AutoModel.from_pretrained(path).eval()
+                model = AutoModel.from_pretrained(path).to(resolve_device(None)).eval()  # the GPU when there is one
                 pooled = pool_corpus(model, tokenizer, words=words, desc=f"{variant} seed {seed} step {step}")
                 sets = {"static": static_vectors(model, tokenizer, words.vocab),
                         **{f"layer_{k}": v for k, v in enumerate(pooled.contextual)}}

@@ -81,10 +81,6 @@ def mask_validation(splits: Splits, seed: int, draws: int = 3) -> list[MaskDraw]
     return result
 
 
-def device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
 @torch.no_grad()
 def token_losses(model, draw: MaskDraw, batch_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per masked token (row-major over the draw): the loss in nats, whether the top prediction is right, and the
@@ -110,7 +106,9 @@ def score_model(folder: str, draws: list[MaskDraw], unigram, batch_size: int, ch
     own final evaluation scored, to compare with its `eval_results.json`."""
     from transformers import AutoModelForMaskedLM
 
-    model = AutoModelForMaskedLM.from_pretrained(folder).to(device())
+    from hf_minattn.probes.loading import resolve_device
+
+    model = AutoModelForMaskedLM.from_pretrained(folder).to(resolve_device(None))  # the GPU when there is one
     model.config.sparse_prediction = True  # logits at the masked positions only, what token_losses reads
     by_draw, all_losses, all_correct, all_unigram = [], [], [], []
     check = None

@@ -13,7 +13,7 @@ def probe_variants(out: str, folders: dict, settings: dict, seed: int) -> tuple[
     ({name: probes dict}, {name: extras}), the extras being the measurements of question 5 the probes do not make."""
     from hf_minattn.probes.cli import write_outputs
     from hf_minattn.probes.corpus import default_sentences, wikipedia_train_sentences
-    from hf_minattn.probes.loading import load_encoder
+    from hf_minattn.probes.loading import load_encoder, resolve_device
     from hf_minattn.probes.run import run_all_probes
 
     sentences = default_sentences(settings["probe_sentences"])
@@ -24,7 +24,7 @@ def probe_variants(out: str, folders: dict, settings: dict, seed: int) -> tuple[
     probes, extras = {}, {}
     for i, (name, folder) in enumerate(folders.items()):
         log(f"[{i + 1}/{len(folders)}] probing {name} over {len(sentences)} sentences, word vectors from {corpus_name}")
-        model, tokenizer = load_encoder(folder)
+        model, tokenizer = load_encoder(folder, device=resolve_device(None))  # the GPU when there is one
         results = run_all_probes(model, tokenizer, sentences, model_name=name, model_path=folder,
                                  head_sentences=settings["head_sentences"], seed=seed, log=lambda m: None,
                                  corpus=corpus, corpus_name=corpus_name, word2vec=i == 0)

@@ -8,10 +8,13 @@ by its name). `evaluation.initialisation_agreement` measures the last point.
 """
 
 import os
+import shutil
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
+
+from hf_minattn.machine import accelerator_available
 
 # ====================================================================================== SETTINGS (the recipe)
 # ONE table of training settings per preset: the recipe of docs/recipe.md (the `small` preset already has rotary
@@ -36,12 +39,16 @@ SETTINGS = {
                  eval_steps=64, curve_eval_samples=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000, vector_sentences=0,
                  dynamics_sentences=4000, head_sentences=200, bf16=False,
                  probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
-    # Sized for one GPU (uses CUDA when present, runs unchanged but slowly on CPU).
+    # Sized for one GPU (on an H100 about 10 minutes in all, training 3.4 of them; runs unchanged but slowly on CPU):
+    # the `small` shape (hidden 256) at batch 128 for 800 steps (13M tokens, ~27 passes over the training split, where
+    # the GPU pilot's curves near their plateau), bf16 where the GPU has it. The runs after the first train side by
+    # side, one process each: a model this small leaves the GPU mostly idle (14 runs side by side trained 3.7x as many
+    # tokens/s as one alone). docs/recipe.md, "On a GPU"; the committed run is docs/findings-scale/.
     "scale": dict(model_size="small", config_overrides="", vocab_size=8192, max_seq_length=128,
-                  batch_size=64, max_steps=3000, learning_rate=1e-3, warmup_steps=300, weight_decay=0.0,
-                  mlm_probability=0.3, eval_steps=300, curve_eval_samples=None, seeds=(0, 1, 2, 3, 4), mask_draws=3, vector_sentences=0,
-                  probe_sentences=2000, dynamics_sentences=0, head_sentences=300, bf16=None,
-                  probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
+                  batch_size=128, max_steps=800, learning_rate=2e-3, warmup_steps=80, weight_decay=0.0,
+                  mlm_probability=0.3, eval_steps=80, curve_eval_samples=None, seeds=(0, 1, 2), mask_draws=3,
+                  vector_sentences=0, probe_sentences=2000, dynamics_sentences=4000, head_sentences=300, bf16=None,
+                  parallel=16, probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
 }
 # =============================================================================================================
 
@@ -179,10 +186,15 @@ def train_variants(out: str, settings: dict, seeds) -> dict[str, dict[int, str]]
     todo = [job for job in jobs if job not in done]
     tokenizer_dir = folders[done[0][1].name][done[0][0]] if done else None
     parallel = settings.get("parallel", 1)
+    if not accelerator_available():  # side by side on CPU: no more runs than cores (each runs one thread)
+        parallel = min(parallel, os.cpu_count() or 1)
 
     def train(job, threads=None):
         seed, variant = job
         folder = folders[variant.name][seed]
+        if os.path.isdir(folder):  # a run killed before it finished: its model-only states cannot resume it
+            log(f"  {folder} holds an unfinished run: training it again from the start")
+            shutil.rmtree(folder)
         log(f"[{jobs.index(job) + 1}/{len(jobs)}] seed {seed}, {variant.name}: {variant.description}")
         start = time.perf_counter()
         vocab = settings["vocab_size"]
