@@ -28,6 +28,21 @@ def test_pool_corpus_equals_the_per_sentence_encoder_on_short_sentences(tokenize
     np.testing.assert_allclose(new.contextual, old.contextual[:, rows], atol=1e-5)
 
 
+def test_a_tokenizer_that_drops_overflowing_tokens_is_refused(tokenizer):
+    """tokenizers 0.23.1-0.23.2 cut the windows after the first (huggingface/tokenizers#2091): the rest of every
+    long sentence would be lost from the counts and the pooled vectors without a word. Simulated here by keeping
+    only the first window of what the real tokenizer returns."""
+    def first_window_only(self, text, **kwargs):
+        out = type(tokenizer).__call__(self, text, **kwargs)
+        return {k: v[:1] for k, v in out.items()} if kwargs.get("return_overflowing_tokens") else out
+
+    broken = copy.deepcopy(tokenizer)
+    broken.__class__ = type("FirstWindowOnly", (type(tokenizer),), {"__call__": first_window_only})
+    with pytest.raises(ValueError, match=r"drops overflowing tokens: windows of 16 tokens kept 14 of .*tokenizers>=0.23.3"):
+        tokenize_words(broken, SENTENCES, max_length=16, min_contexts=2)
+    assert tokenize_words(tokenizer, SENTENCES, max_length=16, min_contexts=2).vocab  # the real one passes
+
+
 def test_windows_contexts_and_frequency_order(tokenizer):
     long = " ".join(["the king and the queen ruled"] * 10)  # far over max_length: split, not truncated
     words = tokenize_words(tokenizer, [long, *SENTENCES], max_length=16, min_contexts=2)

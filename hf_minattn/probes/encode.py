@@ -196,6 +196,23 @@ class CorpusWords:
         return int(sum(len(w) for w in self.words))
 
 
+def require_complete_overflow(tokenizer) -> None:
+    """Windows of `return_overflowing_tokens` must hold every token of a long sentence. tokenizers 0.23.1 and
+    0.23.2 stop tokenizing at max_length and return a stub second window (huggingface/tokenizers#2091): the rest of
+    every long sentence would be dropped from the counts and the pooled vectors without a word."""
+    text = " ".join(["the king and the queen ruled the land"] * 8)
+    whole = len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    windows = tokenizer(text, truncation=True, max_length=16, return_overflowing_tokens=True,
+                        return_special_tokens_mask=True)
+    kept = sum(len(mask) - sum(mask) for mask in windows["special_tokens_mask"])
+    if kept < whole:
+        import tokenizers
+
+        raise ValueError(f"this tokenizers version ({tokenizers.__version__}) drops overflowing tokens: windows of "
+                         f"16 tokens kept {kept} of a sentence's {whole} (huggingface/tokenizers#2091, versions "
+                         "0.23.1-0.23.2); install tokenizers>=0.23.3")
+
+
 def tokenize_words(tokenizer, sentences, max_length=128, min_contexts=5):
     """Tokenize `sentences` once into windows of <= max_length tokens and count words (occurrences and distinct
     sentences); the vocabulary keeps words seen in >= `min_contexts` sentences, most frequent first."""
@@ -206,6 +223,7 @@ def tokenize_words(tokenizer, sentences, max_length=128, min_contexts=5):
         raise ValueError("the corpus is empty: give at least one sentence")
     if isinstance(min_contexts, bool) or not isinstance(min_contexts, int) or min_contexts < 1:
         raise ValueError(f"min_contexts must be a positive integer, got {min_contexts!r}")
+    require_complete_overflow(tokenizer)
     normalise = word_normaliser(tokenizer)
     spans = [[] for _ in sentences]  # per sentence, per word: [start, end] characters (over all its windows)
     windows, window_sentence, window_word_ids = [], [], []

@@ -104,14 +104,15 @@ def run_provenance(seed, model_path, corpus_name, probe_sentences, extra=None) -
     """What a reader needs to rerun a probe: the package versions, the date, the seed, the model and corpora."""
     import datetime
     import platform
+    import sys
     from importlib.metadata import PackageNotFoundError, version
 
     versions = {"python": platform.python_version()}
     for package in PACKAGES:
         try:
             versions[package] = version(package)
-        except PackageNotFoundError:
-            versions[package] = None
+        except PackageNotFoundError:  # e.g. a source checkout on PYTHONPATH: the module's own version, if it has one
+            versions[package] = getattr(sys.modules.get(package), "__version__", None)
     return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "seed": seed,
             "model_path": None if model_path is None else str(model_path), "vector_corpus": corpus_name,
             "probe_sentences": probe_sentences, "versions": versions, **(extra or {})}
