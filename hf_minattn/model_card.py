@@ -44,6 +44,7 @@ class CardFacts:
     eval_split_description: str = "held-out text"
     language: str | None = None  # ISO code of the training text where it is known (the embedded sample: "en")
     tokenizer: dict = field(default_factory=lambda: {"kind": "unknown", "lowercase": None})  # see tokenizer_facts
+    in_progress: bool = False  # the card of checkpoints pushed during training: no results yet
 
 
 TOKENIZER_KINDS = {"WordPiece": "WordPiece", "WordLevel": "word-level", "BPE": "BPE", "Unigram": "Unigram"}
@@ -162,13 +163,14 @@ def validate_model_card(path, pipeline_tag: str = "fill-mask") -> ModelCard:
     return card
 
 
-def describe_training(args, train_metrics: dict, steps: int) -> str:
-    """The hyper-parameters line of the model card, from the run's TrainingArguments."""
+def describe_training(args, train_metrics: dict, steps: int | None) -> str:
+    """The hyper-parameters line of the model card, from the run's TrainingArguments (`steps` None: not yet known)."""
     batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
     schedule = (f"linear decay over {args.max_train_minutes:g} minutes of training" if args.max_train_minutes
                 else f"{args.lr_scheduler_type} schedule")
     parts = [
-        f"{steps} steps" + (f" ({train_metrics['epoch']:.2f} epochs)" if "epoch" in train_metrics else ""),
+        *([f"{steps} steps" + (f" ({train_metrics['epoch']:.2f} epochs)" if "epoch" in train_metrics else "")]
+          if steps is not None else []),
         f"batch {batch} sequences ({args.world_size} process{'es' if args.world_size > 1 else ''})",
         f"AdamW, learning rate {args.learning_rate:g}, warmup {args.warmup_steps:g} steps, {schedule}",
         f"weight decay {args.weight_decay:g} (none on the embeddings)",
@@ -183,7 +185,7 @@ def describe_training(args, train_metrics: dict, steps: int) -> str:
 
 
 def card_facts(trainer, model_args, data_args, data_description, tokenizer, train_metrics, eval_metrics,
-               max_seq_length, argv) -> CardFacts:
+               max_seq_length, argv, in_progress: bool = False) -> CardFacts:
     args = trainer.args
     return CardFacts(
         model_name=(args.hub_model_id or os.path.basename(os.path.abspath(args.output_dir))).split("/")[-1],
@@ -196,7 +198,8 @@ def card_facts(trainer, model_args, data_args, data_description, tokenizer, trai
         dataset_config=data_args.dataset_config_name,
         dataset_description=data_description,
         eval_metrics=eval_metrics,
-        train_summary=describe_training(args, train_metrics, trainer.state.global_step),
+        train_summary=describe_training(args, train_metrics, None if in_progress else trainer.state.global_step),
+        in_progress=in_progress,
         command="python training/run_mlm.py " + shlex.join(sys.argv[1:] if argv is None else argv),
         max_seq_length=max_seq_length,
         mlm_probability=data_args.mlm_probability,

@@ -348,13 +348,18 @@ def build_model(model_args, config: MinAttnConfig, tokenizer, seed: int) -> MinA
     return model
 
 
+def save_for_hub(trainer: MinAttnTrainer, save) -> None:
+    """`save()` with the config saying what the saved model gives: full logits (training and evaluation go on sparse)."""
+    trainer.model.config.sparse_prediction = False
+    save()
+    trainer.model.config.sparse_prediction = True
+
+
 def train(trainer: MinAttnTrainer, checkpoint, data_args, max_seq_length) -> dict:
     """Train, save the model (in Hub format, plus the sentence-transformers files) and the train metrics."""
     args, model = trainer.args, trainer.model
     result = trainer.train(resume_from_checkpoint=checkpoint)
-    model.config.sparse_prediction = False  # what the saved config says; training and evaluation go on sparse
-    trainer.save_model()  # weights, config (with auto_map), modeling code, tokenizer, training_args.bin
-    model.config.sparse_prediction = True
+    save_for_hub(trainer, trainer.save_model)  # weights, config (with auto_map), modeling code, tokenizer, training_args.bin
     if args.should_save:  # SentenceTransformer(output_dir) loads it as a mean-pooling sentence encoder
         write_sentence_transformers_files(args.output_dir, model.config.hidden_size, max_seq_length)
     metrics = dict(result.metrics)
@@ -424,6 +429,15 @@ def main(argv=None):
         drift=drift,
         time_budget_minutes=training_args.max_train_minutes,
     )
+    if training_args.do_train and training_args.should_save:
+        # A push during training (hub_strategy every_save, checkpoint) uploads output_dir after copying only the
+        # checkpoint's weights and config there: the modeling code, the tokenizer and a card saying that training is
+        # in progress must already be in it. (Plain save_pretrained: Trainer.save_model would push the initial weights.)
+        save_for_hub(trainer, lambda: (model.save_pretrained(training_args.output_dir),
+                                       tokenizer.save_pretrained(training_args.output_dir)))
+        trainer.card_facts = card_facts(trainer, model_args, data_args, data_description, tokenizer, {}, {},
+                                        max_seq_length, argv, in_progress=True)
+        trainer.create_model_card()
     train_metrics = train(trainer, checkpoint, data_args, max_seq_length) if training_args.do_train else {}
     eval_metrics = evaluate(trainer) if training_args.do_eval else {}
 

@@ -118,6 +118,7 @@ def test_model_card_has_metadata_and_results(trained):
     assert f"{metrics['eval_perplexity']:.4f}" in text
     assert "Unigram floor" in text and f"{metrics['eval_unigram_loss']:.4f}" in text
     assert floor_sentence(metrics) in text
+    assert "in progress" not in text
 
 
 def test_floor_sentence_follows_the_gain():
@@ -241,9 +242,17 @@ def test_resume_after_sigkill_matches_uninterrupted_run(tokenizer_dir, tmp_path)
         proc.kill()
     assert proc.returncode == -signal.SIGKILL
     assert not (out / "eval_results.json").exists(), "killed too late: the run had finished"
+    # What a push during training uploads: the checkpoint's weights and config copied beside the modeling code,
+    # the tokenizer and a card that says training is in progress, with no results and no step count.
+    interim = validate_model_card(out / "README.md")
+    assert "**Training is in progress**" in interim.text and not interim.data.eval_results
+    assert "| Metric | Value |" not in interim.text and " steps (" not in interim.text
+    assert (out / "modeling_minattn.py").is_file() and (out / "tokenizer.json").is_file()
 
     resumed = main(tiny_argv(out, tokenizer_dir, resume=True, **common))
     assert resumed["eval_loss"] == pytest.approx(reference["eval_loss"], abs=1e-4)
+    final = validate_model_card(out / "README.md")
+    assert "in progress" not in final.text and "| Metric | Value |" in final.text and "20 steps" in final.text
     # drift.json continues the history of the killed run, measured from the same initial weights.
     ref_records = read_json(tmp_path / "uninterrupted" / "drift.json")["records"]
     records = read_json(out / "drift.json")["records"]
