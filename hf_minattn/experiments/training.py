@@ -14,8 +14,6 @@ import sys
 import time
 from dataclasses import dataclass
 
-from hf_minattn.machine import accelerator_available
-
 # ====================================================================================== SETTINGS (the recipe)
 # ONE table of training settings per preset: the recipe of docs/recipe.md (the `small` preset already has rotary
 # positions and no dropout; 30% masking, learning rate 1e-3, batch 16). Model sizes are run_mlm's presets edited by
@@ -185,9 +183,7 @@ def train_variants(out: str, settings: dict, seeds) -> dict[str, dict[int, str]]
     done = [job for job in jobs if os.path.isfile(os.path.join(folders[job[1].name][job[0]], "eval_results.json"))]
     todo = [job for job in jobs if job not in done]
     tokenizer_dir = folders[done[0][1].name][done[0][0]] if done else None
-    parallel = settings.get("parallel", 1)
-    if not accelerator_available():  # side by side on CPU: no more runs than cores (each runs one thread)
-        parallel = min(parallel, os.cpu_count() or 1)
+    parallel = min(settings.get("parallel", 1), os.cpu_count() or 1)  # each run side by side has one CPU thread
 
     def train(job, threads=None):
         seed, variant = job
