@@ -112,7 +112,8 @@ def main():
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             seconds = time.perf_counter() - start
             with open(os.path.join(folder, "trainer_state.json")) as f:
-                history = json.load(f)["log_history"]
+                state = json.load(f)
+            history, steps = state["log_history"], state["global_step"]  # fewer than planned under --max_train_minutes
             with open(os.path.join(folder, "all_results.json")) as f:
                 final = json.load(f)
         curve = [(h["step"] * tokens_per_step, round(h["eval_loss"], 4), round(h["eval_gain_over_unigram"], 4))
