@@ -18,13 +18,17 @@ if [[ "$DEMO" == quick ]]; then
     OUT=outputs/minattn-wiki-quick
     MODEL=(--model_size small --config_overrides "hidden_size=128,num_hidden_layers=2,intermediate_size=512"
            --vocab_size 4096)
-    SCHEDULE=(--max_train_minutes 0.4 --warmup_steps 5 --logging_steps 2 --max_eval_samples 64 --per_device_train_batch_size 16)
+    SCHEDULE=(--max_train_minutes 0.4 --warmup_steps 5 --logging_steps 2 --max_eval_samples 64 --per_device_train_batch_size 16
+              --learning_rate 1e-3)
     PROBE=(--max-sentences 300 --head-sentences 50 --no-word2vec --vector-max-sentences 1500)
 else
     OUT=outputs/minattn-wiki
-    # The recipe of docs/recipe.md: the small preset (rotary positions, no dropout), batch 16, 30% of tokens masked.
-    MODEL=(--model_size small --vocab_size 8192)
-    SCHEDULE=(--max_train_minutes 9 --warmup_steps 50 --logging_steps 20 --per_device_train_batch_size 16)
+    # The recipe of docs/recipe.md: the small preset (rotary positions, no dropout) narrowed to hidden 128 (feed-forward
+    # 512) at learning rate 2e-3, batch 16, 30% of tokens masked. In the demo's 9 minutes it trains 2.6x the tokens of
+    # hidden 256 and ends 0.4 nat further below the unigram floor (3 paired seeds; docs/recipe.md, "The demo's width").
+    MODEL=(--model_size small --config_overrides "hidden_size=128,intermediate_size=512" --vocab_size 8192)
+    SCHEDULE=(--max_train_minutes 9 --warmup_steps 50 --logging_steps 20 --per_device_train_batch_size 16
+              --learning_rate 2e-3)
     PROBE=()
 fi
 
@@ -36,7 +40,7 @@ start=$SECONDS
 echo "== Training MinAttn ($DEMO) into $OUT"
 python training/run_mlm.py \
     --output_dir "$OUT" "${MODEL[@]}" "${SCHEDULE[@]}" \
-    --num_train_epochs 100 --learning_rate 1e-3 --weight_decay 0.01 --mlm_probability 0.3 --bf16 false \
+    --num_train_epochs 100 --weight_decay 0.01 --mlm_probability 0.3 --bf16 false \
     --per_device_eval_batch_size 64 \
     --save_steps 200 --save_total_limit 1 --seed 42
 train_seconds=$((SECONDS - start))
