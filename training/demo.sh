@@ -32,9 +32,9 @@ else
     PROBE=()
 fi
 
-# fp32 (--bf16 false) even where bf16 is fast: measured on an AVX512-BF16 CPU with the hidden-256 model, bf16 autocast trained 34% more tokens
-# in the 9 minutes (6,754 vs ~5,000 tokens/s) but ended 1.41 nats below the unigram floor against 1.92 in fp32
-# (docs/recipe.md). A fresh run each time: an old folder would hold checkpoints of a different run.
+# fp32 (--bf16 false) even where bf16 is fast: measured on an AVX512-BF16 CPU with the hidden-256 model, bf16
+# autocast trained 34% more tokens in the 9 minutes (6,754 vs ~5,000 tokens/s) but ended 1.41 nats below the unigram
+# floor against 1.92 in fp32 (docs/recipe.md). A fresh run each time: an old folder would hold checkpoints of a different run.
 rm -rf "$OUT"
 start=$SECONDS
 echo "== Training MinAttn ($DEMO) into $OUT"
