@@ -1,5 +1,7 @@
-"""Intervals for the findings: a t-interval over paired seeds and a bootstrap interval over items (tokens, word
-pairs). A difference is called real only when its 95% interval excludes 0.
+"""Intervals for the findings: a t-interval over paired seeds, a bootstrap interval over items (tokens, word
+pairs) and a hierarchical bootstrap over seeds and items. A difference is called real only when its 95% interval
+excludes 0 (after Holm's correction across a question's family of comparisons), and called absent only when an
+equivalence test (TOST) with a stated margin says so; otherwise it is "not resolved at this scale".
 
 Thin wrappers over scipy.stats, so that every probe and experiment reports intervals the same way.
 """
@@ -20,7 +22,8 @@ class Interval:
     high: float
     n: int
     confidence: float = 0.95
-    method: str = "t"  # "t" (t-interval over seeds) or "bootstrap" (percentile bootstrap over items)
+    method: str = "t"  # "t" (t-interval over seeds), "bootstrap" (over items) or "hierarchical" (seeds, then items)
+    df: int | None = None  # degrees of freedom of a t-interval (n - 1); None for a bootstrap
 
     def excludes_zero(self) -> bool:
         """Whether the interval lies wholly above or below 0 (a degenerate interval of a single seed never does)."""
@@ -43,10 +46,11 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval
     if not np.all(np.isfinite(values)):
         raise ValueError(f"mean_interval got non-finite values: {values.tolist()}")
     mean = float(values.mean())
+    df = int(values.size) - 1
     if values.size == 1 or np.all(values == values[0]):
-        return Interval(mean, mean, mean, int(values.size), confidence, "t")
-    low, high = stats.t.interval(confidence, df=values.size - 1, loc=mean, scale=stats.sem(values))
-    return Interval(mean, float(low), float(high), int(values.size), confidence, "t")
+        return Interval(mean, mean, mean, int(values.size), confidence, "t", df)
+    low, high = stats.t.interval(confidence, df=df, loc=mean, scale=stats.sem(values))
+    return Interval(mean, float(low), float(high), int(values.size), confidence, "t", df)
 
 
 def paired_difference(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> Interval:
@@ -77,3 +81,106 @@ def bootstrap_interval(
 def spearman_interval(x: Sequence[float], y: Sequence[float], **kwargs) -> Interval:
     """Spearman's rho between x and y (e.g. model cosines and human scores) with a bootstrap interval over pairs."""
     return bootstrap_interval(lambda a, b: stats.spearmanr(a, b).statistic, x, y, **kwargs)
+
+
+def hierarchical_draws(statistic: Callable[..., float], groups: Sequence[Sequence], n_resamples: int = 1000,
+                       seed: int = 0) -> tuple[float, np.ndarray]:
+    """(estimate, bootstrap draws) of a two-level bootstrap: `groups` holds one tuple of equal-length arrays per seed
+    (e.g. a system's cosines and the human scores of the word pairs scored at that seed). Each resample draws seeds
+    with replacement, then, within each drawn seed, items (pairs) with replacement; a draw is the mean over the drawn
+    seeds of `statistic(*arrays)`, as the estimate is over all seeds. Draws where the statistic is undefined (NaN,
+    e.g. a resample of tied scores) are dropped."""
+    groups = [tuple(np.asarray(a) for a in g) for g in groups]
+    if not groups:
+        raise ValueError("hierarchical_bootstrap needs at least one group (seed)")
+    for i, arrays in enumerate(groups):
+        if not arrays or any(len(a) != len(arrays[0]) for a in arrays) or len(arrays[0]) < 2:
+            raise ValueError(f"group {i} must hold one or more arrays of equal length >= 2, got lengths "
+                             f"{[len(a) for a in arrays]}")
+    estimate = float(np.mean([statistic(*arrays) for arrays in groups]))
+    rng = np.random.default_rng(seed)
+    draws = np.empty(n_resamples)
+    for r in range(n_resamples):
+        values = []
+        for g in rng.integers(0, len(groups), len(groups)):  # seeds with replacement
+            arrays = groups[g]
+            items = rng.integers(0, len(arrays[0]), len(arrays[0]))  # then items within the seed
+            values.append(statistic(*(a[items] for a in arrays)))
+        draws[r] = np.mean(values)
+    draws = draws[np.isfinite(draws)]
+    if draws.size < n_resamples / 2:
+        raise ValueError(f"the statistic was undefined in {n_resamples - draws.size} of {n_resamples} resamples")
+    return estimate, draws
+
+
+def hierarchical_bootstrap(statistic: Callable[..., float], groups: Sequence[Sequence], confidence: float = 0.95,
+                           n_resamples: int = 1000, seed: int = 0) -> Interval:
+    """`statistic` averaged over seeds with a percentile interval from `hierarchical_draws`: both sources of
+    variation, the training seed and the choice of items, widen it (a bootstrap over one seed's pairs ignores the
+    first). `n` is the number of seeds."""
+    estimate, draws = hierarchical_draws(statistic, groups, n_resamples, seed)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(draws, [alpha, 1 - alpha])
+    return Interval(estimate, float(low), float(high), len(groups), confidence, "hierarchical")
+
+
+def bootstrap_test(estimate: float, draws: np.ndarray, margin: float, n: int, confidence: float = 0.95) -> dict:
+    """A difference's bootstrap draws as a test: the percentile interval, a two-sided p-value (twice the smaller
+    share of draws on either side of 0, at least 1 / draws) and equivalence within +-margin (the 90% percentile
+    interval inside the margins, the bootstrap form of TOST at level 0.05). `n`: the seeds behind the draws."""
+    draws = np.asarray(draws, dtype=np.float64)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(draws, [alpha, 1 - alpha])
+    p = min(1.0, max(2 * min(np.mean(draws <= 0), np.mean(draws >= 0)), 1 / draws.size))
+    low90, high90 = np.quantile(draws, [0.05, 0.95])
+    return {"estimate": float(estimate), "low": float(low), "high": float(high), "n": int(n),
+            "confidence": confidence, "method": "hierarchical", "df": None, "p": float(p), "margin": margin,
+            "tost": {"equivalent": bool(-margin < low90 and high90 < margin), "low": float(low90), "high": float(high90),
+                     "margin": margin}}
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (family-wise error rate), in the order given: compare each with 0.05."""
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.ndim != 1 or np.any((p < 0) | (p > 1)) or not np.all(np.isfinite(p)):
+        raise ValueError(f"p-values must be a list of numbers in [0, 1], got {list(p_values)!r}")
+    order = np.argsort(p, kind="stable")
+    adjusted = np.empty_like(p)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p) - rank) * p[i]))  # monotone: never below an earlier step
+        adjusted[i] = running
+    return adjusted.tolist()
+
+
+def t_test_p(values: Sequence[float]) -> float:
+    """Two-sided one-sample t-test p-value of mean(values) = 0 (e.g. paired differences over seeds); 1.0 where it is
+    undefined (one value, or all values equal to 0), 0.0 where every value is the same non-zero number."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size < 2 or np.all(values == 0):
+        return 1.0
+    if np.all(values == values[0]):
+        return 0.0
+    return float(stats.ttest_1samp(values, 0.0).pvalue)
+
+
+def tost(values: Sequence[float], margin: float, alpha: float = 0.05) -> dict:
+    """Two one-sided t-tests (Schuirmann 1987) that the mean of `values` (paired differences over seeds) lies within
+    (-margin, +margin). Equivalent at level `alpha` exactly when the (1 - 2 alpha) t-interval lies inside the
+    margins. Returns {"equivalent", "p", "margin", "low", "high", "df"} (low/high: the 90% interval)."""
+    values = np.asarray(values, dtype=np.float64)
+    if not (isinstance(margin, (int, float)) and margin > 0):
+        raise ValueError(f"margin must be a positive number, got {margin!r}")
+    if values.size < 2:
+        return {"equivalent": False, "p": 1.0, "margin": margin, "low": None, "high": None, "df": values.size - 1}
+    mean, df = float(values.mean()), values.size - 1
+    se = float(stats.sem(values))
+    if se == 0:
+        p = 0.0 if abs(mean) < margin else 1.0
+        low = high = mean
+    else:
+        p_low = stats.t.sf((mean + margin) / se, df)  # H0: mean <= -margin
+        p_high = stats.t.cdf((mean - margin) / se, df)  # H0: mean >= +margin
+        p = float(max(p_low, p_high))
+        low, high = stats.t.interval(1 - 2 * alpha, df=df, loc=mean, scale=se)
+    return {"equivalent": p < alpha, "p": p, "margin": margin, "low": float(low), "high": float(high), "df": df}

@@ -12,7 +12,7 @@ from hf_minattn.experiments.answers import answer_questions
 from hf_minattn.experiments.cli import round_floats
 from hf_minattn.experiments.evaluation import row_drift
 from hf_minattn.experiments.findings import render_findings
-from hf_minattn.experiments.training import matched_intermediate_size
+from hf_minattn.experiments.training import matched_intermediate_size, variant_named
 
 NUMBER = re.compile(r"(?<![\w.-])-?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.]*\w)")
 SEEDS = (0, 1, 2)
@@ -35,7 +35,8 @@ def synthetic(offsets=None, seeds=SEEDS, never_input_moved=False, full=(6.6, 6.6
               similarity_end=(0.3, 0.32, 0.28)) -> dict:
     """Results as `run_experiments` stores them; each variant's loss is the full model's plus `offsets[name]`
     (one number per seed)."""
-    offsets = {"frozen_embeddings": (0.1, 0.12, 0.11), "identity_qkv": (0.05, 0.06, 0.04),
+    offsets = {"frozen_embeddings": (0.1, 0.12, 0.11), "frozen_embeddings_matched": (0.08, 0.1, 0.09),
+               "identity_qkv": (0.05, 0.06, 0.04),
                "qkv_from_identity": (0.01, -0.02, 0.0), "attention_only": (0.2, 0.21, 0.19),
                "untrained": (2.4, 2.4, 2.4), **(offsets or {})}
     rng = np.random.default_rng(0)
@@ -68,6 +69,8 @@ def synthetic(offsets=None, seeds=SEEDS, never_input_moved=False, full=(6.6, 6.6
         "parameters": {"full": 1000, "identity_qkv": 1010, "untrained": 1000},
         "matched": {"intermediate_size": 60, "parameters": 1010, "full_parameters": 1000, "unit_parameters": 65,
                     "unmatched_intermediate_size": 37, "unmatched_parameters": 900},
+        "matched_frozen": {"intermediate_size": 90, "parameters": 1005, "full_parameters": 1000, "unit_parameters": 65,
+                           "unmatched_intermediate_size": 37, "unmatched_parameters": 744, "trainable_only": True},
         "unigram_loss": float(np.mean(UNIGRAM)),
         "pairing": {"initialisation": {"frozen_embeddings": {"identical_share": 1.0}}},
         "variants": variants,
@@ -85,13 +88,33 @@ def section(text, number):
     return re.split(r"^## ", text, flags=re.M)[number]
 
 
-def test_frozen_embeddings_verdict_follows_the_interval():
-    worse = render_findings(synthetic(), {})
-    better = render_findings(synthetic({"frozen_embeddings": (-0.1, -0.12, -0.11)}), {})
-    same = render_findings(synthetic({"frozen_embeddings": (0.1, -0.12, 0.01)}), {})
-    assert "**Yes, at this scale: frozen random embeddings are worse**" in section(worse, 2)
-    assert "**No, at this scale: frozen random embeddings are better**" in section(better, 2)
-    assert "**Not measurably at this scale" in section(same, 2)
+def test_frozen_embeddings_verdict_follows_the_capacity_matched_interval():
+    worse = section(render_findings(synthetic(), {}), 2)
+    better = section(render_findings(synthetic({"frozen_embeddings_matched": (-0.1, -0.12, -0.11)}), {}), 2)
+    unresolved = section(render_findings(synthetic({"frozen_embeddings_matched": (0.1, -0.12, 0.01)}), {}), 2)
+    equivalent = section(render_findings(synthetic({"frozen_embeddings_matched": (0.001, -0.002, 0.0)}), {}), 2)
+    assert "**Yes, at this scale: frozen random embeddings are worse, even with the capacity given back**" in worse
+    assert "**No, at this scale: with the capacity given back, frozen random embeddings are better**" in better
+    assert "**Not resolved at this scale" in unresolved and "equivalence within ±0.05" in unresolved
+    assert "frozen random embeddings do as well as trained ones (equivalent within ±0.05 by a TOST" in equivalent
+    # the unmatched control keeps its own verdict beside, from its own interval
+    assert "trainable parameters): worse (frozen - full 0.11" in worse
+    flipped = section(render_findings(synthetic({"frozen_embeddings": (-0.1, -0.12, -0.11)}), {}), 2)
+    assert "trainable parameters): better (frozen - full -0.11" in flipped
+
+
+def test_holm_correction_can_turn_a_difference_into_unresolved():
+    """Alone, a p of about 0.04 is a difference; in a family of three with smaller p's it is multiplied by up to 3."""
+    from hf_minattn.experiments import statistics as st
+
+    alone = st.tested([0.035, 0.05, 0.065])  # t = 0.05 / (0.015 / sqrt(3)) = 5.77, df 2: p = 0.029
+    assert alone["p"] == pytest.approx(0.0287, abs=5e-4) and alone["verdict"] == "higher"
+    family = st.holm_family({"a": st.tested([0.035, 0.05, 0.065]), "b": st.tested([0.5, -0.3, 0.4]),
+                             "c": st.tested([0.3, -0.2, 0.2])})
+    # the smallest p of three is multiplied by 3: 0.086 > 0.05
+    assert family["a"]["p_holm"] == pytest.approx(3 * alone["p"], abs=1e-3)
+    assert family["a"]["verdict"] == "unresolved" and family["b"]["verdict"] == "unresolved"
+    assert family["a"]["family_size"] == 3
 
 
 def test_identity_and_attention_only_verdicts_follow_the_interval():
@@ -100,14 +123,17 @@ def test_identity_and_attention_only_verdicts_follow_the_interval():
                                                 "attention_only": (-0.2, -0.21, -0.19)}), {}), 3)
     assert "the model is worse (identity - full" in worse and "the model is better (identity - full" in better
     assert "attention-only): worse" in worse and "attention-only): better" in better
-    assert "I: no measurable difference from the normal" in worse
+    # (0.01, -0.02, 0.0): 90% interval -0.003 +- 0.026, inside +-0.05
+    assert "I: equivalent to (equivalent within ±0.05 by a TOST test) the normal" in worse
+    unresolved = section(render_findings(synthetic({"qkv_from_identity": (0.1, -0.12, 0.03)}), {}), 3)
+    assert "I: not told apart at this scale from the normal" in unresolved
 
 
 def test_floor_verdict_follows_the_interval():
     below = render_findings(synthetic(), {})
     at_floor = render_findings(synthetic(full=(7.05, 6.99, 6.98)), {})
     assert "is below the unigram floor: it uses context" in below
-    assert "does not differ measurably from the unigram floor" in at_floor
+    assert "is not told apart from the unigram floor" in at_floor
     # shares are measured from the unigram floor: none when the full model is not below it
     assert synthetic(full=(7.05, 6.99, 6.98))["answers"]["q2"]["frozen_share_of_gain"] is None
 
@@ -117,8 +143,8 @@ def test_word_similarity_trend_follows_the_interval():
     fell = section(render_findings(synthetic(similarity_end=(-0.1, -0.12, -0.08)), {}), 2)
     assert "full, last layer's pooled vectors: rose, from 0.021" in rose
     assert "full, last layer's pooled vectors: fell" in fell
-    # frozen static vectors never move: a change of exactly 0 is "did not change measurably"
-    assert "frozen_embeddings, static vectors: did not change measurably" in rose
+    # frozen static vectors never move: a change of exactly 0 is no resolved change
+    assert "frozen_embeddings, static vectors: no change was resolved" in rose
     assert "match human similarity better than the frozen run's" in rose
     assert "match human similarity worse than the frozen run's" in fell
     assert "on the 120 of 353 pairs" in rose
@@ -163,9 +189,38 @@ def test_every_number_in_the_synthetic_findings_is_in_the_results():
 
 def test_identity_variant_is_matched_within_one_ffn_unit():
     for preset in ("quick", "full"):
-        m = matched_intermediate_size(SETTINGS[preset], VARIANTS[2], 2000)
+        m = matched_intermediate_size(SETTINGS[preset], variant_named("identity_qkv"), 2000)
         assert abs(m["parameters"] - m["full_parameters"]) <= m["unit_parameters"] / 2
         assert m["intermediate_size"] > m["unmatched_intermediate_size"]
+
+
+def test_frozen_matched_variant_has_the_full_models_trainable_parameter_count():
+    """Counted independently: build both models for real, freeze the embeddings as run_mlm does, count
+    requires_grad parameters with torch."""
+    from hf_minattn import MinAttnForMaskedLM
+    from hf_minattn.experiments.training import base_overrides, build_config, variant_overrides
+
+    settings, vocab = SETTINGS["quick"], 500
+    variant = variant_named("frozen_embeddings_matched")
+    m = matched_intermediate_size(settings, variant, vocab)
+
+    def trainable(overrides, freeze):
+        model = MinAttnForMaskedLM(build_config(settings, overrides, vocab))
+        if freeze:
+            model.minattn.embeddings.word_embeddings.weight.requires_grad_(False)
+        return sum(p.numel() for p in model.parameters() if p.requires_grad), model
+
+    full, _ = trainable(base_overrides(settings), False)
+    frozen, _ = trainable(variant_overrides(settings, variant_named("frozen_embeddings"), vocab), True)
+    matched, model = trainable(variant_overrides(settings, variant, vocab), True)
+    hidden = model.config.hidden_size
+    unit = 2 * hidden + 1  # one row of up_proj with its bias, one column of down_proj, per layer
+    assert m["full_parameters"] == full and m["unmatched_parameters"] == frozen and m["parameters"] == matched
+    assert full - frozen == vocab * hidden  # exactly the frozen word embeddings
+    assert abs(matched - full) <= unit * model.config.num_hidden_layers / 2
+    assert model.config.intermediate_size == m["intermediate_size"] > m["unmatched_intermediate_size"]
+    # the unmatched frozen variant is kept as it was: the same shape as the full model
+    assert variant_overrides(settings, variant_named("frozen_embeddings"), vocab) == base_overrides(settings)
 
 
 @pytest.mark.parametrize("kwargs, error", [

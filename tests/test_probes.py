@@ -305,3 +305,14 @@ def test_report_sentences_state_the_thresholds_the_run_used():
     text = attention_norm_example_text({"attention_graph": graph,
                                         "attention_graph_norm_weighted": {**graph, "edges": [[0, 1]]}})
     assert "edges need >= 3/n (3 times uniform attention over the n words): 2 edges raw, 1 norm-weighted" in text
+
+
+@pytest.mark.parametrize("positions, has_term", [("rope", False), ("none", False), ("learned", True),
+                                                 ("sinusoidal", True)])
+def test_layer0_note_says_whether_the_embedding_output_has_a_position_term(positions, has_term):
+    """The config says "rope" (not "rotary"): a rotary model's layer 0 is the word embedding alone."""
+    from hf_minattn.probes.geometry import _layer0_note
+
+    note = _layer0_note(MinAttnModel(tiny_config(hidden_size=32, position_embedding_type=positions)))
+    assert ("no position term" in note) is not has_term
+    assert (f"+ {positions} position embedding" in note) is has_term

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from hf_minattn.stats import Interval, bootstrap_interval, mean_interval, paired_difference, spearman_interval
+from hf_minattn.stats import (Interval, bootstrap_interval, bootstrap_test, hierarchical_bootstrap, hierarchical_draws,
+                              holm, mean_interval, paired_difference, spearman_interval, t_test_p, tost)
 
 
 def test_t_interval_matches_the_textbook_formula():
@@ -72,4 +73,74 @@ def test_bootstrap_keeps_pairs_together():
 
 def test_interval_round_trips_to_json_ready_dict():
     d = Interval(0.123456, 0.1, 0.2, 3).to_dict()
-    assert d == {"estimate": 0.1235, "low": 0.1, "high": 0.2, "n": 3, "confidence": 0.95, "method": "t"}
+    assert d == {"estimate": 0.1235, "low": 0.1, "high": 0.2, "n": 3, "confidence": 0.95, "method": "t", "df": None}
+    assert mean_interval([1.0, 2.0, 4.0]).df == 2  # df beside every t-interval
+
+
+def test_hierarchical_bootstrap_widens_with_the_spread_between_seeds():
+    """Known answer: the mean of x over pairs, per seed. Seeds whose means differ by a lot (0, 1, 2) give an interval
+    about as wide as the t-interval over the seed means would say; identical seeds give the pairs-only width."""
+    rng = np.random.default_rng(0)
+    noise = [rng.normal(0, 0.1, 400) for _ in range(3)]
+    spread = [(offset + e,) for offset, e in zip((0.0, 1.0, 2.0), noise)]
+    same = [(1.0 + e,) for e in noise]
+    wide = hierarchical_bootstrap(np.mean, spread, n_resamples=2000)
+    narrow = hierarchical_bootstrap(np.mean, same, n_resamples=2000)
+    assert wide.method == "hierarchical" and wide.n == 3
+    assert wide.estimate == pytest.approx(1.0, abs=0.02) and narrow.estimate == pytest.approx(1.0, abs=0.02)
+    # seeds drawn with replacement: 3 draws from {0, 1, 2} are all 0 (or all 2) with probability 1/27 = 3.7% > 2.5%,
+    # so the percentile interval is about [0, 2]: the seeds' spread, not the pairs', sets its width
+    assert wide.low == pytest.approx(0.0, abs=0.05) and wide.high == pytest.approx(2.0, abs=0.05)
+    # within seeds only: the standard error of a mean of 1200 values of sd 0.1 is 0.0029 -> half-width ~0.0057
+    assert narrow.high - narrow.low == pytest.approx(2 * 1.96 * 0.1 / math.sqrt(1200), rel=0.25)
+    # pairs stay together within a seed: corr(x, 2x) is 1 in every resample
+    x = rng.normal(size=(3, 50))
+    paired = hierarchical_bootstrap(lambda a, b: np.corrcoef(a, b)[0, 1], [(r, 2 * r) for r in x], n_resamples=200)
+    assert paired.low == pytest.approx(1.0) and paired.high == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="equal length"):
+        hierarchical_bootstrap(np.mean, [(np.arange(5), np.arange(4))])
+
+
+def test_bootstrap_test_p_value_and_equivalence():
+    estimate, draws = hierarchical_draws(np.mean, [(np.random.default_rng(s).normal(0.5, 0.1, 300),) for s in range(3)],
+                                         n_resamples=500)
+    far = bootstrap_test(estimate, draws, margin=0.05, n=3)
+    assert far["p"] == pytest.approx(1 / 500) and not far["tost"]["equivalent"] and far["low"] > 0
+    near = bootstrap_test(0.0, np.random.default_rng(1).normal(0, 0.01, 1000), margin=0.05, n=3)
+    assert near["tost"]["equivalent"] and near["p"] > 0.5
+    wide = bootstrap_test(0.0, np.random.default_rng(1).normal(0, 0.2, 1000), margin=0.05, n=3)
+    assert not wide["tost"]["equivalent"] and wide["p"] > 0.5  # neither different nor equivalent: unresolved
+
+
+def test_holm_matches_the_step_down_procedure_by_hand():
+    # sorted p: 0.01 (x3 = 0.03), 0.02 (x2 = 0.04), 0.04 (x1 = 0.04, monotone) ; given order kept
+    assert holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
+    assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])  # capped at 1 (0.5 x 2; 0.6 x 1 -> max(1.0, 0.6))
+    with pytest.raises(ValueError, match="p-values"):
+        holm([0.1, 1.5])
+
+
+def test_tost_branches():
+    # mean 0.01, sd 0.01, n 3: 90% interval 0.01 +- 2.92 * 0.01 / sqrt(3) = [-0.0069, 0.0269], inside +-0.05
+    equivalent = tost([0.0, 0.01, 0.02], margin=0.05)
+    assert equivalent["equivalent"] and equivalent["df"] == 2
+    assert equivalent["high"] == pytest.approx(0.01 + 2.919986 * 0.01 / math.sqrt(3), rel=1e-5)
+    # same values, margin 0.02: the interval crosses +0.02
+    assert not tost([0.0, 0.01, 0.02], margin=0.02)["equivalent"]
+    # a clear difference is never equivalent
+    assert not tost([0.3, 0.31, 0.29], margin=0.05)["equivalent"]
+    # one seed: no test
+    assert not tost([0.0], margin=0.05)["equivalent"]
+    # p is the larger of the two one-sided p-values (by hand with scipy)
+    from scipy import stats
+    v = np.array([0.0, 0.01, 0.02]); se = stats.sem(v)
+    expected = max(stats.t.sf((v.mean() + 0.05) / se, 2), stats.t.cdf((v.mean() - 0.05) / se, 2))
+    assert equivalent["p"] == pytest.approx(expected)
+    with pytest.raises(ValueError, match="margin"):
+        tost([0.1, 0.2], margin=0)
+
+
+def test_t_test_p_is_scipys_and_handles_degenerate_seeds():
+    from scipy import stats
+    assert t_test_p([0.1, 0.2, 0.4]) == pytest.approx(stats.ttest_1samp([0.1, 0.2, 0.4], 0).pvalue)
+    assert t_test_p([0.5]) == 1.0 and t_test_p([0.0, 0.0]) == 1.0 and t_test_p([0.2, 0.2]) == 0.0

@@ -43,7 +43,8 @@ def scale_numbers(results: dict) -> dict:
         "vocab_size": results["config"]["vocab_size"], "steps": s["max_steps"],
         "tokens_trained": s["max_steps"] * s["batch_size"] * s["max_seq_length"], "seeds": len(results["seeds"]),
         "enough_seeds": len(results["seeds"]) >= st.MIN_SEEDS_FOR_INTERVALS,
-        "min_seeds": st.MIN_SEEDS_FOR_INTERVALS, "confidence_percent": 95,
+        "min_seeds": st.MIN_SEEDS_FOR_INTERVALS, "confidence_percent": round(100 * (1 - st.ALPHA)),
+        "loss_margin": st.LOSS_MARGIN,
         "mask_draws": s["mask_draws"], "masked_tokens": full_seeds[0]["masked_tokens"],
         "unigram_loss": results["unigram_loss"],
     }
@@ -68,11 +69,11 @@ def answer_questions(results: dict) -> dict:
     config = results["config"]
 
     # The full model against its floors.
-    answers["floors"] = {
+    answers["floors"] = st.holm_family({
         "full_vs_unigram": st.difference(results, "full", "unigram"),
         "full_vs_untrained": st.difference(results, "full", "untrained"),
         "untrained_vs_unigram": st.difference(results, "untrained", "unigram"),
-    }
+    })
 
     # 1. Are the input embeddings updated? Per-row drift against frequency; unseen rows must not move.
     d = results["drift"]["full"]
@@ -91,9 +92,14 @@ def answer_questions(results: dict) -> dict:
     }
 
     # 2. Is there any need to train the embeddings? Paired over seeds, plus the trend during training.
+    family = {"frozen_minus_full": st.difference(results, "frozen_embeddings", "full")}
+    if "frozen_embeddings_matched" in results["variants"]:  # results from before the matched control: without it
+        family["frozen_matched_minus_full"] = st.difference(results, "frozen_embeddings_matched", "full")
     answers["q2"] = {
-        "frozen_minus_full": st.difference(results, "frozen_embeddings", "full"),
+        **st.holm_family(family),
         "frozen_share_of_gain": st.share_of_gain(results, "frozen_embeddings"),
+        "frozen_matched_share_of_gain": (st.share_of_gain(results, "frozen_embeddings_matched")
+                                         if "frozen_embeddings_matched" in results["variants"] else None),
         "gain_full": st.curve_gap(results, "full"),
         "gain_frozen": st.curve_gap(results, "frozen_embeddings"),
         "gain_full_minus_frozen": st.curve_difference(results, "full", "frozen_embeddings"),
@@ -105,9 +111,9 @@ def answer_questions(results: dict) -> dict:
     answers["q3"] = {
         "embedding_shape": [config["vocab_size"], C], "projection_shape": [C, C], "heads": H, "head_dim": C // H,
         "parameters": results["parameters"], "matched": results["matched"],
-        "identity_minus_full": st.difference(results, "identity_qkv", "full"),
-        "from_identity_minus_full": st.difference(results, "qkv_from_identity", "full"),
-        "attention_only_minus_full": st.difference(results, "attention_only", "full"),
+        **st.holm_family({"identity_minus_full": st.difference(results, "identity_qkv", "full"),
+                          "from_identity_minus_full": st.difference(results, "qkv_from_identity", "full"),
+                          "attention_only_minus_full": st.difference(results, "attention_only", "full")}),
         "identity_share_of_gain": st.share_of_gain(results, "identity_qkv"),
         "from_identity_share_of_gain": st.share_of_gain(results, "qkv_from_identity"),
         "attention_only_share_of_gain": st.share_of_gain(results, "attention_only"),

@@ -17,7 +17,7 @@ from .dynamics import similarity_curves
 from .figures import make_figures
 from .findings import render_findings
 from .probing import probe_variants
-from .training import SETTINGS, VARIANTS, log, matched_intermediate_size, train_variants
+from .training import SETTINGS, VARIANTS, log, matched_intermediate_size, train_variants, variant_named
 
 
 def check_seeds(seeds) -> tuple[int, ...]:
@@ -106,7 +106,12 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
                                           "intermediate_size", "max_position_embeddings", "position_embedding_type")},
         "parameters": {v.name: count_parameters(build_config(settings, variant_overrides(settings, v, scored["vocab_size"]),
                                                              scored["vocab_size"])) for v in VARIANTS if v.trained},
-        "matched": matched_intermediate_size(settings, VARIANTS[2], scored["vocab_size"]),
+        "trainable_parameters": {v.name: count_parameters(build_config(settings, variant_overrides(settings, v, scored["vocab_size"]),
+                                                                       scored["vocab_size"]), v.freeze_embeddings)
+                                 for v in VARIANTS if v.trained},
+        "matched": matched_intermediate_size(settings, variant_named("identity_qkv"), scored["vocab_size"]),
+        "matched_frozen": matched_intermediate_size(settings, variant_named("frozen_embeddings_matched"),
+                                                    scored["vocab_size"]),
         "unigram_loss": rounded(np.mean([row["unigram_loss"] for row in variants["full"]["seeds"]])),
         "unigram": {"entropy": scored["unigram_entropy"], "training_tokens": scored["unigram_tokens"]},
         "epochs_touched": scored["epochs_touched"],

@@ -1,15 +1,19 @@
-"""FINDINGS.md from results.json: each verdict sentence is chosen by the sign of a paired 95% interval over seeds
-(`statistics.sign`), and every number printed is one stored in results.json."""
+"""FINDINGS.md from results.json: each verdict sentence is chosen by a stored comparison's verdict (`statistics.verdict`:
+a difference after Holm's correction, equivalence by TOST within a stated margin, or unresolved), and every number
+printed is one stored in results.json."""
 
 from . import statistics as st
 from .training import VARIANTS
 
 
 def ci(d: dict | None, unit: str = "") -> str:
-    """"estimate [low, high]" of a stored interval."""
+    """"estimate [low, high]" of a stored interval, with its df (t-intervals) and Holm-adjusted p (tested ones)."""
     if d is None:
         return "n/a"
-    return f"{d['estimate']}{unit} [{d['low']}, {d['high']}]"
+    extra = [f"df {d['df']}"] if d.get("df") is not None and d.get("method", "t") == "t" else []
+    if d.get("p_holm") is not None:
+        extra.append(f"Holm p {d['p_holm']}" + (f" of {d['family_size']}" if d.get("family_size", 1) > 1 else ""))
+    return f"{d['estimate']}{unit} [{d['low']}, {d['high']}]" + (f" ({', '.join(extra)})" if extra else "")
 
 
 def _list(values):
@@ -20,9 +24,18 @@ def _pairs(related):
     return ", ".join(f"{pair} {value}" for pair, value in related.items() if value is not None) or "pairs not in the corpus"
 
 
-def compared(diff: dict, worse: str, same: str, better: str) -> str:
-    """The phrase for a paired loss difference a - b: positive (a worse), contains 0, negative (a better)."""
-    return {1: worse, 0: same, -1: better}[st.sign(diff)]
+def compared(diff: dict, worse: str, same: str, better: str, unresolved: str | None = None) -> str:
+    """The phrase for a stored comparison a - b by its verdict: "higher" (a worse), "lower" (a better), "equivalent"
+    (`same`, with the TOST margin), "unresolved" (`unresolved`, default: `same` is NOT claimed, the data cannot tell)."""
+    verdict = st.verdict(diff)
+    if verdict == "higher":
+        return worse
+    if verdict == "lower":
+        return better
+    if verdict == "equivalent":
+        return f"{same} (equivalent within ±{diff['margin']} by a TOST test)"
+    margin = f" nor equivalence within ±{diff['margin']}" if diff and diff.get("margin") else ""
+    return unresolved or f"not resolved at this scale (neither a difference{margin})"
 
 
 def scale_paragraph(results: dict) -> list[str]:
@@ -35,8 +48,10 @@ def scale_paragraph(results: dict) -> list[str]:
         f"({scale['masked_tokens']} masked tokens per model). The floor: the unigram model (training-split token "
         f"frequencies) scores {scale['unigram_loss']} nats on the same masked tokens; a model has learned something "
         f"from context only as far as it is below that. Intervals are {scale['confidence_percent']}% t-intervals over "
-        "seeds of paired differences (same seed: same data order, masks and, where shapes agree, initial weights); a "
-        "difference is called one only when its interval excludes 0.",
+        f"seeds (df = seeds - 1) of paired differences (same seed: same data order, masks and, where shapes agree, "
+        "initial weights). Within each question's family of comparisons the p-values are Holm-adjusted; a difference "
+        "is called one only when its adjusted p is below 0.05, \"equivalent\" only when a TOST test puts it within "
+        f"±{scale['loss_margin']} nat, and anything else is \"not resolved at this scale\".",
     ]
     if not scale["enough_seeds"]:
         lines.append(f"\n**Only {scale['seeds']} seeds: intervals need >= {scale['min_seeds']} seeds to be "
@@ -57,9 +72,10 @@ def loss_section(results: dict, fig) -> list[str]:
         "",
         "The full model "
         + compared(floors["full_vs_unigram"], "is above the unigram floor: it has not yet learned even the token "
-                   "frequencies", "does not differ measurably from the unigram floor: at this scale it has learned "
-                   "little beyond token frequencies, and the comparisons below are between models near the floor",
-                   "is below the unigram floor: it uses context")
+                   "frequencies", "is at the unigram floor: at this scale it has learned no more than token frequencies",
+                   "is below the unigram floor: it uses context",
+                   "is not told apart from the unigram floor: at this scale it has learned little beyond token "
+                   "frequencies, and the comparisons below are between models near the floor")
         + f" (loss - unigram loss {ci(floors['full_vs_unigram'])}). The untrained model is at "
         f"{ci(floors['untrained_vs_unigram'])} nats from the unigram floor, which is why shares of loss reduction are "
         "measured from the unigram floor, not from the untrained loss.",
@@ -114,23 +130,36 @@ def q1_section(results: dict, fig) -> list[str]:
 
 def q2_section(results: dict, fig) -> list[str]:
     q2 = results["answers"]["q2"]
-    diff, dyn = q2["frozen_minus_full"], q2["gain_full_minus_frozen"]
+    diff, matched, dyn = q2["frozen_minus_full"], q2.get("frozen_matched_minus_full"), q2["gain_full_minus_frozen"]
+    mf = results.get("matched_frozen") or {}
     points = [(s, g) for s, g in zip(dyn["steps"], dyn["difference"]) if g is not None]
     lines = [
         "## 2. If W_Q, W_K, W_V are trained, is there any need to train the input embeddings?",
         "",
-        "**" + compared(diff, "Yes, at this scale: frozen random embeddings are worse",
-                        "Not measurably at this scale: frozen random embeddings do not differ from trained ones",
-                        "No, at this scale: frozen random embeddings are better")
-        + f"** (frozen - full validation loss {ci(diff)} nats; the frozen variant reaches "
-        f"{ci(q2['frozen_share_of_gain'], '%') if q2['frozen_share_of_gain'] else 'n/a'} of the full model's gain over "
-        "the unigram floor). Random vectors are distinct, so the layers above can learn to read them, but they carry "
-        "no similarity between related words until training puts it there.",
+        "**" + compared(matched, "Yes, at this scale: frozen random embeddings are worse, even with the capacity "
+                        "given back",
+                        "No, at this scale: with the capacity given back, frozen random embeddings do as well as "
+                        "trained ones",
+                        "No, at this scale: with the capacity given back, frozen random embeddings are better",
+                        "Not resolved at this scale: with the capacity given back, the data cannot tell frozen random "
+                        f"embeddings from trained ones (neither a difference nor equivalence within ±{matched['margin']})"
+                        if matched else None)
+        + f"** (frozen, feed-forward widened from {mf.get('unmatched_intermediate_size')} to "
+        f"{mf.get('intermediate_size')} units so that {mf.get('parameters')} parameters are trained against the full "
+        f"model's {mf.get('full_parameters')}: frozen - full validation loss {ci(matched)} nats; "
+        f"{ci(q2.get('frozen_matched_share_of_gain'), '%') if q2.get('frozen_matched_share_of_gain') else 'n/a'} of the "
+        "full model's gain over the unigram floor). Random vectors are distinct, so the layers above can learn to read "
+        "them, but they carry no similarity between related words until training puts it there.",
         "",
+        f"- Without the capacity given back (the same shape, {mf.get('unmatched_parameters')} trainable parameters): "
+        + compared(diff, "worse", "no different", "better")
+        + f" (frozen - full {ci(diff)} nats; "
+        f"{ci(q2['frozen_share_of_gain'], '%') if q2['frozen_share_of_gain'] else 'n/a'} of the gain). This gap mixes "
+        "\"embeddings not trained\" with \"fewer trainable parameters\"; the matched comparison above separates them.",
     ]
     if points:
         (s0, g0), (s1, g1) = points[0], points[-1]
-        trend = {1: "the trained embeddings are ahead", 0: "the two do not differ measurably",
+        trend = {1: "the trained embeddings are ahead", 0: "the two are not told apart",
                  -1: "the frozen embeddings are ahead"}
         lines += [
             f"- Trend during training (gain over the unigram floor, full - frozen, paired over seeds, on the "
@@ -149,11 +178,12 @@ def similarity_lines(results: dict) -> list[str]:
     if not sim:
         return []
     last = f"layer_{results['config']['num_hidden_layers']}"
-    moved = {1: "rose", 0: "did not change measurably", -1: "fell"}
+    moved = {1: "rose", 0: "no change was resolved", -1: "fell"}
     pairs = dynamics["pairs"]
     lines = [f"- Word similarity during training (WordSim-353 Spearman on the {pairs['kept']} of {pairs['total']} "
              f"pairs whose words occur in >= {dynamics['min_contexts']} of {dynamics['sentences']} training sentences; "
-             "mean over seeds [95% t-interval]; step 0 is the untrained model):"]
+             "mean over seeds [95% t-interval]; step 0 is the untrained model; with this few pairs a Spearman "
+             "correlation has a standard error near 1 / sqrt(pairs - 3), so small changes are beyond this measurement):"]
     for variant in ("full", "frozen_embeddings"):
         for name, label in (("static", "static vectors"), (last, "last layer's pooled vectors")):
             x = sim[variant][name]
@@ -167,8 +197,9 @@ def similarity_lines(results: dict) -> list[str]:
     if end is not None:
         lines.append("  - At the end, the full model's last-layer vectors "
                      + compared(end, "match human similarity better than the frozen run's",
-                                "do not differ measurably from the frozen run's",
-                                "match human similarity worse than the frozen run's")
+                                "match it as well as the frozen run's",
+                                "match human similarity worse than the frozen run's",
+                                "are not told apart from the frozen run's at this scale")
                      + f" (full - frozen {ci(end)}).")
     return lines
 
@@ -202,16 +233,18 @@ def q3_section(results: dict) -> list[str]:
         f"feed-forward widened from {m['unmatched_intermediate_size']} to {m['intermediate_size']} units "
         f"({m['parameters']} parameters against the full model's {m['full_parameters']}; one unit is "
         f"{m['unit_parameters']}), the model "
-        + compared(q3["identity_minus_full"], "is worse", "does not differ measurably", "is better")
+        + compared(q3["identity_minus_full"], "is worse", "does as well", "is better",
+                   "is not told apart from the full model at this scale")
         + f" (identity - full loss {ci(q3['identity_minus_full'])} nats; {share('identity_share_of_gain')} of the "
         "full model's gain over the unigram floor).",
         "",
         "- Learned W_Q, W_K, W_V that start at I: "
-        + compared(q3["from_identity_minus_full"], "worse than", "no measurable difference from", "better than")
+        + compared(q3["from_identity_minus_full"], "worse than", "equivalent to", "better than",
+                   "not told apart at this scale from")
         + f" the normal initialisation (difference {ci(q3['from_identity_minus_full'])}; "
         f"{share('from_identity_share_of_gain')} of the gain).",
         "- Dropping the feed-forward sublayers instead (attention-only): "
-        + compared(q3["attention_only_minus_full"], "worse", "no measurable difference", "better")
+        + compared(q3["attention_only_minus_full"], "worse", "equivalent", "better", "not told apart at this scale")
         + f" (difference {ci(q3['attention_only_minus_full'])}; {share('attention_only_share_of_gain')} of the gain).",
         "",
     ]

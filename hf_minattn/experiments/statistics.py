@@ -1,10 +1,24 @@
 """How the experiments use `hf_minattn.stats`: every comparison between variants is a paired difference over seeds
-(the same seed gives the same data order, masks and, where shapes agree, initial weights), with a 95% t-interval.
+(the same seed gives the same data order, masks and, where shapes agree, initial weights), with a 95% t-interval,
+its df, a t-test p-value and an equivalence test (TOST) against a stated margin. Within one question's family of
+comparisons the p-values are Holm-adjusted (`holm_family`), and each comparison gets one of four verdicts:
+
+- "higher" / "lower": the Holm-adjusted p < 0.05 (so the 95% interval also excludes 0);
+- "equivalent": not different, and TOST puts the difference within +-margin (90% interval inside the margins);
+- "unresolved": neither: the data cannot tell at this scale.
+
 No interval is computed here; this module only pairs the numbers and names the outcome."""
 
-from hf_minattn.stats import Interval, mean_interval, paired_difference
+import numpy as np
+
+from hf_minattn.stats import Interval, holm, mean_interval, paired_difference, t_test_p, tost
 
 MIN_SEEDS_FOR_INTERVALS = 3
+ALPHA = 0.05
+# The equivalence margin of a loss difference: 0.05 nat is under a tenth of the full model's gain over the unigram
+# floor in the committed runs, and about the seed-to-seed spread of the full model's loss.
+LOSS_MARGIN = 0.05
+VERDICTS = ("higher", "lower", "equivalent", "unresolved")
 
 
 def seed_values(results: dict, variant: str, key: str = "eval_loss") -> dict[int, float]:
@@ -26,10 +40,43 @@ def _paired(a: dict, b: dict) -> Interval:
     return paired_difference([a[s] for s in seeds], [b[s] for s in seeds])
 
 
-def difference(results: dict, a: str, b: str, key: str = "eval_loss") -> dict:
-    """Paired difference a - b over seeds (a variant name, or "unigram" for the unigram floor)."""
+def tested(differences, margin: float = LOSS_MARGIN) -> dict:
+    """A stored comparison from paired differences (one per seed): the 95% t-interval (with df), the t-test p-value
+    and TOST against `margin`. The verdict is set here as if the comparison were alone; `holm_family` revises it."""
+    differences = np.asarray(differences, dtype=np.float64)
+    d = mean_interval(differences).to_dict()
+    d.update(p=round(t_test_p(differences), 4), margin=margin,
+             tost={k: (round(v, 4) if isinstance(v, float) else v) for k, v in tost(differences, margin).items()})
+    return decide(d, d["p"])
+
+
+def decide(d: dict, p_adjusted: float) -> dict:
+    """Set d["verdict"] (and d["p_holm"]) from an adjusted p-value and the equivalence test."""
+    d["p_holm"] = round(p_adjusted, 4)
+    if p_adjusted < ALPHA and Interval(**{k: d[k] for k in ("estimate", "low", "high", "n")}).excludes_zero():
+        d["verdict"] = "higher" if d["estimate"] > 0 else "lower"
+    else:
+        d["verdict"] = "equivalent" if d.get("tost", {}).get("equivalent") else "unresolved"
+    return d
+
+
+def holm_family(comparisons: dict) -> dict:
+    """Holm-adjust the p-values of one question's family {name: stored comparison} in place; returns it."""
+    names = [name for name, d in comparisons.items() if d is not None and "p" in d]
+    if names:
+        for name, p in zip(names, holm([comparisons[name]["p"] for name in names])):
+            decide(comparisons[name], p)
+            comparisons[name]["family_size"] = len(names)
+    return comparisons
+
+
+def difference(results: dict, a: str, b: str, key: str = "eval_loss", margin: float = LOSS_MARGIN) -> dict:
+    """Paired difference a - b over seeds (a variant name, or "unigram" for the unigram floor), tested."""
     values = {name: unigram_values(results) if name == "unigram" else seed_values(results, name, key) for name in (a, b)}
-    return _paired(values[a], values[b]).to_dict()
+    seeds = sorted(set(values[a]) & set(values[b]))
+    if not seeds:
+        raise ValueError(f"no seed in common to pair {a!r} and {b!r}")
+    return tested([values[a][s] - values[b][s] for s in seeds], margin)
 
 
 def mean(results: dict, variant: str, key: str = "eval_loss") -> dict:
@@ -62,10 +109,22 @@ def curve_gap(results: dict, variant: str) -> dict:
 
 
 def sign(interval: dict | None) -> int:
-    """+1 / -1 when a stored interval lies above / below 0, 0 when it contains 0 (or is missing)."""
+    """+1 / -1 when a stored comparison is "higher" / "lower" (after Holm, where it was tested), else 0; a bare
+    interval: +1 / -1 when it lies above / below 0, 0 when it contains 0 (or is missing)."""
     if interval is None:
         return 0
-    return Interval(**interval).sign()
+    if "verdict" in interval:
+        return {"higher": 1, "lower": -1}.get(interval["verdict"], 0)
+    return Interval(**{k: v for k, v in interval.items() if k in Interval.__dataclass_fields__}).sign()
+
+
+def verdict(interval: dict | None) -> str:
+    """One of VERDICTS ("unresolved" for a missing comparison or a bare interval that contains 0)."""
+    if interval is None:
+        return "unresolved"
+    if "verdict" in interval:
+        return interval["verdict"]
+    return {1: "higher", -1: "lower", 0: "unresolved"}[sign(interval)]
 
 
 def curve_difference(results: dict, a: str, b: str) -> dict:

@@ -59,13 +59,17 @@ class Variant:
     freeze_embeddings: bool = False
     trained: bool = True
     save_states: bool = False  # save the weights at every evaluation, for the word-similarity dynamics
-    match_parameters: bool = False  # widen intermediate_size until the parameter count equals the full model's
+    match_parameters: bool = False  # widen intermediate_size until the TRAINABLE parameter count equals the full model's
 
 
 VARIANTS = (
     Variant("full", "full model: trained embeddings, learned W_Q/W_K/W_V/W_O, feed-forward", save_states=True),
     Variant("frozen_embeddings", "word (and any learned position) embeddings frozen at their random initial values",
             freeze_embeddings=True, save_states=True),
+    # Freezing removes the embeddings from the trainable parameters: widening the feed-forward gives them back, so
+    # that a gap to the full model is "embeddings not trained", not "less capacity" (the unmatched one stays beside).
+    Variant("frozen_embeddings_matched", "embeddings frozen at their random initial values, feed-forward widened to "
+            "the full model's trainable parameter count", freeze_embeddings=True, match_parameters=True),
     Variant("identity_qkv", "W_Q = W_K = W_V = I (W_O kept), feed-forward widened to the full model's parameter count",
             config_overrides="qkv_projection=identity", match_parameters=True),
     Variant("qkv_from_identity", "learned W_Q, W_K, W_V initialised at I", config_overrides="qkv_init=identity"),
@@ -96,19 +100,21 @@ def build_config(settings: dict, overrides: str, vocab_size: int):
     return config
 
 
-def count_parameters(config) -> int:
-    """Parameters of `MinAttnForMaskedLM(config)`, built on the meta device (no memory, no random draws)."""
+def count_parameters(config, frozen_embeddings: bool = False) -> int:
+    """Trainable parameters of `MinAttnForMaskedLM(config)`, built on the meta device (no memory, no random draws):
+    all of them, or, with `frozen_embeddings`, all but the input embeddings (word and any learned positions: the
+    nn.Embedding modules, which is what run_mlm's --freeze_embeddings freezes; the untied output layer is a Linear)."""
     import torch
 
     from hf_minattn import MinAttnForMaskedLM
 
     with torch.device("meta"):
-        return MinAttnForMaskedLM(config).num_parameters()
+        return MinAttnForMaskedLM(config).num_parameters(exclude_embeddings=frozen_embeddings)
 
 
 def matched_intermediate_size(settings: dict, variant: Variant, vocab_size: int) -> dict:
-    """The intermediate_size at which `variant` has the full model's parameter count, within half a feed-forward
-    unit (a unit is one row of up_proj, its bias and one column of down_proj)."""
+    """The intermediate_size at which `variant` has as many trainable parameters as the full model, within half a
+    feed-forward unit (a unit is one row of up_proj, its bias and one column of down_proj)."""
     full = build_config(settings, base_overrides(settings), vocab_size)
     target = count_parameters(full)
     overrides = ",".join(x for x in (base_overrides(settings), variant.config_overrides) if x)
@@ -116,13 +122,21 @@ def matched_intermediate_size(settings: dict, variant: Variant, vocab_size: int)
     size = config.intermediate_size
     if size == 0:
         raise ValueError(f"variant {variant.name!r} has no feed-forward sublayer to widen")
-    start = count_parameters(config)
+    start = count_parameters(config, variant.freeze_embeddings)
     config.intermediate_size = size + 1
-    unit = count_parameters(config) - start
+    unit = count_parameters(config, variant.freeze_embeddings) - start
     widened = size + round((target - start) / unit)
     config.intermediate_size = widened
-    return {"intermediate_size": widened, "parameters": count_parameters(config), "full_parameters": target,
-            "unit_parameters": unit, "unmatched_intermediate_size": size, "unmatched_parameters": start}
+    return {"intermediate_size": widened, "parameters": count_parameters(config, variant.freeze_embeddings),
+            "full_parameters": target, "unit_parameters": unit, "unmatched_intermediate_size": size,
+            "unmatched_parameters": start, "trainable_only": variant.freeze_embeddings}
+
+
+def variant_named(name: str) -> Variant:
+    for variant in VARIANTS:
+        if variant.name == name:
+            return variant
+    raise ValueError(f"no variant {name!r}; have {list(VARIANT_NAMES)}")
 
 
 def variant_overrides(settings: dict, variant: Variant, vocab_size: int) -> str:

@@ -9,9 +9,10 @@
 - anisotropy baseline: mean cosine between random words from different sentences; the MEV baseline is
   the MEV of matrices of random occurrences of the same size (also uncentred). Adjusted = raw - baseline.
 
-Layer 0 (`hidden_states[0]`) is the embedding output: word + position (and, in BERT, a LayerNorm). In a pre-norm
-model without an embedding LayerNorm both terms have the same scale, so position alone makes occurrences of a
-word at similar positions look alike. Given the static vectors (input-embedding rows, pieces mean-pooled: the word
+Layer 0 (`hidden_states[0]`) is the embedding output: the word embedding, plus a position embedding where the model
+adds one to the token vectors (BERT's learned positions, MinAttn's "learned" or "sinusoidal"; not rotary positions,
+which act inside attention, nor "none"), and in BERT a LayerNorm. In a pre-norm model without an embedding LayerNorm
+the two terms have the same scale, so position alone makes occurrences of a word at similar positions look alike. Given the static vectors (input-embedding rows, pieces mean-pooled: the word
 embedding WITHOUT the position signal), the same scores are reported for them apart (`static`), beside layer 0.
 Static self-similarity is 1 by construction (every occurrence has the same vector); what varies between models is
 its baseline (how anisotropic the embedding matrix is) and so the adjusted value 1 - baseline.
@@ -123,18 +124,25 @@ def static_intra_similarity(static, tokenized):
     return float(np.mean(per_sentence)) if per_sentence else float("nan")
 
 
+# position_embedding_type values under which the embedding output carries no position term: rotary positions
+# ("rope" in MinAttn's config, "rotary" in some other configs) turn queries and keys inside attention instead.
+NO_POSITION_TERM = ("none", "rope", "rotary")
+
+
 def _layer0_note(model):
     if model is None:
-        return "layer 0 = hidden_states[0], the embedding output (word + position embeddings)."
+        return "layer 0 = hidden_states[0], the embedding output (the word embedding, plus any position embedding)."
     config = model.config
     positions = getattr(config, "position_embedding_type", "absolute")
     embedding_norm = getattr(config, "norm_placement", "post") == "post"  # MinAttn: only post-norm normalises embeddings
-    text = (f"layer 0 = hidden_states[0], the embedding output: word embedding + {positions} position embedding"
+    static = "static = the word embeddings alone (input-embedding rows, pieces mean-pooled)"
+    if positions in NO_POSITION_TERM:
+        return (f"layer 0 = hidden_states[0], the embedding output: the word embedding alone"
+                f"{', then LayerNorm' if embedding_norm else ''}. With position_embedding_type={positions!r} the "
+                f"embedding output has no position term (positions act inside attention, if at all); {static}.")
+    return (f"layer 0 = hidden_states[0], the embedding output: word embedding + {positions} position embedding"
             f"{' then LayerNorm' if embedding_norm else ' at the same scale (no embedding LayerNorm)'}; "
-            "static = the word embeddings alone (input-embedding rows, pieces mean-pooled), without the position signal.")
-    if positions in ("none", "rotary"):
-        text += f" With position_embedding_type={positions!r} the embedding output has no position term."
-    return text
+            f"{static}, without the position signal.")
 
 
 def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=100, seed=0, min_contexts=5,
