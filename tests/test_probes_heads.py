@@ -1,21 +1,23 @@
-"""Known-answer tests of issue 9's head probes: roles relative to uniform attention, per-head ablation,
-norm-weighted attention (Kobayashi et al. 2020), head divergence, relative graph thresholds, and the report
-sentences they produce (each flipped by its numbers)."""
+"""Known-answer tests of the head probes (issues 9 and 18): roles by attention mass with the ratio to uniform beside
+it, per-head ablation (sign, zero-cost head, intervals), norm-weighted attention (Kobayashi et al. 2020), head
+divergence within a layer and across seeds, relative graph thresholds, and the report sentences they produce (each
+flipped by its numbers)."""
 
 import numpy as np
 import pytest
 import torch
+from scipy import stats as scipy_stats
 from conftest import TEXTS, tiny_config
 from transformers import BertConfig, BertForMaskedLM, BertModel
 
 from hf_minattn import MinAttnForMaskedLM, MinAttnModel
 from hf_minattn.probes import report
 from hf_minattn.probes.attention_norms import capture_attention_inputs, norm_weighted, transformed_value_norms
-from hf_minattn.probes.head_ablation import head_ablation, zero_head
+from hf_minattn.probes.head_ablation import ablation_over_seeds, head_ablation, masked_batches, zero_head
 from hf_minattn.probes.head_divergence import (cross_js_divergence_sums, cross_model_head_divergence,
-                                               matched_head_divergence)
-from hf_minattn.probes.heads import (AttentionExample, HeadStatistics, attention_graph, head_roles, head_statistics,
-                                     js_divergence_sums, within_layer_divergence)
+                                               matched_head_divergence, seed_pairs_head_divergence)
+from hf_minattn.probes.heads import (ROLE_MIN_MASS, AttentionExample, HeadStatistics, attention_graph, head_roles,
+                                     head_statistics, js_divergence_sums, within_layer_divergence)
 from hf_minattn.probes.weights import UnsupportedArchitecture, head_weights
 
 
@@ -45,8 +47,60 @@ def test_relative_to_uniform_by_hand():
     for name, values in relative.items():  # a uniform head is at 1x on every statistic
         assert values[0][0] == pytest.approx(1.0), name
     assert relative["previous"][0][1] == pytest.approx(1 / (1.25 / 4))  # always previous: 3.2x
-    assert head_roles(relative) == [["none", "previous"]]
-    assert head_roles(relative, min_ratio=4.0) == [["none", "none"]]
+    roles = head_roles(stats.means(), relative)
+    assert roles.roles[0][1] == "previous" and roles.mass[0][1] == pytest.approx(1.0)
+    assert roles.ratio[0][1] == pytest.approx(3.2)
+    # in 2- and 4-token sentences uniform attention already puts 1/3 on itself: the mass rule is Clark et al.'s,
+    # meant for real sentence lengths (the ratio beside it, 1.0x, shows the head is uniform)
+    assert roles.roles[0][0] == "self" and roles.ratio[0][0] == pytest.approx(1.0)
+
+
+def _one_sentence(rows):
+    """One 10-token sentence: [CLS] at 0, punctuation at 4 and 7, [SEP] at 9; `rows(t)` gives query t's attention."""
+    n = 10
+    att = torch.stack([torch.stack([rows_fn(t) for t in range(n)]) for rows_fn in rows])[None]  # (1, heads, T, T)
+    kinds = {name: torch.zeros(1, n, dtype=torch.bool) for name in ("cls", "sep", "punctuation")}
+    kinds["cls"][0, 0], kinds["sep"][0, 9], kinds["punctuation"][0, [4, 7]] = True, True, True
+    return [att], torch.ones(1, n, dtype=torch.long), kinds
+
+
+def _spread(n, mass_on, rest_over=None):
+    """A row of n weights: `mass_on` {key: weight}, the rest spread evenly over the other keys."""
+    row = torch.zeros(n)
+    for key, weight in mass_on.items():
+        row[key] = weight
+    others = [j for j in range(n) if j not in mass_on]
+    row[others] = (1 - sum(mass_on.values())) / len(others)
+    return row
+
+
+def test_roles_are_chosen_by_attention_mass_not_by_ratio():
+    n = 10
+    previous = lambda t: _spread(n, {t - 1: 0.6} if t else {})  # noqa: E731  0.6 on the previous token
+    cls = lambda t: _spread(n, {0: 0.25})  # noqa: E731  0.25 on [CLS], 2.5x uniform (1/10)
+    stats = HeadStatistics()
+    stats.add(*_one_sentence([previous, cls]))
+    means, relative = stats.means(), stats.relative_to_uniform()
+    roles = head_roles(means, relative)
+    assert roles.roles == [["previous", "none"]]
+    assert roles.mass[0][0] == pytest.approx(0.6) and roles.ratio[0][0] == pytest.approx(6.0)  # 0.6 / (1/10)
+    assert means["cls"][0][1] == pytest.approx(0.25) and relative["cls"][0][1] == pytest.approx(2.5)
+    assert max(relative, key=lambda k: relative[k][0][1] if k != "entropy" else 0) == "cls"  # the old argmax
+    assert roles.mass[0][1] is None and roles.ratio[0][1] is None
+    assert ROLE_MIN_MASS == 0.3 and head_roles(means, relative, min_mass=0.2).roles == [["previous", "cls"]]
+
+
+def test_among_passing_roles_the_largest_mass_wins_whatever_the_ratios():
+    # next: 0.35 of the attention, 3.5x uniform; punctuation (2 keys of 10): 0.55, only 2.75x
+    stats = {"next": [[0.35, 0.1]], "punctuation": [[0.55, 0.29]]}
+    relative = {"next": [[3.5, 1.0]], "punctuation": [[2.75, 1.45]]}
+    roles = head_roles(stats, relative)
+    assert roles.roles == [["punctuation", "none"]] and roles.mass == [[0.55, None]] and roles.ratio == [[2.75, None]]
+    stats["next"][0][0] = 0.6  # now next has the larger mass
+    assert head_roles(stats, relative).roles == [["next", "none"]]
+    assert head_roles(stats, {}).ratio == [[None, None]]  # no ratios saved: the role stands, its ratio is unknown
+    with pytest.raises(ValueError, match="min_mass"):
+        head_roles(stats, relative, min_mass=30)
 
 
 def test_relative_ratio_is_none_without_any_key_of_a_kind():
@@ -75,7 +129,7 @@ def test_ablating_a_head_whose_output_slice_is_zero_changes_nothing(tokenizer, k
     D = model.config.hidden_size // H
     with torch.no_grad():
         _output_linear(model, 1).weight[:, 1 * D:2 * D] = 0  # layer 1, head 1 already outputs nothing
-    result = head_ablation(model, tokenizer, TEXTS[:8], seed=1)
+    result = head_ablation(model, tokenizer, TEXTS[:8], seed=1, mlm_probability=0.3)
     increase = np.array(result.loss_increase)
     assert increase.shape == (2, H) and result.masked_tokens >= 8
     assert increase[1, 1] == 0.0
@@ -106,8 +160,94 @@ def test_zero_head_zeroes_exactly_that_slice(tokenizer):
 def test_ablation_needs_a_masked_lm(tokenizer):
     with pytest.raises(UnsupportedArchitecture, match="masked-LM"):
         head_ablation(MinAttnModel(tiny_config(vocab_size=len(tokenizer))), tokenizer, TEXTS[:2])
-    with pytest.raises(ValueError, match="mask_probability"):
-        head_ablation(MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer))), tokenizer, TEXTS[:2], mask_probability=2)
+    with pytest.raises(ValueError, match="mlm_probability"):
+        head_ablation(MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer))), tokenizer, TEXTS[:2],
+                      mlm_probability=2)
+    with pytest.raises(ValueError, match="mask_draws"):
+        head_ablation(MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer))), tokenizer, TEXTS[:2], mask_draws=0)
+
+
+def _one_head_model(tokenizer, steps=150):
+    """A one-layer masked LM whose attention output passes through head 0 only (W_O of heads 1-3 zero, kept zero
+    while training), trained briefly on the test sentences: to fill a mask it must read the context through head 0."""
+    model = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer), num_hidden_layers=1))
+    output = model.base_model.layers[0].attention.o_proj
+    keep = torch.zeros_like(output.weight)
+    keep[:, :9] = 1  # head 0's input channels (head_dim 9)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for step in range(steps):
+        with torch.no_grad():
+            output.weight.mul_(keep)
+        for enc, chosen, labels in masked_batches(tokenizer, TEXTS[:8], 24, 8, 0.3, seed=100 + step):
+            loss = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
+                         labels=labels.masked_fill(~chosen, -100)).loss
+            optimizer.zero_grad(), loss.backward(), optimizer.step()
+    with torch.no_grad():
+        output.weight.mul_(keep)
+    return model.eval()
+
+
+def _masked_lm_losses(model, batches):
+    """Per masked token cross-entropy, through the model's own loss (labels -100 elsewhere), not head_ablation's."""
+    losses = []
+    with torch.no_grad():
+        for enc, chosen, labels in batches:
+            for b in range(len(chosen)):  # one sentence at a time: the model's mean loss over its masked tokens
+                for t in chosen[b].nonzero()[:, 0].tolist():
+                    only = torch.full_like(labels[b:b + 1], -100)
+                    only[0, t] = labels[b, t]
+                    losses.append(float(model(input_ids=enc["input_ids"][b:b + 1], labels=only,
+                                              attention_mask=enc["attention_mask"][b:b + 1]).loss))
+    return np.array(losses)
+
+
+def test_ablation_sign_a_needed_head_costs_what_zeroing_its_output_by_hand_costs(tokenizer):
+    """increase = loss with the head zeroed - loss intact: positive for the one head the model reads context
+    through, exactly 0 for heads whose W_O is zero, and equal to removing head 0's W_O columns by hand."""
+    import copy
+
+    model = _one_head_model(tokenizer)
+    result = head_ablation(model, tokenizer, TEXTS[:8], mlm_probability=0.3, seed=0)
+    batches = masked_batches(tokenizer, TEXTS[:8], 24, 16, 0.3, seed=0)  # head_ablation's masks (same batches)
+    intact = _masked_lm_losses(model, batches)
+    zeroed_model = copy.deepcopy(model)
+    with torch.no_grad():
+        zeroed_model.base_model.layers[0].attention.o_proj.weight[:, :9] = 0  # no attention output but b_O
+    zeroed = _masked_lm_losses(zeroed_model, batches)
+    assert result.masked_tokens == len(intact) and result.base_loss == pytest.approx(intact.mean(), abs=1e-5)
+    increase = np.array(result.loss_increase)
+    assert increase[0, 0] == pytest.approx(zeroed.mean() - intact.mean(), abs=1e-5)
+    assert increase[0, 0] > 0.5  # the model needs its only context head (about 1.9 nats here)
+    assert increase[0, 1:].tolist() == [0.0, 0.0, 0.0] and result.interval95[0][1:] == [0.0, 0.0, 0.0]
+    # the interval: a 95% t-interval over the masked tokens of the per-token differences, as scipy computes it
+    diff = zeroed - intact
+    low, high = scipy_stats.t.interval(0.95, df=len(diff) - 1, loc=diff.mean(), scale=scipy_stats.sem(diff))
+    assert result.interval95[0][0] == pytest.approx((high - low) / 2, rel=1e-4)
+    assert result.mlm_probability == 0.3 and result.mask_draws == 1
+
+
+def test_ablation_masks_at_the_rate_it_is_given(tokenizer):
+    eligible = sum(len(tokenizer(t)["input_ids"]) - 2 for t in TEXTS)  # every token but [CLS] and [SEP]
+    for rate in (0.15, 0.3):
+        chosen = sum(int(c.sum()) for _, c, _ in masked_batches(tokenizer, TEXTS, 24, 16, rate, seed=0, mask_draws=4))
+        assert chosen / (4 * eligible) == pytest.approx(rate, abs=0.03)
+    model = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer))).eval()
+    one, two = (head_ablation(model, tokenizer, TEXTS[:8], mlm_probability=0.3, mask_draws=d) for d in (1, 2))
+    assert two.masked_tokens > one.masked_tokens and two.mask_draws == 2
+
+
+def test_ablation_over_seeds_is_a_t_interval_per_head():
+    seeds = [{"loss_increase": [[0.1, 0.0], [0.3, -0.1]]}, {"loss_increase": [[0.2, 0.0], [0.5, 0.1]]},
+             {"loss_increase": [[0.4, 0.0], [0.1, 0.0]]}]
+    summary = ablation_over_seeds(seeds)
+    values = [0.1, 0.2, 0.4]
+    low, high = scipy_stats.t.interval(0.95, df=2, loc=np.mean(values), scale=scipy_stats.sem(values))
+    assert summary["mean"][0][0] == pytest.approx(np.mean(values))
+    assert (summary["low"][0][0], summary["high"][0][0]) == pytest.approx((low, high))
+    assert summary["mean"][0][1] == summary["low"][0][1] == summary["high"][0][1] == 0.0
+    assert summary["seeds"] == 3 and summary["df"] == 2
+    with pytest.raises(ValueError, match="same layers x heads"):
+        ablation_over_seeds([*seeds, {"loss_increase": [[0.1]]}])
 
 
 def test_norm_weighting_gives_a_zero_vector_zero_weight():
@@ -207,6 +347,20 @@ def test_within_layer_and_matched_head_divergence(tokenizer):
                                     tokenizer, TEXTS[:2])
 
 
+def test_seed_pairs_are_compared_in_order_and_match_the_pairwise_function(tokenizer):
+    seeds = [MinAttnModel(tiny_config(vocab_size=len(tokenizer))).eval() for _ in range(2)]
+    models = [seeds[0], seeds[1], seeds[0]]  # the third "seed" repeats the first
+    pairs = seed_pairs_head_divergence(models, tokenizer, TEXTS[:8])
+    assert len(pairs) == 3  # (0, 1), (0, 2), (1, 2)
+    assert np.allclose(pairs[1].matched, 0, atol=1e-6) and min(pairs[0].matched) > 0
+    assert pairs[0].matched == pytest.approx(pairs[2].matched, abs=1e-6)  # (0, 1) and (1, 2) compare the same models
+    one = cross_model_head_divergence(seeds[0], seeds[1], tokenizer, TEXTS[:8])
+    assert one.matched == pytest.approx(pairs[0].matched, abs=1e-6) and one.matching == pairs[0].matching
+    assert one.within_layer_a == pytest.approx(pairs[0].within_layer_a, abs=1e-6)
+    with pytest.raises(ValueError, match="at least two models"):
+        seed_pairs_head_divergence(seeds[:1], tokenizer, TEXTS[:8])
+
+
 def test_graph_threshold_is_relative_to_uniform():
     n = 4
     uniform = torch.full((1, 1, n, n), 1 / n)
@@ -221,18 +375,51 @@ def test_graph_threshold_is_relative_to_uniform():
         attention_graph(example, weighting="raw")
 
 
-def _heads_dict(previous_ratio, punct_ratio):
-    return {"num_layers": 1, "num_heads": 2, "role_min_ratio": 2.0,
-            "relative_to_uniform": {"previous": [[previous_ratio, 1.0]], "punctuation": [[punct_ratio, 1.0]]},
-            "stats": {"previous": [[0.5, 0.1]], "punctuation": [[0.2, 0.1]]},
-            "uniform_expectation": {"previous": 0.1, "punctuation": 0.1},
-            "roles": head_roles({"previous": [[previous_ratio, 1.0]], "punctuation": [[punct_ratio, 1.0]]})}
+def _heads_dict(previous_mass, punct_mass, entropy=(1.0, 2.0)):
+    """probes.json's "heads" for one layer of two heads: head 0's masses as given, head 1 near uniform."""
+    stats = {"previous": [[previous_mass, 0.1]], "punctuation": [[punct_mass, 0.1]], "entropy": [list(entropy)]}
+    relative = {"previous": [[previous_mass / 0.04, 2.5]], "punctuation": [[punct_mass / 0.1, 1.0]]}
+    roles = head_roles(stats, relative)
+    return {"num_layers": 1, "num_heads": 2, "tokens": 40, "sentences": 4, "uniform_entropy": 2.5, "stats": stats,
+            "relative_to_uniform": relative, "uniform_expectation": {"previous": 0.04, "punctuation": 0.1},
+            "roles": roles.roles, "role_mass": roles.mass, "role_ratio": roles.ratio, "role_min_mass": ROLE_MIN_MASS,
+            "js_divergence": [[0, 0.2], [0.2, 0]]}
 
 
 def test_head_roles_sentence_follows_the_numbers():
-    assert "most heads stay close to uniform" in report.head_roles_text({"heads": _heads_dict(1.5, 1.2)})
-    assert "commonest role is previous token" in report.head_roles_text({"heads": _heads_dict(5.0, 1.2)})
-    assert "commonest role is punctuation" in report.head_roles_text({"heads": _heads_dict(2.5, 3.0)})
+    assert "most heads (2 of 2) give no single target 0.3 of their attention" in \
+        report.head_roles_text({"heads": _heads_dict(0.25, 0.2)})
+    text = report.head_roles_text({"heads": _heads_dict(0.45, 0.2)})
+    assert "the commonest role is previous token (1 of 2 heads)" in text
+    assert "1 previous token (strongest: head 0-0, mass 0.45 (11x uniform))" in text and "if that mass is >= 0.3" in text
+    # punctuation's mass is larger though its ratio (5.5x) is below previous's (10x): punctuation wins
+    assert "the commonest role is punctuation" in report.head_roles_text({"heads": _heads_dict(0.4, 0.55)})
+
+
+def test_old_files_are_relabelled_by_mass():
+    """A file from before roles were chosen by mass: 'cls (2.29x)' that was 6.8% of the head's attention."""
+    old = {"num_heads": 1, "stats": {"cls": [[0.068]], "previous": [[0.05]]},
+           "relative_to_uniform": {"cls": [[2.29]], "previous": [[1.2]]}, "roles": [["cls"]], "role_min_ratio": 2.0}
+    text = report.head_roles_text({"heads": old})
+    assert "1 no role (no target gets 0.3 of the attention)" in text and "[CLS]" not in text
+    old["stats"]["cls"] = [[0.68]]
+    assert "1 [CLS] (strongest: head 0-0, mass 0.68 (2.3x uniform))" in report.head_roles_text({"heads": old})
+
+
+def test_heads_sentence_shows_mass_and_ratio_and_follows_the_entropy():
+    text = report.heads_text({"heads": _heads_dict(0.45, 0.2)})
+    assert "previous token: head 0-0, mass 0.45 (11x uniform)" in text and "punctuation: head 0-0, mass 0.20 (2.0x" in text
+    assert "(focused attention on average)" in text
+    assert "(broad attention on average)" in report.heads_text({"heads": _heads_dict(0.45, 0.2, entropy=(2.4, 2.3))})
+
+
+def test_head_map_sentence_follows_the_numbers():
+    h = {"num_layers": 2, "num_heads": 2, "js_divergence": [[0, .1, .5, .5], [.1, 0, .5, .5], [.5, .5, 0, .2],
+                                                            [.5, .5, .2, 0]]}
+    assert "are closer (mean JS 0.150) than heads of different layers (0.500), so heads cluster by layer" in \
+        report.head_map_text({"heads": h})
+    h["js_divergence"] = [[0, .6, .1, .1], [.6, 0, .1, .1], [.1, .1, 0, .6], [.1, .1, .6, 0]]
+    assert "not closer (mean JS 0.600) than heads of different layers (0.100)" in report.head_map_text({"heads": h})
 
 
 def test_norm_weighting_sentence_follows_the_numbers():
@@ -244,11 +431,16 @@ def test_norm_weighting_sentence_follows_the_numbers():
 
 def test_ablation_sentence_follows_the_numbers():
     a = {"num_heads": 2, "base_loss": 5.0, "masked_tokens": 10, "sentences": 2, "loss_increase": [[0.5, 0.0]],
-         "interval95": [[0.1, 0.1]]}
+         "interval95": [[0.1, 0.1]], "mlm_probability": 0.3}
     assert "1 of 2 heads raise the loss beyond" in report.head_ablation_text({"head_ablation": a})
-    assert "head 0-0 raises it most" in report.head_ablation_text({"head_ablation": a})
+    assert "(masking rate 0.3); zeroing head 0-0 raises it most" in report.head_ablation_text({"head_ablation": a})
     a["loss_increase"] = [[0.05, 0.0]]
     assert "No single head" in report.head_ablation_text({"head_ablation": a})
+    # the costliest head's role is named: a head with no role can matter
+    text = report.head_ablation_text({"head_ablation": a, "heads": _heads_dict(0.2, 0.1)})
+    assert "zeroing head 0-0 (role: no role (no target gets 0.3 of the attention)) raises" in text
+    text = report.head_ablation_text({"head_ablation": a, "heads": _heads_dict(0.6, 0.1)})
+    assert "zeroing head 0-0 (role: previous token) raises" in text
 
 
 def test_norm_example_sentence_follows_the_numbers():
@@ -272,7 +464,13 @@ def test_run_all_probes_writes_the_new_keys(tmp_path, tokenizer):
                              word2vec=False, decontextualized=False, weights=False, log=lambda m: None)
     d = json.loads(json.dumps(results.to_dict(), allow_nan=False))
     assert np.array(d["head_ablation"]["loss_increase"]).shape == (2, 4)
-    assert d["sense_accuracy"]["chance"] == 0.5 and d["geometry"]["static"]["self_similarity"] == pytest.approx(1, abs=1e-5)
+    assert 0 < d["sense_accuracy"]["chance"] < 1
+    assert d["geometry"]["static"]["self_similarity"] == pytest.approx(1, abs=1e-5)
+    h = d["heads"]
+    assert h["role_min_mass"] == 0.3 and np.array(h["roles"]).shape == (2, 4)
+    assert np.array(h["role_mass"], dtype=object).shape == np.array(h["role_ratio"], dtype=object).shape == (2, 4)
+    assert all((m is None) == (role == "none") for row_r, row_m in zip(h["roles"], h["role_mass"])
+               for role, m in zip(row_r, row_m))
     assert d["attention_graph_norm_weighted"]["weighting"] == "norm" and d["heads"]["relative_to_uniform"]
     assert d["attention_graph"]["relative_threshold"] == 2.0  # old key kept, threshold now relative to 1/n
     no_head = run_all_probes(model, tok, split_sentences(TEXTS, max_sentences=0), min_count=2, word2vec=False,

@@ -31,6 +31,8 @@ def test_senses_separate_above_chance_and_ablation_is_skipped_without_an_mlm_hea
     model, tokenizer = model_and_tokenizer
     result = sense_accuracy(model, tokenizer)
     assert result.skipped == [] and max(result.accuracy[1:]) > result.chance + 0.3
-    assert result.position_accuracy < result.chance + 0.1  # position alone cannot tell the senses apart
+    # a pretrained encoder beats the controls that see no vectors (in corpus sentences position and length differ
+    # between senses, so those controls are above 0.5)
+    assert result.accuracy_interval[-1]["low"] > max(result.position_accuracy, result.length_accuracy)
     mlm, reason = _masked_lm_for(model, str(minilm.get_model_path()))
     assert mlm is None and "no trained masked-LM head" in reason

@@ -1,38 +1,52 @@
-"""Known-answer tests of issue 9's sense and layer-0 probes: the shipped homonym set, leave-one-out
-nearest-centroid sense accuracy, distinct contexts, static (position-free) layer 0, and their report sentences."""
+"""Known-answer tests of the sense and layer-0 probes: the labelled homonym file, leave-one-out nearest-centroid
+sense accuracy with its interval, centring, any encoder (MinAttn, BERT), distinct contexts, static (position-free)
+layer 0, and their report sentences."""
 
+import json
 import re
+from collections import Counter
+from dataclasses import asdict
 
 import numpy as np
 import pytest
 from conftest import TEXTS, no_context_model, tiny_config
+from transformers import BertConfig, BertModel
 
 from hf_minattn import MinAttnModel
-from hf_minattn.probes import report
+from hf_minattn.probes import report, senses_data
 from hf_minattn.probes.corpus import split_sentences
 from hf_minattn.probes.encode import encode_corpus
 from hf_minattn.probes.geometry import distinct_context_groups, geometry, static_word_vectors
-from hf_minattn.probes.neighbours import _loo_nearest_centroid, sense_accuracy
-from hf_minattn.probes.senses_data import HOMONYMS
+from hf_minattn.probes.neighbours import _loo_nearest_centroid, sense_accuracy, sense_scores
+from hf_minattn.probes.run import _jsonable
+from hf_minattn.probes.senses_data import HOMONYMS, read_senses
+from hf_minattn.probes.vectors import all_but_the_top
 
 
-def _position(word, sentence):
-    words = re.findall(r"\w+|[^\w\s]", sentence)
-    return words.index(word)
-
-
-def test_shipped_homonyms_are_distinct_labelled_and_position_balanced():
-    all_sentences = [s for senses in HOMONYMS.values() for ss in senses.values() for s in ss]
-    assert len(set(all_sentences)) == len(all_sentences) and len(HOMONYMS) >= 5
+def test_labelled_file_has_12_homonyms_with_20_contexts_per_sense_each_containing_its_word():
+    rows = read_senses()
+    assert len(HOMONYMS) >= 12
+    assert all(len(senses) == 2 and all(len(ss) >= 20 for ss in senses.values()) for senses in HOMONYMS.values())
+    sentences = [r["sentence"] for r in rows]
+    assert len(set(sentences)) == len(sentences)
+    for r in rows:
+        assert re.findall(r"[a-z]+", r["sentence"].lower()).count(r["word"]) == 1, r
+    # the counts in the module docstring are those of the file
+    counts = Counter((r["word"], r["sense"], r["source"]) for r in rows)
     for word, senses in HOMONYMS.items():
-        assert len(senses) >= 2 and all(len(ss) >= 5 for ss in senses.values())
-        means = []
-        for sentences in senses.values():
-            positions = [_position(word, s) for s in sentences]
-            assert all(re.findall(r"\w+", s.lower()).count(word) == 1 for s in sentences)
-            assert len(set(positions)) >= 4  # varied positions within a sense
-            means.append(np.mean(positions))
-        assert max(means) - min(means) <= 1.0, word  # matched between senses
+        cells = [f"{s}: {counts[(word, s, 'corpus')]} + {counts[(word, s, 'written')]}" for s in senses]
+        assert f"| {word} | {cells[0]} | {cells[1]} |" in senses_data.__doc__
+    assert counts and sum(v for (_, _, src), v in counts.items() if src == "corpus") > len(rows) / 2
+
+
+def test_a_bad_labelled_file_is_refused(tmp_path):
+    path = tmp_path / "senses.tsv"
+    path.write_text("word\tsense\tsource\tsentence\nbank\triver\tcorpus\tThe banks were muddy.\n")
+    with pytest.raises(ValueError, match="once as a whole word"):
+        read_senses(path)
+    path.write_text("word\tsense\tsource\tsentence\nbank\triver\tbook\tThe bank was muddy.\n")
+    with pytest.raises(ValueError, match="source must be"):
+        read_senses(path)
 
 
 def test_leave_one_out_nearest_centroid_known_answers():
@@ -46,20 +60,65 @@ def test_leave_one_out_nearest_centroid_known_answers():
     assert _loo_nearest_centroid(alternating, ["a", "a", "b", "b"]).mean() == 0.0
 
 
+def _synthetic(rng, signal_scale, rogue=0.0, words=12, per_sense=20, dim=64):
+    """Occurrence vectors of `words` homonyms: a per-word direction per sense (scale `signal_scale`), isotropic noise,
+    a common offset, and `rogue` times a random amount along one shared direction (anisotropy)."""
+    u, v = np.linalg.qr(rng.standard_normal((dim, 2)))[0].T
+    vectors, names, labels = [], [], []
+    for w in range(words):
+        directions = rng.standard_normal((2, dim))
+        for sense in range(2):
+            for _ in range(per_sense):
+                vectors.append(20 * v + rogue * rng.standard_normal() * u + signal_scale * directions[sense]
+                               + 0.5 * rng.standard_normal(dim))
+                names.append(f"w{w}"), labels.append(sense)
+    return np.array(vectors), names, labels
+
+
+def test_sense_scores_known_answers_separable_random_and_centring():
+    rng = np.random.default_rng(0)
+    accuracy, interval, by_word = sense_scores(*_synthetic(rng, signal_scale=0.5), n_resamples=200)
+    assert accuracy == 1.0 and interval.low == interval.high == 1.0 and interval.n == 12
+    assert set(by_word.values()) == {1.0}
+    accuracy, interval, _ = sense_scores(*_synthetic(rng, signal_scale=0.0), n_resamples=200)  # senses carry nothing
+    assert abs(accuracy - 0.5) < 0.1 and interval.low < 0.5 < interval.high
+    # a large shared direction of random extent swamps a small sense signal in raw cosines; All-but-the-Top removes it
+    vectors, names, labels = _synthetic(rng, signal_scale=0.5, rogue=20.0)
+    assert sense_scores(vectors, names, labels, n_resamples=50)[0] < 0.8
+    assert sense_scores(all_but_the_top(vectors), names, labels, n_resamples=50)[0] == 1.0
+    with pytest.raises(ValueError, match="one word and label per occurrence"):
+        sense_scores(vectors, names[:-1], labels)
+
+
 def test_a_model_without_context_or_position_scores_chance(tokenizer):
     homonyms = {"bank": {"river": ("the bank of the river", "she sat on the bank", "a bank of mud"),
                          "money": ("the bank lent money", "money in the bank", "a bank raised rates")}}
-    result = sense_accuracy(no_context_model(len(tokenizer)), tokenizer, homonyms)
-    assert result.accuracy == [0.5] * 3 and result.chance == 0.5 and result.occurrences == 6
+    result = sense_accuracy(no_context_model(len(tokenizer)), tokenizer, homonyms, n_resamples=50)
+    # every occurrence has the same vector (the word embedding): ties everywhere, raw and centred
+    assert result.raw_accuracy == [0.5] * 3 and result.accuracy == [0.5] * 3
+    assert result.chance == 0.5 and result.occurrences == 6
     with pytest.raises(ValueError, match="2 senses"):
         sense_accuracy(no_context_model(len(tokenizer)), tokenizer, {"bank": {"river": ("the bank",)}})
 
 
-def test_sense_accuracy_on_the_shipped_set(tokenizer):
-    result = sense_accuracy(MinAttnModel(tiny_config(vocab_size=len(tokenizer))).eval(), tokenizer)
-    assert len(result.layers) == 3 and result.chance == 0.5
-    assert len(result.words) + len(result.skipped) == len(HOMONYMS)
-    assert all(0 <= a <= 1 for a in result.accuracy)
+@pytest.mark.parametrize("architecture", ["minattn", "bert"])
+def test_sense_accuracy_on_the_shipped_set_with_any_encoder(tokenizer, architecture):
+    if architecture == "minattn":
+        model = MinAttnModel(tiny_config(vocab_size=len(tokenizer)))
+    else:
+        config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                            intermediate_size=37, max_position_embeddings=24)
+        model = BertModel(config, add_pooling_layer=False)
+    result = sense_accuracy(model.eval(), tokenizer, n_resamples=50)
+    # the test tokenizer keeps 24 tokens: long sentences are left out, and words left with < 2 per sense skipped
+    assert len(result.words) + len(result.skipped) == len(HOMONYMS) and result.skipped_sentences > 0
+    assert len(result.layers) == 3 == len(result.accuracy_interval) == len(result.raw_accuracy)
+    for a, i in zip(result.accuracy, result.accuracy_interval):
+        assert i["low"] <= a <= i["high"] and i["n"] == len(result.words)
+    assert 0.5 <= result.chance < 1 and result.abtt_components == 1
+    # through probes.json and back into the report sentence
+    saved = json.loads(json.dumps(_jsonable(asdict(result))))
+    assert "At the last layer (2) sense accuracy is" in report.sense_accuracy_text({"sense_accuracy": saved})
 
 
 def test_distinct_contexts_count_sentence_texts_once():
@@ -90,12 +149,25 @@ def test_static_layer_equals_layer_zero_without_a_position_signal(tokenizer):
         geometry(encoded, min_count=2, static=static[:, :3])
 
 
-def test_sense_accuracy_sentence_follows_the_numbers():
-    s = {"words": ["bank"], "occurrences": 12, "accuracy": [0.3, 0.9], "layers": [0, 1], "chance": 0.5,
-         "position_accuracy": 0.4}
-    assert "Layer 1 separates the senses" in report.sense_accuracy_text({"sense_accuracy": s})
-    s["accuracy"] = [0.3, 0.55]
-    assert "No layer separates" in report.sense_accuracy_text({"sense_accuracy": s})
+def test_sense_accuracy_sentence_follows_the_interval():
+    def senses(low, high, position=0.5):
+        interval = {"low": low, "high": high}
+        return {"sense_accuracy": {"words": ["bank"], "occurrences": 44, "layers": [0, 1],
+                                   "accuracy": [0.5, (low + high) / 2], "raw_accuracy": [0.5, 0.6],
+                                   "accuracy_interval": [{"low": 0.4, "high": 0.6}, interval],
+                                   "chance": 0.5, "position_accuracy": position, "length_accuracy": position}}
+    assert "is above chance, and above the position control" in report.sense_accuracy_text(senses(0.7, 0.9))
+    assert "Layers above chance: 1." in report.sense_accuracy_text(senses(0.7, 0.9))
+    assert "is at chance: not at this scale" in report.sense_accuracy_text(senses(0.45, 0.6))
+    assert "Layers above chance: none." in report.sense_accuracy_text(senses(0.45, 0.6))
+    assert "is below chance" in report.sense_accuracy_text(senses(0.3, 0.45))
+    assert "but not above the position control (0.75)" in report.sense_accuracy_text(senses(0.6, 0.9, position=0.75))
+    untrained = senses(0.45, 0.6)["sense_accuracy"]
+    assert "The untrained model: 0.53 [0.45, 0.60] at its last layer (at chance" in report.sense_accuracy_text(
+        senses(0.7, 0.9), untrained=untrained)
+    old = {"words": ["bank"], "occurrences": 12, "accuracy": [0.3, 0.9], "layers": [0, 1], "chance": 0.5,
+           "position_accuracy": 0.4}  # a probes.json written before the intervals
+    assert "no interval, so no verdict" in report.sense_accuracy_text({"sense_accuracy": old})
 
 
 def test_layer0_sentence_follows_the_numbers():

@@ -1,8 +1,6 @@
 """The numbers behind each answer, computed from results.json alone (no models, no files), so that the verdicts
 can be tested on synthetic results. Losses are in nats; every comparison is a paired interval over seeds."""
 
-import numpy as np
-
 from . import statistics as st
 from .dynamics import similarity_summary
 from .training import VARIANTS
@@ -13,23 +11,9 @@ def rounded(x, digits=4):
     return None if x is None else round(float(x), digits)
 
 
-def within_layer_js(heads: dict) -> list:
-    """Mean Jensen-Shannon divergence between the attention distributions of different heads of the same layer."""
-    from hf_minattn.probes.heads import within_layer_divergence
-
-    return [rounded(v) for v in within_layer_divergence(heads["js_divergence"], heads["num_layers"], heads["num_heads"])]
-
-
-def head_roles(heads: dict) -> dict:
-    """Each head's role as the probe labelled it: the statistic furthest above what uniform attention gets on the
-    same queries (observed / uniform ratio), or "none" when no ratio reaches the probe's threshold."""
-    roles = {}
-    for layer, labels in enumerate(heads["roles"]):
-        for head, role in enumerate(labels):
-            ratio = heads["relative_to_uniform"][role][layer][head] if role != "none" else None
-            roles[f"L{layer}H{head}"] = {"role": role, "ratio": rounded(ratio, 2),
-                                        "entropy": rounded(heads["stats"]["entropy"][layer][head])}
-    return roles
+def mean_over_seeds(values) -> dict:
+    """Mean of one number per seed with its 95% t-interval (df = seeds - 1)."""
+    return st.mean_interval(values).to_dict()
 
 
 def scale_numbers(results: dict) -> dict:
@@ -78,7 +62,11 @@ def answer_questions(results: dict) -> dict:
     # 1. Are the input embeddings updated? Per-row drift against frequency; unseen rows must not move.
     d = results["drift"]["full"]
     rows = results["rows"]["full"]
+    by_seed = (results["rows"].get("by_seed") or {}).get("full") or {}
+    rhos = [r["spearman_drift_vs_count"]["estimate"] for r in by_seed.values() if r["spearman_drift_vs_count"]]
     answers["q1"] = {
+        "spearman_over_seeds": mean_over_seeds(rhos) if len(rhos) == len(by_seed) and rhos else None,
+        "never_input_moved_any_seed": sum(r["never_input_moved"] or 0 for r in by_seed.values()) if by_seed else None,
         "steps": d["step"], "drift": {k: rounded(v) for k, v in d["drift"].items()},
         "grad_norm": {k: rounded(v) for k, v in d["grad_norm"].items()},
         "frozen_word_embeddings_drift": rounded(results["drift"]["frozen_embeddings"]["drift"].get("word_embeddings")),
@@ -119,70 +107,10 @@ def answer_questions(results: dict) -> dict:
         "attention_only_share_of_gain": st.share_of_gain(results, "attention_only"),
     }
 
-    probes, extras = results.get("probes") or {}, results.get("extras") or {}
-    if "full" in probes and "untrained" in probes:
-        answers.update(probe_answers(results, probes, extras, config))
+    probes = results.get("probes") or {}
+    if "full" in (probes.get("by_seed") or {}) and "untrained" in probes["by_seed"]:
+        from .probe_answers import probe_answers
+
+        answers.update(probe_answers(results, probes, config))
     answers["pairing"] = results["pairing"]
-    return answers
-
-
-def probe_answers(results, probes, extras, config) -> dict:
-    """Questions 4-7, from the probes of the first seed's models (one seed: no intervals; numbers only)."""
-    answers = {}
-    answers["q4"] = {
-        "js_within_layer_init": within_layer_js(probes["untrained"]["heads"]),
-        "js_within_layer_trained": within_layer_js(probes["full"]["heads"]),
-        "entropy_init": rounded(np.mean(probes["untrained"]["heads"]["stats"]["entropy"])),
-        "entropy_trained": rounded(np.mean(probes["full"]["heads"]["stats"]["entropy"])),
-        "uniform_entropy": rounded(probes["full"]["heads"]["uniform_entropy"]),
-        "roles_trained": head_roles(probes["full"]["heads"]),
-    }
-    last = f"layer_{config['num_hidden_layers']}"
-    related = {name: extras[name]["related_words"] for name in ("full", "untrained")}
-    cooc = {name: extras[name]["cooccurrence"]["spearman"] for name in ("full", "untrained", "frozen_embeddings")
-            if name in extras}
-    bench = {s["vectors"]: s for s in (probes["full"].get("benchmarks") or {}).get("scores", [])}
-    pairs = (probes["full"].get("benchmarks") or {}).get("pairs", {})
-    answers["q5"] = {
-        "related_static": related["full"]["static"], "related_last_layer": related["full"].get(last, {}),
-        "related_static_untrained": related["untrained"]["static"],
-        "cooccurrence_spearman_static": cooc["full"]["static"],
-        "cooccurrence_spearman_last_layer": cooc["full"].get(last),
-        "cooccurrence_spearman_static_untrained": cooc["untrained"]["static"],
-        "cooccurrence_spearman_static_frozen": cooc.get("frozen_embeddings", {}).get("static"),
-        "cooccurrence_top_words": extras["full"]["cooccurrence"]["top_words"],
-        "wordsim_static": rounded(bench.get("static", {}).get("wordsim353")),
-        "wordsim_word2vec": rounded(bench.get("word2vec", {}).get("wordsim353")),
-        "wordsim_oov": rounded(bench.get("static", {}).get("wordsim353_oov")),
-        # WordSim-353's similarity and relatedness subsets (Agirre et al. 2009); probes from before them: None
-        "wordsim_subsets": {subset: {"pairs": pairs.get(f"wordsim353_{subset}", {}).get("kept"),
-                                     **{system: rounded(bench.get(key, {}).get(f"wordsim353_{subset}"))
-                                        for system, key in (("static", "static"), ("last_layer", last),
-                                                            ("word2vec", "word2vec"))}}
-                            for subset in ("similarity", "relatedness")},
-    }
-    geometry = probes["full"]["geometry"]
-    sense = probes["full"].get("sense")
-    sense_numbers = None
-    if sense:  # sentences 0-1 use one sense, 2-3 the other (the default sense sentences)
-        same = [rounded((np.array(m)[0, 1] + np.array(m)[2, 3]) / 2) for m in sense["similarity"]]
-        cross = [rounded(np.array(m)[:2, 2:].mean()) for m in sense["similarity"]]
-        sense_numbers = {"word": sense["word"], "same_sense": same, "other_sense": cross}
-    answers["q6"] = {
-        "adjusted_self_similarity": [rounded(x) for x in geometry["adjusted_self_similarity"]],
-        "anisotropy": [rounded(x) for x in geometry["anisotropy"]],
-        "words_scored": geometry["words_scored"], "sense": sense_numbers,
-        "wordsim_by_layer": [rounded(bench.get(f"layer_{l}", {}).get("wordsim353")) for l in geometry["layers"]],
-    }
-    graph = probes["full"].get("attention_graph")
-    if graph:
-        layer = config["num_hidden_layers"] - 1
-        edges = [e for e in graph["edges"] if e["layer"] == layer and e["head"] == "mean" and e["source"] != e["target"]]
-        edges.sort(key=lambda e: -e["weight"])
-        labels = {n["id"]: n["label"] for n in graph["nodes"]}
-        answers["q7"] = {
-            "sentence": graph["sentence"], "nodes": len(graph["nodes"]), "layer": layer, "threshold": graph["threshold"],
-            "edges": len(edges),
-            "strongest": [[labels[e["source"]], labels[e["target"]], rounded(e["weight"], 3)] for e in edges[:5]],
-        }
     return answers

@@ -1,5 +1,5 @@
 """`hf-minattn experiments`: train the variants at several paired seeds, re-score them on the whole validation set,
-probe the first seed's models, and write results.json, FINDINGS.md and the figures."""
+probe the models of every seed, and write results.json, FINDINGS.md and the figures."""
 
 import argparse
 import json
@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from hf_minattn.data import WIKIPEDIA_CORPUS_DESCRIPTION
 from hf_minattn.machine import machine_description
 
 from .answers import answer_questions, rounded
@@ -53,13 +54,19 @@ def evaluate(out: str, folders: dict, settings: dict, seeds) -> dict:
             row = {"seed": seed, **score_model(folder, draws, unigram, settings["batch_size"],
                                                settings["curve_eval_samples"] if variant.trained else None), **trainer}
             variants[variant.name]["seeds"].append(row)
-        if seed == seeds[0]:  # per-row drift of the first seed
-            initial = word_embeddings(folders["untrained"][seed])
-            ever = input_ids_ever_masked_in(splits, seed, epochs, vocab)
-            for name in ("full", "frozen_embeddings"):
-                trained = word_embeddings(folders[name][seed])
-                rows[name] = row_drift(trained, initial, counts, ever)
+        # per-row drift at every seed: the bins of the first seed are shown, the frequency correlation over seeds
+        initial = word_embeddings(folders["untrained"][seed])
+        ever = input_ids_ever_masked_in(splits, seed, epochs, vocab)
+        for name in ("full", "frozen_embeddings"):
+            trained = word_embeddings(folders[name][seed])
+            drift = row_drift(trained, initial, counts, ever)
+            if seed == seeds[0]:
+                rows[name] = drift
                 arrays[f"{'frozen' if name != 'full' else 'full'}_drift"] = np.linalg.norm(trained - initial, axis=1)
+            rows.setdefault("by_seed", {}).setdefault(name, {})[seed] = {
+                "spearman_drift_vs_count": drift["spearman_drift_vs_count"],
+                "never_input_moved": (drift.get("never_input") or {}).get("moved"),
+                "not_in_text_moved": drift["not_in_text"]["moved"]}
     np.savez_compressed(os.path.join(out, "rows.npz"), counts=counts, **arrays)
     return {"variants": variants, "rows": rows, "unigram_entropy": unigram.entropy(),
             "unigram_tokens": unigram.num_tokens, "vocab_size": vocab, "epochs_touched": epochs}
@@ -88,7 +95,7 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
     phase_done("scoring")
     dynamics = similarity_dynamics(out, folders, settings, seeds)
     phase_done("similarity dynamics")
-    probes, extras = probe_variants(out, {name: folders[name][seeds[0]] for name in settings["probed"]}, settings, seeds[0])
+    probes = probe_variants(out, folders, settings, seeds)
     phase_done("probes")
     with open(os.path.join(folders["full"][seeds[0]], "config.json")) as f:
         config = json.load(f)
@@ -101,6 +108,7 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
 
     results = {
         "command": command, "machine": machine_description(), "date": time.strftime("%Y-%m-%d"), "preset": preset,
+        "corpus": WIKIPEDIA_CORPUS_DESCRIPTION,
         "seeds": list(seeds), "settings": {**settings, "seeds": list(seeds)},
         "config": {k: config[k] for k in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                                           "intermediate_size", "max_position_embeddings", "position_embedding_type")},
@@ -120,11 +128,12 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
                     "masks": "MLMCollator draws each example's masks from (seed, epoch or stream, example index)"},
         "folders": folders, "variants": variants, "rows": scored["rows"],
         "drift": {name: drift_summary(folders[name][seeds[0]]) for name in ("full", "frozen_embeddings", "identity_qkv")},
-        "probes": probes, "extras": extras, "dynamics": dynamics,
+        "probes": probes, "dynamics": dynamics,
     }
     results["parameters"]["untrained"] = results["parameters"]["full"]
-    results = json.loads(json.dumps(results, default=str))  # plain types, seeds as the same ints, folders as str
-    results["folders"] = {k: {int(s): p for s, p in v.items()} for k, v in results["folders"].items()}
+    results["folders"] = {k: {s: os.path.relpath(p, out) for s, p in v.items()} for k, v in folders.items()}
+    results = json.loads(json.dumps(results, default=str))  # plain types, folders as str
+    results = int_seed_keys(results)
     round_floats(results)
     results["answers"] = answer_questions(results)
     results["minutes"] = rounded((time.perf_counter() - start) / 60, 1)
@@ -152,6 +161,15 @@ def similarity_dynamics(out: str, folders: dict, settings: dict, seeds) -> dict:
     with open(path, "w") as f:
         json.dump(curves, f, indent=1)
     return curves
+
+
+def int_seed_keys(value):
+    """JSON turns the int seed keys of {seed: ...} into strings; turn them back (every all-digit key is a seed)."""
+    if isinstance(value, dict):
+        return {(int(k) if isinstance(k, str) and k.isdigit() else k): int_seed_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [int_seed_keys(v) for v in value]
+    return value
 
 
 def round_floats(value, digits=4):

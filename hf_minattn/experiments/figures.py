@@ -5,7 +5,6 @@ import shutil
 
 import numpy as np
 
-from .answers import within_layer_js
 
 
 def make_figures(results: dict, out: str) -> dict:
@@ -103,69 +102,77 @@ def make_figures(results: dict, out: str) -> dict:
     right.legend(fontsize=7)
     save(fig, "drift.png")
 
-    if not results.get("probes"):
+    if "q4" not in answers:
         return paths
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    for name, probe in results["probes"].items():
-        scores = {s["vectors"]: s["wordsim353"] for s in (probe.get("benchmarks") or {}).get("scores", [])}
-        layers = [k for k in scores if k.startswith("layer_")]
-        if not layers:
-            continue
-        values = [scores.get("static"), *[scores[k] for k in layers]]
-        ax.plot(range(-1, len(layers)), [np.nan if v is None else v for v in values], marker="o", label=name)
-        if scores.get("word2vec") is not None and name == "full":
-            ax.axhline(scores["word2vec"], color="black", linestyle="--", label="word2vec (same corpus)")
-    ax.set_xticks(range(-1, results["config"]["num_hidden_layers"] + 1),
-                  ["static", *map(str, range(results["config"]["num_hidden_layers"] + 1))])
-    ax.set_xlabel("vectors (static embedding, then layer)"), ax.set_ylabel("WordSim-353 Spearman")
-    ax.legend(fontsize=7)
-    save(fig, "word_similarity.png")
 
+    def errorbar(ax, xs, intervals, **kwargs):
+        """Means over seeds with their 95% intervals as error bars (None where missing)."""
+        mean = np.array([np.nan if i is None else i["estimate"] for i in intervals])
+        low = np.array([np.nan if i is None else i["estimate"] - i["low"] for i in intervals])
+        high = np.array([np.nan if i is None else i["high"] - i["estimate"] for i in intervals])
+        ax.errorbar(xs, mean, yerr=[low, high], marker="o", capsize=3, **kwargs)
+
+    q5, layers = answers["q5"], results["config"]["num_hidden_layers"]
+    key = q5.get("key")
+    scores = (q5.get("word_pairs") or {}).get(key) or {}
+    if scores:
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        for name in ("full", "untrained"):
+            errorbar(ax, range(-1, layers + 1), [scores.get(f"{name}/static")]
+                     + [scores.get(f"{name}/layer_{k}") for k in range(layers + 1)], label=name)
+        for system, style in (("word2vec", "--"), ("random", ":")):
+            if scores.get(system):
+                ax.axhline(scores[system]["estimate"], color="black", linestyle=style, label=f"{system} (same corpus)")
+        ax.set_xticks(range(-1, layers + 1), ["static", *map(str, range(layers + 1))])
+        ax.set_xlabel("vectors (static embedding, then layer)"), ax.set_ylabel("WordSim-353 Spearman")
+        ax.set_title("mean over seeds, 95% hierarchical bootstrap (seeds, pairs)", fontsize=9)
+        ax.legend(fontsize=7)
+        save(fig, "word_similarity.png")
+
+    q4 = answers["q4"]
     fig, ax = plt.subplots(figsize=(6, 4))
-    for name in ("untrained", "full", "identity_qkv", "attention_only"):
-        heads = results["probes"].get(name, {}).get("heads")
-        if heads:
-            ax.plot(within_layer_js(heads), marker="o", label=name)
+    errorbar(ax, range(len(q4["js_within_layer_trained"])), q4["js_within_layer_trained"], label="trained")
+    errorbar(ax, range(len(q4["js_within_layer_init"])), q4["js_within_layer_init"], label="untrained")
+    if q4.get("divergence"):
+        errorbar(ax, range(len(q4["divergence"]["matched_across_seeds"])), q4["divergence"]["matched_across_seeds"],
+                 label="trained: matched heads across seeds")
     ax.set_xlabel("layer"), ax.set_ylabel("mean JS divergence between heads")
-    ax.set_title("Do heads of one layer attend differently?", fontsize=9)
+    ax.set_title("Do heads of one layer attend differently? (mean over seeds, 95% t-interval)", fontsize=9)
     ax.legend(fontsize=7)
     save(fig, "head_diversity.png")
 
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    for name, style in (("full", "-"), ("untrained", ":")):
-        related = results["extras"][name]["related_words"]
-        sets = list(related)
-        for pair in related[sets[0]]:
-            ax.plot(range(len(sets)), [related[s][pair] if related[s][pair] is not None else np.nan for s in sets],
-                    style, marker="o", label=f"{pair} ({name})")
-    ax.set_xticks(range(len(sets)), [s.replace("layer_", "") for s in sets])
-    ax.set_xlabel("vectors (static, then layer)"), ax.set_ylabel("cosine similarity")
-    ax.legend(fontsize=6)
-    save(fig, "related_words.png")
+    related = q5.get("related") or {}
+    if related:
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        systems = list(related)
+        for pair, style in (("king/queen", "-"), ("king/dog", ":"), ("man/woman", "-"), ("man/river", ":")):
+            if all(pair in related[s] for s in systems):
+                errorbar(ax, range(len(systems)), [related[s][pair] for s in systems], linestyle=style, label=pair)
+        ax.set_xticks(range(len(systems)), [s.replace("layer_", "layer ") for s in systems])
+        ax.set_ylabel("cosine (after All-but-the-Top where anisotropic)")
+        ax.set_title("full model, mean over seeds", fontsize=9), ax.legend(fontsize=7)
+        save(fig, "related_words.png")
 
-    graph = results["probes"]["full"].get("attention_graph")
-    if graph and "q7" in answers:
-        layer = answers["q7"]["layer"]
-        nodes = graph["nodes"]
-        angle = np.linspace(0, 2 * np.pi, len(nodes), endpoint=False)
-        xy = np.stack([np.cos(angle), np.sin(angle)], axis=1)
-        fig, ax = plt.subplots(figsize=(6, 6))
-        for e in graph["edges"]:
-            if e["layer"] == layer and e["head"] == "mean" and e["source"] != e["target"]:
-                ax.annotate("", xy=xy[e["target"]], xytext=xy[e["source"]],
-                            arrowprops=dict(arrowstyle="->", alpha=min(1.0, 0.2 + e["weight"]), lw=0.5 + 4 * e["weight"],
-                                            color="tab:blue", connectionstyle="arc3,rad=0.15"))
-        for (x, y), node in zip(xy, nodes):
-            ax.text(x * 1.12, y * 1.12, node["label"], ha="center", va="center", fontsize=8)
-        ax.scatter(xy[:, 0], xy[:, 1], s=30, color="tab:orange", zorder=3)
-        ax.set_title(f"Layer {layer}, mean over heads: an edge a -> b means a attends to b", fontsize=9)
-        ax.set_xlim(-1.35, 1.35), ax.set_ylim(-1.35, 1.35), ax.axis("off")
+    graph_path = os.path.join(out, "probes", "full", f"seed{results['seeds'][0]}", "probes.json")
+    if "q7" in answers and os.path.isfile(graph_path):
+        import json
+
+        from hf_minattn.probes.plots import graph_panel
+
+        with open(graph_path) as f:
+            probe = json.load(f)
+        graphs = [(title, probe.get(k)) for title, k in (("raw attention", "attention_graph"),
+                                                         ("norm-weighted", "attention_graph_norm_weighted"),
+                                                         ("rollout", "attention_graph_rollout")) if probe.get(k)]
+        fig, axes = plt.subplots(1, len(graphs), figsize=(5 * len(graphs), 5))
+        for ax, (title, graph) in zip(np.atleast_1d(axes), graphs):
+            graph_panel(ax, graph, answers["q7"]["layer"], f"{title}, layer {answers['q7']['layer']} (first seed)")
         save(fig, "attention_graph.png")
 
     # Figures the probes already drew, copied next to the rest so FINDINGS.md's folder is self-contained.
     for name, figure in (("full", "geometry"), ("full", "sense"), ("full", "head_map"), ("untrained", "head_map"),
                          ("full", "heads"), ("full", "weights"), ("full", "attention_example")):
-        source = os.path.join(out, "probes", name, f"{figure}.png")
+        source = os.path.join(out, "probes", name, f"seed{results['seeds'][0]}", f"{figure}.png")
         if os.path.isfile(source):
             shutil.copy(source, os.path.join(folder, f"{name}_{figure}.png"))
             paths[f"{name}_{figure}"] = f"figures/{name}_{figure}.png"

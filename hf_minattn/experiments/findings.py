@@ -87,8 +87,11 @@ def loss_section(results: dict, fig) -> list[str]:
 def q1_section(results: dict, fig) -> list[str]:
     q1 = results["answers"]["q1"]
     d, rows = q1["drift"], q1["rows"]
-    rho = rows["spearman_drift_vs_count"]
-    trend = {1: "rows of frequent tokens move further", 0: "row movement is not measurably related to frequency",
+    over_seeds = q1.get("spearman_over_seeds")
+    rho = over_seeds or rows["spearman_drift_vs_count"]
+    how = (f"mean over {over_seeds['n']} seeds with its t-interval" if over_seeds else
+           "bootstrap over tokens, first seed")
+    trend = {1: "rows of frequent tokens move further", 0: "row movement is not told apart from frequency",
              -1: "rows of rare tokens move further"}[st.sign(rho)]
     bins = "; ".join(f"{b['min_count']}-{b['max_count'] if b['max_count'] is not None else 'more'} occurrences: "
                      f"{b['rows']} rows, median {b['median_drift']}" for b in rows["bins"] if b["rows"])
@@ -98,7 +101,8 @@ def q1_section(results: dict, fig) -> list[str]:
         "",
         f"**{'Yes' if q1['embeddings_updated'] else 'No'}: backpropagation updates the input embeddings like every "
         f"other weight, row by row: {trend}** (Spearman correlation between a row's distance from its initial value "
-        f"and its token's count in the training split: {ci(rho)}, bootstrap over tokens, first seed).",
+        f"and its token's count in the training split: {ci(rho)}, {how}; the distances by count below are the first "
+        "seed's).",
         "",
         f"- Distance ||e_final - e_init|| of a row (median initial row norm {rows['initial_row_norm']}) by training "
         f"count: {bins}.",
@@ -250,65 +254,211 @@ def q3_section(results: dict) -> list[str]:
     ]
 
 
+def _named(comparisons: dict | None, name: str) -> dict | None:
+    return (comparisons or {}).get(name)
+
+
+def _score(scores: dict | None, key: str, system: str) -> str:
+    return ci(((scores or {}).get(key) or {}).get(system))
+
+
+def q4_section(q4: dict, fig) -> list[str]:
+    layers = len(q4["js_within_layer_trained"])
+    diff = q4["js_trained_minus_init"]
+    apart = [l for l in range(layers) if st.verdict(diff[f"layer_{l}"]) == "higher"]
+    lines = [
+        "## 4. Where do the weight matrices come from, and do different heads end up doing different things?",
+        "",
+        "**From a random initialisation, then gradient descent. "
+        + (f"Training makes the heads of {len(apart)} of {layers} layers attend more differently from each other than "
+           "at initialisation" if apart else
+           "Training does not make the heads of any layer measurably more different from each other than at "
+           "initialisation")
+        + f"** (mean Jensen-Shannon divergence between heads of one layer, trained - untrained, paired over "
+        "seeds: " + "; ".join(f"layer {l} {ci(diff[f'layer_{l}'])}" for l in range(layers)) + ").",
+        "",
+        "- Within-layer divergence, trained: " + "; ".join(ci(x) for x in q4["js_within_layer_trained"])
+        + "; at initialisation: " + "; ".join(ci(x) for x in q4["js_within_layer_init"]) + ".",
+        f"- Mean attention entropy: {ci(q4['entropy_trained'])} trained, {ci(q4['entropy_init'])} at initialisation "
+        f"(uniform attention: {q4['uniform_entropy']}).",
+        f"- Roles as Clark et al. report them: a head has a role when it gives at least {q4['role_min_mass']} of "
+        "its attention (mean over queries) to one kind of target; counts per seed out of "
+        f"{q4['heads']} heads: " + "; ".join(f"{role} {_list(counts)}" for role, counts in q4["role_counts"].items())
+        + ".",
+    ]
+    if q4.get("costliest_head"):
+        lines.append(
+            f"- The head whose removal costs most (masked-LM loss increase when its output is zeroed, at the training "
+            f"mask rate {q4['ablation_mlm_probability']}), per seed: "
+            + "; ".join(f"seed {c['seed']} {c['head']} +{c['increase']} nats (+-{c['interval95']} over "
+                        f"{c['masked_tokens']} masked tokens), role {c['role']}"
+                        + (f" (mass {c['mass']})" if c["mass"] is not None else "") for c in q4["costliest_head"])
+            + f"; mean over seeds {ci(q4['costliest_increase'])}. Summed cost of a layer's heads: "
+            + "; ".join(f"layer {l} {ci(x)}" for l, x in enumerate(q4["ablation_by_layer"])) + ".")
+    div = q4.get("divergence")
+    if div:
+        closer = [l for l in range(layers) if st.verdict(div["within_minus_matched"][f"layer_{l}"]) == "higher"]
+        lines.append(
+            "- Heads across seeds: each head matched to the most similar head of the same layer in another seed's "
+            f"model (Hungarian matching on their Jensen-Shannon divergence, {div['seed_pairs']} pairs of seeds, which "
+            "share seeds, so the intervals are somewhat too narrow). "
+            + (f"In {len(closer)} of {layers} layers a head is closer to its match in another run than to the other "
+               "heads of its own layer: those heads' behaviours are reproduced by training, not accidents of the start"
+               if closer else "In no layer is a head measurably closer to its match in another run than to the other "
+                              "heads of its own layer")
+            + " (within-layer - matched, per layer: "
+            + "; ".join(f"layer {l} {ci(div['within_minus_matched'][f'layer_{l}'])}" for l in range(layers)) + ").")
+    lines.append(fig("head_diversity", "head diversity"))
+    return lines
+
+
+def q5_section(q5: dict, results: dict, fig) -> list[str]:
+    last = f"layer_{results['config']['num_hidden_layers']}"
+    key, comparisons, scores = q5["key"], q5["comparisons"] or {}, q5["word_pairs"] or {}
+    pairs = (q5["pairs"] or {}).get("wordsim353", {})
+    w2v_static, w2v_last = _named(comparisons, "static_vs_word2vec"), _named(comparisons, "last_vs_word2vec")
+    untrained = _named(comparisons, "last_vs_untrained")
+    versus = {"higher": "above", "lower": "below", "equivalent": "equivalent to", "unresolved": "not told apart from"}
+    lines = [
+        "## 5. Does training put words that occur together, or that are related, close together?",
+        "",
+        f"**Measured against human similarity judgements (WordSim-353, {pairs.get('kept')} of {pairs.get('total')} "
+        "pairs, both words in every vocabulary), the full model's last-layer vectors are "
+        f"{versus[st.verdict(untrained)]} the untrained model's and {versus[st.verdict(w2v_last)]} word2vec's** "
+        f"(Spearman difference on the same pairs: {ci(untrained)} against the untrained model, {ci(w2v_last)} against "
+        f"word2vec; hierarchical bootstrap over {results['answers']['scale']['seeds']} seeds and the pairs; cosines "
+        "after All-but-the-Top wherever a space's anisotropy baseline is above 0.1; a correlation on this many pairs "
+        f"has a standard error near {q5['standard_error']}, so differences below about twice that are beyond this "
+        f"measurement; equivalence margin ±{q5['margin']}).",
+        "",
+        f"- Spearman with WordSim-353: full static {_score(scores, key, 'full/static')}, full last layer "
+        f"{_score(scores, key, 'full/' + last)}, untrained static {_score(scores, key, 'untrained/static')}, untrained "
+        f"last layer {_score(scores, key, 'untrained/' + last)}, word2vec (one per seed, settings chosen on SimLex-999 "
+        f"and the analogies) {_score(scores, key, 'word2vec')}, random vectors {_score(scores, key, 'random')}"
+        + (f", {q5['reference']} (pretrained reference, last layer) "
+           f"{_score(scores, key, 'minilm/' + _reference_last(scores, key))}" if q5.get("reference") else "") + ".",
+        f"- Static vectors against word2vec: {versus[st.verdict(w2v_static)]} ({ci(w2v_static)}); against random "
+        f"vectors: {versus[st.verdict(_named(comparisons, 'static_vs_random'))]} "
+        f"({ci(_named(comparisons, 'static_vs_random'))}).",
+    ]
+    if _named(comparisons, "last_vs_reference"):
+        lines.append(f"- Last layer against {q5['reference']}: {versus[st.verdict(comparisons['last_vs_reference'])]} "
+                     f"({ci(comparisons['last_vs_reference'])}); {q5['reference']} against word2vec: "
+                     f"{versus[st.verdict(comparisons['reference_vs_word2vec'])]} "
+                     f"({ci(comparisons['reference_vs_word2vec'])}).")
+    sub = [(name, scores.get(f"wordsim353_{name}_read") or {}) for name in ("similarity", "relatedness")]
+    if all(s for _, s in sub):
+        lines.append("- WordSim-353's similarity / relatedness subsets (Agirre et al.; "
+                     f"{q5['pairs']['wordsim353_similarity']['kept']} / {q5['pairs']['wordsim353_relatedness']['kept']} "
+                     f"pairs): full last layer {ci(sub[0][1].get('full/' + last))} / {ci(sub[1][1].get('full/' + last))}, "
+                     f"word2vec {ci(sub[0][1].get('word2vec'))} / {ci(sub[1][1].get('word2vec'))}; SimLex-999: full "
+                     f"last layer {_score(scores, 'simlex999_read', 'full/' + last)}, word2vec "
+                     f"{_score(scores, 'simlex999_read', 'word2vec')}.")
+    related = q5["related"]
+    for system, label in (("static", "static vectors"), (last, "last layer"), ("word2vec", "word2vec")):
+        r = related.get(system)
+        if r and r.get("king/queen - king/dog"):
+            d = r["king/queen - king/dog"]
+            lines.append(f"- king/queen against king/dog, {label} ({'after All-but-the-Top' if r['abtt'] else 'raw'}; "
+                         f"anisotropy baseline {ci(r['anisotropy'])}): cosine {ci(r['king/queen'])} against "
+                         f"{ci(r['king/dog'])}, difference {ci(d)}: "
+                         + compared(d, "queen is closer", "no closer", "dog is closer", "not told apart") + ".")
+    cooc = q5["cooccurrence"]
+    if cooc:
+        p = q5.get("cooccurrence_pairs") or {}
+        lines.append(f"- Words that occur together (PPMI within {p.get('window')} words, over the "
+                     f"{p.get('positive_ppmi_pairs')} co-occurring pairs of the {p.get('top_words')} most frequent "
+                     "words): Spearman between PPMI and cosine, mean over seeds: "
+                     + "; ".join(f"{name} {ci(v['spearman'])}" for name, v in cooc.items())
+                     + " (word2vec, trained on co-occurrence, is the positive control).")
+    lines += [fig("related_words", "related word pairs"), fig("word_similarity", "word similarity by layer")]
+    return lines
+
+
+def _reference_last(scores, key):
+    layers = [s.split("/")[1] for s in (scores.get(key) or {}) if s.startswith("minilm/layer_")]
+    return layers[-1] if layers else "static"
+
+
+def q6_section(q6: dict, fig) -> list[str]:
+    senses = q6.get("senses")
+    lines = ["## 6. What do the contextual embeddings capture that the static ones do not?", ""]
+    if senses:
+        c = senses["comparisons"]
+        verdict = st.verdict(c["vs_chance"])
+        lines.append(
+            "**" + {"higher": "Senses: the last layer tells a homonym's senses apart above chance",
+                    "lower": "Senses: the last layer classifies a homonym's senses below chance",
+                    "equivalent": "Senses: the last layer is at chance on a homonym's senses (not at this scale)",
+                    "unresolved": "Senses: not resolved at this scale whether the last layer tells a homonym's senses "
+                                  "apart"}[verdict]
+            + f"** (leave-one-out nearest-centroid accuracy on {senses['words']} homonyms, {senses['occurrences']} "
+            f"labelled occurrences, vectors after All-but-the-Top: {ci(senses['accuracy'])} over seeds, raw "
+            f"{ci(senses['raw_accuracy'])}; chance {senses['chance']}; minus chance {ci(c['vs_chance'])}).")
+        lines += ["",
+                  f"- Against the untrained model ({ci(senses['untrained_accuracy'])}): "
+                  + compared(c["vs_untrained"], "better", "the same", "worse", "not told apart")
+                  + f" ({ci(c['vs_untrained'])}); against the stronger control that sees no vectors (the word's place in "
+                  f"its sentence, with the sentence's length: {senses['position_accuracy']}): "
+                  + compared(c["vs_position"], "better", "the same", "worse", "not told apart")
+                  + f" ({ci(c['vs_position'])}).",
+                  "- By layer (embedding output first): " + "; ".join(ci(x) for x in senses["by_layer"]) + "."]
+        if senses.get("reference"):
+            r = senses["reference"]
+            lines.append(f"- The pretrained reference's last layer: {r['accuracy']} [{r['interval']['low']}, "
+                         f"{r['interval']['high']}] (bootstrap over homonyms and contexts).")
+    else:
+        lines.append("**Senses were not measured in this run.**")
+    lines += [
+        "",
+        "- Adjusted self-similarity by layer (Ethayarajh; embedding output first; lower = more "
+        "context-specific): " + "; ".join(ci(x) for x in q6["adjusted_self_similarity"]) + "; untrained: "
+        + "; ".join(ci(x) for x in q6["adjusted_self_similarity_init"])
+        + (f"; pretrained reference: {_list(q6['reference_adjusted_self_similarity'])}"
+           if q6.get("reference_adjusted_self_similarity") else "")
+        + f" ({q6['words_scored']} words scored).",
+    ]
+    comparisons = q6.get("comparisons") or {}
+    if comparisons.get("last_vs_static"):
+        lines.append("- Word similarity, last layer against static vectors (WordSim-353, same pairs): "
+                     + compared(comparisons["last_vs_static"], "higher", "equivalent", "lower", "not told apart")
+                     + f" ({ci(comparisons['last_vs_static'])}); the best layer (layer {q6['best_layer']}) against "
+                     f"static: {ci(comparisons.get('best_layer_vs_static'))}.")
+    lines += [fig("full_geometry", "geometry by layer (first seed, for illustration)")]
+    return lines
+
+
+def q7_section(q7: dict, fig) -> list[str]:
+    return [
+        "## 7. Is self-attention a graph?",
+        "",
+        "**Each head's attention weights are a weighted directed graph over the tokens (every row sums to one), but a "
+        "layer's edges are not word-to-word relations: residual connections carry each word's own vector through, and "
+        "each layer mixes what earlier layers mixed.** Attention rollout (Abnar & Zuidema) follows both: it "
+        "multiplies the layers' head-averaged attention, each with the residual added (0.5 A + 0.5 I), and gives the "
+        "share of each input word in a word's representation. Norm-weighted attention (Kobayashi et al.) scales "
+        "each weight by the size of the vector it moves; both are drawn beside the raw graph in the probe reports.",
+        "",
+        f"- For \"{q7['sentence']}\", after layer {q7['layer']}: a word's share of its own input, mean over seeds "
+        f"{ci(q7['self_share'])}; "
+        + ("the residual path keeps most of each word its own." if (q7["self_share"] or {}).get("low", 0) > 0.5 else
+           "most of each word comes from the other words." if (q7["self_share"] or {}).get("high", 1) < 0.5 else
+           "whether most of a word stays its own is not resolved.")
+        + " Strongest rollout edges between different words (mean over seeds): "
+        + ", ".join(f"{e} ({ci(w)})" for e, w in q7["strongest"]) + ".",
+        "- Each seed's graphs (raw, norm-weighted, rollout, flow) are in `probes/full/seed<k>/` (probes.json, "
+        "attention_graph.json, report.html).",
+        fig("attention_graph", "attention as a graph"),
+    ]
+
+
 def probe_sections(results: dict, fig) -> list[str]:
     a = results["answers"]
     if "q4" not in a:
         return []
-    q4, q5, q6 = a["q4"], a["q5"], a["q6"]
-    caveat = "First seed's models only: one sample, no interval, so these numbers are descriptions, not verdicts."
-    lines = [
-        "## 4. Where do the weight matrices come from, and do different heads end up doing different things?",
-        "",
-        "**From a random initialisation, then gradient descent; the heads' measured behaviour is below.** " + caveat,
-        "",
-        f"- Mean Jensen-Shannon divergence between heads of the same layer, per layer: "
-        f"{_list(q4['js_within_layer_init'])} at initialisation, {_list(q4['js_within_layer_trained'])} trained.",
-        f"- Mean attention entropy: {q4['entropy_init']} at initialisation, {q4['entropy_trained']} trained "
-        f"(uniform attention: {q4['uniform_entropy']}).",
-        "- Role of each trained head, relative to uniform attention on the same queries (observed / uniform): "
-        + ", ".join(f"{h} {info['role']}" + (f" ({info['ratio']}x)" if info["ratio"] is not None else "")
-                    for h, info in q4["roles_trained"].items()) + ".",
-        fig("head_diversity", "head diversity"),
-        "## 5. Does training put words that occur together, or that are related, close together?",
-        "",
-        f"**Measured on the static vectors and each layer's; {caveat[0].lower() + caveat[1:]}** Spearman correlation "
-        f"between co-occurrence PPMI and cosine over the {q5['cooccurrence_top_words']} most frequent words: "
-        f"{q5['cooccurrence_spearman_static']} trained, {q5['cooccurrence_spearman_static_untrained']} at "
-        f"initialisation, {q5['cooccurrence_spearman_static_frozen'] or 'n/a (not probed)'} with frozen embeddings, "
-        f"{q5['cooccurrence_spearman_last_layer']} for the last layer.",
-        "",
-        f"- Cosine of related and unrelated pairs, static vectors: {_pairs(q5['related_static'])} "
-        f"(at initialisation: {_pairs(q5['related_static_untrained'])}); last layer: {_pairs(q5['related_last_layer'])}.",
-        f"- WordSim-353 Spearman of the static vectors: {q5['wordsim_static']} against {q5['wordsim_word2vec']} for "
-        f"word2vec (pairs out of vocabulary: {q5['wordsim_oov']}).",
-        *subsets_line(q5.get("wordsim_subsets")),
-        fig("related_words", "related word pairs"), fig("word_similarity", "word similarity by layer"),
-        "## 6. What do the contextual embeddings capture that the static ones do not?",
-        "",
-        "**Context: a static vector is the same in every sentence, a contextual one moves with the sentence.** "
-        + caveat,
-        "",
-        f"- Adjusted self-similarity by layer (embedding output first): {_list(q6['adjusted_self_similarity'])} "
-        f"(anisotropy baseline: {_list(q6['anisotropy'])}; {q6['words_scored']} words scored).",
-        f"- WordSim-353 by layer (embedding output first): {_list(q6['wordsim_by_layer'])}.",
-    ]
-    if q6["sense"]:
-        lines.append(f"- '{q6['sense']['word']}' in two senses, cosine between occurrences by layer: same sense "
-                     f"{_list(q6['sense']['same_sense'])}, different sense {_list(q6['sense']['other_sense'])}.")
-    lines += [fig("full_geometry", "geometry by layer"), fig("full_sense", "one word in several sentences")]
+    lines = [*q4_section(a["q4"], fig), *q5_section(a["q5"], results, fig), *q6_section(a["q6"], fig)]
     if "q7" in a:
-        q7 = a["q7"]
-        lines += [
-            "## 7. Is self-attention a graph?",
-            "",
-            "**Yes: each head's attention weights are a weighted directed graph over the tokens** (every row sums to "
-            f"one). For \"{q7['sentence']}\" ({q7['nodes']} nodes), layer {q7['layer']} averaged over heads has "
-            f"{q7['edges']} edges of weight at least {q7['threshold']} between different words.",
-            "",
-            "- Strongest edges: " + ", ".join(f"{src} -> {dst} ({w})" for src, dst, w in q7["strongest"]) + ".",
-            "- The whole graph, every layer and head, is in `probes/full/attention_graph.json`.",
-            fig("attention_graph", "attention as a graph"),
-        ]
+        lines += q7_section(a["q7"], fig)
     return lines
 
 
@@ -327,8 +477,9 @@ def render_findings(results: dict, figures: dict) -> str:
     lines = [
         "# Findings: what self-attention training does, measured",
         "",
-        f"Produced by `{results['command']}` on {results['machine']} ({results['date']}), on the Wikipedia sample "
-        f"bundled with gensim: {results['answers']['scale']['training_runs']} training runs of "
+        f"Produced by `{results['command']}` on {results['machine']} ({results['date']}), on "
+        f"{results.get('corpus', 'the Wikipedia sample bundled with gensim')}. "
+        f"{results['answers']['scale']['training_runs']} training runs of "
         f"{results['answers']['scale']['training_minutes']} minutes in all (each run's own clock), and "
         f"{results['minutes']} minutes for this call (which reuses any model already trained in its output folder"
         + (": " + ", ".join(f"{name} {m}" for name, m in results["phase_minutes"].items())

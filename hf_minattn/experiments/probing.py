@@ -1,88 +1,211 @@
-"""The probes, run on the first seed's model of each probed variant over the same sentences and word-vector corpus
-(hf_minattn.probes' public functions as they are), plus two measurements the probes do not make: related-pair
-cosines and the co-occurrence alignment of word vectors."""
+"""The probes over seeds: every probe (hf_minattn.probes' public functions as they are) on each probed variant at
+every seed, over the same sentences and word-vector corpus, with a word2vec trained at each seed; the pretrained
+reference encoder (all-MiniLM-L6-v2, where installed) once, with the same protocol on the same corpus; then what the
+questions need over seeds: word-pair benchmarks with hierarchical intervals (`word_pairs`), the co-occurrence
+alignment and related-pair cosines (`probes.cooccurrence`), and heads matched across seeds (`head_divergence`).
+
+Each run's full output is written to `out/probes/<variant>/seed<k>/` (probes.json, figures, report.html); results.json
+keeps per seed only the numbers the answers read (`summary`)."""
 
 import os
 
 import numpy as np
 
+from hf_minattn.probes.cooccurrence import RELATED_PAIRS, cooccurrence_alignment, related_word_similarities  # noqa: F401
+
+from . import word_pairs
 from .training import log
 
-def probe_variants(out: str, folders: dict, settings: dict, seed: int) -> tuple[dict, dict]:
-    """Run every probe on each variant in `folders` ({name: folder}) over the same sentences; returns
-    ({name: probes dict}, {name: extras}), the extras being the measurements of question 5 the probes do not make."""
-    from hf_minattn.probes.cli import write_outputs
+REFERENCE_NAME = "minilm"
+PROBE_RESAMPLES = 200
+
+
+def probe_folder(out: str, name: str, seed: int) -> str:
+    return os.path.join(out, "probes", name, f"seed{seed}")
+
+
+def summary(probe: dict) -> dict:
+    """What the answers read of one probe run (probes.json without the per-sentence attentions and the graphs)."""
+    heads = probe.get("heads") or {}
+    keep = ("num_layers", "num_heads", "uniform_entropy", "stats", "roles", "role_mass", "role_ratio", "role_min_mass",
+            "relative_to_uniform", "within_layer_js", "js_divergence")
+    geometry = probe.get("geometry") or {}
+    return {
+        "heads": {k: heads[k] for k in keep if k in heads} or None,
+        "head_ablation": probe.get("head_ablation"),
+        "geometry": {k: geometry.get(k) for k in ("layers", "adjusted_self_similarity", "anisotropy", "words_scored",
+                                                   "self_similarity", "static", "layer0_note")},
+        "sense_accuracy": probe.get("sense_accuracy"),
+        "vector_corpus": probe.get("vector_corpus"),
+        "word2vec": {k: (probe.get("benchmarks") or {}).get(k) for k in ("word2vec", "word2vec_seconds",
+                                                                        "word2vec_corpus", "word2vec_selection")},
+        "timings": probe.get("timings"),
+    }
+
+
+def rollout_edges(results, layer: int) -> dict | None:
+    """{"sentence", "edges": {"source (i) -> target (j)": weight}, "self_share"} of the rollout at `layer` of the first
+    attention example, between different words: EVERY edge (threshold 0), so that weights can be averaged over seeds
+    and then ranked. Words carry their position, as a sentence can repeat one ("the")."""
+    from hf_minattn.probes.attention_flow import rollout_graph
+
+    if not (results.heads and results.heads.examples):
+        return None
+    graph = rollout_graph(results.heads.examples[0], threshold=0.0)
+    labels = {n["id"]: f"{n['label']} ({n['id']})" for n in graph["nodes"]}
+    edges = {f"{labels[e['source']]} -> {labels[e['target']]}": e["weight"] for e in graph["edges"]
+             if e["layer"] == layer and e["source"] != e["target"] and e["head"] == "mean"}
+    return {"sentence": graph["sentence"], "edges": edges, "self_share": (graph.get("self_share") or [None])[layer]}
+
+
+def probe_variants(out: str, folders: dict, settings: dict, seeds) -> dict:
+    """Every probe on each variant of `settings["probed"]` at each seed (`folders`: {variant: {seed: folder}}).
+    Returns {"by_seed": {variant: {seed: summary}}, "extras": {variant: {seed: ...}}, "word_pairs": ...,
+    "head_divergence": ..., "reference": summary or None, "rollout": {seed: edges}, "corpus": ...}."""
+    from hf_minattn.probes.benchmarks import CommonBenchmarks
+    from hf_minattn.probes.cli import _reference, write_outputs
     from hf_minattn.probes.corpus import default_sentences, wikipedia_train_sentences
+    from hf_minattn.probes.encode import word_normaliser
     from hf_minattn.probes.loading import load_encoder, resolve_device
     from hf_minattn.probes.run import run_all_probes
 
+    device = resolve_device(None)  # the GPU when there is one
     sentences = default_sentences(settings["probe_sentences"])
     # Word vectors from every occurrence in the training split (capped in the quick preset), as `hf-minattn probe`
-    # pools them; word2vec is trained there once, with the first variant (it does not depend on the model).
+    # pools them; word2vec is trained there at every seed, with the full model's probe.
     corpus = wikipedia_train_sentences(settings["vector_sentences"])
-    corpus_name = f"the Wikipedia sample's training split ({len(corpus)} sentences)"
-    probes, extras = {}, {}
-    for i, (name, folder) in enumerate(folders.items()):
-        log(f"[{i + 1}/{len(folders)}] probing {name} over {len(sentences)} sentences, word vectors from {corpus_name}")
-        model, tokenizer = load_encoder(folder, device=resolve_device(None))  # the GPU when there is one
-        results = run_all_probes(model, tokenizer, sentences, model_name=name, model_path=folder,
+    corpus_name = f"the default corpus's training split ({len(corpus)} sentences; `hf_minattn.data.load_wikipedia_corpus`)"
+    layers = None
+    by_seed = {name: {} for name in settings["probed"]}
+    extras = {name: {} for name in settings["probed"]}
+    vectors, rollout = {}, {}  # (variant, seed) -> WordVectors; seed -> rollout edges of the full model
+    jobs = [(seed, name) for seed in seeds for name in settings["probed"]]
+    normalise = None
+    for i, (seed, name) in enumerate(jobs):
+        folder = folders[name][seed]
+        log(f"[{i + 1}/{len(jobs)}] probing {name}, seed {seed}, over {len(sentences)} sentences, word vectors from "
+            f"{corpus_name}")
+        model, tokenizer = load_encoder(folder, device=device)
+        normalise = normalise or word_normaliser(tokenizer)
+        results = run_all_probes(model, tokenizer, sentences, model_name=f"{name} (seed {seed})", model_path=folder,
                                  head_sentences=settings["head_sentences"], seed=seed, log=lambda m: None,
-                                 corpus=corpus, corpus_name=corpus_name, word2vec=i == 0)
-        write_outputs(results, os.path.join(out, "probes", name))
-        probes[name] = results.to_dict()
-        extras[name] = {
-            "related_words": related_word_similarities(results.word_vectors),
-            "cooccurrence": cooccurrence_alignment(results.word_vectors, tokenizer, sentences),
-            "encoder_parameters": model.num_parameters(),
+                                 corpus=corpus, corpus_name=corpus_name, word2vec=name == "full",
+                                 decontextualized=False,  # no answer reads them: their minutes go to more seeds
+                                 # each run's own report: 200 resamples (the findings' intervals are word_pairs')
+                                 n_resamples=PROBE_RESAMPLES,
+                                 mlm_probability=settings["mlm_probability"],
+                                 ablation_mask_draws=settings.get("ablation_mask_draws", 1))
+        write_outputs(results, probe_folder(out, name, seed))
+        probe = results.to_dict()
+        layers = probe["num_layers"]
+        by_seed[name][seed] = summary(probe)
+        extras[name][seed] = {
+            "related_words": related_word_similarities(results.word_vectors, seed=seed),
+            "cooccurrence": cooccurrence_alignment(results.word_vectors, tokenizer, corpus[: settings["cooccurrence_sentences"]],
+                                                   seed=seed),
         }
-    return probes, extras
+        keep = ["static", *(f"layer_{k}" for k in range(layers + 1)), "word2vec", "random"]
+        vectors[name, seed] = (results.word_vectors.vocab,
+                               {k: v for k, v in results.word_vectors.sets.items() if k in keep})
+        if name == "full":
+            rollout[seed] = rollout_edges(results, layers - 1)
+        del model, results
+
+    reference, reference_vectors = None, None
+    if settings.get("reference"):
+        try:
+            ref = _reference(settings["reference"], device=device)
+        except ValueError as error:  # the package is a test extra: say so, and go on without it
+            log(f"no reference encoder: {error}")
+            ref = None
+        if ref is not None:
+            model, tokenizer, ref_name = ref
+            log(f"probing the reference encoder {ref_name} over the same sentences and corpus")
+            results = run_all_probes(model, tokenizer, sentences, model_name=ref_name, seed=seeds[0],
+                                     log=lambda m: None, n_resamples=PROBE_RESAMPLES, corpus=corpus, corpus_name=corpus_name, word2vec=False,
+                                     heads=False, weights=False, ablation=False, decontextualized=False)
+            write_outputs(results, os.path.join(out, "probes", REFERENCE_NAME))
+            reference = {**summary(results.to_dict()), "name": ref_name, "num_layers": model.config.num_hidden_layers}
+            reference_vectors = (results.word_vectors.vocab, dict(results.word_vectors.sets))
+            del model, results
+
+    pairs = score_word_pairs(vectors, reference_vectors, reference, seeds, layers, normalise, settings)
+    divergence = head_divergence_over_seeds(folders, settings, seeds, sentences, device)
+    return {"by_seed": by_seed, "extras": extras, "word_pairs": pairs, "head_divergence": divergence,
+            "reference": reference, "rollout": rollout,
+            "corpus": {"sentences": len(corpus), "probe_sentences": len(sentences), "name": corpus_name}}
 
 
-RELATED_PAIRS = (("king", "queen"), ("king", "dog"), ("man", "woman"), ("man", "river"))
+def score_word_pairs(vectors, reference_vectors, reference, seeds, layers, normalise, settings) -> dict:
+    """Every system on ONE pair set (words every vocabulary has, at every seed): Spearman with hierarchical
+    intervals, and the comparisons of questions 5 and 6 (Holm-adjusted families)."""
+    from hf_minattn.probes.benchmarks import CommonBenchmarks
 
-
-def related_word_similarities(word_vectors) -> dict:
-    """Cosine of a few related and unrelated word pairs under the static vectors and every layer's."""
-    result = {}
-    for name in ["static", *[s for s in word_vectors.sets if s.startswith("layer_")]]:
-        kv = word_vectors.keyed_vectors(name)
-        result[name] = {f"{a}/{b}": (round(float(kv.similarity(a, b)), 4) if a in kv and b in kv else None)
-                        for a, b in RELATED_PAIRS}
-    return result
-
-
-def cooccurrence_alignment(word_vectors, tokenizer, sentences, top_words=300, window=5) -> dict:
-    """Do words that occur together get similar vectors? Spearman correlation, over all pairs of the
-    `top_words` most frequent words, between their positive pointwise mutual information (co-occurrence within
-    `window` words in a sentence) and the cosine of their vectors, for the static vectors and every layer's."""
-    from scipy.stats import spearmanr
-
-    from hf_minattn.probes.encode import tokenize_corpus
-
-    words = tokenize_corpus(tokenizer, sentences).words
-    vocab = word_vectors.vocab[:top_words]  # most frequent first
-    index = {w: i for i, w in enumerate(vocab)}
-    counts = np.zeros((len(vocab), len(vocab)))
-    for sentence in words:
-        ids = [index.get(w, -1) for w in sentence]
-        for position, i in enumerate(ids):
-            if i < 0:
+    vocabularies = [set(vocab) for vocab, _ in vectors.values()]
+    if reference_vectors is not None:
+        vocabularies.append(set(reference_vectors[0]))
+    bench = CommonBenchmarks(set.intersection(*vocabularies), normalise)
+    last = f"layer_{layers}"
+    cosines, anisotropy = {}, {}
+    for (name, seed), (vocab, sets) in vectors.items():
+        for set_name, matrix in sets.items():
+            if name != "full" and set_name in ("word2vec", "random"):
                 continue
-            for j in ids[position + 1 : position + 1 + window]:
-                if j >= 0 and j != i:
-                    counts[i, j] += 1
-                    counts[j, i] += 1
-    total = counts.sum()
-    marginal = counts.sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pmi = np.log(counts * total / np.outer(marginal, marginal))
-    ppmi = np.where(np.isfinite(pmi) & (pmi > 0), pmi, 0.0)
-    upper = np.triu_indices(len(vocab), k=1)
-    result = {"top_words": len(vocab), "window": window, "pairs": int(len(upper[0])),
-              "cooccurring_pairs": int((counts[upper] > 0).sum()), "spearman": {}}
-    for name in ["static", *[s for s in word_vectors.sets if s.startswith("layer_")]]:
-        vectors = word_vectors.sets[name][: len(vocab)]
-        unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        cosine = unit @ unit.T
-        result["spearman"][name] = round(float(spearmanr(ppmi[upper], cosine[upper]).statistic), 4)
+            system = set_name if set_name in ("word2vec", "random") else f"{name}/{set_name}"
+            c = word_pairs.pair_cosines(bench, vocab, matrix)
+            anisotropy.setdefault(system, {})[seed] = round(c.pop("anisotropy"), 4)
+            cosines.setdefault(system, {})[seed] = c
+    if reference_vectors is not None:
+        vocab, sets = reference_vectors
+        ref_last = f"layer_{reference['num_layers']}"
+        for set_name in ("static", ref_last):
+            c = word_pairs.pair_cosines(bench, vocab, sets[set_name])
+            anisotropy[f"{REFERENCE_NAME}/{set_name}"] = {s: round(c["anisotropy"], 4) for s in seeds}
+            c.pop("anisotropy")
+            cosines[f"{REFERENCE_NAME}/{set_name}"] = {s: c for s in seeds}  # one encoder: the same at every seed
+    n = settings.get("n_resamples", 1000)
+    key = "wordsim353_read"
+    q5 = {"static_vs_word2vec": ("full/static", "word2vec", key), "last_vs_word2vec": (f"full/{last}", "word2vec", key),
+          "static_vs_untrained": ("full/static", "untrained/static", key),
+          "last_vs_untrained": (f"full/{last}", f"untrained/{last}", key),
+          "static_vs_random": ("full/static", "random", key)}
+    if reference_vectors is not None:
+        q5["last_vs_reference"] = (f"full/{last}", f"{REFERENCE_NAME}/layer_{reference['num_layers']}", key)
+        q5["reference_vs_word2vec"] = (f"{REFERENCE_NAME}/layer_{reference['num_layers']}", "word2vec", key)
+    if any(name == "frozen_embeddings" for name, _ in vectors):
+        q5["last_vs_frozen"] = (f"full/{last}", f"frozen_embeddings/{last}", key)
+    q6 = {"last_vs_static": (f"full/{last}", "full/static", key),
+          "best_layer_vs_static": None}
+    scores = word_pairs.score(cosines, bench, seeds, n)
+    layer_scores = [scores[key].get(f"full/layer_{k}", {}).get("estimate") for k in range(layers + 1)]
+    best = int(np.nanargmax([np.nan if v is None else v for v in layer_scores]))
+    q6["best_layer_vs_static"] = (f"full/layer_{best}", "full/static", key)
+    return {"pairs": bench.coverage(), "key": key, "last": last, "best_layer": best, "anisotropy": anisotropy,
+            "scores": scores, "q5": word_pairs.compare(cosines, bench, q5, seeds, n),
+            "q6": word_pairs.compare(cosines, bench, q6, seeds, n), "margin": word_pairs.RHO_MARGIN,
+            "standard_error": word_pairs.power_note(bench.coverage()["wordsim353"]["kept"])}
+
+
+def head_divergence_over_seeds(folders, settings, seeds, sentences, device) -> dict:
+    """Per probed variant with heads: within-layer JS divergence against the divergence of matched heads between
+    seeds (Hungarian matching), per layer, every pair of seeds."""
+    from hf_minattn.probes.head_divergence import seed_pairs_head_divergence
+    from hf_minattn.probes.loading import load_encoder
+
+    if len(seeds) < 2:
+        return {}
+    result = {}
+    for name in ("full", "untrained"):
+        if name not in settings["probed"]:
+            continue
+        loaded = [load_encoder(folders[name][seed], device=device) for seed in seeds]
+        pairs = seed_pairs_head_divergence([m for m, _ in loaded], loaded[0][1], sentences,
+                                           max_sentences=settings["head_sentences"])
+        # per layer, one value per pair of seeds: the two models' mean within-layer divergence, and the divergence
+        # of each head from its matched head in the other model
+        layers = range(len(pairs[0].matched))
+        result[name] = {"within_layer": [[float((p.within_layer_a[l] + p.within_layer_b[l]) / 2) for p in pairs]
+                                         for l in layers],
+                        "matched": [[float(p.matched[l]) for p in pairs] for l in layers], "seed_pairs": len(pairs)}
+        del loaded
     return result

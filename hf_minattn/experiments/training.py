@@ -25,18 +25,21 @@ SETTINGS = {
     "quick": dict(model_size="tiny", config_overrides=RECIPE_OVERRIDES, vocab_size=2000, max_seq_length=64,
                   batch_size=16, max_steps=20, learning_rate=1e-3, warmup_steps=2, weight_decay=0.0, mlm_probability=0.3,
                   eval_steps=5, curve_eval_samples=32, seeds=(0, 1), mask_draws=3, probe_sentences=150, vector_sentences=1000,
-                  dynamics_sentences=1000, head_sentences=30, probed=("full", "untrained"), parallel=2, bf16=False),
-    # The committed run (docs/findings), under an hour on 2 fp32 CPU cores: 15 training runs of 640 steps x 16 x
-    # 128 tokens (1.3M tokens, 2.7 passes over the training split; ~2.5 min each), then re-scoring, the
-    # word-similarity dynamics (66 saved states), the floors and the probes. The `small` shape narrowed to hidden
-    # 128 (feed-forward 512) at learning rate 2e-3: with the untied output layer it learns more in the same minutes
-    # than hidden 256 (docs/recipe.md, "The experiments' recipe").
+                  dynamics_sentences=1000, head_sentences=30, probed=("full", "untrained"), parallel=2, bf16=False,
+                  cooccurrence_sentences=1000, reference="minilm", n_resamples=200),
+    # The committed run (docs/findings) on 2 fp32 CPU cores: 18 training runs of 640 steps x 16 x 128 tokens (1.3M
+    # tokens, under one pass over the default corpus's training split; ~2.3 min each), two at a time with one thread
+    # each (11% more runs per minute than one at a time with two threads, measured on 150 steps: 34 s against 38 s a
+    # run), then re-scoring, the word-similarity dynamics (66 saved states), the floors and the probes of the full and
+    # the untrained model at every seed and of the pretrained reference. The `small` shape narrowed to hidden 128
+    # (feed-forward 512) at learning rate 2e-3: with the untied output layer it learns more in the same minutes than
+    # hidden 256 (docs/recipe.md, "The experiments' recipe").
     "full": dict(model_size="small", config_overrides="hidden_size=128,intermediate_size=512", vocab_size=8192,
                  max_seq_length=128, batch_size=16, max_steps=640, learning_rate=2e-3, warmup_steps=60,
                  weight_decay=0.0, mlm_probability=0.3,
                  eval_steps=64, curve_eval_samples=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000, vector_sentences=0,
-                 dynamics_sentences=4000, head_sentences=200, bf16=False,
-                 probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
+                 dynamics_sentences=4000, head_sentences=200, bf16=False, cooccurrence_sentences=20000, parallel=2,
+                 reference="minilm", n_resamples=1000, probed=("full", "untrained")),
     # Sized for one GPU (on an H100 about 10 minutes in all, training 3.4 of them; runs unchanged but slowly on CPU):
     # the `small` shape (hidden 256) at batch 128 for 800 steps (13M tokens, ~27 passes over the training split, where
     # the GPU pilot's curves near their plateau), bf16 where the GPU has it. The runs after the first train side by
@@ -46,7 +49,8 @@ SETTINGS = {
                   batch_size=128, max_steps=800, learning_rate=2e-3, warmup_steps=80, weight_decay=0.0,
                   mlm_probability=0.3, eval_steps=80, curve_eval_samples=None, seeds=(0, 1, 2), mask_draws=3,
                   vector_sentences=0, probe_sentences=2000, dynamics_sentences=4000, head_sentences=300, bf16=None,
-                  parallel=16, probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
+                  parallel=16, cooccurrence_sentences=20000, reference="minilm", n_resamples=1000,
+                  probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
 }
 # =============================================================================================================
 

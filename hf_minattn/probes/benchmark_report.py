@@ -1,14 +1,15 @@
 """The word-similarity and analogy part of report.html and its figure, written from the numbers alone.
 
-Every comparative word follows `results.DECISION_RULE` (intervals against estimates), so flipping the numbers
-flips the sentence; the tests do exactly that.
+Every comparative word follows `results.DECISION_RULE` (the paired bootstrap interval of the difference of two
+systems' Spearman correlations on the same pairs), so flipping the numbers flips the sentence; the tests do exactly
+that. Files from before the paired comparison are worded by `results.LEGACY_DECISION_RULE`, and say so.
 """
 
 import html
 
 import numpy as np
 
-from .results import BENCHMARKS, DECISION_RULE, SavedProbeResults, verdict
+from .results import BENCHMARKS, DECISION_RULE, LEGACY_DECISION_RULE, SavedProbeResults, paired_verdict, verdict
 
 NAMES = {"wordsim353": "WordSim-353", "simlex999": "SimLex-999",
          "wordsim353_similarity": "WordSim-353 similarity subset", "wordsim353_relatedness": "WordSim-353 relatedness subset"}
@@ -30,9 +31,21 @@ def _score(s):
     return f"{s.spearman:.2f} [{s.interval.low:.2f}, {s.interval.high:.2f}]"
 
 
-def _versus(a_name, a, b_name, b):
-    word = {1: "higher than", -1: "lower than", 0: "not told apart from"}[verdict(a, b)]
-    return f"{a_name} is {word} {b_name}"
+_WORDS = {1: "higher than", -1: "lower than", 0: "not told apart from"}
+
+
+def _delta(interval):
+    return f"Δρ {interval.estimate:+.2f} [{interval.low:+.2f}, {interval.high:+.2f}]"
+
+
+def _versus(a_name, a, b_name, b, other, abtt=False):
+    """'A is higher than B (Δρ +0.12 [+0.03, +0.21])' from A's paired interval against system `other`; by the legacy
+    rule (A's interval against B's estimate) only for files that have no paired interval."""
+    sign = paired_verdict(a, other, abtt)
+    if sign is None:
+        return f"{a_name} is {_WORDS[verdict(a, b)]} {b_name}"
+    interval = (a.abtt_versus if abtt else a.versus)[other]
+    return f"{a_name} is {_WORDS[sign]} {b_name} ({_delta(interval)})"
 
 
 def similarity_sentence(res, bench):
@@ -57,24 +70,33 @@ def similarity_sentence(res, bench):
     for other in ("word2vec", "random"):
         if other in b.systems:
             o = b.systems[other].similarity.get(bench)
-            parts.append(f"{other} {_score(o)}: {_versus(_label(best.vectors), s, other, o)}")
+            parts.append(f"{other} {_score(o)}: {_versus(_label(best.vectors), s, other, o, other)}")
     if b.untrained:
         u = b.untrained.get(best.vectors)
         if u is not None:
             us = u.similarity.get(bench)
-            word = {1: "higher than", -1: "lower than", 0: "not told apart from"}[verdict(s, us)]
-            parts.append(f"the untrained model's {_label(best.vectors)} {_score(us)}: the trained one is {word} it")
+            parts.append(f"the untrained model's {_label(best.vectors)} {_score(us)}: "
+                         f"{_versus('the trained one', s, 'it', us, 'untrained')}")
     if b.reference:
         ref = b.best(bench, table=b.reference)
         if ref is not None:
             r = ref.similarity[bench]
+            w2v = b.systems.get("word2vec")
+            w2v_score = w2v.similarity.get(bench) if w2v else None
+            # Two encoders are compared through the baseline both are paired with: each one's difference to word2vec.
             parts.append(f"fully trained reference {b.reference_model or ''} best {_label(ref.vectors)} {_score(r)}: "
-                         f"{_versus('this model', s, 'the reference', r)}")
-    abtt = [(k, v.similarity[bench].abtt) for k, v in b.systems.items()
+                         + (_versus("the reference", r, "word2vec", w2v_score, "word2vec") if "word2vec" in r.versus
+                            else _versus("this model", s, "the reference", r, "reference")))
+    abtt = [(k, v.similarity[bench]) for k, v in b.systems.items()
             if k.startswith(("static", "layer_", "decontext_")) and bench in v.similarity and v.similarity[bench].abtt is not None]
     if abtt:
-        k, v = max(abtt, key=lambda kv: kv[1])
-        parts.append(f"after All-but-the-Top the best is {_label(k)} ({v:.2f})")
+        k, v = max(abtt, key=lambda kv: kv[1].abtt)
+        text = f"after All-but-the-Top the best is {_label(k)} ({v.abtt:.2f})"
+        w2v = b.systems.get("word2vec")
+        if "word2vec" in v.abtt_versus and w2v is not None and w2v.similarity[bench].abtt is not None:
+            text += (f", word2vec {w2v.similarity[bench].abtt:.2f}: "
+                     + _versus(_label(k), v, "word2vec", None, "word2vec", abtt=True))
+        parts.append(text)
     return "; ".join(parts)
 
 
@@ -106,13 +128,26 @@ def benchmarks_text(r):
     vc = r.get("vector_corpus") or {}
     source = (f"Vectors pooled from every occurrence in {vc['source']} ({vc['words']} words; {vc['vocabulary']} words "
               f"seen in >= {vc['min_contexts']} distinct sentences get vectors). ") if vc else ""
-    w2v = res.benchmarks.word2vec
-    w2v_text = (f"word2vec: gensim skip-gram (sg=1, min_count {w2v['min_count']}, {w2v['epochs']} epochs, otherwise "
-                "gensim defaults) on the same corpus words. ") if w2v else ""
     parts = [similarity_sentence(res, bench) for bench in BENCHMARKS] + [analogy_sentence(res)]
+    paired = any(score.versus for system in res.benchmarks.systems.values() for score in system.similarity.values())
     return ("Which vectors agree best with human similarity judgements (contextual = mean over the word's corpus "
-            "occurrences, pieces mean-pooled; decontextualized = the word fed alone)? " + source + w2v_text
-            + "; ".join(parts) + ". Intervals: 95% bootstrap over pairs. " + DECISION_RULE)
+            "occurrences, pieces mean-pooled; decontextualized = the word fed alone)? " + source
+            + word2vec_description(res.benchmarks.word2vec, (r.get("benchmarks") or {}).get("word2vec_selection"))
+            + "; ".join(parts)
+            + ". Intervals: 95% bootstrap over pairs. " + (DECISION_RULE if paired else LEGACY_DECISION_RULE))
+
+
+def word2vec_description(settings, selection=None):
+    """What the word2vec baseline is, from the settings saved with the results ('' when none was trained);
+    `selection`: where its settings were chosen (None: not by the selection, e.g. gensim's defaults)."""
+    if not settings:
+        return ""
+    kind = "skip-gram" if settings.get("sg", 1) else "CBOW"
+    seed = f", seed {settings['seed']}" if "seed" in settings else ""
+    chosen = f"; settings chosen on SimLex-999 and the analogies, not on WordSim-353: {selection}" if selection else ""
+    return (f"word2vec: gensim {kind} ({settings['epochs']} epochs, sample {settings.get('sample', 1e-3):g}, window "
+            f"{settings.get('window', 5)}, {settings.get('vector_size', 100)} dimensions, min_count "
+            f"{settings['min_count']}{seed}{chosen}) on the same corpus words. ")
 
 
 def _cells(s, bench):

@@ -35,7 +35,7 @@ def probe_parser():
                    "vectors and benchmark pairs (and occurrences for the geometry probe)")
     p.add_argument("--vector-corpus", default="wikipedia-train",
                    help="where word vectors are pooled from (every occurrence) and word2vec is trained: "
-                        "'wikipedia-train' (default: the training split of the bundled Wikipedia sample), 'probe' "
+                        "'wikipedia-train' (default: the training split of the default corpus, `hf_minattn.data.load_wikipedia_corpus`), 'probe' "
                         "(the probe sentences), or a UTF-8 text file")
     p.add_argument("--vector-max-sentences", type=int, default=0, help="cap on the vector corpus (0 = all)")
     p.add_argument("--reference", default=None,
@@ -77,7 +77,7 @@ def _vector_corpus(args, sentences):
         return sentences, f"the {len(sentences)} probe sentences"
     if args.vector_corpus == "wikipedia-train":
         corpus = wikipedia_train_sentences(cap)
-        return corpus, f"the training split of the bundled Wikipedia sample ({len(corpus)} sentences)"
+        return corpus, f"the training split of the default Wikipedia corpus ({len(corpus)} sentences)"
     if os.path.isfile(args.vector_corpus):
         corpus = read_corpus_file(args.vector_corpus, cap, "--vector-corpus")
         return corpus, f"{args.vector_corpus} ({len(corpus)} sentences)"

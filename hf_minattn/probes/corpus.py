@@ -1,4 +1,5 @@
-"""Where the probe sentences come from: a text file, a saved dataset, or the bundled Wikipedia sample."""
+"""Where the probe sentences come from: a text file, a saved dataset, or the default Wikipedia corpus
+(`hf_minattn.data.load_wikipedia_corpus`, the corpus run_mlm trains on when no data is named)."""
 
 import re
 
@@ -53,20 +54,22 @@ def read_dataset(name_or_path, split="validation", column="text", max_sentences=
 
 
 def default_sentences(max_sentences=2000):
-    """Sentences from the Wikipedia sample bundled with gensim (validation first, then train)."""
-    from hf_minattn.data import load_wikipedia_sample
+    """Sentences from the default Wikipedia corpus: validation first (held-out text, the same as in the gensim
+    sample alone), then train."""
+    from hf_minattn.data import load_wikipedia_corpus
 
-    data = load_wikipedia_sample()
+    data = load_wikipedia_corpus()
     texts = list(data["validation"]["text"]) + list(data["train"]["text"])
-    return _require(split_sentences(texts, max_sentences), "the bundled Wikipedia sample")
+    return _require(split_sentences(texts, max_sentences), "the default Wikipedia corpus")
 
 
 def wikipedia_train_sentences(max_sentences=0):
-    """Every sentence (any length) of the training split of the bundled Wikipedia sample: the corpus the model
-    was trained on, where word vectors are pooled and word2vec is trained. `max_sentences` 0 = all."""
-    from hf_minattn.data import load_wikipedia_sample
+    """Every sentence (any length) of the training split of the default Wikipedia corpus (the gensim sample's
+    training articles, then the wiki summaries): the corpus the model was trained on, where word vectors are pooled
+    and word2vec is trained. `max_sentences` 0 = all; a cap takes the sample's sentences first."""
+    from hf_minattn.data import load_wikipedia_corpus
 
     if isinstance(max_sentences, bool) or not isinstance(max_sentences, int) or max_sentences < 0:
         raise ValueError(f"max_sentences must be a non-negative integer (0 = all), got {max_sentences!r}")
-    texts = load_wikipedia_sample()["train"]["text"]
-    return _require(split_sentences(texts, max_sentences, min_words=1), "the Wikipedia sample's training split")
+    texts = load_wikipedia_corpus()["train"]["text"]
+    return _require(split_sentences(texts, max_sentences, min_words=1), "the default Wikipedia corpus's training split")

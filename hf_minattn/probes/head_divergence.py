@@ -1,8 +1,15 @@
-"""Is head diversity more than seed noise? Two models of the same shape (e.g. two seeds) on the same sentences:
-the Jensen-Shannon divergence between matched heads of the two models (heads matched one-to-one within each layer)
-beside the within-layer divergence between the heads of each model.
+"""Is head diversity more than seed noise? Models of the same shape (e.g. seeds of one variant) on the same
+sentences: the Jensen-Shannon divergence between matched heads of two models (heads matched one-to-one within each
+layer by the Hungarian algorithm on the cross-model JS matrix) beside the within-layer divergence between the heads of
+each model. If heads of one layer differ from each other no more than a head differs from its match in another seed,
+their diversity is no more than seed noise.
+
+Attention distributions are needed, not probes.json (which keeps each model's own JS matrix but no cross-model one):
+`cross_model_head_divergence(model_a, model_b, ...)` for one pair, `seed_pairs_head_divergence(models, ...)` for
+every pair of several seeds in one pass.
 """
 
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,24 +79,39 @@ def matched_head_divergence(cross_js, js_a, js_b, num_layers, num_heads, queries
 def cross_model_head_divergence(model_a, model_b, tokenizer, sentences, max_sentences=64, batch_size=16):
     """Run two models of the same shape (e.g. two seeds) with one tokenizer on the same sentences and compare
     their heads: `HeadDivergence` (within-layer divergence of each, divergence between matched heads)."""
-    shapes = [(m.config.num_hidden_layers, m.config.num_attention_heads) for m in (model_a, model_b)]
-    if shapes[0] != shapes[1]:
-        raise ValueError(f"both models need the same layers x heads to match heads, got {shapes[0]} and {shapes[1]}")
-    max_length = min(max_length_for(model_a, tokenizer), max_length_for(model_b, tokenizer))
-    sums = {"a": None, "b": None, "ab": None}
-    queries = 0
-    for model in (model_a, model_b):
+    return seed_pairs_head_divergence([model_a, model_b], tokenizer, sentences, max_sentences, batch_size)[0]
+
+
+def seed_pairs_head_divergence(models, tokenizer, sentences, max_sentences=64, batch_size=16):
+    """For every pair (i, j), i < j, of `models` (>= 2, same layers x heads, one tokenizer; e.g. the seeds of one
+    variant), `HeadDivergence` of model i (a) against model j (b) on the same sentences, in the order
+    (0, 1), (0, 2), ..., (1, 2), ...; each model runs once per batch."""
+    models = list(models)
+    if len(models) < 2:
+        raise ValueError(f"need at least two models to compare heads across seeds, got {len(models)}")
+    shapes = [(m.config.num_hidden_layers, m.config.num_attention_heads) for m in models]
+    if len(set(shapes)) > 1:
+        raise ValueError(f"every model needs the same layers x heads to match heads, got {shapes}")
+    pairs = [(i, j) for i in range(len(models)) for j in range(i + 1, len(models))]
+    max_length = min(max_length_for(m, tokenizer) for m in models)
+    own, cross, queries = [None] * len(models), {pair: None for pair in pairs}, 0
+    for model in models:
         model.eval()
-    with eager_attention(model_a), eager_attention(model_b), torch.inference_mode():
+    with ExitStack() as stack, torch.inference_mode():
+        for model in models:
+            stack.enter_context(eager_attention(model))
         for _, enc in sentence_batches(tokenizer, list(sentences)[:max_sentences], max_length, batch_size):
-            att_a = run_model(model_a, enc, output_attentions=True).attentions
-            att_b = run_model(model_b, enc, output_attentions=True).attentions
             mask = enc["attention_mask"]
-            for key, value in (("a", js_divergence_sums(att_a, mask)), ("b", js_divergence_sums(att_b, mask)),
-                               ("ab", cross_js_divergence_sums(att_a, att_b, mask))):
-                sums[key] = value if sums[key] is None else sums[key] + value
+            att = [run_model(model, enc, output_attentions=True).attentions for model in models]
+            for i, a in enumerate(att):
+                js = js_divergence_sums(a, mask)
+                own[i] = js if own[i] is None else own[i] + js
+            for i, j in pairs:
+                js = cross_js_divergence_sums(att[i], att[j], mask)
+                cross[i, j] = js if cross[i, j] is None else cross[i, j] + js
             queries += int(mask.sum())
     if queries == 0:
-        raise ValueError("no sentences to compare the two models' heads on")
-    mean = {k: (v / queries).clamp(min=0).numpy() for k, v in sums.items()}
-    return matched_head_divergence(mean["ab"], mean["a"], mean["b"], *shapes[0], queries=queries)
+        raise ValueError("no sentences to compare the models' heads on")
+    own = [(v / queries).clamp(min=0).numpy() for v in own]
+    return [matched_head_divergence((cross[i, j] / queries).clamp(min=0).numpy(), own[i], own[j], *shapes[0],
+                                    queries=queries) for i, j in pairs]

@@ -6,11 +6,15 @@ and the attention mass on [CLS], [SEP] and punctuation. Head similarity: Jensen-
 between two heads' attention distributions for the same query, averaged over queries, embedded in
 2-D by classical multidimensional scaling of the JS distance (sqrt of the divergence).
 
-Relative to uniform: each statistic has a chance level, the value a head attending uniformly over the same
-query's n real tokens would get (1/n for self, previous and next; for [CLS], [SEP] and punctuation the share of
-the query's keys of that kind; log n for entropy). `relative_to_uniform` = observed mean / that expected mean over
-the same queries, so roles are compared like with like (raw punctuation attention is ~0.1 by chance, a single
-token's ~1/n). A head's role is the statistic with the largest ratio, if that ratio is >= ROLE_MIN_RATIO.
+Roles, as Clark et al. report them: a head's role is the target it gives the most attention mass (mean over
+queries of the attention on the previous token, the next token, itself, [CLS], [SEP] or punctuation), provided that
+mass is >= ROLE_MIN_MASS (0.3); otherwise "none". Beside each mass, `relative_to_uniform`: observed mean / what a
+head attending uniformly over the same query's n real tokens would get (1/n for self, previous and next; for [CLS],
+[SEP] and punctuation the share of the query's keys of that kind; log n for entropy). The ratio says how far above
+chance a head is, but ratios have different ceilings (a single-token target can reach n x uniform, punctuation only
+1 / its share of the keys), so it does not choose the role: a head giving 7% of its attention to [CLS] can be 2x
+uniform and still attend mostly elsewhere. Conversely, in sentences of 3 tokens or fewer uniform attention itself
+gives 1/n >= 0.3 to a single token: a ratio near 1 beside the mass shows that.
 
 Also: norm-weighted statistics (attention_norms.py), the mean divergence between the heads of each layer, and
 one sentence's attention as a graph. Elsewhere: per-head ablation (head_ablation.py) and the divergence between
@@ -31,7 +35,7 @@ from .weights import UnsupportedArchitecture, head_weights
 
 STATISTICS = ("entropy", "self", "previous", "next", "cls", "sep", "punctuation")
 ROLES = ("self", "previous", "next", "cls", "sep", "punctuation")  # statistics that name a role
-ROLE_MIN_RATIO = 2.0  # a head gets a role only if it attends >= 2x the uniform expectation to it
+ROLE_MIN_MASS = 0.3  # a head gets a role only if it gives >= 30% of its attention (mean over queries) to that target
 
 
 @dataclass
@@ -60,8 +64,13 @@ class HeadResults:
     # statistic -> mean over the same queries of what uniform attention gets (1/n, share of keys of a kind, log n)
     uniform_expectation: dict = field(default_factory=dict)
     relative_to_uniform: dict = field(default_factory=dict)  # statistic -> (layers, heads): observed / expected
-    roles: list = field(default_factory=list)  # (layers, heads): role with the largest ratio >= ROLE_MIN_RATIO, or "none"
-    role_min_ratio: float = ROLE_MIN_RATIO
+    # Roles (head_roles), three parallel (layers, heads) arrays: the role statistic with the largest mass if that
+    # mass is >= role_min_mass, else "none"; its mass (mean attention on the target) and its ratio to uniform (None
+    # for "none").
+    roles: list = field(default_factory=list)
+    role_mass: list = field(default_factory=list)
+    role_ratio: list = field(default_factory=list)
+    role_min_mass: float = ROLE_MIN_MASS
     within_layer_js: list = field(default_factory=list)  # per layer: mean JS divergence between its heads
     # The same statistics on norm-weighted attention shares (attention_norms.py); empty if unsupported.
     norm_weighted_stats: dict = field(default_factory=dict)
@@ -151,16 +160,39 @@ class HeadStatistics:
                 for name, values in self.means().items()}
 
 
-def head_roles(relative, min_ratio=ROLE_MIN_RATIO):
-    """(layers, heads) labels: per head, the role statistic with the largest observed/uniform ratio if it is
-    >= min_ratio, else "none" (attention close to uniform on every role)."""
-    names = [r for r in ROLES if r in relative]
+@dataclass
+class HeadRoles:
+    """Three parallel (layers, heads) arrays: `roles` (a name from ROLES or "none"), `mass` (mean attention the
+    head gives its role's target) and `ratio` (that mass over what uniform attention gets); None for "none"."""
+
+    roles: list
+    mass: list
+    ratio: list
+
+
+def head_roles(stats, relative, min_mass=ROLE_MIN_MASS):
+    """Clark et al.'s roles from per-head means: per head, among the role statistics whose mass (`stats`: statistic
+    -> (layers, heads) mean attention) is >= `min_mass`, the one with the largest mass; "none" if none reaches it.
+    `relative` (statistic -> (layers, heads) ratio to uniform, None where undefined) only supplies the ratio shown
+    beside the mass."""
+    if not (isinstance(min_mass, (int, float)) and 0 < min_mass <= 1):
+        raise ValueError(f"min_mass must be a fraction of attention in (0, 1], got {min_mass!r}")
+    names = [r for r in ROLES if r in stats]
     if not names:
-        return []
-    ratios = np.array([[[np.nan if v is None else v for v in layer] for layer in relative[r]] for r in names], dtype=float)
-    best = np.nanargmax(np.where(np.isnan(ratios), -np.inf, ratios), axis=0)
-    top = np.take_along_axis(ratios, best[None], axis=0)[0]
-    return [[names[b] if t >= min_ratio else "none" for b, t in zip(brow, trow)] for brow, trow in zip(best, top)]
+        return HeadRoles([], [], [])
+    mass = np.array([stats[r] for r in names], dtype=float)  # (roles, layers, heads)
+    best = mass.argmax(axis=0)  # (layers, heads): the role statistic with the largest mass
+    roles, masses, ratios = [], [], []
+    for layer, row in enumerate(best):
+        for out in (roles, masses, ratios):
+            out.append([])
+        for head, b in enumerate(row):
+            m = float(mass[b, layer, head])
+            ratio = relative[names[b]][layer][head] if names[b] in relative else None
+            roles[-1].append(names[b] if m >= min_mass else "none")
+            masses[-1].append(m if m >= min_mass else None)
+            ratios[-1].append(float(ratio) if m >= min_mass and ratio is not None else None)
+    return HeadRoles(roles, masses, ratios)
 
 
 def js_divergence_sums(attentions, attention_mask, max_elements=2**24):
@@ -267,12 +299,13 @@ def head_statistics(model, tokenizer, sentences, examples=(), max_sentences=200,
         raise ValueError("no sentences to compute attention statistics on")
     js = (js_sum / js_queries).clamp(min=0).numpy()
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
-    relative = totals.relative_to_uniform()
+    stats, relative = totals.means(), totals.relative_to_uniform()
+    roles = head_roles(stats, relative)
     result = HeadResults(num_layers=L, num_heads=H, sentences=totals.sentences, tokens=totals.queries,
-                         uniform_entropy=totals.log_n_sum / totals.queries, stats=totals.means(),
+                         uniform_entropy=totals.log_n_sum / totals.queries, stats=stats,
                          js_divergence=js.tolist(), mds=classical_mds(np.sqrt(js)).tolist(), examples=example_maps,
                          uniform_expectation=totals.uniform_expectation(), relative_to_uniform=relative,
-                         roles=head_roles(relative), within_layer_js=within_layer_divergence(js, L, H), notes=notes)
+                         roles=roles.roles, role_mass=roles.mass, role_ratio=roles.ratio, within_layer_js=within_layer_divergence(js, L, H), notes=notes)
     if value_norm_sum is not None:
         result.norm_weighted_stats = norm_totals.means()
         result.norm_weighted_relative_to_uniform = norm_totals.relative_to_uniform()

@@ -81,21 +81,33 @@ def word_in_contexts(model, tokenizer, word, sentences, word_vectors=None, topn=
 
 @dataclass
 class SenseAccuracy:
-    """Leave-one-out nearest-centroid sense classification per layer (see `sense_accuracy`)."""
+    """Leave-one-out nearest-centroid sense classification per layer (see `sense_accuracy`). Per-layer lists are
+    indexed like `layers`; intervals are dicts of `hf_minattn.stats.Interval` (estimate, low, high, n, method)."""
 
     words: list  # homonyms scored
     senses: dict  # word -> its sense labels
     occurrences: int  # labelled occurrences scored (one per sentence)
     layers: list  # 0..L (0 = hidden_states[0], the embedding output with positions)
-    accuracy: list  # per layer: share of occurrences classified correctly (ties: 1/number tied)
-    accuracy_by_word: dict  # word -> per layer
-    chance: float  # random guessing: mean over words of 1 / number of senses (balanced senses)
+    accuracy: list  # per layer: mean over homonyms of the share classified correctly, centred vectors (All-but-the-Top)
+    accuracy_interval: list  # per layer: 95% bootstrap interval of `accuracy`, homonyms then their contexts resampled
+    raw_accuracy: list  # per layer: the same on the raw (uncentred) vectors
+    raw_interval: list
+    accuracy_by_word: dict  # word -> per layer (centred)
+    raw_accuracy_by_word: dict  # word -> per layer (raw)
+    chance: float  # mean over homonyms of the majority sense's share (0.5 when the senses are balanced)
     static_accuracy: float  # the word embeddings alone: every occurrence has the same vector, so chance
-    position_accuracy: float  # the same classifier on the word's position (word index) alone
+    position_accuracy: float  # the same classifier on the word's position (word index) in its sentence alone
+    length_accuracy: float  # the same classifier on (word index, sentence length in words)
     mean_position_by_sense: dict  # word -> sense -> mean word index of its occurrences
+    abtt_components: int = 0  # principal components removed after centring (hidden size / 100, at least 1)
     skipped: list = field(default_factory=list)  # "word: reason" for homonyms that could not be scored
+    skipped_sentences: int = 0  # sentences left out: the word not found exactly once within max_length tokens
     note: str = ("Each occurrence is classified by the closer (cosine) of the sense centroids of the OTHER "
-                 "occurrences (its own left out); vectors are the word's pieces mean-pooled, not centred.")
+                 "occurrences of its word (its own left out); ties count 1/number tied. Vectors: the word's pieces "
+                 "mean-pooled; 'accuracy' centres them over the occurrences of all homonyms and removes the top "
+                 "principal components (All-but-the-Top, Mu & Viswanath 2018; no labels used), 'raw_accuracy' does "
+                 "not. Intervals resample homonyms, then contexts within each (per-occurrence scores held fixed); "
+                 "they are per layer, not corrected across layers.")
 
 
 def _loo_nearest_centroid(vectors, labels, cosine=True):
@@ -122,45 +134,82 @@ def _loo_nearest_centroid(vectors, labels, cosine=True):
     return np.array(scores)
 
 
-def _find_word(tokenizer, enc, i, sentence, target, normalise):
+def _find_word(enc, i, sentence, target, normalise):
+    """(indices of the words of sentence i that are `target`, number of words the tokenizer kept)."""
     n_words = max((w for w in enc.word_ids(i) if w is not None), default=-1) + 1
     hits = []
     for w in range(n_words):
         span = enc.word_to_chars(i, w)
         if normalise(sentence[span.start : span.end]) == target:
             hits.append(w)
-    return hits
+    return hits, n_words
 
 
-def sense_accuracy(model, tokenizer, homonyms=None, batch_size=32):
-    """Can each layer tell a homonym's senses apart? `homonyms`: word -> sense -> sentences (default: the
-    hand-labelled set in senses_data.HOMONYMS). Per layer, leave-one-out nearest-centroid accuracy over all
-    occurrences; chance = 1 / senses. Words that the tokenizer does not see as a whole word are skipped."""
-    from .senses_data import HOMONYMS
+def sense_scores(vectors, words, labels, n_resamples=1000, seed=0):
+    """Leave-one-out nearest-centroid sense accuracy of one vector set: `vectors` (occurrences, dim), `words` and
+    `labels` (the homonym and the sense of each occurrence). Each homonym is classified among its own senses only.
+    Returns (accuracy, interval, by_word): the mean over homonyms of their accuracy, its 95% interval from a
+    two-level bootstrap (homonyms, then contexts within each), and {word: accuracy}."""
+    from hf_minattn.stats import hierarchical_bootstrap
 
-    homonyms = HOMONYMS if homonyms is None else homonyms
+    vectors, words, labels = np.asarray(vectors), np.asarray(words), np.asarray(labels)
+    if vectors.ndim != 2 or not len(vectors) == len(words) == len(labels):
+        raise ValueError(f"need (occurrences, dim) vectors and one word and label per occurrence, got shapes "
+                         f"{vectors.shape}, {words.shape}, {labels.shape}")
+    by_word = {w: _loo_nearest_centroid(vectors[words == w], labels[words == w]) for w in dict.fromkeys(words.tolist())}
+    interval = hierarchical_bootstrap(np.mean, [(s,) for s in by_word.values()], n_resamples=n_resamples, seed=seed)
+    return interval.estimate, interval, {w: float(s.mean()) for w, s in by_word.items()}
+
+
+def _control_accuracy(features, words, labels):
+    """The leave-one-out classifier (Euclidean) on per-occurrence features such as the word's position."""
+    features, words, labels = np.asarray(features, dtype=float), np.asarray(words), np.asarray(labels)
+    return float(np.mean([_loo_nearest_centroid(features[words == w], labels[words == w], cosine=False).mean()
+                          for w in dict.fromkeys(words.tolist())]))
+
+
+def _check_homonyms(homonyms):
     if not isinstance(homonyms, dict) or not homonyms:
         raise ValueError(f"homonyms must be a non-empty dict word -> sense -> sentences, got {type(homonyms).__name__}")
     for word, senses in homonyms.items():
         if not isinstance(senses, dict) or len(senses) < 2 or any(len(s) < 2 for s in senses.values()):
             raise ValueError(f"homonym {word!r} needs >= 2 senses with >= 2 sentences each, got {senses!r}")
+
+
+def sense_accuracy(model, tokenizer, homonyms=None, batch_size=64, n_resamples=1000, seed=0):
+    """Can each layer tell a homonym's senses apart? `model`: any AutoModel encoder; `tokenizer`: its fast
+    tokenizer. `homonyms`: word -> sense -> sentences (default: the labelled set in senses_data.HOMONYMS, 12 words,
+    2 x 22 sentences each). Per layer, the leave-one-out nearest-centroid accuracy (see SenseAccuracy.note) on
+    centred (All-but-the-Top) and raw vectors, with 95% intervals, against chance (the majority sense's share) and
+    two controls that see no vectors: the word's position alone, and its position with the sentence's length.
+    A sentence where the tokenizer does not find the word exactly once (e.g. cut off at max_length) is left out; a
+    homonym left with fewer than 2 sentences for a sense is skipped."""
+    from .senses_data import HOMONYMS
+    from .vectors import all_but_the_top
+
+    homonyms = HOMONYMS if homonyms is None else homonyms
+    _check_homonyms(homonyms)
     normaliser = tokenizer.backend_tokenizer.normalizer
     normalise = (lambda s: normaliser.normalize_str(s).strip()) if normaliser is not None else str.strip
     max_length = max_length_for(model, tokenizer)
-    items, skipped = [], []  # (word, sense, sentence)
+    items, skipped, left_out = [], [], 0  # items: (word, sense, sentence, word index, words in sentence)
     for word, senses in homonyms.items():
         target = normalise(word)
-        rows = [(word, sense, s) for sense, sentences in senses.items() for s in sentences]
-        enc = tokenizer([s for *_, s in rows], truncation=True, max_length=max_length)
-        found = [_find_word(tokenizer, enc, i, s, target, normalise) for i, (*_, s) in enumerate(rows)]
-        missing = [s for (*_, s), hits in zip(rows, found) if len(hits) != 1]
-        if missing:
-            skipped.append(f"{word}: not exactly once as a whole word in {missing[0]!r}")
+        rows = [(sense, s) for sense, sentences in senses.items() for s in sentences]
+        enc = tokenizer([s for _, s in rows], truncation=True, max_length=max_length)
+        found = [(sense, s, *_find_word(enc, i, s, target, normalise)) for i, (sense, s) in enumerate(rows)]
+        kept = [(word, sense, s, hits[0], n) for sense, s, hits, n in found if len(hits) == 1]
+        left_out += len(rows) - len(kept)
+        counts = [sum(k[1] == sense for k in kept) for sense in senses]
+        if min(counts) < 2:
+            missing = next(s for sense, s, hits, _ in found if len(hits) != 1)
+            skipped.append(f"{word}: fewer than 2 sentences for a sense have it once as a whole word within "
+                           f"{max_length} tokens (e.g. {missing!r})")
             continue
-        items += [(word, sense, s, hits[0]) for (word, sense, s), hits in zip(rows, found)]
+        items += kept
     if not items:
         raise ValueError(f"no homonym could be scored: {'; '.join(skipped)}")
-    sentences = [s for _, _, s, _ in items]
+    sentences = [s for _, _, s, _, _ in items]
     vectors = []  # per batch (L+1, b, H)
     model.eval()
     with torch.inference_mode():
@@ -169,23 +218,28 @@ def sense_accuracy(model, tokenizer, homonyms=None, batch_size=32):
             enc = tokenizer(sentences[start : start + batch_size], padding=True, truncation=True,
                             max_length=max_length, return_tensors="pt")
             states = torch.stack(run_model(model, enc, output_hidden_states=True).hidden_states).float()
-            b_idx = [b for b, (*_, w) in enumerate(batch) for wid in enc.word_ids(b) if wid == w]
-            t_idx = [t for b, (*_, w) in enumerate(batch) for t, wid in enumerate(enc.word_ids(b)) if wid == w]
+            b_idx = [b for b, item in enumerate(batch) for wid in enc.word_ids(b) if wid == item[3]]
+            t_idx = [t for b, item in enumerate(batch) for t, wid in enumerate(enc.word_ids(b)) if wid == item[3]]
             vectors.append(pool_pieces(states[:, b_idx, t_idx], torch.tensor(b_idx), len(batch)))
     vectors = torch.cat(vectors, dim=1).numpy()  # (L+1, items, H)
-    words = list(dict.fromkeys(w for w, *_ in items))
-    by_word, per_layer, position, positions = {}, np.zeros((len(vectors), len(items))), [], {}
-    for word in words:
-        idx = [i for i, (w, *_) in enumerate(items) if w == word]
-        labels = [items[i][1] for i in idx]
-        for layer in range(len(vectors)):
-            per_layer[layer, idx] = _loo_nearest_centroid(vectors[layer, idx], labels)
-        by_word[word] = per_layer[:, idx].mean(1).tolist()
-        pos = np.array([[items[i][3]] for i in idx], dtype=float)
-        position.append(_loo_nearest_centroid(pos, labels, cosine=False))
-        positions[word] = {s: float(np.mean([items[i][3] for i in idx if items[i][1] == s])) for s in dict.fromkeys(labels)}
-    chance = float(np.mean([1 / len(homonyms[w]) for w in words]))
-    return SenseAccuracy(words=words, senses={w: list(homonyms[w]) for w in words}, occurrences=len(items),
-                         layers=list(range(len(vectors))), accuracy=per_layer.mean(1).tolist(), accuracy_by_word=by_word,
-                         chance=chance, static_accuracy=chance, position_accuracy=float(np.concatenate(position).mean()),
-                         mean_position_by_sense=positions, skipped=skipped)
+    words = [w for w, *_ in items]
+    labels = [sense for _, sense, *_ in items]
+    components = max(1, vectors.shape[-1] // 100)
+    centred = [sense_scores(all_but_the_top(v, components), words, labels, n_resamples, seed) for v in vectors]
+    raw = [sense_scores(v, words, labels, n_resamples, seed) for v in vectors]
+    scored = list(dict.fromkeys(words))
+    senses_of = {w: [sense for x, sense in zip(words, labels) if x == w] for w in scored}
+    chance = float(np.mean([max(map(ss.count, set(ss))) / len(ss) for ss in senses_of.values()]))  # majority share
+    positions = {w: {s: float(np.mean([it[3] for it in items if it[0] == w and it[1] == s])) for s in homonyms[w]}
+                 for w in scored}
+    return SenseAccuracy(
+        words=scored, senses={w: list(homonyms[w]) for w in scored}, occurrences=len(items),
+        layers=list(range(len(vectors))),
+        accuracy=[a for a, _, _ in centred], accuracy_interval=[i.to_dict() for _, i, _ in centred],
+        raw_accuracy=[a for a, _, _ in raw], raw_interval=[i.to_dict() for _, i, _ in raw],
+        accuracy_by_word={w: [by[w] for _, _, by in centred] for w in scored},
+        raw_accuracy_by_word={w: [by[w] for _, _, by in raw] for w in scored},
+        chance=chance, static_accuracy=chance,
+        position_accuracy=_control_accuracy([[it[3]] for it in items], words, labels),
+        length_accuracy=_control_accuracy([[it[3], it[4]] for it in items], words, labels),
+        mean_position_by_sense=positions, abtt_components=components, skipped=skipped, skipped_sentences=left_out)

@@ -285,9 +285,45 @@ def sense_accuracy_plot(r, path):
     return _save(fig, path)
 
 
+def graph_panel(ax, graph, layer, title):
+    """One attention graph (probes.json's schema) at `layer` on a circle: an arrow a -> b for each head-mean edge
+    between different nodes (a draws on b), its width and opacity growing with the weight."""
+    nodes = graph["nodes"]
+    angle = np.linspace(0, 2 * np.pi, len(nodes), endpoint=False)
+    xy = np.stack([np.cos(angle), np.sin(angle)], axis=1)  # (nodes, 2)
+    for e in graph["edges"]:
+        if e["layer"] == layer and e["head"] == "mean" and e["source"] != e["target"]:
+            ax.annotate("", xy=xy[e["target"]], xytext=xy[e["source"]],
+                        arrowprops=dict(arrowstyle="->", alpha=min(1.0, 0.2 + e["weight"]), lw=0.5 + 4 * e["weight"],
+                                        color="tab:blue", connectionstyle="arc3,rad=0.15"))
+    for (x, y), node in zip(xy, nodes):
+        ax.text(x * 1.15, y * 1.15, node["label"], ha="center", va="center", fontsize=7)
+    ax.scatter(xy[:, 0], xy[:, 1], s=25, color="tab:orange", zorder=3)
+    ax.set_title(title, fontsize=8)
+    ax.set_xlim(-1.4, 1.4), ax.set_ylim(-1.4, 1.4), ax.axis("off")
+
+
+GRAPH_PANELS = (("attention_graph", "raw attention"), ("attention_graph_norm_weighted", "norm-weighted"),
+                ("attention_graph_rollout", "rollout"), ("attention_graph_flow", "flow"))
+
+
+def attention_graphs_plot(r, path):
+    """The first example's raw, norm-weighted, rollout and flow graphs at the last layer, side by side."""
+    rollout = r.get("attention_graph_rollout")
+    if not rollout:
+        return None
+    layer = rollout["layers"][-1]
+    panels = [(r[key], name) for key, name in GRAPH_PANELS if r.get(key)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.4), squeeze=False)
+    for ax, (graph, name) in zip(axes[0], panels):
+        graph_panel(ax, graph, layer, f"{name}, layer {layer} (edges >= {graph['threshold']:.2f})")
+    fig.suptitle("a -> b: a draws on b (head mean; edges to itself left out)", fontsize=9)
+    return _save(fig, path)
+
+
 ISSUE9_FIGURES = {"head_roles": head_roles_plot, "norm_weighting": norm_weighting_plot,
                   "attention_norm_example": attention_norm_example_plot, "head_ablation": head_ablation_plot,
-                  "sense_accuracy": sense_accuracy_plot}
+                  "sense_accuracy": sense_accuracy_plot, "attention_graphs": attention_graphs_plot}
 FIGURES.update(ISSUE9_FIGURES)
 
 

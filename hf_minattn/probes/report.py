@@ -8,6 +8,7 @@ and report_macros.html.j2, rendered with autoescaping, so every value from the d
 import base64
 import functools
 import os
+from collections import Counter
 
 import jinja2
 import numpy as np
@@ -82,17 +83,27 @@ def heads_text(r):
     h = r["heads"]
     stats = {k: np.array(v) for k, v in h["stats"].items()}
     H = h["num_heads"]
+    relative = h.get("relative_to_uniform") or {}
     parts = []
     for key, label in (("previous", "previous token"), ("next", "next token"), ("self", "itself"),
                        ("sep", "[SEP]"), ("cls", "[CLS]"), ("punctuation", "punctuation")):
         if key in stats:
             k = int(np.argmax(stats[key]))
-            parts.append(f"{label}: head {k // H}-{k % H} ({stats[key].flat[k]:.2f})")
+            ratio = relative[key][k // H][k % H] if key in relative else None
+            parts.append(f"{label}: head {k // H}-{k % H}, {_mass(stats[key].flat[k], ratio)}")
     ent = stats["entropy"].mean(axis=1)
     return (f"Over {h['tokens']} query tokens in {h['sentences']} sentences, mean attention entropy per layer is "
             f"{', '.join(f'{e:.2f}' for e in ent)} nats against {h['uniform_entropy']:.2f} for uniform attention "
             f"({'broad' if ent.mean() > 0.8 * h['uniform_entropy'] else 'focused'} attention on average). The head "
-            f"(layer-head) that attends most to each target: " + "; ".join(parts) + ".")
+            f"(layer-head) that attends most to each target, with its attention mass (mean over queries) and the "
+            f"ratio to uniform attention on the same queries: " + "; ".join(parts) + ".")
+
+
+def _mass(mass, ratio=None):
+    """ "mass 0.45 (12x uniform)": a head's mean attention on a target, with its ratio to uniform where known."""
+    if ratio is None:
+        return f"mass {mass:.2f}"
+    return f"mass {mass:.2f} ({ratio:.1f}x uniform)" if ratio < 10 else f"mass {mass:.2f} ({ratio:.0f}x uniform)"
 
 
 def head_map_text(r):
@@ -145,31 +156,45 @@ _ROLE_LABELS = {"self": "itself", "previous": "previous token", "next": "next to
                 "punctuation": "punctuation"}
 
 
-def _role_label(role, h):
-    """A role's name; "none" says the ratio a role needs in this run (heads.role_min_ratio)."""
-    return _ROLE_LABELS.get(role) or f"no role (within {h['role_min_ratio']:g}x uniform everywhere)"
+def _roles(h):
+    """(roles, mass, ratio, min_mass) as heads.head_roles gives them; files written before roles were chosen by
+    mass (no role_min_mass) are relabelled from their saved statistics."""
+    if "role_min_mass" in h:
+        return h["roles"], h["role_mass"], h["role_ratio"], h["role_min_mass"]
+    from .heads import ROLE_MIN_MASS, head_roles
+
+    roles = head_roles(h["stats"], h.get("relative_to_uniform") or {})
+    return roles.roles, roles.mass, roles.ratio, ROLE_MIN_MASS
+
+
+def _role_label(role, min_mass):
+    """A role's name; "none" says the mass a role needs in this run (heads.role_min_mass)."""
+    return _ROLE_LABELS.get(role) or f"no role (no target gets {min_mass:g} of the attention)"
 
 
 def head_roles_text(r):
     h = r["heads"]
-    rel = {k: np.array([[np.nan if v is None else v for v in row] for row in vals], dtype=float)
-           for k, vals in h["relative_to_uniform"].items() if k != "entropy"}
+    roles, mass, ratio, min_mass = _roles(h)
     H = h["num_heads"]
+    # per head k = layer * H + head: (role, mass, ratio)
+    cells = [cell for row in zip(roles, mass, ratio) for cell in zip(*row)]
+    counts = Counter(role for role, _, _ in cells)
     parts = []
-    for key, values in rel.items():
-        if np.isfinite(values).any():
-            k = int(np.nanargmax(values))
-            parts.append(f"{_role_label(key, h)}: head {k // H}-{k % H} ({values.flat[k]:.1f}x; raw "
-                         f"{np.array(h['stats'][key]).flat[k]:.2f} vs {h['uniform_expectation'][key]:.2f} uniform)")
-    roles = [role for row in h["roles"] for role in row]
-    counts = {role: roles.count(role) for role in dict.fromkeys(roles)}
-    top = max(counts, key=counts.get)
-    summary = ", ".join(f"{n} {_role_label(role, h)}" for role, n in sorted(counts.items(), key=lambda x: -x[1]))
-    verdict = ("most heads stay close to uniform attention" if top == "none" else
-               f"the commonest role is {_role_label(top, h)} ({counts[top]} of {len(roles)} heads)")
-    return ("Relative to what uniform attention gets on the same queries (observed / expected), the head that "
-            "attends most to each target: " + "; ".join(parts) + f". Roles (largest ratio, if >= "
-            f"{h['role_min_ratio']:g}x): {summary}; {verdict}.")
+    for role, n in sorted(counts.items(), key=lambda x: (x[0] == "none", -x[1])):  # named roles first, commonest first
+        if role == "none":
+            parts.append(f"{n} {_role_label(role, min_mass)}")
+            continue
+        k = max((k for k, cell in enumerate(cells) if cell[0] == role), key=lambda k: cells[k][1])
+        parts.append(f"{n} {_role_label(role, min_mass)} (strongest: head {k // H}-{k % H}, {_mass(*cells[k][1:])})")
+    if counts["none"] > len(cells) / 2:
+        verdict = f"most heads ({counts['none']} of {len(cells)}) give no single target {min_mass:g} of their attention"
+    else:  # at least half the heads have a role
+        n, top = max((n, role) for role, n in counts.items() if role != "none")
+        verdict = f"the commonest role is {_role_label(top, min_mass)} ({n} of {len(cells)} heads)"
+    return (f"Roles as Clark et al. (2019) report them: a head's role is the target it gives the largest attention "
+            f"mass (mean over queries), if that mass is >= {min_mass:g}; the ratio to uniform attention on the same "
+            f"queries is shown beside it, but does not choose the role (its ceiling differs by target). Roles: "
+            + "; ".join(parts) + f". So {verdict}.")
 
 
 def norm_weighting_text(r):
@@ -194,22 +219,65 @@ def head_ablation_text(r):
     beyond = int(np.sum(inc - ci > 0))
     verdict = (f"{beyond} of {inc.size} heads raise the loss beyond their 95% interval: removing them costs the model"
                if beyond else "No single head raises the loss beyond its 95% interval: no head is needed alone")
+    rate = ablation.get("mlm_probability", ablation.get("mask_probability"))  # older files: mask_probability
+    role = ""
+    if r.get("heads"):  # the costliest head's role: a head with no role can still matter
+        roles, _, _, min_mass = _roles(r["heads"])
+        role = f" (role: {_role_label(roles[k // H][k % H], min_mass)})"
     return (f"Masked-LM loss {ablation['base_loss']:.3f} nats on {ablation['masked_tokens']} masked tokens of {ablation['sentences']} "
-            f"sentences; zeroing head {k // H}-{k % H} raises it most, by {inc.flat[k]:.3f} ± {ci.flat[k]:.3f} nats. "
-            f"{verdict}.")
+            f"sentences{f' (masking rate {rate:g})' if rate is not None else ''}; zeroing head {k // H}-{k % H}{role} "
+            f"raises it most, by {inc.flat[k]:.3f} ± {ci.flat[k]:.3f} nats. {verdict}.")
 
 
-def sense_accuracy_text(r):
+def sense_verdict(interval, chance):
+    """"above chance", "below chance" or "at chance: not at this scale", from where the 95% interval (a dict with
+    low and high) lies against chance."""
+    if interval["low"] > chance:
+        return "above chance"
+    if interval["high"] < chance:
+        return "below chance"
+    return "at chance: not at this scale"
+
+
+def sense_accuracy_text(r, untrained=None):
+    """The sense probe in words; the verdict is chosen by the last layer's interval against chance, then against
+    the controls that see only the word's position and the sentence's length. `untrained`: the sense_accuracy dict
+    of the same architecture at initialisation, shown beside. Files written before the intervals get no verdict."""
     senses = r["sense_accuracy"]
-    acc = senses["accuracy"]
-    best = int(np.argmax(acc))
-    separates = acc[best] > max(senses["chance"], senses["position_accuracy"]) + 0.1
-    return (f"{len(senses['words'])} homonyms ({', '.join(senses['words'])}), {senses['occurrences']} hand-labelled sentences, the "
-            f"word at balanced positions: leave-one-out nearest-centroid sense accuracy is {acc[0]:.2f} at layer 0 and "
-            f"best {acc[best]:.2f} at layer {senses['layers'][best]}, against chance {senses['chance']:.2f} and "
-            f"{senses['position_accuracy']:.2f} from the word's position alone (static word embeddings: chance by "
-            f"construction). " + (f"Layer {senses['layers'][best]} separates the senses." if separates else
-                                  "No layer separates the senses clearly (within 0.1 of chance or position)."))
+    acc, layers, chance = senses["accuracy"], senses["layers"], senses["chance"]
+    intervals = senses.get("accuracy_interval")
+    controls = {"position": senses["position_accuracy"], "position and length": senses.get("length_accuracy")}
+    controls = {k: v for k, v in controls.items() if v is not None}
+    text = (f"{len(senses['words'])} homonyms ({', '.join(senses['words'])}), {senses['occurrences']} labelled "
+            "sentences: ")
+    raw = ", ".join(f"{a:.2f}" for a in senses.get("raw_accuracy", acc))  # older files: "accuracy" is raw
+    if not intervals:  # an older file: raw vectors, no interval
+        return text + (f"leave-one-out nearest-centroid sense accuracy (raw vectors) by layer {raw}, against "
+                       f"chance {chance:.2f} and {controls['position']:.2f} from the word's position alone. This run "
+                       "recorded no interval, so no verdict.")
+    by_layer = ", ".join(f"{layer}: {a:.2f} [{i['low']:.2f}, {i['high']:.2f}]"
+                         for layer, a, i in zip(layers, acc, intervals))
+    text += (f"leave-one-out nearest-centroid sense accuracy on centred vectors (All-but-the-Top), by layer with 95% "
+             f"intervals over homonyms and contexts: {by_layer} (raw vectors: {raw}), "
+             f"against chance {chance:.2f}. The same classifier on the word's position alone gets "
+             f"{controls['position']:.2f}" +
+             (f", on its position and the sentence's length {controls['position and length']:.2f}"
+              if "position and length" in controls else "") +
+             " (static word embeddings: chance by construction). ")
+    above = [layer for layer, i in zip(layers, intervals) if sense_verdict(i, chance) == "above chance"]
+    verdict = sense_verdict(intervals[-1], chance)
+    text += f"At the last layer ({layers[-1]}) sense accuracy is {verdict}"
+    if verdict == "above chance":
+        best_control, control = max(controls.items(), key=lambda kv: kv[1])
+        text += (f", and above the {best_control} control ({control:.2f})" if intervals[-1]["low"] > control else
+                 f", but not above the {best_control} control ({control:.2f}): the senses are not shown to be told "
+                 "apart by meaning")
+    text += f". Layers above chance: {', '.join(map(str, above)) or 'none'}."
+    if untrained and untrained.get("accuracy_interval"):
+        i = untrained["accuracy_interval"][-1]
+        text += (f" The untrained model: {untrained['accuracy'][-1]:.2f} [{i['low']:.2f}, {i['high']:.2f}] at its last "
+                 f"layer ({sense_verdict(i, untrained['chance'])}).")
+    return text
 
 
 def layer0_text(r):
@@ -248,18 +316,62 @@ def attention_norm_example_text(r):
                       "spreads it over more edges." if n_weighted > n_raw else "keeps as many edges."))
 
 
+GRAPH_MEANINGS = {  # what an edge a -> b of each graph says (attention_graphs section)
+    "raw": "raw: one layer's attention weights, mean over heads: how that layer mixes the layer below, not the input "
+           "words",
+    "norm_weighted": "norm-weighted: each weight scaled by ||W_O W_V x_j||, the size of what word b actually moves "
+                     "(Kobayashi et al. 2020)",
+    "rollout": "rollout: every layer's head-mean attention with the residual connection (0.5 A + 0.5 I), multiplied "
+               "from the input up: the share of input word b in a's representation after that layer, through "
+               "attention and residuals (Abnar & Zuidema 2020)",
+    "flow": "flow: the same layered graph read as a flow network: the maximum flow from input word b to a, rows "
+            "normalised (Abnar & Zuidema 2020)",
+}
+
+
+def attention_graphs_text(r, k=5):
+    """What each graph of the first example means, rollout's strongest edges, and two findings chosen by the numbers:
+    how much of a word's last-layer representation stays its own, and whether raw attention names the same pairs."""
+    from .results import GRAPHS, AttentionGraph
+
+    graphs = {name: AttentionGraph.from_dict(r.get(key)) for name, key in GRAPHS.items()}
+    rollout, raw = graphs["rollout"], graphs["raw"]
+    last = rollout.layers[-1]
+    shown = [name for name, graph in graphs.items() if graph is not None]
+    text = (f"The first example's words as graphs at the last layer (layer {last}); an edge a -> b says that a draws "
+            f"on b. " + "; ".join(GRAPH_MEANINGS[name] for name in shown) + ". ")
+    top = rollout.strongest(last, k)
+    if not top:
+        return text + f"No rollout edge between different words reaches the threshold ({rollout.threshold:.3g})."
+    uniform, own = 1 / len(rollout.labels), rollout.self_share[-1]
+    text += ("The strongest edges, from rollout, between different words: "
+             + ", ".join(f"{a} -> {b} ({w:.2f})" for a, b, w in top) + ". "
+             f"After the last layer a word's representation is on average {own:.2f} its own input word (uniform "
+             f"mixing: {uniform:.2f}), so " + ("the residual path keeps most of each word its own." if own > 0.5 else
+                                                "most of each word comes from the other words.") + " ")
+    if raw is None:
+        return text.rstrip()
+    raw_pairs = {(a, b) for a, b, _ in raw.strongest(last, len(top))}
+    common = len(raw_pairs & {(a, b) for a, b, _ in top})
+    return text + (f"{common} of rollout's {len(top)} strongest pairs are among raw attention's {len(top)} strongest at "
+                   f"that layer: " + ("raw weights name mostly the same relations here." if 2 * common > len(top) else
+                                      "read as word-to-word relations, raw weights would name different pairs here."))
+
+
 def _geometry_with_layer0(r):
     return geometry_text(r) + (" " + layer0_text(r) if r["geometry"].get("static") else "")
 
 
 ISSUE9_SECTIONS = {  # inserted after the named section: (name, title, text, needs)
     "sense": ("sense_accuracy", "Homonym senses by layer (leave-one-out)", sense_accuracy_text, "sense_accuracy"),
-    "heads": ("head_roles", "Head roles relative to uniform attention", head_roles_text, "heads"),
+    "heads": ("head_roles", "Head roles by attention mass, ratio to uniform beside", head_roles_text, "heads"),
     "head_map": ("head_ablation", "Per-head ablation", head_ablation_text, "head_ablation"),
     "attention_example_2": ("norm_weighting", "Norm-weighted attention (Kobayashi et al. 2020)", norm_weighting_text,
                             "heads"),
     "norm_weighting": ("attention_norm_example", "Raw vs norm-weighted attention in the first example",
                        attention_norm_example_text, "heads"),
+    "attention_norm_example": ("attention_graphs", "Attention as a graph: raw, norm-weighted, rollout and flow",
+                               attention_graphs_text, "attention_graph_rollout"),
 }
 
 
@@ -313,6 +425,9 @@ FIGURE_ALT = {
     "norm_weighting": "Bar chart: mean raw and norm-weighted attention to each target",
     "attention_norm_example": "Head-mean attention matrices of the first example by layer, raw (top row) and "
                               "norm-weighted (bottom row)",
+    "attention_graphs": "Graphs of the first example's words at the last layer, nodes on a circle, arrows a -> b "
+                        "where a draws on b: raw attention, norm-weighted attention, attention rollout and attention "
+                        "flow side by side",
     "head_ablation": "Heat map over layer and head: masked-LM loss increase when that head is zeroed",
     "sense_accuracy": "Line chart: leave-one-out sense accuracy by layer, overall and per homonym, against chance "
                       "and position alone",

@@ -35,6 +35,10 @@ class SimilarityScore:
     oov: float | None  # 1 - pairs / total
     abtt: float | None = None  # after All-but-the-Top
     abtt_interval: Interval | None = None
+    # paired bootstrap of rho(this) - rho(other) on the same pairs: {other system ("word2vec", "random",
+    # "untrained"): Interval}; abtt_versus the same after All-but-the-Top (word2vec only). Empty in older files.
+    versus: dict = field(default_factory=dict)
+    abtt_versus: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -48,9 +52,12 @@ class SystemScores:
 
     @classmethod
     def from_dict(cls, s):
+        versus = s.get("versus") or {}
+        paired = lambda key: {o: iv for o, d in versus.items() if (iv := _interval(d.get(key)))}  # noqa: E731
         sim = {b: SimilarityScore(spearman=_num(s.get(b)), interval=_interval(s.get(f"{b}_interval")),
                                   pairs=s.get(f"{b}_pairs", 0), total=s.get(f"{b}_total", 0), oov=_num(s.get(f"{b}_oov")),
-                                  abtt=_num(s.get(f"{b}_abtt")), abtt_interval=_interval(s.get(f"{b}_abtt_interval")))
+                                  abtt=_num(s.get(f"{b}_abtt")), abtt_interval=_interval(s.get(f"{b}_abtt_interval")),
+                                  versus=paired(b), abtt_versus=paired(f"{b}_abtt"))
                for b in BENCHMARKS if b in s}
         return cls(vectors=s["vectors"], similarity=sim, analogy=_num(s.get("analogy")),
                    analogy_questions=s.get("analogy_questions", 0), analogy_semantic=_num(s.get("analogy_semantic")),
@@ -89,6 +96,45 @@ class BenchmarkSummary:
         return max(candidates, key=lambda s: s.similarity[benchmark].spearman, default=None)
 
 
+GRAPHS = {"raw": "attention_graph", "norm_weighted": "attention_graph_norm_weighted",
+          "rollout": "attention_graph_rollout", "flow": "attention_graph_flow"}  # graph name -> probes.json key
+
+
+@dataclass
+class AttentionGraph:
+    """One sentence's attention as a graph (heads.attention_graph; attention_flow.rollout_graph / flow_graph): an
+    edge source -> target at a layer means node `source` draws on node `target` (attends to it; for rollout and flow:
+    holds a share of input word `target`) with at least `threshold` of its weight."""
+
+    weighting: str  # "attention" (raw), "norm" (Kobayashi et al.), "rollout", "flow" (Abnar & Zuidema)
+    sentence: str
+    level: str  # "word" or "token"
+    threshold: float
+    relative_threshold: float | None  # the threshold as a multiple of uniform attention 1/n (None if absolute)
+    labels: list  # node id -> label
+    edges: list  # {"source", "target", "layer", "head" (int or "mean"), "weight"}
+    layers: list | None = None  # rollout / flow: the layers the graph has (flow: the last only)
+    self_share: list | None = None  # rollout / flow, per layer: a node's mean share of its own input word
+
+    @classmethod
+    def from_dict(cls, g):
+        """None for a graph the file does not have."""
+        if not g:
+            return None
+        return cls(weighting=g.get("weighting", "attention"), sentence=g["sentence"], level=g.get("level", "token"),
+                   threshold=g["threshold"], relative_threshold=g.get("relative_threshold"),
+                   labels=[n["label"] for n in sorted(g["nodes"], key=lambda n: n["id"])], edges=g["edges"],
+                   layers=g.get("layers"), self_share=g.get("self_share"))
+
+    def strongest(self, layer, k=5, self_edges=False):
+        """[(source label, target label, weight)]: the k heaviest head-mean edges at `layer`, heaviest first; edges
+        from a node to itself only with `self_edges`."""
+        edges = [e for e in self.edges if e["layer"] == layer and e["head"] == "mean"
+                 and (self_edges or e["source"] != e["target"])]
+        edges.sort(key=lambda e: -e["weight"])
+        return [(self.labels[e["source"]], self.labels[e["target"]], e["weight"]) for e in edges[:k]]
+
+
 @dataclass
 class SavedProbeResults:
     model: str
@@ -98,6 +144,8 @@ class SavedProbeResults:
     hidden_size: int
     benchmarks: BenchmarkSummary | None
     vector_corpus: dict | None  # source, sentences, words, vocabulary, seconds... (None in older files)
+    # the first example's graphs by name (GRAPHS: raw, norm_weighted, rollout, flow); None where not in the file
+    attention_graphs: dict = field(default_factory=dict)
     raw: dict = field(repr=False, default_factory=dict)  # the whole probes.json, for sections not typed here
 
     @classmethod
@@ -108,7 +156,9 @@ class SavedProbeResults:
         return cls(model=r["model"], model_class=r.get("model_class", ""), num_layers=r["num_layers"],
                    num_heads=r.get("num_heads", 0), hidden_size=r.get("hidden_size", 0),
                    benchmarks=BenchmarkSummary.from_dict(r["benchmarks"]) if r.get("benchmarks") else None,
-                   vector_corpus=r.get("vector_corpus"), raw=r)
+                   vector_corpus=r.get("vector_corpus"),
+                   attention_graphs={name: AttentionGraph.from_dict(r.get(key)) for name, key in GRAPHS.items()},
+                   raw=r)
 
 
 def load_probe_results(folder):
@@ -120,12 +170,24 @@ def load_probe_results(folder):
         return SavedProbeResults.from_dict(json.load(f))
 
 
-DECISION_RULE = ("A scores higher than B only when A's 95% bootstrap interval lies wholly above B's estimate and B's "
-                 "interval (if any) wholly below A's estimate; otherwise the two are not told apart.")
+DECISION_RULE = ("Two systems are compared on the same pairs by the difference of their Spearman correlations, "
+                 "rho(A) - rho(B), with a 95% paired bootstrap interval (each resample draws the pairs once for "
+                 "both): A scores higher than B only when that interval lies wholly above 0, lower only when wholly "
+                 "below 0; otherwise the two are not told apart.")
+LEGACY_DECISION_RULE = ("A scores higher than B only when A's 95% bootstrap interval lies wholly above B's estimate "
+                        "and B's interval (if any) wholly below A's estimate; otherwise the two are not told apart.")
+
+
+def paired_verdict(score, other, abtt=False):
+    """+1 / -1 / 0 by DECISION_RULE from SimilarityScore `score`'s paired interval against system `other`; None
+    when no paired interval was saved (probes.json files from before the paired comparison)."""
+    interval = (score.abtt_versus if abtt else score.versus).get(other) if score is not None else None
+    return None if interval is None else interval.sign()
 
 
 def verdict(a, b):
-    """+1 if SimilarityScore `a` is higher than `b` by DECISION_RULE, -1 if lower, 0 if not told apart (or missing)."""
+    """+1 if SimilarityScore `a` is higher than `b` by LEGACY_DECISION_RULE (for files without paired intervals),
+    -1 if lower, 0 if not told apart (or missing)."""
     if a is None or b is None or a.spearman is None or b.spearman is None:
         return 0
     def above(x, y):  # x higher than y

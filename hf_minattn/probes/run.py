@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 from hf_minattn.drift import read_drift
 
+from .attention_flow import FLOW_MAX_TOKENS, flow_graph, rollout_graph
 from .benchmarks import run_benchmarks
 from .drift import drift_results
 from .encode import encode_corpus, pool_corpus, tokenize_corpus, word_normaliser
@@ -68,6 +69,9 @@ class ProbeResults:
     sense_accuracy: object = None  # neighbours.SenseAccuracy: homonym senses per layer, leave-one-out
     head_ablation: object = None  # head_ablation.HeadAblation: masked-LM loss increase per zeroed head
     attention_graph_norm_weighted: dict = None  # attention_graph(..., weighting='norm') of the first example
+    # the same sentence's attention rollout (every layer) and attention flow (last layer): attention_flow.py
+    attention_graph_rollout: dict = None
+    attention_graph_flow: dict = None
     vector_corpus: VectorCorpusStats | None = None
     provenance: dict = field(default_factory=dict)  # versions, date, seed, corpus, arguments: see run_provenance
     timings: dict = field(default_factory=dict)  # seconds per probe
@@ -160,15 +164,18 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
                    model_path=None, word2vec=True, decontextualized=True, heads=True, weights=True,
                    head_sentences=200, min_count=5, batch_size=64, seed=0, log=print, corpus=None,
                    corpus_name=None, untrained=None, reference=None, reference_name=None, n_resamples=1000,
-                   ablation=True, mlm_model=None, ablation_sentences=64, trust_remote_code=False, provenance=None):
+                   ablation=True, mlm_model=None, ablation_sentences=64, trust_remote_code=False, provenance=None,
+                   mlm_probability=0.15, ablation_mask_draws=1):
     """Every probe of the issue on `model` (any AutoModel encoder) and its fast tokenizer.
 
     `sentences` are the probe sentences (geometry, heads, neighbours). The word vectors are pooled from EVERY
-    occurrence in `corpus` (default: `sentences`; the CLI passes the Wikipedia sample's training split), where
+    occurrence in `corpus` (default: `sentences`; the CLI passes the default corpus's training split), where
     word2vec is also trained. `untrained`: True (the same architecture re-initialised with `seed`) or a model,
     scored beside every benchmark number; `reference`: (model, fast tokenizer) of a fully trained encoder probed
     with the same protocol on the same corpus. Words need >= `min_count` distinct sentences to get vectors.
     `provenance`: what the caller adds to the run's record (e.g. the command line); see `run_provenance`.
+    `mlm_probability` / `ablation_mask_draws`: the masking of the head-ablation loss (use the rate the model was
+    trained at: the experiments train and ablate at 0.3).
     """
     if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
         raise ValueError(f"min_count must be a positive integer, got {min_count!r}")
@@ -253,13 +260,23 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
                 results.attention_graph = attention_graph(results.heads.examples[0])
                 if results.heads.examples[0].norm_weighted is not None:
                     results.attention_graph_norm_weighted = attention_graph(results.heads.examples[0], weighting="norm")
+        if results.heads.examples:
+            with _Timer(timings, "attention rollout and flow", log):
+                example = results.heads.examples[0]
+                results.attention_graph_rollout = rollout_graph(example)
+                if len(example.tokens) <= FLOW_MAX_TOKENS:  # n^2 max-flow runs
+                    results.attention_graph_flow = flow_graph(example)
+                else:
+                    notes.append(f"attention flow skipped: the first example has {len(example.tokens)} tokens, "
+                                 f"above FLOW_MAX_TOKENS = {FLOW_MAX_TOKENS}")
     if heads and ablation:
         with _Timer(timings, "head ablation", log):
             mlm, reason = _masked_lm_for(model, model_path, mlm_model, trust_remote_code)
             if mlm is None:
                 notes.append(f"head ablation skipped: {reason}")
             else:
-                results.head_ablation = head_ablation(mlm, tokenizer, sentences, max_sentences=ablation_sentences, seed=seed)
+                results.head_ablation = head_ablation(mlm, tokenizer, sentences, max_sentences=ablation_sentences, seed=seed,
+                                                      mlm_probability=mlm_probability, mask_draws=ablation_mask_draws)
     if weights:
         with _Timer(timings, "weights", log):
             try:

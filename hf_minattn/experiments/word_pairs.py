@@ -1,0 +1,89 @@
+"""Word-pair benchmarks over seeds (questions 5 and 6): every system scored on ONE pair set at every seed, and its
+Spearman correlation with the human scores given with a hierarchical bootstrap interval (seeds, then pairs within a
+seed: `stats.hierarchical_draws`). Systems are compared on the same pairs by the same bootstrap of the difference
+of their correlations (the pairs of a seed resampled once for both), Holm-adjusted within the family, with an
+equivalence margin of `RHO_MARGIN`.
+
+A system is a vector set of one model at one seed: the full model's static vectors and last layer, the untrained
+model's, a word2vec trained at that seed, random vectors; a reference encoder (MiniLM) is the same at every seed.
+Cosines are read raw and after All-but-the-Top (`_abtt`); the key `_read` holds, per system and seed, the space to
+read: All-but-the-Top where the system's anisotropy baseline (mean cosine of random word pairs) is above 0.1, raw
+otherwise (`probes.cooccurrence.centred_space`'s rule).
+"""
+
+import numpy as np
+from scipy.stats import rankdata
+
+from hf_minattn.probes.cooccurrence import ANISOTROPY_THRESHOLD, word_anisotropy
+
+from hf_minattn.probes.benchmarks import CommonBenchmarks
+from hf_minattn.stats import bootstrap_test, hierarchical_bootstrap, hierarchical_draws
+
+from . import statistics as st
+
+RHO_MARGIN = 0.05  # two correlations within +-0.05 on the same pairs are "equivalent" (when the interval says so)
+BENCHMARKS = ("wordsim353", "wordsim353_similarity", "wordsim353_relatedness", "simlex999")
+
+
+def pair_cosines(bench: CommonBenchmarks, vocab, vectors) -> dict:
+    """`bench.cosines` plus "<benchmark>_read" (the space to read) and "anisotropy" (the baseline that chose it)."""
+    cosines = bench.cosines(vocab, vectors)
+    anisotropy = word_anisotropy(vectors)
+    for b in BENCHMARKS:
+        cosines[f"{b}_read"] = cosines[f"{b}_abtt"] if anisotropy > ANISOTROPY_THRESHOLD else cosines[b]
+    cosines["anisotropy"] = anisotropy
+    return cosines
+
+
+def _rho(cosines, human):
+    """Spearman's rho as Pearson's r of the ranks (ties averaged), as scipy computes it, without its overhead: the
+    bootstrap calls it hundreds of thousands of times."""
+    if np.ptp(cosines) == 0 or np.ptp(human) == 0:
+        return np.nan
+    return float(np.corrcoef(rankdata(cosines), rankdata(human))[0, 1])
+
+
+def _difference(a, b, human):
+    return _rho(a, human) - _rho(b, human)
+
+
+def score(cosines: dict, bench: CommonBenchmarks, seeds, n_resamples: int = 1000) -> dict:
+    """{benchmark key: {system: interval dict}} (keys: each benchmark raw and "_read"): each system's Spearman, mean
+    over seeds, with its hierarchical bootstrap interval."""
+    out = {}
+    for key in [f"{b}{s}" for b in BENCHMARKS for s in ("", "_read")]:
+        human = bench._human(key.removesuffix("_read"))
+        if len(human) < 3:
+            continue
+        out[key] = {}
+        for system, by_seed in cosines.items():
+            groups = [(by_seed[s][key], human) for s in seeds if s in by_seed]
+            out[key][system] = {**hierarchical_bootstrap(_rho, groups, n_resamples=n_resamples).to_dict(),
+                                "pairs": len(human)}
+    return out
+
+
+def compare(cosines: dict, bench: CommonBenchmarks, pairs: dict, seeds, n_resamples: int = 1000) -> dict:
+    """{name: tested comparison} for `pairs` {name: (system a, system b, benchmark key)}: rho(a) - rho(b) on the same
+    pairs with its hierarchical bootstrap (each seed's pairs resampled once for both), p-value and equivalence
+    margin; Holm-adjusted as one family."""
+    family = {}
+    for name, (a, b, key) in pairs.items():
+        if a not in cosines or b not in cosines:
+            continue
+        human = bench._human(key.removesuffix("_read"))
+        groups = [(cosines[a][s][key], cosines[b][s][key], human) for s in seeds if s in cosines[a] and s in cosines[b]]
+        if len(human) < 3 or not groups:
+            continue
+        estimate, draws = hierarchical_draws(_difference, groups, n_resamples)
+        test = bootstrap_test(estimate, draws, RHO_MARGIN, n=len(groups))
+        family[name] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in test.items() if k != "tost"}
+        family[name]["tost"] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in test["tost"].items()}
+        family[name].update(a=a, b=b, benchmark=key, pairs=len(human))
+    return st.holm_family(family)
+
+
+def power_note(pairs: int) -> float:
+    """The standard error of a Spearman correlation near 0 on `pairs` pairs, about 1 / sqrt(pairs - 3): what the
+    findings state so that a reader can see how small a difference the pair count could show."""
+    return round(1 / np.sqrt(max(pairs - 3, 1)), 4)

@@ -1,0 +1,178 @@
+"""Questions 4-7 over seeds: synthetic probe summaries (no model) whose numbers flip each verdict must flip the
+sentence in FINDINGS.md; the word-pair statistics on synthetic cosines with a known answer."""
+
+import copy
+
+import numpy as np
+import pytest
+
+from hf_minattn.experiments.findings import q4_section, q5_section, q6_section, q7_section
+from hf_minattn.experiments.probe_answers import probe_answers
+from hf_minattn.experiments.word_pairs import BENCHMARKS, compare, score
+
+SEEDS = (0, 1, 2)
+CONFIG = {"num_hidden_layers": 2, "num_attention_heads": 2}
+
+
+def heads(js, roles, mass):
+    return {"num_layers": 2, "num_heads": 2, "uniform_entropy": 2.0, "within_layer_js": js,
+            "stats": {"entropy": [[1.5, 1.6], [1.7, 1.8]]}, "roles": roles, "role_mass": mass, "role_min_mass": 0.3}
+
+
+def sense(accuracy):
+    return {"words": ["bank", "plant"], "occurrences": 80, "layers": [0, 1, 2], "accuracy": [0.5, accuracy, accuracy],
+            "raw_accuracy": [0.5, accuracy - 0.02, accuracy - 0.02], "chance": 0.5, "position_accuracy": 0.55,
+            "length_accuracy": 0.6}
+
+
+def seed_summary(i, trained, accuracy):
+    roles = [["previous", "none"], ["none", "cls"]] if trained else [["none", "none"], ["none", "none"]]
+    mass = [[0.6, None], [None, 0.4]] if trained else [[None, None], [None, None]]
+    js = [0.3 + 0.01 * i, 0.4 - 0.01 * i] if trained else [0.01 + 0.001 * i, 0.011 - 0.001 * i]
+    return {"heads": heads(js, roles, mass),
+            "head_ablation": {"loss_increase": [[0.5 + 0.01 * i, 0.01], [0.02, 0.1]], "interval95": [[0.05, 0.01], [0.01, 0.02]],
+                              "masked_tokens": 900, "mlm_probability": 0.3},
+            "geometry": {"layers": [0, 1, 2], "adjusted_self_similarity": [0.9, 0.5 - 0.01 * i, 0.3 + 0.01 * i],
+                         "anisotropy": [0.1, 0.2, 0.3], "words_scored": 50},
+            "sense_accuracy": sense(accuracy[i])}
+
+
+def comparison(estimate, verdict, n=3):
+    return {"estimate": estimate, "low": estimate - 0.1, "high": estimate + 0.1, "n": n, "method": "hierarchical",
+            "p": 0.01, "p_holm": 0.03, "family_size": 7, "margin": 0.05, "verdict": verdict,
+            "tost": {"equivalent": verdict == "equivalent"}}
+
+
+def interval(estimate):
+    return {"estimate": estimate, "low": estimate - 0.1, "high": estimate + 0.1, "n": 3, "method": "hierarchical"}
+
+
+def related(king_queen, king_dog):
+    return {"anisotropy": 0.4, "abtt": True, "cosine": {"king/queen": king_queen, "king/dog": king_dog,
+                                                         "man/woman": 0.3, "man/river": 0.1}}
+
+
+def probes(full_accuracy=(0.8, 0.82, 0.81), q5_last_vs_untrained="higher", king=(0.6, 0.1), rollout_self=0.7):
+    by_seed = {"full": {s: seed_summary(i, True, full_accuracy) for i, s in enumerate(SEEDS)},
+               "untrained": {s: seed_summary(i, False, (0.55, 0.56, 0.54)) for i, s in enumerate(SEEDS)}}
+    extras = {name: {s: {"related_words": {"static": related(*king), "layer_2": related(*king)},
+                         "cooccurrence": {"top_words": 300, "window": 5, "pairs": 44850, "positive_ppmi_pairs": 9000,
+                                          "sets": {"static": {"spearman": {"estimate": 0.2}, "raw": {"estimate": 0.1},
+                                                              "abtt": True}}}}
+                     for s in SEEDS} for name in ("full", "untrained")}
+    scores = {"wordsim353_read": {system: interval(v) for system, v in (
+        ("full/static", 0.3), ("full/layer_0", 0.3), ("full/layer_1", 0.35), ("full/layer_2", 0.4),
+        ("untrained/static", 0.0), ("untrained/layer_2", 0.05), ("word2vec", 0.45), ("random", 0.0),
+        ("minilm/layer_6", 0.7))}}
+    q5 = {"static_vs_word2vec": comparison(-0.15, "unresolved"), "last_vs_word2vec": comparison(-0.05, "equivalent"),
+          "static_vs_untrained": comparison(0.3, "higher"),
+          "last_vs_untrained": comparison(0.35 if q5_last_vs_untrained == "higher" else -0.35, q5_last_vs_untrained),
+          "static_vs_random": comparison(0.3, "higher"), "last_vs_reference": comparison(-0.3, "lower"),
+          "reference_vs_word2vec": comparison(0.25, "higher")}
+    rollout = {s: {"sentence": "the king and the queen", "self_share": rollout_self + 0.01 * i,
+                   "edges": {"king (2) -> queen (5)": 0.2 + 0.01 * i, "queen (5) -> king (2)": 0.15, "the (1) -> king (2)": 0.1,
+                             "and (3) -> the (1)": 0.05, "the (4) -> queen (5)": 0.12, "[CLS] (0) -> the (1)": 0.01}}
+               for i, s in enumerate(SEEDS)}
+    return {"by_seed": by_seed, "extras": extras, "rollout": rollout, "reference": {"name": "all-MiniLM-L6-v2"},
+            "head_divergence": {"full": {"seed_pairs": 3, "within_layer": [[0.3, 0.31, 0.32], [0.4, 0.41, 0.39]],
+                                         "matched": [[0.05, 0.06, 0.04], [0.38, 0.42, 0.41]]}},
+            "word_pairs": {"scores": scores, "q5": q5, "q6": {"last_vs_static": comparison(0.1, "higher"),
+                                                             "best_layer_vs_static": comparison(0.1, "higher")},
+                           "pairs": {"wordsim353": {"kept": 274, "total": 353}}, "margin": 0.05, "standard_error": 0.0606,
+                           "key": "wordsim353_read", "best_layer": 2}}
+
+
+def answers(p):
+    return probe_answers({"seeds": list(SEEDS)}, p, CONFIG)
+
+
+def text(section, p, *args):
+    a = answers(p)
+    results = {"config": CONFIG, "answers": {"scale": {"seeds": 3}}}
+    fig = lambda *x: ""  # noqa: E731
+    return "\n".join({"q4": lambda: q4_section(a["q4"], fig), "q5": lambda: q5_section(a["q5"], results, fig),
+                      "q6": lambda: q6_section(a["q6"], fig), "q7": lambda: q7_section(a["q7"], fig)}[section]())
+
+
+def test_head_verdicts_follow_their_intervals():
+    base = text("q4", probes())
+    assert "Training makes the heads of 2 of 2 layers attend more differently" in base
+    assert "In 1 of 2 layers a head is closer to its match in another run" in base  # layer 0 only
+    assert "seed 0 L0H0 +0.5 nats" in base and "role previous (mass 0.6)" in base
+    assert "previous 1, 1, 1" in base and "none 2, 2, 2" in base
+    same = probes()
+    for s in SEEDS:  # trained within-layer divergence equal to the untrained one's
+        same["by_seed"]["full"][s]["heads"]["within_layer_js"] = list(same["by_seed"]["untrained"][s]["heads"]["within_layer_js"])
+    same["head_divergence"]["full"]["matched"] = same["head_divergence"]["full"]["within_layer"]
+    flipped = text("q4", same)
+    assert "does not make the heads of any layer measurably more different" in flipped
+    assert "In no layer is a head measurably closer" in flipped
+
+
+def test_word_similarity_verdict_follows_its_interval():
+    base = text("q5", probes())
+    assert "last-layer vectors are above the untrained model's and equivalent to word2vec's" in base
+    assert "has a standard error near 0.0606" in base
+    assert "Last layer against all-MiniLM-L6-v2: below" in base
+    flipped = text("q5", probes(q5_last_vs_untrained="unresolved"))
+    assert "last-layer vectors are not told apart from the untrained model's" in flipped
+    assert "queen is closer" in base
+    assert "dog is closer" in text("q5", probes(king=(0.1, 0.6)))
+
+
+def test_sense_verdict_follows_its_interval():
+    above = text("q6", probes())
+    assert "**Senses: the last layer tells a homonym's senses apart above chance**" in above
+    assert "against the stronger control that sees no vectors (the word's place in its sentence, with the " \
+           "sentence's length: 0.6): better" in above
+    at_chance = text("q6", probes(full_accuracy=(0.5, 0.505, 0.495)))
+    assert "**Senses: the last layer is at chance on a homonym's senses (not at this scale)**" in at_chance
+    unresolved = text("q6", probes(full_accuracy=(0.3, 0.7, 0.55)))
+    assert "**Senses: not resolved at this scale" in unresolved
+    below = text("q6", probes(full_accuracy=(0.3, 0.31, 0.29)))
+    assert "below chance" in below
+
+
+def test_rollout_edges_are_averaged_over_seeds_and_the_self_share_chooses_the_sentence():
+    a = answers(probes())["q7"]
+    assert a["strongest"][0][0] == "king (2) -> queen (5)" and a["strongest"][0][1]["estimate"] == pytest.approx(0.21)
+    assert [e for e, _ in a["strongest"]][:3] == ["king (2) -> queen (5)", "queen (5) -> king (2)", "the (4) -> queen (5)"]
+    assert "residual path keeps most of each word its own" in text("q7", probes())
+    assert "most of each word comes from the other words" in text("q7", probes(rollout_self=0.2))
+
+
+def test_word_pair_scores_and_paired_differences_have_known_answers():
+    """A system whose cosines ARE the human scores has rho 1 at every seed and resample; one with random cosines is
+    near 0; their difference is positive, and a system compared with itself differs by exactly 0."""
+
+    class Bench:
+        def __init__(self, human):
+            self.human = human
+
+        def _human(self, key):
+            return self.human
+
+    rng = np.random.default_rng(0)
+    human = rng.normal(size=60)
+    keys = [f"{b}{suffix}" for b in BENCHMARKS for suffix in ("", "_read")]
+    cosines = {"perfect": {s: {k: human.copy() for k in keys} for s in SEEDS},
+               "noise": {s: {k: rng.normal(size=60) for k in keys} for s in SEEDS}}
+    bench = Bench(human)
+    scored = score(cosines, bench, SEEDS, n_resamples=200)
+    assert scored["wordsim353_read"]["perfect"]["estimate"] == pytest.approx(1.0)
+    assert scored["wordsim353_read"]["perfect"]["low"] == pytest.approx(1.0)
+    assert scored["wordsim353_read"]["noise"]["low"] < 0 < scored["wordsim353_read"]["noise"]["high"]
+    family = compare(cosines, bench, {"better": ("perfect", "noise", "wordsim353_read"),
+                                      "same": ("perfect", "perfect", "wordsim353_read")}, SEEDS, n_resamples=200)
+    assert family["better"]["verdict"] == "higher" and family["better"]["low"] > 0.5
+    assert family["same"]["estimate"] == 0 and family["same"]["verdict"] == "equivalent"
+    assert family["better"]["family_size"] == 2 and family["better"]["p_holm"] >= family["better"]["p"]
+    swapped = compare(cosines, bench, {"worse": ("noise", "perfect", "wordsim353_read")}, SEEDS, n_resamples=200)
+    assert swapped["worse"]["verdict"] == "lower"
+
+
+def test_probe_answers_do_not_change_the_probes():
+    p = probes()
+    before = copy.deepcopy(p)
+    answers(p)
+    assert p == before
