@@ -386,8 +386,13 @@ def q6_section(q6: dict, fig) -> list[str]:
     if senses:
         c = senses["comparisons"]
         verdict = st.verdict(c["vs_chance"])
+        beats_controls = st.verdict(c["vs_position"]) == "higher" and st.verdict(c["vs_untrained"]) == "higher"
         lines.append(
-            "**" + {"higher": "Senses: the last layer tells a homonym's senses apart above chance",
+            "**" + {"higher": "Senses: the last layer tells a homonym's senses apart above chance"
+                              + (", above the untrained model and above the control that sees only position and "
+                                 "sentence length" if beats_controls else
+                                 ", but not above both the untrained model and the control that sees only position "
+                                 "and sentence length: that it comes from meaning is not shown at this scale"),
                     "lower": "Senses: the last layer classifies a homonym's senses below chance",
                     "equivalent": "Senses: the last layer is at chance on a homonym's senses (not at this scale)",
                     "unresolved": "Senses: not resolved at this scale whether the last layer tells a homonym's senses "
@@ -446,8 +451,8 @@ def q7_section(q7: dict, fig) -> list[str]:
            "whether most of a word stays its own is not resolved.")
         + " Strongest rollout edges between different words (mean over seeds): "
         + ", ".join(f"{e} ({ci(w)})" for e, w in q7["strongest"]) + ".",
-        "- Each seed's graphs (raw, norm-weighted, rollout, flow) are in `probes/full/seed<k>/` (probes.json, "
-        "attention_graph.json, report.html).",
+        "- Each seed's graphs (raw, norm-weighted, rollout, flow) are in `probes/full/seed<k>/` (attention_graph.json "
+        "and report.html; probes.json in the run's own output folder).",
         fig("attention_graph", "attention as a graph"),
     ]
 
