@@ -62,7 +62,6 @@ def probe_variants(out: str, folders: dict, settings: dict, seeds) -> dict:
     """Every probe on each variant of `settings["probed"]` at each seed (`folders`: {variant: {seed: folder}}).
     Returns {"by_seed": {variant: {seed: summary}}, "extras": {variant: {seed: ...}}, "word_pairs": ...,
     "head_divergence": ..., "reference": summary or None, "rollout": {seed: edges}, "corpus": ...}."""
-    from hf_minattn.probes.benchmarks import CommonBenchmarks
     from hf_minattn.probes.cli import _reference, write_outputs
     from hf_minattn.probes.corpus import default_sentences, wikipedia_train_sentences
     from hf_minattn.probes.encode import word_normaliser

@@ -12,8 +12,9 @@
 Layer 0 (`hidden_states[0]`) is the embedding output: the word embedding, plus a position embedding where the model
 adds one to the token vectors (BERT's learned positions, MinAttn's "learned" or "sinusoidal"; not rotary positions,
 which act inside attention, nor "none"), and in BERT a LayerNorm. In a pre-norm model without an embedding LayerNorm
-the two terms have the same scale, so position alone makes occurrences of a word at similar positions look alike. Given the static vectors (input-embedding rows, pieces mean-pooled: the word
-embedding WITHOUT the position signal), the same scores are reported for them apart (`static`), beside layer 0.
+the two terms have the same scale, so position alone makes occurrences of a word at similar positions look alike.
+Given the static vectors (input-embedding rows, pieces mean-pooled: the word embedding WITHOUT the position
+signal), the same scores are reported for them apart (`static`), beside layer 0.
 Static self-similarity is 1 by construction (every occurrence has the same vector); what varies between models is
 its baseline (how anisotropic the embedding matrix is) and so the adjusted value 1 - baseline.
 """
