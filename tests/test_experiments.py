@@ -117,7 +117,7 @@ def test_quick_run_end_to_end(tmp_path, capsys):
     # every probe at every seed (each run's files on disk), word pairs on one pair set over the seeds, the reference
     probes = results["probes"]
     for name in ("full", "untrained"):
-        assert sorted(probes["by_seed"][name]) == seeds
+        assert sorted(map(int, probes["by_seed"][name])) == seeds  # JSON keys are strings
         for seed in seeds:
             assert (out / "probes" / name / f"seed{seed}" / "probes.json").is_file()
     assert probes["reference"]["name"] == "all-MiniLM-L6-v2"
