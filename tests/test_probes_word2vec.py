@@ -176,17 +176,48 @@ def test_the_settings_constant_is_the_committed_selection():
     assert len(selection["grid"]["seeds"]) >= 2
 
 
-def test_the_selection_rule_breaks_ties_towards_fewer_epochs():
+def selection_script():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("word2vec_selection",
                                                   os.path.join(ROOT, "benchmarks", "word2vec_selection.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_the_selection_rule_breaks_ties_towards_fewer_epochs():
+    module = selection_script()
     rows = [{"epochs": 40, "criterion": 0.30}, {"epochs": 10, "criterion": 0.30}, {"epochs": 5, "criterion": 0.2}]
     assert module.select(rows)["epochs"] == 10
     rows[0]["criterion"] = 0.31
     assert module.select(rows)["epochs"] == 40
+
+
+def test_merging_an_extension_chooses_again_over_all_runs():
+    module = selection_script()
+    corpus = {"sentences": 10, "words": 100}
+
+    def result(runs, epochs):
+        return {"corpus": corpus, "runs": runs, "date": "2026-11-23", "seconds": 1.0,
+                "grid": {"archs": ["skipgram"], "epochs": epochs, "samples": [1e-4], "seeds": [0, 1]}}
+
+    def run(epochs, seed, simlex, analogy):
+        return {"arch": "skipgram", "epochs": epochs, "sample": 1e-4, "seed": seed, "simlex999": simlex,
+                "analogy": analogy}
+
+    base = result([run(20, 0, 0.30, 0.10), run(20, 1, 0.20, 0.10)], [20])  # criterion (0.25 + 0.10) / 2 = 0.175
+    better = result([run(40, 0, 0.30, 0.12), run(40, 1, 0.30, 0.12)], [40])  # 0.21
+    merged = module.merge(base, better)
+    assert [r["epochs"] for r in merged["summary"]] == [20, 40]
+    assert merged["summary"][0]["criterion"] == pytest.approx(0.175) and merged["summary"][0]["seeds"] == 2
+    assert merged["choice"]["settings"]["epochs"] == 40 and merged["extensions"][0]["epochs"] == [40]
+    worse = result([run(40, 0, 0.1, 0.0), run(40, 1, 0.1, 0.0)], [40])
+    assert module.merge(base, worse)["choice"]["settings"]["epochs"] == 20
+    with pytest.raises(ValueError, match="different corpora"):
+        module.merge(base, {**better, "corpus": {"sentences": 11, "words": 100}})
+    with pytest.raises(ValueError, match="repeats"):
+        module.merge(base, base)
 
 
 # ------------------------------------------------------------------------------------------ centred geometry

@@ -427,8 +427,9 @@ def q6_section(q6: dict, fig) -> list[str]:
     if comparisons.get("last_vs_static"):
         lines.append("- Word similarity, last layer against static vectors (WordSim-353, same pairs): "
                      + compared(comparisons["last_vs_static"], "higher", "equivalent", "lower", "not told apart")
-                     + f" ({ci(comparisons['last_vs_static'])}); the best layer (layer {q6['best_layer']}) against "
-                     f"static: {ci(comparisons.get('best_layer_vs_static'))}.")
+                     + f" ({ci(comparisons['last_vs_static'])}); the best contextual layer (layer {q6['best_layer']}, "
+                     f"chosen on these pairs, so optimistic) against static: "
+                     f"{ci(comparisons.get('best_layer_vs_static'))}.")
     lines += [fig("full_geometry", "geometry by layer (first seed, for illustration)")]
     return lines
 

@@ -44,6 +44,11 @@ def probe_parser():
     p.add_argument("--no-untrained", action="store_true",
                    help="skip the same architecture at initialisation (scored beside every benchmark by default)")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% intervals")
+    p.add_argument("--mlm-probability", type=float, default=0.15,
+                   help="mask rate of the head-ablation loss: use the rate the model was trained at (BERT and "
+                        "run_mlm's default 0.15; the experiments train at 0.3)")
+    p.add_argument("--ablation-mask-draws", type=int, default=1,
+                   help="independent masks per sentence for the head-ablation loss (more: narrower intervals)")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-word2vec", action="store_true", help="skip the word2vec baseline")
@@ -137,6 +142,7 @@ def probe_main(argv=None):
         corpus_name=corpus_name, untrained=not args.no_untrained,
         reference=reference[:2] if reference else None, reference_name=reference[2] if reference else None,
         n_resamples=args.bootstrap, trust_remote_code=args.trust_remote_code,
+        mlm_probability=args.mlm_probability, ablation_mask_draws=args.ablation_mask_draws,
         provenance={"command": "hf-minattn probe " + shlex.join(sys.argv[2:] if argv is None else argv),
                     "arguments": vars(args)})
     if not args.no_save_vectors:

@@ -181,6 +181,11 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
         raise ValueError(f"min_count must be a positive integer, got {min_count!r}")
     if reference is not None and not (isinstance(reference, tuple) and len(reference) == 2):
         raise TypeError(f"reference must be a (model, tokenizer) tuple, got {type(reference).__name__}")
+    # checked here, not when the ablation runs minutes later
+    if isinstance(mlm_probability, bool) or not isinstance(mlm_probability, (int, float)) or not 0 < mlm_probability < 1:
+        raise ValueError(f"mlm_probability must be a number in (0, 1), got {mlm_probability!r}")
+    if isinstance(ablation_mask_draws, bool) or not isinstance(ablation_mask_draws, int) or ablation_mask_draws < 1:
+        raise ValueError(f"ablation_mask_draws must be a positive integer, got {ablation_mask_draws!r}")
     model.eval()
     timings, notes = {}, []
     vector_sentences = sentences if corpus is None else corpus
