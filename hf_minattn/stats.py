@@ -62,25 +62,38 @@ def paired_difference(a: Sequence[float], b: Sequence[float], confidence: float 
 
 
 def bootstrap_interval(
-    statistic: Callable[..., float], *samples: Sequence, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0
+    statistic: Callable[..., float], *samples: Sequence, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0,
+    vectorized: bool = False,
 ) -> Interval:
     """`statistic(*samples)` with a percentile bootstrap interval, resampling the items of all `samples` together
-    (paired: item i of every sample stays together, e.g. the two scores of one word pair)."""
+    (paired: item i of every sample stays together, e.g. the two scores of one word pair). `vectorized`: the
+    statistic takes `axis=` and computes every resample at once (as scipy.stats.bootstrap means it); the draws, hence
+    the interval, are the same either way."""
     arrays = [np.asarray(s) for s in samples]
     if not arrays or any(len(a) != len(arrays[0]) for a in arrays):
         raise ValueError("bootstrap_interval needs one or more samples of equal length")
     if len(arrays[0]) < 2:
         raise ValueError(f"bootstrap_interval needs at least 2 items, got {len(arrays[0])}")
     estimate = float(statistic(*arrays))
-    result = stats.bootstrap(arrays, statistic, paired=True, vectorized=False, confidence_level=confidence,
+    result = stats.bootstrap(arrays, statistic, paired=True, vectorized=vectorized, confidence_level=confidence,
                              n_resamples=n_resamples, method="percentile", rng=np.random.default_rng(seed))
     low, high = result.confidence_interval
     return Interval(estimate, float(low), float(high), len(arrays[0]), confidence, "bootstrap")
 
 
+def spearman(x, y, axis: int = -1):
+    """Spearman's rho of x and y along `axis`, for many resamples at once: the Pearson correlation of their ranks
+    (ties get their average rank, as in scipy.stats.spearmanr). NaN where either is constant."""
+    rx, ry = stats.rankdata(x, axis=axis), stats.rankdata(y, axis=axis)
+    rx = rx - rx.mean(axis=axis, keepdims=True)
+    ry = ry - ry.mean(axis=axis, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (rx * ry).sum(axis=axis) / np.sqrt((rx * rx).sum(axis=axis) * (ry * ry).sum(axis=axis))
+
+
 def spearman_interval(x: Sequence[float], y: Sequence[float], **kwargs) -> Interval:
     """Spearman's rho between x and y (e.g. model cosines and human scores) with a bootstrap interval over pairs."""
-    return bootstrap_interval(lambda a, b: stats.spearmanr(a, b).statistic, x, y, **kwargs)
+    return bootstrap_interval(spearman, x, y, vectorized=True, **kwargs)
 
 
 def hierarchical_draws(statistic: Callable[..., float], groups: Sequence[Sequence], n_resamples: int = 1000,

@@ -67,6 +67,18 @@ def test_probe_missing_model_folder(tmp_path, out):
                   "hf-minattn probe: error:", "no_model", "not a folder")
 
 
+def test_traceback_on_request(tmp_path, out):
+    """HF_MINATTN_TRACEBACK=1: the same bad input raises with its traceback (for debugging) instead of one line."""
+    import os
+
+    command = [str(HF_MINATTN), "probe", str(tmp_path / "no_model"), "--out", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "HF_MINATTN_TRACEBACK": "1"})
+    assert result.returncode == 1 and "Traceback (most recent call last)" in result.stderr
+    assert "no_model" in result.stderr.splitlines()[-1] and ": error: " not in result.stderr
+    fails_cleanly(command, out, "no_model")  # and without it, one line
+
+
 def test_probe_corrupt_config(tmp_path, out):
     model = tmp_path / "model"
     _save_tiny_model(model)

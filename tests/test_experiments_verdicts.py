@@ -32,7 +32,7 @@ def similarity_dynamics(seeds, full_end):
 
 
 def synthetic(offsets=None, seeds=SEEDS, never_input_moved=False, full=(6.6, 6.62, 6.58),
-              similarity_end=(0.3, 0.32, 0.28)) -> dict:
+              similarity_end=(0.3, 0.32, 0.28), rare_move_further=False) -> dict:
     """Results as `run_experiments` stores them; each variant's loss is the full model's plus `offsets[name]`
     (one number per seed)."""
     offsets = {"frozen_embeddings": (0.1, 0.12, 0.11), "frozen_embeddings_matched": (0.08, 0.1, 0.09),
@@ -43,7 +43,8 @@ def synthetic(offsets=None, seeds=SEEDS, never_input_moved=False, full=(6.6, 6.6
     counts = rng.integers(0, 500, size=200)
     counts[:20] = 0
     initial = rng.normal(0, 0.02, size=(200, 8))
-    trained = initial + (np.log1p(counts) * 0.01)[:, None] * rng.normal(size=(200, 8))
+    step = 0.05 / (1 + np.log1p(counts)) if rare_move_further else np.log1p(counts) * 0.01
+    trained = initial + step[:, None] * rng.normal(size=(200, 8))
     ever = counts > 0
     ever[:10] = True  # drawn as random replacements
     if never_input_moved:
@@ -103,6 +104,26 @@ def test_frozen_embeddings_verdict_follows_the_capacity_matched_interval():
     assert "trainable parameters): better (frozen - full -0.11" in flipped
 
 
+def test_share_of_gain_is_the_variants_drop_below_the_floor_over_the_full_models():
+    """By hand: floors (7.0, 7.02, 6.99), full losses (6.6, 6.62, 6.58): gains 0.40, 0.40, 0.41 nats. The frozen
+    variant is 0.1, 0.12, 0.11 worse: gains 0.30, 0.28, 0.30, shares 75%, 70%, 73.17%; mean 72.72%, t-interval
+    with df 2: 72.72 +- 4.303 * sd/sqrt(3)."""
+    from hf_minattn.experiments.statistics import share_of_gain
+
+    results = synthetic()
+    share = share_of_gain(results, "frozen_embeddings")
+    values = [100 * 0.30 / 0.40, 100 * 0.28 / 0.40, 100 * 0.30 / 0.41]
+    half = 4.302653 * np.std(values, ddof=1) / math.sqrt(3)
+    assert share["estimate"] == pytest.approx(np.mean(values), abs=0.01)
+    assert (share["low"], share["high"]) == pytest.approx((np.mean(values) - half, np.mean(values) + half), abs=0.01)
+    assert share_of_gain(results, "full")["estimate"] == pytest.approx(100)
+    # a variant at the floor has 0% of the gain, one twice as far below has 200%
+    results = synthetic(offsets={"attention_only": (0.4, 0.4, 0.41)})
+    assert share_of_gain(results, "attention_only")["estimate"] == pytest.approx(0, abs=0.01)
+    results = synthetic(offsets={"attention_only": (-0.4, -0.4, -0.41)})
+    assert share_of_gain(results, "attention_only")["estimate"] == pytest.approx(200, abs=0.01)
+
+
 def test_holm_correction_can_turn_a_difference_into_unresolved():
     """Alone, a p of about 0.04 is a difference; in a family of three with smaller p's it is multiplied by up to 3."""
     from hf_minattn.experiments import statistics as st
@@ -148,6 +169,27 @@ def test_word_similarity_trend_follows_the_interval():
     assert "match human similarity better than the frozen run's" in rose
     assert "match human similarity worse than the frozen run's" in fell
     assert "on the 120 of 353 pairs" in rose
+
+
+def test_q1_answer_and_row_trend_follow_their_numbers():
+    results = synthetic()
+    text = section(render_findings(results, {}), 1)
+    assert "**Yes: backpropagation updates the input embeddings like every other weight, row by row: rows of " \
+           "frequent tokens move further**" in text
+    rare = section(render_findings(synthetic(rare_move_further=True), {}), 1)
+    assert "row by row: rows of rare tokens move further**" in rare
+    results["drift"]["full"]["drift"]["word_embeddings"] = 0.0  # the embeddings never moved
+    results["answers"] = answer_questions(results)
+    assert "**No: backpropagation updates" in section(render_findings(results, {}), 1)
+
+
+def test_q2_trend_during_training_follows_the_paired_gap():
+    ahead = section(render_findings(synthetic(), {}), 2)
+    assert "at step 10 " in ahead and "where the trained embeddings are ahead; at step 20" in ahead
+    behind = section(render_findings(synthetic({"frozen_embeddings": (-0.1, -0.12, -0.11)}), {}), 2)
+    assert "where the frozen embeddings are ahead; at step 20" in behind
+    tied = section(render_findings(synthetic({"frozen_embeddings": (0.1, -0.12, 0.01)}), {}), 2)
+    assert "where the two are not told apart; at step 20" in tied
 
 
 def test_unmoved_rows_are_checked():

@@ -234,3 +234,27 @@ def test_recipe_sweep_pairs_settings_by_seed(tmp_path):
     assert "+0.900" in rows["ref"].split(" | ")[2]
     with pytest.raises(ValueError, match="no runs named base_seedN"):
         sweep.paired_table(str(path), "base")
+
+
+@pytest.mark.slow
+def test_bench_quick_run_end_to_end(bench, tmp_path, capsys):
+    """`bench_train.py --quick` trains both models on the same batches, times them side by side and writes its
+    record: the speed-up is the median of BERT's over MinAttn's step time at the same step, recomputed here."""
+    import json
+    import statistics
+
+    report = bench.main(["--quick", "--precision", "fp32", "--out", str(tmp_path)])
+    result = report["results"]["fp32"]
+    mine, bert = result["models"]["minattn"], result["models"]["bert"]
+    warmup = report["args"]["warmup"]
+    assert len(mine["train_step_s_all"]) == len(bert["train_step_s_all"]) == report["args"]["steps"]
+    paired = [b / m for m, b in zip(mine["train_step_s_all"][warmup:], bert["train_step_s_all"][warmup:])]
+    assert result["ratios"]["train_speedup"] == pytest.approx(statistics.median(paired))
+    tokens = report["sizes"]["batch"] * report["sizes"]["seq"]
+    assert mine["train_tokens_per_s"] == pytest.approx(tokens / statistics.median(mine["train_step_s_all"][warmup:]))
+    for model in (mine, bert):
+        assert 0 < model["mfu"] < 1 and 0 < model["eval_loss"] < 20 and model["memory"]["train_peak_mb"] > 0
+    assert json.loads((tmp_path / "latest-quick.json").read_text())["results"]["fp32"]["ratios"] == result["ratios"]
+    assert not (tmp_path / "latest.json").exists()  # a smoke run never replaces the committed figures
+    table = capsys.readouterr().out
+    assert f"| fp32 | MinAttnForMaskedLM | {mine['train_tokens_per_s']:.0f} | {result['ratios']['train_speedup']:.2f}x" in table

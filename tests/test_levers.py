@@ -24,9 +24,9 @@ def reference_rope(x: torch.Tensor, theta: float = 10000.0) -> torch.Tensor:
 
 
 def rope_tables(T, D, theta=10000.0):
-    angles = torch.outer(torch.arange(T, dtype=torch.float32), rope_inverse_frequencies(D, theta))
-    angles = torch.cat([angles, angles], dim=-1)
-    return angles.cos(), angles.sin()
+    """The model's own cos/sin tables (its `MinAttnRotaryEmbedding`, as the forward pass builds them) for head dim D."""
+    model = MinAttnModel(tiny_config(position_embedding_type="rope", hidden_size=4 * D, rope_theta=theta))
+    return model.rotary(T, torch.float32)
 
 
 def test_rope_matches_the_complex_rotation_formula():
@@ -45,6 +45,28 @@ def test_rope_dot_products_depend_only_on_relative_position():
         diagonal = torch.diagonal(logits, offset=offset)
         assert torch.allclose(diagonal, diagonal[0].expand_as(diagonal), atol=1e-4), offset
     assert not torch.allclose(torch.diagonal(logits, 1)[0], torch.diagonal(logits, 5)[0], atol=1e-3)
+
+
+def test_rope_tables_are_the_rotation_angles_m_theta_to_the_minus_2i_over_d():
+    T, D, theta = 7, 8, 500.0
+    cos, sin = rope_tables(T, D, theta)
+    m, i = torch.arange(T, dtype=torch.float64)[:, None], torch.arange(D // 2, dtype=torch.float64)
+    angles = m * theta ** (-2 * i / D)  # (T, D/2), written out independently of the model
+    expected = torch.cat([angles, angles], dim=-1)  # channel pair (i, i + D/2) shares an angle
+    assert torch.allclose(cos.double(), expected.cos(), atol=1e-6) and torch.allclose(sin.double(), expected.sin(), atol=1e-6)
+
+
+def test_rope_attention_of_a_repeated_token_depends_only_on_relative_position():
+    """With one token repeated, every position has the same vector, so under rope the score of query i on key j is
+    g(j - i): log p(i, j) - log p(i, i) = g(j - i) - g(0) is the same along every diagonal, and not constant."""
+    model = MinAttnModel(tiny_config(position_embedding_type="rope", hidden_size=32, num_hidden_layers=1,
+                                     qkv_projection="identity")).eval()
+    with torch.no_grad():
+        attention = model(torch.full((1, 20), 7), output_attentions=True).attentions[0][0]  # (H, T, T)
+    log_p = attention.double().log()
+    relative = log_p - torch.diagonal(log_p, dim1=-2, dim2=-1)[..., :, None]  # (H, T, T): g(j - i) - g(0)
+    assert torch.allclose(relative[:, 1:, 1:], relative[:, :-1, :-1], atol=1e-4)  # shifting i and j together
+    assert relative[:, 0, 1:].std() > 0.01  # positions do change the scores
 
 
 def test_rope_model_sees_order_without_a_position_signal_in_its_vectors():

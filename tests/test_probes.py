@@ -242,6 +242,34 @@ def test_drift_written_by_the_callback_is_read_back(tmp_path):
     assert read_drift(tmp_path / "missing") is None and drift_results(None) is None
 
 
+def test_drift_is_the_relative_frobenius_distance_from_the_initial_weights(tmp_path):
+    """Known answers: W = 3 W0 is 2.0 away (||2 W0|| / ||W0||); W0 + E with E of norm 0.5 ||W0|| is 0.5 away; an
+    untouched matrix 0. The gradient norm is ||dL/dW||_F as torch computes it, averaged over the steps logged."""
+    model = MinAttnForMaskedLM(tiny_config())
+    callback = DriftCallback(model)
+    args, state = SimpleNamespace(output_dir=str(tmp_path)), TrainerState(global_step=0, epoch=0.0)
+    callback.on_train_begin(args, state, None)
+    embeddings = model.get_input_embeddings().weight
+    w_q = model.get_head_weights()[0]["W_Q"]  # a view into the fused projection: editing it edits the model
+    with torch.no_grad():
+        embeddings.mul_(3.0)
+        noise = torch.randn_like(w_q)
+        w_q.add_(noise * (0.5 * w_q.norm() / noise.norm()))
+    input_ids = torch.randint(5, 99, (2, 8))
+    model.zero_grad()
+    model(input_ids=input_ids, labels=input_ids).loss.backward()
+    grad = model.get_input_embeddings().weight.grad.norm().item()
+    callback.on_pre_optimizer_step(args, state, None)
+    callback.on_pre_optimizer_step(args, state, None)  # two steps with the same gradient: the mean is that norm
+    state.global_step = 1
+    callback.on_log(args, state, None, logs={"loss": 1.0})
+    record = read_drift(tmp_path)
+    assert record.drift["word_embeddings"][-1] == pytest.approx(2.0, rel=1e-5)
+    assert record.drift["layers.0.W_Q"][-1] == pytest.approx(0.5, rel=1e-4)
+    assert record.drift["layers.0.W_K"][-1] == 0 and record.drift["layers.1.W_V"][-1] == 0
+    assert record.grad_norm["word_embeddings"][-1] == pytest.approx(grad, rel=1e-5)
+
+
 def test_decontextualized_vectors_do_not_depend_on_batching(tokenizer):
     model = MinAttnModel(tiny_config(vocab_size=120)).eval()
     words = ["king", "queen", "attention", "the", "dogs"]

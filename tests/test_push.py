@@ -1,4 +1,15 @@
-"""`hf-minattn push DIR REPO_ID --dry-run`: what would be uploaded, and offline checks of the model card."""
+"""`hf-minattn push DIR REPO_ID`: what would be uploaded, offline checks of the model card, and what reaches the
+Hub's HTTP API (a local stand-in server that answers as the Hub does; huggingface_hub itself is real)."""
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -94,3 +105,92 @@ def test_push_options_reach_the_plan(model_dir, capsys):
     assert "https://huggingface.co/me/minattn-test, revision v2, as a pull request, private:" in out
     assert "hf_secret" not in out
 
+
+
+class HubStandIn(BaseHTTPRequestHandler):
+    """Answers the five endpoints `HfApi.create_repo`, `create_branch` and `create_commit` call, in the Hub's
+    response format, and records every request (path, query, Authorization header, body)."""
+
+    def do_POST(self):  # noqa: N802 (http.server's naming)
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        url = urlsplit(self.path)
+        self.server.seen.append({"path": url.path, "query": parse_qs(url.query),
+                                 "auth": self.headers.get("Authorization"), "body": body})
+        hub = f"http://127.0.0.1:{self.server.server_port}/me/minattn-test"
+        if url.path == "/api/repos/create":
+            answer = {"url": hub, "name": "me/minattn-test"}
+        elif url.path == "/api/validate-yaml":
+            answer = {"errors": [], "warnings": []}
+        elif "/preupload/" in url.path:
+            answer = {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
+                                for f in json.loads(body)["files"]]}
+        elif "/commit/" in url.path:
+            answer = {"commitUrl": f"{hub}/commit/{'a' * 40}", "commitOid": "a" * 40,
+                      "pullRequestUrl": f"{hub}/discussions/1"}
+        elif "/branch/" in url.path:
+            answer = {}
+        else:
+            self.send_error(404, f"the stand-in does not serve {url.path}")
+            return
+        data = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def hub():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), HubStandIn)
+    server.seen = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+
+
+def push(hub, *args):
+    """Run `hf-minattn push` in a fresh process against the stand-in (HF_ENDPOINT), and return what it sent."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(HF_ENDPOINT=f"http://127.0.0.1:{hub.server_port}", HF_HUB_DISABLE_TELEMETRY="1",
+               HF_HOME=str(Path(args[0]).parent / "hf_home"))
+    hub.seen.clear()
+    result = subprocess.run([str(Path(sys.executable).parent / "hf-minattn"), "push", *args], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return {r["path"]: r for r in hub.seen}
+
+
+def committed_files(request):
+    lines = [json.loads(line) for line in request["body"].splitlines()]
+    return {line["value"]["path"]: base64.b64decode(line["value"]["content"]) for line in lines if line["key"] == "file"}
+
+
+def test_push_options_reach_the_hub(model_dir, hub):
+    seen = push(hub, str(model_dir), "me/minattn-test", "--revision", "v2", "--create-pr", "--private",
+                "--token", "hf_secret")
+    create = seen["/api/repos/create"]
+    assert json.loads(create["body"]) == {"name": "minattn-test", "organization": "me", "visibility": "private"}
+    assert all(r["auth"] == "Bearer hf_secret" for r in seen.values())  # the token, on every request
+    # a pull request against v2: no branch is created, and the commit says create_pr
+    assert not any("/branch/" in path for path in seen)
+    commit = seen["/api/models/me/minattn-test/commit/v2"]
+    assert commit["query"] == {"create_pr": ["1"]}
+    assert seen["/api/models/me/minattn-test/preupload/v2"]["query"] == {"create_pr": ["1"]}
+    files = committed_files(commit)
+    planned = {f.as_posix() for f in check_model_folder(model_dir, "me/minattn-test")[0]}
+    assert set(files) == planned and "drift.json.tmp" not in files and "training_args.bin" not in files
+    assert files["model.safetensors"] == (model_dir / "model.safetensors").read_bytes()
+
+
+def test_push_to_a_branch_creates_it_and_a_public_repo_stays_public(model_dir, hub):
+    seen = push(hub, str(model_dir), "me/minattn-test", "--revision", "v2", "--token", "hf_other")
+    assert "visibility" not in json.loads(seen["/api/repos/create"]["body"])  # the Hub's default, not "public"
+    assert "/api/models/me/minattn-test/branch/v2" in seen and seen["/api/models/me/minattn-test/commit/v2"]["query"] == {}
+    assert all(r["auth"] == "Bearer hf_other" for r in seen.values())
+    seen = push(hub, str(model_dir), "me/minattn-test", "--token", "hf_other")
+    assert "/api/models/me/minattn-test/commit/main" in seen and not any("/branch/" in p for p in seen)

@@ -260,6 +260,26 @@ def test_resume_after_sigkill_matches_uninterrupted_run(tokenizer_dir, tmp_path)
     assert records[-1]["drift"]["word_embeddings"] == pytest.approx(ref_records[-1]["drift"]["word_embeddings"], rel=1e-4)
 
 
+def test_resume_from_an_explicit_checkpoint_folder(tokenizer_dir, tmp_path):
+    """--resume_from_checkpoint DIR continues from DIR (here a copy of another run's step-4 checkpoint, marked so
+    that its use shows in the final trainer state) and ends where the uninterrupted run ends; a missing DIR is named."""
+    import json
+    import shutil
+
+    reference = main(tiny_argv(tmp_path / "uninterrupted", tokenizer_dir))  # 8 steps, checkpoints at 4 and 8
+    saved = tmp_path / "saved-at-step-4"
+    shutil.copytree(tmp_path / "uninterrupted" / "checkpoint-4", saved)
+    state = read_json(saved / "trainer_state.json")
+    state["log_history"].append({"step": 4, "marker": "from the saved checkpoint"})
+    (saved / "trainer_state.json").write_text(json.dumps(state))
+    resumed = main(tiny_argv(tmp_path / "resumed", tokenizer_dir, resume_from_checkpoint=saved))
+    assert resumed["eval_loss"] == pytest.approx(reference["eval_loss"], abs=1e-4)
+    history = read_json(tmp_path / "resumed" / "trainer_state.json")["log_history"]
+    assert {"step": 4, "marker": "from the saved checkpoint"} in history  # training went on from that state
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        main(tiny_argv(tmp_path / "again", tokenizer_dir, resume_from_checkpoint=tmp_path / "nowhere"))
+
+
 def test_embeddings_get_no_weight_decay(tmp_path):
     # With weight decay on the embeddings, the rows of tokens that never occur would shrink at every step.
     from transformers import TrainingArguments
@@ -289,6 +309,45 @@ def test_bf16_default_comes_through_the_parser(tmp_path, monkeypatch, fast):
     assert parse_args(["--output_dir", str(tmp_path)])[2].bf16 is fast
     assert parse_args(["--output_dir", str(tmp_path), "--bf16", "false"])[2].bf16 is False
     assert parse_args(["--output_dir", str(tmp_path), "--bf16", "true"])[2].bf16 is True
+
+
+def test_bf16_default_follows_this_machines_cpu_flags(tmp_path):
+    """No monkeypatch: on a CPU-only Linux machine the default is bf16 exactly where /proc/cpuinfo lists native bf16
+    matrix instructions (AVX512-BF16 or AMX), read here independently of torch."""
+    import os
+
+    from hf_minattn.machine import fast_bf16_available
+
+    if torch.cuda.is_available() or not os.path.exists("/proc/cpuinfo"):
+        pytest.skip("checks the CPU path on Linux")
+    with open("/proc/cpuinfo") as f:
+        flags = set(f.read().split())
+    expected = bool({"avx512_bf16", "amx_tile"} & flags)
+    assert fast_bf16_available() is expected
+    assert parse_args(["--output_dir", str(tmp_path)])[2].bf16 is expected
+
+
+def test_word_level_tokenizer_through_the_script(text_files, tmp_path):
+    """--tokenizer_model word: whole words seen >= --tokenizer_min_frequency times become single tokens, the rest
+    [UNK]; the saved folder loads and fills a mask with whole words."""
+    from collections import Counter
+
+    from transformers import pipeline
+
+    out = tmp_path / "word"
+    main(tiny_argv(out, train_file=text_files / "train.txt", validation_file=text_files / "validation.txt",
+                   tokenizer_model="word", tokenizer_min_frequency=3, vocab_size=5000, max_steps=2))
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    assert read_json(out / "tokenizer.json")["model"]["type"] == "WordLevel"
+    backend = tokenizer.backend_tokenizer
+    words = Counter(w for line in (text_files / "train.txt").read_text().split("\n")
+                    for w, _ in backend.pre_tokenizer.pre_tokenize_str(backend.normalizer.normalize_str(line)))
+    frequent = next(w for w, c in words.most_common() if c >= 3 and len(w) > 8 and w.isalpha())
+    rare = next(w for w, c in words.items() if c == 1 and len(w) > 8 and w.isalpha())
+    assert tokenizer.tokenize(frequent) == [frequent] and tokenizer.tokenize(rare) == ["[UNK]"]
+    assert len(tokenizer) == 5 + sum(1 for c in words.values() if c >= 3)  # 5 special tokens, no cap reached
+    filled = pipeline("fill-mask", model=str(out))(f"the {tokenizer.mask_token} of the")
+    assert all(" " not in f["token_str"] and not f["token_str"].startswith("##") for f in filled)
 
 
 def test_model_card_states_what_the_tokenizer_and_data_are(tmp_path):

@@ -4,6 +4,7 @@
 #
 #   bash training/demo.sh            # about 14 minutes on 2 CPU cores: 9 minutes of training
 #   bash training/demo.sh --quick    # (or DEMO=quick) about 2 minutes: a smaller model, 24 s of training
+#   DEMO_OUT=/tmp/demo bash training/demo.sh --quick   # another output folder (replaced: it is deleted first)
 #
 # `make demo` runs it inside the project's virtual environment. Training is bounded by time
 # (--max_train_minutes), not steps, so that the demo fits its budget on slow and fast machines alike; the
@@ -15,14 +16,14 @@ DEMO="${DEMO:-full}"
 [[ "${1:-}" == "--quick" ]] && DEMO=quick
 
 if [[ "$DEMO" == quick ]]; then
-    OUT=outputs/minattn-wiki-quick
+    OUT="${DEMO_OUT:-outputs/minattn-wiki-quick}"
     MODEL=(--model_size small --config_overrides "hidden_size=128,num_hidden_layers=2,intermediate_size=512"
            --vocab_size 4096)
     SCHEDULE=(--max_train_minutes 0.4 --warmup_steps 5 --logging_steps 2 --max_eval_samples 64 --per_device_train_batch_size 16
               --learning_rate 1e-3)
     PROBE=(--max-sentences 300 --head-sentences 50 --no-word2vec --vector-max-sentences 1500)
 else
-    OUT=outputs/minattn-wiki
+    OUT="${DEMO_OUT:-outputs/minattn-wiki}"
     # The recipe of docs/recipe.md: the small preset (rotary positions, no dropout) narrowed to hidden 128 (feed-forward
     # 512) at learning rate 2e-3, batch 16, 30% of tokens masked. In the demo's 9 minutes it trains 2.6x the tokens of
     # hidden 256 and ends 0.4 nat further below the unigram floor (3 paired seeds; docs/recipe.md, "The demo's width").

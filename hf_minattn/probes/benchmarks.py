@@ -28,7 +28,7 @@ from gensim.models import Word2Vec
 from gensim.test.utils import datapath
 from scipy.stats import spearmanr
 
-from hf_minattn.stats import Interval, bootstrap_interval, spearman_interval
+from hf_minattn.stats import Interval, bootstrap_interval, spearman, spearman_interval
 
 from .progress import progress
 from .results import BENCHMARKS
@@ -246,10 +246,11 @@ def paired_spearman_difference(scores_a, scores_b, human, n_resamples=1000, seed
     if len(h) < 3:
         raise ValueError(f"paired_spearman_difference needs at least 3 pairs, got {len(h)}")
 
-    def difference(x, y, z):
-        return spearmanr(x, z).statistic - spearmanr(y, z).statistic
+    def difference(x, y, z, axis=-1):  # every resample at once
+        return spearman(x, z, axis) - spearman(y, z, axis)
 
-    return bootstrap_interval(difference, a, b, h, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    return bootstrap_interval(difference, a, b, h, confidence=confidence, n_resamples=n_resamples, seed=seed,
+                              vectorized=True)
 
 
 def _difference(cosines_a, cosines_b, human, n_resamples, seed):

@@ -1,0 +1,77 @@
+"""Every sentence of the probe report that the numbers choose: flip the numbers, and the sentence flips.
+
+(heads_text's entropy, head_map_text, head roles, ablation and senses-by-accuracy have theirs in
+test_probes_heads.py and test_probes_senses.py.)"""
+
+import copy
+
+from hf_minattn.probes import report
+
+GEOMETRY = {"layers": [0, 1, 2], "words_scored": 12, "occurrences_per_word": 6.0,
+            "adjusted_self_similarity": [0.5, 0.4, 0.3], "anisotropy": [0.1, 0.2, 0.3],
+            "adjusted_intra_similarity": [0.2, 0.15, 0.1], "mev": [0.4, 0.35, 0.3], "adjusted_mev": [0.2, 0.15, 0.1],
+            "min_contexts": 3}
+
+
+def geometry(**changes):
+    return report.geometry_text({"geometry": {**copy.deepcopy(GEOMETRY), **changes}})
+
+
+def test_geometry_sentence_follows_the_self_similarity_trend():
+    falls = geometry()
+    assert "falls from 0.50 at layer 0 to 0.30 at layer 2 (lowest 0.30 at layer 2)" in falls
+    assert "upper layers are more context-specific, the published trend" in falls
+    rises = geometry(adjusted_self_similarity=[0.3, 0.2, 0.5])
+    assert "does not fall from 0.30 at layer 0 to 0.50 at layer 2 (lowest 0.20 at layer 1)" in rises
+    assert "the published trend (upper layers more context-specific) does not appear here" in rises
+    assert "published trend, " not in rises and "more context-specific, the published trend" not in rises
+
+
+def test_geometry_sentence_follows_the_explained_variance():
+    assert "explains 30% of their variance (MEV; 0.10 above the random-words baseline), so a single static vector " \
+           "captures only part of a word's contextual vectors" in geometry()
+    text = geometry(mev=[0.9, 0.85, 0.8], adjusted_mev=[0.7, 0.65, 0.6])
+    assert "explains 80% of their variance (MEV; 0.60 above" in text and "could stand in for most of a word's" in text
+
+
+def test_bands_sentence_follows_which_band_is_most_context_specific():
+    g = {**GEOMETRY, "adjusted_self_similarity_by_band": {"top 100": [0.5, 0.1], "100-1000": [0.5, 0.3],
+                                                          "rest": [0.5, 0.4]},
+         "most_context_specific": [("the", 0.1), ("of", 0.12)]}
+    text = report.bands_text({"geometry": g})
+    assert "top 100: 0.10; 100-1000: 0.30; rest: 0.40: the top 100 band is the most context-specific" in text
+    assert "frequent (stop) words vary most with context, as published" in text and "'the', 'of'" in text
+    g["adjusted_self_similarity_by_band"]["rest"] = [0.5, 0.05]
+    text = report.bands_text({"geometry": g})
+    assert "the rest band is the most context-specific (not the stop words, unlike the published result)" in text
+    g["adjusted_self_similarity_by_band"] = {"top 100": [0.5, 0.1], "rest": [0.5, None]}
+    assert report.bands_text({"geometry": g}) == "Too few bands have words to compare frequencies."
+
+
+def test_sense_sentence_follows_the_mean_cosine_between_occurrences():
+    def sense(first, last):
+        # 3 occurrences: off-diagonal cosines `first` at layer 0 and `last` at the last layer
+        matrix = lambda c: [[1, c, c], [c, 1, c], [c, c, 1]]  # noqa: E731
+        return report.sense_text({"sense": {"word": "bank", "sentences": ["a", "b", "c"], "layers": [0, 1, 2],
+                                            "similarity": [matrix(first), matrix(0.5), matrix(last)]}})
+
+    apart = sense(0.9, 0.4)
+    assert "is 0.90 at layer 0 and 0.40 at layer 2, so context moves the vector apart with its sentence" in apart
+    together = sense(0.4, 0.9)
+    assert "is 0.40 at layer 0 and 0.90 at layer 2, so context barely separates the occurrences" in together
+
+
+def test_weights_sentence_follows_the_rank_against_initialisation():
+    def weights(trained, initial):
+        w = {"source": "the model's weights", "head_dim": 8,
+             "trained": {"qk_effective_rank": [trained, trained], "ov_effective_rank": [trained, trained]},
+             "initial": {"qk_effective_rank": [initial, initial], "ov_effective_rank": [initial, initial]}}
+        return report.weights_text({"weights": w})
+
+    lower = weights(3.0, 7.0)
+    assert "mean effective rank (entropy-based, Roy & Vetterli) QK 3.0, OV 3.0 of at most 8" in lower
+    assert "against QK 7.0, OV 7.0 for the same model at initialisation: the trained circuits are lower rank, i.e. " \
+           "training concentrates each head on fewer directions" in lower
+    higher = weights(7.5, 7.0)
+    assert "the trained circuits are not lower rank, i.e. training did not concentrate the heads" in higher
+    assert "concentrates each head" not in higher
