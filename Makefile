@@ -38,7 +38,7 @@ experiments: install
 # Mutation testing (mutmut, configured in pyproject.toml) of the modules whose numbers we publish: about 20 minutes
 # on 2 cores. Run before a release; the score and every surviving mutant go into docs/testing.md.
 MUTANTS ?= "hf_minattn.stats.*" "hf_minattn.experiments.statistics.*" "hf_minattn.drift.*" "hf_minattn.unigram.*" \
-	"hf_minattn.probes.head_ablation.*" "hf_minattn.modeling_minattn.*otary*" "hf_minattn.modeling_minattn.*rope*" \
+	"hf_minattn.probes.head_ablation.*" "hf_minattn.modeling_minattn.*otary*" "hf_minattn.modeling_minattn.*rope*" "hf_minattn.modeling_minattn.*rotate_half*" \
 	"hf_minattn.probes.benchmarks.*spearman*" "hf_minattn.probes.benchmarks.*_difference*" \
 	"hf_minattn.probes.benchmarks.*analogy_accuracy*" "hf_minattn.probes.benchmarks.*_answer*" \
 	"hf_minattn.probes.benchmarks.*CommonBenchmarks*"
