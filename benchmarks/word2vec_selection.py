@@ -161,15 +161,15 @@ def main(argv=None):
         print(f"{row['arch']:8s} {row['sample']:7g} {row['epochs']:6d} {row['simlex999']:7.3f} {row['analogy']:7.3f} "
               f"{row['criterion']:7.3f}{mark}")
 
-    chosen_settings = choice(best)["settings"]
+    chosen = choice(best)
     result = {
         "rule": RULE,
         "grid": {"archs": args.archs, "epochs": args.epochs, "samples": args.samples, "seeds": args.seeds,
-                 "fixed": {k: v for k, v in chosen_settings.items() if k not in ("sg", "epochs", "sample")}},
+                 "fixed": {k: v for k, v in chosen["settings"].items() if k not in ("sg", "epochs", "sample")}},
         "corpus": corpus,
         "runs": runs,
         "summary": summary,
-        "choice": choice(best),
+        "choice": chosen,
         "date": datetime.date.today().isoformat(),
         "seconds": round(time.perf_counter() - start, 1),
         "versions": {"python": platform.python_version(), "gensim": gensim.__version__, "numpy": np.__version__},

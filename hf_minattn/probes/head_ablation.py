@@ -96,6 +96,14 @@ def _token_losses(model, batches):
     return torch.cat(losses)
 
 
+def check_masking(mlm_probability, mask_draws, draws_name="mask_draws"):
+    """The ablation's masking arguments, checked where they enter (`draws_name`: the caller's name for mask_draws)."""
+    if isinstance(mlm_probability, bool) or not isinstance(mlm_probability, (int, float)) or not 0 < mlm_probability < 1:
+        raise ValueError(f"mlm_probability must be a number in (0, 1), got {mlm_probability!r}")
+    if isinstance(mask_draws, bool) or not isinstance(mask_draws, int) or mask_draws < 1:
+        raise ValueError(f"{draws_name} must be a positive integer, got {mask_draws!r}")
+
+
 def head_ablation(model, tokenizer, sentences, max_sentences=64, batch_size=16, mlm_probability=0.15, seed=0,
                   mask_draws=1):
     """Per head, the increase of the masked-LM loss when that head's output is zeroed, on the same masked tokens:
@@ -105,10 +113,7 @@ def head_ablation(model, tokenizer, sentences, max_sentences=64, batch_size=16, 
     if not is_masked_lm(model):
         raise UnsupportedArchitecture(f"head ablation needs a masked-LM model (a *ForMaskedLM class), got "
                                       f"{type(model).__name__}; load it with AutoModelForMaskedLM")
-    if not (isinstance(mlm_probability, (int, float)) and 0 < mlm_probability < 1):
-        raise ValueError(f"mlm_probability must be a number in (0, 1), got {mlm_probability!r}")
-    if isinstance(mask_draws, bool) or not isinstance(mask_draws, int) or mask_draws < 1:
-        raise ValueError(f"mask_draws must be a positive integer, got {mask_draws!r}")
+    check_masking(mlm_probability, mask_draws)
     sentences = list(sentences)[:max_sentences]
     if not sentences:
         raise ValueError("no sentences to measure head ablation on")

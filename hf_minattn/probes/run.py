@@ -12,7 +12,7 @@ from .benchmarks import run_benchmarks
 from .drift import drift_results
 from .encode import encode_corpus, pool_corpus, tokenize_corpus, word_normaliser
 from .geometry import geometry, static_word_vectors
-from .head_ablation import head_ablation, is_masked_lm
+from .head_ablation import check_masking, head_ablation, is_masked_lm
 from .heads import attention_graph, head_statistics
 from .loading import max_length_for
 from .neighbours import (DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS, nearest_neighbours, sense_accuracy,
@@ -181,11 +181,7 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
         raise ValueError(f"min_count must be a positive integer, got {min_count!r}")
     if reference is not None and not (isinstance(reference, tuple) and len(reference) == 2):
         raise TypeError(f"reference must be a (model, tokenizer) tuple, got {type(reference).__name__}")
-    # checked here, not when the ablation runs minutes later
-    if isinstance(mlm_probability, bool) or not isinstance(mlm_probability, (int, float)) or not 0 < mlm_probability < 1:
-        raise ValueError(f"mlm_probability must be a number in (0, 1), got {mlm_probability!r}")
-    if isinstance(ablation_mask_draws, bool) or not isinstance(ablation_mask_draws, int) or ablation_mask_draws < 1:
-        raise ValueError(f"ablation_mask_draws must be a positive integer, got {ablation_mask_draws!r}")
+    check_masking(mlm_probability, ablation_mask_draws, "ablation_mask_draws")  # here, not when the ablation runs
     model.eval()
     timings, notes = {}, []
     vector_sentences = sentences if corpus is None else corpus
