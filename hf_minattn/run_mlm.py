@@ -11,12 +11,15 @@ Follows transformers' `examples/pytorch/language-modeling/run_mlm.py`: three gro
 - evaluation reports loss, perplexity and masked-token accuracy on a validation set masked once with a fixed
   seed, so every evaluation (and every run) scores the same masked tokens;
 - `drift.json` records how far embeddings and attention weights move (`hf_minattn.drift.DriftCallback`);
+- with `--loss_allocation`, `loss_allocation.json` shares out each interval's loss change on a fixed batch over the
+  parameter groups (`hf_minattn.loss_allocation.LossAllocationCallback`);
 - the output folder is a Hub repository: weights, modeling code, tokenizer, metrics and a README.md model card.
 
 Run `python training/run_mlm.py --help` for every flag; `accelerate launch training/run_mlm.py ...` runs it
 distributed.
 """
 
+import itertools
 import json
 import logging
 import os
@@ -42,6 +45,7 @@ from hf_minattn.data import (STREAM_EVAL_SEQUENCES, STREAM_SAMPLE_TEXTS, STREAM_
                              STREAM_VALIDATION_TEXTS, check_text_file, first_texts, lm_datasets, load_raw_datasets,
                              resolve_text_column)
 from hf_minattn.drift import DriftCallback
+from hf_minattn.loss_allocation import LossAllocationCallback
 from hf_minattn.machine import accelerator_available, fast_bf16_available
 from hf_minattn.masking import MLMCollator, mask_once, with_example_index
 from hf_minattn.model_card import card_facts
@@ -203,8 +207,24 @@ class MinAttnTrainingArguments(TrainingArguments):
                   "sooner. The learning rate then decays linearly with the time spent, after --warmup_steps. Makes the "
                   "run length fit a deadline on machines of any speed, at the price of step-for-step reproducibility."},
     )
+    loss_allocation: bool = field(
+        default=False,
+        metadata={"help": "Record Loss Change Allocation (Lan et al. 2019) in loss_allocation.json: each interval's change "
+                  "of the loss on a fixed batch (the first --loss_allocation_samples validation sequences), shared out "
+                  "over parameter groups (embeddings, W_Q, W_K, W_V, W_O, feed-forward, norms, head) and layers. Costs "
+                  "two forward and backward passes on that batch per interval."},
+    )
+    loss_allocation_every: int = field(
+        default=1, metadata={"help": "With --loss_allocation: one interval every this many optimizer steps (>= 1)."}
+    )
+    loss_allocation_samples: int = field(
+        default=32, metadata={"help": "With --loss_allocation: validation sequences in the fixed batch (>= 1)."}
+    )
 
     def __post_init__(self):
+        for name in ("loss_allocation_every", "loss_allocation_samples"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}")
         if self.bf16 is None:
             self.bf16 = fast_bf16_available()
         # On a machine with no accelerator, transformers needs use_cpu to accept bf16 and, under
@@ -415,6 +435,14 @@ def main(argv=None):
     with training_args.main_process_first(desc="masking the validation set"):
         eval_dataset = mask_once(eval_dataset, collator)
 
+    callbacks = [collator]
+    if training_args.loss_allocation and training_args.do_train:
+        # The validation set is masked once with a fixed seed: its first sequences are a fixed batch, the same on
+        # every process.
+        fixed = list(itertools.islice(eval_dataset, training_args.loss_allocation_samples))
+        callbacks.append(LossAllocationCallback(model, collator(fixed), every=training_args.loss_allocation_every,
+                                                source=f"the first {len(fixed)} validation sequences, masked once"))
+
     # We already removed every column the model does not take, except those the collator needs
     # (special_tokens_mask, offset_mapping, example_index), which the Trainer would otherwise drop.
     training_args.remove_unused_columns = False
@@ -427,7 +455,7 @@ def main(argv=None):
         data_collator=collator,
         compute_metrics=metrics_computer(unigram) if training_args.do_eval else None,
         preprocess_logits_for_metrics=preprocess_logits_for_metrics if training_args.do_eval else None,
-        callbacks=[collator],
+        callbacks=callbacks,
         drift=drift,
         time_budget_minutes=training_args.max_train_minutes,
     )

@@ -194,3 +194,62 @@ def test_probe_answers_do_not_change_the_probes():
     before = copy.deepcopy(p)
     answers(p)
     assert p == before
+
+
+def with_logit_lens(p, gains):
+    """Each seed's logit lens: floor 7.0 on 900 masked tokens, the full model's gain per layer from `gains` (one list
+    per seed), the untrained model's 0.01 below the floor at every layer."""
+    p = copy.deepcopy(p)
+    for name, per_seed in (("full", gains), ("untrained", [[-0.01] * 3] * 3)):
+        for (seed, row), gain in zip(sorted(p["by_seed"][name].items()), per_seed):
+            row["logit_lens"] = {"floor": 7.0, "masked_tokens": 900, "gain": gain, "loss": [7.0 - g for g in gain],
+                                 "accuracy": [0.05, 0.1, 0.2]}
+    return p
+
+
+def test_where_the_prediction_forms_follows_the_gain_intervals_over_seeds():
+    """By hand: gains (layer 0, 1, 2) per seed; the first layer whose t-interval over seeds lies above 0 is named, and
+    the last block's paired gain decides "adds"."""
+    forms_at_1 = text("q6", with_logit_lens(probes(), [[-0.2, 0.3, 0.8], [-0.1, 0.35, 0.85], [-0.15, 0.32, 0.9]]))
+    assert "**Where the prediction forms: from layer 1 of 2 on" in forms_at_1
+    assert "The last block adds 0.5267" in forms_at_1 and "(more gain)" in forms_at_1
+    only_last = text("q6", with_logit_lens(probes(), [[-0.2, -0.3, 0.8], [-0.1, 0.2, 0.85], [-0.15, -0.1, 0.9]]))
+    assert "**Where the prediction forms: only at the last layer (layer 2)" in only_last
+    none = text("q6", with_logit_lens(probes(), [[-0.2, -0.3, 0.1], [-0.1, 0.2, -0.1], [-0.15, -0.1, 0.05]]))
+    assert "**Where the prediction forms: no layer" in none and "(not at this scale)" in none
+    a = answers(with_logit_lens(probes(), [[-0.2, 0.3, 0.8], [-0.1, 0.35, 0.85], [-0.15, 0.32, 0.9]]))["q6"]["logit_lens"]
+    assert a["gain"][2]["estimate"] == pytest.approx(0.85, abs=1e-4) and a["first_layer_above_floor"] == 1
+    assert a["gain_untrained"][0]["estimate"] == pytest.approx(-0.01) and a["floor"]["estimate"] == 7.0
+    assert "Where the prediction forms" not in text("q6", probes())  # probes from before the lens: no line
+
+
+def with_circuits(p, full_identity, from_identity=(0.2, 0.25, 0.22), initial=(0.1, 0.12, 0.11)):
+    """probes["circuits"] as probing.circuits_over_seeds stores it: per variant and seed, two heads whose identity
+    correlations are the seed's value -+ 0.05 (so the head mean is the value)."""
+    def row(identity, start):
+        heads = lambda v: [{"estimate": v - 0.05}, {"estimate": v + 0.05}]  # noqa: E731
+        return {"num_heads": 2, "tokens": 1000, "pairs": {"identity": 999}, "identity": heads(identity), "initial": heads(start),
+                "cooccurrence": heads(0.01), "ov_copying": [0.3, 0.5], "qk_positive": [0.9, 0.7]}
+    p = copy.deepcopy(p)
+    p["circuits"] = {"full": {s: row(v, i) for s, v, i in zip(SEEDS, full_identity, initial)},
+                     "qkv_from_identity": {s: row(v, 0.9) for s, v in zip(SEEDS, from_identity)},
+                     "identity_qkv": {s: row(1.0, 1.0) for s in SEEDS}}
+    return p
+
+
+def test_the_circuits_sentence_follows_the_identity_correlation_over_seeds():
+    from hf_minattn.experiments.findings import circuits_lines
+
+    lines = lambda *args: "\n".join(circuits_lines(answers(with_circuits(probes(), *args))["q3_circuits"]))  # noqa: E731
+    reproduce = lines((0.8, 0.82, 0.85))
+    assert "**The trained W_Q/W_K of layer 0 reproduce the embedding similarity" in reproduce
+    assert "over 999 pairs of the 1000 most frequent tokens" in reproduce and "OV copying score" in reproduce
+    assert "mean over the 2 heads, over seeds: 0.8233 [" in reproduce
+    assert "closer to the embedding similarity" in reproduce  # full - started at I: +0.6 at every seed
+    assert "With W = I itself the correlation is 1.0 [1.0, 1.0]" in reproduce
+    assert "partly follow" in lines((0.2, 0.3, 0.25))
+    other = lines((0.2, -0.3, 0.05))
+    assert "compute something other than the embedding similarity" in other
+    assert "still closer to its random initial one" in lines((0.02, 0.03, 0.025), (0.2, 0.25, 0.22), (0.6, 0.62, 0.61))
+    assert "rank token pairs against the embedding similarity" in lines((-0.2, -0.25, -0.3))
+    assert circuits_lines(answers(probes())["q3_circuits"]) == []  # probes without circuits: no line

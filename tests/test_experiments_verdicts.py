@@ -1,6 +1,7 @@
 """The experiments' verdicts are chosen by the numbers: synthetic results (no training) that flip each paired
 interval must flip the sentence in FINDINGS.md."""
 
+import copy
 import math
 import re
 
@@ -206,8 +207,9 @@ def test_two_seeds_say_intervals_need_three():
     assert "Only" not in render_findings(synthetic(), {}).split("##")[0].split("Scale")[0]
 
 
-def test_every_number_in_the_synthetic_findings_is_in_the_results():
-    results = synthetic()
+@pytest.mark.parametrize("loss_allocation", [False, True])
+def test_every_number_in_the_synthetic_findings_is_in_the_results(loss_allocation):
+    results = with_loss_allocation(synthetic()) if loss_allocation else synthetic()
     known = set()
 
     def walk(value):
@@ -283,3 +285,43 @@ def test_the_wordsim353_subsets_line_prints_its_numbers_and_skips_older_probes()
     (line,) = subsets_line(subsets)
     assert "120 / 140 pairs" in line and "static 0.21 / 0.11" in line and "word2vec 0.33 / 0.44" in line
     assert subsets_line(None) == [] and subsets_line({"similarity": {"pairs": None}, "relatedness": {}}) == []
+
+
+def with_loss_allocation(results, embeddings=(-0.3, -0.35, -0.32), bias_half=(20, 24, 16), attention_half=(200, 220, 240)):
+    """run_mlm's loss_allocation.json as `evaluation.loss_allocation_summary` reads it, per seed: the loss fell by 2.0
+    nats; the word embeddings' total allocation is `embeddings`, the output bias -1.0, attention -0.6, the rest the
+    remainder; the output bias and attention reach half of their parts at the given steps."""
+    from hf_minattn.experiments.answers import answer_questions
+
+    results = copy.deepcopy(results)
+    rows = {}
+    for i, seed in enumerate(results["seeds"]):
+        groups = {"word_embeddings": embeddings[i], "output_bias": -1.0, "attention": -0.6, "W_Q": -0.1, "W_K": -0.1,
+                  "W_V": -0.2, "W_O": -0.2, "feed_forward": -0.4 - embeddings[i]}
+        rows[seed] = {"loss_change": -2.0, "relative_error": 0.01 * (i + 1), "abs_error": 0.02, "every": 8,
+                      "intervals": 80, "tied_word_embeddings": False, "groups": groups,
+                      "half_step": {"output_bias": bias_half[i], "attention": attention_half[i],
+                                    "word_embeddings": 100, "W_Q": 150},
+                      "curve": {"steps": [0, 8], "observed": [0, -2.0], "groups": {g: [0, v] for g, v in groups.items()}}}
+    results["loss_allocation"] = rows
+    results["answers"] = answer_questions(results)
+    return results
+
+
+def test_loss_allocation_sentences_follow_their_intervals():
+    """The embeddings' part of the fall decides the Q1 sentence in nats; the paired half-steps decide the order."""
+    lowered = section(render_findings(with_loss_allocation(synthetic()), {}), 1)
+    assert "**In nats: the word embeddings' own updates lowered the loss**" in lowered
+    assert "The loss fell by 2.0 [2.0, 2.0] (df 2) nats" in lowered and "word embeddings 0.3233 [0.2608, 0.3858]" in lowered
+    assert "(16.1667%)" in lowered and "within 0.03 of it" in lowered and "Holm p 0.004 of 7" in lowered
+    assert "attention (W_Q, W_K, W_V, W_O) together 0.6 [0.6, 0.6] (df 2) (30.0%)" in lowered
+    assert "the output bias first (token frequencies), context later" in lowered
+    raised = section(render_findings(with_loss_allocation(synthetic(), embeddings=(0.3, 0.35, 0.32)), {}), 1)
+    assert "**In nats: the word embeddings' own updates raised the loss**" in raised
+    unresolved = section(render_findings(with_loss_allocation(synthetic(), embeddings=(-0.3, 0.35, 0.01)), {}), 1)
+    assert "is not resolved at this scale**" in unresolved
+    later = section(render_findings(with_loss_allocation(synthetic(), bias_half=(300, 330, 310)), {}), 1)
+    assert "attention first, the output bias later" in later
+    assert "In nats" not in section(render_findings(synthetic(), {}), 1)  # runs without the callback: no line
+    two = section(render_findings(with_loss_allocation(synthetic(seeds=(0, 1))), {}), 1)
+    assert "**In nats: 2 seeds give no interval (3 needed)**" in two and "no verdict from fewer than 3 seeds" in two

@@ -163,6 +163,11 @@ def test_unigram_floor_is_the_smoothed_frequency_cross_entropy():
     assert floor.cross_entropy([1, 1, 1, 2, 2, 3]) < math.log(5)
     with pytest.raises(ValueError, match="outside"):
         UnigramFloor.from_token_ids([[7]], vocab_size=5)
+    with pytest.raises(ValueError, match="outside"):
+        UnigramFloor.from_token_ids([[5]], vocab_size=5)
+    with pytest.raises(ValueError, match="outside"):
+        UnigramFloor.from_token_ids([[-1]], vocab_size=5)
+    assert UnigramFloor.from_token_ids([[0, 4]], vocab_size=5).num_tokens == 2  # both ends of the range are ids
     with pytest.raises(ValueError, match="at least one"):
         floor.cross_entropy([])
 
@@ -175,3 +180,25 @@ def test_unigram_floor_from_a_dataset_skips_special_tokens():
     floor = UnigramFloor.from_dataset(data, vocab_size=10)
     assert floor.num_tokens == 3
     assert floor.log_probs[7] == pytest.approx(math.log(3 / 13)) and floor.log_probs[2] == pytest.approx(math.log(1 / 13))
+
+
+def test_unigram_floor_without_a_special_tokens_column_counts_every_token_and_of_a_stream_the_first_sequences():
+    import datasets
+
+    plain = datasets.Dataset.from_dict({"input_ids": [[2, 7, 7, 3], [2, 8, 3]]})
+    assert UnigramFloor.from_dataset(plain, vocab_size=10).num_tokens == 7
+    stream = datasets.Dataset.from_dict({"input_ids": [[1, 2]] * 10}).to_iterable_dataset()
+    assert UnigramFloor.from_dataset(stream, vocab_size=10, stream_sequences=4).num_tokens == 8
+    long_stream = datasets.Dataset.from_dict({"input_ids": [[1]] * 10_050}).to_iterable_dataset()
+    assert UnigramFloor.from_dataset(long_stream, vocab_size=10).num_tokens == 10_000  # the documented default
+
+
+def test_rope_tables_come_in_the_dtype_asked_and_are_not_saved(tmp_path):
+    """Under bf16 autocast the tables are cast to the activations' dtype (computed in fp32 first); `inv_freq` is
+    recomputed at load, not stored in the checkpoint."""
+    config = tiny_config(position_embedding_type="rope", hidden_size=32)
+    model = MinAttnForMaskedLM(config)
+    cos, sin = model.minattn.rotary(5, torch.bfloat16)
+    assert cos.dtype == sin.dtype == torch.bfloat16
+    assert torch.equal(sin, model.minattn.rotary(5, torch.float32)[1].to(torch.bfloat16))
+    assert "inv_freq" not in "".join(model.state_dict())

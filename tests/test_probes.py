@@ -270,6 +270,65 @@ def test_drift_is_the_relative_frobenius_distance_from_the_initial_weights(tmp_p
     assert record.grad_norm["word_embeddings"][-1] == pytest.approx(grad, rel=1e-5)
 
 
+def test_drift_scalars_average_each_kind_of_matrix_over_the_layers(tmp_path):
+    """The training logs' "drift/W_Q" is the mean over layers of layers.{i}.W_Q: layer 0's W_Q at 3 W0 (drift 2) and
+    layer 1's untouched (drift 0) log 1.0; the embeddings are their own kind. A matrix whose norm is below 1 (W_Q
+    scaled to 0.01) measures the same way."""
+    model = MinAttnForMaskedLM(tiny_config(num_hidden_layers=2))  # learned positions: tracked too
+    with torch.no_grad():
+        model.get_head_weights()[0]["W_Q"].mul_(0.01 / model.get_head_weights()[0]["W_Q"].norm())
+    callback = DriftCallback(model)
+    with torch.no_grad():
+        model.get_head_weights()[0]["W_Q"].mul_(3.0)
+        model.get_input_embeddings().weight.mul_(2.0)
+    scalars = callback.scalars(step=1)
+    assert scalars["drift/W_Q"] == pytest.approx(1.0, rel=1e-5)
+    assert scalars["drift/W_K"] == 0 and scalars["drift/W_O"] == 0 and scalars["drift/position_embeddings"] == 0
+    assert scalars["drift/word_embeddings"] == pytest.approx(1.0, rel=1e-5)
+    assert set(scalars) == {f"drift/{kind}" for kind in
+                            ("word_embeddings", "position_embeddings", "W_Q", "W_K", "W_V", "W_O")}
+    rotary = DriftCallback(MinAttnForMaskedLM(tiny_config(position_embedding_type="rope", hidden_size=32)))
+    assert "position_embeddings" not in rotary.initial  # nothing trained to track
+
+
+def test_drift_gradient_norms_are_each_matrix_own_and_reset_at_every_log(tmp_path):
+    """grad_norm of the position embeddings and of W_Q is ||dL/dW|| of that matrix, and each record averages the
+    steps since the previous record only."""
+    model = MinAttnForMaskedLM(tiny_config())
+    callback = DriftCallback(model)
+    args, state = SimpleNamespace(output_dir=str(tmp_path)), TrainerState(global_step=0, epoch=0.0)
+    callback.on_train_begin(args, state, None)
+    input_ids = torch.randint(5, 99, (2, 8))
+    model(input_ids=input_ids, labels=input_ids).loss.backward()
+    positions = model.minattn.embeddings.position_embeddings.weight.grad.norm().item()
+    w_q = model.get_head_weights(grad=True)[0]["W_Q"].norm().item()
+    for step in (1, 2):  # one optimizer step per record, the same gradient: each record's mean is that norm
+        callback.on_pre_optimizer_step(args, state, None)
+        state.global_step = step
+        callback.on_log(args, state, None, logs={"loss": 1.0})
+    callback.on_log(args, state, None, logs={"eval_loss": 2.0})  # an evaluation log is no training step
+    history = read_drift(tmp_path)
+    assert history.steps == [0, 1, 2] and history.path == str(tmp_path / DRIFT_FILE)
+    assert history.grad_norm["position_embeddings"][1:] == pytest.approx([positions] * 2, rel=1e-5)
+    assert history.grad_norm["layers.0.W_Q"][1:] == pytest.approx([w_q] * 2, rel=1e-5)
+
+
+def test_a_resumed_run_keeps_the_drift_records_up_to_its_checkpoint(tmp_path):
+    model = MinAttnForMaskedLM(tiny_config())
+    callback = DriftCallback(model)
+    args = SimpleNamespace(output_dir=str(tmp_path / "run"))
+    callback.records = [{"step": s, "epoch": None, "loss": None, "drift": {}, "grad_norm": {}} for s in (0, 1, 2, 3)]
+    callback.save(str(tmp_path / "run" / DRIFT_FILE))  # save creates the folder it writes into
+    resumed = DriftCallback(model)
+    resumed.on_train_begin(args, TrainerState(global_step=2), None)
+    assert [r["step"] for r in resumed.records] == [0, 1, 2]
+    resumed.on_train_begin(args, TrainerState(global_step=1), None)
+    assert [r["step"] for r in resumed.records] == [0, 1]
+    fresh = DriftCallback(model)  # step 0 with an old file there: a new run, which starts from its initial state
+    fresh.on_train_begin(args, TrainerState(global_step=0), None)
+    assert [r["step"] for r in fresh.records] == [0] and fresh.records[0]["drift"]["word_embeddings"] == 0
+
+
 def test_decontextualized_vectors_do_not_depend_on_batching(tokenizer):
     model = MinAttnModel(tiny_config(vocab_size=120)).eval()
     words = ["king", "queen", "attention", "the", "dogs"]

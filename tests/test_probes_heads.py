@@ -236,6 +236,55 @@ def test_ablation_masks_at_the_rate_it_is_given(tokenizer):
     assert two.masked_tokens > one.masked_tokens and two.mask_draws == 2
 
 
+def test_masks_skip_padding_and_special_tokens_follow_the_seed_and_give_every_sentence_one_token(tokenizer):
+    """The documented draw: one generator seeded with `seed`, a token masked where its uniform draw is below the rate,
+    never [CLS], [SEP] or padding; a sentence left with none gets exactly one of its own tokens; a sentence with no
+    token of its own (the empty string) gets none."""
+    sentences = [TEXTS[0], "", TEXTS[1] * 3]  # different lengths: padding; the last one longer than max_length
+    batches = masked_batches(tokenizer, sentences, 24, 16, 0.3, seed=5)
+    (enc, chosen, labels), = batches
+    assert enc["input_ids"].shape[1] == 24  # truncated to max_length
+    assert not (chosen & ~enc["attention_mask"].bool()).any()
+    special = torch.tensor([tokenizer.get_special_tokens_mask(ids, already_has_special_tokens=True)
+                            for ids in labels.tolist()]).bool() | ~enc["attention_mask"].bool()
+    draws = torch.rand(labels.shape, generator=torch.Generator().manual_seed(5))
+    expected = (draws < 0.3) & ~special
+    # rows sorted by length: "", TEXTS[0], the long one
+    assert expected[1].any() and torch.equal(chosen[1], expected[1]) and torch.equal(chosen[2], expected[2])
+    assert not chosen[0].any()  # "" is [CLS] [SEP] only
+    assert torch.equal(enc["input_ids"][chosen], torch.full((int(chosen.sum()),), tokenizer.mask_token_id))
+    rare = [masked_batches(tokenizer, TEXTS[:6], 24, 16, 1e-9, seed=3)[0] for _ in range(2)]
+    assert rare[0][1].sum(1).tolist() == [1] * 6  # at a tiny rate: exactly one masked token per sentence
+    assert torch.equal(rare[0][1], rare[1][1])  # drawn from the seed's generator, so the same every time
+    specials = torch.tensor([tokenizer.get_special_tokens_mask(ids, already_has_special_tokens=True)
+                             for ids in rare[0][2].tolist()]).bool()
+    assert not (rare[0][1] & specials).any()
+
+
+def test_masking_arguments_are_checked_with_their_names():
+    from hf_minattn.probes.head_ablation import check_masking
+
+    for rate in (0, 1, 1.5, "0.3", True):
+        with pytest.raises(ValueError, match="mlm_probability"):
+            check_masking(rate, 1)
+    for draws in (0, True, 1.5):
+        with pytest.raises(ValueError, match="mask_draws must"):
+            check_masking(0.3, draws)
+    check_masking(0.5, 2)
+
+
+def test_ablation_fields_defaults_and_a_single_masked_token(tokenizer):
+    model = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer), num_hidden_layers=3)).eval()
+    many = (TEXTS * 20)[:70]
+    result = head_ablation(model, tokenizer, many[:20], max_sentences=70)
+    assert (result.num_layers, result.num_heads, result.sentences) == (3, 4, 20)
+    assert head_ablation(model, tokenizer, many).sentences == 64  # the documented default cap
+    default = head_ablation(model, tokenizer, TEXTS[:20])
+    assert default.loss_increase == head_ablation(model, tokenizer, TEXTS[:20], batch_size=16, seed=0).loss_increase
+    single = head_ablation(model, tokenizer, [TEXTS[0]], mlm_probability=1e-9)  # one masked token: no interval
+    assert single.masked_tokens == 1 and all(np.isnan(x) for row in single.interval95 for x in row)
+
+
 def test_ablation_over_seeds_is_a_t_interval_per_head():
     seeds = [{"loss_increase": [[0.1, 0.0], [0.3, -0.1]]}, {"loss_increase": [[0.2, 0.0], [0.5, 0.1]]},
              {"loss_increase": [[0.4, 0.0], [0.1, 0.0]]}]
@@ -248,6 +297,12 @@ def test_ablation_over_seeds_is_a_t_interval_per_head():
     assert summary["seeds"] == 3 and summary["df"] == 2
     with pytest.raises(ValueError, match="same layers x heads"):
         ablation_over_seeds([*seeds, {"loss_increase": [[0.1]]}])
+    from hf_minattn.probes.head_ablation import HeadAblation
+
+    one = HeadAblation(num_layers=1, num_heads=2, sentences=3, masked_tokens=9, base_loss=5.0,
+                       loss_increase=[[0.1, 0.2]], interval95=[[0.0, 0.0]])
+    alone = ablation_over_seeds([one])  # the dataclass itself, and a single seed: the point, df 0
+    assert alone["mean"] == [[0.1, 0.2]] and alone["df"] == 0
 
 
 def test_norm_weighting_gives_a_zero_vector_zero_weight():
@@ -464,6 +519,10 @@ def test_run_all_probes_writes_the_new_keys(tmp_path, tokenizer):
                              word2vec=False, decontextualized=False, weights=False, log=lambda m: None)
     d = json.loads(json.dumps(results.to_dict(), allow_nan=False))
     assert np.array(d["head_ablation"]["loss_increase"]).shape == (2, 4)
+    lens = d["logit_lens"]  # the ablation's masks: its last layer is the ablation's intact loss
+    assert len(lens["loss"]) == 3 and lens["masked_tokens"] == d["head_ablation"]["masked_tokens"]
+    assert lens["loss"][-1] == pytest.approx(d["head_ablation"]["base_loss"], abs=1e-5)
+    assert len(d["circuits"]["identity"]) == 4 and d["circuits"]["ov_copying"] is not None  # the masked LM's W_U
     assert 0 < d["sense_accuracy"]["chance"] < 1
     assert d["geometry"]["static"]["self_similarity"] == pytest.approx(1, abs=1e-5)
     h = d["heads"]
@@ -476,3 +535,4 @@ def test_run_all_probes_writes_the_new_keys(tmp_path, tokenizer):
     no_head = run_all_probes(model, tok, split_sentences(TEXTS, max_sentences=0), min_count=2, word2vec=False,
                              decontextualized=False, weights=False, log=lambda m: None)
     assert no_head.head_ablation is None and any("head ablation skipped" in n for n in no_head.notes)
+    assert no_head.logit_lens is None and any("logit lens skipped" in n for n in no_head.notes)

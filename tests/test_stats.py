@@ -164,3 +164,90 @@ def test_vectorised_spearman_is_scipys_and_gives_the_same_bootstrap_interval():
     fast = spearman_interval(a, b, n_resamples=300, seed=5)
     slow = bootstrap_interval(lambda u, v: spearmanr(u, v).statistic, a, b, n_resamples=300, seed=5)
     assert (fast.estimate, fast.low, fast.high) == pytest.approx((slow.estimate, slow.low, slow.high), abs=1e-12)
+
+
+def test_small_samples_and_the_stored_fields_of_an_interval():
+    """Two values get a t-interval (df 1), not a point; a constant sample is a point that keeps its confidence,
+    method and df; two seeds whose interval excludes 0 count as a difference."""
+    from scipy import stats
+
+    two = mean_interval([1.0, 2.0])
+    low, high = stats.t.interval(0.95, 1, loc=1.5, scale=stats.sem([1.0, 2.0]))
+    assert (two.low, two.high, two.df) == pytest.approx((low, high, 1))
+    constant = mean_interval([2.0, 2.0, 2.0]).to_dict()
+    assert constant == {"estimate": 2.0, "low": 2.0, "high": 2.0, "n": 3, "confidence": 0.95, "method": "t", "df": 2}
+    assert Interval(1.0, 0.5, 1.5, n=2).excludes_zero() and Interval(-1.0, -1.5, -0.5, n=2).sign() == -1
+    low90, high90 = stats.t.interval(0.9, 2, loc=1.0, scale=stats.sem([0.0, 1.0, 2.0]))
+    paired = paired_difference([1.0, 2.0, 3.0], [1.0, 1.0, 1.0], confidence=0.9)
+    assert (paired.low, paired.high, paired.confidence) == pytest.approx((low90, high90, 0.9))
+
+
+def test_bootstrap_interval_is_scipys_percentile_bootstrap_with_the_documented_defaults():
+    from scipy import stats
+
+    x, y = np.arange(12.0), np.arange(12.0) ** 1.5 + np.sin(np.arange(12.0)) * 20
+    pearson = lambda a, b: np.corrcoef(a, b)[0, 1]  # noqa: E731
+    expected = stats.bootstrap((x, y), pearson, paired=True, vectorized=False, confidence_level=0.9,
+                               n_resamples=1000, method="percentile", rng=np.random.default_rng(0))
+    interval = bootstrap_interval(pearson, x, y, confidence=0.9)
+    assert (interval.low, interval.high) == pytest.approx(tuple(expected.confidence_interval))
+    assert interval.confidence == 0.9 and interval.method == "bootstrap" and interval.n == 12
+    assert bootstrap_interval(np.mean, np.array([1.0, 3.0])).n == 2  # two items are enough
+
+
+def test_hierarchical_draws_defaults_determinism_and_every_item_drawn():
+    groups = [(np.array([100.0, 0, 0, 0]),), (np.array([0.0, 0, 0, 100]),)]
+    estimate, draws = hierarchical_draws(np.mean, groups)
+    assert estimate == 25.0 and draws.size == 1000  # the documented default
+    again = hierarchical_draws(np.mean, groups)[1]
+    assert np.array_equal(draws, again) and np.array_equal(draws, hierarchical_draws(np.mean, groups, seed=0)[1])
+    assert not np.array_equal(draws, hierarchical_draws(np.mean, groups, seed=1)[1])
+    assert draws.max() > 50  # item 0 of the first seed (100) is drawn too
+    assert hierarchical_draws(np.mean, [(np.array([1.0, 2.0]),)], n_resamples=5)[1].size == 5  # two items suffice
+    interval = hierarchical_bootstrap(np.mean, groups, confidence=0.9)
+    assert (interval.low, interval.high) == pytest.approx(tuple(np.quantile(draws, [0.05, 0.95])))
+    assert interval.confidence == 0.9 and interval.n == 2 and interval.method == "hierarchical"
+    assert hierarchical_bootstrap(np.mean, groups).high == pytest.approx(np.quantile(draws, 0.975))
+
+
+def test_hierarchical_draws_refuse_a_statistic_undefined_in_more_than_half_the_resamples():
+    def undefined_on(calls):  # NaN on the given calls of the statistic (call 0 is the estimate)
+        count = iter(range(100))
+        return lambda a: float("nan") if next(count) in calls else float(np.mean(a))
+
+    groups = [(np.array([1.0, 2.0, 3.0]),)]
+    half = hierarchical_draws(undefined_on({1, 2, 3, 4, 5}), groups, n_resamples=10)[1]
+    assert half.size == 5  # exactly half defined: kept
+    with pytest.raises(ValueError, match="undefined in 6 of 10"):
+        hierarchical_draws(undefined_on({1, 2, 3, 4, 5, 6}), groups, n_resamples=10)
+
+
+def test_bootstrap_test_by_hand_on_integer_draws():
+    """Draws -10..90: 11 of 101 are <= 0, so p = 2 * 11 / 101; the intervals are numpy's quantiles."""
+    draws = np.arange(-10, 91)
+    result = bootstrap_test(3.0, draws, margin=0.5, n=3, confidence=0.9)
+    assert result == {"estimate": 3.0, "low": pytest.approx(np.quantile(draws, 0.05)),
+                      "high": pytest.approx(np.quantile(draws, 0.95)),
+                      "n": 3, "confidence": 0.9, "method": "hierarchical", "df": None, "p": 22 / 101, "margin": 0.5,
+                      "tost": {"equivalent": False, "low": float(np.quantile(draws, 0.05)),
+                               "high": float(np.quantile(draws, 0.95)), "margin": 0.5}}
+    assert bootstrap_test(3.0, -draws, margin=0.5, n=3)["p"] == 22 / 101  # the >= 0 side is the smaller one here
+    assert bootstrap_test(0.0, np.zeros(10), margin=0.5, n=3)["p"] == 1.0  # capped at 1
+    # the 90% interval must lie strictly inside the margins: an end exactly on a margin is not equivalent
+    asymmetric = np.arange(-45.0, 41.0)  # 90% interval [-40.75, 35.75]
+    assert not bootstrap_test(0.0, asymmetric, margin=40.75, n=3)["tost"]["equivalent"]
+    assert not bootstrap_test(0.0, -asymmetric, margin=40.75, n=3)["tost"]["equivalent"]
+    assert bootstrap_test(0.0, asymmetric, margin=40.8, n=3)["tost"]["equivalent"]
+
+
+def test_holm_caps_at_one_and_tost_edge_cases():
+    assert holm([0.6, 0.7]) == [1.0, 1.0]
+    assert tost([0.1], margin=0.05) == {"equivalent": False, "p": 1.0, "margin": 0.05, "low": None, "high": None,
+                                        "df": 0}
+    two = tost([0.01, 0.02], margin=0.05)
+    assert two["df"] == 1 and two["low"] is not None
+    # constant differences (exact in binary, so the standard error is exactly 0)
+    assert tost([0.25] * 3, margin=0.5) == {"equivalent": True, "p": 0.0, "margin": 0.5, "low": 0.25, "high": 0.25,
+                                            "df": 2}
+    assert tost([0.5] * 3, margin=0.5)["p"] == 1.0  # on the margin is not inside it
+    assert not tost([0.25] * 3, margin=0.5, alpha=0.0)["equivalent"]  # p must be below alpha, not equal to it

@@ -48,6 +48,35 @@ def loss_table(results: dict) -> dict:
     return table
 
 
+def loss_allocation_answers(results: dict) -> dict | None:
+    """Loss change allocation of the full model over seeds: the nats the loss fell on the fixed batch, how many of
+    them each group's updates account for (`lowered`: minus its allocation, tested against 0, Holm over the groups),
+    its share of the fall, and whether the output bias (token frequencies alone) reaches half of its part before
+    attention does (paired difference of the steps, margin: one allocation interval)."""
+    seeds = {s: row for s, row in (results.get("loss_allocation") or {}).items() if row}
+    if not seeds:
+        return None
+    rows = [seeds[s] for s in sorted(seeds)]
+    # "attention" is W_Q + W_K + W_V + W_O together: shown, but no hypothesis of its own in the family
+    groups = [g for g in rows[0]["groups"] if all(g in r["groups"] for r in rows) and g != "attention"]
+    answer = {
+        "seeds": len(rows), "every": rows[0]["every"], "intervals": rows[0]["intervals"],
+        "fall": mean_over_seeds([-r["loss_change"] for r in rows]),
+        "relative_error_max": rounded(max(r["relative_error"] for r in rows)),
+        "lowered": st.holm_family({g: st.tested([-r["groups"][g] for r in rows]) for g in groups}),
+        "attention_lowered": (mean_over_seeds([-r["groups"]["attention"] for r in rows])
+                              if all("attention" in r["groups"] for r in rows) else None),
+        "share_percent": {g: mean_over_seeds([100 * r["groups"][g] / r["loss_change"] for r in rows])
+                          for g in [*groups, "attention"] if all(r["loss_change"] != 0 and g in r["groups"] for r in rows)},
+        "half_step": {g: mean_over_seeds([r["half_step"][g] for r in rows])
+                      for g in [*groups, "attention"] if all(r["half_step"].get(g) is not None for r in rows)},
+    }
+    if all(r["half_step"].get("output_bias") is not None and r["half_step"].get("attention") is not None for r in rows):
+        answer["bias_minus_attention_half_step"] = st.tested(
+            [r["half_step"]["output_bias"] - r["half_step"]["attention"] for r in rows], margin=rows[0]["every"])
+    return answer
+
+
 def answer_questions(results: dict) -> dict:
     answers = {"scale": scale_numbers(results), "losses": loss_table(results)}
     config = results["config"]
@@ -78,6 +107,8 @@ def answer_questions(results: dict) -> dict:
         "not_in_text_moved": rows["not_in_text"]["moved"],
         "weight_decay": results["settings"]["weight_decay"],
     }
+
+    answers["q1"]["loss_allocation"] = loss_allocation_answers(results)
 
     # 2. Is there any need to train the embeddings? Paired over seeds, plus the trend during training.
     family = {"frozen_minus_full": st.difference(results, "frozen_embeddings", "full")}

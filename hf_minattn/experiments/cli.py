@@ -13,7 +13,7 @@ from hf_minattn.machine import machine_description
 
 from .answers import answer_questions, rounded
 from .evaluation import (drift_summary, initialisation_agreement, input_ids_ever_masked_in, load_splits,
-                         mask_validation, row_drift, score_model, token_counts, trainer_metrics, word_embeddings)
+                         loss_allocation_summary, mask_validation, row_drift, score_model, token_counts, trainer_metrics, word_embeddings)
 from .dynamics import similarity_curves
 from .figures import make_figures
 from .findings import render_findings
@@ -128,6 +128,7 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
                     "masks": "MLMCollator draws each example's masks from (seed, epoch or stream, example index)"},
         "folders": folders, "variants": variants, "rows": scored["rows"],
         "drift": {name: drift_summary(folders[name][seeds[0]]) for name in ("full", "frozen_embeddings", "identity_qkv")},
+        "loss_allocation": {seed: loss_allocation_summary(folders["full"][seed]) for seed in seeds},
         "probes": probes, "dynamics": dynamics,
     }
     results["parameters"]["untrained"] = results["parameters"]["full"]

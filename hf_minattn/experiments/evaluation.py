@@ -253,3 +253,35 @@ def drift_summary(folder: str) -> dict | None:
         grads = [g for i in range(len(history.steps)) for n in names if (g := history.grad_norm[n][i]) is not None]
         summary["grad_norm"][kind] = float(np.mean(grads)) if grads else None
     return summary
+
+
+def half_step(steps: list[int], cumulative: list[float]) -> int | None:
+    """The first step at which a cumulative allocation reaches half of its final value (None if that is 0)."""
+    final = cumulative[-1]
+    if final == 0:
+        return None
+    return next(step for step, value in zip(steps, cumulative) if value / final >= 0.5)
+
+
+ATTENTION_GROUPS = ("W_Q", "W_K", "W_V", "W_O")
+
+
+def loss_allocation_summary(folder: str) -> dict | None:
+    """From run_mlm's loss_allocation.json (Loss Change Allocation on a fixed batch): the loss change, the total
+    allocation per group (negative: the group's updates lowered the loss), the step at which each group (and attention,
+    W_Q + W_K + W_V + W_O) reached half of its total, the approximation error, and the cumulative curves."""
+    from hf_minattn.loss_allocation import read_loss_allocation
+
+    history = read_loss_allocation(folder)
+    if history is None or len(history.steps) < 2:
+        return None
+    curves = dict(history.groups)
+    attention = [name for name in ATTENTION_GROUPS if name in curves]
+    if attention:
+        curves["attention"] = [sum(curves[name][i] for name in attention) for i in range(len(history.steps))]
+    return {"loss_change": history.loss_change, "relative_error": history.relative_error,
+            "abs_error": history.abs_error, "every": history.every, "intervals": len(history.errors),
+            "tied_word_embeddings": history.tied_word_embeddings,
+            "groups": {name: curve[-1] for name, curve in curves.items()},
+            "half_step": {name: half_step(history.steps, curve) for name, curve in curves.items()},
+            "curve": {"steps": history.steps, "observed": history.observed, "groups": curves}}

@@ -102,6 +102,22 @@ def make_figures(results: dict, out: str) -> dict:
     right.legend(fontsize=7)
     save(fig, "drift.png")
 
+    allocations = [row for row in (results.get("loss_allocation") or {}).values() if row]
+    if allocations:  # cumulative allocation per group, mean over seeds (the seeds share their steps)
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        steps = allocations[0]["curve"]["steps"]
+        same = [row for row in allocations if row["curve"]["steps"] == steps]
+        for name in allocations[0]["curve"]["groups"]:
+            if name in ("W_Q", "W_K", "W_V", "W_O") or not all(name in row["curve"]["groups"] for row in same):
+                continue  # attention is drawn as one group
+            ax.plot(steps, np.mean([row["curve"]["groups"][name] for row in same], axis=0), label=name)
+        ax.plot(steps, np.mean([row["curve"]["observed"] for row in same], axis=0), color="black", linestyle="--",
+                label="observed loss change")
+        ax.set_xlabel("training step"), ax.set_ylabel("cumulative allocation (nats; < 0: lowered the loss)")
+        ax.set_title(f"Loss change allocation, full model (mean of {len(same)} seeds)", fontsize=9)
+        ax.legend(fontsize=7)
+        save(fig, "loss_allocation.png")
+
     if "q4" not in answers:
         return paths
 
@@ -140,6 +156,34 @@ def make_figures(results: dict, out: str) -> dict:
     ax.set_title("Do heads of one layer attend differently? (mean over seeds, 95% t-interval)", fontsize=9)
     ax.legend(fontsize=7)
     save(fig, "head_diversity.png")
+
+    circuits = answers.get("q3_circuits")
+    if circuits:  # layer 0's QK form against each hypothesis, per variant (head mean, over seeds)
+        names = [n for n in ("full", "qkv_from_identity", "identity_qkv") if n in circuits]
+        hypotheses = ("identity", "cooccurrence", "initial")
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for k, hypothesis in enumerate(hypotheses):
+            errorbar(ax, np.arange(len(names)) + 0.2 * (k - 1), [circuits[n][hypothesis] for n in names],
+                     linestyle="none", label={"identity": "LN(E) LN(E)^T (W = I)", "cooccurrence": "co-occurrence PPMI",
+                                              "initial": "form at initialisation"}[hypothesis])
+        ax.axhline(0, color="black", linewidth=0.5)
+        ax.set_xticks(range(len(names)), names), ax.set_ylabel("Spearman with layer 0's query-key form")
+        ax.set_title("Which hypothesis does W_Q^T W_K follow? (mean over heads and seeds, 95% t-interval)", fontsize=9)
+        ax.legend(fontsize=7)
+        save(fig, "circuits.png")
+
+    lens = answers.get("q6", {}).get("logit_lens")
+    if lens:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        errorbar(ax, range(len(lens["gain"])), lens["gain"], label="trained")
+        if lens["gain_untrained"]:
+            errorbar(ax, range(len(lens["gain_untrained"])), lens["gain_untrained"], label="untrained")
+        ax.axhline(0, color="black", linestyle="--", label="unigram floor")
+        ax.set_xticks(range(len(lens["gain"])))
+        ax.set_xlabel("layer decoded by the MLM head (0 = embedding output)")
+        ax.set_ylabel("unigram loss - layer's loss (nats)")
+        ax.set_title("Logit lens: mean over seeds, 95% t-interval", fontsize=9), ax.legend(fontsize=7)
+        save(fig, "logit_lens.png")
 
     related = q5.get("related") or {}
     if related:

@@ -128,8 +128,54 @@ def q1_section(results: dict, fig) -> list[str]:
         f"({q1['rows_frozen_moved']} rows moved). The output layer is untied, so the embedding updates come only from "
         "their role as inputs.",
         fig("row_drift", "per-row drift against training frequency"), fig("drift", "distance from initialisation"),
+        *loss_allocation_lines(q1.get("loss_allocation"), fig),
     ]
     return lines
+
+
+GROUP_NAMES = {"word_embeddings": "word embeddings", "position_embeddings": "position embeddings",
+               "W_Q": "W_Q", "W_K": "W_K", "W_V": "W_V", "W_O": "W_O", "feed_forward": "feed-forward",
+               "layer_norms": "LayerNorms", "head_transform": "the MLM head's transform",
+               "output_weights": "the output layer", "output_bias": "the output bias (token frequencies alone)",
+               "other": "other parameters"}
+
+
+def loss_allocation_lines(lca: dict | None, fig) -> list[str]:
+    """Q1 in nats: how much of the fall of the loss each group's updates account for (Loss Change Allocation)."""
+    if not lca:
+        return []
+    lowered = lca["lowered"]
+    embeddings = lowered.get("word_embeddings")
+    verdict = {"higher": "the word embeddings' own updates lowered the loss",
+               "lower": "the word embeddings' own updates raised the loss",
+               "equivalent": "the word embeddings' own updates did not change the loss (within the margin)",
+               "unresolved": "whether the word embeddings' own updates lowered the loss is not resolved at this scale"
+               }[st.verdict(embeddings)] if embeddings else "the word embeddings were not tracked"
+    if lca["seeds"] < st.MIN_SEEDS_FOR_INTERVALS:
+        verdict = f"{lca['seeds']} seeds give no interval ({st.MIN_SEEDS_FOR_INTERVALS} needed)"
+    parts = "; ".join(f"{GROUP_NAMES.get(g, g)} {ci(d)}" + (f" ({lca['share_percent'][g]['estimate']}%)"
+                                                          if g in lca.get("share_percent", {}) else "")
+                      for g, d in sorted(lowered.items(), key=lambda item: -item[1]["estimate"]))
+    lines = ["", f"- **In nats: {verdict}** (Loss Change Allocation of Lan, Liu, Zhou & Yosinski: each interval of "
+             f"{lca['every']} optimizer steps, the change of the loss on a fixed batch of validation sequences is "
+             "shared out over the parameters as the path integral of gradient x update, by Simpson's rule). The loss "
+             f"fell by {ci(lca['fall'])} nats; the updates of each group lowered it by (mean over seeds, share of the "
+             f"fall): {parts}"
+             + (f"; attention (W_Q, W_K, W_V, W_O) together {ci(lca['attention_lowered'])}"
+                + (f" ({lca['share_percent']['attention']['estimate']}%)" if "attention" in lca["share_percent"] else "")
+                if lca.get("attention_lowered") else "")
+             + ". Negative: that group's updates raised it. The allocations add up to the observed change "
+             f"within {lca['relative_error_max']} of it (largest relative error over seeds)."]
+    order = lca.get("bias_minus_attention_half_step")
+    if order:
+        half = lca["half_step"]
+        lines.append(f"- Order: the output bias reached half of its part at step {ci(half.get('output_bias'))}, "
+                     f"attention (W_Q, W_K, W_V, W_O) at step {ci(half.get('attention'))}: "
+                     + (compared(order, "attention first, the output bias later", "at the same time",
+                                 "the output bias first (token frequencies), context later")
+                        if lca["seeds"] >= st.MIN_SEEDS_FOR_INTERVALS else "no verdict from fewer than 3 seeds")
+                     + f" (difference {ci(order)} steps).")
+    return lines + [fig("loss_allocation", "cumulative loss change allocation per group (mean over seeds)")]
 
 
 def q2_section(results: dict, fig) -> list[str]:
@@ -223,7 +269,7 @@ def _point(interval: dict | None) -> str:
     return "n/a" if interval is None else str(interval["estimate"])
 
 
-def q3_section(results: dict) -> list[str]:
+def q3_section(results: dict, fig=lambda *args: "") -> list[str]:
     q3 = results["answers"]["q3"]
     m = q3["matched"]
     share = lambda key: ci(q3[key], "%") if q3[key] else "n/a"  # noqa: E731
@@ -250,8 +296,49 @@ def q3_section(results: dict) -> list[str]:
         "- Dropping the feed-forward sublayers instead (attention-only): "
         + compared(q3["attention_only_minus_full"], "worse", "equivalent", "better", "not told apart at this scale")
         + f" (difference {ci(q3['attention_only_minus_full'])}; {share('attention_only_share_of_gain')} of the gain).",
+        *circuits_lines(results["answers"].get("q3_circuits")),
+        fig("circuits", "layer 0's query-key form against the hypotheses") if results["answers"].get("q3_circuits") else "",
         "",
     ]
+
+
+def circuits_lines(c: dict | None) -> list[str]:
+    """Q3 measured on the weights: does layer 0's QK form of the trained model follow the embedding similarity that
+    W_Q = W_K = I would give, or something else? Chosen by the interval over seeds of the head-mean correlation."""
+    if not c:
+        return []
+    full = c["full"]
+    identity, initial, cooc = full["identity"], full["initial"], full["cooccurrence"]
+    if identity is None or identity["n"] < 3:
+        verdict = "Layer 0's circuits were measured on fewer than 3 seeds: no interval"
+    elif identity["low"] > 0.5:
+        verdict = "The trained W_Q/W_K of layer 0 reproduce the embedding similarity: their query-key form ranks token " \
+                  "pairs much as LN(E) LN(E)^T (what W_Q = W_K = I gives) does"
+    elif identity["low"] > 0:
+        verdict = "The trained W_Q/W_K of layer 0 partly follow the embedding similarity (W_Q = W_K = I's form), " \
+                  "but far from reproduce it"
+    elif identity["high"] < 0:
+        verdict = "The trained W_Q/W_K of layer 0 rank token pairs against the embedding similarity"
+    else:
+        verdict = "The trained W_Q/W_K of layer 0 compute something other than the embedding similarity (the " \
+                  "correlation's interval includes 0)"
+    lines = ["", f"- **{verdict}** (Spearman correlation of each head's query-key form over {c['pairs']} pairs of the "
+             f"{c['tokens']} most frequent tokens with LN(E) LN(E)^T, mean over the {c['heads']} heads, over seeds: {ci(identity)}; "
+             f"with the co-occurrence PPMI of the same tokens: {ci(cooc)}; with the form the same weights had at "
+             f"initialisation: {ci(initial)}; OV copying score, 1 = copies, -1 = suppresses: {ci(full['ov_copying'])})."]
+    if initial and identity and identity["n"] >= 3 and initial["low"] > identity["high"]:
+        lines[-1] += " The form is still closer to its random initial one than to the embedding similarity."
+    start = c.get("qkv_from_identity")
+    if start and c.get("full_minus_from_identity"):
+        lines.append(f"- Started at W = I, the trained projections' form correlates {ci(start['identity'])} with the "
+                     "embedding similarity; the normally initialised model's minus that: "
+                     f"{ci(c['full_minus_from_identity'])} ("
+                     + (compared(c["full_minus_from_identity"], "closer to the embedding similarity",
+                                 "as close", "further from it", "not told apart")
+                        if identity and identity["n"] >= st.MIN_SEEDS_FOR_INTERVALS else "no verdict from fewer than 3 seeds")
+                     + "). With W = I itself the correlation is "
+                     + f"{ci((c.get('identity_qkv') or {}).get('identity'))} by construction (a check of the probe).")
+    return lines
 
 
 def _named(comparisons: dict | None, name: str) -> dict | None:
@@ -430,8 +517,34 @@ def q6_section(q6: dict, fig) -> list[str]:
                      + f" ({ci(comparisons['last_vs_static'])}); the best contextual layer (layer {q6['best_layer']}, "
                      f"chosen on these pairs, so optimistic) against static: "
                      f"{ci(comparisons.get('best_layer_vs_static'))}.")
-    lines += [fig("full_geometry", "geometry by layer (first seed, for illustration)")]
+    lines += [*logit_lens_lines(q6.get("logit_lens"), fig), fig("full_geometry", "geometry by layer (first seed, for illustration)")]
     return lines
+
+
+def logit_lens_lines(lens: dict | None, fig) -> list[str]:
+    """Where along the depth the prediction forms (logit lens: each layer decoded through the final norm and MLM head)."""
+    if not lens:
+        return []
+    first, last = lens["first_layer_above_floor"], len(lens["gain"]) - 1
+    if lens["seeds"] < 3:
+        verdict = f"Where the prediction forms: {lens['seeds']} seeds give no interval (3 needed)"
+    elif first is None:
+        verdict = "Where the prediction forms: no layer, decoded by the MLM head, predicts masked tokens better than " \
+                  "token frequencies alone beyond its 95% interval (not at this scale)"
+    elif first == last:
+        verdict = (f"Where the prediction forms: only at the last layer (layer {last}); decoded by the same head, no "
+                   "earlier layer beats token frequencies alone beyond its interval")
+    else:
+        verdict = (f"Where the prediction forms: from layer {first} of {last} on, the layers decoded by the MLM head "
+                   "beat token frequencies alone beyond their 95% intervals")
+    return ["", f"- **{verdict}** (logit lens: each layer's masked-token loss through the final norm and MLM head, "
+            f"gain over the unigram floor of the same {lens['masked_tokens']} tokens, embedding output first: "
+            + "; ".join(ci(g) for g in lens["gain"]) + f"; untrained: " + "; ".join(ci(g) for g in lens["gain_untrained"])
+            + f"). The last block adds {ci(lens['last_block'])} nats ("
+            + (compared(lens["last_block"], "more gain", "no difference", "less gain", "not resolved")
+               if lens["seeds"] >= st.MIN_SEEDS_FOR_INTERVALS else "no verdict from fewer than 3 seeds")
+            + "). A head trained on the last layer only reads the others: a layer it cannot read may still hold the "
+            "information.", fig("logit_lens", "gain over the unigram floor of every layer, decoded by the MLM head")]
 
 
 def q7_section(q7: dict, fig) -> list[str]:
@@ -493,6 +606,6 @@ def render_findings(results: dict, figures: dict) -> str:
         + "). All numbers below are in `results.json`.",
         "",
         *scale_paragraph(results), *loss_section(results, fig), *q1_section(results, fig), *q2_section(results, fig),
-        *q3_section(results), *probe_sections(results, fig), *pairing_lines(results),
+        *q3_section(results, fig), *probe_sections(results, fig), *pairing_lines(results),
     ]
     return "\n".join(lines) + "\n"

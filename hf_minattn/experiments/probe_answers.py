@@ -164,6 +164,56 @@ def geometry_answers(probes: dict) -> dict:
     return answer
 
 
+def logit_lens_answers(probes: dict) -> dict | None:
+    """Where along the depth the prediction forms: per layer (embedding output first), the gain over the unigram
+    floor of the masked-token loss decoded through the MLM head (logit lens), mean over seeds with a 95% t-interval,
+    for the trained and the untrained model; the first layer whose interval lies above 0; and what the last block
+    adds (the last layer's gain minus the one before, paired by seed)."""
+    full = [r["logit_lens"] for r in _seeds(probes, "full") if r.get("logit_lens") and r["logit_lens"].get("gain")]
+    if not full:
+        return None
+    untrained = [r["logit_lens"] for r in _seeds(probes, "untrained") if r.get("logit_lens") and r["logit_lens"].get("gain")]
+    gain = per_layer([lens["gain"] for lens in full])
+    above = [layer for layer, g in enumerate(gain) if g and g["n"] > 2 and g["low"] > 0]
+    return {"gain": gain, "gain_untrained": per_layer([lens["gain"] for lens in untrained]),
+            "loss": per_layer([lens["loss"] for lens in full]), "accuracy": per_layer([lens["accuracy"] for lens in full]),
+            "floor": over_seeds([lens["floor"] for lens in full]), "masked_tokens": full[0]["masked_tokens"],
+            "first_layer_above_floor": above[0] if above else None,
+            "last_block": st.tested([lens["gain"][-1] - lens["gain"][-2] for lens in full]), "seeds": len(full)}
+
+
+def circuits_answers(probes: dict) -> dict | None:
+    """Q3 measured: per variant, the Spearman correlation of layer 0's QK form with each hypothesis (identity: the
+    embedding similarity that W_Q = W_K = I gives; co-occurrence PPMI; the form at initialisation) and the OV copying
+    score, each averaged over the heads of a seed, then over seeds with a 95% t-interval; and the full model against
+    the one started at I (paired by seed). Heads are not matched across seeds, so only head means are averaged."""
+    circuits = probes.get("circuits") or {}
+    if not circuits.get("full"):
+        return None
+
+    def head_mean(row, key):
+        values = row.get(key)
+        if not values:
+            return None
+        return float(np.mean([v["estimate"] if isinstance(v, dict) else v for v in values]))
+
+    def per_seed(name, key):
+        rows = [circuits[name][s] for s in sorted(circuits.get(name) or {})]
+        return [head_mean(row, key) for row in rows]
+
+    answer = {}
+    for name in circuits:
+        answer[name] = {key: over_seeds(per_seed(name, key))
+                        for key in ("identity", "cooccurrence", "initial", "ov_copying", "qk_positive")}
+    full, started_at_i = per_seed("full", "identity"), per_seed("qkv_from_identity", "identity")
+    if started_at_i and len(full) == len(started_at_i) and None not in full + started_at_i:
+        answer["full_minus_from_identity"] = st.tested([a - b for a, b in zip(full, started_at_i)], margin=0.05)
+    first = circuits["full"][sorted(circuits["full"])[0]]
+    answer["heads"], answer["tokens"] = first["num_heads"], first.get("tokens")
+    answer["pairs"] = (first.get("pairs") or {}).get("identity")
+    return answer
+
+
 def graph_answers(probes: dict, config: dict) -> dict | None:
     rollout = [probes["rollout"][s] for s in sorted(probes.get("rollout") or {}) if probes["rollout"][s]]
     if not rollout:
@@ -179,13 +229,13 @@ def graph_answers(probes: dict, config: dict) -> dict | None:
 def probe_answers(results: dict, probes: dict, config: dict) -> dict:
     last = f"layer_{config['num_hidden_layers']}"
     pairs = probes.get("word_pairs") or {}
-    answers = {"q4": heads_answers(probes)}
+    answers = {"q3_circuits": circuits_answers(probes), "q4": heads_answers(probes)}
     answers["q5"] = {**related_answers(probes, last), "word_pairs": pairs.get("scores"),
                      "comparisons": pairs.get("q5"), "pairs": pairs.get("pairs"), "margin": pairs.get("margin"),
                      "standard_error": pairs.get("standard_error"), "key": pairs.get("key"),
                      "reference": (probes.get("reference") or {}).get("name")}
     answers["q6"] = {**geometry_answers(probes), "senses": senses_answers(probes), "comparisons": pairs.get("q6"),
-                     "best_layer": pairs.get("best_layer")}
+                     "best_layer": pairs.get("best_layer"), "logit_lens": logit_lens_answers(probes)}
     graph = graph_answers(probes, config)
     if graph:
         answers["q7"] = graph

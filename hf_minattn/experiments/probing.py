@@ -8,6 +8,7 @@ Each run's full output is written to `out/probes/<variant>/seed<k>/` (probes.jso
 keeps per seed only the numbers the answers read (`summary`)."""
 
 import os
+from dataclasses import asdict
 
 import numpy as np
 
@@ -33,6 +34,7 @@ def summary(probe: dict) -> dict:
     return {
         "heads": {k: heads[k] for k in keep if k in heads} or None,
         "head_ablation": probe.get("head_ablation"),
+        "logit_lens": probe.get("logit_lens"),
         "geometry": {k: geometry.get(k) for k in ("layers", "adjusted_self_similarity", "anisotropy", "words_scored",
                                                    "self_similarity", "static", "layer0_note")},
         "sense_accuracy": probe.get("sense_accuracy"),
@@ -93,7 +95,8 @@ def probe_variants(out: str, folders: dict, settings: dict, seeds) -> dict:
                                  # each run's own report: 200 resamples (the findings' intervals are word_pairs')
                                  n_resamples=PROBE_RESAMPLES,
                                  mlm_probability=settings["mlm_probability"],
-                                 ablation_mask_draws=settings.get("ablation_mask_draws", 1))
+                                 ablation_mask_draws=settings.get("ablation_mask_draws", 1),
+                                 circuits=False)  # circuits_over_seeds: against each seed's own initial weights
         write_outputs(results, probe_folder(out, name, seed))
         probe = results.to_dict()
         layers = probe["num_layers"]
@@ -124,7 +127,8 @@ def probe_variants(out: str, folders: dict, settings: dict, seeds) -> dict:
             log(f"probing the reference encoder {ref_name} over the same sentences and corpus")
             results = run_all_probes(model, tokenizer, sentences, model_name=ref_name, seed=seeds[0],
                                      log=lambda m: None, n_resamples=PROBE_RESAMPLES, corpus=corpus, corpus_name=corpus_name, word2vec=False,
-                                     heads=False, weights=False, ablation=False, decontextualized=False)
+                                     heads=False, weights=False, ablation=False, decontextualized=False,
+                                     logit_lens=False, circuits=False)  # no MLM head in the sentence encoder
             write_outputs(results, os.path.join(out, "probes", REFERENCE_NAME))
             reference = {**summary(results.to_dict()), "name": ref_name, "num_layers": model.config.num_hidden_layers}
             reference_vectors = (results.word_vectors.vocab, dict(results.word_vectors.sets))
@@ -132,8 +136,9 @@ def probe_variants(out: str, folders: dict, settings: dict, seeds) -> dict:
 
     pairs = score_word_pairs(vectors, reference_vectors, reference, seeds, layers, normalise, settings)
     divergence = head_divergence_over_seeds(folders, settings, seeds, sentences, device)
+    circuits = circuits_over_seeds(folders, settings, seeds, corpus)
     return {"by_seed": by_seed, "extras": extras, "word_pairs": pairs, "head_divergence": divergence,
-            "reference": reference, "rollout": rollout,
+            "reference": reference, "rollout": rollout, "circuits": circuits,
             "corpus": {"sentences": len(corpus), "probe_sentences": len(sentences), "name": corpus_name}}
 
 
@@ -221,3 +226,36 @@ def head_divergence_over_seeds(folders, settings, seeds, sentences, device) -> d
                         "matched": [[float(p.matched[l]) for p in pairs] for l in layers], "seed_pairs": len(pairs)}
         del loaded
     return result
+
+
+CIRCUIT_VARIANTS = ("full", "qkv_from_identity", "identity_qkv")
+CIRCUIT_SENTENCES = 20_000  # running text for token counts and co-occurrence (PPMI counting is a Python loop)
+
+
+def circuits_over_seeds(folders: dict, settings: dict, seeds, corpus) -> dict:
+    """Layer 0's QK/OV circuits against the identity, co-occurrence and initialisation hypotheses
+    (`probes.circuits`) for the full model, the one whose W_Q/W_K/W_V started at I, and W = I itself (a check: its
+    identity correlation is 1 by construction), at every seed. The full model is compared with its own initial
+    weights (the seed's untrained model); the others with their architecture re-created at initialisation.
+    Returns {variant: {seed: circuits dict}}."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    from hf_minattn.probes.circuits import circuit_hypotheses
+    from hf_minattn.unigram import UnigramFloor
+
+    tokenizer = AutoTokenizer.from_pretrained(folders["full"][seeds[0]])
+    sequences = tokenizer(list(corpus[:CIRCUIT_SENTENCES]), add_special_tokens=False)["input_ids"]
+    out = {}
+    for name in CIRCUIT_VARIANTS:
+        out[name] = {}
+        for seed in seeds:
+            model = AutoModelForMaskedLM.from_pretrained(folders[name][seed]).eval()
+            counts = UnigramFloor.from_token_ids(sequences, model.config.vocab_size)
+            initial = (AutoModelForMaskedLM.from_pretrained(folders["untrained"][seed]).eval() if name == "full"
+                       else True)
+            log(f"circuits of layer 0: {name}, seed {seed}")
+            circuits = circuit_hypotheses(model, counts=counts, initial_model=initial, cooccurrence=sequences,
+                                          n_resamples=PROBE_RESAMPLES, seed=seed)
+            out[name][seed] = {**{k: v for k, v in asdict(circuits).items() if k != "token_ids"},
+                               "tokens": len(circuits.token_ids)}
+    return out

@@ -33,13 +33,6 @@ def unigram_values(results: dict) -> dict[int, float]:
     return {row["seed"]: row["unigram_loss"] for row in results["variants"]["full"]["seeds"]}
 
 
-def _paired(a: dict, b: dict) -> Interval:
-    seeds = sorted(set(a) & set(b))
-    if not seeds:
-        raise ValueError("no seed in common to pair")
-    return paired_difference([a[s] for s in seeds], [b[s] for s in seeds])
-
-
 def tested(differences, margin: float = LOSS_MARGIN) -> dict:
     """A stored comparison from paired differences (one per seed): the 95% t-interval (with df), the t-test p-value
     and TOST against `margin`. The verdict is set here as if the comparison were alone; `holm_family` revises it."""

@@ -26,7 +26,8 @@ SETTINGS = {
                   batch_size=16, max_steps=20, learning_rate=1e-3, warmup_steps=2, weight_decay=0.0, mlm_probability=0.3,
                   eval_steps=5, curve_eval_samples=32, seeds=(0, 1), mask_draws=3, probe_sentences=150, vector_sentences=1000,
                   dynamics_sentences=1000, head_sentences=30, probed=("full", "untrained"), parallel=2, bf16=False,
-                  cooccurrence_sentences=1000, reference="minilm", n_resamples=200),
+                  cooccurrence_sentences=1000, reference="minilm", n_resamples=200, loss_allocation_every=5,
+                  loss_allocation_samples=8),
     # The committed run (docs/findings) on 2 fp32 CPU cores: 18 training runs of 640 steps x 16 x 128 tokens (1.3M
     # tokens, under one pass over the default corpus's training split; ~2.3 min each), two at a time with one thread
     # each (11% more runs per minute than one at a time with two threads, measured on 150 steps: 34 s against 38 s a
@@ -39,7 +40,8 @@ SETTINGS = {
                  weight_decay=0.0, mlm_probability=0.3,
                  eval_steps=64, curve_eval_samples=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000, vector_sentences=0,
                  dynamics_sentences=4000, head_sentences=200, bf16=False, cooccurrence_sentences=20000, parallel=2,
-                 reference="minilm", n_resamples=1000, probed=("full", "untrained")),
+                 reference="minilm", n_resamples=1000, probed=("full", "untrained"), loss_allocation_every=8,
+                 loss_allocation_samples=16),
     # Sized for one GPU (on an H100 about 10 minutes in all, training 3.4 of them; runs unchanged but slowly on CPU):
     # the `small` shape (hidden 256) at batch 128 for 800 steps (13M tokens, ~27 passes over the training split, where
     # the GPU pilot's curves near their plateau), bf16 where the GPU has it. The runs after the first train side by
@@ -50,7 +52,8 @@ SETTINGS = {
                   mlm_probability=0.3, eval_steps=80, curve_eval_samples=None, seeds=(0, 1, 2), mask_draws=3,
                   vector_sentences=0, probe_sentences=2000, dynamics_sentences=4000, head_sentences=300, bf16=None,
                   parallel=16, cooccurrence_sentences=20000, reference="minilm", n_resamples=1000,
-                  probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only")),
+                  probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only"),
+                  loss_allocation_every=8, loss_allocation_samples=32),
 }
 # =============================================================================================================
 
@@ -64,10 +67,12 @@ class Variant:
     trained: bool = True
     save_states: bool = False  # save the weights at every evaluation, for the word-similarity dynamics
     match_parameters: bool = False  # widen intermediate_size until the TRAINABLE parameter count equals the full model's
+    loss_allocation: bool = False  # record loss change allocation (run_mlm --loss_allocation) every k steps
 
 
 VARIANTS = (
-    Variant("full", "full model: trained embeddings, learned W_Q/W_K/W_V/W_O, feed-forward", save_states=True),
+    Variant("full", "full model: trained embeddings, learned W_Q/W_K/W_V/W_O, feed-forward", save_states=True,
+            loss_allocation=True),
     Variant("frozen_embeddings", "word (and any learned position) embeddings frozen at their random initial values",
             freeze_embeddings=True, save_states=True),
     # Freezing removes the embeddings from the trainable parameters: widening the feed-forward gives them back, so
@@ -222,6 +227,9 @@ def train_variants(out: str, settings: dict, seeds) -> dict[str, dict[int, str]]
             args += ["--tokenizer_name", tokenizer_dir]
         if variant.freeze_embeddings:
             args += ["--freeze_embeddings", "true"]
+        if variant.loss_allocation:  # Lan et al.'s LCA on a fixed batch of validation sequences; training is unchanged
+            args += ["--loss_allocation", "true", "--loss_allocation_every", str(settings["loss_allocation_every"]),
+                     "--loss_allocation_samples", str(settings["loss_allocation_samples"])]
         if variant.save_states:  # model only (no optimizer state), every one kept: what dynamics.similarity_curves reads
             states = -(-settings["max_steps"] // settings["eval_steps"])
             args += ["--save_strategy", "steps", "--save_steps", str(settings["eval_steps"]), "--save_only_model", "true",

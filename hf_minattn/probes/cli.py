@@ -45,16 +45,22 @@ def probe_parser():
                    help="skip the same architecture at initialisation (scored beside every benchmark by default)")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% intervals")
     p.add_argument("--mlm-probability", type=float, default=0.15,
-                   help="mask rate of the head-ablation loss: use the rate the model was trained at (BERT and "
-                        "run_mlm's default 0.15; the experiments train at 0.3)")
+                   help="mask rate of the head-ablation and logit-lens losses: use the rate the model was trained "
+                        "at (BERT and run_mlm's default 0.15; the experiments train at 0.3)")
     p.add_argument("--ablation-mask-draws", type=int, default=1,
-                   help="independent masks per sentence for the head-ablation loss (more: narrower intervals)")
+                   help="independent masks per sentence for the head-ablation and logit-lens losses (more: narrower "
+                        "intervals)")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-word2vec", action="store_true", help="skip the word2vec baseline")
     p.add_argument("--no-decontextualized", action="store_true", help="skip feeding every word alone")
     p.add_argument("--no-heads", action="store_true")
     p.add_argument("--no-weights", action="store_true")
+    p.add_argument("--no-logit-lens", action="store_true",
+                   help="skip decoding every layer through the masked-LM head (masked LMs only)")
+    p.add_argument("--no-circuits", action="store_true",
+                   help="skip layer 0's QK/OV circuits against the embedding-similarity, co-occurrence and "
+                        "initialisation hypotheses (MinAttn models only)")
     p.add_argument("--no-save-vectors", action="store_true", help="do not export the word vectors")
     p.add_argument("--vectors-format", choices=["word2vec", "kv", "both"], default="word2vec",
                    help="word vectors as word2vec text files (vectors/<set>.txt, corpus counts in vectors/counts.txt; "
@@ -143,6 +149,7 @@ def probe_main(argv=None):
         reference=reference[:2] if reference else None, reference_name=reference[2] if reference else None,
         n_resamples=args.bootstrap, trust_remote_code=args.trust_remote_code,
         mlm_probability=args.mlm_probability, ablation_mask_draws=args.ablation_mask_draws,
+        logit_lens=not args.no_logit_lens, circuits=not args.no_circuits,
         provenance={"command": "hf-minattn probe " + shlex.join(sys.argv[2:] if argv is None else argv),
                     "arguments": vars(args)})
     if not args.no_save_vectors:

@@ -3,6 +3,8 @@
 Each function takes the results dict `r` and an output path, writes a PNG and returns the path (or None
 when the numbers it needs are absent)."""
 
+from dataclasses import asdict
+
 import matplotlib
 
 matplotlib.use("Agg")  # files only: no display on CI machines
@@ -321,10 +323,77 @@ def attention_graphs_plot(r, path):
     return _save(fig, path)
 
 
+def plot_logit_lens(lens, path):
+    """The logit lens (logit_lens.py; a LogitLens or its probes.json dict): masked-token loss by layer with its 95%
+    interval and the unigram floor (left), top-1 accuracy (right)."""
+    if not lens:
+        return None
+    lens = lens if isinstance(lens, dict) else asdict(lens)
+    layers = np.arange(len(lens["loss"]))
+    fig, (loss, accuracy) = plt.subplots(1, 2, figsize=(10, 3.8))
+    loss.errorbar(layers, lens["loss"], yerr=[np.nan if v is None else v for v in lens["interval95"]], marker="o",
+                  capsize=3, label="masked-token loss (95% interval)")
+    if lens.get("floor") is not None:
+        loss.axhline(lens["floor"], linestyle="--", color="grey", label=f"unigram floor ({lens['floor']:.2f})")
+    loss.set_ylabel("cross-entropy (nats)")
+    loss.set_title("each layer decoded through the final head", fontsize=10)
+    loss.legend(fontsize=8)
+    accuracy.plot(layers, lens["accuracy"], marker="o", color="k")
+    accuracy.set_ylim(bottom=0)
+    accuracy.set_ylabel("top-1 accuracy")
+    accuracy.set_title(f"{lens['masked_tokens']} masked tokens", fontsize=10)
+    for ax in (loss, accuracy):
+        ax.set_xticks(layers)  # whole layers
+        ax.set_xlabel("layer (0 = embedding output)")
+    return _save(fig, path)
+
+
+CIRCUIT_HYPOTHESES = (("identity", "embedding similarity (W_Q = W_K = I)"), ("cooccurrence", "co-occurrence (PPMI)"),
+                      ("initial", "initial form"))
+
+
+def plot_circuits(circuits, path):
+    """Layer 0's circuits (circuits.py; a Circuits or its probes.json dict), grouped bars per head: Spearman's rho of
+    the QK form with each hypothesis and its 95% interval (left), the OV copying score and the QK form's positive
+    eigenvalue share (right)."""
+    if not circuits:
+        return None
+    c = circuits if isinstance(circuits, dict) else asdict(circuits)
+    heads = np.arange(c["num_heads"])
+    fig, (rho, scores) = plt.subplots(1, 2, figsize=(max(10, 1.2 * len(heads) + 4), 3.8))
+    shown = [(key, label) for key, label in CIRCUIT_HYPOTHESES if c.get(key)]
+    width = 0.8 / max(len(shown), 1)
+    for k, (key, label) in enumerate(shown):
+        values = [[np.nan if i[f] is None else i[f] for f in ("estimate", "low", "high")] for i in c[key]]
+        estimate, low, high = np.array(values, dtype=float).T  # (H,) each
+        rho.bar(heads + (k - (len(shown) - 1) / 2) * width, estimate, width, label=label,
+                yerr=[estimate - low, high - estimate], capsize=2)
+    rho.set_ylim(-1, 1)
+    rho.set_ylabel("Spearman's rho with the QK logits")
+    rho.set_title(f"layer 0, {len(c['token_ids'])} tokens (95% bootstrap over tokens)", fontsize=10)
+    rho.legend(fontsize=7)
+    shown = [(key, label) for key, label in (("ov_copying", "OV copying score"),
+                                            ("qk_positive", "QK positive eigenvalue share")) if c.get(key)]
+    width = 0.8 / max(len(shown), 1)
+    for k, (key, label) in enumerate(shown):
+        scores.bar(heads + (k - (len(shown) - 1) / 2) * width, [np.nan if v is None else v for v in c[key]], width,
+                   label=label)
+    scores.set_ylim(-1, 1)
+    scores.set_title("1: copies / positive definite; -1: suppresses / negative", fontsize=10)
+    scores.legend(fontsize=7)
+    for ax in (rho, scores):
+        ax.axhline(0, color="grey", linewidth=0.8)
+        ax.set_xticks(heads)  # whole heads
+        ax.set_xlabel("head")
+    return _save(fig, path)
+
+
 ISSUE9_FIGURES = {"head_roles": head_roles_plot, "norm_weighting": norm_weighting_plot,
                   "attention_norm_example": attention_norm_example_plot, "head_ablation": head_ablation_plot,
                   "sense_accuracy": sense_accuracy_plot, "attention_graphs": attention_graphs_plot}
 FIGURES.update(ISSUE9_FIGURES)
+FIGURES["logit_lens"] = lambda r, path: plot_logit_lens(r.get("logit_lens"), path)
+FIGURES["circuits"] = lambda r, path: plot_circuits(r.get("circuits"), path)
 
 
 def all_plots(r, folder):

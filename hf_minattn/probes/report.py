@@ -8,6 +8,7 @@ and report_macros.html.j2, rendered with autoescaping, so every value from the d
 import base64
 import functools
 import os
+import re
 from collections import Counter
 
 import jinja2
@@ -141,6 +142,91 @@ def weights_text(r):
     return text + ". Biases and LayerNorm are ignored."
 
 
+def _rho(interval):
+    """ "ρ = 0.62 [0.55, 0.70]" from an Interval dict (None: a constant form gave no correlation)."""
+    if interval["estimate"] is None or interval["low"] is None:
+        return "ρ undefined"
+    return f"ρ = {interval['estimate']:.2f} [{interval['low']:.2f}, {interval['high']:.2f}]"
+
+
+def _above(interval, bound):
+    return interval is not None and interval["low"] is not None and interval["low"] > bound
+
+
+def _sentences(text, n):
+    """The first `n` sentences of `text` (a sentence ends with a full stop before a capital letter)."""
+    return " ".join(re.split(r"(?<=\.)\s+(?=[A-Z])", text.strip())[:n])
+
+
+CIRCUIT_FOLLOWS = 0.5  # identity interval's low end above this: W_Q/W_K reproduce the embedding similarity
+OV_COPIES = 0.5  # copying score above this (and below -this: suppresses)
+OV_SELF_RANK = 0.1  # ... with a token's own logit ranked within this fraction of chance, (N + 1) / 2
+
+
+def circuits_text(r):
+    """One sentence per head of layer 0, each chosen by its numbers: its QK logits against the embedding similarity
+    (the identity hypothesis), co-occurrence and its initial form; its OV circuit copying, suppressing or neither.
+    Then what the tokens and positions were (the probe's note)."""
+    c = r["circuits"]
+    N = len(c["token_ids"])
+    chance = (N + 1) / 2
+    sentences = [f"Layer 0 on {N} tokens: Spearman's ρ (95% bootstrap interval over tokens) of each "
+                 "head's query-key logits with the embedding similarity (what W_Q = W_K = I would give), with "
+                 "co-occurrence and with the same head at initialisation"
+                 + ("; the OV circuit's copying score is in [-1, 1]." if c.get("ov_copying") else
+                    "; no OV scores: the model has no unembedding W_U.")]
+    for h in range(c["num_heads"]):
+        identity = c["identity"][h]
+        if _above(identity, CIRCUIT_FOLLOWS):
+            text = f"Head {h}'s W_Q/W_K reproduce the embedding similarity ({_rho(identity)})"
+        elif _above(identity, 0):
+            text = f"Head {h}'s W_Q/W_K partly follow the embedding similarity ({_rho(identity)})"
+        elif identity["low"] is None:  # NaN in the probe: a head whose logits are all equal
+            text = f"Head {h} attends by something other than embedding similarity (ρ undefined: constant logits)"
+        else:
+            where = "includes 0" if identity["high"] >= 0 else "is below 0"
+            text = (f"Head {h} attends by something other than embedding similarity ({_rho(identity)}: the interval "
+                    f"{where})")
+        co = (c.get("cooccurrence") or [None] * (h + 1))[h]
+        if _above(co, 0):
+            text += f"{' and' if _above(identity, 0) else '; it does follow'} words that occur together ({_rho(co)})"
+        initial = (c.get("initial") or [None] * (h + 1))[h]
+        if identity["high"] is not None and _above(initial, identity["high"]):
+            text += f"; its QK form is still mostly its initial random form ({_rho(initial)} with it)"
+        copying = (c.get("ov_copying") or [None] * (h + 1))[h]
+        if copying is not None:
+            rank = c["ov_self_rank"][h]
+            numbers = f"score {copying:.2f}, a token's own logit ranked {rank:.1f} of {N} on average, chance {chance:.1f}"
+            if copying > OV_COPIES and rank < OV_SELF_RANK * chance:
+                text += f"; its OV circuit copies: a token it attends to raises that token's own logit ({numbers})"
+            elif copying < -OV_COPIES:
+                text += f"; its OV circuit suppresses: a token it attends to lowers its own logit ({numbers})"
+            else:
+                text += f"; its OV circuit does no copying ({numbers})"
+        sentences.append(text + ".")
+    # the note's first three sentences: which tokens, what layer 0 reads (X = LN(E[t])) and what of positions
+    return " ".join(sentences) + " " + _sentences(c.get("note", ""), 3)
+
+
+def circuits_table(r):
+    """{header, rows}: the circuits' numbers per head, for the report's table."""
+    c = r["circuits"]
+
+    def rho(key, h):
+        values = c.get(key)
+        return "-" if not values else _rho(values[h]).removeprefix("ρ = ")
+
+    def number(key, h, fmt):
+        values = c.get(key)
+        return "-" if not values or values[h] is None else format(values[h], fmt)
+
+    return {"header": ["head", "ρ identity", "ρ co-occurrence", "ρ initial", "QK positive share", "QK self rank",
+                       "OV copying", "OV self rank"],
+            "rows": [[h, rho("identity", h), rho("cooccurrence", h), rho("initial", h), number("qk_positive", h, ".2f"),
+                      number("qk_self_rank", h, ".1f"), number("ov_copying", h, ".2f"), number("ov_self_rank", h, ".1f")]
+                     for h in range(c["num_heads"])]}
+
+
 def drift_text(r):
     d = r["drift"]
     metric = "drift" if "drift" in d["metrics"] else next(iter(d["metrics"]))
@@ -227,6 +313,36 @@ def head_ablation_text(r):
     return (f"Masked-LM loss {ablation['base_loss']:.3f} nats on {ablation['masked_tokens']} masked tokens of {ablation['sentences']} "
             f"sentences{f' (masking rate {rate:g})' if rate is not None else ''}; zeroing head {k // H}-{k % H}{role} "
             f"raises it most, by {inc.flat[k]:.3f} ± {ci.flat[k]:.3f} nats. {verdict}.")
+
+
+def logit_lens_text(r):
+    """The loss by layer, and the first layer whose gain over the unigram floor has its 95% interval above 0 (or
+    that no layer's has); without a floor, no verdict."""
+    lens = r["logit_lens"]
+    loss, accuracy = lens["loss"], lens["accuracy"]
+    last, lowest = len(loss) - 1, int(np.argmin(loss))
+    text = (f"Every layer's hidden state at {lens['masked_tokens']} masked tokens of {lens['sentences']} sentences "
+            f"(masking rate {lens['mlm_probability']:g}), decoded through the model's final head: loss by layer "
+            + ", ".join(f"{layer}: {x:.2f}" for layer, x in enumerate(loss)) + f" nats (lowest at layer {lowest}), "
+            f"top-1 accuracy {accuracy[0]:.2f} at layer 0 and {accuracy[-1]:.2f} at layer {last}. ")
+    caveat = (" Lower layers are read through a head trained on the last one: a high loss there need not mean the "
+              "information is absent.")
+    if lens.get("floor") is None:
+        return text + "No unigram floor was given, so no layer is compared with token frequencies alone." + caveat
+    gain = np.array(lens["gain"], dtype=float)
+    ci = np.array([np.nan if c is None else c for c in lens["gain_interval95"]], dtype=float)  # NaN: one token
+    below = [layer for layer in range(len(gain)) if gain[layer] - ci[layer] > 0]  # interval above 0
+    floor = f"the unigram floor ({lens['floor']:.2f} nats on the same tokens)"
+    if not below:
+        best = int(np.nanargmax(gain))
+        return text + (f"No layer's loss is below {floor} beyond its 95% interval (largest gain {gain[best]:+.2f} ± "
+                       f"{ci[best]:.2f} nats, at layer {best}): read through its head, no layer, not even the output, "
+                       "predicts masked tokens better than token frequencies alone.") + caveat
+    first = below[0]
+    return text + (f"The loss first goes below {floor} beyond its 95% interval at layer {first} (gain {gain[first]:.2f} ± "
+                   f"{ci[first]:.2f} nats); at the last layer the gain is {gain[-1]:+.2f} ± {ci[-1]:.2f} nats. "
+                   + (f"Below layer {first}, no layer is shown to beat token frequencies alone through this head."
+                      if first > 0 else "Even the embedding output beats token frequencies alone.")) + caveat
 
 
 def sense_verdict(interval, chance):
@@ -382,9 +498,13 @@ SECTIONS = (
     ("sense", "One word, several meanings", sense_text, "sense"),
     ("heads", "What the heads attend to (Clark et al. 2019)", heads_text, "heads"),
     ("head_map", "Head similarity map", head_map_text, "heads"),
+    ("logit_lens", "The logit lens: every layer through the masked-LM head (nostalgebraist 2020)", logit_lens_text,
+     "logit_lens"),  # after the head ablation (inserted below): both are masked-LM losses on the same tokens
     ("attention_example", "Attention in an example sentence", example_text, "heads"),
     ("attention_example_2", "Attention in a second example sentence", lambda r: example_text(r, 1), "heads"),
     ("weights", "QK and OV circuits", weights_text, "weights"),
+    ("circuits", "Layer 0's circuits token by token: embedding similarity, co-occurrence, initialisation",
+     circuits_text, "circuits"),
     ("drift", "Drift during training", drift_text, "drift"),
 )
 
@@ -418,6 +538,9 @@ FIGURE_ALT = {
     "attention_example_2": "Grid of attention matrices, one per layer and head, for the second example sentence",
     "weights": "QK and OV circuit singular-value spectra per layer and their effective rank by layer, trained (and "
                "at initialisation where measured)",
+    "circuits": "Grouped bars per head of layer 0: Spearman correlation of its query-key logits with the embedding "
+                "similarity, co-occurrence and its initial form, with 95% intervals (left); OV copying score and "
+                "positive eigenvalue share of the QK form, between -1 and 1 (right)",
     "drift": "Line charts over training steps, one line per parameter: distance from initialisation (and gradient "
              "norm and loss where recorded)",
     "head_roles": "Heat maps over layer and head: log2 of observed attention over what uniform attention gets, "
@@ -429,6 +552,8 @@ FIGURE_ALT = {
                         "where a draws on b: raw attention, norm-weighted attention, attention rollout and attention "
                         "flow side by side",
     "head_ablation": "Heat map over layer and head: masked-LM loss increase when that head is zeroed",
+    "logit_lens": "Line charts by layer: masked-token loss of each layer decoded through the masked-LM head, with 95% "
+                  "intervals and the unigram floor as a dashed line (left), and top-1 accuracy (right)",
     "sense_accuracy": "Line chart: leave-one-out sense accuracy by layer, overall and per homonym, against chance "
                       "and position alone",
 }
@@ -487,6 +612,8 @@ def write_report(r, plots, path):
         tables, pieces = [], []
         if name == "benchmarks":
             pieces.append(Markup(benchmark_table(r)))  # escaped by benchmark_report
+        if name == "circuits":
+            tables.append(circuits_table(r))
         if name == "sense":
             sense = r["sense"]
             tables.append({"header": ["sentence", f"nearest words at layer {sense['layers'][-1]}"],

@@ -6,15 +6,18 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 
 from hf_minattn.drift import read_drift
+from hf_minattn.unigram import UnigramFloor
 
 from .attention_flow import FLOW_MAX_TOKENS, flow_graph, rollout_graph
 from .benchmarks import run_benchmarks
+from .circuits import circuit_hypotheses
 from .drift import drift_results
 from .encode import encode_corpus, pool_corpus, tokenize_corpus, word_normaliser
 from .geometry import geometry, static_word_vectors
 from .head_ablation import check_masking, head_ablation, is_masked_lm
 from .heads import attention_graph, head_statistics
 from .loading import max_length_for
+from .logit_lens import logit_lens as measure_logit_lens
 from .neighbours import (DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS, nearest_neighbours, sense_accuracy,
                          word_in_contexts)
 from .vectors import word_vectors
@@ -68,6 +71,8 @@ class ProbeResults:
     drift: object = None
     sense_accuracy: object = None  # neighbours.SenseAccuracy: homonym senses per layer, leave-one-out
     head_ablation: object = None  # head_ablation.HeadAblation: masked-LM loss increase per zeroed head
+    logit_lens: object = None  # logit_lens.LogitLens: masked-LM loss and accuracy of every layer, decoded by the head
+    circuits: object = None  # circuits.Circuits: layer 0's QK/OV circuits per head against named hypotheses
     attention_graph_norm_weighted: dict = None  # attention_graph(..., weighting='norm') of the first example
     # the same sentence's attention rollout (every layer) and attention flow (last layer): attention_flow.py
     attention_graph_rollout: dict = None
@@ -123,8 +128,9 @@ def run_provenance(seed, model_path, corpus_name, probe_sentences, extra=None) -
 
 
 def _masked_lm_for(model, model_path=None, mlm_model=None, trust_remote_code=False):
-    """(masked-LM model, None) for head ablation, or (None, why not): `mlm_model` if given, `model` if it is one,
-    else the checkpoint at `model_path` loaded with AutoModelForMaskedLM if it has trained masked-LM head weights."""
+    """(masked-LM model, None) for head ablation and the logit lens, or (None, why not): `mlm_model` if given, `model`
+    if it is one, else the checkpoint at `model_path` loaded with AutoModelForMaskedLM if it has trained masked-LM
+    head weights."""
     if mlm_model is not None:
         return (mlm_model.eval(), None) if is_masked_lm(mlm_model) else (None, f"{type(mlm_model).__name__} is not a masked LM")
     if is_masked_lm(model):
@@ -143,6 +149,18 @@ def _masked_lm_for(model, model_path=None, mlm_model=None, trust_remote_code=Fal
         return None, (f"{model_path} has no trained masked-LM head (missing {len(missing)} weights, e.g. {missing[0]}); "
                       "a randomly initialised head would make the loss meaningless")
     return mlm.to(model.device).eval(), None
+
+
+def _token_ids(tokenizer, sentences, cache, limit=None):
+    """Token ids (no special tokens) of the first `limit` sentences (None: all), each sentence tokenized at most once
+    per run: `cache` (a list) holds the ids of the longest prefix tokenized so far."""
+    sentences = list(sentences)[:limit]
+    if len(sentences) > len(cache):
+        cache.extend(tokenizer(sentences[len(cache):], add_special_tokens=False)["input_ids"])
+    return cache[:len(sentences)]
+
+
+CIRCUIT_SENTENCES = 20_000  # the vector corpus's first sentences, whose tokens the circuits probe counts
 
 
 class _Timer:
@@ -165,7 +183,7 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
                    head_sentences=200, min_count=5, batch_size=64, seed=0, log=print, corpus=None,
                    corpus_name=None, untrained=None, reference=None, reference_name=None, n_resamples=1000,
                    ablation=True, mlm_model=None, ablation_sentences=64, trust_remote_code=False, provenance=None,
-                   mlm_probability=0.15, ablation_mask_draws=1):
+                   mlm_probability=0.15, ablation_mask_draws=1, logit_lens=True, unigram=None, circuits=True):
     """Every probe of the issue on `model` (any AutoModel encoder) and its fast tokenizer.
 
     `sentences` are the probe sentences (geometry, heads, neighbours). The word vectors are pooled from EVERY
@@ -175,7 +193,11 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
     with the same protocol on the same corpus. Words need >= `min_count` distinct sentences to get vectors.
     `provenance`: what the caller adds to the run's record (e.g. the command line); see `run_provenance`.
     `mlm_probability` / `ablation_mask_draws`: the masking of the head-ablation loss (use the rate the model was
-    trained at: the experiments train and ablate at 0.3).
+    trained at: the experiments train and ablate at 0.3). `logit_lens`: every layer decoded through the MLM head, on
+    the same masked tokens (masked LMs only, like the ablation); `unigram`: a `hf_minattn.unigram.UnigramFloor` of
+    the training tokens, for the lens's floor and gain (default: counted from the vector corpus). `circuits`: layer 0's
+    QK and OV circuits against the identity, co-occurrence and initialisation hypotheses (MinAttn models only), on the
+    most frequent tokens of the vector corpus's first CIRCUIT_SENTENCES sentences.
     """
     if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
         raise ValueError(f"min_count must be a positive integer, got {min_count!r}")
@@ -270,20 +292,55 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
                 else:
                     notes.append(f"attention flow skipped: the first example has {len(example.tokens)} tokens, "
                                  f"above FLOW_MAX_TOKENS = {FLOW_MAX_TOKENS}")
+    mlm = None
+    if (heads and ablation) or logit_lens or circuits:
+        with _Timer(timings, "load masked LM", log):  # once, for the head ablation, the logit lens and the circuits
+            mlm, reason = _masked_lm_for(model, model_path, mlm_model, trust_remote_code)
+    corpus_ids = []  # the vector corpus's token ids, tokenized once for the lens's floor and the circuits' counts
     if heads and ablation:
         with _Timer(timings, "head ablation", log):
-            mlm, reason = _masked_lm_for(model, model_path, mlm_model, trust_remote_code)
             if mlm is None:
                 notes.append(f"head ablation skipped: {reason}")
             else:
                 results.head_ablation = head_ablation(mlm, tokenizer, sentences, max_sentences=ablation_sentences, seed=seed,
                                                       mlm_probability=mlm_probability, mask_draws=ablation_mask_draws)
+    if logit_lens:
+        with _Timer(timings, "logit lens", log):
+            if mlm is None:
+                notes.append(f"logit lens skipped: {reason}")
+            else:  # the ablation's sentences, seed and masking: the same masked tokens
+                if unigram is None:  # token frequencies of the vector corpus (the CLI's: the training split)
+                    unigram = UnigramFloor.from_token_ids(_token_ids(tokenizer, vector_sentences, corpus_ids),
+                                                          len(tokenizer))
+                    notes.append(f"logit lens: the unigram floor counts the tokens of {corpus_name}")
+                try:
+                    results.logit_lens = measure_logit_lens(mlm, tokenizer, sentences, max_sentences=ablation_sentences,
+                                                            seed=seed, mlm_probability=mlm_probability,
+                                                            mask_draws=ablation_mask_draws, unigram=unigram)
+                except UnsupportedArchitecture as error:
+                    notes.append(f"logit lens skipped: {error}")
     if weights:
         with _Timer(timings, "weights", log):
             try:
                 results.weights = weight_spectra(model, seed=seed)
             except UnsupportedArchitecture as error:
                 notes.append(f"weights probe skipped: {error}")
+    if circuits:
+        with _Timer(timings, "circuits", log):
+            # the masked LM where there is one: with untied embeddings only its decoder holds the W_U the OV circuit
+            # needs; a bare encoder with tied embeddings uses its word embeddings
+            target = model if mlm is None else mlm
+            seqs = _token_ids(tokenizer, vector_sentences, corpus_ids, CIRCUIT_SENTENCES)
+            try:  # counts over the model's embedding rows (config.vocab_size), where the lens uses len(tokenizer)
+                counts = UnigramFloor.from_token_ids(seqs, target.config.vocab_size)
+                results.circuits = circuit_hypotheses(target, counts=counts, initial_model=True, cooccurrence=seqs,
+                                                      n_resamples=min(n_resamples, 200), seed=seed)
+                notes.append(f"circuits: token counts and co-occurrences (within {results.circuits.window} tokens) "
+                             f"from {len(seqs)} sentences of {corpus_name} (the first {CIRCUIT_SENTENCES:,} at "
+                             f"most); initial = {type(target).__name__} re-created from its config with torch seed "
+                             f"{seed}")
+            except UnsupportedArchitecture as error:
+                notes.append(f"circuits skipped: {error}")
     if model_path is not None:
         results.drift = drift_results(read_drift(model_path))
     timings["total"] = round(sum(timings.values()), 2)

@@ -1,0 +1,331 @@
+"""Are W_Q and W_K the embedding matrix in disguise? Layer 0's circuits at token level against named hypotheses.
+
+The attention of layer 0 reads X = LN(E[t]) for a token t (E: the word-embedding matrix; LN: the LayerNorm the model
+applies before that attention). For each head h and the N most frequent tokens:
+
+- the QK form A_h = (X W_Q,h^T + b_Q,h)(X W_K,h^T + b_K,h)^T, (N, N): A_h[i, j] is the logit of query token i for
+  key token j before the model's scaling by 1/sqrt(head_dim), which no rank-based number here depends on. It is
+  correlated (Spearman, bootstrap interval over tokens) with three hypotheses:
+    identity      X_h X_h^T, X_h = X[:, h*D:(h+1)*D]: what W_Q = W_K = I gives head h (the `qkv_projection=
+                  "identity"` model: a head's query and key are its slice of the input channels);
+    cooccurrence  the PPMI of the two tokens within a window of running text (cooccurrence.ppmi_matrix);
+    initial       A_h of the same architecture at initialisation.
+  Beside them: the share of A_h's eigenvalues that are positive, weighted by magnitude (1: A_h is positive
+  semi-definite, each token prefers keys like itself), and the mean rank of A_h[i, i] in its row.
+- the OV circuit M_h = W_U W_O,h W_V,h X^T restricted to the N tokens, (N, N): column j holds the logits that
+  source token j, moved by head h, writes directly to every output token i (Elhage et al. 2021's direct path). Its
+  copying score is sum Re(lambda) / sum |lambda| over its eigenvalues (1: the head copies, -1: it suppresses), and
+  the mean rank of M_h[j, j] within column j says how high a token's own logit is among what it writes.
+
+Eigenvalues come from the factors: the nonzero eigenvalues of L R (N, N) with L (N, D), R (D, N) are those of R L
+(D, D), so no N x N matrix is ever decomposed.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from hf_minattn.stats import bootstrap_interval, spearman
+
+from .cooccurrence import ppmi_matrix
+from .weights import UnsupportedArchitecture
+from .weights import initial_model as fresh_model
+
+SPECIAL_ID_FIELDS = ("pad_token_id", "unk_token_id", "cls_token_id", "sep_token_id", "mask_token_id", "bos_token_id",
+                     "eos_token_id")
+
+
+@dataclass
+class Circuits:
+    """Layer 0's QK and OV circuits on the N most frequent tokens, per head (lists of num_heads entries)."""
+
+    layer: int  # always 0: only there is the attention input a function of the token alone
+    num_heads: int
+    head_dim: int
+    token_ids: list  # the N tokens, most frequent first; the rows and columns of every (N, N) form
+    scaling: float  # 1/sqrt(head_dim), by which the model multiplies A_h before the softmax (ignored here)
+    identity: list  # per head: Interval dict, Spearman of A_h with X_h X_h^T (ordered pairs i != j)
+    qk_positive: list  # per head: sum Re(lambda) / sum |lambda| of A_h (1: positive semi-definite)
+    qk_self_rank: list  # per head: mean rank of A_h[i, i] in row i (1: every token prefers itself; chance (N+1)/2)
+    ov_copying: list | None  # per head: sum Re(lambda) / sum |lambda| of M_h (1: copies, -1: suppresses); None: no W_U
+    ov_self_rank: list | None  # per head: mean rank of M_h[j, j] in column j (1: a token's own logit is its top)
+    initial: list | None = None  # per head: Interval dict, Spearman of A_h with A_h at initialisation; None: not asked
+    cooccurrence: list | None = None  # per head: Interval dict, Spearman of A_h (symmetric part) with PPMI
+    pairs: dict | None = None  # how many token pairs each correlation was computed on (after subsampling)
+    window: int | None = None  # co-occurrence window (tokens), when counted here
+    note: str = ""
+
+
+def _encoder(model):
+    """The MinAttnModel inside `model` (bare or with a head), or UnsupportedArchitecture naming the class."""
+    base = getattr(model, "base_model", None)
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    if model_type != "minattn" or not hasattr(base, "get_head_weights"):
+        raise UnsupportedArchitecture(f"circuit_hypotheses reads layer 0 of a MinAttn model (MinAttnModel or "
+                                      f"MinAttnForMaskedLM), got {type(model).__name__}")
+    return base
+
+
+def _as_counts(counts, vocab_size):
+    """(V,) float64 token counts from an array-like or a hf_minattn.unigram.UnigramFloor."""
+    if hasattr(counts, "log_probs") and hasattr(counts, "num_tokens"):
+        # UnigramFloor stores log((count + 1) / (N + V)): invert the add-one smoothing
+        log_probs = np.asarray(counts.log_probs, dtype=np.float64)
+        counts = np.rint(np.exp(log_probs) * (counts.num_tokens + len(log_probs)) - 1)
+    counts = np.asarray(counts.detach().cpu() if isinstance(counts, torch.Tensor) else counts, dtype=np.float64)
+    if counts.ndim != 1 or len(counts) != vocab_size:
+        raise ValueError(f"counts must hold one count per token id, shape ({vocab_size},) for this model's vocab_size, "
+                         f"got shape {counts.shape}")
+    if not np.all(np.isfinite(counts)) or np.any(counts < 0):
+        raise ValueError("counts must be finite and non-negative")
+    return counts
+
+
+def select_tokens(model, counts=None, n_tokens=1000):
+    """(ids (N,) LongTensor, how they were chosen): the `n_tokens` most frequent non-special ids by `counts` ((V,)
+    counts or a UnigramFloor; ids never counted are left out), most frequent first, ties by id. Without counts: the
+    first `n_tokens` non-special ids (the config's pad/unk/cls/sep/mask/bos/eos ids are special)."""
+    if isinstance(n_tokens, bool) or not isinstance(n_tokens, int) or n_tokens < 2:
+        raise ValueError(f"n_tokens must be an integer >= 2 (pairs of tokens are compared), got {n_tokens!r}")
+    config = model.config
+    special = {getattr(config, name, None) for name in SPECIAL_ID_FIELDS} - {None}
+    if counts is None:
+        ids = [i for i in range(config.vocab_size) if i not in special][:n_tokens]
+        how = (f"No token counts were given: the tokens are the first {len(ids)} non-special ids, not the most "
+               "frequent ones.")
+    else:
+        counts = _as_counts(counts, config.vocab_size)
+        order = np.argsort(-counts, kind="stable")  # most frequent first, ties by id
+        ids = [int(i) for i in order if counts[i] > 0 and int(i) not in special][:n_tokens]
+        how = f"The tokens are the {len(ids)} most frequent non-special ids of the given counts."
+    if len(ids) < 2:
+        raise ValueError(f"need at least 2 tokens to compare, found {len(ids)} (non-special ids with a count > 0)")
+    return torch.tensor(ids), how
+
+
+def attention_inputs(model, ids):
+    """X = LN(E[ids]), (N, C) float64 on the CPU: layer 0's attention input for each token where the stream holds no
+    position vector. LN is the norm the model applies before that attention, with its weights: the block's
+    `attention_norm` (pre-norm) or the embeddings' `norm` (post-norm, where attention reads the embedding output)."""
+    base = _encoder(model)
+    E = base.embeddings.word_embeddings.weight.detach()[ids.to(base.device)].double().cpu()  # (N, C)
+    norm = base.embeddings.norm if model.config.norm_placement == "post" else base.layers[0].attention_norm
+    weight, bias = norm.weight.detach().double().cpu(), norm.bias.detach().double().cpu()
+    return F.layer_norm(E, (E.shape[-1],), weight, bias, norm.eps)
+
+
+def _projections(model, X):
+    """Head-wise queries, keys and values of X (N, C) at layer 0: three (H, N, D) float64 tensors, biases included."""
+    base = _encoder(model)
+    H = model.config.num_attention_heads
+    D = X.shape[-1] // H
+    heads = base.get_head_weights()[0]  # W_Q, W_K, W_V: (H, D, C), with q_h = W_Q[h] @ x
+    qkv_proj = base.layers[0].attention.qkv_proj  # None in the identity variant: no bias either
+    bias = (torch.zeros(3, H, 1, D, dtype=torch.float64) if qkv_proj is None or qkv_proj.bias is None
+            else qkv_proj.bias.detach().double().cpu().view(3, H, 1, D))  # fused layout: [b_Q; b_K; b_V], head-major
+    return [torch.einsum("hdc,nc->hnd", heads[name].double().cpu(), X) + bias[k]  # (H, N, D)
+            for k, name in enumerate(("W_Q", "W_K", "W_V"))]
+
+
+def qk_forms(model, ids):
+    """A_h = Q_h K_h^T for every head of layer 0, (H, N, N) float64, unscaled: A_h[i, j] is query token i's logit
+    for key token j (times 1/sqrt(head_dim) in the model), at equal positions under rotary embeddings."""
+    Q, K, _ = _projections(model, attention_inputs(model, ids))
+    return Q @ K.transpose(1, 2)  # (H, N, N)
+
+
+def identity_forms(model, ids):
+    """X_h X_h^T for every head, (H, N, N): the QK form head h would have with W_Q = W_K = I (no biases)."""
+    X = attention_inputs(model, ids)
+    H = model.config.num_attention_heads
+    X_heads = X.view(len(X), H, -1).transpose(0, 1)  # (H, N, D): head h's channels h*D:(h+1)*D
+    return X_heads @ X_heads.transpose(1, 2)  # (H, N, N)
+
+
+def unembedding(model):
+    """(W_U (V, C) float64 or None, where it came from): the masked-LM decoder weight, or for a bare encoder with
+    tied embeddings the word embeddings themselves (which the decoder shares)."""
+    decoder = model.get_output_embeddings()
+    if decoder is not None:
+        return decoder.weight.detach().double().cpu(), "the masked-LM decoder"
+    if model.config.tie_word_embeddings:
+        return _encoder(model).embeddings.word_embeddings.weight.detach().double().cpu(), "the tied word embeddings"
+    return None, None
+
+
+def _ov_factors(model, ids):
+    """(L, R), (H, N, D) and (H, D, N), with M_h = L_h R_h = W_U[ids] W_O,h W_V,h X^T; None without a W_U."""
+    W_U, _ = unembedding(model)
+    if W_U is None:
+        return None
+    X = attention_inputs(model, ids)
+    heads = _encoder(model).get_head_weights()[0]
+    left = torch.einsum("nc,hcd->hnd", W_U[ids], heads["W_O"].double().cpu())  # (H, N, D)
+    right = torch.einsum("hdc,nc->hdn", heads["W_V"].double().cpu(), X)  # (H, D, N)
+    return left, right
+
+
+def ov_forms(model, ids):
+    """M_h = W_U W_O,h W_V,h X^T on the N tokens, (H, N, N): column j = the logits source token j writes through head
+    h (biases, the head's dense/LN transform and later layers left out); None where the model has no W_U."""
+    factors = _ov_factors(model, ids)
+    return None if factors is None else factors[0] @ factors[1]
+
+
+def positive_eigen_share(left, right):
+    """sum Re(lambda) / sum |lambda| over the eigenvalues of left @ right (n, n), with left (n, k), right (k, n): its
+    nonzero eigenvalues are those of right @ left (k, k). 1 for a positive semi-definite product, -1 for a negative
+    one; None when every eigenvalue is 0."""
+    eigenvalues = torch.linalg.eigvals(right @ left)  # (k,)
+    total = float(eigenvalues.abs().sum())
+    return None if total == 0 else float(eigenvalues.real.sum()) / total
+
+
+def diagonal_rank(matrix, dim):
+    """Mean rank (1 = largest) of each diagonal entry within its column (dim=0) or row (dim=1); ties share their
+    mean rank. Chance: (n + 1) / 2."""
+    diagonal = matrix.diagonal()
+    diagonal = diagonal[None, :] if dim == 0 else diagonal[:, None]  # broadcast along the column / row
+    above = (matrix > diagonal).sum(dim)
+    tied = (matrix == diagonal).sum(dim) - 1  # the diagonal entry itself is not a tie
+    return float((1 + above + tied / 2).double().mean())
+
+
+def _sample_pairs(mask, max_pairs, rng):
+    """(rows, cols) of the True entries of `mask`, at most `max_pairs` of them drawn without replacement."""
+    rows, cols = np.nonzero(mask)
+    if len(rows) > max_pairs:
+        keep = np.sort(rng.choice(len(rows), max_pairs, replace=False))
+        rows, cols = rows[keep], cols[keep]
+    return rows, cols
+
+
+def token_bootstrap_spearman(form, hypothesis, rows, cols, n_resamples=200, seed=0):
+    """Spearman of form[rows, cols] and hypothesis[rows, cols] (two (N, N) arrays, pairs of tokens), with a
+    percentile bootstrap interval over TOKENS: a resample draws N tokens with replacement and keeps the pairs among
+    them, so pair (i, j) counts (times i was drawn) x (times j was drawn); pairs share tokens and are not independent,
+    which a bootstrap over pairs would ignore. Returns an Interval dict (n = N tokens)."""
+    n_tokens = len(form)
+    a, b = np.asarray(form)[rows, cols], np.asarray(hypothesis)[rows, cols]
+
+    def statistic(tokens):
+        drawn = np.bincount(np.asarray(tokens, dtype=np.int64), minlength=n_tokens)  # (N,): times each was drawn
+        times = drawn[rows] * drawn[cols]  # (pairs,): copies of each pair in the resample
+        return spearman(np.repeat(a, times), np.repeat(b, times))
+
+    return bootstrap_interval(statistic, np.arange(n_tokens), n_resamples=n_resamples, seed=seed).to_dict()
+
+
+def _check_same_architecture(model, other):
+    _encoder(other)
+    keys = ("vocab_size", "hidden_size", "num_attention_heads")
+    if any(getattr(model.config, k) != getattr(other.config, k) for k in keys):
+        raise ValueError("initial_model must have the same architecture: "
+                         + ", ".join(f"{k} {getattr(model.config, k)} vs {getattr(other.config, k)}" for k in keys))
+
+
+def _position_note(config):
+    kind = config.position_embedding_type
+    if kind == "rope":
+        return ("Positions are rotary: the stream holds no position vector, and A_h is the logit between a query and a "
+                "key at the same position (the rotations cancel); at other distances rope turns channel pairs.")
+    if kind == "none":
+        return "The model has no positions: X is exactly what layer 0's attention reads."
+    where = "before the embeddings' LayerNorm" if config.norm_placement == "post" else "to the residual stream"
+    return (f"With {kind} positions the stream holds E[t] + P[position], added {where}; X uses the token part alone, "
+            "LN(E[t]) (a position whose vector were 0), so the position-token cross terms of the logits are left out.")
+
+
+def circuit_hypotheses(model, counts=None, n_tokens=1000, initial_model=None, cooccurrence=None, n_resamples=200,
+                       seed=0, window=5, max_pairs=20_000) -> Circuits:
+    """Layer 0's QK form of each head against the identity, co-occurrence and initialisation hypotheses, and its OV
+    copying score, on the `n_tokens` most frequent tokens (see `select_tokens` for `counts`).
+
+    `initial_model`: the same architecture at initialisation (True: `weights.initial_model(model, seed)`), or None.
+    `cooccurrence`: an (N, N) association matrix (e.g. PPMI) over the tokens of `select_tokens(model, counts,
+    n_tokens)`, in that order, or token id sequences (running text) whose PPMI within `window` tokens is counted
+    here; None: not compared. Each correlation uses at most `max_pairs` token pairs, drawn once with `seed`; its
+    interval is a bootstrap over tokens with `n_resamples` resamples.
+    """
+    _encoder(model)
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    if isinstance(max_pairs, bool) or not isinstance(max_pairs, int) or max_pairs < 3:
+        raise ValueError(f"max_pairs must be an integer >= 3, got {max_pairs!r}")
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise ValueError(f"window must be a positive integer (tokens), got {window!r}")
+    config = model.config
+    H = config.num_attention_heads
+    D = config.hidden_size // H
+    ids, how = select_tokens(model, counts, n_tokens)
+    N = len(ids)
+    rng = np.random.default_rng(seed)
+    Q, K, _ = _projections(model, attention_inputs(model, ids))  # each (H, N, D)
+    forms = (Q @ K.transpose(1, 2)).numpy()  # (H, N, N): A_h, as qk_forms
+    identity = identity_forms(model, ids).numpy()  # (H, N, N)
+    # A_h is not symmetric (a query's logit for a key is not the key's for the query): ordered pairs i != j. The
+    # diagonal (a token's logit for itself) is a quantity of its own, reported as qk_self_rank.
+    rows, cols = _sample_pairs(~np.eye(N, dtype=bool), max_pairs, rng)
+
+    def bootstrap(form, hypothesis, pair_rows=rows, pair_cols=cols):
+        return token_bootstrap_spearman(form, hypothesis, pair_rows, pair_cols, n_resamples=n_resamples, seed=seed)
+
+    result = Circuits(
+        layer=0, num_heads=H, head_dim=D, token_ids=ids.tolist(), scaling=D**-0.5,
+        identity=[bootstrap(forms[h], identity[h]) for h in range(H)],
+        qk_positive=[positive_eigen_share(Q[h], K[h].T) for h in range(H)],  # A_h = Q_h K_h^T
+        qk_self_rank=[diagonal_rank(torch.from_numpy(forms[h]), dim=1) for h in range(H)],
+        ov_copying=None, ov_self_rank=None, pairs={"identity": len(rows)},
+    )
+    projection = ("W_Q = W_K = W_V = I (qkv_projection='identity'): Q_h = K_h = X_h, so A_h is the identity "
+                  "hypothesis itself." if config.qkv_projection == "identity" else
+                  "The Q/K biases are included." if config.qkv_bias else "The projection has no biases.")
+    notes = [how, f"X = LN(E[t]) with the {'embeddings' if config.norm_placement == 'post' else 'first block'}'s "
+             f"LayerNorm ({config.norm_placement}-norm). {_position_note(config)} {projection}",
+             f"The model scales A_h by 1/sqrt(head_dim) = {D**-0.5:.4g} before the softmax; no number here depends on "
+             "that scale.",
+             f"Identity and initial: Spearman's rho over ordered token pairs i != j (at most {max_pairs}, drawn once; "
+             f"the diagonal is qk_self_rank), with a percentile bootstrap over tokens ({n_resamples} resamples; a pair "
+             "counts as often as both its tokens are drawn)."]
+
+    factors = _ov_factors(model, ids)
+    if factors is None:
+        notes.append("OV scores skipped: a bare encoder with untied embeddings has no unembedding W_U.")
+    else:
+        left, right = factors
+        result.ov_copying = [positive_eigen_share(left[h], right[h]) for h in range(H)]
+        result.ov_self_rank = [diagonal_rank(left[h] @ right[h], dim=0) for h in range(H)]
+        notes.append(f"OV: W_U is {unembedding(model)[1]}; the masked-LM head's dense/activation/LayerNorm, later "
+                     "layers, the final norm and every bias (b_V, b_O, the decoder's) are left out: the direct path.")
+
+    if initial_model is not None and initial_model is not False:
+        initial = fresh_model(model, seed) if initial_model is True else initial_model
+        _check_same_architecture(model, initial)
+        initial_forms = qk_forms(initial, ids).numpy()  # the initial model's own embeddings, same token ids
+        result.initial = [bootstrap(forms[h], initial_forms[h]) for h in range(H)]
+
+    if cooccurrence is not None:
+        if isinstance(cooccurrence, (np.ndarray, torch.Tensor)):
+            ppmi = torch.as_tensor(cooccurrence).detach().cpu().double().numpy()
+            if ppmi.shape != (N, N):
+                raise ValueError(f"a cooccurrence matrix must be ({N}, {N}), over the tokens of select_tokens, got "
+                                 f"shape {ppmi.shape}")
+            notes.append("Co-occurrence: the given (N, N) matrix.")
+        else:
+            _, ppmi = ppmi_matrix(cooccurrence, ids.tolist(), window)  # ids are hashable like words
+            result.window = window
+            notes.append(f"Co-occurrence: PPMI within {window} tokens of the given id sequences.")
+        # PPMI is symmetric and zero for most pairs (tied ranks that would decide rho): unordered pairs with
+        # PPMI > 0, against the symmetric part of A_h.
+        co_rows, co_cols = _sample_pairs(np.triu(ppmi > 0, k=1), max_pairs, rng)
+        result.pairs["cooccurrence"] = len(co_rows)
+        if len(co_rows) < 3:
+            notes.append(f"Co-occurrence skipped: only {len(co_rows)} token pairs have a positive PPMI.")
+        else:
+            result.cooccurrence = [bootstrap((forms[h] + forms[h].T) / 2, ppmi, co_rows, co_cols) for h in range(H)]
+            notes.append(f"It is correlated with the symmetric part (A_h + A_h^T) / 2 over the {len(co_rows)} "
+                         "unordered pairs with a positive entry (the rest are all tied at 0).")
+    result.note = " ".join(notes)
+    return result
