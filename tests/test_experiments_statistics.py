@@ -53,6 +53,11 @@ def test_a_tested_comparison_stores_rounded_p_values_and_tost():
     assert any(isinstance(v, float) and round(v, 4) != v for v in raw.values())  # so the rounding is seen
 
 
+def test_one_seed_is_tested_without_rounding_what_is_not_a_number():
+    d = st.tested([0.1])
+    assert d["tost"]["equivalent"] is False and d["tost"]["low"] is None and d["verdict"] == "unresolved"
+
+
 def test_decide_needs_p_below_alpha_and_a_missing_tost_is_unresolved():
     d = {"estimate": 0.5, "low": 0.2, "high": 0.8, "n": 3}
     assert st.decide(dict(d), 0.01)["verdict"] == "higher"
@@ -71,6 +76,8 @@ def test_share_of_gain_pairs_seeds_and_needs_the_reference_below_the_floor():
     r = results({"full": {0: 6.0, 1: 6.1, 2: 6.2}, "half": {0: 6.5, 1: 6.6, 2: 6.7, 3: 5.0}})
     share = st.share_of_gain(r, "half")  # gains 1.0, 1.0, 1.0 and 0.5, 0.5, 0.5: 50% at each seed
     assert share["estimate"] == 50.0 and share["n"] == 3  # seed 3 has no reference
+    missing = results({"full": {0: 6.0, 1: 6.1, 2: 6.2}, "half": {0: 6.5, 1: 6.6}})  # no seed 2 for the variant
+    assert st.share_of_gain(missing, "half")["n"] == 2
     r = results({"full": {0: 6.0, 1: 6.1, 2: 7.2}, "half": {0: 6.5, 1: 6.6, 2: 6.7}})  # seed 2's reference at the floor
     assert st.share_of_gain(r, "half") is None
     r = results({"full": {0: 6.0, 1: 6.1, 2: 6.2}, "third": {0: 6.666666, 1: 6.766666, 2: 6.866666}})

@@ -313,6 +313,19 @@ def test_drift_gradient_norms_are_each_matrix_own_and_reset_at_every_log(tmp_pat
     assert history.grad_norm["layers.0.W_Q"][1:] == pytest.approx([w_q] * 2, rel=1e-5)
 
 
+def test_drift_of_a_bare_encoder_and_of_a_resumed_run_without_a_drift_file(tmp_path, monkeypatch):
+    bare = DriftCallback(MinAttnModel(tiny_config()))
+    assert "position_embeddings" in bare.initial and "layers.1.W_O" in bare.initial
+    callback = DriftCallback(MinAttnForMaskedLM(tiny_config()))
+    args = SimpleNamespace(output_dir=str(tmp_path / "new"))
+    callback.on_train_begin(args, TrainerState(global_step=5), None)  # resumed, but no drift.json was written
+    callback.on_log(args, TrainerState(global_step=6), None, logs={"loss": 1.0})
+    assert read_drift(tmp_path / "new").steps == [6]
+    monkeypatch.chdir(tmp_path)
+    callback.save("drift-here.json")  # a bare file name: written in the working folder, no folder created
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["drift-here.json", "new"]
+
+
 def test_a_resumed_run_keeps_the_drift_records_up_to_its_checkpoint(tmp_path):
     model = MinAttnForMaskedLM(tiny_config())
     callback = DriftCallback(model)

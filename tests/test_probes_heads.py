@@ -241,9 +241,9 @@ def test_masks_skip_padding_and_special_tokens_follow_the_seed_and_give_every_se
     never [CLS], [SEP] or padding; a sentence left with none gets exactly one of its own tokens; a sentence with no
     token of its own (the empty string) gets none."""
     sentences = [TEXTS[0], "", TEXTS[1] * 3]  # different lengths: padding; the last one longer than max_length
-    batches = masked_batches(tokenizer, sentences, 24, 16, 0.3, seed=5)
+    batches = masked_batches(tokenizer, sentences, 16, 16, 0.3, seed=5)
     (enc, chosen, labels), = batches
-    assert enc["input_ids"].shape[1] == 24  # truncated to max_length
+    assert enc["input_ids"].shape[1] == 16  # truncated to max_length (the tokenizer's own limit is 24)
     assert not (chosen & ~enc["attention_mask"].bool()).any()
     special = torch.tensor([tokenizer.get_special_tokens_mask(ids, already_has_special_tokens=True)
                             for ids in labels.tolist()]).bool() | ~enc["attention_mask"].bool()
@@ -283,6 +283,10 @@ def test_ablation_fields_defaults_and_a_single_masked_token(tokenizer):
     assert default.loss_increase == head_ablation(model, tokenizer, TEXTS[:20], batch_size=16, seed=0).loss_increase
     single = head_ablation(model, tokenizer, [TEXTS[0]], mlm_probability=1e-9)  # one masked token: no interval
     assert single.masked_tokens == 1 and all(np.isnan(x) for row in single.interval95 for x in row)
+    short = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer), max_position_embeddings=16)).eval()
+    assert head_ablation(short, tokenizer, [TEXTS[1] * 3]).sentences == 1  # cut to the model's 16 positions, not 24
+    pair = head_ablation(model, tokenizer, TEXTS[:2], mlm_probability=1e-9)  # two masked tokens: an interval, df 1
+    assert pair.masked_tokens == 2 and all(np.isfinite(x) for row in pair.interval95 for x in row)
 
 
 def test_ablation_over_seeds_is_a_t_interval_per_head():

@@ -171,6 +171,7 @@ def test_small_samples_and_the_stored_fields_of_an_interval():
     method and df; two seeds whose interval excludes 0 count as a difference."""
     from scipy import stats
 
+    assert mean_interval([1.0, 2.0, 4.0]).method == "t"
     two = mean_interval([1.0, 2.0])
     low, high = stats.t.interval(0.95, 1, loc=1.5, scale=stats.sem([1.0, 2.0]))
     assert (two.low, two.high, two.df) == pytest.approx((low, high, 1))
@@ -202,12 +203,17 @@ def test_hierarchical_draws_defaults_determinism_and_every_item_drawn():
     again = hierarchical_draws(np.mean, groups)[1]
     assert np.array_equal(draws, again) and np.array_equal(draws, hierarchical_draws(np.mean, groups, seed=0)[1])
     assert not np.array_equal(draws, hierarchical_draws(np.mean, groups, seed=1)[1])
-    assert draws.max() > 50  # item 0 of the first seed (100) is drawn too
+    lone = hierarchical_draws(np.mean, [groups[0]], n_resamples=50)[1]
+    assert lone.max() > 0  # item 0 (the only non-zero one) is drawn too
     assert hierarchical_draws(np.mean, [(np.array([1.0, 2.0]),)], n_resamples=5)[1].size == 5  # two items suffice
     interval = hierarchical_bootstrap(np.mean, groups, confidence=0.9)
     assert (interval.low, interval.high) == pytest.approx(tuple(np.quantile(draws, [0.05, 0.95])))
     assert interval.confidence == 0.9 and interval.n == 2 and interval.method == "hierarchical"
-    assert hierarchical_bootstrap(np.mean, groups).high == pytest.approx(np.quantile(draws, 0.975))
+    continuous = [(np.random.default_rng(s).normal(size=30),) for s in range(3)]  # distinct draws: quantiles move
+    for seed in (0, 3):
+        expected = np.quantile(hierarchical_draws(np.mean, continuous, seed=seed)[1], [0.025, 0.975])
+        interval = hierarchical_bootstrap(np.mean, continuous, seed=seed)  # default: 1000 resamples
+        assert (interval.low, interval.high) == pytest.approx(tuple(expected), rel=1e-12)
 
 
 def test_hierarchical_draws_refuse_a_statistic_undefined_in_more_than_half_the_resamples():
