@@ -88,6 +88,12 @@ def test_quick_run_end_to_end(tmp_path, capsys):
     static = dynamics["variants"]["frozen_embeddings"]["seeds"][str(seeds[0])]["static"]
     assert len(static) == 5 and len(set(static)) == 1  # frozen embeddings: the same static vectors at every step
     assert (out / "similarity_dynamics.json").is_file()
+    # the heads at the same states (measured before the states were deleted), cached beside, answered in section 4
+    heads = results["head_dynamics"]
+    assert heads["steps"] == [0, 5, 10, 15, 20] and sorted(map(int, heads["seeds"])) == seeds
+    assert (out / "head_dynamics.json").is_file() and "figures/head_dynamics.png" in findings
+    assert results["answers"]["q4"]["over_training"]["steps"] == heads["steps"]
+    assert "unigram plateau" in sections[3]
 
     # paired runs: the untrained model of a seed is the state its runs started from
     key = "minattn.embeddings.word_embeddings.weight"

@@ -14,9 +14,10 @@ from hf_minattn.machine import machine_description
 from .answers import answer_questions, rounded
 from .evaluation import (drift_summary, initialisation_agreement, input_ids_ever_masked_in, load_splits,
                          loss_allocation_summary, mask_validation, row_drift, score_model, token_counts, trainer_metrics, word_embeddings)
-from .dynamics import similarity_curves
+from .dynamics import remove_saved_states, saved_states, similarity_curves
 from .figures import make_figures
 from .findings import render_findings
+from .head_dynamics import head_curves
 from .probing import probe_variants
 from .training import SETTINGS, VARIANTS, log, matched_intermediate_size, train_variants, variant_named
 
@@ -93,8 +94,12 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
     phase_done("training")
     scored = evaluate(out, folders, settings, seeds)
     phase_done("scoring")
-    dynamics = similarity_dynamics(out, folders, settings, seeds)
+    # Both dynamics phases read the saved states; they are deleted only once both have cached their numbers.
+    dynamics = similarity_dynamics(out, folders, settings, seeds, remove_states=False)
     phase_done("similarity dynamics")
+    heads = head_dynamics(out, folders, settings, seeds)
+    remove_saved_states(folders, seeds)
+    phase_done("head dynamics")
     probes = probe_variants(out, folders, settings, seeds)
     phase_done("probes")
     with open(os.path.join(folders["full"][seeds[0]], "config.json")) as f:
@@ -129,7 +134,7 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
         "folders": folders, "variants": variants, "rows": scored["rows"],
         "drift": {name: drift_summary(folders[name][seeds[0]]) for name in ("full", "frozen_embeddings", "identity_qkv")},
         "loss_allocation": {seed: loss_allocation_summary(folders["full"][seed]) for seed in seeds},
-        "probes": probes, "dynamics": dynamics,
+        "probes": probes, "dynamics": dynamics, "head_dynamics": heads,
     }
     results["parameters"]["untrained"] = results["parameters"]["full"]
     results["folders"] = {k: {s: os.path.relpath(p, out) for s, p in v.items()} for k, v in folders.items()}
@@ -147,9 +152,10 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
     return results
 
 
-def similarity_dynamics(out: str, folders: dict, settings: dict, seeds) -> dict:
+def similarity_dynamics(out: str, folders: dict, settings: dict, seeds, remove_states: bool = True) -> dict:
     """Word similarity at every saved state (dynamics.similarity_curves), kept in `out/similarity_dynamics.json`:
-    the saved states are deleted once scored, so a rerun reads the numbers back."""
+    the saved states are deleted once scored (unless `remove_states` is False: another phase still reads them), so a
+    rerun reads the numbers back."""
     path = os.path.join(out, "similarity_dynamics.json")
     if os.path.isfile(path):
         with open(path) as f:
@@ -158,7 +164,31 @@ def similarity_dynamics(out: str, folders: dict, settings: dict, seeds) -> dict:
                               for name, v in curves["variants"].items()}
         if sorted(curves["variants"]["full"]["seeds"]) == sorted(seeds):
             return curves
-    curves = similarity_curves(folders, settings, seeds)
+    curves = similarity_curves(folders, settings, seeds, remove_states=remove_states)
+    with open(path, "w") as f:
+        json.dump(curves, f, indent=1)
+    return curves
+
+
+def head_dynamics(out: str, folders: dict, settings: dict, seeds) -> dict | None:
+    """The heads at every saved state of the full run (head_dynamics.head_curves on the first SENTENCES probe
+    sentences), kept in `out/head_dynamics.json` as similarity_dynamics keeps its numbers. None (and a log line) when
+    the full run's states are already gone: an output folder whose similarity dynamics ran before this phase existed."""
+    from hf_minattn.probes.corpus import default_sentences
+
+    from .head_dynamics import SENTENCES
+
+    path = os.path.join(out, "head_dynamics.json")
+    if os.path.isfile(path):
+        with open(path) as f:
+            curves = json.load(f)
+        curves["seeds"] = {int(s): x for s, x in curves["seeds"].items()}
+        if sorted(curves["seeds"]) == sorted(seeds):
+            return curves
+    if not all(saved_states(folders["full"][seed]) for seed in seeds):
+        log("heads during training: the full run's saved states were already deleted; no head dynamics")
+        return None
+    curves = head_curves(folders, settings, seeds, default_sentences(SENTENCES))
     with open(path, "w") as f:
         json.dump(curves, f, indent=1)
     return curves

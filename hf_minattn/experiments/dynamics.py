@@ -70,11 +70,17 @@ def similarity_curves(folders: dict, settings: dict, seeds, remove_states: bool 
             steps, per_seed[seed] = state_steps, scores
         result["variants"][variant] = {"steps": steps, "seeds": per_seed}
     if remove_states:
-        for variant in DYNAMICS_VARIANTS:
-            for seed in seeds:
-                for _, path in saved_states(folders[variant][seed]):
-                    shutil.rmtree(path)
+        remove_saved_states(folders, seeds)
     return result
+
+
+def remove_saved_states(folders: dict, seeds) -> None:
+    """Delete the saved states of every dynamics variant at `seeds` (tens of MB each), once every measure that reads
+    them (similarity_curves, head_dynamics.head_curves) has kept its numbers."""
+    for variant in DYNAMICS_VARIANTS:
+        for seed in seeds:
+            for _, path in saved_states(folders[variant][seed]):
+                shutil.rmtree(path)
 
 
 def similarity_summary(curves: dict) -> dict:

@@ -157,6 +157,10 @@ def make_figures(results: dict, out: str) -> dict:
     ax.legend(fontsize=7)
     save(fig, "head_diversity.png")
 
+    over = q4.get("over_training")
+    if over:
+        save(draw_head_dynamics(plt, over), "head_dynamics.png")
+
     circuits = answers.get("q3_circuits")
     if circuits:  # layer 0's QK form against each hypothesis, per variant (head mean, over seeds)
         names = [n for n in ("full", "qkv_from_identity", "identity_qkv") if n in circuits]
@@ -221,3 +225,46 @@ def make_figures(results: dict, out: str) -> dict:
             shutil.copy(source, os.path.join(folder, f"{name}_{figure}.png"))
             paths[f"{name}_{figure}"] = f"figures/{name}_{figure}.png"
     return paths
+
+
+def draw_head_dynamics(plt, over: dict):
+    """The heads at every saved state (mean over seeds, 95% t-interval as a band) beside the gain over the unigram
+    floor, one panel per measure; dashed: the mean plateau exit step, dotted: the mean specialisation step."""
+    steps = over["steps"]
+    panels = [(("gain",), "gain over the unigram floor (nats)"),
+              (("within_layer_js",), "within-layer JS divergence"),
+              (("heads_with_role",), f"heads with a role (of {over['heads']})"),
+              (("max_role_mass", "max_role_ratio"), "largest role mass (left), / uniform (right)"),
+              (("ablation_max", "ablation_mean"), "ablation cost (nats): costliest head, mean"),
+              (("qk_effective_rank",), f"effective rank of W_Q^T W_K (max {over['head_dim']})")]
+    fig, axes = plt.subplots(2, 3, figsize=(13, 6.5), sharex=True)
+    labels = {"max_role_mass": "mass", "max_role_ratio": "mass / uniform", "ablation_max": "costliest head",
+              "ablation_mean": "mean over heads"}
+
+    def band(ax, intervals, **kwargs):
+        points = [(s, i) for s, i in zip(steps, intervals) if i is not None]
+        if not points:
+            return
+        xs = [s for s, _ in points]
+        line, = ax.plot(xs, [i["estimate"] for _, i in points], marker="o", markersize=3, **kwargs)
+        ax.fill_between(xs, [i["low"] for _, i in points], [i["high"] for _, i in points], alpha=0.2,
+                        color=line.get_color())
+
+    for ax, (names, title) in zip(axes.ravel(), panels):
+        for k, name in enumerate(names):
+            intervals = over["gain"] if name == "gain" else over["measures"][name]
+            target = ax.twinx() if name == "max_role_ratio" else ax
+            target.tick_params(labelsize=7)
+            band(target, intervals, label=labels.get(name, name), color=f"C{k}")
+        if names == ("gain",):
+            ax.axhline(over["plateau_gain"], color="grey", linewidth=0.8, label="plateau exit threshold")
+        for key, style in (("plateau_exit", "--"), ("specialisation", ":")):
+            if over.get(key):
+                ax.axvline(over[key]["estimate"], color="black", linestyle=style, linewidth=0.8,
+                           label=f"{key.replace('_', ' ')} (mean step)")
+        ax.set_title(title, fontsize=8), ax.set_xlabel("training step", fontsize=8)
+        ax.tick_params(labelsize=7)
+        if ax is axes[0, 0] or len(names) > 1:
+            ax.legend(fontsize=6)
+    fig.suptitle(f"Heads during training, full model (mean over {over['seeds']} seeds, 95% t-interval)", fontsize=9)
+    return fig

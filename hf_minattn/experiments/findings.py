@@ -396,7 +396,43 @@ def q4_section(q4: dict, fig) -> list[str]:
             + " (within-layer - matched, per layer: "
             + "; ".join(f"layer {l} {ci(div['within_minus_matched'][f'layer_{l}'])}" for l in range(layers)) + ").")
     lines.append(fig("head_diversity", "head diversity"))
-    return lines
+    return lines + head_dynamics_lines(q4.get("over_training"), fig)
+
+
+def head_dynamics_lines(d: dict | None, fig) -> list[str]:
+    """Q4 over training: do the heads specialise before, as or after the loss leaves the unigram plateau? Chosen by
+    the paired difference of the two steps over seeds (margin: one evaluation interval)."""
+    if not d:
+        return []
+    order, m = d["specialisation_minus_exit"], d["measures"]
+    if d["paired_seeds"] < d["min_seeds"]:
+        verdict = (f"When heads specialise, relative to the loss leaving the unigram plateau, is not resolved at this "
+                   f"scale: {d['paired_seeds']} of {d['seeds']} seeds have both steps (the loss left the plateau in "
+                   f"{d['seeds_with_exit']}, the heads' divergence rose in {d['seeds_specialised']}) and an interval "
+                   f"needs {d['min_seeds']}")
+    else:
+        verdict = compared(order, "Heads specialise after the loss leaves the unigram plateau",
+                           "Heads specialise as the loss leaves the unigram plateau",
+                           "Heads specialise before the loss leaves the unigram plateau",
+                           "Whether heads specialise before, as or after the loss leaves the unigram plateau is not "
+                           "resolved at this scale")
+    first, last = d["steps"][0], d["steps"][-1]
+    span = lambda name: f"{ci(m[name][0])} to {ci(m[name][-1])}"  # noqa: E731
+    return [
+        f"- **{verdict}** (per seed, the loss leaves the plateau at the first evaluation whose gain over the unigram "
+        f"floor exceeds {d['plateau_gain']} nat, and the heads specialise at the first saved step where the mean "
+        "Jensen-Shannon divergence between the heads of a layer has risen half of the way from its value at step "
+        f"{first} to its value at step {last}. Plateau exit: step {ci(d['plateau_exit'])}; specialisation: step "
+        f"{ci(d['specialisation'])}; specialisation - exit, paired over {d['paired_seeds']} seeds: {ci(order)} steps, "
+        f"equivalence margin ±{d['margin']} steps, one evaluation interval.)",
+        f"- The heads from step {first} to step {last} (mean over {d['seeds']} seeds; every saved state measured on the "
+        f"same {d['sentences']} sentences): heads with a role (mass >= {d['role_min_mass']}) {span('heads_with_role')} "
+        f"of {d['heads']}; mean over heads of the largest role mass {span('max_role_mass')}, over what uniform "
+        f"attention gives it {span('max_role_ratio')}; within-layer divergence {span('within_layer_js')}; loss increase "
+        f"when the costliest head is zeroed {span('ablation_max')} nats, mean over heads {span('ablation_mean')}; "
+        f"effective rank of W_Q,h^T W_K,h (at most {d['head_dim']}) {span('qk_effective_rank')}.",
+        fig("head_dynamics", "the heads during training, beside the gain over the unigram floor"),
+    ]
 
 
 def q5_section(q5: dict, results: dict, fig) -> list[str]:

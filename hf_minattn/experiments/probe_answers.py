@@ -230,6 +230,10 @@ def probe_answers(results: dict, probes: dict, config: dict) -> dict:
     last = f"layer_{config['num_hidden_layers']}"
     pairs = probes.get("word_pairs") or {}
     answers = {"q3_circuits": circuits_answers(probes), "q4": heads_answers(probes)}
+    if results.get("head_dynamics"):  # the heads at every saved state; results from before that phase have none
+        from .head_dynamics import head_dynamics_summary
+
+        answers["q4"]["over_training"] = head_dynamics_summary(results["head_dynamics"], results)
     answers["q5"] = {**related_answers(probes, last), "word_pairs": pairs.get("scores"),
                      "comparisons": pairs.get("q5"), "pairs": pairs.get("pairs"), "margin": pairs.get("margin"),
                      "standard_error": pairs.get("standard_error"), "key": pairs.get("key"),

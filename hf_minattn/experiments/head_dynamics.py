@@ -1,0 +1,188 @@
+"""Heads over training (question 4: do heads learn different things, and when?). At every saved state of the full
+model's run (the `checkpoint-<step>` folders of `dynamics.saved_states`, with the untrained model of the seed as step
+0), on one small fixed set of sentences, per head:
+
+- its role as Clark et al. name it (`probes.heads.head_roles`: the target given the most attention mass, a role only
+  at >= ROLE_MIN_MASS), with that mass's ratio to uniform attention;
+- the Jensen-Shannon divergence between the heads of each layer (`probes.heads.within_layer_divergence`);
+- its ablation cost: the masked-LM loss increase when its output is zeroed (`probes.head_ablation`), at the training
+  mask rate, one mask draw from the seed (the same masked tokens at every state of a seed);
+- the effective rank (Roy & Vetterli 2007: exp of the entropy of the normalised singular values) of its query-key
+  circuit W_Q,h^T W_K,h (`probes.weights.circuit_spectra`).
+
+Each state keeps a few numbers over heads (heads with a role, mean max role mass, ...) and the per-head values.
+`head_dynamics_summary` then asks whether heads specialise before, as or after the loss leaves the unigram plateau:
+per seed, the plateau exit is the first evaluation whose gain over the unigram floor exceeds PLATEAU_GAIN, and the
+specialisation step the first saved state at which the mean within-layer divergence has risen half of the way from
+step 0 to its last value (`evaluation.half_step`); their paired difference over seeds is tested
+(`statistics.tested`) with one evaluation interval as the equivalence margin.
+
+Cost, measured on the full preset's shape (hidden 128, 4 layers x 4 heads, vocabulary 8192; 32 sentences of 44
+tokens on average) on a 2-core CPU busy with another job, one torch thread: 2.2 s a state (the 17 forward passes of the
+ablation are nine tenths of it), so its 11 states x 3 seeds take about 75 s. With two threads on the same busy machine
+a state took 10-50 s: threads competing with another process for two cores.
+"""
+
+import numpy as np
+import torch
+
+from hf_minattn.stats import mean_interval
+
+from . import statistics as st
+from .dynamics import saved_states
+from .evaluation import half_step
+from .training import log
+
+SENTENCES = 32  # a small fixed set: ablation costs (layers x heads + 1) forward passes over it at every state
+BATCH_SIZE = 8  # sentences sorted by length, so batches of 8 pad little (one batch of 32: twice the time)
+# The loss has left the unigram plateau at the first evaluation whose gain over the floor exceeds this (nats): the
+# size of the seed-to-seed spread of the loss (statistics.LOSS_MARGIN), and a tenth of the full model's final gain
+# in the committed runs.
+PLATEAU_GAIN = 0.05
+# Numbers per state (over the heads of one model); the per-head values are kept beside them in "by_head".
+MEASURES = ("heads_with_role", "max_role_mass", "max_role_ratio", "within_layer_js", "ablation_max", "ablation_mean",
+            "qk_effective_rank")
+MEASURE_NAMES = {"heads_with_role": "heads with a role", "max_role_mass": "mean over heads of the largest role mass",
+                 "max_role_ratio": "that mass over uniform attention's", "within_layer_js": "within-layer JS divergence",
+                 "ablation_max": "costliest head's ablation (nats)", "ablation_mean": "mean ablation cost (nats)",
+                 "qk_effective_rank": "effective rank of W_Q,h^T W_K,h"}
+
+
+def matrix_effective_rank(matrix) -> float:
+    """Roy & Vetterli's effective rank of a matrix: exp(entropy of its singular values normalised to sum 1); 1 for
+    rank one, D for the D x D identity."""
+    from hf_minattn.probes.weights import effective_rank
+
+    return effective_rank(torch.linalg.svdvals(torch.as_tensor(matrix, dtype=torch.float64)))
+
+
+def qk_effective_ranks(model) -> list[list[float]]:
+    """(layers, heads): the effective rank of each head's query-key circuit W_Q,h^T W_K,h (hidden x hidden, rank <=
+    head_dim), from its factors (`probes.weights.circuit_spectra`)."""
+    from hf_minattn.probes.weights import circuit_spectra, head_weights
+
+    heads, _ = head_weights(model)
+    heads = [{k: w.detach().cpu() for k, w in layer.items()} for layer in heads]
+    return circuit_spectra(heads).qk_effective_rank
+
+
+def measure_state(model, tokenizer, sentences, mlm_probability: float, seed: int) -> dict:
+    """The head numbers of one model (a masked LM) on `sentences`: {measure: number} for MEASURES and "by_head":
+    {"role", "role_mass", "role_ratio", "ablation", "qk_effective_rank"}, each (layers, heads)."""
+    from hf_minattn.probes.head_ablation import head_ablation
+    from hf_minattn.probes.heads import ROLES, head_roles, head_statistics
+
+    sentences = list(sentences)
+    heads = head_statistics(model, tokenizer, sentences, max_sentences=len(sentences), js_sentences=len(sentences),
+                            batch_size=BATCH_SIZE, norm_weighting=False)
+    roles = head_roles(heads.stats, heads.relative_to_uniform)
+    names = [r for r in ROLES if r in heads.stats]
+    mass = np.array([heads.stats[r] for r in names], dtype=float)  # (roles, layers, heads)
+    best = mass.argmax(axis=0)  # the target each head gives the most mass, role or not
+    ratios = [heads.relative_to_uniform[names[b]][l][h] for (l, h), b in np.ndenumerate(best)]
+    ablation = head_ablation(model, tokenizer, sentences, max_sentences=len(sentences), batch_size=BATCH_SIZE,
+                             mlm_probability=mlm_probability, seed=seed, mask_draws=1)
+    cost = np.array(ablation.loss_increase)
+    ranks = qk_effective_ranks(model)
+    return {
+        "heads_with_role": int(sum(r != "none" for layer in roles.roles for r in layer)),
+        "max_role_mass": float(mass.max(axis=0).mean()),
+        "max_role_ratio": float(np.mean([r for r in ratios if r is not None])) if any(r is not None for r in ratios) else None,
+        "within_layer_js": float(np.mean(heads.within_layer_js)) if heads.num_heads > 1 else None,
+        "ablation_max": float(cost.max()), "ablation_mean": float(cost.mean()),
+        "qk_effective_rank": float(np.mean(ranks)),
+        "by_head": {"role": roles.roles, "role_mass": mass.max(axis=0).tolist(), "role_ratio": roles.ratio,
+                    "ablation": cost.tolist(), "qk_effective_rank": ranks},
+    }
+
+
+def head_curves(folders: dict, settings: dict, seeds, sentences) -> dict:
+    """The head numbers at every saved state of the full run of each seed (step 0: the seed's untrained model, where
+    `folders` has one). `folders`: {variant: {seed: folder}} as `training.train_variants` returns it; the tokenizer is
+    read from the full run's own folder. Returns {"steps": [...], "sentences", "heads", "head_dim", "role_min_mass",
+    "seeds": {seed: {measure: [per state], "by_head": {name: [per state (layers, heads)]}}}}; the saved states are
+    left in place."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    from hf_minattn.probes.heads import ROLE_MIN_MASS
+    from hf_minattn.probes.loading import resolve_device
+
+    sentences = list(sentences)
+    if not sentences:
+        raise ValueError("head_curves needs sentences to measure the heads on")
+    device = resolve_device(None)
+    result, steps = {"sentences": len(sentences), "role_min_mass": ROLE_MIN_MASS, "seeds": {}}, None
+    for seed in seeds:
+        tokenizer = AutoTokenizer.from_pretrained(folders["full"][seed])
+        untrained = (folders.get("untrained") or {}).get(seed)
+        states = [*([(0, untrained)] if untrained else []), *saved_states(folders["full"][seed])]
+        log(f"heads during training: full, seed {seed}, {len(states)} states")
+        rows = []
+        for _, path in states:
+            model = AutoModelForMaskedLM.from_pretrained(path).to(device).eval()
+            rows.append(measure_state(model, tokenizer, sentences, settings["mlm_probability"], seed))
+            result.setdefault("heads", model.config.num_hidden_layers * model.config.num_attention_heads)
+            result.setdefault("head_dim", model.config.hidden_size // model.config.num_attention_heads)
+            del model
+        state_steps = [step for step, _ in states]
+        if steps is not None and state_steps != steps:
+            raise ValueError(f"full seed {seed} saved states at steps {state_steps}, other seeds at {steps}")
+        steps = state_steps
+        result["seeds"][seed] = {**{m: [row[m] for row in rows] for m in MEASURES},
+                                 "by_head": {k: [row["by_head"][k] for row in rows] for k in rows[0]["by_head"]}}
+    result["steps"] = steps
+    return result
+
+
+def plateau_exit_step(steps, gains, threshold: float = PLATEAU_GAIN) -> int | None:
+    """The first evaluation step whose gain over the unigram floor exceeds `threshold` nats (None if none does)."""
+    return next((step for step, gain in zip(steps, gains) if gain is not None and gain > threshold), None)
+
+
+def specialisation_step(steps, divergence) -> int | None:
+    """The first step at which the within-layer divergence has risen half of the way from its first value (step 0)
+    to its last (`evaluation.half_step` of the rise); None if it did not rise."""
+    if len(steps) < 2 or None in divergence or divergence[-1] <= divergence[0]:
+        return None
+    return half_step(list(steps), [d - divergence[0] for d in divergence])
+
+
+def _over_seeds(values):
+    return mean_interval(values).to_dict() if values and None not in values else None
+
+
+def head_dynamics_summary(curves: dict, results: dict) -> dict:
+    """Per measure and saved step, the mean over seeds with its 95% t-interval; the gain over the unigram floor at the
+    same steps (the full run's evaluation curve; None at step 0, which was not evaluated); per seed, the plateau exit
+    and specialisation steps; and specialisation - plateau exit, paired over the seeds that have both, tested against
+    a margin of one evaluation interval ("lower": heads specialise before the loss leaves the plateau, "higher":
+    after, "equivalent": as it does)."""
+    steps, seeds = curves["steps"], sorted(curves["seeds"])
+    rows = {row["seed"]: row.get("curve") for row in results["variants"]["full"]["seeds"]}
+    margin = results["settings"].get("eval_steps") or int(np.min(np.diff(steps)))
+    gain, by_seed = [], []
+    for step in steps:
+        values = [(c["gain_over_unigram"][c["steps"].index(step)] if c and step in c["steps"] else None)
+                  for c in (rows.get(s) for s in seeds)]
+        gain.append(_over_seeds(values))
+    for seed in seeds:
+        curve = rows.get(seed) or {"steps": [], "gain_over_unigram": []}
+        divergence = curves["seeds"][seed]["within_layer_js"]
+        by_seed.append({"seed": seed, "plateau_exit_step": plateau_exit_step(curve["steps"], curve["gain_over_unigram"]),
+                        "specialisation_step": specialisation_step(steps, divergence),
+                        "divergence_first": divergence[0], "divergence_last": divergence[-1]})
+    paired = [r for r in by_seed if r["plateau_exit_step"] is not None and r["specialisation_step"] is not None]
+    exits = [r["plateau_exit_step"] for r in by_seed if r["plateau_exit_step"] is not None]
+    specialised = [r["specialisation_step"] for r in by_seed if r["specialisation_step"] is not None]
+    return {
+        "steps": steps, "seeds": len(seeds), "sentences": curves["sentences"], "heads": curves.get("heads"),
+        "head_dim": curves.get("head_dim"), "role_min_mass": curves.get("role_min_mass"),
+        "measures": {m: [_over_seeds([curves["seeds"][s][m][i] for s in seeds]) for i in range(len(steps))]
+                     for m in MEASURES},
+        "gain": gain, "plateau_gain": PLATEAU_GAIN, "margin": margin, "min_seeds": st.MIN_SEEDS_FOR_INTERVALS,
+        "by_seed": by_seed, "seeds_with_exit": len(exits), "seeds_specialised": len(specialised),
+        "plateau_exit": _over_seeds(exits), "specialisation": _over_seeds(specialised),
+        "paired_seeds": len(paired),
+        "specialisation_minus_exit": (st.tested([r["specialisation_step"] - r["plateau_exit_step"] for r in paired],
+                                                margin=margin) if len(paired) >= 2 else None),
+    }

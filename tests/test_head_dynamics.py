@@ -1,0 +1,246 @@
+"""The heads over training (experiments/head_dynamics.py): known answers for the effective rank and the two steps,
+the "before / as / after the loss leaves the plateau" sentence flipping with synthetic summaries, and head_curves on
+tiny saved states (a head zeroed by hand costs nothing to ablate)."""
+
+import copy
+import json
+import re
+
+import numpy as np
+import pytest
+import torch
+from conftest import TEXTS, tiny_config
+from test_experiments_probe_answers import CONFIG, SEEDS, probes
+
+from hf_minattn import MinAttnForMaskedLM
+from hf_minattn.experiments import cli
+from hf_minattn.experiments.dynamics import remove_saved_states
+from hf_minattn.experiments.findings import head_dynamics_lines, q4_section
+from hf_minattn.experiments.head_dynamics import (MEASURES, PLATEAU_GAIN, head_curves, head_dynamics_summary,
+                                                  matrix_effective_rank, plateau_exit_step, qk_effective_ranks,
+                                                  specialisation_step)
+from hf_minattn.experiments.probe_answers import probe_answers
+
+NUMBER = re.compile(r"(?<![\w.-])-?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.]*\w)")
+STEPS = [0, 10, 20, 30, 40]
+EVAL_STEPS = [10, 20, 30, 40]
+
+
+# ------------------------------------------------------------------------------------------ known answers
+
+
+def test_effective_rank_of_rank_one_is_one_and_of_the_identity_is_its_size():
+    rng = np.random.default_rng(0)
+    assert matrix_effective_rank(np.outer(rng.normal(size=7), rng.normal(size=5))) == pytest.approx(1.0, abs=1e-6)
+    assert matrix_effective_rank(np.eye(9)) == pytest.approx(9.0)
+    assert matrix_effective_rank(np.diag([1.0, 1.0, 0.0, 0.0])) == pytest.approx(2.0)
+
+
+def test_qk_effective_rank_of_a_model_reads_each_heads_circuit():
+    """Head 0 of layer 0: W_Q has one non-zero row, so W_Q^T W_K has rank 1; head 1: W_Q = W_K = the identity rows
+    of the head's channels, so W_Q^T W_K is a projection of rank head_dim (9): effective ranks 1 and 9."""
+    config = tiny_config()
+    model = MinAttnForMaskedLM(config).eval()
+    H, C = config.num_attention_heads, config.hidden_size
+    D = C // H
+    with torch.no_grad():
+        w = model.minattn.layers[0].attention.qkv_proj.weight.view(3, H, D, C)
+        w[0, 0].zero_()
+        w[0, 0, 0] = torch.randn(C)
+        w[0, 1] = w[1, 1] = torch.eye(C)[D:2 * D]
+    ranks = qk_effective_ranks(model)
+    assert np.shape(ranks) == (config.num_hidden_layers, H)
+    assert ranks[0][0] == pytest.approx(1.0, abs=1e-6) and ranks[0][1] == pytest.approx(D)
+    assert all(1 < r <= D for r in ranks[1])
+
+
+def test_plateau_exit_and_specialisation_steps_by_hand():
+    assert plateau_exit_step(EVAL_STEPS, [-0.1, 0.04, 0.06, 0.2]) == 30
+    assert plateau_exit_step(EVAL_STEPS, [PLATEAU_GAIN, 0.051, 0.2, 0.3]) == 20  # strictly above the threshold
+    assert plateau_exit_step(EVAL_STEPS, [None, 0.3, 0.4, 0.5]) == 20
+    assert plateau_exit_step(EVAL_STEPS, [-0.1, 0.0, 0.01, 0.05]) is None
+    # rise from step 0: 0, .01, .04, .08, .10: half (.05) is first reached at step 30
+    assert specialisation_step(STEPS, [0.01, 0.02, 0.05, 0.09, 0.11]) == 30
+    assert specialisation_step(STEPS, [0.01, 0.2, 0.15, 0.12, 0.11]) == 10  # overshoot: the first step counts
+    assert specialisation_step(STEPS, [0.1, 0.09, 0.08, 0.07, 0.06]) is None  # heads became more alike
+    assert specialisation_step(STEPS, [0.1] * 5) is None
+
+
+# ------------------------------------------------------------------------------------------ verdicts
+
+
+def synthetic(specialised_at, exits_at, seeds=SEEDS):
+    """head_curves' layout and the full run's curve: per seed, the divergence jumps from 0.01 to 0.2 at
+    `specialised_at[i]`, and the gain over the floor from 0.0 to 0.3 at `exits_at[i]` (None: never)."""
+    curves = {"steps": STEPS, "sentences": 32, "heads": 8, "head_dim": 9, "role_min_mass": 0.3, "seeds": {}}
+    rows = []
+    for i, seed in enumerate(seeds):
+        js = [0.2 if s >= specialised_at[i] else 0.01 for s in STEPS]
+        curves["seeds"][seed] = {m: [0.1 * (k + 1) + 0.01 * i for k in range(len(STEPS))] for m in MEASURES}
+        curves["seeds"][seed]["within_layer_js"] = js
+        gain = [0.3 if exits_at[i] is not None and s >= exits_at[i] else 0.0 for s in EVAL_STEPS]
+        rows.append({"seed": seed, "curve": {"steps": EVAL_STEPS, "gain_over_unigram": gain}})
+    results = {"seeds": list(seeds), "settings": {"eval_steps": 10}, "variants": {"full": {"seeds": rows}},
+               "head_dynamics": curves}
+    return curves, results
+
+
+def sentence(specialised_at, exits_at, seeds=SEEDS):
+    curves, results = synthetic(specialised_at, exits_at, seeds)
+    return "\n".join(head_dynamics_lines(head_dynamics_summary(curves, results), lambda *a: ""))
+
+
+def test_the_sentence_follows_the_paired_difference_of_the_two_steps():
+    before = sentence((10, 10, 20), (30, 30, 40))
+    assert "**Heads specialise before the loss leaves the unigram plateau**" in before
+    assert "specialisation - exit, paired over 3 seeds: -20.0 [-20.0, -20.0]" in before
+    after = sentence((40, 40, 30), (10, 10, 10))
+    assert "**Heads specialise after the loss leaves the unigram plateau**" in after
+    same = sentence((20, 30, 10), (20, 30, 10))
+    assert "**Heads specialise as the loss leaves the unigram plateau (equivalent within ±10" in same
+    unresolved = sentence((10, 40, 20), (30, 10, 20))
+    assert "**Whether heads specialise before, as or after the loss leaves the unigram plateau is not resolved" in unresolved
+    never = sentence((10, 10, 20), (None, None, 30))
+    assert "not resolved at this scale: 1 of 3 seeds have both steps (the loss left the plateau in 1" in never
+    two = sentence((10, 10), (30, 30), seeds=(0, 1))
+    assert "2 of 2 seeds have both steps" in two and "an interval needs 3" in two
+
+
+def test_the_summary_pairs_steps_by_seed_and_reads_the_gain_at_the_saved_steps():
+    curves, results = synthetic((10, 20, 20), (30, 30, 40))
+    summary = head_dynamics_summary(curves, results)
+    assert [r["plateau_exit_step"] for r in summary["by_seed"]] == [30, 30, 40]
+    assert [r["specialisation_step"] for r in summary["by_seed"]] == [10, 20, 20]
+    assert summary["specialisation_minus_exit"]["estimate"] == pytest.approx(-50 / 3, abs=1e-3)
+    assert summary["margin"] == 10 and summary["specialisation_minus_exit"]["margin"] == 10
+    assert summary["gain"][0] is None and summary["gain"][-1]["estimate"] == pytest.approx(0.3)  # step 0: no eval
+    assert summary["measures"]["ablation_max"][0]["estimate"] == pytest.approx(0.11)  # 0.1 + mean(0, .01, .02)
+    assert len(summary["measures"]["qk_effective_rank"]) == len(STEPS)
+
+
+def test_q4_prints_the_bullet_from_the_answers_and_every_number_is_stored():
+    curves, results = synthetic((10, 10, 20), (30, 30, 40))
+    p = probes()
+    answers = probe_answers(results, p, CONFIG)
+    text = "\n".join(q4_section(answers["q4"], lambda *a: ""))
+    assert "**Heads specialise before the loss leaves the unigram plateau**" in text
+    over = answers["q4"]["over_training"]
+    known = set()
+
+    def walk(value):
+        if isinstance(value, bool):
+            return
+        if isinstance(value, (int, float)):
+            known.add(float(value))
+        elif isinstance(value, dict):
+            [walk(v) for v in value.values()]
+        elif isinstance(value, (list, tuple)):
+            [walk(v) for v in value]
+
+    walk(over)
+    lines = head_dynamics_lines(over, lambda *a: "")
+    found = [float(x) for line in lines for x in NUMBER.findall(line)]
+    assert len(found) > 20 and not [x for x in found if not any(np.isclose(x, k, rtol=1e-9, atol=1e-12) for k in known)]
+    assert "over_training" not in probe_answers({"seeds": list(SEEDS)}, p, CONFIG)["q4"]  # older results: no bullet
+
+
+# ------------------------------------------------------------------------------------------ measuring saved states
+
+
+def save_states(tmp_path, tokenizer):
+    """A tiny full run's folder (tokenizer, `checkpoint-2`, `checkpoint-4`) and its untrained model; in
+    checkpoint-4, head 2 of layer 1 has W_O's columns zeroed, so its output never reaches the residual stream."""
+    config = tiny_config(vocab_size=len(tokenizer))
+    run, untrained = tmp_path / "full" / "seed0", tmp_path / "untrained" / "seed0"
+    torch.manual_seed(1)
+    MinAttnForMaskedLM(config).save_pretrained(untrained)
+    tokenizer.save_pretrained(run)
+    for step in (2, 4):
+        torch.manual_seed(step)
+        model = MinAttnForMaskedLM(config)
+        if step == 4:
+            D = config.hidden_size // config.num_attention_heads
+            with torch.no_grad():
+                model.minattn.layers[1].attention.o_proj.weight[:, 2 * D:3 * D] = 0
+        model.save_pretrained(run / f"checkpoint-{step}")
+    return {"full": {0: str(run), 1: str(run)}, "untrained": {0: str(untrained), 1: str(untrained)}}
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny models run far faster on one thread when the machine is busy (11 s against 0.4 s here)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def test_head_curves_on_tiny_saved_states(tmp_path, tokenizer, one_thread):
+    folders = save_states(tmp_path, tokenizer)
+    sentences = list(dict.fromkeys(TEXTS))
+    curves = head_curves(folders, {"mlm_probability": 0.3}, (0, 1), sentences)
+    json.dumps(curves)  # cached as head_dynamics.json
+    assert curves["steps"] == [0, 2, 4] and sorted(curves["seeds"]) == [0, 1]
+    assert curves["heads"] == 8 and curves["head_dim"] == 9 and curves["sentences"] == len(sentences)
+    for seed, row in curves["seeds"].items():
+        assert all(len(row[m]) == 3 for m in MEASURES)
+        ablation = np.array(row["by_head"]["ablation"])  # (states, layers, heads)
+        assert ablation.shape == (3, 2, 4) and np.shape(row["by_head"]["role"]) == (3, 2, 4)
+        assert ablation[2, 1, 2] == pytest.approx(0.0, abs=1e-7)  # the zeroed head costs nothing
+        assert np.abs(ablation[1]).max() > 1e-5  # ... while the heads of a random model do cost something
+        assert row["ablation_max"] == pytest.approx(ablation.max(axis=(1, 2)).tolist())
+        assert row["ablation_mean"] == pytest.approx(ablation.mean(axis=(1, 2)).tolist())
+        assert all(1 <= r <= 9 for r in row["qk_effective_rank"]) and all(j >= 0 for j in row["within_layer_js"])
+        assert all(0 <= n <= 8 for n in row["heads_with_role"])
+    # the same masks at every state of a seed, other masks at another seed
+    assert curves["seeds"][0]["ablation_max"] != curves["seeds"][1]["ablation_max"]
+    assert curves["seeds"][0]["qk_effective_rank"] == curves["seeds"][1]["qk_effective_rank"]
+
+
+def test_the_phase_caches_its_numbers_and_the_states_go_only_when_asked(tmp_path, monkeypatch):
+    """cli.head_dynamics writes head_dynamics.json and a rerun reads it back (seed keys as ints) without measuring;
+    without states or a cache there is nothing to measure (None)."""
+    run = tmp_path / "models" / "full" / "seed0"
+    (run / "checkpoint-5").mkdir(parents=True)
+    (run / "checkpoint-5" / "config.json").write_text("{}")
+    folders = {"full": {0: str(run)}, "frozen_embeddings": {0: str(tmp_path / "frozen")}}
+    calls = []
+
+    def fake_curves(folders, settings, seeds, sentences):
+        calls.append(len(sentences))
+        return {"steps": [0, 5], "seeds": {0: {"within_layer_js": [0.0, 0.1]}}}
+
+    monkeypatch.setattr(cli, "head_curves", fake_curves)
+    monkeypatch.setattr("hf_minattn.probes.corpus.default_sentences", lambda n: ["a sentence ."] * n)
+    first = cli.head_dynamics(str(tmp_path), folders, {}, (0,))
+    assert calls == [32] and (tmp_path / "head_dynamics.json").is_file()
+    assert (run / "checkpoint-5").is_dir()  # measuring leaves the states in place
+    remove_saved_states(folders, (0,))
+    assert not (run / "checkpoint-5").exists()
+    again = cli.head_dynamics(str(tmp_path), folders, {}, (0,))
+    assert calls == [32] and again == first and list(again["seeds"]) == [0]
+    (tmp_path / "head_dynamics.json").unlink()
+    assert cli.head_dynamics(str(tmp_path), folders, {}, (0,)) is None and calls == [32]
+
+
+def test_the_figure_has_a_panel_per_measure_and_the_gain():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from hf_minattn.experiments.figures import draw_head_dynamics
+
+    curves, results = synthetic((10, 10, 20), (30, 30, 40))
+    fig = draw_head_dynamics(plt, head_dynamics_summary(curves, results))
+    titles = [ax.get_title() for ax in fig.axes]
+    plt.close(fig)
+    assert titles[0].startswith("gain over the unigram floor") and "within-layer JS divergence" in titles
+    assert len([t for t in titles if t]) == 6
+
+
+def test_synthetic_summaries_do_not_change_their_inputs():
+    curves, results = synthetic((10, 10, 20), (30, 30, 40))
+    before = copy.deepcopy((curves, results))
+    head_dynamics_summary(curves, results)
+    assert (curves, results) == before
