@@ -252,4 +252,5 @@ def test_the_circuits_sentence_follows_the_identity_correlation_over_seeds():
     assert "compute something other than the embedding similarity" in other
     assert "still closer to its random initial one" in lines((0.02, 0.03, 0.025), (0.2, 0.25, 0.22), (0.6, 0.62, 0.61))
     assert "rank token pairs against the embedding similarity" in lines((-0.2, -0.25, -0.3))
+    assert "still closer" not in lines((-0.3, -0.35, -0.32), (0.2, 0.25, 0.22), (0.0, 0.01, -0.01))  # near 0: neither
     assert circuits_lines(answers(probes())["q3_circuits"]) == []  # probes without circuits: no line

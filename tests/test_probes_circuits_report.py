@@ -77,6 +77,8 @@ def test_the_initial_form_is_named_when_its_interval_is_above_the_identity_one()
     still = text(identity=interval(0.2, 0.1, 0.3), initial=interval(0.9, 0.85, 0.95))
     assert "; its QK form is still mostly its initial random form (ρ = 0.90 [0.85, 0.95] with it)" in still
     assert "initial random form" not in text(identity=interval(0.2, 0.1, 0.3), initial=None)
+    # both near or below 0: not "mostly its initial form" (the quick demo's heads: identity -0.35, initial 0.0)
+    assert "initial random form" not in text(identity=interval(-0.35, -0.39, -0.31), initial=interval(0.0, -0.03, 0.02))
 
 
 @pytest.mark.parametrize("copying, rank, expected", [

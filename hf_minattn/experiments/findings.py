@@ -326,7 +326,7 @@ def circuits_lines(c: dict | None) -> list[str]:
              f"{c['tokens']} most frequent tokens with LN(E) LN(E)^T, mean over the {c['heads']} heads, over seeds: {ci(identity)}; "
              f"with the co-occurrence PPMI of the same tokens: {ci(cooc)}; with the form the same weights had at "
              f"initialisation: {ci(initial)}; OV copying score, 1 = copies, -1 = suppresses: {ci(full['ov_copying'])})."]
-    if initial and identity and identity["n"] >= 3 and initial["low"] > identity["high"]:
+    if initial and identity and identity["n"] >= 3 and initial["low"] > max(identity["high"], 0.5):
         lines[-1] += " The form is still closer to its random initial one than to the embedding similarity."
     start = c.get("qkv_from_identity")
     if start and c.get("full_minus_from_identity"):

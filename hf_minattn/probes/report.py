@@ -191,7 +191,9 @@ def circuits_text(r):
         if _above(co, 0):
             text += f"{' and' if _above(identity, 0) else '; it does follow'} words that occur together ({_rho(co)})"
         initial = (c.get("initial") or [None] * (h + 1))[h]
-        if identity["high"] is not None and _above(initial, identity["high"]):
+        # "mostly" its initial form: a strong correlation with it (as "reproduce" is for the identity), above the
+        # identity one; a correlation near 0 with both is neither
+        if identity["high"] is not None and _above(initial, max(identity["high"], CIRCUIT_FOLLOWS)):
             text += f"; its QK form is still mostly its initial random form ({_rho(initial)} with it)"
         copying = (c.get("ov_copying") or [None] * (h + 1))[h]
         if copying is not None:
