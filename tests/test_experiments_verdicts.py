@@ -86,6 +86,22 @@ def synthetic(offsets=None, seeds=SEEDS, never_input_moved=False, full=(6.6, 6.6
     return results
 
 
+def stored_numbers(value, known=None) -> set:
+    """Every number stored in a results-like value (dicts, lists, numbers, and numbers written inside strings)."""
+    known = set() if known is None else known
+    if isinstance(value, bool):
+        return known
+    if isinstance(value, (int, float)):
+        known.add(float(value))
+    elif isinstance(value, dict):
+        [stored_numbers(v, known) for v in value.values()]
+    elif isinstance(value, (list, tuple)):
+        [stored_numbers(v, known) for v in value]
+    elif isinstance(value, str):
+        known.update(float(x) for x in NUMBER.findall(value))
+    return known
+
+
 def section(text, number):
     return re.split(r"^## ", text, flags=re.M)[number]
 
@@ -210,21 +226,7 @@ def test_two_seeds_say_intervals_need_three():
 @pytest.mark.parametrize("loss_allocation", [False, True])
 def test_every_number_in_the_synthetic_findings_is_in_the_results(loss_allocation):
     results = with_loss_allocation(synthetic()) if loss_allocation else synthetic()
-    known = set()
-
-    def walk(value):
-        if isinstance(value, bool):
-            return
-        if isinstance(value, (int, float)):
-            known.add(float(value))
-        elif isinstance(value, dict):
-            [walk(v) for v in value.values()]
-        elif isinstance(value, (list, tuple)):
-            [walk(v) for v in value]
-        elif isinstance(value, str):
-            known.update(float(x) for x in NUMBER.findall(value))
-
-    walk(results)
+    known = stored_numbers(results)
     body = [line for line in render_findings(results, {}).splitlines() if not line.startswith(("#", "!["))]
     found = [float(x) for line in body for x in NUMBER.findall(line)]
     missing = [x for x in found if not any(math.isclose(x, k, rel_tol=1e-9, abs_tol=1e-12) for k in known)]

@@ -4,13 +4,13 @@ tiny saved states (a head zeroed by hand costs nothing to ablate)."""
 
 import copy
 import json
-import re
 
 import numpy as np
 import pytest
 import torch
 from conftest import TEXTS, tiny_config
 from test_experiments_probe_answers import CONFIG, SEEDS, probes
+from test_experiments_verdicts import NUMBER, stored_numbers
 
 from hf_minattn import MinAttnForMaskedLM
 from hf_minattn.experiments import cli
@@ -21,7 +21,6 @@ from hf_minattn.experiments.head_dynamics import (MEASURES, PLATEAU_GAIN, head_c
                                                   specialisation_step)
 from hf_minattn.experiments.probe_answers import probe_answers
 
-NUMBER = re.compile(r"(?<![\w.-])-?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.]*\w)")
 STEPS = [0, 10, 20, 30, 40]
 EVAL_STEPS = [10, 20, 30, 40]
 
@@ -125,19 +124,7 @@ def test_q4_prints_the_bullet_from_the_answers_and_every_number_is_stored():
     text = "\n".join(q4_section(answers["q4"], lambda *a: ""))
     assert "**Heads specialise before the loss leaves the unigram plateau**" in text
     over = answers["q4"]["over_training"]
-    known = set()
-
-    def walk(value):
-        if isinstance(value, bool):
-            return
-        if isinstance(value, (int, float)):
-            known.add(float(value))
-        elif isinstance(value, dict):
-            [walk(v) for v in value.values()]
-        elif isinstance(value, (list, tuple)):
-            [walk(v) for v in value]
-
-    walk(over)
+    known = stored_numbers(over)
     lines = head_dynamics_lines(over, lambda *a: "")
     found = [float(x) for line in lines for x in NUMBER.findall(line)]
     assert len(found) > 20 and not [x for x in found if not any(np.isclose(x, k, rtol=1e-9, atol=1e-12) for k in known)]

@@ -245,12 +245,13 @@ def circuits_over_seeds(folders: dict, settings: dict, seeds, corpus) -> dict:
 
     tokenizer = AutoTokenizer.from_pretrained(folders["full"][seeds[0]])
     sequences = tokenizer(list(corpus[:CIRCUIT_SENTENCES]), add_special_tokens=False)["input_ids"]
+    counts = None  # every variant shares the tokenizer, so the vocabulary: counted once
     out = {}
     for name in CIRCUIT_VARIANTS:
         out[name] = {}
         for seed in seeds:
             model = AutoModelForMaskedLM.from_pretrained(folders[name][seed]).eval()
-            counts = UnigramFloor.from_token_ids(sequences, model.config.vocab_size)
+            counts = counts or UnigramFloor.from_token_ids(sequences, model.config.vocab_size)
             initial = (AutoModelForMaskedLM.from_pretrained(folders["untrained"][seed]).eval() if name == "full"
                        else True)
             log(f"circuits of layer 0: {name}, seed {seed}")
