@@ -5,7 +5,7 @@ PIP := $(VENV)/bin/pip
 # torch from the CPU wheel on local disk first, so nothing pulls a multi-GB CUDA build.
 TORCH ?= torch==2.13.0
 
-.PHONY: install test test-fast demo bench experiments mutate clean
+.PHONY: install chromium test test-fast demo bench experiments mutate clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -16,8 +16,17 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-test: install
+test: install chromium
 	$(PY) -m pytest -q tests
+
+# The browser tests (tests/test_attention_view.py) drive Debian's chromium with Playwright; they are skipped, saying
+# why, only where it cannot be installed.
+chromium:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	  { $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -q chromium >/dev/null 2>&1 || \
+	    { $(if $(filter 0,$(shell id -u)),,sudo) apt-get update -q >/dev/null 2>&1 && \
+	      $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -q chromium >/dev/null 2>&1; } || \
+	    echo "chromium could not be installed: the browser tests will be skipped"; }
 
 # The edit loop: everything but the tests marked slow (real training runs, subprocesses).
 test-fast: install

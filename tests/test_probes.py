@@ -360,13 +360,13 @@ def tiny_distilbert():
 def test_all_probes_run_on_another_architecture(tokenizer, monkeypatch):
     """DistilBERT: no get_head_weights, no token_type_ids, its own module names. An architecture the weights
     probe does not know is skipped with a note instead of failing the whole run."""
-    from hf_minattn.probes import weights
+    from hf_minattn.probes import layouts
     from hf_minattn.probes.run import run_all_probes
 
     model = tiny_distilbert()
     heads, source = head_weights(model)
     assert "DistilBERT" in source and heads[0]["W_O"].shape == (4, 32, 8)
-    monkeypatch.setattr(weights, "KNOWN_LAYOUTS", {})
+    monkeypatch.setattr(layouts, "LAYOUTS", ())
     results = run_all_probes(model, tokenizer, SENTENCES, min_count=2, log=lambda message: None)
     assert results.weights is None and any("weights probe skipped" in note for note in results.notes)
     assert np.array(results.heads.stats["self"]).shape == (2, 4)

@@ -46,7 +46,10 @@ def assert_page_layout(page, sections):
     assert len(set(ids)) == len(ids)
     images = re.findall(r"<img\b[^>]*>", page)
     assert images and all(re.search(r'\salt="[^"]*\w[^"]*"', img) for img in images), "an <img> without alt text"
-    assert "<script" not in page
+    # the only scripts are the attention view's data and code (tests/test_attention_view.py); none from the data
+    view = (r'<script type="application/json" id="attention-view-data">[^<]*</script>\s*'
+            r'<script>// The interactive attention view of report.html.*?</script>')
+    assert "<script" not in re.sub(view, "", page, flags=re.S)
 
 
 def test_probe_cli_writes_json_plots_report_and_vectors(checkpoint, tmp_path):
@@ -81,11 +84,12 @@ def test_probe_cli_writes_json_plots_report_and_vectors(checkpoint, tmp_path):
                 "attention_example_2", "weights", "drift"):
         assert (out / f"{png}.png").read_bytes()[:4] == b"\x89PNG", png
     html = (out / "report.html").read_text()
-    assert html.count("data:image/png;base64,") >= 10 and "layers.0.W_Q" in html
+    embedded = re.findall(r'src="data:image/(?:png|svg\+xml);base64,([^"]*)"', html)  # each the smaller of PNG, SVG
+    assert len(embedded) >= 10 and "layers.0.W_Q" in html
     for sentence in ("Baseline-adjusted self-similarity of", "Jensen-Shannon divergence", "mean effective rank",
                      "WordSim-353 (OOV", "by the end of training"):
         assert sentence in html, sentence
-    base64.b64decode(html.split("data:image/png;base64,")[1].split('"')[0])  # embedded, decodable
+    assert all(base64.b64decode(image) for image in embedded)  # embedded, decodable
     assert_page_layout(html, {"geometry", "benchmarks", "neighbours", "sense", "heads", "drift"})
     assert "<h1>Probes: tiny &lt;script&gt;alert(1)&lt;/script&gt;</h1>" in html  # the model name, escaped
     # thresholds are the ones this run used: words in >= min_contexts distinct sentences (--min-count 2 is below it)

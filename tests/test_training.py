@@ -14,6 +14,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 import hf_minattn
 from hf_minattn.data import tokenize_and_group
+from hf_minattn.loss_allocation import read_loss_allocation
 from hf_minattn.masking import MLMCollator, mask_once
 from hf_minattn.model_card import floor_sentence, validate_model_card
 from hf_minattn.run_mlm import main, parse_args
@@ -201,7 +202,9 @@ def test_existing_checkpoints_need_resume(tmp_path):
 @pytest.mark.slow
 def test_accelerate_launch_two_cpu_processes(tokenizer_dir, wiki, tmp_path):
     out = tmp_path / "model"
-    argv = tiny_argv(out, tokenizer_dir, max_steps=4, save_steps=4, report_to="none")
+    # with loss change allocation: the same fixed batch on both ranks, the file written once
+    argv = tiny_argv(out, tokenizer_dir, max_steps=4, save_steps=4, report_to="none", loss_allocation=True,
+                     loss_allocation_every=2, loss_allocation_samples=4)
     launcher = (sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(ACCELERATE_CPU_CONFIG))
     result = run_script(argv, launcher=launcher, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -217,6 +220,11 @@ def test_accelerate_launch_two_cpu_processes(tokenizer_dir, wiki, tmp_path):
     accuracy, masked, _ = recompute_masked_accuracy(out, argv, wiki)
     assert read_json(out / "eval_results.json")["eval_masked_tokens"] == masked
     assert read_json(out / "eval_results.json")["eval_accuracy"] == pytest.approx(accuracy, abs=1e-6)
+    allocation = read_json(out / "loss_allocation.json")
+    assert [(r["step_start"], r["step_end"]) for r in allocation["records"]] == [(0, 2), (2, 4)]
+    assert allocation["batch"]["sequences"] == 4
+    history = read_loss_allocation(out)  # the allocations add up to the change on that batch, under DDP too
+    assert history.relative_error < 1e-2 and history.loss_change != 0
 
 
 @pytest.mark.slow

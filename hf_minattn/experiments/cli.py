@@ -73,12 +73,17 @@ def evaluate(out: str, folders: dict, settings: dict, seeds) -> dict:
             "unigram_tokens": unigram.num_tokens, "vocab_size": vocab, "epochs_touched": epochs}
 
 
-def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "hf-minattn experiments") -> dict:
-    """Train, score, probe, answer; writes `out/results.json`, `out/FINDINGS.md` and `out/figures/`."""
+def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "hf-minattn experiments",
+                    figure_format: str = "both") -> dict:
+    """Train, score, probe, answer; writes `out/results.json`, `out/FINDINGS.md` and `out/figures/` (every figure,
+    the probes' too, as PNG, SVG or both: `figure_format`)."""
+    from hf_minattn.probes.plots import figure_suffixes
+
     if not isinstance(out, (str, os.PathLike)):
         raise TypeError(f"out must be a folder path, got {out!r}")
     if preset not in SETTINGS:
         raise ValueError(f"preset must be one of {sorted(SETTINGS)}, got {preset!r}")
+    figure_suffixes(figure_format)  # a ValueError naming it, before any training
     out = os.fspath(out)
     start = time.perf_counter()
     settings = SETTINGS[preset]
@@ -100,7 +105,7 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
     heads = head_dynamics(out, folders, settings, seeds)
     remove_saved_states(folders, seeds)
     phase_done("head dynamics")
-    probes = probe_variants(out, folders, settings, seeds)
+    probes = probe_variants(out, folders, settings, seeds, figure_format)
     phase_done("probes")
     with open(os.path.join(folders["full"][seeds[0]], "config.json")) as f:
         config = json.load(f)
@@ -144,7 +149,7 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
     results["answers"] = answer_questions(results)
     results["minutes"] = rounded((time.perf_counter() - start) / 60, 1)
     results["phase_minutes"] = phases
-    figures = make_figures(results, out)
+    figures = make_figures(results, out, figure_format)
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(results, f, indent=1, allow_nan=False, default=str)
     with open(os.path.join(out, "FINDINGS.md"), "w") as f:
@@ -214,6 +219,8 @@ def round_floats(value, digits=4):
 
 
 def main(argv=None) -> int:
+    from hf_minattn.probes.plots import FIGURE_FORMATS
+
     parser = argparse.ArgumentParser(prog="hf-minattn experiments", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="output folder (a rerun keeps the models already trained there)")
@@ -221,6 +228,9 @@ def main(argv=None) -> int:
     size.add_argument("--quick", action="store_true", help="tiny models, few steps, 2 seeds: minutes, for tests")
     size.add_argument("--scale", action="store_true", help="the preset sized for one GPU (runs on CPU too, slowly)")
     parser.add_argument("--seeds", help="comma-separated seeds, e.g. 0,1,2 (default: the preset's)")
+    parser.add_argument("--figure-format", choices=FIGURE_FORMATS, default="both",
+                        help="every figure as PNG, SVG or both (default: both; FINDINGS.md links the PNG when there "
+                             "is one)")
     args = parser.parse_args(argv)
     preset = "quick" if args.quick else "scale" if args.scale else "full"
     seeds = None
@@ -230,8 +240,10 @@ def main(argv=None) -> int:
         except ValueError:
             raise ValueError(f"--seeds must be comma-separated integers, got {args.seeds!r}") from None
     command = "hf-minattn experiments" + (f" --{preset}" if preset != "full" else "") + \
-        (f" --seeds {args.seeds}" if args.seeds else "") + f" --out {args.out}"
-    results = run_experiments(args.out, preset=preset, seeds=seeds, command=command)
+        (f" --seeds {args.seeds}" if args.seeds else "") + \
+        (f" --figure-format {args.figure_format}" if args.figure_format != "both" else "") + f" --out {args.out}"
+    results = run_experiments(args.out, preset=preset, seeds=seeds, command=command,
+                              figure_format=args.figure_format)
     log(f"done in {results['minutes']} min")
     for what, where in (("findings", "FINDINGS.md"), ("figures", "figures"), ("models", "models"), ("probes", "probes")):
         log(f"{what + ':':10}{os.path.join(args.out, where)}")

@@ -7,22 +7,24 @@ import numpy as np
 
 
 
-def make_figures(results: dict, out: str) -> dict:
-    """Draw every figure into out/figures; returns {name: relative path} for those drawn."""
+def make_figures(results: dict, out: str, figure_format: str = "both") -> dict:
+    """Draw every figure into out/figures as PNG, SVG or both (`figure_format`); returns {name: relative path} for
+    those drawn (the PNG when there is one)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from hf_minattn.probes.plots import figure_suffixes, save_figure
+
+    suffixes = figure_suffixes(figure_format)
     folder = os.path.join(out, "figures")
     os.makedirs(folder, exist_ok=True)
     paths = {}
 
     def save(fig, name):
-        fig.tight_layout()
-        fig.savefig(os.path.join(folder, name), dpi=110)
-        plt.close(fig)
-        paths[name.removesuffix(".png")] = f"figures/{name}"
+        written = save_figure(fig, os.path.join(folder, name), figure_format, dpi=110)
+        paths[name.removesuffix(".png")] = f"figures/{os.path.basename(written)}"
 
     variants, answers = results["variants"], results["answers"]
 
@@ -220,10 +222,11 @@ def make_figures(results: dict, out: str) -> dict:
     # Figures the probes already drew, copied next to the rest so FINDINGS.md's folder is self-contained.
     for name, figure in (("full", "geometry"), ("full", "sense"), ("full", "head_map"), ("untrained", "head_map"),
                          ("full", "heads"), ("full", "weights"), ("full", "attention_example")):
-        source = os.path.join(out, "probes", name, f"seed{results['seeds'][0]}", f"{figure}.png")
-        if os.path.isfile(source):
-            shutil.copy(source, os.path.join(folder, f"{name}_{figure}.png"))
-            paths[f"{name}_{figure}"] = f"figures/{name}_{figure}.png"
+        for suffix in reversed(suffixes):  # the PNG last: the path given is the PNG when there is one
+            source = os.path.join(out, "probes", name, f"seed{results['seeds'][0]}", f"{figure}{suffix}")
+            if os.path.isfile(source):
+                shutil.copy(source, os.path.join(folder, f"{name}_{figure}{suffix}"))
+                paths[f"{name}_{figure}"] = f"figures/{name}_{figure}{suffix}"
     return paths
 
 

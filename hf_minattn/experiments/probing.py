@@ -60,8 +60,9 @@ def rollout_edges(results, layer: int) -> dict | None:
     return {"sentence": graph["sentence"], "edges": edges, "self_share": (graph.get("self_share") or [None])[layer]}
 
 
-def probe_variants(out: str, folders: dict, settings: dict, seeds) -> dict:
-    """Every probe on each variant of `settings["probed"]` at each seed (`folders`: {variant: {seed: folder}}).
+def probe_variants(out: str, folders: dict, settings: dict, seeds, figure_format: str = "both") -> dict:
+    """Every probe on each variant of `settings["probed"]` at each seed (`folders`: {variant: {seed: folder}}); each
+    run's figures as PNG, SVG or both (`figure_format`).
     Returns {"by_seed": {variant: {seed: summary}}, "extras": {variant: {seed: ...}}, "word_pairs": ...,
     "head_divergence": ..., "reference": summary or None, "rollout": {seed: edges}, "corpus": ...}."""
     from hf_minattn.probes.cli import _reference, write_outputs
@@ -97,7 +98,7 @@ def probe_variants(out: str, folders: dict, settings: dict, seeds) -> dict:
                                  mlm_probability=settings["mlm_probability"],
                                  ablation_mask_draws=settings.get("ablation_mask_draws", 1),
                                  circuits=False)  # circuits_over_seeds: against each seed's own initial weights
-        write_outputs(results, probe_folder(out, name, seed))
+        write_outputs(results, probe_folder(out, name, seed), figure_format)
         probe = results.to_dict()
         layers = probe["num_layers"]
         by_seed[name][seed] = summary(probe)
@@ -129,7 +130,7 @@ def probe_variants(out: str, folders: dict, settings: dict, seeds) -> dict:
                                      log=lambda m: None, n_resamples=PROBE_RESAMPLES, corpus=corpus, corpus_name=corpus_name, word2vec=False,
                                      heads=False, weights=False, ablation=False, decontextualized=False,
                                      logit_lens=False, circuits=False)  # no MLM head in the sentence encoder
-            write_outputs(results, os.path.join(out, "probes", REFERENCE_NAME))
+            write_outputs(results, os.path.join(out, "probes", REFERENCE_NAME), figure_format)
             reference = {**summary(results.to_dict()), "name": ref_name, "num_layers": model.config.num_hidden_layers}
             reference_vectors = (results.word_vectors.vocab, dict(results.word_vectors.sets))
             del model, results

@@ -8,47 +8,24 @@ same for every token and is left out (as in the paper). x is the input of the at
 LayerNorm in a pre-norm model, the layer input in a post-norm one). Shares are the contributions normalised to sum
 to 1 per query, comparable with the attention weights themselves.
 
-Also here: where each supported architecture keeps its attention output projection, for per-head ablation
-(zeroing head h's slice of the input of W_O removes exactly that head's output, bias b_O kept).
+Also here: `attention_modules`, where each supported architecture (the table of layouts.py) keeps its attention
+input and output projection, also used for per-head ablation (zeroing head h's slice of the input of W_O removes
+exactly that head's output, bias b_O kept).
 """
 
 from contextlib import contextmanager
-from operator import attrgetter
 
 import torch
 
-from . import weights as _weights
+from . import layouts
 from .weights import UnsupportedArchitecture, head_weights
-
-
-def _minattn_layers(model):
-    return getattr(model.base_model, "layers", None) if hasattr(model.base_model, "get_head_weights") else None
 
 
 def attention_modules(model):
     """Per layer {"input": module whose forward input is x (the attention sublayer input), "output": W_O module
     (its forward input is the heads' outputs concatenated, head h at channels h*D:(h+1)*D), "value_bias": b_V or
-    None}. Raises UnsupportedArchitecture for layouts it does not know."""
-    C = model.config.hidden_size
-    layers = _minattn_layers(model)
-    if layers is not None:
-        out = []
-        for layer in layers:
-            attention = layer.attention
-            qkv = attention.qkv_proj
-            bias = None if qkv is None or qkv.bias is None else qkv.bias.detach()[2 * C :]
-            out.append({"input": attention, "output": attention.o_proj, "value_bias": bias})
-        return out
-    for layers_path, _, _, value_path, output_path in _weights.KNOWN_LAYOUTS.values():
-        try:
-            layers = attrgetter(layers_path)(model.base_model)
-            return [{"input": attrgetter(value_path)(layer), "output": attrgetter(output_path)(layer),
-                     "value_bias": None if attrgetter(value_path)(layer).bias is None
-                     else attrgetter(value_path)(layer).bias.detach()} for layer in layers]
-        except AttributeError:
-            continue
-    raise UnsupportedArchitecture(f"don't know where {type(model).__name__} keeps its attention input and output "
-                                  f"projection (known: MinAttn, {'; '.join(_weights.KNOWN_LAYOUTS)})")
+    None}, from the layout table of layouts.py. Raises UnsupportedArchitecture for layouts it does not know."""
+    return layouts.layout_attention_modules(model)
 
 
 @contextmanager

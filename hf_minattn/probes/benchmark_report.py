@@ -5,8 +5,6 @@ systems' Spearman correlations on the same pairs), so flipping the numbers flips
 that. Files from before the paired comparison are worded by `results.LEGACY_DECISION_RULE`, and say so.
 """
 
-import html
-
 import numpy as np
 
 from .results import BENCHMARKS, DECISION_RULE, LEGACY_DECISION_RULE, SavedProbeResults, paired_verdict, verdict
@@ -38,14 +36,36 @@ def _delta(interval):
     return f"Δρ {interval.estimate:+.2f} [{interval.low:+.2f}, {interval.high:+.2f}]"
 
 
+def comparison(a, b, other, abtt=False):
+    """(sign, interval): +1 / -1 / 0 for SimilarityScore `a` against `b` (system `other`) by DECISION_RULE, with the
+    paired interval of the difference; for files with no paired interval, by LEGACY_DECISION_RULE (A's interval
+    against B's estimate), with interval None."""
+    sign = paired_verdict(a, other, abtt)
+    if sign is None:
+        return verdict(a, b), None
+    return sign, (a.abtt_versus if abtt else a.versus)[other]
+
+
 def _versus(a_name, a, b_name, b, other, abtt=False):
     """'A is higher than B (Δρ +0.12 [+0.03, +0.21])' from A's paired interval against system `other`; by the legacy
     rule (A's interval against B's estimate) only for files that have no paired interval."""
-    sign = paired_verdict(a, other, abtt)
-    if sign is None:
-        return f"{a_name} is {_WORDS[verdict(a, b)]} {b_name}"
-    interval = (a.abtt_versus if abtt else a.versus)[other]
-    return f"{a_name} is {_WORDS[sign]} {b_name} ({_delta(interval)})"
+    sign, interval = comparison(a, b, other, abtt)
+    text = f"{a_name} is {_WORDS[sign]} {b_name}"
+    return text if interval is None else f"{text} ({_delta(interval)})"
+
+
+def _reference_versus(b, bench, s):
+    """The reference encoder's best set on `bench` against word2vec (or this model's best `s` against it), in words;
+    None without a reference."""
+    ref = b.best(bench, table=b.reference) if b.reference else None
+    if ref is None:
+        return None
+    r = ref.similarity[bench]
+    w2v = b.systems.get("word2vec")
+    w2v_score = w2v.similarity.get(bench) if w2v else None
+    # Two encoders are compared through the baseline both are paired with: each one's difference to word2vec.
+    return ref, (_versus("the reference", r, "word2vec", w2v_score, "word2vec") if "word2vec" in r.versus
+                 else _versus("this model", s, "the reference", r, "reference"))
 
 
 def similarity_sentence(res, bench):
@@ -77,16 +97,11 @@ def similarity_sentence(res, bench):
             us = u.similarity.get(bench)
             parts.append(f"the untrained model's {_label(best.vectors)} {_score(us)}: "
                          f"{_versus('the trained one', s, 'it', us, 'untrained')}")
-    if b.reference:
-        ref = b.best(bench, table=b.reference)
-        if ref is not None:
-            r = ref.similarity[bench]
-            w2v = b.systems.get("word2vec")
-            w2v_score = w2v.similarity.get(bench) if w2v else None
-            # Two encoders are compared through the baseline both are paired with: each one's difference to word2vec.
-            parts.append(f"fully trained reference {b.reference_model or ''} best {_label(ref.vectors)} {_score(r)}: "
-                         + (_versus("the reference", r, "word2vec", w2v_score, "word2vec") if "word2vec" in r.versus
-                            else _versus("this model", s, "the reference", r, "reference")))
+    reference = _reference_versus(b, bench, s)
+    if reference is not None:
+        ref, words = reference
+        parts.append(f"fully trained reference {b.reference_model or ''} best {_label(ref.vectors)} "
+                     f"{_score(ref.similarity[bench])}: {words}")
     abtt = [(k, v.similarity[bench]) for k, v in b.systems.items()
             if k.startswith(("static", "layer_", "decontext_")) and bench in v.similarity and v.similarity[bench].abtt is not None]
     if abtt:
@@ -155,23 +170,111 @@ def _cells(s, bench):
     return [_score(x), "n/a" if x is None or x.abtt is None else f"{x.abtt:.2f}"]
 
 
-def benchmark_table(r):
-    res = SavedProbeResults.from_dict(r)
-    b = res.benchmarks
+def benchmark_rows(r):
+    """{header, rows}: every vector set's scores (this model, untrained, reference), one row each."""
+    b = SavedProbeResults.from_dict(r).benchmarks
     head = ["system", "vectors", *[h for bench in BENCHMARKS for h in (f"{NAMES[bench]} [95% CI]", "ABTT")],
             "analogy sem.", "analogy syn.", "analogy all"]
+    f = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
     rows = []
     for system, table in (("this model", b.systems), ("untrained", b.untrained),
                           (f"reference {b.reference_model or ''}".strip(), b.reference)):
         for name, s in (table or {}).items():
-            f = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
             rows.append([system, name, *[c for bench in BENCHMARKS for c in _cells(s, bench)], f(s.analogy_semantic),
                          f(s.analogy_syntactic), f(s.analogy)])
-    body_head = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
-    cov = "; ".join(f"{NAMES[k]}: {v['kept']} of {v['total']} pairs ({v['coverage']:.0%})" for k, v in b.pairs.items())
-    note = f"<p>Coverage (pairs with both words in every vocabulary): {html.escape(cov)}.</p>" if cov else ""
-    return f"<table><tr>{body_head}</tr>{body}</table>{note}"
+    return {"header": head, "rows": rows}
+
+
+# the systems the best encoder set is compared with, in plain words (results.DECISION_RULE)
+OTHERS = {"word2vec": "word2vec trained on the same text", "random": "random vectors",
+          "untrained": "the same model before training"}
+_VERDICT = {1: "higher", -1: "lower", 0: "not told apart"}  # the best set against the other
+
+
+def and_list(items):
+    """ "a", "a and b", "a, b and c" ("" for none)."""
+    items = list(items)
+    return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1] if items else ""
+
+
+def _plain(name):
+    """A vector set in plain words."""
+    if name == "static":
+        return "the input embeddings"
+    if name.startswith("layer_"):
+        return f"layer {name[6:]}, averaged over each word's sentences"
+    if name.startswith("decontext_"):
+        return f"layer {name[10:]} with the word fed alone"
+    return name
+
+
+def _others(b, best, bench):
+    """[(system, plain name, its SimilarityScore, sign, paired interval or None)]: `best`'s set against word2vec,
+    random vectors and the same set untrained, each by DECISION_RULE, where scored."""
+    s = best.similarity[bench]
+    out = []
+    for other, plain in OTHERS.items():
+        system = (b.untrained or {}).get(best.vectors) if other == "untrained" else b.systems.get(other)
+        o = system.similarity.get(bench) if system else None
+        if o is None or o.spearman is None:
+            continue
+        out.append((other, plain, o, *comparison(s, o, other)))
+    return out
+
+
+def benchmarks_headline(r, bench="wordsim353"):
+    """One sentence: how the best encoder set on `bench` stands against word2vec, random vectors and the untrained
+    model, each verdict by DECISION_RULE (an interval that includes 0: no clear difference)."""
+    b = SavedProbeResults.from_dict(r).benchmarks
+    best = b.best(bench)
+    if best is None:
+        return f"Too few {NAMES[bench]} pairs have both words in every vocabulary to score the vectors."
+    s = best.similarity[bench]
+    groups = {1: [], -1: [], 0: []}
+    scores = {}
+    for other, plain, o, sign, _ in _others(b, best, bench):
+        groups[sign].append(plain)
+        scores[other] = o.spearman
+    who = f"The best vectors here ({_plain(best.vectors)})"
+    claims = ([f"better than {and_list(groups[1])}"] if groups[1] else []) + \
+             ([f"worse than {and_list(groups[-1])}"] if groups[-1] else [])
+    if claims:
+        text = f"{who} agree with human similarity judgements {', but '.join(claims)}"
+        if groups[0]:
+            text += f"; no clear difference from {and_list(groups[0])} at this scale"
+    elif groups[0]:
+        text = f"{who} are not told apart from {and_list(groups[0])} at this scale"
+    else:
+        text = f"{who} agree with human similarity judgements; nothing else was scored to compare"
+    other = next((o for o in ("word2vec", "random", "untrained") if o in scores), None)
+    numbers = f"{NAMES[bench]} Spearman {s.spearman:.2f}" + (f", {other} {scores[other]:.2f}" if other else "")
+    return f"{text} ({numbers})."
+
+
+def comparison_rows(r):
+    """{header, rows}: per benchmark, its coverage, the best encoder set and its verdict against each system."""
+    b = SavedProbeResults.from_dict(r).benchmarks
+    header = ["benchmark", "pairs kept (both words in every vocabulary)", "best vectors", "Spearman [95% CI]",
+              *[f"best vs {o}" for o in OTHERS], *(["vs reference"] if b.reference else [])]
+    rows = []
+    for bench in BENCHMARKS:
+        best = b.best(bench)
+        pairs = b.pairs.get(bench)
+        kept = f"{pairs['kept']} of {pairs['total']} ({pairs['coverage']:.0%})" if pairs else "-"
+        if best is None:
+            if pairs or any(bench in s.similarity for s in b.systems.values()):
+                rows.append([NAMES[bench], kept, "-", "-", *["-"] * (len(header) - 4)])
+            continue
+        s = best.similarity[bench]
+        cells = {other: _VERDICT[sign] + (f", {_delta(iv)}" if iv is not None else "") + f" ({other} {_score(o)})"
+                 for other, _, o, sign, iv in _others(b, best, bench)}
+        row = [NAMES[bench], kept, _label(best.vectors), _score(s), *[cells.get(o, "-") for o in OTHERS]]
+        if b.reference:
+            reference = _reference_versus(b, bench, s)
+            row.append("-" if reference is None else f"{_score(reference[0].similarity[bench])} "
+                                                     f"({_label(reference[0].vectors)}): {reference[1]}")
+        rows.append(row)
+    return {"header": header, "rows": rows}
 
 
 def benchmarks_plot(r, path, plt, save):

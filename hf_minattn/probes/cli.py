@@ -10,14 +10,14 @@ import time
 from .corpus import default_sentences, read_corpus_file, read_dataset, wikipedia_train_sentences
 from .loading import load_encoder, resolve_device
 from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS
-from .plots import all_plots, compare_plots
+from .plots import FIGURE_FORMATS, all_plots, compare_plots
 from .report import write_compare_report, write_report
 from .run import run_all_probes
 
 
 def probe_parser():
     p = argparse.ArgumentParser(prog="hf-minattn probe", description="Probe an encoder's static vs contextual "
-                                "embeddings, attention heads and weights; write probes.json, PNGs and report.html.")
+                                "embeddings, attention heads and weights; write probes.json, figures and report.html.")
     p.add_argument("model", help="a model folder loadable with AutoModel/AutoTokenizer (fast tokenizer)")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--corpus", help="UTF-8 text file, one paragraph or sentence per line")
@@ -65,12 +65,18 @@ def probe_parser():
     p.add_argument("--vectors-format", choices=["word2vec", "kv", "both"], default="word2vec",
                    help="word vectors as word2vec text files (vectors/<set>.txt, corpus counts in vectors/counts.txt; "
                         "the default: readable by any tool, no pickle), gensim .kv files, or both")
+    _figure_format_argument(p)
     p.add_argument("--device", help="where the encoders run: 'cpu', 'cuda', 'cuda:1'... (default: cuda when there is a "
                    "GPU, else cpu); statistics are gathered on the CPU either way")
     p.add_argument("--trust-remote-code", action="store_true",
                    help="run modeling code saved in the model folder (needed for custom architectures that are not "
                         "installed; MinAttn folders load without it where hf_minattn is installed)")
     return p
+
+
+def _figure_format_argument(parser):
+    parser.add_argument("--figure-format", choices=FIGURE_FORMATS, default="both",
+                        help="every figure as PNG, SVG or both (default: both; the report embeds the smaller file)")
 
 
 def _sentences(args):
@@ -118,15 +124,17 @@ def _folder_name(path):
     return os.path.join(*parts[-2:]) if parts[-1] == "model" and len(parts) > 1 else parts[-1]
 
 
-def write_outputs(results, out):
-    """probes.json, the PNGs, report.html and attention_graph.json into `out`."""
+def write_outputs(results, out, figure_format="both"):
+    """probes.json, the figures (PNG, SVG or both: `figure_format`), report.html, attention_graph.json and
+    attention_view.json (docs/attention-graph.md) into `out`."""
     os.makedirs(out, exist_ok=True)
     results.save_json(os.path.join(out, "probes.json"))
-    if results.attention_graph:
-        with open(os.path.join(out, "attention_graph.json"), "w", encoding="utf-8") as f:
-            json.dump(results.attention_graph, f)
+    for name, graph in (("attention_graph", results.attention_graph), ("attention_view", results.attention_view)):
+        if graph:
+            with open(os.path.join(out, f"{name}.json"), "w", encoding="utf-8") as f:
+                json.dump(graph, f)
     r = results.to_dict()
-    write_report(r, all_plots(r, out), os.path.join(out, "report.html"))
+    write_report(r, all_plots(r, out, figure_format), os.path.join(out, "report.html"), view=results.attention_view)
 
 
 def probe_main(argv=None):
@@ -155,7 +163,7 @@ def probe_main(argv=None):
     if not args.no_save_vectors:
         formats = ("word2vec", "kv") if args.vectors_format == "both" else (args.vectors_format,)
         results.word_vectors.save(os.path.join(args.out, "vectors"), formats)
-    write_outputs(results, args.out)
+    write_outputs(results, args.out, args.figure_format)
     print(f"[probe] wrote {os.path.join(args.out, 'report.html')} in {time.perf_counter() - start:.1f}s")
     return 0
 
@@ -164,6 +172,7 @@ def compare_main(argv=None):
     p = argparse.ArgumentParser(prog="hf-minattn compare", description="Put several probe results side by side.")
     p.add_argument("dirs", nargs="+", help="folders written by `hf-minattn probe` (each with probes.json)")
     p.add_argument("--out", default="compare", help="output folder (default: ./compare)")
+    _figure_format_argument(p)
     args = p.parse_args(argv)
     results = {}
     for folder in args.dirs:
@@ -174,6 +183,7 @@ def compare_main(argv=None):
             name = os.path.basename(os.path.normpath(folder))
             results[name if name not in results else folder] = json.load(f)
     os.makedirs(args.out, exist_ok=True)
-    report = write_compare_report(results, compare_plots(results, args.out), os.path.join(args.out, "compare.html"))
+    plots = compare_plots(results, args.out, args.figure_format)
+    report = write_compare_report(results, plots, os.path.join(args.out, "compare.html"))
     print(f"[compare] wrote {report}")
     return 0

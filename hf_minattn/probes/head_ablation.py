@@ -47,7 +47,8 @@ def is_masked_lm(model):
 @contextmanager
 def zero_head(model, layer, head):
     """Within the block, head `head` of layer `layer` outputs zero: a forward pre-hook on the attention output
-    projection zeroes channels head*D:(head+1)*D of its input (W_O's bias stays)."""
+    projection (W_O, found through the layout table of layouts.py) zeroes channels head*D:(head+1)*D of its input
+    (W_O's bias stays). UnsupportedArchitecture for a layout the table does not know."""
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     if not (0 <= layer < L and 0 <= head < H):
         raise ValueError(f"(layer, head) must lie in [0, {L}) x [0, {H}), got ({layer}, {head})")

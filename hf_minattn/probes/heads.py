@@ -259,6 +259,29 @@ def _maybe_capture(model, enabled, notes):
         yield inputs
 
 
+def attention_example(model, tokenizer, sentence, max_length, inputs=None):
+    """One sentence's full attention maps (an AttentionExample), and its norm-weighted shares when `inputs` are the
+    attention inputs captured by capture_attention_inputs. Call within eager_attention and inference_mode."""
+    enc = tokenizer(sentence, truncation=True, max_length=max_length, return_tensors="pt")
+    att = torch.stack(run_model(model, enc, output_attentions=True).attentions)[:, 0]  # (L, H, T, T)
+    example = AttentionExample(sentence=sentence, tokens=tokenizer.convert_ids_to_tokens(enc["input_ids"][0]),
+                               word_ids=enc.word_ids(0), attention=att.round(decimals=4).tolist())
+    if inputs is not None:
+        norms = torch.stack(transformed_value_norms(model, inputs))[:, 0]  # (L, H, T)
+        example.norm_weighted = norm_weighted(att, norms).round(decimals=4).tolist()
+        example.value_norms = norms.round(decimals=4).tolist()
+    return example
+
+
+def attention_examples(model, tokenizer, sentences, norm_weighting=True):
+    """attention_example for each sentence, on the eager path, with norm-weighted shares where the architecture
+    allows; returns (examples, notes)."""
+    notes, max_length = [], max_length_for(model, tokenizer)
+    model.eval()
+    with eager_attention(model), torch.inference_mode(), _maybe_capture(model, norm_weighting, notes) as inputs:
+        return [attention_example(model, tokenizer, s, max_length, inputs) for s in sentences], notes
+
+
 def head_statistics(model, tokenizer, sentences, examples=(), max_sentences=200, js_sentences=64, batch_size=32,
                     norm_weighting=True):
     """Attention statistics over up to `max_sentences` sentences (head similarity over the first
@@ -283,18 +306,7 @@ def head_statistics(model, tokenizer, sentences, examples=(), max_sentences=200,
             if js_queries == 0 or totals.sentences <= js_sentences:
                 js = js_divergence_sums(att, enc["attention_mask"])
                 js_sum, js_queries = (js if js_sum is None else js_sum + js), js_queries + int(enc["attention_mask"].sum())
-        example_maps = []
-        for sentence in examples:
-            enc = tokenizer(sentence, truncation=True, max_length=max_length, return_tensors="pt")
-            att = run_model(model, enc, output_attentions=True).attentions
-            example = AttentionExample(
-                sentence=sentence, tokens=tokenizer.convert_ids_to_tokens(enc["input_ids"][0]),
-                word_ids=enc.word_ids(0), attention=torch.stack(att)[:, 0].round(decimals=4).tolist())
-            if inputs is not None:
-                norms = torch.stack(transformed_value_norms(model, inputs))[:, 0]  # (L, H, T)
-                example.norm_weighted = norm_weighted(torch.stack(att)[:, 0], norms).round(decimals=4).tolist()
-                example.value_norms = norms.round(decimals=4).tolist()
-            example_maps.append(example)
+        example_maps = [attention_example(model, tokenizer, sentence, max_length, inputs) for sentence in examples]
     if totals.queries == 0:
         raise ValueError("no sentences to compute attention statistics on")
     js = (js_sum / js_queries).clamp(min=0).numpy()

@@ -1,25 +1,64 @@
 """Matplotlib figures from the probe numbers (the dict written to probes.json); one function per figure.
 
-Each function takes the results dict `r` and an output path, writes a PNG and returns the path (or None
-when the numbers it needs are absent)."""
+Each function takes the results dict `r`, an output path and a `figure_format` ('png', 'svg' or 'both'; None: the
+format of the path's suffix), writes the figure (`save_figure`) and returns the path of the first file written, the
+PNG when there is one (or None when the numbers it needs are absent)."""
 
+import os
 from dataclasses import asdict
+from functools import partial
 
 import matplotlib
 
 matplotlib.use("Agg")  # files only: no display on CI machines
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import FixedLocator, MaxNLocator  # noqa: E402
+
+FIGURE_FORMATS = ("png", "svg", "both")
+# Text stays text in the SVGs (smaller than glyph outlines, searchable); ids hashed with a fixed salt and no date, so
+# the same figure gives the same file.
+SVG_STYLE = {"svg.fonttype": "none", "svg.hashsalt": "hf-minattn"}
 
 
-def _save(fig, path):
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+def figure_suffixes(figure_format):
+    """The file suffixes a figure format writes: ('.png',), ('.svg',) or ('.png', '.svg') for 'both'."""
+    if figure_format not in FIGURE_FORMATS:
+        raise ValueError(f"figure format {figure_format!r} is not one of {', '.join(FIGURE_FORMATS)}")
+    return (".png", ".svg") if figure_format == "both" else (f".{figure_format}",)
 
 
-def geometry_plot(r, path):
+def integer_ticks(fig):
+    """Whole-number ticks on every axis labelled as layers or heads (colour bars included): never 'layer 0.5'.
+    Ticks placed by hand (set_xticks) are kept."""
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if (axis.get_label_text().strip().lower().startswith(("layer", "head"))
+                    and not isinstance(axis.get_major_locator(), FixedLocator)):
+                axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def save_figure(fig, path, figure_format=None, dpi=90):
+    """Write `fig` under path's name (its suffix replaced) as PNG, SVG or both (`figure_format`; None: the format
+    of path's suffix), with integer ticks on its layer and head axes; closes it and returns the first file written,
+    the PNG when there is one (a str or Path, as `path` is)."""
+    stem, suffix = os.path.splitext(os.fspath(path))
+    suffixes = figure_suffixes(suffix[1:].lower() if figure_format is None else figure_format)
+    try:
+        integer_ticks(fig)
+        fig.tight_layout()
+        for s in suffixes:
+            if s == ".svg":
+                with matplotlib.rc_context(SVG_STYLE):
+                    fig.savefig(stem + s, dpi=dpi, metadata={"Date": None})
+            else:
+                fig.savefig(stem + s, dpi=dpi)
+    finally:
+        plt.close(fig)
+    return type(path)(stem + suffixes[0]) if isinstance(path, os.PathLike) else stem + suffixes[0]
+
+
+def geometry_plot(r, path, figure_format=None):
     g = r["geometry"]
     fig, (raw, adjusted) = plt.subplots(1, 2, figsize=(10, 3.8))
     for key, label in [("self_similarity", "self-similarity"), ("intra_similarity", "intra-sentence"),
@@ -37,10 +76,10 @@ def geometry_plot(r, path):
     for ax in (raw, adjusted):
         ax.set_xlabel("layer (0 = embedding output)")
         ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path, figure_format)
 
 
-def bands_plot(r, path):
+def bands_plot(r, path, figure_format=None):
     g = r["geometry"]
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for band, values in g["adjusted_self_similarity_by_band"].items():
@@ -51,7 +90,7 @@ def bands_plot(r, path):
     ax.set_ylabel("adjusted self-similarity")
     ax.set_title("context-specificity by word frequency")
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path, figure_format)
 
 
 BENCHMARKS = (("wordsim353", "WordSim-353 (Spearman)"), ("simlex999", "SimLex-999 (Spearman)"),
@@ -67,15 +106,15 @@ def benchmark_series(r):
     return layers, {k: v for k, v in families.items() if any(v)}, {k: scores[k] for k in ("static", "word2vec") if k in scores}
 
 
-def benchmarks_plot(r, path):
+def benchmarks_plot(r, path, figure_format=None):
     if not r.get("benchmarks"):
         return None
     from .benchmark_report import benchmarks_plot as plot  # error bars and coverage from the typed results
 
-    return plot(r, path, plt, _save)
+    return plot(r, path, plt, partial(save_figure, figure_format=figure_format))
 
 
-def sense_plot(r, path):
+def sense_plot(r, path, figure_format=None):
     sense = r.get("sense")
     if not sense:
         return None
@@ -86,14 +125,14 @@ def sense_plot(r, path):
         ax.set_title(f"layer {layer}", fontsize=9)
         ax.set_xticks(range(len(sim))), ax.set_yticks(range(len(sim)))
     fig.suptitle(f"cosine between the vectors of '{sense['word']}' in sentences 0..{len(sense['sentences']) - 1}", fontsize=10)
-    return _save(fig, path)
+    return save_figure(fig, path, figure_format)
 
 
 HEAD_STATS = (("entropy", "entropy (nats)"), ("self", "to self"), ("previous", "to previous"), ("next", "to next"),
               ("cls", "to [CLS]"), ("sep", "to [SEP]"), ("punctuation", "to punctuation"))
 
 
-def heads_plot(r, path):
+def heads_plot(r, path, figure_format=None):
     h = r.get("heads")
     if not h:
         return None
@@ -101,7 +140,7 @@ def heads_plot(r, path):
     for ax, (key, title) in zip(axes, HEAD_STATS):
         _layer_by_head(fig, ax, np.array(h["stats"][key]), title, cmap="magma", vmin=0,
                        vmax=None if key == "entropy" else 1)
-    return _save(fig, path)
+    return save_figure(fig, path, figure_format)
 
 
 def _layer_by_head(fig, ax, values, title, label=None, fontsize=9, **imshow):
@@ -112,7 +151,7 @@ def _layer_by_head(fig, ax, values, title, label=None, fontsize=9, **imshow):
     fig.colorbar(im, ax=ax, fraction=0.046, label=label)
 
 
-def head_map_plot(r, path):
+def head_map_plot(r, path, figure_format=None):
     h = r.get("heads")
     if not h:
         return None
@@ -124,10 +163,10 @@ def head_map_plot(r, path):
         ax.annotate(f"{k // h['num_heads']}-{k % h['num_heads']}", (x, y), fontsize=6)
     fig.colorbar(points, ax=ax, label="layer")
     ax.set_title("heads by Jensen-Shannon distance (classical MDS)", fontsize=10)
-    return _save(fig, path)
+    return save_figure(fig, path, figure_format)
 
 
-def attention_example_plot(r, path, index=0):
+def attention_example_plot(r, path, index=0, figure_format=None):
     h = r.get("heads")
     if not h or len(h["examples"]) <= index:
         return None
@@ -144,10 +183,10 @@ def attention_example_plot(r, path, index=0):
             ax.set_xticks(ticks), ax.set_yticks(ticks)
             ax.set_xticklabels(ex["tokens"] if l == L - 1 else [], rotation=90, fontsize=5)
             ax.set_yticklabels(ex["tokens"] if k == 0 else [], fontsize=5)
-    return _save(fig, path)
+    return save_figure(fig, path, figure_format)
 
 
-def weights_plot(r, path):
+def weights_plot(r, path, figure_format=None):
     w = r.get("weights")
     if not w:
         return None
@@ -174,10 +213,10 @@ def weights_plot(r, path):
     ax.set_xlabel("layer")
     ax.set_title("effective rank (Roy & Vetterli), mean over heads", fontsize=9)
     ax.legend(fontsize=7)
-    return _save(fig, path)
+    return save_figure(fig, path, figure_format)
 
 
-def drift_plot(r, path):
+def drift_plot(r, path, figure_format=None):
     d = r.get("drift")
     if not d or not d.get("metrics"):
         return None
@@ -191,12 +230,13 @@ def drift_plot(r, path):
         ax.set_xlabel("training step")
         if len(d["metrics"][metric]) <= 12:
             ax.legend(fontsize=6)
-    return _save(fig, path)
+    return save_figure(fig, path, figure_format)
 
 
 FIGURES = {"geometry": geometry_plot, "bands": bands_plot, "benchmarks": benchmarks_plot, "sense": sense_plot,
            "heads": heads_plot, "head_map": head_map_plot, "attention_example": attention_example_plot,
-           "attention_example_2": lambda r, path: attention_example_plot(r, path, index=1),
+           "attention_example_2": lambda r, path, figure_format=None: attention_example_plot(
+               r, path, index=1, figure_format=figure_format),
            "weights": weights_plot, "drift": drift_plot}
 
 
@@ -204,7 +244,7 @@ FIGURES = {"geometry": geometry_plot, "bands": bands_plot, "benchmarks": benchma
 # sense accuracy by layer.
 
 
-def head_roles_plot(r, path):
+def head_roles_plot(r, path, figure_format=None):
     h = r.get("heads")
     if not h or not h.get("relative_to_uniform"):
         return None
@@ -216,10 +256,10 @@ def head_roles_plot(r, path):
                        cmap="RdBu_r", vmin=-4, vmax=4)
         ax.set_xticks(range(values.shape[1])), ax.set_yticks(range(values.shape[0]))  # whole heads and layers
     fig.suptitle("observed / uniform-attention expectation on the same queries (0 = as uniform)", fontsize=9)
-    return _save(fig, path)
+    return save_figure(fig, path, figure_format)
 
 
-def norm_weighting_plot(r, path):
+def norm_weighting_plot(r, path, figure_format=None):
     h = r.get("heads")
     if not h or not h.get("norm_weighted_stats"):
         return None
@@ -234,10 +274,10 @@ def norm_weighting_plot(r, path):
     ax.set_ylabel("mean over heads and queries")
     ax.set_title("raw vs norm-weighted attention (Kobayashi et al. 2020)", fontsize=10)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path, figure_format)
 
 
-def attention_norm_example_plot(r, path, index=0):
+def attention_norm_example_plot(r, path, index=0, figure_format=None):
     h = r.get("heads")
     if not h or len(h["examples"]) <= index or h["examples"][index].get("norm_weighted") is None:
         return None
@@ -254,10 +294,10 @@ def attention_norm_example_plot(r, path, index=0):
             ax.set_xticklabels(ex["tokens"] if row == 1 else [], rotation=90, fontsize=5)
             ax.set_yticklabels(ex["tokens"] if l == 0 else [], fontsize=5)
     fig.suptitle(f"head mean; colour scale saturates at 4/n = {4.0 / n:.2f} (uniform = 1/n)", fontsize=9)
-    return _save(fig, path)
+    return save_figure(fig, path, figure_format)
 
 
-def head_ablation_plot(r, path):
+def head_ablation_plot(r, path, figure_format=None):
     ablation = r.get("head_ablation")
     if not ablation:
         return None
@@ -268,10 +308,10 @@ def head_ablation_plot(r, path):
                    "nats)", cmap="RdBu_r", vmin=-bound, vmax=bound)
     for (layer, head), v in np.ndenumerate(values):
         ax.text(head, layer, f"{v:.3f}", ha="center", va="center", fontsize=6)
-    return _save(fig, path)
+    return save_figure(fig, path, figure_format)
 
 
-def sense_accuracy_plot(r, path):
+def sense_accuracy_plot(r, path, figure_format=None):
     senses = r.get("sense_accuracy")
     if not senses:
         return None
@@ -284,7 +324,7 @@ def sense_accuracy_plot(r, path):
     ax.set_xlabel("layer (0 = embedding output)"), ax.set_ylabel("leave-one-out accuracy")
     ax.set_ylim(-0.02, 1.02)
     ax.legend(fontsize=6)
-    return _save(fig, path)
+    return save_figure(fig, path, figure_format)
 
 
 def graph_panel(ax, graph, layer, title):
@@ -309,7 +349,7 @@ GRAPH_PANELS = (("attention_graph", "raw attention"), ("attention_graph_norm_wei
                 ("attention_graph_rollout", "rollout"), ("attention_graph_flow", "flow"))
 
 
-def attention_graphs_plot(r, path):
+def attention_graphs_plot(r, path, figure_format=None):
     """The first example's raw, norm-weighted, rollout and flow graphs at the last layer, side by side."""
     rollout = r.get("attention_graph_rollout")
     if not rollout:
@@ -320,10 +360,10 @@ def attention_graphs_plot(r, path):
     for ax, (graph, name) in zip(axes[0], panels):
         graph_panel(ax, graph, layer, f"{name}, layer {layer} (edges >= {graph['threshold']:.2f})")
     fig.suptitle("a -> b: a draws on b (head mean; edges to itself left out)", fontsize=9)
-    return _save(fig, path)
+    return save_figure(fig, path, figure_format)
 
 
-def plot_logit_lens(lens, path):
+def plot_logit_lens(lens, path, figure_format=None):
     """The logit lens (logit_lens.py; a LogitLens or its probes.json dict): masked-token loss by layer with its 95%
     interval and the unigram floor (left), top-1 accuracy (right)."""
     if not lens:
@@ -345,14 +385,14 @@ def plot_logit_lens(lens, path):
     for ax in (loss, accuracy):
         ax.set_xticks(layers)  # whole layers
         ax.set_xlabel("layer (0 = embedding output)")
-    return _save(fig, path)
+    return save_figure(fig, path, figure_format)
 
 
 CIRCUIT_HYPOTHESES = (("identity", "embedding similarity (W_Q = W_K = I)"), ("cooccurrence", "co-occurrence (PPMI)"),
                       ("initial", "initial form"))
 
 
-def plot_circuits(circuits, path):
+def plot_circuits(circuits, path, figure_format=None):
     """Layer 0's circuits (circuits.py; a Circuits or its probes.json dict), grouped bars per head: Spearman's rho of
     the QK form with each hypothesis and its 95% interval (left), the OV copying score and the QK form's positive
     eigenvalue share (right)."""
@@ -385,36 +425,37 @@ def plot_circuits(circuits, path):
         ax.axhline(0, color="grey", linewidth=0.8)
         ax.set_xticks(heads)  # whole heads
         ax.set_xlabel("head")
-    return _save(fig, path)
+    return save_figure(fig, path, figure_format)
 
 
 ISSUE9_FIGURES = {"head_roles": head_roles_plot, "norm_weighting": norm_weighting_plot,
                   "attention_norm_example": attention_norm_example_plot, "head_ablation": head_ablation_plot,
                   "sense_accuracy": sense_accuracy_plot, "attention_graphs": attention_graphs_plot}
 FIGURES.update(ISSUE9_FIGURES)
-FIGURES["logit_lens"] = lambda r, path: plot_logit_lens(r.get("logit_lens"), path)
-FIGURES["circuits"] = lambda r, path: plot_circuits(r.get("circuits"), path)
+FIGURES["logit_lens"] = lambda r, path, figure_format=None: plot_logit_lens(r.get("logit_lens"), path, figure_format)
+FIGURES["circuits"] = lambda r, path, figure_format=None: plot_circuits(r.get("circuits"), path, figure_format)
 
 
-def all_plots(r, folder):
-    """Write every figure the numbers allow; returns {name: path}."""
-    import os
-
-    paths = {name: plot(r, os.path.join(folder, f"{name}.png")) for name, plot in FIGURES.items()}
+def all_plots(r, folder, figure_format="both"):
+    """Write every figure the numbers allow as <name>.png, <name>.svg or both (`figure_format`); returns {name: path
+    of the PNG, or of the SVG when no PNG is written}."""
+    figure_suffixes(figure_format)  # a bad format fails before any drawing
+    paths = {name: plot(r, os.path.join(folder, f"{name}.png"), figure_format=figure_format)
+             for name, plot in FIGURES.items()}
     return {k: v for k, v in paths.items() if v}
 
 
-def compare_plots(results, folder):
-    """Several models side by side: adjusted self-similarity and word-similarity by layer."""
-    import os
-
+def compare_plots(results, folder, figure_format="both"):
+    """Several models side by side: adjusted self-similarity and word-similarity by layer (PNG, SVG or both, as
+    all_plots writes them)."""
+    figure_suffixes(figure_format)
     paths = {}
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for name, r in results.items():
         ax.plot(r["geometry"]["layers"], r["geometry"]["adjusted_self_similarity"], marker="o", label=name)
     ax.set_xlabel("layer"), ax.set_ylabel("adjusted self-similarity")
     ax.legend(fontsize=7)
-    paths["geometry"] = _save(fig, os.path.join(folder, "compare_geometry.png"))
+    paths["geometry"] = save_figure(fig, os.path.join(folder, "compare_geometry.png"), figure_format)
     with_bench = {k: r for k, r in results.items() if r.get("benchmarks")}
     if with_bench:
         fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
@@ -428,5 +469,5 @@ def compare_plots(results, folder):
                     ax.axhline(singles["word2vec"][key], linestyle="--", color=line.get_color(), label=f"{name} word2vec")
             ax.set_title(title), ax.set_xlabel("layer")
             ax.legend(fontsize=6)
-        paths["benchmarks"] = _save(fig, os.path.join(folder, "compare_benchmarks.png"))
+        paths["benchmarks"] = save_figure(fig, os.path.join(folder, "compare_benchmarks.png"), figure_format)
     return paths

@@ -15,6 +15,7 @@ from .drift import drift_results
 from .encode import encode_corpus, pool_corpus, tokenize_corpus, word_normaliser
 from .geometry import geometry, static_word_vectors
 from .head_ablation import check_masking, head_ablation, is_masked_lm
+from .attention_view import attention_view, view_sentences
 from .heads import attention_graph, head_statistics
 from .loading import max_length_for
 from .logit_lens import logit_lens as measure_logit_lens
@@ -77,6 +78,9 @@ class ProbeResults:
     # the same sentence's attention rollout (every layer) and attention flow (last layer): attention_flow.py
     attention_graph_rollout: dict = None
     attention_graph_flow: dict = None
+    # the interactive view's data (attention_view.py): a few sentences' attention graphs, raw, norm-weighted, rollout;
+    # written to attention_view.json and into report.html, not into probes.json (a few hundred kB a sentence)
+    attention_view: dict = field(default=None, repr=False, metadata={"json": False})
     vector_corpus: VectorCorpusStats | None = None
     provenance: dict = field(default_factory=dict)  # versions, date, seed, corpus, arguments: see run_provenance
     timings: dict = field(default_factory=dict)  # seconds per probe
@@ -183,7 +187,8 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
                    head_sentences=200, min_count=5, batch_size=64, seed=0, log=print, corpus=None,
                    corpus_name=None, untrained=None, reference=None, reference_name=None, n_resamples=1000,
                    ablation=True, mlm_model=None, ablation_sentences=64, trust_remote_code=False, provenance=None,
-                   mlm_probability=0.15, ablation_mask_draws=1, logit_lens=True, unigram=None, circuits=True):
+                   mlm_probability=0.15, ablation_mask_draws=1, logit_lens=True, unigram=None, circuits=True,
+                   view=True):
     """Every probe of the issue on `model` (any AutoModel encoder) and its fast tokenizer.
 
     `sentences` are the probe sentences (geometry, heads, neighbours). The word vectors are pooled from EVERY
@@ -197,7 +202,8 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
     the same masked tokens (masked LMs only, like the ablation); `unigram`: a `hf_minattn.unigram.UnigramFloor` of
     the training tokens, for the lens's floor and gain (default: counted from the vector corpus). `circuits`: layer 0's
     QK and OV circuits against the identity, co-occurrence and initialisation hypotheses (MinAttn models only), on the
-    most frequent tokens of the vector corpus's first CIRCUIT_SENTENCES sentences.
+    most frequent tokens of the vector corpus's first CIRCUIT_SENTENCES sentences. `view`: the interactive attention
+    view's data (the examples, then short probe sentences: attention_view.view_sentences), with the heads probe.
     """
     if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
         raise ValueError(f"min_count must be a positive integer, got {min_count!r}")
@@ -283,6 +289,10 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
                 results.attention_graph = attention_graph(results.heads.examples[0])
                 if results.heads.examples[0].norm_weighted is not None:
                     results.attention_graph_norm_weighted = attention_graph(results.heads.examples[0], weighting="norm")
+        if view:
+            with _Timer(timings, "attention view", log):
+                results.attention_view, _ = attention_view(model, tokenizer,
+                                                           view_sentences(tokenizer, examples, sentences), results.model)
         if results.heads.examples:
             with _Timer(timings, "attention rollout and flow", log):
                 example = results.heads.examples[0]

@@ -10,13 +10,11 @@ with MLPs and norms these circuits describe the weights, not exactly the computa
 import copy
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from operator import attrgetter
 
 import torch
 
-
-class UnsupportedArchitecture(ValueError):
-    """The weights probe does not know where this architecture keeps its per-head projections."""
+from . import layouts
+from .layouts import UnsupportedArchitecture  # noqa: F401  (re-exported: the probes import it from here)
 
 
 @dataclass
@@ -38,39 +36,13 @@ class WeightResults:
     notes: list = field(default_factory=list)
 
 
-# Where encoders without get_head_weights() keep their per-head projections (all nn.Linear, stored (out, in)):
-# (layer list, W_Q, W_K, W_V, W_O) as attribute paths from the base model / from each layer.
-KNOWN_LAYOUTS = {
-    "BERT-style (attention.self.query/key/value, attention.output.dense)":
-        ("encoder.layer", "attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"),
-    "DistilBERT-style (attention.q_lin/k_lin/v_lin/out_lin)":
-        ("transformer.layer", "attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin"),
-}
-
-
-def _layout_head_weights(model):
-    H, C = model.config.num_attention_heads, model.config.hidden_size
-    D = C // H
-    for name, (layers_path, *projections) in KNOWN_LAYOUTS.items():
-        try:
-            layers = attrgetter(layers_path)(model.base_model)
-            linears = [[attrgetter(p)(layer) for p in projections] for layer in layers]
-        except AttributeError:
-            continue
-        # Rows h*D:(h+1)*D of W_q are head h's query projection; columns h*D:(h+1)*D of W_o read head h's output.
-        split = lambda linear: linear.weight.detach().view(H, D, C)  # noqa: E731
-        return [{"W_Q": split(q), "W_K": split(k), "W_V": split(v),
-                 "W_O": o.weight.detach().view(C, H, D).permute(1, 0, 2)} for q, k, v, o in linears], name
-    raise UnsupportedArchitecture(f"don't know where {type(model).__name__} keeps W_Q/W_K/W_V/W_O "
-                                  f"(known: get_head_weights(), {'; '.join(KNOWN_LAYOUTS)})")
-
-
 def head_weights(model):
     """Per layer {"W_Q", "W_K", "W_V": (heads, head_dim, hidden), "W_O": (heads, hidden, head_dim)} on the model's
-    device, and the source."""
+    device, and the source: the model's own get_head_weights() where it has one (MinAttn), else the layout table of
+    layouts.py. UnsupportedArchitecture for a layout the table does not know."""
     if hasattr(model, "get_head_weights"):
         return model.get_head_weights(), "model.get_head_weights()"
-    return _layout_head_weights(model)
+    return layouts.layout_head_weights(model)
 
 
 def factored_singular_values(left, right):

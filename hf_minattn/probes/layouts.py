@@ -1,0 +1,217 @@
+"""Where each encoder architecture keeps its attention projections: one table for every probe that reads them.
+
+The weights probe (W_Q, W_K, W_V, W_O per head), norm-weighted attention (the attention sublayer's input x, W_O and
+the value bias b_V) and head ablation (W_O, whose input holds the heads' outputs side by side) all find their
+modules here. `LAYOUTS` is a tuple of `Layout`s, tried in order; each names, as attribute paths,
+
+- `layers`: the list of layers, from `model.base_model` (the bare encoder inside any task model);
+- from each layer, either separate projections `query`, `key`, `value` (each hidden -> hidden) or one fused `qkv`
+  (hidden -> 3 * hidden, output rows [0, C) = W_Q, [C, 2C) = W_K, [2C, 3C) = W_V), and `output` (W_O, hidden ->
+  hidden, its input the heads' outputs concatenated: head h at channels h*D:(h+1)*D);
+- `input`: the module whose forward input is x, the input of the attention sublayer (after the LayerNorm in a
+  pre-norm model, the layer input in a post-norm one); by default the value (or fused) projection itself;
+- `conv1d`: the projections are transformers' `Conv1D` (GPT-2), whose weight is stored (in, out), the transpose of
+  `nn.Linear`'s (out, in);
+- `identity_if_absent`: the fused projection may be None, meaning W_Q = W_K = W_V = I (MinAttn's identity variant).
+
+Inside every projection, head h owns output rows h*D:(h+1)*D of each of Q, K, V (D = hidden / heads): this is how
+every architecture here splits its projections into heads (`.view(..., heads, head_dim)`). A layout matches when
+all its paths exist in the first layer and are modules of the right kind; its weights must then have the shapes
+above (so grouped-query attention or heads of another size are refused rather than misread). The head count and
+hidden size come from `config.num_attention_heads` and `config.hidden_size`, which transformers maps to each
+config's own names (GPT-2: n_head, n_embd; DistilBERT: n_heads, dim).
+
+| layout     | layers (base model) | Q, K, V (from each layer)                | W_O                    | x enters  |
+|------------|---------------------|------------------------------------------|------------------------|-----------|
+| MinAttn    | layers              | attention.qkv_proj (fused; None: I)      | attention.o_proj       | attention |
+| BERT-style | encoder.layer       | attention.self.query / key / value       | attention.output.dense | value     |
+| DistilBERT | transformer.layer   | attention.q_lin / k_lin / v_lin          | attention.out_lin      | v_lin     |
+| ModernBERT | layers              | attn.Wqkv (fused; input after attn_norm) | attn.Wo                | Wqkv      |
+| GPT-2      | h                   | attn.c_attn (fused Conv1D; after ln_1)   | attn.c_proj (Conv1D)   | c_attn    |
+
+BERT-style covers BERT, RoBERTa, XLM-R, ELECTRA and MiniLM (a BertModel). Any other layout raises
+`UnsupportedArchitecture` naming the attention-like modules of the model's first layer, so a new row is easy to add.
+"""
+
+from dataclasses import dataclass
+from operator import attrgetter
+
+import torch
+from torch import nn
+
+
+class UnsupportedArchitecture(ValueError):
+    """The probes do not know where this architecture keeps its per-head projections."""
+
+
+def _conv1d_class():
+    try:
+        from transformers.pytorch_utils import Conv1D
+    except ImportError:  # pragma: no cover - every transformers version this package supports has it
+        return None
+    return Conv1D
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str  # the weights probe's "source" and what error messages list
+    layers: str  # from model.base_model
+    output: str  # W_O, from each layer
+    query: str | None = None  # separate projections, from each layer
+    key: str | None = None
+    value: str | None = None
+    qkv: str | None = None  # or one fused projection (q, k, v stacked along the output)
+    input: str | None = None  # the module whose forward input is x; default: `value` or `qkv`
+    conv1d: bool = False  # weights stored (in, out) (transformers' Conv1D), not nn.Linear's (out, in)
+    identity_if_absent: bool = False  # `qkv` may be None: W_Q = W_K = W_V = I
+
+    @property
+    def projections(self):
+        return ("qkv",) if self.qkv else ("query", "key", "value")
+
+    @property
+    def input_path(self):
+        return self.input or self.qkv or self.value
+
+
+LAYOUTS = (
+    Layout("MinAttn (layers[i].attention.qkv_proj, attention.o_proj)", layers="layers",
+           qkv="attention.qkv_proj", output="attention.o_proj", input="attention", identity_if_absent=True),
+    Layout("BERT-style (attention.self.query/key/value, attention.output.dense)", layers="encoder.layer",
+           query="attention.self.query", key="attention.self.key", value="attention.self.value",
+           output="attention.output.dense"),
+    Layout("DistilBERT-style (attention.q_lin/k_lin/v_lin/out_lin)", layers="transformer.layer",
+           query="attention.q_lin", key="attention.k_lin", value="attention.v_lin", output="attention.out_lin"),
+    Layout("ModernBERT-style (layers[i].attn.Wqkv fused, attn.Wo)", layers="layers", qkv="attn.Wqkv",
+           output="attn.Wo"),
+    Layout("GPT-2-style (h[i].attn.c_attn fused Conv1D, attn.c_proj)", layers="h", qkv="attn.c_attn",
+           output="attn.c_proj", conv1d=True),
+)
+
+
+def _is_projection(module, layout):
+    kind = _conv1d_class() if layout.conv1d else nn.Linear
+    return kind is not None and isinstance(module, kind)
+
+
+def _resolve(layer, layout):
+    """{"query", "key", "value" | "qkv", "output", "input"} modules of one layer, or None if the layout does not fit."""
+    try:
+        found = {role: attrgetter(getattr(layout, role))(layer) for role in (*layout.projections, "output")}
+        found["input"] = attrgetter(layout.input_path)(layer)
+    except AttributeError:
+        return None
+    for role, module in found.items():
+        if role == "input":
+            if module is None:  # a fused projection that may be absent is no input
+                return None
+        elif role == "qkv" and module is None and layout.identity_if_absent:
+            continue
+        elif not _is_projection(module, layout):
+            return None
+    return found
+
+
+def _layer_list(model, layout):
+    try:
+        layers = attrgetter(layout.layers)(model.base_model)
+    except AttributeError:
+        return None
+    return layers if isinstance(layers, (nn.ModuleList, list, tuple)) and len(layers) > 0 else None
+
+
+def _describe(model, table):
+    """The attention-like modules of the model's first layer (the first non-empty nn.ModuleList), for the error."""
+    first = next(((name, modules[0]) for name, modules in model.base_model.named_modules()
+                  if isinstance(modules, nn.ModuleList) and len(modules) > 0), None)
+    if first is None:
+        found = "no list of layers (nn.ModuleList)"
+    else:
+        path, layer = first
+        named = [(name, module) for name, module in layer.named_modules() if name]
+        attention = [(name, m) for name, m in named if "attn" in name.lower() or "attention" in name.lower()]
+        linear = [(name, m) for name, m in named if isinstance(m, nn.Linear) or type(m).__name__ == "Conv1D"]
+        shown = attention or linear
+        kind = "attention-like modules" if attention else "no module named *attn*/*attention*; its linear layers"
+        listed = ", ".join(f"{name} ({type(m).__name__})" for name, m in shown[:10]) or "none"
+        more = f" and {len(shown) - 10} more" if len(shown) > 10 else ""
+        found = f"its first layer ({path or 'base model'}[0], {type(layer).__name__}) has {kind}: {listed}{more}"
+    known = "; ".join(layout.name for layout in table) or "none"
+    return (f"don't know where {type(model).__name__} keeps its attention projections W_Q/W_K/W_V/W_O: {found}. "
+            f"Known: a get_head_weights() method, or the layouts {known} (add a Layout to probes/layouts.py)")
+
+
+def find_layout(model, table=None):
+    """(layout, per layer resolved modules) for the first layout of `table` (default: LAYOUTS, read at call time)
+    that fits, else UnsupportedArchitecture."""
+    table = LAYOUTS if table is None else table
+    for layout in table:
+        layers = _layer_list(model, layout)
+        if layers is None or _resolve(layers[0], layout) is None:
+            continue
+        resolved = [_resolve(layer, layout) for layer in layers]
+        if any(r is None for r in resolved):
+            raise UnsupportedArchitecture(f"{type(model).__name__} matches {layout.name} in its first layer but not "
+                                          f"in every layer")
+        return layout, resolved
+    raise UnsupportedArchitecture(_describe(model, table))
+
+
+def _geometry(model):
+    H, C = model.config.num_attention_heads, model.config.hidden_size
+    if C % H:
+        raise UnsupportedArchitecture(f"{type(model).__name__}: hidden size {C} is not a multiple of {H} heads")
+    return H, C // H, C
+
+
+def _weight(module, layout, out_features, model, role, layer):
+    """The weight as nn.Linear stores it, (out, in) = (out_features, hidden); a view, never a copy."""
+    weight = module.weight.detach()
+    weight = weight.T if layout.conv1d else weight  # Conv1D stores (in, out)
+    C = model.config.hidden_size
+    if tuple(weight.shape) != (out_features, C):
+        raise UnsupportedArchitecture(
+            f"{type(model).__name__} matches {layout.name}, but layer {layer}'s {role} maps {weight.shape[1]} -> "
+            f"{weight.shape[0]} features where {model.config.num_attention_heads} heads of the hidden size {C} need "
+            f"{C} -> {out_features} (grouped-query attention or heads of another size are not supported)")
+    return weight
+
+
+def layout_head_weights(model, table=None):
+    """Per layer {"W_Q", "W_K", "W_V": (heads, head_dim, hidden), "W_O": (heads, hidden, head_dim)} (views of the
+    model's weights where it has them), and the layout's name."""
+    layout, resolved = find_layout(model, table)
+    H, D, C = _geometry(model)
+    heads = []
+    for i, modules in enumerate(resolved):
+        if layout.qkv:
+            if modules["qkv"] is None:  # identity variant: head h reads channels h*D:(h+1)*D
+                identity = torch.eye(C, device=modules["output"].weight.device).view(H, D, C)
+                W_Q = W_K = W_V = identity
+            else:
+                qkv = _weight(modules["qkv"], layout, 3 * C, model, "fused Q/K/V projection", i)  # (3C, C)
+                W_Q, W_K, W_V = qkv.view(3, H, D, C).unbind(0)  # rows [q | k | v], each head-major: (H, D, C) each
+        else:
+            W_Q, W_K, W_V = (_weight(modules[role], layout, C, model, role, i).view(H, D, C)  # (C, C) -> (H, D, C)
+                             for role in ("query", "key", "value"))
+        W_O = _weight(modules["output"], layout, C, model, "output projection", i)  # (C out, C in = heads x D)
+        heads.append({"W_Q": W_Q, "W_K": W_K, "W_V": W_V,
+                      "W_O": W_O.view(C, H, D).permute(1, 0, 2)})  # (C, H, D) -> (H, C, D): columns of head h
+    return heads, layout.name
+
+
+def layout_attention_modules(model, table=None):
+    """Per layer {"input": module whose forward input is x, "output": W_O module, "value_bias": b_V (head_dim x heads,
+    head-major) or None}."""
+    layout, resolved = find_layout(model, table)
+    C = model.config.hidden_size
+    out = []
+    for modules in resolved:
+        if layout.qkv:
+            fused = modules["qkv"]
+            # the fused bias is [b_q | b_k | b_v] like the weight's rows: (3C,) -> b_v (C,), head h at h*D:(h+1)*D
+            bias = None if fused is None or fused.bias is None else fused.bias.detach()[2 * C:3 * C]
+        else:
+            bias = None if modules["value"].bias is None else modules["value"].bias.detach()
+        out.append({"input": modules["input"], "output": modules["output"], "value_bias": bias})
+    return out

@@ -1,0 +1,153 @@
+"""`hf-minattn view MODEL_OR_PROBE_FOLDER`: serve the interactive attention view on localhost, and encode sentences
+typed into it with the model.
+
+- A probe folder (written by `hf-minattn probe`: report.html, probes.json): its report.html and files; typed
+  sentences go to the model it probed (probes.json's provenance.model_path) or to `--model`.
+- A model folder (save_pretrained: config.json, weights, tokenizer): a page with the view alone, on the probes'
+  example sentences.
+
+The standard library's http.server, one request at a time (the model is not shared between threads), on
+127.0.0.1 by default. GET api/info says which model encodes; GET api/attention?sentence=... answers the sentence's
+entry in the view's schema (attention_view.py), or HTTP 400 with {"error": message} for an empty sentence or one
+longer than the model reads; the page shows the message.
+"""
+
+import argparse
+import json
+import os
+import threading
+from functools import partial
+from http.server import HTTPServer, SimpleHTTPRequestHandler
+from urllib.parse import parse_qs, urlsplit
+
+from markupsafe import Markup
+
+from .attention_view import attention_view, check_sentence, view_assets, view_entry, view_json
+from .heads import attention_examples
+from .loading import load_encoder, max_length_for
+
+
+class Encoder:
+    """A model and its tokenizer, encoding one typed sentence at a time into the view's schema."""
+
+    def __init__(self, model, tokenizer, name):
+        self.model, self.tokenizer, self.name = model, tokenizer, name
+        self.max_tokens = max_length_for(model, tokenizer)  # what attention_examples reads: the model's, <= 128
+
+    def info(self) -> dict:
+        return {"model": self.name, "max_tokens": self.max_tokens}
+
+    def encode(self, sentence) -> dict:
+        sentence = check_sentence(self.tokenizer, sentence, self.max_tokens)
+        (example,), _ = attention_examples(self.model, self.tokenizer, [sentence])
+        return view_entry(example)
+
+
+class ViewHandler(SimpleHTTPRequestHandler):
+    """Static files of the served folder, plus the two API routes when an encoder is loaded."""
+
+    def __init__(self, *args, encoder=None, **kwargs):
+        self.encoder = encoder
+        super().__init__(*args, **kwargs)
+
+    def do_GET(self):  # noqa: N802 (http.server's naming)
+        url = urlsplit(self.path)
+        if not url.path.startswith("/api/"):
+            return super().do_GET()
+        if self.encoder is None:
+            return self._json(404, {"error": "no model loaded: start hf-minattn view with --model to type sentences"})
+        if url.path == "/api/info":
+            return self._json(200, self.encoder.info())
+        if url.path == "/api/attention":
+            try:
+                return self._json(200, self.encoder.encode(parse_qs(url.query).get("sentence", [""])[0]))
+            except ValueError as error:
+                return self._json(400, {"error": str(error)})
+        return self._json(404, {"error": f"no such route {url.path!r}; the API has api/info and api/attention"})
+
+    def _json(self, status, body):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format, *args):  # one line per request, not stderr noise per file
+        pass
+
+
+def _model_of_probe(folder):
+    """The model folder a probe folder probed (provenance.model_path), if it still exists."""
+    try:
+        with open(os.path.join(folder, "probes.json"), encoding="utf-8") as f:
+            path = json.load(f).get("provenance", {}).get("model_path")
+    except (OSError, ValueError):
+        return None
+    return path if path and os.path.isfile(os.path.join(path, "config.json")) else None
+
+
+def prepare(path, model=None, device="cpu", trust_remote_code=False):
+    """(folder to serve, Encoder or None, what is served) for a probe folder or a model folder; the model page is
+    written into a temporary folder."""
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"{path!r} is not a folder: pass a probe folder (report.html) or a model folder "
+                                "(config.json)")
+    is_probe = os.path.isfile(os.path.join(path, "report.html"))
+    if not is_probe and not os.path.isfile(os.path.join(path, "config.json")):
+        raise FileNotFoundError(f"{path!r} has neither report.html (a probe folder) nor config.json (a model folder)")
+    model_path = model or (_model_of_probe(path) if is_probe else path)
+    encoder = None
+    if model_path:
+        loaded, tokenizer = load_encoder(model_path, trust_remote_code=trust_remote_code, device=device)
+        encoder = Encoder(loaded, tokenizer, os.path.basename(os.path.normpath(model_path)))
+    if is_probe:
+        return path, encoder, "report.html"
+    import tempfile
+
+    from .report import _templates
+    from .run import DEFAULT_EXAMPLES
+
+    view, _ = attention_view(encoder.model, encoder.tokenizer, DEFAULT_EXAMPLES, encoder.name)
+    folder = tempfile.mkdtemp(prefix="hf-minattn-view-")
+    page = _templates().get_template("view.html.j2").render(data=Markup(view_json(view)), assets=view_assets(),
+                                                            model=encoder.name)
+    with open(os.path.join(folder, "index.html"), "w", encoding="utf-8") as f:
+        f.write(page)
+    return folder, encoder, "index.html"
+
+
+def view_parser():
+    p = argparse.ArgumentParser(prog="hf-minattn view", description=__doc__.split("\n\n")[0])
+    p.add_argument("path", help="a folder written by `hf-minattn probe` (report.html) or by save_pretrained()")
+    p.add_argument("--model", help="the model that encodes typed sentences (default: the probed one, or PATH)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8000, help="port (0: any free port; the URL is printed)")
+    p.add_argument("--serve-for", type=float, default=None, metavar="SECONDS",
+                   help="stop by itself after this many seconds (default: until Ctrl-C)")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, mps")
+    p.add_argument("--trust-remote-code", action="store_true", help="run modeling code saved with the model")
+    return p
+
+
+def view_main(argv=None):
+    args = view_parser().parse_args(argv)
+    if not 0 <= args.port <= 65535:
+        raise ValueError(f"--port must be in 0..65535, got {args.port}")
+    if args.serve_for is not None and args.serve_for <= 0:
+        raise ValueError(f"--serve-for must be a positive number of seconds, got {args.serve_for}")
+    folder, encoder, page = prepare(args.path, args.model, args.device, args.trust_remote_code)
+    server = HTTPServer((args.host, args.port), partial(ViewHandler, directory=folder, encoder=encoder))
+    url = f"http://{args.host}:{server.server_address[1]}/{page}"
+    typing = f"typed sentences encoded by {encoder.name}" if encoder else "no model to encode typed sentences (--model)"
+    print(f"[view] serving {url} ({typing}); Ctrl-C stops", flush=True)
+    if args.serve_for is not None:
+        threading.Timer(args.serve_for, server.shutdown).start()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    print("[view] stopped", flush=True)
+    return 0

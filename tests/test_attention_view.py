@@ -1,0 +1,279 @@
+"""The interactive attention view: its data (known answers from the model's own attentions; the documented schema),
+the page in a real headless Chromium from a file:// URL (select a head, hover a token, read the highlighted edges
+from the DOM, compare them with the JSON), and `hf-minattn view` serving it (type a sentence and see its edges;
+bad sentences get a message in the page; the server stops by itself)."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from importlib import resources
+
+import jsonschema
+import pytest
+import torch
+from conftest import TEXTS, tiny_config
+
+from hf_minattn import MinAttnForMaskedLM, train_tokenizer
+from hf_minattn.probes.attention_flow import attention_rollout
+from hf_minattn.probes.attention_view import (VIEW_SCHEMA, attention_view, check_sentence, view_json,
+                                              view_sentences)
+from hf_minattn.probes.corpus import default_sentences
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# As root, in a sandbox without a network: no sandbox, no background connections (they fail and slow the start).
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def schema_validator():
+    schema = json.loads((resources.files("hf_minattn.probes") / "attention_graph.schema.json").read_text())
+    return jsonschema.Draft202012Validator(schema)
+
+
+@pytest.fixture(scope="module")
+def peaked(tokenizer):
+    """A tiny MinAttn model with large QK logits: attention far from uniform, so there are edges to see."""
+    return MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer), qk_logit_init_std=2.0)).eval()
+
+
+def test_view_edges_are_the_models_own_attention_from_twice_uniform(peaked, tokenizer):
+    view, notes = attention_view(peaked, tokenizer, TEXTS[:2], model_name="tiny")
+    assert not schema_validator().is_valid({**view, "schema": "other"})  # the validator does check
+    schema_validator().validate(view)
+    assert view["schema"] == VIEW_SCHEMA and view["weightings"] == ["attention", "norm", "rollout"] and not notes
+    assert (view["num_layers"], view["num_heads"], view["max_tokens"]) == (2, 4, 24)
+    entry = view["sentences"][1]
+    enc = tokenizer(TEXTS[1], return_tensors="pt")
+    with torch.no_grad():
+        attentions = torch.stack(peaked(**enc, output_attentions=True).attentions)[:, 0]  # (L, H, T, T)
+    n = attentions.shape[-1]
+    assert entry["tokens"] == tokenizer.convert_ids_to_tokens(enc["input_ids"][0]) and n == len(entry["tokens"])
+    graph = entry["graphs"]["attention"]
+    assert graph["threshold"] == pytest.approx(2 / n) and graph["level"] == "token"
+
+    def edges(g, layer, head):
+        return {(e["source"], e["target"]): e["weight"] for e in g["edges"] if e["layer"] == layer and e["head"] == head}
+
+    for layer in range(2):
+        for head in [*range(4), "mean"]:
+            a = attentions[layer].mean(0) if head == "mean" else attentions[layer, head]
+            # stored weights are rounded to 4 decimals before the cut: compare away from the cut
+            expected = {(i, j): float(a[i, j]) for i, j in (a >= 2 / n).nonzero().tolist()}
+            got = edges(graph, layer, head)
+            assert {k for k in expected if expected[k] > 2 / n + 1e-4} <= set(got) <= set(expected)
+            assert all(got[k] == pytest.approx(expected[k], abs=1e-4) for k in got)
+    assert sum(len(edges(graph, 1, h)) for h in range(4)) > 4 * n  # peaked: more than one edge per query
+    rollout = attention_rollout(attentions.numpy())
+    last = edges(entry["graphs"]["rollout"], 1, "mean")
+    assert last and all(v == pytest.approx(rollout[1][i, j], abs=2e-4) for (i, j), v in last.items())
+    assert {e["head"] for e in entry["graphs"]["rollout"]["edges"]} == {"mean"}
+    norm = edges(entry["graphs"]["norm"], 0, 0)
+    assert norm and norm != edges(graph, 0, 0)  # the value norms reweight
+
+
+def test_view_sentences_are_the_examples_then_short_probe_sentences(tokenizer):
+    probe = ["The.", TEXTS[0], " ".join(TEXTS[:4]), TEXTS[1], TEXTS[2], TEXTS[3]]
+    chosen = view_sentences(tokenizer, ["An example.", "An example."], probe, n=3, max_tokens=30)
+    assert chosen == ["An example.", TEXTS[0], TEXTS[1]]  # repeats, 3-token and over-long sentences left out
+    assert view_sentences(tokenizer, TEXTS[:5], probe, n=2) == TEXTS[:2]
+
+
+@pytest.mark.parametrize("sentence, message", [("", "it is empty"), ("   ", "it is empty"), (None, "it is empty"),
+                                               (" ".join(TEXTS[:4]), "tokens; the view encodes at most 24")])
+def test_typed_sentences_are_checked(tokenizer, sentence, message):
+    with pytest.raises(ValueError, match=message):
+        check_sentence(tokenizer, sentence, 24)
+    assert check_sentence(tokenizer, "  the king  ", 24) == "the king"
+
+
+def test_view_json_cannot_close_its_script_block():
+    text = view_json({"sentence": "a </script><script>alert(1)</script>"})
+    assert "<" not in text and json.loads(text)["sentence"] == "a </script><script>alert(1)</script>"
+
+
+# ---------------------------------------------------------------- in a real browser
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (apt-get install chromium; .ci/run installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def open_page(browser, url):
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page.errors = []
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    page.goto(url)
+    page.wait_for_selector("#av-head-view svg")
+    return page
+
+
+def active_edges(page, view="#av-head-view"):
+    return sorted(page.eval_on_selector_all(
+        f"{view} line.edge.active",
+        "lines => lines.map(l => [+l.dataset.layer, l.dataset.head, +l.dataset.source, +l.dataset.target,"
+        " +l.dataset.weight])"))
+
+
+def json_edges(graph, layer, head, source):
+    return sorted([e["layer"], str(e["head"]), e["source"], e["target"], e["weight"]] for e in graph["edges"]
+                  if e["layer"] == layer and str(e["head"]) == str(head) and e["source"] == source)
+
+
+@pytest.fixture(scope="module")
+def probe_folder(tmp_path_factory, tokenizer):
+    """`hf-minattn probe` on a tiny peaked model: report.html and attention_view.json, as a user gets them."""
+    from hf_minattn.cli import main
+
+    folder = tmp_path_factory.mktemp("view_probe")
+    sentences = default_sentences(60)
+    (folder / "corpus.txt").write_text("\n".join(sentences) + "\n")
+    tok = train_tokenizer(sentences, vocab_size=300, model_max_length=32, show_progress=False)
+    model = MinAttnForMaskedLM(tiny_config(vocab_size=len(tok), max_position_embeddings=32, qk_logit_init_std=2.0))
+    model.save_pretrained(folder / "model")
+    tok.save_pretrained(folder / "model")
+    argv = ["probe", str(folder / "model"), "--corpus", str(folder / "corpus.txt"), "--max-sentences", "40",
+            "--min-count", "2", "--head-sentences", "10", "--out", str(folder / "probe"), "--bootstrap", "20",
+            "--vector-corpus", str(folder / "corpus.txt"), "--no-word2vec", "--no-untrained", "--no-logit-lens",
+            "--no-circuits", "--no-save-vectors", "--no-decontextualized", "--name", "tiny </script> model"]
+    assert main(argv) == 0
+    return folder
+
+
+def test_report_view_from_a_file_url_shows_the_json_edges_of_the_hovered_token(browser, probe_folder):
+    out = probe_folder / "probe"
+    view = json.loads((out / "attention_view.json").read_text())
+    schema_validator().validate(view)
+    schema_validator().validate(json.loads((out / "attention_graph.json").read_text()))
+    html = (out / "report.html").read_text()
+    # two inline scripts (the data, the code), nothing fetched: no script or style from a URL, no link
+    assert len(re.findall(r"<script\b", html)) == 2 and "<script src" not in html and "<link" not in html
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
+    page = open_page(browser, (out / "report.html").as_uri())
+    assert page.evaluate("location.protocol") == "file:" and page.is_hidden("#av-form")  # no server: no typing
+    assert page.eval_on_selector_all("#av-sentence option", "os => os.map(o => o.title)") == [
+        s["sentence"] for s in view["sentences"]]
+    entry = view["sentences"][1]
+    page.select_option("#av-sentence", "1")
+    page.select_option("#av-weighting", "attention")
+    page.select_option("#av-layer", "1")
+    page.select_option("#av-head", "2")
+    # before hovering, every edge of the head is drawn and none is highlighted
+    drawn = page.eval_on_selector_all("#av-head-view line.edge", "ls => ls.length")
+    assert drawn == sum(1 for e in entry["graphs"]["attention"]["edges"] if e["layer"] == 1 and e["head"] == 2)
+    assert active_edges(page) == []
+    for token in range(len(entry["tokens"])):
+        page.hover(f'#av-head-view g.token[data-side="source"][data-index="{token}"]')
+        assert active_edges(page) == json_edges(entry["graphs"]["attention"], 1, 2, token), token
+        if active_edges(page):
+            dimmed = page.eval_on_selector_all("#av-head-view line.edge.dim", "ls => ls.length")
+            assert dimmed == drawn - len(active_edges(page))
+    # the model view highlights the same token in every layer and head
+    page.hover('#av-head-view g.token[data-side="source"][data-index="3"]')
+    expected = sorted(e for layer in range(2) for head in range(4)
+                      for e in json_edges(entry["graphs"]["attention"], layer, head, 3))
+    assert expected and active_edges(page, "#av-model-view") == expected
+    # keyboard: focus a token, arrow down to the next one
+    page.mouse.move(0, 0)
+    page.focus('#av-head-view g.token[data-side="source"][data-index="2"]')
+    assert active_edges(page) == json_edges(entry["graphs"]["attention"], 1, 2, 2)
+    page.keyboard.press("ArrowDown")
+    assert active_edges(page) == json_edges(entry["graphs"]["attention"], 1, 2, 3)
+    # norm-weighted and rollout (heads averaged: only "mean" can be chosen)
+    page.select_option("#av-weighting", "norm")
+    page.hover('#av-head-view g.token[data-side="source"][data-index="4"]')
+    assert active_edges(page) == json_edges(entry["graphs"]["norm"], 1, 2, 4)
+    page.select_option("#av-weighting", "rollout")
+    assert page.eval_on_selector("#av-head", "s => s.value") == "mean"
+    assert page.eval_on_selector_all("#av-head option:not([disabled])", "os => os.map(o => o.value)") == ["mean"]
+    page.hover('#av-head-view g.token[data-side="source"][data-index="5"]')
+    assert active_edges(page) == json_edges(entry["graphs"]["rollout"], 1, "mean", 5)
+    assert "rollout" in page.text_content("#av-caption") and page.errors == []
+
+
+def test_view_server_encodes_a_typed_sentence_and_explains_bad_ones(browser, probe_folder):
+    command = [sys.executable, "-c", "import sys; from hf_minattn.cli import main; sys.exit(main())", "view",
+               str(probe_folder / "model"), "--port", "0", "--serve-for", "120"]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        for line in server.stdout:
+            if match := re.search(r"serving (http://\S+)", line):
+                break
+        else:
+            pytest.fail(f"hf-minattn view did not start (exit {server.wait()})")
+        page = open_page(browser, match.group(1))
+        page.wait_for_selector("#av-form", state="visible")
+        before = page.eval_on_selector_all("#av-sentence option", "os => os.length")
+        sentence = "the queen gave the dog a crown"
+        page.fill("#av-input", sentence)
+        page.click("#av-form button")
+        page.wait_for_function(f"document.querySelectorAll('#av-sentence option').length === {before + 1}")
+        answer = page.evaluate("s => fetch('api/attention?sentence=' + encodeURIComponent(s)).then(r => r.json())",
+                               sentence)
+        assert answer["sentence"] == sentence and page.eval_on_selector("#av-sentence", "s => s.value") == str(before)
+        page.select_option("#av-head", "mean")
+        page.hover('#av-head-view g.token[data-side="source"][data-index="1"]')
+        assert active_edges(page) and active_edges(page) == json_edges(answer["graphs"]["attention"], 0, "mean", 1)
+        for typed, message in [("   ", "type a sentence: it is empty"),
+                               ("king " * 40, "tokens; the view encodes at most 32 with this model")]:
+            page.fill("#av-input", typed)
+            page.click("#av-form button")
+            page.wait_for_function("document.getElementById('av-error').textContent !== ''")
+            assert message in page.text_content("#av-error")
+        assert page.eval_on_selector_all("#av-sentence option", "os => os.length") == before + 1
+        assert page.errors == []
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_view_command_rejects_what_it_cannot_serve(tmp_path, capsys):
+    from hf_minattn.cli import main
+
+    assert main(["view", str(tmp_path / "missing")]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+    assert main(["view", str(tmp_path)]) == 2
+    assert "neither report.html" in capsys.readouterr().err
+    assert main(["view", str(tmp_path), "--serve-for", "-1"]) == 2
+    assert "--serve-for must be a positive number of seconds, got -1" in capsys.readouterr().err
+
+
+def test_view_serves_a_probe_folder_with_the_model_it_probed(probe_folder):
+    """In process, without a browser: the report and its files, and api/info naming the probed model."""
+    import threading
+    import urllib.error
+    import urllib.request
+    from functools import partial
+    from http.server import HTTPServer
+
+    from hf_minattn.probes.serve import ViewHandler, prepare
+
+    folder, encoder, page = prepare(str(probe_folder / "probe"))
+    assert (folder, page) == (str(probe_folder / "probe"), "report.html") and encoder.name == "model"
+    server = HTTPServer(("127.0.0.1", 0), partial(ViewHandler, directory=folder, encoder=encoder))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        assert b'id="attention-view"' in urllib.request.urlopen(url + "report.html").read()
+        assert json.loads(urllib.request.urlopen(url + "api/info").read()) == {"model": "model", "max_tokens": 32}
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(url + "api/nothing")
+        assert error.value.code == 404 and "api/info and api/attention" in json.loads(error.value.read())["error"]
+    finally:
+        server.shutdown()
+        server.server_close()
+    # without a model to load, the report is still served, and the page is told there is nothing to type into
+    (probe_folder / "probe_copy").mkdir(exist_ok=True)
+    shutil.copy(probe_folder / "probe" / "report.html", probe_folder / "probe_copy")
+    assert prepare(str(probe_folder / "probe_copy"))[1] is None
