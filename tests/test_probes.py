@@ -372,6 +372,10 @@ def test_all_probes_run_on_another_architecture(tokenizer, monkeypatch):
     assert np.array(results.heads.stats["self"]).shape == (2, 4)
     assert len(results.geometry.adjusted_self_similarity) == 3
     json.dumps(results.to_dict(), allow_nan=False)  # benchmarks with (almost) every pair OOV: null, not NaN
+    # the attention view too, without the norm weighting that needs the layout
+    view = results.attention_view
+    assert view["weightings"] == ["attention", "rollout"] and view["num_layers"] == 2 and view["sentences"]
+    assert all(set(entry["graphs"]) == {"attention", "rollout"} for entry in view["sentences"])
 
 
 def test_dataset_folder_as_corpus(tmp_path):

@@ -47,7 +47,7 @@
     const n = g.nodes.length;
     const rowH = size.row, width = size.width, pad = size.labels ? 8 : 2;
     const svg = el("svg", {width, height: n * rowH + 4, class: "av-panel", "data-layer": layer, "data-head": head,
-                          role: "img", "aria-label": `layer ${layer}, head ${head}`}, parent);
+                          role: "group", "aria-label": `layer ${layer}, head ${head}`}, parent);
     const left = size.labels ? size.column : 6, right = width - left;
     const lines = el("g", {class: "av-edges"}, svg);
     for (const e of edgesOf(g, layer, head)) {

@@ -15,6 +15,8 @@ longer than the model reads; the page shows the message.
 import argparse
 import json
 import os
+import shutil
+import tempfile
 import threading
 from functools import partial
 from http.server import HTTPServer, SimpleHTTPRequestHandler
@@ -103,10 +105,8 @@ def prepare(path, model=None, device="cpu", trust_remote_code=False):
         encoder = Encoder(loaded, tokenizer, os.path.basename(os.path.normpath(model_path)))
     if is_probe:
         return path, encoder, "report.html"
-    import tempfile
-
     from .report import _templates
-    from .run import DEFAULT_EXAMPLES
+    from .run import DEFAULT_EXAMPLES  # run.py imports every probe: only for a model folder
 
     view, _ = attention_view(encoder.model, encoder.tokenizer, DEFAULT_EXAMPLES, encoder.name)
     folder = tempfile.mkdtemp(prefix="hf-minattn-view-")
@@ -149,5 +149,7 @@ def view_main(argv=None):
         pass
     finally:
         server.server_close()
+        if folder != args.path:  # the model page's temporary folder
+            shutil.rmtree(folder, ignore_errors=True)
     print("[view] stopped", flush=True)
     return 0
