@@ -166,6 +166,28 @@ def test_vectorised_spearman_is_scipys_and_gives_the_same_bootstrap_interval():
     assert (fast.estimate, fast.low, fast.high) == pytest.approx((slow.estimate, slow.low, slow.high), abs=1e-12)
 
 
+def test_spearman_of_copies_equals_spearman_of_the_repeated_arrays():
+    """Items given as copy counts (0 included: an item left out of the resample) give the rho of the repeated
+    arrays, ties within and between items included, NaN where the copies leave one side constant."""
+    from scipy.stats import spearmanr
+
+    from hf_minattn.stats import spearman_of_copies
+
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        n = int(rng.integers(3, 40))
+        x = rng.integers(0, 4, n).astype(float) if trial % 2 else rng.normal(size=n)  # ties, then none
+        y = rng.integers(0, 6, n).astype(float)
+        copies = rng.integers(0, 4, n)
+        rho = spearman_of_copies(x, y)(copies)
+        repeated_x, repeated_y = np.repeat(x, copies), np.repeat(y, copies)
+        if len(set(repeated_x)) < 2 or len(set(repeated_y)) < 2:
+            assert np.isnan(rho)
+        else:
+            assert rho == pytest.approx(spearmanr(repeated_x, repeated_y).statistic, abs=1e-12)
+    assert np.isnan(spearman_of_copies([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])([0, 2, 0]))
+
+
 def test_small_samples_and_the_stored_fields_of_an_interval():
     """Two values get a t-interval (df 1), not a point; a constant sample is a point that keeps its confidence,
     method and df; two seeds whose interval excludes 0 count as a difference."""

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hf_minattn.stats import bootstrap_interval, spearman
+from hf_minattn.stats import bootstrap_interval, spearman_of_copies
 
 from .cooccurrence import ppmi_matrix
 from .weights import UnsupportedArchitecture
@@ -208,12 +208,11 @@ def token_bootstrap_spearman(form, hypothesis, rows, cols, n_resamples=200, seed
     them, so pair (i, j) counts (times i was drawn) x (times j was drawn); pairs share tokens and are not independent,
     which a bootstrap over pairs would ignore. Returns an Interval dict (n = N tokens)."""
     n_tokens = len(form)
-    a, b = np.asarray(form)[rows, cols], np.asarray(hypothesis)[rows, cols]
+    rho = spearman_of_copies(np.asarray(form)[rows, cols], np.asarray(hypothesis)[rows, cols])
 
     def statistic(tokens):
         drawn = np.bincount(np.asarray(tokens, dtype=np.int64), minlength=n_tokens)  # (N,): times each was drawn
-        times = drawn[rows] * drawn[cols]  # (pairs,): copies of each pair in the resample
-        return spearman(np.repeat(a, times), np.repeat(b, times))
+        return rho(drawn[rows] * drawn[cols])  # (pairs,): copies of each pair in the resample
 
     return bootstrap_interval(statistic, np.arange(n_tokens), n_resamples=n_resamples, seed=seed).to_dict()
 
