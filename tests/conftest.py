@@ -68,6 +68,23 @@ def _seed():
     torch.manual_seed(0)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _word2vec_cache(tmp_path_factory):
+    """The tests train word2vec into a cache of their own (empty at the start of every session), never the user's;
+    subprocesses (the CLI runs) inherit the variable."""
+    import os
+
+    from hf_minattn.probes.benchmarks import WORD2VEC_CACHE_ENV
+
+    old = os.environ.get(WORD2VEC_CACHE_ENV)
+    os.environ[WORD2VEC_CACHE_ENV] = str(tmp_path_factory.mktemp("word2vec_cache"))
+    yield
+    if old is None:
+        os.environ.pop(WORD2VEC_CACHE_ENV)
+    else:
+        os.environ[WORD2VEC_CACHE_ENV] = old
+
+
 # ---------------------------------------------------------------- training data (test_training.py)
 
 

@@ -280,6 +280,32 @@ def test_clear_errors_at_the_new_entry_points(tokenizer):
         run_all_probes(model, tokenizer, SENTENCES, reference=model)
 
 
+def test_probes_given_the_tokenized_corpus_equal_probes_that_tokenize_it(tokenizer):
+    """Models that share a tokenizer can share one tokenization of the vector corpus (the experiments tokenize it once
+    for every variant and seed): same word vectors; a tokenization of another corpus, another min_count or longer
+    windows than the model takes is refused."""
+    from hf_minattn.probes.run import run_all_probes
+
+    model = MinAttnModel(tiny_config(vocab_size=120)).eval()
+    quiet = dict(min_count=2, log=lambda m: None, word2vec=False, decontextualized=False, heads=False, weights=False,
+                 ablation=False, logit_lens=False, circuits=False, n_resamples=20)
+    words = tokenize_words(tokenizer, SENTENCES, max_length=24, min_contexts=2)
+    shared = run_all_probes(model, tokenizer, SENTENCES[:6], corpus=SENTENCES, corpus_words=words, **quiet)
+    alone = run_all_probes(model, tokenizer, SENTENCES[:6], corpus=SENTENCES, **quiet)
+    assert shared.word_vectors.vocab == alone.word_vectors.vocab
+    for name, vectors in alone.word_vectors.sets.items():
+        np.testing.assert_allclose(shared.word_vectors.sets[name], vectors, atol=1e-6)  # two identical runs: ~1e-7
+    with pytest.raises(ValueError, match="sentences"):
+        run_all_probes(model, tokenizer, SENTENCES[:6], corpus=SENTENCES[:-1], corpus_words=words, **quiet)
+    with pytest.raises(ValueError, match="min_contexts=2"):
+        run_all_probes(model, tokenizer, SENTENCES[:6], corpus=SENTENCES, corpus_words=words, **{**quiet, "min_count": 3})
+    with pytest.raises(ValueError, match="max_length=24"):
+        run_all_probes(model, tokenizer, SENTENCES[:6], corpus=SENTENCES, **quiet,
+                       corpus_words=tokenize_words(tokenizer, SENTENCES, max_length=64, min_contexts=2))
+    with pytest.raises(TypeError, match="CorpusWords"):
+        run_all_probes(model, tokenizer, SENTENCES[:6], corpus=SENTENCES, corpus_words=SENTENCES, **quiet)
+
+
 def test_a_words_contextual_vector_is_the_mean_of_its_occurrences(tokenizer):
     # Known answer, computed by hand: run each sentence alone, collect the layer-k vector of every occurrence of a
     # word (the mean of its pieces where it is split), and average over all occurrences in the corpus.

@@ -154,6 +154,39 @@ def test_word2vec_is_deterministic_for_a_seed_and_differs_across_seeds():
         train_word2vec(SENTENCES, replace(TINY, workers=2))
 
 
+def test_word2vec_is_trained_once_per_corpus_and_settings_and_read_back_bit_for_bit(tmp_path, monkeypatch):
+    from hf_minattn.probes import benchmarks
+    from hf_minattn.probes.benchmarks import WORD2VEC_CACHE_ENV, cached_word2vec, word2vec_cache_dir
+
+    trained = []
+    real = benchmarks.train_word2vec
+    monkeypatch.setattr(benchmarks, "train_word2vec", lambda *a, **k: trained.append(1) or real(*a, **k))
+    settings = replace(TINY, seed=3)
+    first, seconds, cached = cached_word2vec(SENTENCES, settings, str(tmp_path))
+    again, seconds_again, cached_again = cached_word2vec(SENTENCES, settings, str(tmp_path))
+    assert (cached, cached_again, len(trained)) == (False, True, 1)
+    assert seconds_again == seconds  # the training time is kept with the vectors
+    assert again.index_to_key == first.index_to_key
+    np.testing.assert_array_equal(again.vectors, first.vectors)
+    np.testing.assert_array_equal(again.vectors, real(SENTENCES, settings).vectors)  # what a fresh training gives
+    assert not any(p.suffix == ".partial" for p in tmp_path.iterdir())
+    # another seed, other settings or other words: trained again
+    cached_word2vec(SENTENCES, replace(settings, seed=4), str(tmp_path))
+    cached_word2vec(SENTENCES, replace(settings, epochs=settings.epochs + 1), str(tmp_path))
+    cached_word2vec(SENTENCES[:-1], settings, str(tmp_path))
+    assert len(trained) == 4
+    # words the binary format cannot hold (it splits on spaces) are trained, never cached
+    _, _, cached = cached_word2vec([["a b", "c"]] * 20, replace(settings, min_count=1), str(tmp_path))
+    _, _, cached = cached_word2vec([["a b", "c"]] * 20, replace(settings, min_count=1), str(tmp_path))
+    assert not cached and len(trained) == 6
+    monkeypatch.setenv(WORD2VEC_CACHE_ENV, "")
+    assert word2vec_cache_dir() is None
+    monkeypatch.setenv(WORD2VEC_CACHE_ENV, str(tmp_path / "elsewhere"))
+    assert word2vec_cache_dir() == str(tmp_path / "elsewhere")
+    monkeypatch.delenv(WORD2VEC_CACHE_ENV)
+    assert word2vec_cache_dir().endswith("word2vec")
+
+
 def test_the_probes_train_word2vec_with_their_seed_and_the_chosen_settings():
     words = sorted({w for s in SENTENCES for w in s})
     main = WordVectors(words, {"static": random_vectors(len(words), 8, seed=0)})

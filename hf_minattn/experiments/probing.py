@@ -19,6 +19,7 @@ from .training import log
 
 REFERENCE_NAME = "minilm"
 PROBE_RESAMPLES = 200
+PROBE_MIN_CONTEXTS = 5  # a word gets vectors when seen in >= 5 distinct sentences (run_all_probes' min_count)
 
 
 def probe_folder(out: str, name: str, seed: int) -> str:
@@ -40,7 +41,8 @@ def summary(probe: dict) -> dict:
         "sense_accuracy": probe.get("sense_accuracy"),
         "vector_corpus": probe.get("vector_corpus"),
         "word2vec": {k: (probe.get("benchmarks") or {}).get(k) for k in ("word2vec", "word2vec_seconds",
-                                                                        "word2vec_corpus", "word2vec_selection")},
+                                                                        "word2vec_cached", "word2vec_corpus",
+                                                                        "word2vec_selection")},
         "timings": probe.get("timings"),
     }
 
@@ -67,8 +69,8 @@ def probe_variants(out: str, folders: dict, settings: dict, seeds, figure_format
     "head_divergence": ..., "reference": summary or None, "rollout": {seed: edges}, "corpus": ...}."""
     from hf_minattn.probes.cli import _reference, write_outputs
     from hf_minattn.probes.corpus import default_sentences, wikipedia_train_sentences
-    from hf_minattn.probes.encode import word_normaliser
-    from hf_minattn.probes.loading import load_encoder, resolve_device
+    from hf_minattn.probes.encode import tokenize_words, word_normaliser
+    from hf_minattn.probes.loading import load_encoder, max_length_for, resolve_device
     from hf_minattn.probes.run import run_all_probes
 
     device = resolve_device(None)  # the GPU when there is one
@@ -82,13 +84,16 @@ def probe_variants(out: str, folders: dict, settings: dict, seeds, figure_format
     extras = {name: {} for name in settings["probed"]}
     vectors, rollout = {}, {}  # (variant, seed) -> WordVectors; seed -> rollout edges of the full model
     jobs = [(seed, name) for seed in seeds for name in settings["probed"]]
-    normalise = None
+    normalise = corpus_words = None
     for i, (seed, name) in enumerate(jobs):
         folder = folders[name][seed]
         log(f"[{i + 1}/{len(jobs)}] probing {name}, seed {seed}, over {len(sentences)} sentences, word vectors from "
             f"{corpus_name}")
         model, tokenizer = load_encoder(folder, device=device)
         normalise = normalise or word_normaliser(tokenizer)
+        # every variant shares the first run's tokenizer: the corpus is tokenized once (~10 s a model otherwise)
+        corpus_words = corpus_words or tokenize_words(tokenizer, corpus, max_length_for(model, tokenizer),
+                                                      min_contexts=PROBE_MIN_CONTEXTS)
         results = run_all_probes(model, tokenizer, sentences, model_name=f"{name} (seed {seed})", model_path=folder,
                                  head_sentences=settings["head_sentences"], seed=seed, log=lambda m: None,
                                  corpus=corpus, corpus_name=corpus_name, word2vec=name == "full",
@@ -97,7 +102,8 @@ def probe_variants(out: str, folders: dict, settings: dict, seeds, figure_format
                                  n_resamples=PROBE_RESAMPLES,
                                  mlm_probability=settings["mlm_probability"],
                                  ablation_mask_draws=settings.get("ablation_mask_draws", 1),
-                                 circuits=False)  # circuits_over_seeds: against each seed's own initial weights
+                                 circuits=False,  # circuits_over_seeds: against each seed's own initial weights
+                                 min_count=PROBE_MIN_CONTEXTS, corpus_words=corpus_words)
         write_outputs(results, probe_folder(out, name, seed), figure_format)
         probe = results.to_dict()
         layers = probe["num_layers"]

@@ -16,15 +16,19 @@ system's interval against the other's point. word2vec's settings (`WORD2VEC_SETT
 and the analogies, not on WordSim-353 (benchmarks/word2vec_selection.py).
 """
 
+import hashlib
+import json
 import logging
 import math
 import os
+import threading
 import time
+from collections import defaultdict
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import torch
-from gensim.models import Word2Vec
+from gensim.models import KeyedVectors, Word2Vec
 from gensim.test.utils import datapath
 from scipy.stats import spearmanr
 
@@ -121,7 +125,8 @@ WORD2VEC_SELECTION = "benchmarks/results/word2vec_selection.json"
 class BenchmarkResults:
     scores: list = field(default_factory=list)  # list[BenchmarkScore]: the probed model, word2vec, random
     word2vec: Word2VecSettings | None = None
-    word2vec_seconds: float | None = None
+    word2vec_seconds: float | None = None  # training time (also when read from the cache)
+    word2vec_cached: bool | None = None  # read from the word2vec cache (cached_word2vec), not trained by this run
     word2vec_corpus: dict | None = None  # {"sentences": n, "words": running words, "vocabulary": kept words}
     word2vec_selection: str | None = None  # where the settings were chosen (None: other settings than the chosen)
     pairs: dict = field(default_factory=dict)  # benchmark -> {"kept", "total", "coverage"}
@@ -153,6 +158,55 @@ def train_word2vec(sentence_words, settings=None, seed=None):
         raise ValueError("train_word2vec needs at least one non-empty sentence of words")
     model = Word2Vec(sentences=words, **asdict(settings))
     return model.wv
+
+
+WORD2VEC_CACHE_ENV = "HF_MINATTN_WORD2VEC_CACHE"  # a folder, or "" for no cache
+_WORD2VEC_LOCKS = defaultdict(threading.Lock)  # per cache key: a thread asking for vectors another one is training waits
+
+
+def word2vec_cache_dir() -> str | None:
+    """Where trained word2vec vectors are kept: $HF_MINATTN_WORD2VEC_CACHE ("" turns the cache off), else
+    `word2vec/` beside the corpus cache (`hf_minattn.data.default_cache_dir`, under $HF_DATASETS_CACHE)."""
+    folder = os.environ.get(WORD2VEC_CACHE_ENV)
+    if folder is not None:
+        return folder or None
+    from hf_minattn.data import default_cache_dir
+
+    return str(default_cache_dir() / "word2vec")
+
+
+def cached_word2vec(sentence_words, settings, cache_dir=None):
+    """(KeyedVectors, training seconds, True if read from the cache) of `train_word2vec(sentence_words, settings)`,
+    trained once per corpus and settings: the vectors are kept in `cache_dir` (default `word2vec_cache_dir()`; None
+    there: no cache) in the word2vec binary format (no pickle; float32 as trained, so a cached set equals a fresh
+    one bit for bit), named by the SHA-256 of the settings (seed included) and of the words."""
+    cache_dir = cache_dir if cache_dir is not None else word2vec_cache_dir()
+    words = [ws for ws in sentence_words if ws]
+    if not cache_dir or any(any(c.isspace() for c in w) for ws in words for w in ws):  # the format splits on spaces
+        start = time.perf_counter()
+        kv = train_word2vec(words, settings)
+        return kv, round(time.perf_counter() - start, 2), False
+    digest = hashlib.sha256(json.dumps(asdict(settings), sort_keys=True).encode())
+    for ws in words:
+        digest.update("\x1f".join(ws).encode() + b"\x1e")
+    key = digest.hexdigest()[:40]
+    path = os.path.join(cache_dir, f"{key}.bin")
+    with _WORD2VEC_LOCKS[key]:
+        if os.path.isfile(path) and os.path.isfile(path + ".json"):
+            with open(path + ".json") as f:
+                seconds = json.load(f)["seconds"]
+            return KeyedVectors.load_word2vec_format(path, binary=True), seconds, True
+        start = time.perf_counter()
+        kv = train_word2vec(words, settings)
+        seconds = round(time.perf_counter() - start, 2)
+        os.makedirs(cache_dir, exist_ok=True)
+        partial = f"{path}.{os.getpid()}.partial"  # renamed when complete: a killed run leaves no half file behind
+        kv.save_word2vec_format(partial, binary=True)
+        os.replace(partial, path)
+        with open(path + ".json", "w") as f:
+            json.dump({"settings": asdict(settings), "seconds": seconds, "sentences": len(words),
+                       "words": sum(map(len, words)), "vocabulary": len(kv)}, f, indent=1)
+        return kv, seconds, False
 
 
 def read_word_pairs(name, normalise=str.lower):
@@ -364,21 +418,21 @@ class CommonBenchmarks:
 
 def run_benchmarks(word_vectors, sentence_words=None, normalise=str.lower, word2vec=True, settings=None,
                    untrained=None, reference=None, reference_model=None, min_contexts=None, n_resamples=1000,
-                   seed=0, log=None):
+                   seed=0, log=None, word2vec_cache=None):
     """Score every set in `word_vectors` (a WordVectors), plus word2vec trained on `sentence_words` with `settings`
     (default WORD2VEC_SETTINGS) and gensim seed `seed` (added to `word_vectors` as "word2vec", so it is exported and
     gets neighbours) and random vectors ("random"), and the sets of `untrained` / `reference` (WordVectors of other
     encoders), all on the pairs every vocabulary covers. Every set is compared with word2vec by the paired
     bootstrap of the Spearman difference (raw and after All-but-the-Top), and each of the probed model's sets with
-    random vectors and with the same set of the untrained model (raw): BenchmarkScore.versus."""
+    random vectors and with the same set of the untrained model (raw): BenchmarkScore.versus. word2vec is read from
+    `word2vec_cache` (default `word2vec_cache_dir()`) when trained there before on the same words and settings."""
     logging.getLogger("gensim").setLevel(logging.ERROR)  # gensim logs every training epoch at INFO
     results = BenchmarkResults(min_contexts=min_contexts, n_resamples=n_resamples, reference_model=reference_model)
     vocabularies = [set(word_vectors.vocab)] + [set(v.vocab) for v in (untrained, reference) if v is not None]
     if word2vec and sentence_words:
         settings = replace(settings or WORD2VEC_SETTINGS, seed=seed)
-        start = time.perf_counter()
-        kv = train_word2vec(sentence_words, settings)
-        results.word2vec, results.word2vec_seconds = settings, round(time.perf_counter() - start, 2)
+        kv, results.word2vec_seconds, results.word2vec_cached = cached_word2vec(sentence_words, settings, word2vec_cache)
+        results.word2vec = settings
         if replace(settings, seed=WORD2VEC_SETTINGS.seed) == WORD2VEC_SETTINGS:
             results.word2vec_selection = WORD2VEC_SELECTION
         results.word2vec_corpus = {"sentences": sum(1 for ws in sentence_words if ws),

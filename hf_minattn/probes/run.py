@@ -12,7 +12,7 @@ from .attention_flow import FLOW_MAX_TOKENS, flow_graph, rollout_graph
 from .benchmarks import run_benchmarks
 from .circuits import circuit_hypotheses
 from .drift import drift_results
-from .encode import encode_corpus, pool_corpus, tokenize_corpus, word_normaliser
+from .encode import CorpusWords, encode_corpus, pool_corpus, tokenize_corpus, word_normaliser
 from .geometry import geometry, static_word_vectors
 from .head_ablation import check_masking, head_ablation, is_masked_lm
 from .attention_view import attention_view, view_sentences
@@ -181,6 +181,23 @@ class _Timer:
             self.log(f"[probe] {self.name} done in {self.timings[self.name]:.1f}s")
 
 
+def check_corpus_words(corpus_words, sentences, min_count, max_length):
+    """`corpus_words` (a CorpusWords) must be a tokenization of `sentences` with `min_count` in windows of at most
+    `max_length` tokens."""
+    if not isinstance(corpus_words, CorpusWords):
+        raise TypeError(f"corpus_words must be a CorpusWords (encode.tokenize_words), got {type(corpus_words).__name__}")
+    if len(corpus_words.words) != len(sentences):
+        raise ValueError(f"corpus_words holds {len(corpus_words.words)} sentences, the vector corpus "
+                         f"{len(sentences)}: tokenize the same corpus")
+    if corpus_words.min_contexts != min_count:
+        raise ValueError(f"corpus_words was tokenized with min_contexts={corpus_words.min_contexts}, the probes use "
+                         f"min_count={min_count}")
+    longest = max(map(len, corpus_words.windows))
+    if longest > max_length:
+        raise ValueError(f"corpus_words has windows of {longest} tokens, over the model's {max_length}: tokenize "
+                         f"with max_length={max_length}")
+
+
 def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=DEFAULT_SENSE_WORD,
                    sense_sentences=DEFAULT_SENSE_SENTENCES, examples=DEFAULT_EXAMPLES, model_name=None,
                    model_path=None, word2vec=True, decontextualized=True, heads=True, weights=True,
@@ -188,7 +205,7 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
                    corpus_name=None, untrained=None, reference=None, reference_name=None, n_resamples=1000,
                    ablation=True, mlm_model=None, ablation_sentences=64, trust_remote_code=False, provenance=None,
                    mlm_probability=0.15, ablation_mask_draws=1, logit_lens=True, unigram=None, circuits=True,
-                   view=True):
+                   view=True, corpus_words=None):
     """Every probe of the issue on `model` (any AutoModel encoder) and its fast tokenizer.
 
     `sentences` are the probe sentences (geometry, heads, neighbours). The word vectors are pooled from EVERY
@@ -204,6 +221,8 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
     QK and OV circuits against the identity, co-occurrence and initialisation hypotheses (MinAttn models only), on the
     most frequent tokens of the vector corpus's first CIRCUIT_SENTENCES sentences. `view`: the interactive attention
     view's data (the examples, then short probe sentences: attention_view.view_sentences), with the heads probe.
+    `corpus_words`: `encode.tokenize_words` of the vector corpus with this tokenizer, this model's maximum length
+    and `min_count`, when the caller probes several models that share a tokenizer (it is then tokenized once).
     """
     if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
         raise ValueError(f"min_count must be a positive integer, got {min_count!r}")
@@ -216,6 +235,8 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
     corpus_name = corpus_name or ("the probe sentences" if corpus is None else "the given corpus")
     normalise = word_normaliser(tokenizer)
     max_length = max_length_for(model, tokenizer)
+    if corpus_words is not None:
+        check_corpus_words(corpus_words, vector_sentences, min_count, max_length)
     with _Timer(timings, "encode corpus", log):
         tokenized = tokenize_corpus(tokenizer, sentences, max_length)
         encoded = encode_corpus(model, tokenizer, sentences, batch_size=batch_size, min_count=min_count,
@@ -225,7 +246,7 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
                          max_length=max_length)
     with _Timer(timings, "pool corpus", log):
         pooled = pool_corpus(model, tokenizer, vector_sentences, batch_size=batch_size, max_length=max_length,
-                             min_contexts=min_count, desc="pooling corpus (model)")
+                             min_contexts=min_count, words=corpus_words, desc="pooling corpus (model)")
     cw = pooled.words
     vector_corpus = VectorCorpusStats(source=corpus_name,
                                       sentences=len(cw.words), windows=len(cw.windows), words=cw.running_words,
