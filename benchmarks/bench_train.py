@@ -1,4 +1,5 @@
-"""MinAttnForMaskedLM against transformers' BertForMaskedLM at identical dimensions, side by side in one process.
+"""MinAttnForMaskedLM against transformers' BertForMaskedLM and ModernBertForMaskedLM at matched dimensions, side by
+side in one process.
 
     python benchmarks/bench_train.py                      # full run: fp32 (+ bf16 where the CPU does bf16 natively)
     python benchmarks/bench_train.py --quick              # smoke run with tiny sizes (under a minute)
@@ -35,7 +36,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling
+from transformers import BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling, ModernBertConfig, ModernBertForMaskedLM
 
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
 from hf_minattn.machine import machine_info
@@ -72,27 +73,45 @@ def bf16_is_native(fp32_peak: float, bf16_peak: float) -> bool:
 # Models
 
 
+MODELS = {"minattn": "MinAttnForMaskedLM", "bert": "BertForMaskedLM", "modernbert": "ModernBertForMaskedLM"}
+
+
+def glu_size(sizes: dict) -> int:
+    """ModernBERT's GLU feed-forward width with the weights of a plain one of width F: 3 x C x F' = 2 x C x F."""
+    return round(2 * sizes["ffn"] / 3)
+
+
 def build(name: str, sizes: dict, seed: int = 0, **overrides) -> nn.Module:
-    """The two models with identical dimensions, dropout 0.1, LayerNorm eps 1e-12, GELU, learned positions, tied
-    decoder. MinAttn keeps its defaults (pre-norm, no token-type embeddings); BERT is post-norm."""
+    """The models at matched dimensions, no dropout, GELU, tied decoder, each set up as its own training script runs
+    it. MinAttn as run_mlm.py trains its `small` preset: pre-norm, rotary positions, the sparse head. BERT as
+    transformers' run_mlm.py trains it: post-norm, learned positions, one token type, dense logits. ModernBERT as its own
+    training runs it: its defaults (pre-norm, rotary positions, no biases, no dropout, every third layer global,
+    the others a 128-token sliding window), its sparse prediction, and a GLU of the same weights (`glu_size`)."""
     torch.manual_seed(seed)
+    if name == "modernbert":
+        config = ModernBertConfig(vocab_size=sizes["vocab"], hidden_size=sizes["hidden"],
+                                  num_hidden_layers=sizes["layers"], num_attention_heads=sizes["heads"],
+                                  intermediate_size=glu_size(sizes), max_position_embeddings=sizes["seq"],
+                                  pad_token_id=PAD, cls_token_id=CLS, sep_token_id=SEP, bos_token_id=CLS,
+                                  eos_token_id=SEP, sparse_prediction=True, **overrides)
+        return ModernBertForMaskedLM(config)
     dims = dict(vocab_size=sizes["vocab"], hidden_size=sizes["hidden"], num_hidden_layers=sizes["layers"],
                 num_attention_heads=sizes["heads"], intermediate_size=sizes["ffn"],
-                max_position_embeddings=sizes["seq"], hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+                max_position_embeddings=sizes["seq"], hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                 layer_norm_eps=1e-12, hidden_act="gelu", pad_token_id=PAD)
-    dims.update(overrides)
     if name == "bert":
         # type_vocab_size=1: one segment, the closest BERT gets to MinAttn's embeddings (word + position).
-        config = BertConfig(**dims, type_vocab_size=1)
-        return BertForMaskedLM(config)
-    config = MinAttnConfig(**{"sparse_prediction": True, **dims})  # as run_mlm trains it
+        return BertForMaskedLM(BertConfig(**{**dims, **overrides}, type_vocab_size=1))
+    config = MinAttnConfig(**{**dims, "sparse_prediction": True, "position_embedding_type": "rope", **overrides})
     return MinAttnForMaskedLM(config)
 
 
-def matmul_params(sizes: dict) -> tuple[int, int]:
-    """(weights in the encoder's matmuls, weights in the MLM head's matmuls) -- the same for both models."""
+def matmul_params(sizes: dict, name: str = "minattn") -> tuple[int, int]:
+    """(weights in the encoder's matmuls, weights in the MLM head's matmuls): Q, K, V, O and the feed-forward (two
+    matrices, or ModernBERT's GLU: three of width `glu_size`, the same count), the head's transform and decoder."""
     C, F_, L, V = sizes["hidden"], sizes["ffn"], sizes["layers"], sizes["vocab"]
-    encoder = L * (3 * C * C + C * C + 2 * C * F_)
+    feed_forward = 3 * C * glu_size(sizes) if name == "modernbert" else 2 * C * F_
+    encoder = L * (3 * C * C + C * C + feed_forward)
     head = C * C + C * V  # transform dense + decoder
     return encoder, head
 
@@ -100,17 +119,18 @@ def matmul_params(sizes: dict) -> tuple[int, int]:
 def train_flops(name: str, sizes: dict, n_labelled: float, dense_head: bool = False) -> float:
     """Matmul FLOPs of one training step (forward + backward = 3x forward), counting what each model computes:
     6 * weights * tokens for every projection, 12 * L * T * C per token for the two attention products
-    (Q K^T and A V), and the MLM head on every token for BERT but only on the labelled ones for MinAttn."""
+    (Q K^T and A V; ModernBERT's sliding-window layers compute them over the whole sequence too under sdpa), and the
+    MLM head on every token for BERT but only on the labelled ones for MinAttn and ModernBERT (sparse prediction)."""
     B, T, C, L = sizes["batch"], sizes["seq"], sizes["hidden"], sizes["layers"]
-    encoder, head = matmul_params(sizes)
+    encoder, head = matmul_params(sizes, name)
     tokens = B * T
     head_tokens = tokens if (name == "bert" or dense_head) else n_labelled
     return 6 * encoder * tokens + 12 * L * T * C * tokens + 6 * head * head_tokens
 
 
-def infer_flops(sizes: dict) -> float:
+def infer_flops(sizes: dict, name: str = "minattn") -> float:
     B, T, C, L = sizes["batch"], sizes["seq"], sizes["hidden"], sizes["layers"]
-    encoder, head = matmul_params(sizes)
+    encoder, head = matmul_params(sizes, name)
     return B * T * (2 * (encoder + head) + 4 * L * T * C)
 
 
@@ -344,7 +364,7 @@ def mask_vs_none(sizes, repeats=5) -> dict:
 def run_precision(precision, sizes, train_batches, val_batches, args) -> dict:
     bf16 = precision == "bf16"
     tokens = sizes["batch"] * sizes["seq"]
-    trainers = {name: StepLoop(build(name, sizes), args.steps, args.lr, bf16) for name in ("minattn", "bert")}
+    trainers = {name: StepLoop(build(name, sizes), args.steps, args.lr, bf16) for name in args.models}
     names = list(trainers)
     # The machine is shared: sample the matmul peak between the steps, under the same load as the steps.
     dtype = torch.bfloat16 if bf16 else torch.float32
@@ -370,7 +390,7 @@ def run_precision(precision, sizes, train_batches, val_batches, args) -> dict:
         result["models"][name] = {
             "train_step_s_all": trainer.times,
             "infer_tokens_per_s": tokens / infer[name],
-            "infer_mfu": infer_flops(sizes) / infer[name] / (peak * 1e9),
+            "infer_mfu": infer_flops(sizes, name) / infer[name] / (peak * 1e9),
             "train_loss_last10": statistics.mean(trainer.losses[-10:]),
             "eval_loss": eval_loss(trainer.model, val_batches, bf16),
             "memory": peak_memory(name, precision, sizes),
@@ -398,35 +418,45 @@ def summarize_training(result: dict, sizes: dict, warmup: int):
         model["train_tokens_per_s"] = tokens / model["train_step_s"]
         model["train_flops_per_step"] = flops
         model["mfu"] = statistics.median(flops / t / (p * 1e9) for t, p in zip(times, peaks))
-    mine, bert = result["models"]["minattn"], result["models"]["bert"]
-    paired = [b / m for m, b in zip(mine["train_step_s_all"][warmup:], bert["train_step_s_all"][warmup:])]
-    result["ratios"] = {
-        "train_speedup": statistics.median(paired),
-        "train_speedup_of_medians": mine["train_tokens_per_s"] / bert["train_tokens_per_s"],
-        "train_speedup_quiet": statistics.median([r for r, q in zip(paired, quiet) if q]),
-        "quiet_steps": sum(quiet),
-        "infer_speedup": mine["infer_tokens_per_s"] / bert["infer_tokens_per_s"],
-        "eval_loss_ratio": mine["eval_loss"] / bert["eval_loss"],
-        "train_memory_ratio": mine["memory"]["train_peak_mb"] / bert["memory"]["train_peak_mb"],
-    }
+    mine = result["models"]["minattn"]
+    result["ratios"] = {"quiet_steps": sum(quiet)}  # MinAttn against each peer: "train_speedup" is against BERT
+    for peer in result["models"]:
+        if peer == "minattn":
+            continue
+        other = result["models"][peer]
+        paired = [o / m for m, o in zip(mine["train_step_s_all"][warmup:], other["train_step_s_all"][warmup:])]
+        suffix = "" if peer == "bert" else f"_vs_{peer}"
+        result["ratios"].update({
+            f"train_speedup{suffix}": statistics.median(paired),
+            f"train_speedup_of_medians{suffix}": mine["train_tokens_per_s"] / other["train_tokens_per_s"],
+            f"train_speedup_quiet{suffix}": statistics.median([r for r, q in zip(paired, quiet) if q]),
+            f"infer_speedup{suffix}": mine["infer_tokens_per_s"] / other["infer_tokens_per_s"],
+            f"eval_loss_ratio{suffix}": mine["eval_loss"] / other["eval_loss"],
+            f"train_memory_ratio{suffix}": mine["memory"]["train_peak_mb"] / other["memory"]["train_peak_mb"],
+        })
     return result
 
 
 def markdown_table(report) -> str:
-    """"vs BERT" for training is the median per-step ratio; "quiet" keeps the steps taken on a nearly idle machine."""
-    lines = ["| precision | model | train tok/s | vs BERT | vs BERT, quiet steps | infer tok/s | vs BERT | train MFU "
-             "| peak train mem (MB) | eval loss |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    """"MinAttn vs" for training is the median per-step ratio of the peer's step time to MinAttn's; "quiet" keeps the
+    steps taken on a nearly idle machine."""
+    lines = ["| precision | model | train tok/s | MinAttn vs it | MinAttn vs it, quiet steps | infer tok/s | "
+             "MinAttn vs it | train MFU | peak train mem (MB) | eval loss |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for precision, result in report["results"].items():
         if "skipped" in result:
             lines.append(f"| {precision} | (skipped: {result['skipped']}) | | | | | | | | |")
             continue
-        for name, label in (("minattn", "MinAttnForMaskedLM"), ("bert", "BertForMaskedLM")):
-            m, r = result["models"][name], result["ratios"]
-            mine = name == "minattn"
-            vs_train = f"{r['train_speedup']:.2f}x" if mine else "1.00x"
-            vs_quiet = (f"{r['train_speedup_quiet']:.2f}x ({r['quiet_steps']} steps)" if mine else "1.00x")
-            vs_infer = f"{r['infer_speedup']:.2f}x" if mine else "1.00x"
-            lines.append(f"| {precision} | {label} | {m['train_tokens_per_s']:.0f} | {vs_train} | {vs_quiet} | "
+        r = result["ratios"]
+        for name, m in result["models"].items():
+            suffix = "" if name == "bert" else f"_vs_{name}"
+            if name == "minattn":
+                vs_train = vs_quiet = vs_infer = ""
+            else:
+                vs_train = f"{r['train_speedup' + suffix]:.2f}x"
+                vs_quiet = f"{r['train_speedup_quiet' + suffix]:.2f}x ({r['quiet_steps']} steps)"
+                vs_infer = f"{r['infer_speedup' + suffix]:.2f}x"
+            lines.append(f"| {precision} | {MODELS[name]} | {m['train_tokens_per_s']:.0f} | {vs_train} | {vs_quiet} | "
                          f"{m['infer_tokens_per_s']:.0f} | {vs_infer} | {100 * m['mfu']:.0f}% | "
                          f"{m['memory']['train_peak_mb']:.0f} | {m['eval_loss']:.3f} |")
     return "\n".join(lines)
@@ -440,6 +470,8 @@ def main(argv=None):
     parser.add_argument("--precision", default="fp32,bf16",
                         help="comma-separated, of fp32,bf16; bf16 runs only where the CPU multiplies bf16 natively")
     parser.add_argument("--force-bf16", action="store_true", help="run bf16 even where it is emulated (slow)")
+    parser.add_argument("--models", default="minattn,bert,modernbert",
+                        help=f"comma-separated, minattn first, of {','.join(MODELS)}")
     parser.add_argument("--levers", action="store_true", help="also time each speed lever on/off (fp32)")
     parser.add_argument("--lever-steps", type=int, default=12, help="steps per lever comparison")
     parser.add_argument("--lr", type=float, default=1e-3)
@@ -460,6 +492,9 @@ def main(argv=None):
     precisions = [p.strip() for p in args.precision.split(",") if p.strip()]
     if not set(precisions) <= {"fp32", "bf16"}:
         parser.error(f"--precision takes fp32 and/or bf16, got {args.precision!r}")
+    args.models = [m.strip() for m in args.models.split(",") if m.strip()]
+    if args.models[:1] != ["minattn"] or not set(args.models) <= set(MODELS) or len(args.models) < 2:
+        parser.error(f"--models takes minattn first, then one or more of bert,modernbert; got {args.models}")
 
     machine = machine_info()
     print(f"machine: {machine['cpu']}, {machine['cores']} cores ({machine['cpu_capability']}), "

@@ -24,7 +24,7 @@ from bench_train import StepLoop  # noqa: E402
 from bench_train import load_blocks, machine_info, make_batches  # noqa: E402
 
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM  # noqa: E402
-from hf_minattn.run_mlm import MODEL_SIZES  # noqa: E402
+from hf_minattn.arguments import MODEL_SIZES  # noqa: E402
 from hf_minattn.run_mlm import main as run_mlm  # noqa: E402
 
 

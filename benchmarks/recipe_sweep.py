@@ -52,10 +52,11 @@ def markdown_table(path: str) -> str:
 
 def paired_table(path: str, reference: str) -> str:
     """Settings run with several seeds (runs named SETTING_seedN): mean gain over the unigram floor [95% t-interval],
-    and the paired difference from `reference` over the seeds both have [95% t-interval]."""
+    the paired difference from `reference` over the seeds both have [95% t-interval], and the eval loss relative to
+    the reference's at the same seed, in percent [95% t-interval] (e.g. bf16 against fp32 at equal steps)."""
     from hf_minattn.stats import mean_interval, paired_difference
 
-    gains, speed = {}, {}
+    gains, losses, speed = {}, {}, {}
     with open(path) as f:
         for line in f:
             r = json.loads(line)
@@ -63,19 +64,23 @@ def paired_table(path: str, reference: str) -> str:
             if match:
                 setting, seed = match.group(1), int(match.group(2))
                 gains.setdefault(setting, {})[seed] = r["eval_gain_over_unigram"]
+                losses.setdefault(setting, {})[seed] = r.get("eval_loss")
                 speed.setdefault(setting, []).append(r["train_tokens_per_second"])
     if reference not in gains:
         raise ValueError(f"--paired {reference!r}: no runs named {reference}_seedN in {path}; settings: {sorted(gains)}")
     ci = lambda i: f"{i.estimate:+.3f} [{i.low:+.3f}, {i.high:+.3f}]"  # noqa: E731
-    rows = [f"| setting | seeds | gain (nats, mean [95% CI]) | minus {reference} (paired) | tokens/s |",
-            "|---|---|---:|---:|---:|"]
+    rows = [f"| setting | seeds | gain (nats, mean [95% CI]) | minus {reference} (paired) | eval loss vs {reference} "
+            "(%, paired) | tokens/s |", "|---|---|---:|---:|---:|---:|"]
     for setting, by_seed in gains.items():
         seeds = sorted(by_seed)
         shared = [s for s in seeds if s in gains[reference]]
         diff = ("-" if setting == reference else "no shared seed" if not shared else
                 ci(paired_difference([by_seed[s] for s in shared], [gains[reference][s] for s in shared])))
+        ratios = [100 * (losses[setting][s] / losses[reference][s] - 1) for s in shared
+                  if losses[setting][s] is not None and losses[reference][s] is not None]
+        relative = "-" if setting == reference or not ratios else ci(mean_interval(ratios))
         rows.append(f"| {setting} | {', '.join(map(str, seeds))} | {ci(mean_interval([by_seed[s] for s in seeds]))} | "
-                    f"{diff} | {round(sum(speed[setting]) / len(speed[setting])):,} |")
+                    f"{diff} | {relative} | {round(sum(speed[setting]) / len(speed[setting])):,} |")
     return "\n".join(rows)
 
 

@@ -1,7 +1,7 @@
 """Train a MinAttn masked language model with `transformers.Trainer`.
 
 Follows transformers' `examples/pytorch/language-modeling/run_mlm.py`: three groups of arguments parsed by
-`HfArgumentParser`, `datasets.map` for tokenization (cached), concatenate-and-chunk or line-by-line sequences,
+`HfArgumentParser` (`hf_minattn.arguments`, each value checked when parsed), `datasets.map` for tokenization (cached), concatenate-and-chunk or line-by-line sequences,
 `DataCollatorForLanguageModeling`. What is specific to this project:
 
 - with no data named, it trains on embedded English Wikipedia prose (`hf_minattn.data.load_wikipedia_corpus`: the
@@ -25,28 +25,21 @@ import logging
 import os
 import sys
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 
 import datasets
 import transformers
 import torch
-from transformers import (
-    AutoModelForMaskedLM,
-    AutoTokenizer,
-    HfArgumentParser,
-    TrainingArguments,
-    set_seed,
-)
+from transformers import AutoModelForMaskedLM, AutoTokenizer, HfArgumentParser, set_seed
 from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_utils import sort_checkpoints
 
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
-from hf_minattn.data import (STREAM_EVAL_SEQUENCES, STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES,
-                             STREAM_VALIDATION_TEXTS, check_text_file, first_texts, lm_datasets, load_raw_datasets,
+from hf_minattn.arguments import MODEL_SIZES, DataTrainingArguments, MinAttnTrainingArguments, ModelArguments
+from hf_minattn.data import (STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES, first_texts, lm_datasets, load_raw_datasets,
                              resolve_text_column)
 from hf_minattn.drift import DriftCallback
 from hf_minattn.loss_allocation import LossAllocationCallback
-from hf_minattn.machine import accelerator_available, fast_bf16_available
 from hf_minattn.masking import MLMCollator, mask_once, with_example_index
 from hf_minattn.model_card import card_facts
 from hf_minattn.sentence_embedding import write_sentence_transformers_files
@@ -54,184 +47,6 @@ from hf_minattn.trainer import MinAttnTrainer, metrics_computer, preprocess_logi
 from hf_minattn.unigram import UnigramFloor
 
 logger = logging.getLogger(__name__)
-
-# Size presets; `--config_overrides` edits any field afterwards. The vocabulary size comes from the tokenizer.
-MODEL_SIZES = {
-    # Odd sizes catch dimension bugs; trains in seconds (tests).
-    "tiny": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37, max_position_embeddings=64),
-    # The demo model: trains in about ten minutes on two CPU cores. Rotary positions and no dropout are part of the
-    # measured recipe (docs/recipe.md): with learned positions and dropout 0.1 it stays near the unigram floor.
-    "small": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024, max_position_embeddings=128,
-                  position_embedding_type="rope", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
-    # BERT-base shape, for machines with a GPU.
-    "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, max_position_embeddings=512),
-}
-
-@dataclass
-class ModelArguments:
-    """Which model to train (from scratch unless --model_name_or_path) and with which tokenizer."""
-
-    model_name_or_path: str | None = field(
-        default=None, metadata={"help": "A saved MinAttn masked-LM folder to continue training. Leave unset to train from scratch."}
-    )
-    model_size: str = field(
-        default="small",
-        metadata={"help": "Size preset when training from scratch: "
-                  + "; ".join(f"{name}: {', '.join(f'{k}={v}' for k, v in sizes.items())}" for name, sizes in MODEL_SIZES.items()),
-                  "choices": list(MODEL_SIZES)},
-    )
-    config_overrides: str | None = field(
-        default=None,
-        metadata={"help": "Override config fields of the preset, e.g. "
-                  "'hidden_size=128,num_hidden_layers=2,intermediate_size=0,qkv_projection=identity,"
-                  "position_embedding_type=sinusoidal,norm_placement=post' (see MinAttnConfig)."},
-    )
-    tokenizer_name: str | None = field(
-        default=None, metadata={"help": "Path (or Hub id) of a tokenizer to use. Unset: train a WordPiece tokenizer on the training split."}
-    )
-    vocab_size: int = field(default=8192, metadata={"help": "Vocabulary size of the tokenizer trained when --tokenizer_name is unset."})
-    tokenizer_model: str = field(
-        default="wordpiece",
-        metadata={"help": "Kind of tokenizer trained when --tokenizer_name is unset: 'wordpiece' (sub-words) or 'word' "
-                  "(whole words seen at least --tokenizer_min_frequency times, [UNK] for the rest).",
-                  "choices": ["wordpiece", "word"]},
-    )
-    tokenizer_min_frequency: int = field(
-        default=2, metadata={"help": "Minimum count of a token (a word, for --tokenizer_model word) in the training split to enter the vocabulary."}
-    )
-    freeze_embeddings: bool = field(
-        default=False,
-        metadata={"help": "Keep the word and position embeddings at their initial values (requires_grad False). With tied "
-                  "embeddings (the default) this also freezes the output layer; add tie_word_embeddings=false to "
-                  "--config_overrides to train it."},
-    )
-    cache_dir: str | None = field(default=None, metadata={"help": "Where to store datasets and models downloaded from the Hub."})
-
-    def __post_init__(self):
-        if self.model_name_or_path is not None and self.config_overrides is not None:
-            raise ValueError("--config_overrides can't be used with --model_name_or_path (the saved config is used as is)")
-
-
-@dataclass
-class DataTrainingArguments:
-    """What data to train and evaluate on. With no dataset name and no file: the embedded Wikipedia corpus."""
-
-    dataset_name: str | None = field(
-        default=None, metadata={"help": "A dataset on the Hub, e.g. 'wikitext' (needs the network). Unset: the embedded Wikipedia corpus (hf_minattn.data.load_wikipedia_corpus)."}
-    )
-    dataset_config_name: str | None = field(default=None, metadata={"help": "Configuration of --dataset_name, e.g. 'wikitext-103-raw-v1'."})
-    train_file: str | None = field(default=None, metadata={"help": "Training data: a .txt (one text per line), .json/.jsonl or .csv file."})
-    validation_file: str | None = field(
-        default=None, metadata={"help": "Validation data, same formats. Unset: --validation_split_percentage of the training data."}
-    )
-    text_column_name: str | None = field(
-        default=None, metadata={"help": "Column holding the text. Default: 'text' if present, else the first column."}
-    )
-    validation_split_percentage: int = field(
-        default=5,
-        metadata={"help": "Percentage of the training data held out for validation when there is no validation split "
-                  "(for the embedded Wikipedia corpus: the percentage of the gensim sample's articles; the added "
-                  "summaries are all training text)."},
-    )
-    max_seq_length: int | None = field(
-        default=None, metadata={"help": "Tokens per sequence. Default: the model's max_position_embeddings. Must not exceed it."}
-    )
-    line_by_line: bool = field(
-        default=False, metadata={"help": "One sequence per line of text (padded, truncated), instead of concatenating texts and cutting chunks."}
-    )
-    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenization and grouping."})
-    overwrite_cache: bool = field(default=False, metadata={"help": "Recompute the tokenized datasets instead of reading the cache."})
-    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only this many training sequences (debugging, quick runs)."})
-    max_eval_samples: int | None = field(default=None, metadata={"help": "Keep only this many validation sequences."})
-    mlm_probability: float = field(default=0.15, metadata={"help": "Fraction of tokens masked for the masked-LM loss."})
-    whole_word_mask: bool = field(
-        default=False, metadata={"help": "Mask all the sub-word tokens of a word together (needs a fast tokenizer; not with --line_by_line)."}
-    )
-    streaming: bool = field(
-        default=False,
-        metadata={"help": "Read the data as a stream (datasets' streaming mode) instead of preparing all of it first, as "
-                  f"transformers' run_mlm.py does; needs --max_steps. Without a validation split the first "
-                  f"{STREAM_VALIDATION_TEXTS} texts are held out; the evaluation uses the first --max_eval_samples "
-                  f"sequences (default {STREAM_EVAL_SEQUENCES}); a tokenizer trained here uses the first "
-                  f"{STREAM_SAMPLE_TEXTS:,} texts, the unigram floor the first {STREAM_UNIGRAM_SEQUENCES:,} sequences."},
-    )
-
-    def __post_init__(self):
-        # Fail on bad files now, before any tokenizer or model is built.
-        for name in ("train_file", "validation_file"):
-            path = getattr(self, name)
-            if path is None:
-                continue
-            if path.rsplit(".", 1)[-1] not in ("txt", "json", "jsonl", "csv"):
-                raise ValueError(f"--{name} {path!r}: expected a .txt, .json, .jsonl or .csv file")
-            check_text_file(path, f"--{name}")
-        if self.validation_file is not None and self.train_file is None:
-            raise ValueError("--validation_file needs --train_file")
-        if self.dataset_name is not None and self.train_file is not None:
-            raise ValueError("Give either --dataset_name or --train_file, not both")
-        if not 0 < self.validation_split_percentage < 100:
-            raise ValueError(f"--validation_split_percentage must be between 1 and 99, got {self.validation_split_percentage}")
-        if self.whole_word_mask and self.line_by_line:
-            # DataCollatorForLanguageModeling(whole_word_mask=True) needs equal-length inputs with offset mappings.
-            raise ValueError("--whole_word_mask works on concatenated texts only; drop --line_by_line")
-
-
-@dataclass
-class MinAttnTrainingArguments(TrainingArguments):
-    """`TrainingArguments` with defaults for this script, and `--resume`."""
-
-    do_train: bool = field(default=True, metadata={"help": "Whether to run training."})
-    do_eval: bool = field(default=True, metadata={"help": "Whether to evaluate on the validation split at the end."})
-    # None, resolved in __post_init__: HfArgumentParser gives a bool field False whatever its default_factory says.
-    bf16: bool | None = field(
-        default=None,
-        metadata={"help": "bf16 autocast. Default: on where it is fast (GPU with bf16, CPU with AVX512-BF16 or AMX), "
-                  "else off. `--bf16 false` turns it off, `--bf16 true` forces it on."},
-    )
-    report_to: None | str | list[str] = field(default="tensorboard", metadata={"help": "Where to log: 'tensorboard', 'none', 'all', ..."})
-    logging_steps: float = field(default=10, metadata={"help": "Log (and record embedding drift) every X optimizer steps."})
-    logging_first_step: bool = field(default=True, metadata={"help": "Log the first step too."})
-    save_total_limit: int | None = field(default=2, metadata={"help": "Keep at most this many checkpoints."})
-    ddp_find_unused_parameters: bool | None = field(
-        default=False, metadata={"help": "DDP: search for parameters without gradient at every step (not needed: every trainable parameter gets one)."}
-    )
-    include_num_input_tokens_seen: str | bool = field(
-        default=True, metadata={"help": "Count the tokens trained on, for tokens/s (padding included: none with concatenated texts)."}
-    )
-    resume: bool = field(
-        default=False, metadata={"help": "Continue from the last checkpoint in --output_dir if there is one (else start afresh)."}
-    )
-    max_train_minutes: float | None = field(
-        default=None,
-        metadata={"help": "Stop training after this many minutes (of this session), or at --max_steps/--num_train_epochs if "
-                  "sooner. The learning rate then decays linearly with the time spent, after --warmup_steps. Makes the "
-                  "run length fit a deadline on machines of any speed, at the price of step-for-step reproducibility."},
-    )
-    loss_allocation: bool = field(
-        default=False,
-        metadata={"help": "Record Loss Change Allocation (Lan et al. 2019) in loss_allocation.json: each interval's change "
-                  "of the loss on a fixed batch (the first --loss_allocation_samples validation sequences), shared out "
-                  "over parameter groups (embeddings, W_Q, W_K, W_V, W_O, feed-forward, norms, head) and layers. Costs "
-                  "two forward and backward passes on that batch per interval."},
-    )
-    loss_allocation_every: int = field(
-        default=1, metadata={"help": "With --loss_allocation: one interval every this many optimizer steps (>= 1)."}
-    )
-    loss_allocation_samples: int = field(
-        default=32, metadata={"help": "With --loss_allocation: validation sequences in the fixed batch (>= 1)."}
-    )
-
-    def __post_init__(self):
-        for name in ("loss_allocation_every", "loss_allocation_samples"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}")
-        if self.bf16 is None:
-            self.bf16 = fast_bf16_available()
-        # On a machine with no accelerator, transformers needs use_cpu to accept bf16 and, under
-        # `accelerate launch --multi_gpu` or torchrun, to set up DDP over gloo (else each process trains alone).
-        if not accelerator_available():
-            self.use_cpu = True
-        super().__post_init__()
 
 
 def last_complete_checkpoint(output_dir: str) -> str | None:
@@ -280,6 +95,26 @@ def setup_logging(training_args) -> None:
         f"Process rank: {training_args.process_index}, world size: {training_args.world_size}, "
         f"device: {training_args.device}, bf16: {training_args.bf16}"
     )
+
+
+def finished_run(training_args) -> str | None:
+    """With --resume: why the run in --output_dir needs no more training, or None. The state --resume would continue
+    from (its last checkpoint; without checkpoints, the trainer_state.json written when training ended) reached
+    --max_steps (or --num_train_epochs without them): resuming would train one more step at every rerun. A run
+    stopped by --max_train_minutes did not reach them, so --resume continues it, with a new time budget."""
+    output_dir = training_args.output_dir
+    checkpoint = last_complete_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+    path = os.path.join(checkpoint or output_dir, TRAINER_STATE_NAME)
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        state = json.load(f)
+    steps, epoch = state.get("global_step", 0), state.get("epoch") or 0.0
+    if training_args.max_steps > 0 and steps >= training_args.max_steps:
+        return f"step {steps} of --max_steps {training_args.max_steps}"
+    if training_args.max_steps <= 0 and epoch >= training_args.num_train_epochs - 1e-9:
+        return f"epoch {epoch:g} of --num_train_epochs {training_args.num_train_epochs:g}"
+    return None
 
 
 def checkpoint_to_resume(training_args) -> str | None:
@@ -409,18 +244,26 @@ def evaluate(trainer: MinAttnTrainer) -> dict:
 def main(argv=None):
     model_args, data_args, training_args = parse_args(argv)
     setup_logging(training_args)
+    done = finished_run(training_args) if training_args.resume and training_args.do_train else None
+    if done:
+        logger.warning(f"{training_args.output_dir} holds a complete run ({done}): nothing to train or save")
+        results = os.path.join(training_args.output_dir, "all_results.json")
+        if os.path.isfile(results):
+            with open(results) as f:
+                return json.load(f)
+        return {}
     checkpoint = checkpoint_to_resume(training_args)
     if data_args.streaming and training_args.max_steps <= 0:
         raise ValueError(f"--streaming needs --max_steps (a stream has no known length), got --max_steps "
                          f"{training_args.max_steps}")
     set_seed(training_args.seed)
+    config = build_config(model_args)
+    max_seq_length = sequence_length(data_args, config)
 
     # Data, checked before anything expensive; then the tokenizer and the model.
     with training_args.main_process_first(desc="loading the raw data"):
         raw, data_description = load_raw_datasets(data_args, model_args.cache_dir)
     text_column = resolve_text_column(raw, data_args.text_column_name, data_description)
-    config = build_config(model_args)
-    max_seq_length = sequence_length(data_args, config)
     tokenizer = load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpoint, max_seq_length)
     model = build_model(model_args, config, tokenizer, training_args.seed)
     drift = DriftCallback(model)  # copies the initial weights: before the Trainer loads any checkpoint

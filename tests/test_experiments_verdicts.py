@@ -272,11 +272,25 @@ def test_frozen_matched_variant_has_the_full_models_trainable_parameter_count():
 @pytest.mark.parametrize("kwargs, error", [
     (dict(out=3), TypeError), (dict(out="x", preset="huge"), ValueError), (dict(out="x", seeds=[]), ValueError),
     (dict(out="x", seeds=[0, 0]), ValueError), (dict(out="x", seeds="0,1"), TypeError),
-    (dict(out="x", seeds=[0, -1]), ValueError),
+    (dict(out="x", seeds=[0, -1]), ValueError), (dict(out="x", reference="bert"), ValueError),
 ])
 def test_bad_arguments_are_refused_before_training(kwargs, error, tmp_path):
-    with pytest.raises(error, match="out|preset|seeds"):
+    with pytest.raises(error, match="out|preset|seeds|reference must be one of"):
         run_experiments(**kwargs)
+
+
+def test_the_pretrained_reference_is_opt_in_for_the_full_preset():
+    """The full preset leaves all-MiniLM-L6-v2 out (its minutes keep the call within the hour); --reference minilm
+    adds it, --reference none removes it from the presets that have it, and the presets themselves stay as they are."""
+    from hf_minattn.experiments.cli import preset_settings
+    from hf_minattn.experiments.training import SETTINGS
+
+    assert preset_settings("full")["reference"] is None
+    assert preset_settings("full", "minilm")["reference"] == "minilm"
+    assert preset_settings("quick")["reference"] == "minilm" and preset_settings("quick", "none")["reference"] is None
+    assert SETTINGS["full"]["reference"] is None and SETTINGS["quick"]["reference"] == "minilm"
+    assert {k: v for k, v in preset_settings("full", "minilm").items() if k != "reference"} == \
+        {k: v for k, v in SETTINGS["full"].items() if k != "reference"}
 
 
 def test_the_wordsim353_subsets_line_prints_its_numbers_and_skips_older_probes():

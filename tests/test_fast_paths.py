@@ -7,6 +7,7 @@ import copy
 import importlib.util
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -194,16 +195,36 @@ def test_bench_masks_as_training_does_seeded(bench, tokenizer):
 
 
 def test_bench_table_and_skipped_precision(bench):
+    """One row per model; each peer's row holds MinAttn's speed-up against it, read from its own ratios."""
     model = {"train_tokens_per_s": 1000.0, "infer_tokens_per_s": 3000.0, "mfu": 0.2,
              "memory": {"train_peak_mb": 500.0}, "eval_loss": 7.0}
     report = {"results": {
-        "fp32": {"models": {"minattn": model, "bert": model},
-                 "ratios": {"train_speedup": 1.0, "train_speedup_quiet": 1.0, "quiet_steps": 3, "infer_speedup": 1.0}},
+        "fp32": {"models": {"minattn": model, "bert": model, "modernbert": model},
+                 "ratios": {"train_speedup": 1.5, "train_speedup_quiet": 1.6, "quiet_steps": 3, "infer_speedup": 1.0,
+                            "train_speedup_vs_modernbert": 1.2, "train_speedup_quiet_vs_modernbert": 1.3,
+                            "infer_speedup_vs_modernbert": 0.9}},
         "bf16": {"skipped": "bf16 is emulated on this CPU"},
     }}
     table = bench.markdown_table(report)
-    assert "| fp32 | MinAttnForMaskedLM | 1000 | 1.00x | 1.00x (3 steps) |" in table
+    assert "| fp32 | MinAttnForMaskedLM | 1000 |  |  | 3000 |  | 20% |" in table
+    assert "| fp32 | BertForMaskedLM | 1000 | 1.50x | 1.60x (3 steps) | 3000 | 1.00x |" in table
+    assert "| fp32 | ModernBertForMaskedLM | 1000 | 1.20x | 1.30x (3 steps) | 3000 | 0.90x |" in table
     assert "skipped: bf16 is emulated" in table
+
+
+def test_bench_modernbert_has_the_weights_of_the_others(bench):
+    """ModernBERT's GLU of `glu_size` holds as many feed-forward weights as the plain feed-forward of the others (683
+    for 1024 at hidden 256, the issue's setting), and the FLOP count uses the widths the built models have."""
+    sizes = dict(bench.QUICK_SIZES, ffn=1024, hidden=256)
+    assert bench.glu_size(sizes) == 683
+    modern = bench.build("modernbert", sizes)
+    minattn = bench.build("minattn", sizes)
+    assert modern.config.intermediate_size == 683 and modern.config.sparse_prediction
+    encoder = lambda m: sum(p.numel() for n, p in m.named_parameters()  # noqa: E731
+                            if p.dim() == 2 and "layers" in n and "embeddings" not in n)
+    assert encoder(modern) == bench.matmul_params(sizes, "modernbert")[0]
+    assert encoder(minattn) == bench.matmul_params(sizes, "minattn")[0]
+    assert abs(encoder(modern) - encoder(minattn)) <= sizes["layers"] * sizes["hidden"]  # within one GLU unit a layer
 
 
 
@@ -223,7 +244,7 @@ def test_recipe_sweep_pairs_settings_by_seed(tmp_path):
         for name, gains in runs:
             for seed, gain in gains.items():
                 f.write(json.dumps({"name": f"{name}_seed{seed}", "eval_gain_over_unigram": gain,
-                                    "train_tokens_per_second": 1000}) + "\n")
+                                    "eval_loss": 7.0 - gain, "train_tokens_per_second": 1000}) + "\n")
         f.write(json.dumps({"name": "pilot", "eval_gain_over_unigram": 5.0, "train_tokens_per_second": 1}) + "\n")
     rows = {line.split(" | ")[0].strip("| "): line for line in sweep.paired_table(str(path), "ref").splitlines()[2:]}
     assert set(rows) == {"ref", "better", "same"}  # the unseeded pilot is not a setting
@@ -232,29 +253,37 @@ def test_recipe_sweep_pairs_settings_by_seed(tmp_path):
     low, high = (float(x) for x in rows["same"].split(" | ")[3].split("[")[1].rstrip("]").split(", "))
     assert low < 0 < high
     assert "+0.900" in rows["ref"].split(" | ")[2]
+    # eval loss against the reference's at each seed, in percent: "better" is 0.1 nat lower on a loss near 6.1
+    expected = 100 * np.mean([(7.0 - g - 0.1 - 0.01 * (s - 44)) / (7.0 - g) - 1 for s, g in base.items()])
+    assert float(rows["better"].split(" | ")[4].split(" [")[0]) == pytest.approx(expected, abs=1e-3)
+    assert rows["ref"].split(" | ")[4] == "-"
     with pytest.raises(ValueError, match="no runs named base_seedN"):
         sweep.paired_table(str(path), "base")
 
 
 @pytest.mark.slow
 def test_bench_quick_run_end_to_end(bench, tmp_path, capsys):
-    """`bench_train.py --quick` trains both models on the same batches, times them side by side and writes its
-    record: the speed-up is the median of BERT's over MinAttn's step time at the same step, recomputed here."""
+    """`bench_train.py --quick` trains the three models on the same batches, times them side by side and writes its
+    record: each speed-up is the median of the peer's over MinAttn's step time at the same step, recomputed here."""
     import json
     import statistics
 
     report = bench.main(["--quick", "--precision", "fp32", "--out", str(tmp_path)])
     result = report["results"]["fp32"]
-    mine, bert = result["models"]["minattn"], result["models"]["bert"]
+    mine, bert, modern = result["models"]["minattn"], result["models"]["bert"], result["models"]["modernbert"]
     warmup = report["args"]["warmup"]
+    paired = [o / m for m, o in zip(mine["train_step_s_all"][warmup:], modern["train_step_s_all"][warmup:])]
+    assert result["ratios"]["train_speedup_vs_modernbert"] == pytest.approx(statistics.median(paired))
     assert len(mine["train_step_s_all"]) == len(bert["train_step_s_all"]) == report["args"]["steps"]
     paired = [b / m for m, b in zip(mine["train_step_s_all"][warmup:], bert["train_step_s_all"][warmup:])]
     assert result["ratios"]["train_speedup"] == pytest.approx(statistics.median(paired))
     tokens = report["sizes"]["batch"] * report["sizes"]["seq"]
     assert mine["train_tokens_per_s"] == pytest.approx(tokens / statistics.median(mine["train_step_s_all"][warmup:]))
-    for model in (mine, bert):
+    for model in (mine, bert, modern):
         assert model["mfu"] > 0 and 0 < model["eval_loss"] < 20 and model["memory"]["train_peak_mb"] > 0
     assert json.loads((tmp_path / "latest-quick.json").read_text())["results"]["fp32"]["ratios"] == result["ratios"]
     assert not (tmp_path / "latest.json").exists()  # a smoke run never replaces the committed figures
     table = capsys.readouterr().out
-    assert f"| fp32 | MinAttnForMaskedLM | {mine['train_tokens_per_s']:.0f} | {result['ratios']['train_speedup']:.2f}x" in table
+    assert f"| fp32 | BertForMaskedLM | {bert['train_tokens_per_s']:.0f} | {result['ratios']['train_speedup']:.2f}x" in table
+    assert (f"| fp32 | ModernBertForMaskedLM | {modern['train_tokens_per_s']:.0f} | "
+            f"{result['ratios']['train_speedup_vs_modernbert']:.2f}x") in table

@@ -121,6 +121,12 @@ def test_bad_arguments_are_named(tokenizer):
         logit_lens(model, tokenizer, [])
     with pytest.raises(ValueError, match="the unigram floor covers 5 token ids"):
         logit_lens(model, tokenizer, SENTENCES, unigram=np.log(np.full(5, 0.2)))
+    import copy
+
+    no_mask = copy.deepcopy(tokenizer)
+    no_mask.mask_token = None
+    with pytest.raises(ValueError, match="has no mask token; masking sentences .*the logit lens.* needs a masked-LM"):
+        logit_lens(model, no_mask, SENTENCES)
 
 
 def _lens_dict(loss, floor=None, half_width=0.1):

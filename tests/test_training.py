@@ -196,6 +196,59 @@ def test_existing_checkpoints_need_resume(tmp_path):
         main(tiny_argv(tmp_path / "out"))
 
 
+@pytest.mark.parametrize("flag, value, message", [
+    ("learning_rate", "-0.001", "--learning_rate must be at least 0, got -0.001"),
+    ("warmup_steps", "-5", "--warmup_steps must be at least 0, got -5"),
+    ("weight_decay", "-0.1", "--weight_decay must be at least 0, got -0.1"),
+    ("per_device_train_batch_size", "0", "--per_device_train_batch_size must be at least 1, got 0"),
+    ("adam_beta2", "1.0", "--adam_beta2 must be in [0, 1), got 1.0"),
+    ("max_train_minutes", "0", "--max_train_minutes must be above 0, got 0.0"),
+    ("loss_allocation_every", "0", "--loss_allocation_every must be at least 1, got 0"),
+    ("mlm_probability", "1.5", "--mlm_probability must be in (0, 1), got 1.5"),
+    ("max_seq_length", "2", "--max_seq_length must be at least 3, got 2"),
+    ("max_eval_samples", "0", "--max_eval_samples must be at least 1, got 0"),
+    ("vocab_size", "5", "--vocab_size must be above 5, got 5"),
+    ("tokenizer_min_frequency", "0", "--tokenizer_min_frequency must be at least 1, got 0"),
+    ("config_overrides", "no_such_field=3", "no_such_field"),
+    ("num_train_epochs", "0", "nothing to train: --max_steps -1 and --num_train_epochs 0"),
+])
+def test_every_argument_is_checked_before_any_work(text_files, tmp_path, flag, value, message):
+    """A bad value fails when the arguments are parsed, naming its flag: before the data is read and the tokenizer
+    trained (a negative learning rate used to fail only when the optimizer was built, after both)."""
+    import re
+
+    overrides = {flag: value, **({"max_steps": -1} if flag == "num_train_epochs" else {})}
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_args(tiny_argv(tmp_path / "out", train_file=text_files / "train.txt", **overrides))
+    with pytest.raises(ValueError, match=re.escape(message)):
+        main(tiny_argv(tmp_path / "out", train_file=text_files / "train.txt", **overrides))
+    assert not (tmp_path / "out").exists()
+
+
+def test_resume_on_a_finished_run_trains_no_more(tokenizer_dir, tmp_path, caplog):
+    """--resume on a run that reached --max_steps says so and returns its results: no step trained, no file written
+    (three reruns used to train to steps 9, 10 and 11). The same without checkpoints (its final state says it). A
+    larger --max_steps continues it."""
+    out = tmp_path / "model"
+    first = main(tiny_argv(out, tokenizer_dir, report_to="none"))  # 8 steps, checkpoints at 4 and 8
+    written = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
+    for _ in range(2):
+        again = main(tiny_argv(out, tokenizer_dir, report_to="none", resume=True))
+        assert again == read_json(out / "all_results.json") and again["eval_loss"] == first["eval_loss"]
+        assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == written
+    assert f"{out} holds a complete run (step 8 of --max_steps 8): nothing to train" in caplog.text
+    assert read_json(out / "trainer_state.json")["global_step"] == 8
+
+    no_checkpoints = tmp_path / "no-checkpoints"
+    main(tiny_argv(no_checkpoints, tokenizer_dir, report_to="none", save_strategy="no"))
+    written = {p: p.stat().st_mtime_ns for p in no_checkpoints.rglob("*") if p.is_file()}
+    main(tiny_argv(no_checkpoints, tokenizer_dir, report_to="none", save_strategy="no", resume=True))
+    assert {p: p.stat().st_mtime_ns for p in no_checkpoints.rglob("*") if p.is_file()} == written
+
+    main(tiny_argv(out, tokenizer_dir, report_to="none", resume=True, max_steps=10))
+    assert read_json(out / "trainer_state.json")["global_step"] == 10
+
+
 # --- distributed and reliability (subprocesses) -----------------------------------------------------------
 
 

@@ -73,20 +73,33 @@ def evaluate(out: str, folders: dict, settings: dict, seeds) -> dict:
             "unigram_tokens": unigram.num_tokens, "vocab_size": vocab, "epochs_touched": epochs}
 
 
+REFERENCES = ("minilm", "none")  # the pretrained encoder probed beside the models (probes.cli._reference), or none
+
+
+def preset_settings(preset: str, reference: str | None = None) -> dict:
+    """The SETTINGS of `preset`, with the pretrained reference `reference` ("minilm", "none"; None: the preset's)."""
+    if preset not in SETTINGS:
+        raise ValueError(f"preset must be one of {sorted(SETTINGS)}, got {preset!r}")
+    if reference is None:
+        return SETTINGS[preset]
+    if reference not in REFERENCES:
+        raise ValueError(f"reference must be one of {list(REFERENCES)} (or None: the preset's), got {reference!r}")
+    return {**SETTINGS[preset], "reference": None if reference == "none" else reference}
+
+
 def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "hf-minattn experiments",
-                    figure_format: str = "both") -> dict:
+                    figure_format: str = "both", reference: str | None = None) -> dict:
     """Train, score, probe, answer; writes `out/results.json`, `out/FINDINGS.md` and `out/figures/` (every figure,
-    the probes' too, as PNG, SVG or both: `figure_format`)."""
+    the probes' too, as PNG, SVG or both: `figure_format`). `reference`: "minilm" probes all-MiniLM-L6-v2 on the
+    same corpus and pairs, "none" does not; None: the preset's choice (the full preset leaves it out)."""
     from hf_minattn.probes.plots import figure_suffixes
 
     if not isinstance(out, (str, os.PathLike)):
         raise TypeError(f"out must be a folder path, got {out!r}")
-    if preset not in SETTINGS:
-        raise ValueError(f"preset must be one of {sorted(SETTINGS)}, got {preset!r}")
+    settings = preset_settings(preset, reference)
     figure_suffixes(figure_format)  # a ValueError naming it, before any training
     out = os.fspath(out)
     start = time.perf_counter()
-    settings = SETTINGS[preset]
     seeds = check_seeds(settings["seeds"] if seeds is None else seeds)
     phases, clock = {}, time.perf_counter()
 
@@ -228,6 +241,10 @@ def main(argv=None) -> int:
     size.add_argument("--quick", action="store_true", help="tiny models, few steps, 2 seeds: minutes, for tests")
     size.add_argument("--scale", action="store_true", help="the preset sized for one GPU (runs on CPU too, slowly)")
     parser.add_argument("--seeds", help="comma-separated seeds, e.g. 0,1,2 (default: the preset's)")
+    parser.add_argument("--reference", choices=REFERENCES,
+                        help="probe the pretrained all-MiniLM-L6-v2 beside the models ('minilm') or not ('none'). "
+                             "Default: the preset's; the full preset leaves it out (about 6 of its minutes on 2 CPU "
+                             "cores), --quick and --scale include it")
     parser.add_argument("--figure-format", choices=FIGURE_FORMATS, default="both",
                         help="every figure as PNG, SVG or both (default: both; FINDINGS.md links the PNG when there "
                              "is one)")
@@ -241,9 +258,10 @@ def main(argv=None) -> int:
             raise ValueError(f"--seeds must be comma-separated integers, got {args.seeds!r}") from None
     command = "hf-minattn experiments" + (f" --{preset}" if preset != "full" else "") + \
         (f" --seeds {args.seeds}" if args.seeds else "") + \
+        (f" --reference {args.reference}" if args.reference else "") + \
         (f" --figure-format {args.figure_format}" if args.figure_format != "both" else "") + f" --out {args.out}"
     results = run_experiments(args.out, preset=preset, seeds=seeds, command=command,
-                              figure_format=args.figure_format)
+                              figure_format=args.figure_format, reference=args.reference)
     log(f"done in {results['minutes']} min")
     for what, where in (("findings", "FINDINGS.md"), ("figures", "figures"), ("models", "models"), ("probes", "probes")):
         log(f"{what + ':':10}{os.path.join(args.out, where)}")

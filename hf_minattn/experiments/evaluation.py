@@ -33,7 +33,7 @@ def load_splits(tokenizer_dir: str, max_seq_length: int, mlm_probability: float)
     from transformers import AutoTokenizer
 
     from hf_minattn.data import load_raw_datasets, resolve_text_column, tokenize_and_group
-    from hf_minattn.run_mlm import DataTrainingArguments
+    from hf_minattn.arguments import DataTrainingArguments
 
     data_args = DataTrainingArguments(max_seq_length=max_seq_length, mlm_probability=mlm_probability)  # as in training
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)

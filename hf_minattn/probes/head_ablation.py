@@ -71,7 +71,8 @@ def masked_batches(tokenizer, sentences, max_length, batch_size, mlm_probability
     """[(encoding with masked input_ids, chosen (B, T) bool, labels (B, T) original ids)] for `mask_draws` draws of
     the mask over the sentences, from one generator seeded with `seed`."""
     if tokenizer.mask_token_id is None:
-        raise ValueError(f"{type(tokenizer).__name__} has no mask token; head ablation needs a masked-LM tokenizer")
+        raise ValueError(f"{type(tokenizer).__name__} has no mask token; masking sentences (the head ablation, the "
+                         "logit lens) needs a masked-LM tokenizer")
     generator = torch.Generator().manual_seed(seed)
     batches = []
     for _ in range(mask_draws):

@@ -1,0 +1,221 @@
+"""What `run_mlm` accepts: the model size presets and its three groups of arguments (`HfArgumentParser` dataclasses,
+as in transformers' examples/pytorch/language-modeling/run_mlm.py). Every value is checked when the dataclass is
+built, so that a bad one fails at once, with the flag's name, before any data is read or any tokenizer trained."""
+
+from dataclasses import dataclass, field
+
+from transformers import TrainingArguments
+
+from hf_minattn.configuration_minattn import MinAttnConfig
+from hf_minattn.data import (STREAM_EVAL_SEQUENCES, STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES,
+                             STREAM_VALIDATION_TEXTS, check_text_file)
+from hf_minattn.machine import accelerator_available, fast_bf16_available
+from hf_minattn.tokenization import SPECIAL_TOKENS
+
+
+def check_bounds(arguments, bounds: dict) -> None:
+    """Each `bounds` entry {field: (lowest, highest or None, lowest allowed?)}: a ValueError naming the flag when a
+    value that is set lies outside. What torch or the Trainer would otherwise reject only when the optimizer or a
+    DataLoader is built, after the tokenizer was trained, or never (a negative warm-up)."""
+    for name, (low, high, low_allowed) in bounds.items():
+        value = getattr(arguments, name)
+        if value is None:
+            continue
+        below = value < low if low_allowed else value <= low
+        if below or (high is not None and value >= high):
+            expected = (f"{'at least' if low_allowed else 'above'} {low}" if high is None
+                        else f"in {'[' if low_allowed else '('}{low}, {high})")
+            raise ValueError(f"--{name} must be {expected}, got {value}")
+
+# Size presets; `--config_overrides` edits any field afterwards. The vocabulary size comes from the tokenizer.
+MODEL_SIZES = {
+    # Odd sizes catch dimension bugs; trains in seconds (tests).
+    "tiny": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37, max_position_embeddings=64),
+    # The demo model: trains in about ten minutes on two CPU cores. Rotary positions and no dropout are part of the
+    # measured recipe (docs/recipe.md): with learned positions and dropout 0.1 it stays near the unigram floor.
+    "small": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024, max_position_embeddings=128,
+                  position_embedding_type="rope", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
+    # BERT-base shape, for machines with a GPU.
+    "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, max_position_embeddings=512),
+}
+
+@dataclass
+class ModelArguments:
+    """Which model to train (from scratch unless --model_name_or_path) and with which tokenizer."""
+
+    model_name_or_path: str | None = field(
+        default=None, metadata={"help": "A saved MinAttn masked-LM folder to continue training. Leave unset to train from scratch."}
+    )
+    model_size: str = field(
+        default="small",
+        metadata={"help": "Size preset when training from scratch: "
+                  + "; ".join(f"{name}: {', '.join(f'{k}={v}' for k, v in sizes.items())}" for name, sizes in MODEL_SIZES.items()),
+                  "choices": list(MODEL_SIZES)},
+    )
+    config_overrides: str | None = field(
+        default=None,
+        metadata={"help": "Override config fields of the preset, e.g. "
+                  "'hidden_size=128,num_hidden_layers=2,intermediate_size=0,qkv_projection=identity,"
+                  "position_embedding_type=sinusoidal,norm_placement=post' (see MinAttnConfig)."},
+    )
+    tokenizer_name: str | None = field(
+        default=None, metadata={"help": "Path (or Hub id) of a tokenizer to use. Unset: train a WordPiece tokenizer on the training split."}
+    )
+    vocab_size: int = field(default=8192, metadata={"help": "Vocabulary size of the tokenizer trained when --tokenizer_name is unset."})
+    tokenizer_model: str = field(
+        default="wordpiece",
+        metadata={"help": "Kind of tokenizer trained when --tokenizer_name is unset: 'wordpiece' (sub-words) or 'word' "
+                  "(whole words seen at least --tokenizer_min_frequency times, [UNK] for the rest).",
+                  "choices": ["wordpiece", "word"]},
+    )
+    tokenizer_min_frequency: int = field(
+        default=2, metadata={"help": "Minimum count of a token (a word, for --tokenizer_model word) in the training split to enter the vocabulary."}
+    )
+    freeze_embeddings: bool = field(
+        default=False,
+        metadata={"help": "Keep the word and position embeddings at their initial values (requires_grad False). With tied "
+                  "embeddings (the default) this also freezes the output layer; add tie_word_embeddings=false to "
+                  "--config_overrides to train it."},
+    )
+    cache_dir: str | None = field(default=None, metadata={"help": "Where to store datasets and models downloaded from the Hub."})
+
+    def __post_init__(self):
+        if self.model_name_or_path is not None and self.config_overrides is not None:
+            raise ValueError("--config_overrides can't be used with --model_name_or_path (the saved config is used as is)")
+        if self.model_size not in MODEL_SIZES:  # the command line offers only these; a JSON file may say anything
+            raise ValueError(f"--model_size must be one of {list(MODEL_SIZES)}, got {self.model_size!r}")
+        # the vocabulary holds the special tokens and at least one more
+        check_bounds(self, {"vocab_size": (len(SPECIAL_TOKENS), None, False), "tokenizer_min_frequency": (1, None, True)})
+        if self.config_overrides:  # a bad field or value fails now, with MinAttnConfig's message
+            MinAttnConfig(**MODEL_SIZES[self.model_size]).update_from_string(self.config_overrides)
+
+
+@dataclass
+class DataTrainingArguments:
+    """What data to train and evaluate on. With no dataset name and no file: the embedded Wikipedia corpus."""
+
+    dataset_name: str | None = field(
+        default=None, metadata={"help": "A dataset on the Hub, e.g. 'wikitext' (needs the network). Unset: the embedded Wikipedia corpus (hf_minattn.data.load_wikipedia_corpus)."}
+    )
+    dataset_config_name: str | None = field(default=None, metadata={"help": "Configuration of --dataset_name, e.g. 'wikitext-103-raw-v1'."})
+    train_file: str | None = field(default=None, metadata={"help": "Training data: a .txt (one text per line), .json/.jsonl or .csv file."})
+    validation_file: str | None = field(
+        default=None, metadata={"help": "Validation data, same formats. Unset: --validation_split_percentage of the training data."}
+    )
+    text_column_name: str | None = field(
+        default=None, metadata={"help": "Column holding the text. Default: 'text' if present, else the first column."}
+    )
+    validation_split_percentage: int = field(
+        default=5,
+        metadata={"help": "Percentage of the training data held out for validation when there is no validation split "
+                  "(for the embedded Wikipedia corpus: the percentage of the gensim sample's articles; the added "
+                  "summaries are all training text)."},
+    )
+    max_seq_length: int | None = field(
+        default=None, metadata={"help": "Tokens per sequence. Default: the model's max_position_embeddings. Must not exceed it."}
+    )
+    line_by_line: bool = field(
+        default=False, metadata={"help": "One sequence per line of text (padded, truncated), instead of concatenating texts and cutting chunks."}
+    )
+    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenization and grouping."})
+    overwrite_cache: bool = field(default=False, metadata={"help": "Recompute the tokenized datasets instead of reading the cache."})
+    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only this many training sequences (debugging, quick runs)."})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "Keep only this many validation sequences."})
+    mlm_probability: float = field(default=0.15, metadata={"help": "Fraction of tokens masked for the masked-LM loss."})
+    whole_word_mask: bool = field(
+        default=False, metadata={"help": "Mask all the sub-word tokens of a word together (needs a fast tokenizer; not with --line_by_line)."}
+    )
+    streaming: bool = field(
+        default=False,
+        metadata={"help": "Read the data as a stream (datasets' streaming mode) instead of preparing all of it first, as "
+                  f"transformers' run_mlm.py does; needs --max_steps. Without a validation split the first "
+                  f"{STREAM_VALIDATION_TEXTS} texts are held out; the evaluation uses the first --max_eval_samples "
+                  f"sequences (default {STREAM_EVAL_SEQUENCES}); a tokenizer trained here uses the first "
+                  f"{STREAM_SAMPLE_TEXTS:,} texts, the unigram floor the first {STREAM_UNIGRAM_SEQUENCES:,} sequences."},
+    )
+
+    def __post_init__(self):
+        # Fail on bad files now, before any tokenizer or model is built.
+        for name in ("train_file", "validation_file"):
+            path = getattr(self, name)
+            if path is None:
+                continue
+            if path.rsplit(".", 1)[-1] not in ("txt", "json", "jsonl", "csv"):
+                raise ValueError(f"--{name} {path!r}: expected a .txt, .json, .jsonl or .csv file")
+            check_text_file(path, f"--{name}")
+        if self.validation_file is not None and self.train_file is None:
+            raise ValueError("--validation_file needs --train_file")
+        if self.dataset_name is not None and self.train_file is not None:
+            raise ValueError("Give either --dataset_name or --train_file, not both")
+        if not 0 < self.validation_split_percentage < 100:
+            raise ValueError(f"--validation_split_percentage must be between 1 and 99, got {self.validation_split_percentage}")
+        check_bounds(self, {"mlm_probability": (0, 1, False), "max_seq_length": (3, None, True),  # [CLS] a token [SEP]
+                            "max_train_samples": (1, None, True), "max_eval_samples": (1, None, True),
+                            "preprocessing_num_workers": (1, None, True)})
+        if self.whole_word_mask and self.line_by_line:
+            # DataCollatorForLanguageModeling(whole_word_mask=True) needs equal-length inputs with offset mappings.
+            raise ValueError("--whole_word_mask works on concatenated texts only; drop --line_by_line")
+
+
+@dataclass
+class MinAttnTrainingArguments(TrainingArguments):
+    """`TrainingArguments` with defaults for this script, and `--resume`."""
+
+    do_train: bool = field(default=True, metadata={"help": "Whether to run training."})
+    do_eval: bool = field(default=True, metadata={"help": "Whether to evaluate on the validation split at the end."})
+    # None, resolved in __post_init__: HfArgumentParser gives a bool field False whatever its default_factory says.
+    bf16: bool | None = field(
+        default=None,
+        metadata={"help": "bf16 autocast. Default: on where it is fast (GPU with bf16, CPU with AVX512-BF16 or AMX), "
+                  "else off. `--bf16 false` turns it off, `--bf16 true` forces it on."},
+    )
+    report_to: None | str | list[str] = field(default="tensorboard", metadata={"help": "Where to log: 'tensorboard', 'none', 'all', ..."})
+    logging_steps: float = field(default=10, metadata={"help": "Log (and record embedding drift) every X optimizer steps."})
+    logging_first_step: bool = field(default=True, metadata={"help": "Log the first step too."})
+    save_total_limit: int | None = field(default=2, metadata={"help": "Keep at most this many checkpoints."})
+    ddp_find_unused_parameters: bool | None = field(
+        default=False, metadata={"help": "DDP: search for parameters without gradient at every step (not needed: every trainable parameter gets one)."}
+    )
+    include_num_input_tokens_seen: str | bool = field(
+        default=True, metadata={"help": "Count the tokens trained on, for tokens/s (padding included: none with concatenated texts)."}
+    )
+    resume: bool = field(
+        default=False, metadata={"help": "Continue from the last checkpoint in --output_dir if there is one (else start afresh)."}
+    )
+    max_train_minutes: float | None = field(
+        default=None,
+        metadata={"help": "Stop training after this many minutes (of this session), or at --max_steps/--num_train_epochs if "
+                  "sooner. The learning rate then decays linearly with the time spent, after --warmup_steps. Makes the "
+                  "run length fit a deadline on machines of any speed, at the price of step-for-step reproducibility."},
+    )
+    loss_allocation: bool = field(
+        default=False,
+        metadata={"help": "Record Loss Change Allocation (Lan et al. 2019) in loss_allocation.json: each interval's change "
+                  "of the loss on a fixed batch (the first --loss_allocation_samples validation sequences), shared out "
+                  "over parameter groups (embeddings, W_Q, W_K, W_V, W_O, feed-forward, norms, head) and layers. Costs "
+                  "two forward and backward passes on that batch per interval."},
+    )
+    loss_allocation_every: int = field(
+        default=1, metadata={"help": "With --loss_allocation: one interval every this many optimizer steps (>= 1)."}
+    )
+    loss_allocation_samples: int = field(
+        default=32, metadata={"help": "With --loss_allocation: validation sequences in the fixed batch (>= 1)."}
+    )
+
+    def __post_init__(self):
+        check_bounds(self, {"loss_allocation_every": (1, None, True), "loss_allocation_samples": (1, None, True),
+                            "learning_rate": (0, None, True), "weight_decay": (0, None, True),
+                            "warmup_steps": (0, None, True), "max_grad_norm": (0, None, True),
+                            "adam_epsilon": (0, None, True), "adam_beta1": (0, 1, True), "adam_beta2": (0, 1, True),
+                            "per_device_train_batch_size": (1, None, True), "per_device_eval_batch_size": (1, None, True),
+                            "gradient_accumulation_steps": (1, None, True), "max_train_minutes": (0, None, False)})
+        if self.do_train and self.max_steps <= 0 and self.num_train_epochs <= 0:
+            raise ValueError(f"nothing to train: --max_steps {self.max_steps} and --num_train_epochs "
+                             f"{self.num_train_epochs:g}; give --max_steps > 0 or --num_train_epochs > 0")
+        if self.bf16 is None:
+            self.bf16 = fast_bf16_available()
+        # On a machine with no accelerator, transformers needs use_cpu to accept bf16 and, under
+        # `accelerate launch --multi_gpu` or torchrun, to set up DDP over gloo (else each process trains alone).
+        if not accelerator_available():
+            self.use_cpu = True
+        super().__post_init__()
