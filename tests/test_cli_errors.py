@@ -67,6 +67,14 @@ def test_probe_missing_model_folder(tmp_path, out):
                   "hf-minattn probe: error:", "no_model", "not a folder")
 
 
+def test_probe_refuses_an_unknown_vectors_format_before_any_work(tmp_path, out):
+    model = tmp_path / "model"
+    _save_tiny_model(model)
+    fails_cleanly([str(HF_MINATTN), "probe", str(model), "--vectors-format", "binary,npy", "--out", str(out)], out,
+                  "hf-minattn probe: error: --vectors-format takes comma-separated formats of ['binary', 'text', "
+                  "'kv'], got 'binary,npy'")
+
+
 def test_traceback_on_request(tmp_path, out):
     """HF_MINATTN_TRACEBACK=1: the same bad input raises with its traceback (for debugging) instead of one line."""
     import os

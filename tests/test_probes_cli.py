@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 
+import numpy as np
 import pytest
 from conftest import tiny_config
 from gensim.models import KeyedVectors
@@ -94,13 +95,14 @@ def test_probe_cli_writes_json_plots_report_and_vectors(checkpoint, tmp_path):
     assert "<h1>Probes: tiny &lt;script&gt;alert(1)&lt;/script&gt;</h1>" in html  # the model name, escaped
     # thresholds are the ones this run used: words in >= min_contexts distinct sentences (--min-count 2 is below it)
     assert f"words (each in &gt;= {r['geometry']['min_contexts']} distinct sentences, ~" in html
-    # word vectors in the word2vec text format, with the vector corpus's counts (no pickle by default)
-    kv = KeyedVectors.load_word2vec_format(str(out / "vectors" / "layer_1.txt"), fvocab=str(out / "vectors" / "counts.txt"))
+    # word vectors in the word2vec binary format, with the vector corpus's counts (no pickle, no text by default)
+    kv = KeyedVectors.load_word2vec_format(str(out / "vectors" / "layer_1.bin"), binary=True,
+                                           fvocab=str(out / "vectors" / "counts.txt"))
     assert kv.index_to_key[0] == "the" and kv.vector_size == 36  # frequency order, hidden size
     counts = [kv.get_vecattr(w, "count") for w in kv.index_to_key]
     assert counts == sorted(counts, reverse=True) and counts[0] > counts[-1] >= 2  # --min-count 2
     assert r["vector_corpus"]["words"] >= sum(counts)
-    assert not list((out / "vectors").glob("*.kv"))
+    assert not list((out / "vectors").glob("*.kv")) and not list((out / "vectors").glob("layer_*.txt"))
     # the run's record: versions, seed, date, command
     prov = r["provenance"]
     assert prov["seed"] == 0 and prov["versions"]["transformers"] and prov["versions"]["hf_minattn"]
@@ -131,7 +133,7 @@ def test_probe_cli_reference_vector_formats_and_cap(checkpoint, tmp_path):
     argv = ["probe", str(checkpoint / "model"), "--corpus", str(checkpoint / "corpus.txt"), "--max-sentences", "40",
             "--min-count", "2", "--vector-corpus", "wikipedia-train", "--vector-max-sentences", "4000",
             "--no-heads", "--no-weights", "--no-decontextualized", "--no-untrained", "--bootstrap", "50",
-            "--reference", "minilm", "--vectors-format", "both", "--out", str(out)]
+            "--reference", "minilm", "--vectors-format", "binary,text,kv", "--out", str(out)]
     assert main(argv) == 0
     r = json.loads((out / "probes.json").read_text())
     assert r["vector_corpus"]["sentences"] == 4000  # the first 4000 of the default corpus's training split
@@ -147,10 +149,13 @@ def test_probe_cli_reference_vector_formats_and_cap(checkpoint, tmp_path):
     assert (f"the reference is {word} word2vec (Δρ {iv['estimate']:+.2f} [{iv['low']:+.2f}, {iv['high']:+.2f}])"
             in html)
     for name in ("static", "layer_2", "word2vec"):
-        assert (out / "vectors" / f"{name}.txt").exists() and (out / "vectors" / f"{name}.kv").exists(), name
+        assert all((out / "vectors" / f"{name}.{suffix}").exists() for suffix in ("bin", "txt", "kv")), name
     text = KeyedVectors.load_word2vec_format(str(out / "vectors" / "layer_2.txt"))
+    binary = KeyedVectors.load_word2vec_format(str(out / "vectors" / "layer_2.bin"), binary=True)
     pickled = KeyedVectors.load(str(out / "vectors" / "layer_2.kv"))
-    assert text.index_to_key == pickled.index_to_key and abs(text.vectors - pickled.vectors).max() < 1e-5
+    assert text.index_to_key == binary.index_to_key == pickled.index_to_key
+    np.testing.assert_array_equal(binary.vectors, pickled.vectors)  # the binary format keeps float32 exactly
+    assert abs(text.vectors - pickled.vectors).max() < 1e-5  # the text format rounds
 
 
 def test_probe_cli_rejects_a_bad_model_path(tmp_path, capsys):
@@ -223,7 +228,8 @@ def test_probe_on_cuda_gives_the_cpu_numbers(checkpoint, tmp_path):
                 "--vector-corpus", "probe", "--device", device, "--out", str(out)]
         assert main(argv) == 0
         runs[out.name] = (json.loads((out / "probes.json").read_text()),
-                          {s: KeyedVectors.load_word2vec_format(str(out / "vectors" / f"{s}.txt")) for s in ("static", "layer_2")})
+                          {s: KeyedVectors.load_word2vec_format(str(out / "vectors" / f"{s}.bin"), binary=True)
+                           for s in ("static", "layer_2")})
     (cpu, cpu_vectors), (gpu, gpu_vectors) = runs["reference"], runs["under_test"]
     assert abs(cpu_vectors["static"].vectors - gpu_vectors["static"].vectors).max() < 1e-6
     assert abs(cpu_vectors["layer_2"].vectors - gpu_vectors["layer_2"].vectors).max() < 1e-3

@@ -13,6 +13,7 @@ from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WOR
 from .plots import FIGURE_FORMATS, all_plots, compare_plots
 from .report import write_compare_report, write_report
 from .run import run_all_probes
+from .vectors import VECTOR_FORMATS
 
 
 def probe_parser():
@@ -62,9 +63,11 @@ def probe_parser():
                    help="skip layer 0's QK/OV circuits against the embedding-similarity, co-occurrence and "
                         "initialisation hypotheses (MinAttn models only)")
     p.add_argument("--no-save-vectors", action="store_true", help="do not export the word vectors")
-    p.add_argument("--vectors-format", choices=["word2vec", "kv", "both"], default="word2vec",
-                   help="word vectors as word2vec text files (vectors/<set>.txt, corpus counts in vectors/counts.txt; "
-                        "the default: readable by any tool, no pickle), gensim .kv files, or both")
+    p.add_argument("--vectors-format", default="binary",
+                   help="comma-separated formats of the exported word vectors, of 'binary' (the default: the word2vec "
+                        "binary format, vectors/<set>.bin; no pickle), 'text' (the word2vec text format, "
+                        "vectors/<set>.txt, readable by any tool) and 'kv' (gensim's pickled .kv); the corpus counts "
+                        "go to vectors/counts.txt")
     _figure_format_argument(p)
     p.add_argument("--device", help="where the encoders run: 'cpu', 'cuda', 'cuda:1'... (default: cuda when there is a "
                    "GPU, else cpu); statistics are gathered on the CPU either way")
@@ -137,8 +140,17 @@ def write_outputs(results, out, figure_format="both"):
     write_report(r, all_plots(r, out, figure_format), os.path.join(out, "report.html"), view=results.attention_view)
 
 
+def vector_formats(value: str) -> tuple:
+    """--vectors-format: comma-separated names of `VECTOR_FORMATS`, checked before any work."""
+    formats = tuple(f.strip() for f in value.split(",") if f.strip())
+    if not formats or not set(formats) <= set(VECTOR_FORMATS):
+        raise ValueError(f"--vectors-format takes comma-separated formats of {list(VECTOR_FORMATS)}, got {value!r}")
+    return formats
+
+
 def probe_main(argv=None):
     args = probe_parser().parse_args(argv)
+    formats = vector_formats(args.vectors_format)
     start = time.perf_counter()
     args.device = resolve_device(args.device)
     model, tokenizer = load_encoder(args.model, trust_remote_code=args.trust_remote_code, device=args.device)
@@ -161,7 +173,6 @@ def probe_main(argv=None):
         provenance={"command": "hf-minattn probe " + shlex.join(sys.argv[2:] if argv is None else argv),
                     "arguments": vars(args)})
     if not args.no_save_vectors:
-        formats = ("word2vec", "kv") if args.vectors_format == "both" else (args.vectors_format,)
         results.word_vectors.save(os.path.join(args.out, "vectors"), formats)
     write_outputs(results, args.out, args.figure_format)
     print(f"[probe] wrote {os.path.join(args.out, 'report.html')} in {time.perf_counter() - start:.1f}s")

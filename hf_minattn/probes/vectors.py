@@ -19,6 +19,9 @@ from .loading import run_model
 from .progress import progress
 
 
+VECTOR_FORMATS = {"binary": "bin", "text": "txt", "kv": "kv"}  # WordVectors.save's formats and their file suffixes
+
+
 @dataclass
 class WordVectors:
     """Named vector sets over one vocabulary: "static", "layer_0".."layer_L", "decontext_0".., "word2vec"."""
@@ -36,23 +39,27 @@ class WordVectors:
                 kv.set_vecattr(word, "count", count)
         return kv
 
-    def save(self, folder, formats=("word2vec",)):
-        """Every set in `folder`, in each of `formats`: "word2vec" (the word2vec text format, `<set>.txt`, with the
-        corpus counts in `counts.txt`: `KeyedVectors.load_word2vec_format(path, fvocab=counts)`, readable by any
-        tool) and/or "kv" (gensim's own `<set>.kv`, faster to load, pickle-based: `KeyedVectors.load(path)`)."""
-        if isinstance(formats, str) or not set(formats) <= {"word2vec", "kv"} or not formats:
-            raise ValueError(f"formats must be a non-empty sequence of 'word2vec' and/or 'kv', got {formats!r}")
+    def save(self, folder, formats=("binary",)):
+        """Every set in `folder`, in each of `formats`: "binary" (the word2vec binary format, `<set>.bin`: float32
+        as computed, pickle-free, read by `KeyedVectors.load_word2vec_format(path, binary=True)` and by the original
+        word2vec tools), "text" (the word2vec text format, `<set>.txt`, readable by anything, ~3x larger and slower to
+        write) and/or "kv" (gensim's own `<set>.kv`, pickle-based: `KeyedVectors.load(path)`). The corpus counts of
+        the words go to `counts.txt` (`load_word2vec_format(..., fvocab=counts)` reads them back)."""
+        if isinstance(formats, str) or not formats or not set(formats) <= set(VECTOR_FORMATS):
+            raise ValueError(f"formats must be a non-empty sequence of {list(VECTOR_FORMATS)}, got {formats!r}")
         os.makedirs(folder, exist_ok=True)
         paths = {}
         counts = os.path.join(folder, "counts.txt") if self.counts is not None else None
         for i, name in enumerate(self.sets):
             kv = self.keyed_vectors(name)
-            if "word2vec" in formats:
-                paths[name] = os.path.join(folder, f"{name}.txt")
-                # Sorted by count = the vocabulary's own order (most frequent first, ties in order); every set shares
-                # one vocabulary, so one counts file.
-                kv.save_word2vec_format(paths[name], fvocab=counts if i == 0 else None,
-                                        sort_attr="count" if counts else None)
+            for kind in ("binary", "text"):
+                if kind in formats:
+                    path = os.path.join(folder, f"{name}.{VECTOR_FORMATS[kind]}")
+                    paths.setdefault(name, path)
+                    # Sorted by count = the vocabulary's own order (most frequent first, ties in order); every set
+                    # shares one vocabulary, so one counts file.
+                    kv.save_word2vec_format(path, fvocab=counts if i == 0 else None, binary=kind == "binary",
+                                            sort_attr="count" if counts else None)
             if "kv" in formats:
                 paths.setdefault(name, os.path.join(folder, f"{name}.kv"))
                 kv.save(os.path.join(folder, f"{name}.kv"))
