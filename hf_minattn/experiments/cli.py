@@ -243,7 +243,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", help="comma-separated seeds, e.g. 0,1,2 (default: the preset's)")
     parser.add_argument("--reference", choices=REFERENCES,
                         help="probe the pretrained all-MiniLM-L6-v2 beside the models ('minilm') or not ('none'). "
-                             "Default: the preset's; the full preset leaves it out (about 6 of its minutes on 2 CPU "
+                             "Default: the preset's; the full preset leaves it out (about 5 of its minutes on 2 CPU "
                              "cores), --quick and --scale include it")
     parser.add_argument("--figure-format", choices=FIGURE_FORMATS, default="both",
                         help="every figure as PNG, SVG or both (default: both; FINDINGS.md links the PNG when there "

@@ -35,9 +35,9 @@ SETTINGS = {
     # the untrained model at every seed and of the pretrained reference. The `small` shape narrowed to hidden 128
     # (feed-forward 512) at learning rate 2e-3: with the untied output layer it learns more in the same minutes than
     # hidden 256 (docs/recipe.md, "The experiments' recipe"). The pretrained reference is opt-in here
-    # (`--reference minilm`): its two passes over the corpus take about 6 of the call's minutes on 2 CPU cores, and
-    # without them the call fits the hour (README, "Cost"); it places the numbers beside a real encoder but answers
-    # no question about these models.
+    # (`--reference minilm`): its two passes over the corpus took 5.3 of the call's 65.9 minutes on 2 CPU cores, and
+    # without them the call comes to about the hour (README, "Cost"); it places the numbers beside a real encoder but
+    # answers no question about these models.
     "full": dict(model_size="small", config_overrides="hidden_size=128,intermediate_size=512", vocab_size=8192,
                  max_seq_length=128, batch_size=16, max_steps=640, learning_rate=2e-3, warmup_steps=60,
                  weight_decay=0.0, mlm_probability=0.3,

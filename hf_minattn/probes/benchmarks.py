@@ -21,9 +21,7 @@ import json
 import logging
 import math
 import os
-import threading
 import time
-from collections import defaultdict
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
@@ -161,7 +159,6 @@ def train_word2vec(sentence_words, settings=None, seed=None):
 
 
 WORD2VEC_CACHE_ENV = "HF_MINATTN_WORD2VEC_CACHE"  # a folder, or "" for no cache
-_WORD2VEC_LOCKS = defaultdict(threading.Lock)  # per cache key: a thread asking for vectors another one is training waits
 
 
 def word2vec_cache_dir() -> str | None:
@@ -191,22 +188,21 @@ def cached_word2vec(sentence_words, settings, cache_dir=None):
         digest.update("\x1f".join(ws).encode() + b"\x1e")
     key = digest.hexdigest()[:40]
     path = os.path.join(cache_dir, f"{key}.bin")
-    with _WORD2VEC_LOCKS[key]:
-        if os.path.isfile(path) and os.path.isfile(path + ".json"):
-            with open(path + ".json") as f:
-                seconds = json.load(f)["seconds"]
-            return KeyedVectors.load_word2vec_format(path, binary=True), seconds, True
-        start = time.perf_counter()
-        kv = train_word2vec(words, settings)
-        seconds = round(time.perf_counter() - start, 2)
-        os.makedirs(cache_dir, exist_ok=True)
-        partial = f"{path}.{os.getpid()}.partial"  # renamed when complete: a killed run leaves no half file behind
-        kv.save_word2vec_format(partial, binary=True)
-        os.replace(partial, path)
-        with open(path + ".json", "w") as f:
-            json.dump({"settings": asdict(settings), "seconds": seconds, "sentences": len(words),
-                       "words": sum(map(len, words)), "vocabulary": len(kv)}, f, indent=1)
-        return kv, seconds, False
+    if os.path.isfile(path) and os.path.isfile(path + ".json"):  # the .json is written last
+        with open(path + ".json") as f:
+            seconds = json.load(f)["seconds"]
+        return KeyedVectors.load_word2vec_format(path, binary=True), seconds, True
+    start = time.perf_counter()
+    kv = train_word2vec(words, settings)
+    seconds = round(time.perf_counter() - start, 2)
+    os.makedirs(cache_dir, exist_ok=True)
+    partial = f"{path}.{os.getpid()}.partial"  # renamed when complete: a killed run leaves no half file behind
+    kv.save_word2vec_format(partial, binary=True)
+    os.replace(partial, path)
+    with open(path + ".json", "w") as f:
+        json.dump({"settings": asdict(settings), "seconds": seconds, "sentences": len(words),
+                   "words": sum(map(len, words)), "vocabulary": len(kv)}, f, indent=1)
+    return kv, seconds, False
 
 
 def read_word_pairs(name, normalise=str.lower):
