@@ -364,9 +364,9 @@ def test_embeddings_get_no_weight_decay(tmp_path):
 def test_bf16_default_comes_through_the_parser(tmp_path, monkeypatch, fast):
     """HfArgumentParser gives a bool field False whatever its default_factory: the computed default must be
     applied after parsing, so `--bf16` unset means "on where it is fast"."""
-    import hf_minattn.run_mlm as run_mlm
+    import hf_minattn.arguments as arguments
 
-    monkeypatch.setattr(run_mlm, "fast_bf16_available", lambda: fast)
+    monkeypatch.setattr(arguments, "fast_bf16_available", lambda: fast)
     assert parse_args(["--output_dir", str(tmp_path)])[2].bf16 is fast
     assert parse_args(["--output_dir", str(tmp_path), "--bf16", "false"])[2].bf16 is False
     assert parse_args(["--output_dir", str(tmp_path), "--bf16", "true"])[2].bf16 is True
