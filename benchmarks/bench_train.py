@@ -36,7 +36,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling, ModernBertConfig, ModernBertForMaskedLM
+from transformers import (AttentionInterface, BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling,
+                          ModernBertConfig, ModernBertForMaskedLM)
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
 from hf_minattn.machine import machine_info
@@ -190,12 +192,14 @@ def mlm_loss(model, inputs, labels, dense_head=False):
 
 class StepLoop:
     """A plain training loop for one model (not transformers' Trainer): its AdamW and its schedule (linear warm-up
-    over 10% of the steps, then linear decay), and the time and loss of every step."""
+    over 10% of the steps, then linear decay), and the time and loss of every step. The AdamW is the fused one, the
+    Trainer's default (`optim="adamw_torch_fused"`), unless `fused=False` (torch's default on CPU: a loop over the
+    parameters; it measured within 2% of the fused one, a lever below)."""
 
-    def __init__(self, model, steps, lr, bf16, dense_head=False, compile_model=False):
+    def __init__(self, model, steps, lr, bf16, dense_head=False, compile_model=False, fused=True):
         self.model, self.bf16, self.dense_head = model, bf16, dense_head
         self.forward_model = torch.compile(model) if compile_model else model
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, fused=fused)
         warmup = max(1, steps // 10)
         self.schedule = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
@@ -308,35 +312,99 @@ def time_pair(trainers: dict, batches, warmup) -> dict:
     return {name: statistics.median(t.times[warmup:]) for name, t in trainers.items()}
 
 
-def measure_levers(sizes, batches, warmup, lr, with_compile=True) -> list[dict]:
-    """Each row: MinAttn as shipped vs MinAttn with one lever switched off (or on, for the optional ones)."""
-    rows = []
+def without_linear_biases(model: nn.Module) -> nn.Module:
+    """The bias-free lever: every nn.Linear of the model without its bias (ModernBERT has none)."""
+    for module in model.modules():
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            module.bias = None
+    return model
 
-    def pair(lever, variant_model, variant_kwargs=None, baseline_kwargs=None, model_kwargs=None):
-        baseline = StepLoop(build("minattn", sizes, **(model_kwargs or {})), len(batches), lr, False,
-                           **(baseline_kwargs or {}))
-        variant = StepLoop(variant_model, len(batches), lr, False, **(variant_kwargs or {}))
+
+def compile_blocks(model: nn.Module) -> nn.Module:
+    """The regional-compile lever: each block compiled on its own (inductor fuses its LayerNorms, GELU and residual
+    adds); embeddings and the sparse head (data-dependent shapes) stay eager, so the graph does not break."""
+    for layer in model.minattn.layers:
+        layer.compile()
+    return model
+
+
+def rotary_in_compute_dtype(model: nn.Module) -> nn.Module:
+    """The fewer-casts lever (bf16): rotary tables in bf16, so that the bf16 queries and keys of autocast are rotated
+    in bf16 instead of being promoted to fp32 and cast back for the attention kernel."""
+    rotary = model.minattn.rotary
+    forward = rotary.forward
+    rotary.forward = lambda seq_len, dtype: forward(seq_len, torch.get_autocast_dtype("cpu")
+                                                    if torch.is_autocast_enabled("cpu") else dtype)
+    return model
+
+
+def measure_levers(sizes, batches, warmup, lr, bf16=False, with_compile=True) -> list[dict]:
+    """Each row: MinAttn as shipped vs MinAttn with one lever switched: "off" for the ones in the model (is each
+    worth keeping?), "on" for the candidates (does it pay?). variant / shipped < 1: the variant is faster."""
+    rows = []
+    precision = "bf16" if bf16 else "fp32"
+
+    def pair(lever, variant_model, variant_kwargs=None, baseline_kwargs=None, model_kwargs=None, variant_bf16=bf16):
+        baseline = StepLoop(build("minattn", sizes, **(model_kwargs or {})), len(batches), lr, bf16,
+                            **(baseline_kwargs or {}))
+        variant = StepLoop(variant_model, len(batches), lr, variant_bf16, **(variant_kwargs or {}))
         start = time.perf_counter()
         variant.step(*batches[0])
         first_step = time.perf_counter() - start
         variant.times.clear()
         times = time_pair({"shipped": baseline, "variant": variant}, batches, warmup)
-        rows.append({"lever": lever, "shipped_s": times["shipped"], "variant_s": times["variant"],
-                     "variant_over_shipped": times["variant"] / times["shipped"],
+        rows.append({"lever": lever, "precision": precision, "shipped_s": times["shipped"],
+                     "variant_s": times["variant"], "variant_over_shipped": times["variant"] / times["shipped"],
                      "variant_first_step_s": first_step})
-        print(f"  {lever}: variant/shipped step time = {times['variant'] / times['shipped']:.3f}", flush=True)
+        print(f"  [{precision}] {lever}: variant/shipped step time = {times['variant'] / times['shipped']:.3f}",
+              flush=True)
 
-    pair("sparse MLM head -> dense (B,T,V) logits", build("minattn", sizes), {"dense_head": True})
-    separate = build("minattn", sizes)
-    for layer in separate.minattn.layers:
-        layer.attention.qkv_proj = SeparateQKV(layer.attention.qkv_proj)
-    pair("fused QKV -> three projections", separate)
-    pair("sdpa -> eager attention", build("minattn", sizes, attn_implementation="eager"))
-    pair("gelu -> gelu tanh approximation", build("minattn", sizes, hidden_act="gelu_pytorch_tanh"))
-    pair("pre-norm -> post-norm (BERT's placement)", build("minattn", sizes, norm_placement="post"))
+    if not bf16:  # the levers already in the model, switched off (fp32, as measured before)
+        pair("sparse MLM head -> dense (B,T,V) logits", build("minattn", sizes), {"dense_head": True})
+        separate = build("minattn", sizes)
+        for layer in separate.minattn.layers:
+            layer.attention.qkv_proj = SeparateQKV(layer.attention.qkv_proj)
+        pair("fused QKV -> three projections", separate)
+        pair("sdpa -> eager attention", build("minattn", sizes, attn_implementation="eager"))
+        pair("gelu -> gelu tanh approximation", build("minattn", sizes, hidden_act="gelu_pytorch_tanh"))
+        pair("pre-norm -> post-norm (BERT's placement)", build("minattn", sizes, norm_placement="post"))
+    pair("fused AdamW (the Trainer's) -> a loop over the parameters", build("minattn", sizes), {"fused": False})
+    # The candidates (issue 20), on:
+    pair("bias-free projections (every nn.Linear)", without_linear_biases(build("minattn", sizes)))
+    if bf16:
+        # The model computes bf16 attention on a CPU by the eager path; this variant forces torch's bf16 kernel.
+        AttentionInterface.register("sdpa_kernel", ALL_ATTENTION_FUNCTIONS["sdpa"])
+        forced = build("minattn", sizes)
+        forced.set_attn_implementation("sdpa_kernel")
+        pair("bf16 attention: eager (matmul, softmax, matmul) -> torch's bf16 sdpa kernel", forced)
+        pair("rotary tables in bf16 (fewer casts)", rotary_in_compute_dtype(build("minattn", sizes)))
+        # Weights stored in bf16 and no autocast: no cast at all. An upper bound for "bf16 weights for the forward
+        # with fp32 master copies", which would add a copy of the weights after every optimizer step.
+        pair("bf16 weights, no autocast (upper bound of bf16 forward weights)",
+             build("minattn", sizes).to(torch.bfloat16), variant_bf16=False)
     if with_compile:  # compiling takes minutes here: not in --quick
-        pair("eager -> torch.compile", build("minattn", sizes), {"compile_model": True})
+        pair("regional torch.compile (each block; head eager)", compile_blocks(build("minattn", sizes)))
+        if not bf16:
+            pair("eager -> torch.compile (whole model)", build("minattn", sizes), {"compile_model": True})
     return rows
+
+
+def profile_steps(sizes, batches, lr, bf16: bool, top: int = 12) -> list[dict]:
+    """Where a MinAttn training step spends its time: torch.profiler over the steps after the first two, the `top`
+    operators by self CPU time with their share of the total."""
+    from torch.profiler import ProfilerActivity, profile
+
+    loop = StepLoop(build("minattn", sizes), len(batches), lr, bf16)
+    for inputs, labels in batches[:2]:
+        loop.step(inputs, labels)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for inputs, labels in batches[2:]:
+            loop.step(inputs, labels)
+    events = [e for e in prof.key_averages() if e.self_cpu_time_total > 0]
+    total = sum(e.self_cpu_time_total for e in events)
+    events.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
+    return [{"op": e.key, "share": e.self_cpu_time_total / total, "calls_per_step": e.count / (len(batches) - 2),
+             "ms_per_step": e.self_cpu_time_total / 1e3 / (len(batches) - 2)} for e in events[:top]]
 
 
 def mask_vs_none(sizes, repeats=5) -> dict:
@@ -462,6 +530,16 @@ def markdown_table(report) -> str:
     return "\n".join(lines)
 
 
+def lever_table(levers: list[dict]) -> str:
+    lines = ["| lever | precision | shipped step (s) | variant step (s) | variant / shipped | variant's first step (s) |",
+             "|---|---|---:|---:|---:|---:|"]
+    for row in levers:
+        first = f"{row['variant_first_step_s']:.1f}" if "variant_first_step_s" in row else ""
+        lines.append(f"| {row['lever']} | {row.get('precision', 'fp32')} | {row['shipped_s']:.3f} | {row['variant_s']:.3f} | "
+                     f"{row['variant_over_shipped']:.3f} | {first} |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny sizes and few steps: a smoke run in seconds")
@@ -472,8 +550,12 @@ def main(argv=None):
     parser.add_argument("--force-bf16", action="store_true", help="run bf16 even where it is emulated (slow)")
     parser.add_argument("--models", default="minattn,bert,modernbert",
                         help=f"comma-separated, minattn first, of {','.join(MODELS)}")
-    parser.add_argument("--levers", action="store_true", help="also time each speed lever on/off (fp32)")
+    parser.add_argument("--levers", action="store_true", help="also time each speed lever on/off (in each --precision)")
+    parser.add_argument("--only-levers", action="store_true",
+                        help="time the levers alone (no model comparison); writes levers-<date>.json, levers-latest.json")
     parser.add_argument("--lever-steps", type=int, default=12, help="steps per lever comparison")
+    parser.add_argument("--profile", action="store_true",
+                        help="with --levers: also profile MinAttn's training step in each precision (top operators)")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--eval-blocks", type=int, default=128, help="validation blocks for the eval loss")
     parser.add_argument("--infer-repeats", type=int, default=5)
@@ -492,6 +574,7 @@ def main(argv=None):
     precisions = [p.strip() for p in args.precision.split(",") if p.strip()]
     if not set(precisions) <= {"fp32", "bf16"}:
         parser.error(f"--precision takes fp32 and/or bf16, got {args.precision!r}")
+    args.levers = args.levers or args.only_levers
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     if args.models[:1] != ["minattn"] or not set(args.models) <= set(MODELS) or len(args.models) < 2:
         parser.error(f"--models takes minattn first, then one or more of bert,modernbert; got {args.models}")
@@ -501,8 +584,9 @@ def main(argv=None):
           f"torch {machine['torch']}, transformers {machine['transformers']}, load {machine['load_average']}")
     n = args.peak_size = 256 if args.quick else 1024
     peaks = {"fp32": matmul_peak(torch.float32, n)}
-    # A bf16 product on a CPU without bf16 hardware is ~50x slower: probe small first.
-    peaks["bf16"] = matmul_peak(torch.bfloat16, 256, repeats=3)
+    # A bf16 product on a CPU without bf16 hardware is ~50x slower: probe smaller first (512^3, not 256^3: a 256^3
+    # product takes ~0.1 ms on native bf16, too short to time reliably, and once measured 112 against 156 fp32).
+    peaks["bf16"] = matmul_peak(torch.bfloat16, min(n, 512), repeats=5)
     if bf16_is_native(peaks["fp32"], peaks["bf16"]):
         peaks["bf16"] = matmul_peak(torch.bfloat16, n)
     print(f"matmul peak ({n}^3): fp32 {peaks['fp32']:.0f} GFLOP/s, bf16 {peaks['bf16']:.1f} GFLOP/s", flush=True)
@@ -524,14 +608,30 @@ def main(argv=None):
                                                     f"{peaks['bf16']:.1f} vs {peaks['fp32']:.0f} GFLOP/s fp32"}
             print(f"bf16 skipped: {report['results']['bf16']['skipped']}", flush=True)
             continue
-        print(f"training both models, {precision}, {args.steps} steps each", flush=True)
+        if args.only_levers:
+            report["results"][precision] = {"levers only": True}
+            continue
+        print(f"training the models, {precision}, {args.steps} steps each", flush=True)
         report["results"][precision] = run_precision(precision, sizes, train_batches, val_batches, args)
     if args.levers:
-        print("levers (fp32, MinAttn shipped vs variant):", flush=True)
+        print("levers (MinAttn shipped vs variant):", flush=True)
         lever_batches = make_batches(train_blocks, args.lever_steps, sizes["batch"], tokenizer, seed=3)
-        report["levers"] = measure_levers(sizes, lever_batches, min(2, args.lever_steps - 1), args.lr,
-                                          with_compile=not args.quick)
+        report["levers"] = []
+        for precision in precisions:
+            if "skipped" in report["results"].get(precision, {}):
+                continue
+            report["levers"] += measure_levers(sizes, lever_batches, min(2, args.lever_steps - 1), args.lr,
+                                               bf16=precision == "bf16", with_compile=not args.quick)
         report["levers"].append(mask_vs_none(sizes))
+    if args.levers and args.profile:
+        report["profile"] = {}
+        for precision in precisions:
+            if "skipped" in report["results"].get(precision, {}):
+                continue
+            report["profile"][precision] = rows = profile_steps(sizes, lever_batches, args.lr, precision == "bf16")
+            print(f"profile, MinAttn training step, {precision}:")
+            for row in rows:
+                print(f"  {100 * row['share']:5.1f}%  {row['ms_per_step']:8.1f} ms  x{row['calls_per_step']:.0f}  {row['op']}")
     report["machine"]["load_average_end"] = os.getloadavg()
 
     out = Path(args.out)
@@ -539,11 +639,13 @@ def main(argv=None):
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     text = json.dumps(report, indent=1)
     # A full run is kept under its date; a --quick run only replaces latest-quick.json (its numbers mean nothing).
-    name = "latest-quick.json" if args.quick else f"bench-{stamp}.json"
+    prefix = "levers" if args.only_levers else "bench"
+    name = f"{prefix}-latest-quick.json" if args.quick and args.only_levers else "latest-quick.json" if args.quick \
+        else f"{prefix}-{stamp}.json"
     (out / name).write_text(text)
     if not args.quick:
-        (out / "latest.json").write_text(text)
-    table = markdown_table(report)
+        (out / ("levers-latest.json" if args.only_levers else "latest.json")).write_text(text)
+    table = lever_table(report["levers"]) if args.only_levers else markdown_table(report)
     print(table)
     print(f"wrote {out / name}")
     return report

@@ -50,12 +50,9 @@ def markdown_table(path: str) -> str:
     return "\n".join(rows)
 
 
-def paired_table(path: str, reference: str) -> str:
-    """Settings run with several seeds (runs named SETTING_seedN): mean gain over the unigram floor [95% t-interval],
-    the paired difference from `reference` over the seeds both have [95% t-interval], and the eval loss relative to
-    the reference's at the same seed, in percent [95% t-interval] (e.g. bf16 against fp32 at equal steps)."""
-    from hf_minattn.stats import mean_interval, paired_difference
-
+def seeded_runs(path: str) -> tuple[dict, dict, dict]:
+    """The runs named SETTING_seedN in `path`: {setting: {seed: gain}}, {setting: {seed: eval loss}} and
+    {setting: [tokens/s, ...]}."""
     gains, losses, speed = {}, {}, {}
     with open(path) as f:
         for line in f:
@@ -66,6 +63,22 @@ def paired_table(path: str, reference: str) -> str:
                 gains.setdefault(setting, {})[seed] = r["eval_gain_over_unigram"]
                 losses.setdefault(setting, {})[seed] = r.get("eval_loss")
                 speed.setdefault(setting, []).append(r["train_tokens_per_second"])
+    return gains, losses, speed
+
+
+def relative_losses(losses: dict, setting: str, reference: str) -> dict[int, float]:
+    """{seed: 100 x (eval loss of `setting` / the reference's at that seed - 1)} over the seeds both have."""
+    return {s: 100 * (loss / losses[reference][s] - 1) for s, loss in sorted(losses[setting].items())
+            if loss is not None and losses[reference].get(s) is not None}
+
+
+def paired_table(path: str, reference: str) -> str:
+    """Settings run with several seeds (runs named SETTING_seedN): mean gain over the unigram floor [95% t-interval],
+    the paired difference from `reference` over the seeds both have [95% t-interval], and the eval loss relative to
+    the reference's at the same seed, in percent [95% t-interval] (e.g. bf16 against fp32 at equal steps)."""
+    from hf_minattn.stats import mean_interval, paired_difference
+
+    gains, losses, speed = seeded_runs(path)
     if reference not in gains:
         raise ValueError(f"--paired {reference!r}: no runs named {reference}_seedN in {path}; settings: {sorted(gains)}")
     ci = lambda i: f"{i.estimate:+.3f} [{i.low:+.3f}, {i.high:+.3f}]"  # noqa: E731
@@ -76,12 +89,59 @@ def paired_table(path: str, reference: str) -> str:
         shared = [s for s in seeds if s in gains[reference]]
         diff = ("-" if setting == reference else "no shared seed" if not shared else
                 ci(paired_difference([by_seed[s] for s in shared], [gains[reference][s] for s in shared])))
-        ratios = [100 * (losses[setting][s] / losses[reference][s] - 1) for s in shared
-                  if losses[setting][s] is not None and losses[reference][s] is not None]
+        ratios = list(relative_losses(losses, setting, reference).values())
         relative = "-" if setting == reference or not ratios else ci(mean_interval(ratios))
         rows.append(f"| {setting} | {', '.join(map(str, seeds))} | {ci(mean_interval([by_seed[s] for s in seeds]))} | "
                     f"{diff} | {relative} | {round(sum(speed[setting]) / len(speed[setting])):,} |")
     return "\n".join(rows)
+
+
+def equal_step_verdict(path: str, reference: str, candidate: str, control: str | None = None,
+                       tolerance: float = 1.0) -> str:
+    """The equal-step test as sentences chosen by the numbers. The candidate (e.g. bf16) passes when the 95%
+    t-interval of its eval loss relative to the reference's (same seed, same steps) lies within +-`tolerance` %.
+
+    `control` names the reference trained again with a perturbation far below the candidate's rounding (e.g. every
+    initial weight moved by 1e-6 of itself): how far the same training lands from itself. It sets the scale at which a
+    difference can be blamed on the candidate at all: its largest single-seed difference is reported beside the
+    candidate's, and a seed where the candidate differs by more than every control seed is named."""
+    from hf_minattn.stats import mean_interval
+
+    _, losses, _ = seeded_runs(path)
+    for name in (reference, candidate, control):
+        if name is not None and name not in losses:
+            raise ValueError(f"no runs named {name}_seedN in {path}; settings: {sorted(losses)}")
+    relative = relative_losses(losses, candidate, reference)
+    if not relative:
+        raise ValueError(f"{candidate} and {reference} share no seed in {path}")
+    interval = mean_interval(list(relative.values()))
+    where = (f"{candidate}'s eval loss is {interval.estimate:+.1f}% [{interval.low:+.1f}%, {interval.high:+.1f}%] of "
+             f"{reference}'s at equal steps ({len(relative)} paired seeds; per seed "
+             + ", ".join(f"{s}: {r:+.1f}%" for s, r in relative.items()) + ")")
+    if -tolerance <= interval.low and interval.high <= tolerance:
+        sentences = [f"Passes: {where}, within +-{tolerance:g}%."]
+    elif interval.low > 0:
+        sentences = [f"Fails: {where}; {candidate} is worse."]
+    elif interval.high < 0:
+        sentences = [f"Fails: {where}; {candidate} is better, so the test does not hold either way."]
+    else:
+        sentences = [f"Fails: {where}; the interval is wider than +-{tolerance:g}% (no difference is shown either)."]
+    if control is not None:
+        noise = relative_losses(losses, control, reference)
+        if noise:
+            spread = max(abs(r) for r in noise.values())
+            noise_interval = mean_interval(list(noise.values()))
+            sentences.append(
+                f"The control ({control}, {len(noise)} seeds) lands {noise_interval.estimate:+.1f}% "
+                f"[{noise_interval.low:+.1f}%, {noise_interval.high:+.1f}%] from {reference}, up to {spread:.1f}% on one "
+                f"seed; {candidate} differs by up to {max(abs(r) for r in relative.values()):.1f}%.")
+            outliers = [s for s, r in relative.items() if abs(r) > spread]
+            if outliers:
+                sentences.append(f"Beyond every control seed: {candidate} at seed(s) "
+                                 + ", ".join(f"{s} ({relative[s]:+.1f}%)" for s in outliers) + ".")
+            else:
+                sentences.append(f"No seed of {candidate} differs by more than the control's largest difference.")
+    return " ".join(sentences)
 
 
 def main():
@@ -92,12 +152,21 @@ def main():
     parser.add_argument("--out", default="benchmarks/results/recipe.jsonl")
     parser.add_argument("--markdown", action="store_true", help="print the runs recorded in --out as a markdown table")
     parser.add_argument("--paired", metavar="REFERENCE", help="print the seeded settings in --out against REFERENCE")
+    parser.add_argument("--verdict", metavar="CANDIDATE",
+                        help="with --paired: the equal-step test of CANDIDATE against REFERENCE (eval loss within "
+                             "--tolerance %%, 95%% t-interval over the paired seeds)")
+    parser.add_argument("--control", help="with --verdict: the reference trained again with a tiny perturbation")
+    parser.add_argument("--tolerance", type=float, default=1.0, help="with --verdict: percent (default 1)")
     args = parser.parse_args()
     if args.markdown:
         print(markdown_table(args.out))
         return
+    if args.verdict and not args.paired:
+        parser.error("--verdict needs --paired REFERENCE")
     if args.paired:
         print(paired_table(args.out, args.paired))
+        if args.verdict:
+            print("\n" + equal_step_verdict(args.out, args.paired, args.verdict, args.control, args.tolerance))
         return
     if not args.runs:
         parser.error("name at least one run (NAME=ARGS), or pass --markdown")

@@ -29,6 +29,15 @@ def is_traced() -> bool:
     return torch.jit.is_tracing() or torch.compiler.is_compiling()
 
 
+def is_cpu_bf16(tensor: torch.Tensor) -> bool:
+    """Whether `tensor`'s matrix products run in bf16 on a CPU: bf16 itself, or fp32 under CPU autocast to bf16."""
+    if tensor.device.type != "cpu":
+        return False
+    return tensor.dtype == torch.bfloat16 or (
+        torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16
+    )
+
+
 def sinusoidal_table(num_positions: int, dim: int) -> torch.Tensor:
     """The fixed position encoding of "Attention Is All You Need": sin on even, cos on odd channels."""
     position = torch.arange(num_positions, dtype=torch.float32)[:, None]  # (P, 1)
@@ -155,8 +164,13 @@ class MinAttnAttention(nn.Module):
             cos, sin = position_embeddings
             query, key = apply_rotary(query, cos, sin), apply_rotary(key, cos, sin)
 
-        # Only the eager path can return the weights, so asking for them selects it.
-        implementation = "eager" if output_attentions else self.config._attn_implementation
+        implementation = self.config._attn_implementation
+        if output_attentions:  # only the eager path can return the weights
+            implementation = "eager"
+        elif implementation == "sdpa" and is_cpu_bf16(query):
+            # torch's bf16 flash-attention kernel for CPU is slower than matmul-softmax-matmul in bf16: 1.8x (fwd+bwd,
+            # head dim 64) to 3.9x (head dim 32), and slower than its own fp32 kernel (benchmarks/NOTES.md).
+            implementation = "eager"
         attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
         output, weights = attention_interface(
             self,

@@ -293,6 +293,25 @@ def test_the_pretrained_reference_is_opt_in_for_the_full_preset():
         {k: v for k, v in SETTINGS["full"].items() if k != "reference"}
 
 
+def test_the_training_precision_is_a_choice_that_reaches_run_mlm():
+    """The CPU presets train in fp32 (as the committed findings were made); --precision bf16/auto/fp32 overrides it,
+    and what run_mlm is given follows: --bf16 true/false, or nothing for auto (run_mlm's own default)."""
+    from hf_minattn.experiments.cli import preset_settings
+    from hf_minattn.experiments.training import SETTINGS, common_arguments
+
+    def bf16_flag(settings):
+        args = common_arguments(settings, seed=0)
+        return args[args.index("--bf16") + 1] if "--bf16" in args else None
+
+    assert bf16_flag(preset_settings("full")) == "false" and bf16_flag(preset_settings("quick")) == "false"
+    assert bf16_flag(preset_settings("full", precision="bf16")) == "true"
+    assert bf16_flag(preset_settings("full", precision="auto")) is None
+    assert bf16_flag(preset_settings("scale", precision="fp32")) == "false" and bf16_flag(preset_settings("scale")) is None
+    assert SETTINGS["full"]["bf16"] is False  # the preset itself is not changed by a call
+    with pytest.raises(ValueError, match="precision must be one of.*'fp16'"):
+        preset_settings("full", precision="fp16")
+
+
 def test_the_wordsim353_subsets_line_prints_its_numbers_and_skips_older_probes():
     from hf_minattn.experiments.findings import subsets_line
 

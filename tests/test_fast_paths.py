@@ -163,6 +163,32 @@ def test_sdpa_matches_eager_outputs_and_gradients(padded, variant):
     assert_same_grads(grads_of(eager_model), grads_of(sdpa_model))
 
 
+
+def test_bf16_on_cpu_takes_the_eager_attention_path():
+    """On a CPU, torch's bf16 flash-attention kernel is slower than matmul-softmax-matmul, so an sdpa model computes
+    bf16 attention (autocast, or bf16 weights) by the eager path: bit for bit what the eager model gives. In fp32 it
+    stays on sdpa (different rounding from eager)."""
+    eager_model = MinAttnForMaskedLM(tiny_config(hidden_size=32, position_embedding_type="rope"))
+    eager_model.set_attn_implementation("eager")
+    sdpa_model = copy.deepcopy(eager_model)
+    sdpa_model.set_attn_implementation("sdpa")
+    input_ids = torch.randint(5, 99, (4, 24))
+
+    def hidden(model, **autocast):
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, **autocast):
+            return model(input_ids, output_hidden_states=True).hidden_states[1]  # the first block's output
+
+    assert torch.equal(hidden(sdpa_model), hidden(eager_model))
+    for model in (sdpa_model, eager_model):
+        model.to(torch.bfloat16)
+    assert torch.equal(hidden(sdpa_model, enabled=False), hidden(eager_model, enabled=False))
+    for model in (sdpa_model, eager_model):
+        model.float()
+    fp32_sdpa, fp32_eager = hidden(sdpa_model, enabled=False), hidden(eager_model, enabled=False)
+    assert not torch.equal(fp32_sdpa, fp32_eager)
+    torch.testing.assert_close(fp32_sdpa, fp32_eager, atol=1e-5, rtol=1e-4)
+
+
 # ---------------------------------------------------------------- the benchmark's bookkeeping (not its timings)
 
 
@@ -228,6 +254,28 @@ def test_bench_modernbert_has_the_weights_of_the_others(bench):
 
 
 
+def test_bench_levers_change_what_they_name(bench):
+    """The candidate levers of `--levers` do what their rows say: the bias-free model has no nn.Linear bias left
+    and computes something else; the rotary lever rotates in bf16 under autocast and leaves fp32 alone."""
+    sizes = bench.QUICK_SIZES
+    inputs = torch.randint(5, sizes["vocab"], (2, sizes["seq"]))
+    shipped = bench.build("minattn", sizes)
+    biased = [m for m in shipped.modules() if isinstance(m, torch.nn.Linear) and m.bias is not None]
+    assert len(biased) >= 4 * sizes["layers"]
+    bias_free = bench.without_linear_biases(bench.build("minattn", sizes))
+    assert all(m.bias is None for m in bias_free.modules() if isinstance(m, torch.nn.Linear))
+    with torch.no_grad():
+        for m in (m for m in shipped.modules() if isinstance(m, torch.nn.Linear) and m.bias is not None):
+            m.bias.normal_()  # trained biases are not 0: the variant must differ
+        assert not torch.allclose(shipped(input_ids=inputs).logits, bias_free(input_ids=inputs).logits)
+
+    rotary = bench.rotary_in_compute_dtype(bench.build("minattn", sizes)).minattn.rotary
+    assert rotary(8, torch.float32)[0].dtype == torch.float32
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        cos, sin = rotary(8, torch.float32)
+    assert cos.dtype == sin.dtype == torch.bfloat16
+
+
 def test_recipe_sweep_pairs_settings_by_seed(tmp_path):
     """Differences are taken seed by seed: a setting 0.1 nat better on every seed differs from the reference even
     though the seeds scatter by more than that; one no better on average does not."""
@@ -259,6 +307,35 @@ def test_recipe_sweep_pairs_settings_by_seed(tmp_path):
     assert rows["ref"].split(" | ")[4] == "-"
     with pytest.raises(ValueError, match="no runs named base_seedN"):
         sweep.paired_table(str(path), "base")
+
+
+def test_equal_step_verdict_is_chosen_by_the_numbers(tmp_path):
+    """The bf16 equal-step sentence follows the losses: within the tolerance passes, a steady offset fails as worse,
+    and a seed that differs by more than every seed of the control is named."""
+    import json
+
+    spec = importlib.util.spec_from_file_location("recipe_sweep", BENCH.parent / "recipe_sweep.py")
+    sweep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sweep)
+    reference = {0: 6.0, 1: 6.1, 2: 6.2}
+
+    def verdict(candidate: dict, control: dict | None = None) -> str:
+        path = tmp_path / "runs.jsonl"
+        with open(path, "w") as f:
+            for name, losses in (("fp32", reference), ("bf16", candidate), ("noise", control or {})):
+                for seed, loss in losses.items():
+                    f.write(json.dumps({"name": f"{name}_seed{seed}", "eval_loss": loss, "eval_gain_over_unigram": 7 - loss,
+                                        "train_tokens_per_second": 1}) + "\n")
+        return sweep.equal_step_verdict(str(path), "fp32", "bf16", "noise" if control else None)
+
+    assert verdict({s: l * 1.002 for s, l in reference.items()}).startswith("Passes")
+    worse = verdict({s: l * (1.03 + 0.001 * s) for s, l in reference.items()})
+    assert worse.startswith("Fails") and "bf16 is worse" in worse and "+3.1%" in worse
+    mixed = verdict({0: 6.0 * 1.016, 1: 6.1 * 0.996, 2: 6.2 * 1.087}, control={0: 6.0 * 1.017, 1: 6.1 * 0.996, 2: 6.2})
+    assert mixed.startswith("Fails") and "wider than +-1%" in mixed
+    assert "up to 1.7% on one seed; bf16 differs by up to 8.7%" in mixed and "seed(s) 2 (+8.7%)" in mixed
+    calm = verdict({0: 6.0 * 1.016, 1: 6.1 * 0.996, 2: 6.2 * 1.01}, control={0: 6.0 * 1.017, 1: 6.1 * 0.996, 2: 6.2})
+    assert "No seed of bf16 differs by more than the control's largest difference" in calm
 
 
 @pytest.mark.slow
