@@ -16,7 +16,6 @@ Results go to `results/bf16_precision.json` and a table is printed.
 import argparse
 import contextlib
 import json
-import math
 import time
 from pathlib import Path
 
@@ -124,7 +123,6 @@ def main(argv=None):
     checkpoints = [int(c) for c in args.checkpoints.split(",")]
     if args.quick:
         checkpoints = [0, 20]
-    torch.set_num_threads(torch.get_num_threads())
 
     train_blocks, _, tokenizer = load_blocks(sizes, args.quick)
     masker = DataCollatorForLanguageModeling(tokenizer, mlm_probability=sizes["mlm"])
