@@ -194,7 +194,7 @@ class StepLoop:
     """A plain training loop for one model (not transformers' Trainer): its AdamW and its schedule (linear warm-up
     over 10% of the steps, then linear decay), and the time and loss of every step. The AdamW is the fused one, the
     Trainer's default (`optim="adamw_torch_fused"`), unless `fused=False` (torch's default on CPU: a loop over the
-    parameters; it measured within 2% of the fused one, a lever below)."""
+    parameters; it measured within 3% of the fused one, a lever below)."""
 
     def __init__(self, model, steps, lr, bf16, dense_head=False, compile_model=False, fused=True):
         self.model, self.bf16, self.dense_head = model, bf16, dense_head
