@@ -309,6 +309,33 @@ def test_recipe_sweep_pairs_settings_by_seed(tmp_path):
         sweep.paired_table(str(path), "base")
 
 
+def test_bf16_precision_groups_the_fused_qkv_gradient_by_head_matrices():
+    """benchmarks/bf16_precision.py reports errors per parameter group: the fused QKV gradient's rows split into
+    W_Q, W_K, W_V as the model lays them out (`get_head_weights`), and a relative error of 0 only for equal gradients."""
+    import sys
+
+    sys.path.insert(0, str(BENCH.parent))  # the script imports bench_train as its sibling
+    try:
+        spec = importlib.util.spec_from_file_location("bf16_precision", BENCH.parent / "bf16_precision.py")
+        precision = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(precision)
+    finally:
+        sys.path.remove(str(BENCH.parent))
+    model = MinAttnForMaskedLM(tiny_config(hidden_size=32))
+    input_ids, labels = batch()
+    model(input_ids, labels=labels).loss.backward()
+    fp32 = precision.grouped({n: p.grad for n, p in model.named_parameters() if p.grad is not None}, 32)
+    assert set(fp32) == {"embeddings", "W_Q", "W_K", "W_V", "W_O", "feed-forward", "norms", "head"}
+    qkv = model.minattn.layers[0].attention.qkv_proj.weight.grad  # (3C, C): rows [0:C) W_Q, [C:2C) W_K, [2C:3C) W_V
+    for i, which in enumerate(("W_Q", "W_K", "W_V")):
+        assert torch.equal(fp32[which][: 32 * 32], qkv[i * 32:(i + 1) * 32].flatten())  # layer 0's weight comes first
+    layers = len(model.minattn.layers)
+    assert fp32["W_Q"].numel() == layers * (32 * 32 + 32)  # weight and bias rows of W_Q, every layer
+    assert precision.relative_error(fp32, fp32) == {k: 0.0 for k in fp32}
+    shifted = {k: v * 1.01 for k, v in fp32.items()}
+    assert all(abs(e - 0.01) < 1e-6 for e in precision.relative_error(shifted, fp32).values())
+
+
 def test_equal_step_verdict_is_chosen_by_the_numbers(tmp_path):
     """The bf16 equal-step sentence follows the losses: within the tolerance passes, a steady offset fails as worse,
     and a seed that differs by more than every seed of the control is named."""
