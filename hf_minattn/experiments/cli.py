@@ -258,7 +258,7 @@ def main(argv=None) -> int:
     parser.add_argument("--precision", choices=PRECISIONS,
                         help="training precision: fp32, bf16 autocast, or auto (bf16 where it is native: a GPU with "
                              "bf16, a CPU with AVX512-BF16/AMX). Default: the preset's; the CPU presets train in fp32, "
-                             "as the committed findings were made; bf16 trained the recipe 1.49x faster with no "
+                             "as the committed findings were made; bf16 trained the recipe 1.43x faster with no "
                              "difference shown at equal steps (docs/recipe.md)")
     parser.add_argument("--figure-format", choices=FIGURE_FORMATS, default="both",
                         help="every figure as PNG, SVG or both (default: both; FINDINGS.md links the PNG when there "
