@@ -575,6 +575,8 @@ def main(argv=None):
     if not set(precisions) <= {"fp32", "bf16"}:
         parser.error(f"--precision takes fp32 and/or bf16, got {args.precision!r}")
     args.levers = args.levers or args.only_levers
+    if args.profile and not args.levers:
+        parser.error("--profile profiles the lever batches: add --levers or --only-levers")
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     if args.models[:1] != ["minattn"] or not set(args.models) <= set(MODELS) or len(args.models) < 2:
         parser.error(f"--models takes minattn first, then one or more of bert,modernbert; got {args.models}")
@@ -616,18 +618,15 @@ def main(argv=None):
     if args.levers:
         print("levers (MinAttn shipped vs variant):", flush=True)
         lever_batches = make_batches(train_blocks, args.lever_steps, sizes["batch"], tokenizer, seed=3)
+        measured = [p for p in precisions if "skipped" not in report["results"].get(p, {})]
         report["levers"] = []
-        for precision in precisions:
-            if "skipped" in report["results"].get(precision, {}):
-                continue
+        for precision in measured:
             report["levers"] += measure_levers(sizes, lever_batches, min(2, args.lever_steps - 1), args.lr,
                                                bf16=precision == "bf16", with_compile=not args.quick)
         report["levers"].append(mask_vs_none(sizes))
-    if args.levers and args.profile:
+    if args.profile:
         report["profile"] = {}
-        for precision in precisions:
-            if "skipped" in report["results"].get(precision, {}):
-                continue
+        for precision in measured:
             report["profile"][precision] = rows = profile_steps(sizes, lever_batches, args.lr, precision == "bf16")
             print(f"profile, MinAttn training step, {precision}:")
             for row in rows:

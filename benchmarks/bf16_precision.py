@@ -120,7 +120,14 @@ def main(argv=None):
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "bf16_precision.json"))
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else RECIPE
-    checkpoints = [int(c) for c in args.checkpoints.split(",")]
+    try:
+        checkpoints = [int(c) for c in args.checkpoints.split(",")]
+    except ValueError:
+        parser.error(f"--checkpoints takes comma-separated step numbers, got {args.checkpoints!r}")
+    if checkpoints != sorted(checkpoints) or checkpoints[0] < 0:
+        parser.error(f"--checkpoints must be steps >= 0 in increasing order, got {args.checkpoints!r}")
+    if args.grad_batches < 2:
+        parser.error(f"--grad-batches must be at least 2 (the minibatch noise compares two halves), got {args.grad_batches}")
     if args.quick:
         checkpoints = [0, 20]
 

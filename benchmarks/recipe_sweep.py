@@ -163,6 +163,8 @@ def main():
         return
     if args.verdict and not args.paired:
         parser.error("--verdict needs --paired REFERENCE")
+    if not args.tolerance > 0:
+        parser.error(f"--tolerance must be a positive percentage, got {args.tolerance}")
     if args.paired:
         print(paired_table(args.out, args.paired))
         if args.verdict:

@@ -336,6 +336,22 @@ def test_bf16_precision_groups_the_fused_qkv_gradient_by_head_matrices():
     assert all(abs(e - 0.01) < 1e-6 for e in precision.relative_error(shifted, fp32).values())
 
 
+@pytest.mark.parametrize("script, argv, message", [
+    ("bench_train.py", ["--quick", "--profile"], "--profile profiles the lever batches"),
+    ("recipe_sweep.py", ["--paired", "fp32", "--verdict", "bf16", "--tolerance", "0"], "--tolerance must be a positive"),
+    ("bf16_precision.py", ["--grad-batches", "1"], "--grad-batches must be at least 2"),
+    ("bf16_precision.py", ["--checkpoints", "60,0"], "--checkpoints must be steps >= 0 in increasing order"),
+])
+def test_benchmark_scripts_reject_bad_flags_by_name(script, argv, message):
+    """Before any data is loaded or model trained, the bad flag is named (argparse's exit 2)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, str(BENCH.parent / script), *argv], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 2 and message in result.stderr, result.stderr[-500:]
+
+
 def test_equal_step_verdict_is_chosen_by_the_numbers(tmp_path):
     """The bf16 equal-step sentence follows the losses: within the tolerance passes, a steady offset fails as worse,
     and a seed that differs by more than every seed of the control is named."""
