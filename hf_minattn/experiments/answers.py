@@ -31,6 +31,8 @@ def scale_numbers(results: dict) -> dict:
         "loss_margin": st.LOSS_MARGIN,
         "mask_draws": s["mask_draws"], "masked_tokens": full_seeds[0]["masked_tokens"],
         "unigram_loss": results["unigram_loss"],
+        # run_experiments resolves "auto" before training; None only in results.json files written before that
+        "precision": {True: "bf16 autocast", False: "fp32"}.get(s.get("bf16"), "bf16 autocast where the hardware has it"),
     }
 
 

@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from hf_minattn.data import WIKIPEDIA_CORPUS_DESCRIPTION
-from hf_minattn.machine import machine_description
+from hf_minattn.machine import fast_bf16_available, machine_description
 
 from .answers import answer_questions, rounded
 from .evaluation import (drift_summary, initialisation_agreement, input_ids_ever_masked_in, load_splits,
@@ -107,6 +107,8 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
     if not isinstance(out, (str, os.PathLike)):
         raise TypeError(f"out must be a folder path, got {out!r}")
     settings = preset_settings(preset, reference, precision)
+    if settings["bf16"] is None:  # "auto", resolved here as run_mlm would, so that results.json says which it was
+        settings["bf16"] = fast_bf16_available()
     figure_suffixes(figure_format)  # a ValueError naming it, before any training
     out = os.fspath(out)
     start = time.perf_counter()

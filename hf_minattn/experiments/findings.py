@@ -43,8 +43,8 @@ def scale_paragraph(results: dict) -> list[str]:
     lines = [
         f"**Scale: {scale['parameters']} parameters ({scale['layers']} layers, hidden size {scale['hidden_size']}, "
         f"{scale['heads']} heads, vocabulary {scale['vocab_size']}), {scale['tokens_trained']} tokens trained "
-        f"({scale['steps']} steps of {settings['batch_size']} x {settings['max_seq_length']}), {scale['seeds']} paired "
-        f"seeds.** Each model is scored on the whole validation set masked {scale['mask_draws']} times "
+        f"({scale['steps']} steps of {settings['batch_size']} x {settings['max_seq_length']}, {scale['precision']}), "
+        f"{scale['seeds']} paired seeds.** Each model is scored on the whole validation set masked {scale['mask_draws']} times "
         f"({scale['masked_tokens']} masked tokens per model). The floor: the unigram model (training-split token "
         f"frequencies) scores {scale['unigram_loss']} nats on the same masked tokens; a model has learned something "
         f"from context only as far as it is below that. Intervals are {scale['confidence_percent']}% t-intervals over "
