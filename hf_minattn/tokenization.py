@@ -11,6 +11,16 @@ SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 TOKENIZER_MODELS = ("wordpiece", "word")
 
 
+def continuation_forms(texts: list[str], normalizer, pre_tokenizer) -> list[str]:
+    """Every "##c" WordPiece continuation form in `texts`: a character that follows another within a pre-token, with
+    the prefix, sorted."""
+    chars = set()
+    for text in texts:
+        for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(text)):
+            chars.update(word[1:])
+    return [f"##{c}" for c in sorted(chars)]
+
+
 def train_tokenizer(
     texts: Iterable[str],
     vocab_size: int = 8192,
@@ -46,19 +56,26 @@ def train_tokenizer(
         Model, Trainer = models.WordPiece, trainers.WordPieceTrainer
     else:
         Model, Trainer = models.WordLevel, trainers.WordLevelTrainer
-    tokenizer = Tokenizer(Model(unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = Trainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS,
-                      show_progress=show_progress)
-    tokenizer.train_from_iterator(texts, trainer=trainer, length=len(texts))
-    # The trainer numbers tokens in hash-map order: renumber them in sorted order, so that the same vocabulary always
-    # gets the same ids. (WordPiece can still keep a slightly different vocabulary from one training to the next,
-    # since it breaks ties between equally frequent merges in hash-map order: runs that must be compared exactly
-    # should share one saved tokenizer.)
-    learned = sorted(token for token in tokenizer.get_vocab() if token not in SPECIAL_TOKENS)
+    normalizer, pre_tokenizer = normalizers.BertNormalizer(lowercase=lowercase), pre_tokenizers.BertPreTokenizer()
+    # WordPiece is trained by the BPE trainer, which numbers the "##c" continuation forms in hash-map order as it
+    # meets them, and breaks ties between equally frequent merges by those numbers: two trainings on the same texts
+    # could keep different vocabularies (huggingface/tokenizers#1794). Handing the trainer every continuation form
+    # in sorted order, as special tokens (which it numbers first, in the order given), makes the numbering, and so
+    # the vocabulary, the same at every training. The set is the one the trainer would have made itself; only the
+    # order is fixed. The word-level trainer sorts equal counts by the word already.
+    continuations = continuation_forms(texts, normalizer, pre_tokenizer) if model == "wordpiece" else []
+    trainer = Trainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                      special_tokens=SPECIAL_TOKENS + continuations, show_progress=show_progress)
+    learner = Tokenizer(Model(unk_token="[UNK]"))
+    learner.normalizer, learner.pre_tokenizer = normalizer, pre_tokenizer
+    learner.train_from_iterator(texts, trainer=trainer, length=len(texts))
+    # Renumber the tokens in sorted order, so that the same vocabulary always gets the same ids. A fresh tokenizer,
+    # so that the continuation forms are plain vocabulary, not special tokens matched in raw text.
+    learned = sorted(token for token in learner.get_vocab() if token not in SPECIAL_TOKENS)
     vocab = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *learned])}
-    tokenizer.model = Model(vocab=vocab, unk_token="[UNK]")
+    tokenizer = Tokenizer(Model(vocab=vocab, unk_token="[UNK]"))
+    tokenizer.normalizer, tokenizer.pre_tokenizer = normalizer, pre_tokenizer
+    tokenizer.add_special_tokens(SPECIAL_TOKENS)
     cls_id, sep_id = vocab["[CLS]"], vocab["[SEP]"]
     tokenizer.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",

@@ -425,6 +425,19 @@ def test_trained_tokenizer_round_trip(tmp_path, tokenizer):
     assert loaded.decode(encoded["input_ids"], skip_special_tokens=True) == "the king barked."
 
 
+def test_wordpiece_training_keeps_the_same_vocabulary_every_time():
+    """Texts full of equally frequent merges: the tokenizers trainer alone kept 7 different vocabularies in 30
+    trainings of these (huggingface/tokenizers#1794); ours must keep one. The continuation forms handed to the
+    trainer to fix its numbering are plain vocabulary afterwards, not special tokens matched in raw text."""
+    texts = ["Wel come to the Tok en izers libr ary.", "Another tiny line with ties: abc abd abe acd ace bcd bce"] * 3
+    vocabularies = {tuple(sorted(train_tokenizer(texts, vocab_size=60, min_frequency=1, show_progress=False)
+                                 .get_vocab().items())) for _ in range(30)}
+    assert len(vocabularies) == 1
+    tokenizer = train_tokenizer(texts, vocab_size=60, min_frequency=1, show_progress=False)
+    assert "##e" in tokenizer.get_vocab() and "##e" not in tokenizer.all_special_tokens
+    assert "##e" not in tokenizer.tokenize("the ##e")  # as a special token it would be kept whole
+
+
 def test_train_tokenizer_rejects_bad_input():
     with pytest.raises(ValueError, match="vocab_size.*got 3"):
         train_tokenizer(TEXTS, vocab_size=3)
