@@ -4,6 +4,7 @@ side in one process.
     python benchmarks/bench_train.py                      # full run: fp32 (+ bf16 where the CPU does bf16 natively)
     python benchmarks/bench_train.py --quick              # smoke run with tiny sizes (under a minute)
     python benchmarks/bench_train.py --levers             # also time each speed lever on/off (see NOTES.md)
+    python benchmarks/bench_train.py --batch 128          # on a GPU (picked by itself where there is one): bigger batches
 
 What is measured (for each precision):
 - training tokens/s: both models train on the same packed Wikipedia batches in the same order, alternating step by
@@ -13,10 +14,14 @@ What is measured (for each precision):
 - inference tokens/s: forward only, no labels, eval mode, alternating.
 - peak training memory: a fresh subprocess per model runs a few training steps; we report the growth of the peak
   resident set size (VmHWM in /proc/self/status) over the RSS just before the first step, i.e. activations,
-  gradients, optimizer state and allocator slack, but not the Python/torch runtime or the weights.
+  gradients, optimizer state and allocator slack, but not the Python/torch runtime or the weights. On a GPU: the
+  growth of torch's peak allocated GPU memory over what was allocated before the first step.
 - MFU: the matmul FLOPs each model actually performs per step (the formula is in `train_flops`) divided by the
-  step time, against the matmul peak timed in this run: one 1024^3 product after every pair of training steps, so
-  that it sees the same machine load as the steps (median over steps of the per-step MFU).
+  step time, against the matmul peak timed in this run: one 1024^3 product (8192^3 on a GPU) after every pair of
+  training steps, so that it sees the same machine load as the steps (median over steps of the per-step MFU).
+
+On a GPU every model runs its default attention kernel (sdpa: flash or memory-efficient attention), and every timing
+waits for the GPU to finish (`loss.item()` in a training step, `synchronize` elsewhere).
 
 Results go to `<out>/bench-<date>.json` and `<out>/latest.json` (`--quick`: `<out>/latest-quick.json` only), and a
 markdown table is printed.
@@ -53,21 +58,32 @@ PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4  # train_tokenizer's fixed special ids
 # Machine
 
 
-def matmul_peak(dtype: torch.dtype, n: int, repeats: int = 5) -> float:
-    """GFLOP/s of an n x n x n product (median of `repeats`): the matrix-multiply peak MFU is measured against."""
-    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+def synchronize(device: torch.device):
+    """Wait for the GPU's queued work, so that a clock read afterwards times it (nothing to wait for on a CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed_matmul(a: torch.Tensor, b: torch.Tensor) -> float:
+    """GFLOP/s of one a @ b of square matrices."""
+    synchronize(a.device)
+    start = time.perf_counter()
     a @ b
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        a @ b
-        times.append(time.perf_counter() - start)
-    return 2 * n**3 / statistics.median(times) / 1e9
+    synchronize(a.device)
+    return 2 * a.shape[0] ** 3 / (time.perf_counter() - start) / 1e9
+
+
+def matmul_peak(dtype: torch.dtype, n: int, repeats: int = 5, device: torch.device = torch.device("cpu")) -> float:
+    """GFLOP/s of an n x n x n product (median of `repeats`): the matrix-multiply peak MFU is measured against."""
+    a, b = torch.randn(n, n, dtype=dtype, device=device), torch.randn(n, n, dtype=dtype, device=device)
+    timed_matmul(a, b)
+    return statistics.median(timed_matmul(a, b) for _ in range(repeats))
 
 
 def bf16_is_native(fp32_peak: float, bf16_peak: float) -> bool:
-    """bf16 pays only where the CPU multiplies bf16 in hardware (AVX512_BF16 / AMX); elsewhere it is emulated and
-    many times slower than fp32. We trust the measurement over the flags: native bf16 must at least match fp32."""
+    """bf16 pays only where the CPU multiplies bf16 in hardware (AVX512_BF16 / AMX; any GPU with bf16); elsewhere it
+    is emulated and many times slower than fp32. We trust the measurement over the flags: native bf16 must at least
+    match fp32."""
     return bf16_peak >= fp32_peak
 
 
@@ -208,15 +224,15 @@ class StepLoop:
     def step(self, inputs, labels):
         self.model.train()
         start = time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+        with torch.autocast(inputs.device.type, dtype=torch.bfloat16, enabled=self.bf16):
             loss = mlm_loss(self.forward_model, inputs, labels, self.dense_head)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
         self.optimizer.step()
         self.schedule.step()
         self.optimizer.zero_grad(set_to_none=True)
+        self.losses.append(loss.item())  # on a GPU this waits for the whole step's kernels, so the time is the step's
         self.times.append(time.perf_counter() - start)
-        self.losses.append(loss.item())
 
 
 @torch.no_grad()
@@ -225,7 +241,7 @@ def eval_loss(model, batches, bf16):
     model.eval()
     total, count = 0.0, 0
     for inputs, labels in batches:
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast(inputs.device.type, dtype=torch.bfloat16, enabled=bf16):
             logits = model(input_ids=inputs, attention_mask=torch.ones_like(inputs)).logits
         total += F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1), reduction="sum").item()
         count += int((labels != -100).sum())
@@ -240,9 +256,11 @@ def inference_times(models: dict, inputs, bf16, repeats):
     names = list(models)
     for r in range(repeats + 1):
         for name in names if r % 2 == 0 else names[::-1]:
+            synchronize(inputs.device)
             start = time.perf_counter()
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            with torch.autocast(inputs.device.type, dtype=torch.bfloat16, enabled=bf16):
                 models[name](input_ids=inputs, attention_mask=torch.ones_like(inputs))
+            synchronize(inputs.device)
             if r > 0:  # the first round is warm-up
                 times[name].append(time.perf_counter() - start)
     return {name: statistics.median(t) for name, t in times.items()}
@@ -252,19 +270,27 @@ def inference_times(models: dict, inputs, bf16, repeats):
 # Peak memory, in a fresh process per model so that one model's peak cannot hide the other's
 
 
-def memory_worker(name: str, precision: str, sizes: dict, steps: int = 3):
-    bf16 = precision == "bf16"
-    model = build(name, sizes)
+def memory_worker(name: str, precision: str, sizes: dict, device: str, steps: int = 3):
+    bf16, device = precision == "bf16", torch.device(device)
+    model = build(name, sizes).to(device)
     generator = torch.Generator().manual_seed(0)
     blocks = torch.randint(MASK + 1, sizes["vocab"], (sizes["batch"], sizes["seq"]), generator=generator)
     tokenizer = train_tokenizer(["a few words to mask"] * 5, vocab_size=50, show_progress=False)  # [MASK] and friends
-    inputs, labels = mask_blocks(DataCollatorForLanguageModeling(tokenizer), blocks, generator)
+    inputs, labels = (t.to(device) for t in mask_blocks(DataCollatorForLanguageModeling(tokenizer), blocks, generator))
     trainer = StepLoop(model, steps=10, lr=1e-4, bf16=bf16)
-    rss_before = proc_status_mb("VmRSS")
+    if device.type == "cuda":
+        before = torch.cuda.memory_allocated(device) / 2**20
+        torch.cuda.reset_peak_memory_stats(device)
+    else:
+        before = proc_status_mb("VmRSS")
     for _ in range(steps):
         trainer.step(inputs, labels)
-    peak = proc_status_mb("VmHWM")
-    print(json.dumps({"peak_rss_mb": peak, "rss_before_mb": rss_before, "train_peak_mb": peak - rss_before}))
+    if device.type == "cuda":
+        peak = torch.cuda.max_memory_allocated(device) / 2**20
+        print(json.dumps({"peak_gpu_mb": peak, "gpu_before_mb": before, "train_peak_mb": peak - before}))
+    else:
+        peak = proc_status_mb("VmHWM")
+        print(json.dumps({"peak_rss_mb": peak, "rss_before_mb": before, "train_peak_mb": peak - before}))
 
 
 def proc_status_mb(field: str) -> float:
@@ -277,8 +303,8 @@ def proc_status_mb(field: str) -> float:
     raise RuntimeError(f"{field} not in /proc/self/status")
 
 
-def peak_memory(name: str, precision: str, sizes: dict) -> dict:
-    command = [sys.executable, __file__, "--_memory-worker", name, precision, json.dumps(sizes)]
+def peak_memory(name: str, precision: str, sizes: dict, device: torch.device) -> dict:
+    command = [sys.executable, __file__, "--_memory-worker", name, precision, json.dumps(sizes), device.type]
     result = subprocess.run(command, capture_output=True, text=True, check=True)
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -430,21 +456,19 @@ def mask_vs_none(sizes, repeats=5) -> dict:
 
 
 def run_precision(precision, sizes, train_batches, val_batches, args) -> dict:
-    bf16 = precision == "bf16"
+    bf16, device = precision == "bf16", args.device
     tokens = sizes["batch"] * sizes["seq"]
-    trainers = {name: StepLoop(build(name, sizes), args.steps, args.lr, bf16) for name in args.models}
+    trainers = {name: StepLoop(build(name, sizes).to(device), args.steps, args.lr, bf16) for name in args.models}
     names = list(trainers)
     # The machine is shared: sample the matmul peak between the steps, under the same load as the steps.
     dtype = torch.bfloat16 if bf16 else torch.float32
-    a, b = (torch.randn(args.peak_size, args.peak_size, dtype=dtype) for _ in range(2))
+    a, b = (torch.randn(args.peak_size, args.peak_size, dtype=dtype, device=device) for _ in range(2))
     peak_samples = []
     start = time.perf_counter()
     for i, (inputs, labels) in enumerate(train_batches):
         for name in names if i % 2 == 0 else names[::-1]:
             trainers[name].step(inputs, labels)
-        matmul_start = time.perf_counter()
-        a @ b
-        peak_samples.append(2 * args.peak_size**3 / (time.perf_counter() - matmul_start) / 1e9)
+        peak_samples.append(timed_matmul(a, b))
         if (i + 1) % max(1, args.steps // 10) == 0:
             print(f"  [{precision}] step {i + 1}/{args.steps}: " + ", ".join(
                 f"{n} loss {t.losses[-1]:.3f} {t.times[-1]:.2f}s" for n, t in trainers.items()), flush=True)
@@ -461,7 +485,7 @@ def run_precision(precision, sizes, train_batches, val_batches, args) -> dict:
             "infer_mfu": infer_flops(sizes, name) / infer[name] / (peak * 1e9),
             "train_loss_last10": statistics.mean(trainer.losses[-10:]),
             "eval_loss": eval_loss(trainer.model, val_batches, bf16),
-            "memory": peak_memory(name, precision, sizes),
+            "memory": peak_memory(name, precision, sizes, device),
         }
     summarize_training(result, sizes, args.warmup)
     return result
@@ -543,6 +567,10 @@ def lever_table(levers: list[dict]) -> str:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny sizes and few steps: a smoke run in seconds")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                        help="where the models train (default: a CUDA GPU where there is one, else the CPU)")
+    parser.add_argument("--batch", type=int, default=None,
+                        help=f"sequences per batch (default {SIZES['batch']}, quick {QUICK_SIZES['batch']})")
     parser.add_argument("--steps", type=int, default=None, help="training steps per model (default 60, quick 6)")
     parser.add_argument("--warmup", type=int, default=None, help="first steps left out of the timing (default 5)")
     parser.add_argument("--precision", default="fp32,bf16",
@@ -560,13 +588,23 @@ def main(argv=None):
     parser.add_argument("--eval-blocks", type=int, default=128, help="validation blocks for the eval loss")
     parser.add_argument("--infer-repeats", type=int, default=5)
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
-    parser.add_argument("--_memory-worker", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--_memory-worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args._memory_worker:
-        name, precision, sizes = args._memory_worker
-        return memory_worker(name, precision, json.loads(sizes))
+        name, precision, sizes, device = args._memory_worker
+        return memory_worker(name, precision, json.loads(sizes), device)
 
+    if args.device == "auto":
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    elif args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch sees no CUDA GPU here")
+    args.device = torch.device(args.device)
+    if args.device.type == "cuda" and (args.levers or args.only_levers):
+        parser.error("the levers are measured on the CPU: add --device cpu")
+    if args.batch is not None and args.batch < 1:
+        parser.error(f"--batch must be at least 1, got {args.batch}")
     sizes = dict(QUICK_SIZES if args.quick else SIZES)
+    sizes["batch"] = args.batch or sizes["batch"]
     args.steps = args.steps or (6 if args.quick else 60)
     args.warmup = min(args.warmup if args.warmup is not None else (1 if args.quick else 5), args.steps - 1)
     if args.quick:
@@ -584,13 +622,18 @@ def main(argv=None):
     machine = machine_info()
     print(f"machine: {machine['cpu']}, {machine['cores']} cores ({machine['cpu_capability']}), "
           f"torch {machine['torch']}, transformers {machine['transformers']}, load {machine['load_average']}")
-    n = args.peak_size = 256 if args.quick else 1024
-    peaks = {"fp32": matmul_peak(torch.float32, n)}
+    print(f"device: {args.device.type}" + (f" ({machine['gpu']})" if args.device.type == "cuda" else ""))
+    n = args.peak_size = 256 if args.quick else 8192 if args.device.type == "cuda" else 1024
+    peaks = {"fp32": matmul_peak(torch.float32, n, device=args.device)}
     # A bf16 product on a CPU without bf16 hardware is ~50x slower: probe smaller first (512^3, not 256^3: a 256^3
-    # product takes ~0.1 ms on native bf16, too short to time reliably, and once measured 112 against 156 fp32).
-    peaks["bf16"] = matmul_peak(torch.bfloat16, min(n, 512), repeats=5)
-    if bf16_is_native(peaks["fp32"], peaks["bf16"]):
-        peaks["bf16"] = matmul_peak(torch.bfloat16, n)
+    # product takes ~0.1 ms on native bf16, too short to time reliably, and once measured 112 against 156 fp32). On a
+    # GPU a 512^3 product is all launch overhead (10 TFLOP/s bf16 on an H100, against 50 fp32 at 8192^3): time it at
+    # full size where torch says the GPU has bf16.
+    on_gpu_with_bf16 = args.device.type == "cuda" and torch.cuda.is_bf16_supported()
+    peaks["bf16"] = matmul_peak(torch.bfloat16, n if on_gpu_with_bf16 else min(n, 512), device=args.device)
+    bf16_native = on_gpu_with_bf16 or bf16_is_native(peaks["fp32"], peaks["bf16"])
+    if bf16_native and not on_gpu_with_bf16:
+        peaks["bf16"] = matmul_peak(torch.bfloat16, n, device=args.device)
     print(f"matmul peak ({n}^3): fp32 {peaks['fp32']:.0f} GFLOP/s, bf16 {peaks['bf16']:.1f} GFLOP/s", flush=True)
 
     train_blocks, val_blocks, tokenizer = load_blocks(sizes, args.quick)
@@ -600,13 +643,16 @@ def main(argv=None):
     masker = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)
     val_batches = [mask_blocks(masker, chunk, torch.Generator().manual_seed(2 + i))
                    for i, chunk in enumerate(val_blocks.split(sizes["batch"]))]
+    train_batches, val_batches = ([tuple(t.to(args.device) for t in batch) for batch in batches]
+                                  for batches in (train_batches, val_batches))
     print(f"data: {len(train_blocks)} train / {len(val_blocks)} validation blocks of {sizes['seq']} tokens", flush=True)
 
-    report = {"machine": machine, "sizes": sizes, "matmul_peak_gflops": peaks, "matmul_peak_size": n,
-              "args": {k: v for k, v in vars(args).items() if not k.startswith("_")}, "results": {}}
+    report = {"machine": machine, "device": args.device.type, "sizes": sizes, "matmul_peak_gflops": peaks,
+              "matmul_peak_size": n, "results": {},
+              "args": {k: str(v) if k == "device" else v for k, v in vars(args).items() if not k.startswith("_")}}
     for precision in precisions:
-        if precision == "bf16" and not (bf16_is_native(peaks["fp32"], peaks["bf16"]) or args.force_bf16):
-            report["results"]["bf16"] = {"skipped": f"bf16 is emulated on this CPU ({machine['cpu_capability']}): "
+        if precision == "bf16" and not (bf16_native or args.force_bf16):
+            report["results"]["bf16"] = {"skipped": f"bf16 is emulated here ({machine['cpu_capability']}): "
                                                     f"{peaks['bf16']:.1f} vs {peaks['fp32']:.0f} GFLOP/s fp32"}
             print(f"bf16 skipped: {report['results']['bf16']['skipped']}", flush=True)
             continue
@@ -638,12 +684,14 @@ def main(argv=None):
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     text = json.dumps(report, indent=1)
     # A full run is kept under its date; a --quick run only replaces latest-quick.json (its numbers mean nothing).
-    prefix = "levers" if args.only_levers else "bench"
-    name = f"{prefix}-latest-quick.json" if args.quick and args.only_levers else "latest-quick.json" if args.quick \
-        else f"{prefix}-{stamp}.json"
+    # A GPU run has its own names, so that it never replaces the CPU figures NOTES.md quotes.
+    prefix = "levers" if args.only_levers else "bench-cuda" if args.device.type == "cuda" else "bench"
+    latest = "levers-latest" if args.only_levers else "latest-cuda" if args.device.type == "cuda" else "latest"
+    name = f"{prefix}-latest-quick.json" if args.quick and args.only_levers else f"{latest}-quick.json" \
+        if args.quick else f"{prefix}-{stamp}.json"
     (out / name).write_text(text)
     if not args.quick:
-        (out / ("levers-latest.json" if args.only_levers else "latest.json")).write_text(text)
+        (out / f"{latest}.json").write_text(text)
     table = lever_table(report["levers"]) if args.only_levers else markdown_table(report)
     print(table)
     print(f"wrote {out / name}")

@@ -338,6 +338,7 @@ def test_bf16_precision_groups_the_fused_qkv_gradient_by_head_matrices():
 
 @pytest.mark.parametrize("script, argv, message", [
     ("bench_train.py", ["--quick", "--profile"], "--profile profiles the lever batches"),
+    ("bench_train.py", ["--quick", "--batch", "0"], "--batch must be at least 1, got 0"),
     ("recipe_sweep.py", ["--paired", "fp32", "--verdict", "bf16", "--tolerance", "0"], "--tolerance must be a positive"),
     ("bf16_precision.py", ["--grad-batches", "1"], "--grad-batches must be at least 2"),
     ("bf16_precision.py", ["--checkpoints", "60,0"], "--checkpoints must be steps >= 0 in increasing order"),
@@ -388,7 +389,8 @@ def test_bench_quick_run_end_to_end(bench, tmp_path, capsys):
     import json
     import statistics
 
-    report = bench.main(["--quick", "--precision", "fp32", "--out", str(tmp_path)])
+    report = bench.main(["--quick", "--precision", "fp32", "--batch", "6", "--device", "cpu", "--out", str(tmp_path)])
+    assert report["device"] == "cpu" and report["sizes"]["batch"] == 6
     result = report["results"]["fp32"]
     mine, bert, modern = result["models"]["minattn"], result["models"]["bert"], result["models"]["modernbert"]
     warmup = report["args"]["warmup"]
@@ -407,3 +409,21 @@ def test_bench_quick_run_end_to_end(bench, tmp_path, capsys):
     assert f"| fp32 | BertForMaskedLM | {bert['train_tokens_per_s']:.0f} | {result['ratios']['train_speedup']:.2f}x" in table
     assert (f"| fp32 | ModernBertForMaskedLM | {modern['train_tokens_per_s']:.0f} | "
             f"{result['ratios']['train_speedup_vs_modernbert']:.2f}x") in table
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_bench_quick_run_on_a_gpu(bench, tmp_path):
+    """On a GPU the models, the batches and the matmul peak are on the GPU, memory is the GPU's, and the record goes
+    to latest-cuda-quick.json, never over the CPU's figures."""
+    import json
+
+    torch.cuda.reset_peak_memory_stats()
+    report = bench.main(["--quick", "--out", str(tmp_path)])
+    assert report["device"] == "cuda" and torch.cuda.max_memory_allocated() > 0
+    for precision in ("fp32", "bf16"):
+        for model in report["results"][precision]["models"].values():
+            assert model["mfu"] > 0 and model["memory"]["train_peak_mb"] > 0 and "peak_gpu_mb" in model["memory"]
+    assert json.loads((tmp_path / "latest-cuda-quick.json").read_text())["device"] == "cuda"
+    assert not (tmp_path / "latest-quick.json").exists()
+    with pytest.raises(SystemExit):
+        bench.main(["--quick", "--levers", "--out", str(tmp_path)])  # the levers are measured on the CPU
