@@ -294,9 +294,9 @@ def test_the_pretrained_reference_is_opt_in_for_the_full_preset():
 
 
 def test_the_training_precision_is_a_choice_that_reaches_run_mlm():
-    """The CPU presets train in fp32 (as the committed findings were made), scale in bf16 where it is native (auto);
-    --precision bf16/auto/fp32 overrides it, and what run_mlm is given follows: --bf16 true/false, or nothing for auto
-    (run_mlm's own default)."""
+    """full and scale train in bf16 where it is native (auto: run_mlm's own default, so no flag), quick in fp32;
+    --precision bf16/auto/fp32 overrides it, and what run_mlm is given follows: --bf16 true/false, or nothing for
+    auto."""
     from hf_minattn.experiments.cli import preset_settings
     from hf_minattn.experiments.training import SETTINGS, common_arguments
 
@@ -304,11 +304,12 @@ def test_the_training_precision_is_a_choice_that_reaches_run_mlm():
         args = common_arguments(settings, seed=0)
         return args[args.index("--bf16") + 1] if "--bf16" in args else None
 
-    assert bf16_flag(preset_settings("full")) == "false" and bf16_flag(preset_settings("quick")) == "false"
+    assert bf16_flag(preset_settings("full")) is None and bf16_flag(preset_settings("quick")) == "false"
     assert bf16_flag(preset_settings("full", precision="bf16")) == "true"
-    assert bf16_flag(preset_settings("full", precision="auto")) is None
+    assert bf16_flag(preset_settings("full", precision="fp32")) == "false"
+    assert bf16_flag(preset_settings("quick", precision="auto")) is None
     assert bf16_flag(preset_settings("scale", precision="fp32")) == "false" and bf16_flag(preset_settings("scale")) is None
-    assert SETTINGS["full"]["bf16"] is False  # the preset itself is not changed by a call
+    assert SETTINGS["full"]["bf16"] is None and SETTINGS["quick"]["bf16"] is False  # a call changes no preset
     with pytest.raises(ValueError, match="precision must be one of.*'fp16'"):
         preset_settings("full", precision="fp16")
 

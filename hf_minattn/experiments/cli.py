@@ -259,9 +259,9 @@ def main(argv=None) -> int:
                              "cores), --quick and --scale include it")
     parser.add_argument("--precision", choices=PRECISIONS,
                         help="training precision: fp32, bf16 autocast, or auto (bf16 where it is native: a GPU with "
-                             "bf16, a CPU with AVX512-BF16/AMX). Default: the preset's; --scale uses auto, the CPU "
-                             "presets fp32, as the committed findings were made. bf16 trains the full preset 1.9x "
-                             "faster; past the plateau its eval loss is within 1%% of fp32's (docs/recipe.md)")
+                             "bf16, a CPU with AVX512-BF16/AMX). Default: the preset's: auto for the full preset and "
+                             "--scale, fp32 for --quick. bf16 trains 1.9x faster on such a CPU; past the plateau its "
+                             "eval loss is within 1%% of fp32's (docs/recipe.md)")
     parser.add_argument("--figure-format", choices=FIGURE_FORMATS, default="both",
                         help="every figure as PNG, SVG or both (default: both; FINDINGS.md links the PNG when there "
                              "is one)")

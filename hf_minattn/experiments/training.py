@@ -18,10 +18,10 @@ from dataclasses import dataclass
 # ONE table of training settings per preset: the recipe of docs/recipe.md (the `small` preset already has rotary
 # positions and no dropout; 30% masking, learning rate 1e-3, batch 16). Model sizes are run_mlm's presets edited by
 # `config_overrides`. `bf16=None` trains in bf16 autocast where the hardware makes it fast, as run_mlm does by default
-# (run_experiments resolves it, so that results.json says which). The CPU presets train in fp32: `full` because at
-# 640 steps a seed's outcome depends on when it leaves the unigram plateau, and the committed findings are the fp32
-# run (bf16 trained it 1.9x faster, but a bf16 run of the preset stalled the full model at one seed: docs/recipe.md,
-# "The experiments in bf16"); `quick` because at its tiny widths bf16 is not faster, and the tests run it.
+# (run_experiments resolves it, so that results.json says which). The `full` preset trains 1,200 steps in bf16 where
+# the CPU has it: at 640 steps a seed's outcome depended on when it left the unigram plateau (a bf16 run of 640 steps
+# stalled the full model at one seed, docs/recipe.md, "The experiments in bf16"), and 1,200 bf16 steps cost about the
+# training minutes 640 fp32 steps did. `quick` trains in fp32: at its tiny widths bf16 is not faster.
 RECIPE_OVERRIDES = "hidden_dropout_prob=0,attention_probs_dropout_prob=0,position_embedding_type=rope"  # for `tiny`
 SETTINGS = {
     # A few minutes on 2 CPU cores: a check that everything runs, not evidence (2 seeds: no usable intervals).
@@ -31,24 +31,26 @@ SETTINGS = {
                   dynamics_sentences=1000, head_sentences=30, probed=("full", "untrained"), parallel=2, bf16=False,
                   cooccurrence_sentences=1000, reference="minilm", n_resamples=200, loss_allocation_every=5,
                   loss_allocation_samples=8),
-    # The committed run (docs/findings) on 2 fp32 CPU cores: 18 training runs of 640 steps x 16 x 128 tokens (1.3M
-    # tokens, under one pass over the default corpus's training split; ~2.3 min each), two at a time with one thread
-    # each (11% more runs per minute than one at a time with two threads, measured on 150 steps: 34 s against 38 s a
-    # run), then re-scoring, the word-similarity dynamics (66 saved states), the floors and the probes of the full and
-    # the untrained model at every seed and of the pretrained reference. The `small` shape narrowed to hidden 128
-    # (feed-forward 512) at learning rate 2e-3: with the untied output layer it learns more in the same minutes than
-    # hidden 256 (docs/recipe.md, "The experiments' recipe"). The pretrained reference is opt-in here
-    # (`--reference minilm`): its two passes over the corpus took 5.3 of the call's 65.9 minutes on 2 CPU cores, and
-    # without them the call comes to about the hour (README, "Cost"); it places the numbers beside a real encoder but
-    # answers no question about these models.
+    # The committed run (docs/findings) on 2 CPU cores with AVX512-BF16: 18 training runs of 1,200 steps x 16 x 128
+    # tokens (2.5M tokens, about 1.3 passes over the default corpus's training split) in bf16 autocast, two at a time
+    # with one thread each (11% more runs per minute than one at a time with two threads, measured in fp32 on 150
+    # steps: 34 s against 38 s a run), then re-scoring, the word-similarity dynamics (10 saved states a run), the
+    # floors and the probes of the full and the untrained model at every seed. Where the CPU has no native bf16 it
+    # trains in fp32, about twice as long. The `small` shape narrowed to hidden 128 (feed-forward 512) at learning
+    # rate 2e-3: with the untied output layer it learns more in the same minutes than hidden 256 (docs/recipe.md,
+    # "The experiments' recipe"). The pretrained reference is opt-in here (`--reference minilm`): its two passes over
+    # the corpus took 5.3 minutes on 2 CPU cores; it places the numbers beside a real encoder but answers no question
+    # about these models.
     "full": dict(model_size="small", config_overrides="hidden_size=128,intermediate_size=512", vocab_size=8192,
-                 max_seq_length=128, batch_size=16, max_steps=640, learning_rate=2e-3, warmup_steps=60,
+                 max_seq_length=128, batch_size=16, max_steps=1200, learning_rate=2e-3, warmup_steps=60,
                  weight_decay=0.0, mlm_probability=0.3,
-                 eval_steps=64, curve_eval_samples=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000, vector_sentences=0,
-                 dynamics_sentences=4000, head_sentences=200, bf16=False, cooccurrence_sentences=20000, parallel=2,
-                 reference=None, n_resamples=1000, probed=("full", "untrained"), loss_allocation_every=8,
+                 eval_steps=120, curve_eval_samples=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000, vector_sentences=0,
+                 dynamics_sentences=4000, head_sentences=200, bf16=None, cooccurrence_sentences=20000, parallel=2,
+                 reference=None, n_resamples=1000, probed=("full", "untrained"), loss_allocation_every=15,
                  loss_allocation_samples=16),
-    # Sized for one GPU (on an H100 about 10 minutes in all, training 3.4 of them; runs unchanged but slowly on CPU):
+    # Sized for one GPU (runs unchanged but slowly on CPU). On an H100 with 16 CPU cores (re-timed 2026-11-24,
+    # benchmarks/NOTES.md): training 5.3 minutes for the 18 runs, then about 35 for the call, most of it the probes
+    # (about 1.6 minutes for each of the 15 probed models):
     # the `small` shape (hidden 256) at batch 128 for 800 steps (13M tokens, ~27 passes over the training split, where
     # the GPU pilot's curves near their plateau), bf16 where the GPU has it. The runs after the first train side by
     # side, one process each: a model this small leaves the GPU mostly idle (14 runs side by side trained 3.7x as many
