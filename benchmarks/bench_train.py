@@ -23,8 +23,8 @@ What is measured (for each precision):
 On a GPU every model runs its default attention kernel (sdpa: flash or memory-efficient attention), and every timing
 waits for the GPU to finish (`loss.item()` in a training step, `synchronize` elsewhere).
 
-Results go to `<out>/bench-<date>.json` and `<out>/latest.json` (`--quick`: `<out>/latest-quick.json` only), and a
-markdown table is printed.
+Results go to `<out>/bench-<date>.json` and `<out>/latest.json` (`--quick`: `<out>/latest-quick.json` only; on a GPU
+`bench-cuda-<date>.json` and `latest-cuda.json`), and a markdown table is printed.
 """
 
 import argparse
@@ -81,9 +81,9 @@ def matmul_peak(dtype: torch.dtype, n: int, repeats: int = 5, device: torch.devi
 
 
 def bf16_is_native(fp32_peak: float, bf16_peak: float) -> bool:
-    """bf16 pays only where the CPU multiplies bf16 in hardware (AVX512_BF16 / AMX; any GPU with bf16); elsewhere it
-    is emulated and many times slower than fp32. We trust the measurement over the flags: native bf16 must at least
-    match fp32."""
+    """bf16 pays only where the CPU multiplies bf16 in hardware (AVX512_BF16 / AMX); elsewhere it is emulated and
+    many times slower than fp32. We trust the measurement over the flags: native bf16 must at least match fp32. (On a
+    GPU, main asks torch instead: a small product there times the launch, not the arithmetic.)"""
     return bf16_peak >= fp32_peak
 
 
