@@ -49,8 +49,10 @@ SETTINGS = {
                  reference=None, n_resamples=1000, probed=("full", "untrained"), loss_allocation_every=15,
                  loss_allocation_samples=16),
     # Sized for one GPU (runs unchanged but slowly on CPU). On an H100 with 16 CPU cores (re-timed 2026-11-24,
-    # benchmarks/NOTES.md): training 5.3 minutes for the 18 runs, then about 35 for the call, most of it the probes
-    # (about 1.6 minutes for each of the 15 probed models):
+    # benchmarks/NOTES.md): training 5.3 minutes for the 18 runs, then the probes, about 1.6 minutes a model. Probing
+    # all five variants (15 models) made the call about 35 minutes, more than a 30-minute GPU loan; the questions'
+    # answers read the probes of the full and the untrained model (only Q5's "last layer against frozen embeddings"
+    # line read another), so `scale` probes those two, as `full` does: 6 models, about 10 minutes of the call:
     # the `small` shape (hidden 256) at batch 128 for 800 steps (13M tokens, ~27 passes over the training split, where
     # the GPU pilot's curves near their plateau), bf16 where the GPU has it. The runs after the first train side by
     # side, one process each: a model this small leaves the GPU mostly idle (14 runs side by side trained 3.7x as many
@@ -60,7 +62,7 @@ SETTINGS = {
                   mlm_probability=0.3, eval_steps=80, curve_eval_samples=None, seeds=(0, 1, 2), mask_draws=3,
                   vector_sentences=0, probe_sentences=2000, dynamics_sentences=4000, head_sentences=300, bf16=None,
                   parallel=16, cooccurrence_sentences=20000, reference="minilm", n_resamples=1000,
-                  probed=("full", "untrained", "frozen_embeddings", "identity_qkv", "attention_only"),
+                  probed=("full", "untrained"),
                   loss_allocation_every=8, loss_allocation_samples=32),
 }
 # =============================================================================================================
