@@ -30,7 +30,18 @@ def run_reporting_errors(function, argv=None, prog="hf-minattn") -> int:
             raise
         print(f"{prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
         return 2
+    finally:
+        leave_process_group()
     return result if isinstance(result, int) else 0  # run_mlm's main returns its metrics
+
+
+def leave_process_group():
+    """Destroy the torch.distributed process group this process joined (under `accelerate launch` or torchrun).
+    A process that exits still in a gloo group can abort (SIGABRT, "terminate called without an active
+    exception") while the interpreter tears down gloo's threads: pytorch/pytorch#190489."""
+    torch = sys.modules.get("torch")  # never imported: never joined a group
+    if torch is not None and torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 def main(argv=None):

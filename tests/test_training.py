@@ -13,6 +13,7 @@ import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 import hf_minattn
+from hf_minattn.cli import run_reporting_errors
 from hf_minattn.data import tokenize_and_group
 from hf_minattn.loss_allocation import read_loss_allocation
 from hf_minattn.masking import MLMCollator, mask_once
@@ -278,6 +279,26 @@ def test_accelerate_launch_two_cpu_processes(tokenizer_dir, wiki, tmp_path):
     assert allocation["batch"]["sequences"] == 4
     history = read_loss_allocation(out)  # the allocations add up to the change on that batch, under DDP too
     assert history.relative_error < 1e-2 and history.loss_change != 0
+
+
+@pytest.mark.parametrize("outcome", ["returns", "user error"])
+def test_a_run_leaves_its_process_group_before_the_process_exits(tmp_path, outcome):
+    # A rank that exits still in its gloo group can abort at interpreter teardown (CI saw rank 1 of the test above
+    # end with SIGABRT after a complete run): run_mlm.py's entry point leaves the group, after an error too.
+    store = torch.distributed.FileStore(str(tmp_path / "store"), 1)
+    torch.distributed.init_process_group("gloo", store=store, rank=0, world_size=1)
+    try:
+        def job(argv):
+            assert torch.distributed.is_initialized()  # the group is there while the job runs
+            if outcome == "user error":
+                raise ValueError("--max_steps must be positive, got -1")
+            return {"eval_loss": 1.0}
+
+        assert run_reporting_errors(job, [], prog="run_mlm.py") == (0 if outcome == "returns" else 2)
+        assert not torch.distributed.is_initialized()
+    finally:
+        if torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
 
 
 @pytest.mark.slow
