@@ -202,3 +202,22 @@ def test_experiment_figures_follow_the_format(tmp_path):
     assert sorted(os.listdir(tmp_path / "figures")) == sorted(os.path.basename(p) for p in paths.values())
     for p in paths.values():
         assert svg_root(tmp_path / p).tag.endswith("svg")
+
+
+@pytest.mark.parametrize("scored", [("king/queen", "king/dog"), ()])
+def test_related_words_are_drawn_only_where_every_system_scored_a_pair(tmp_path, scored):
+    # a corpus too small for the pairs (the quick preset's) gave empty axes that FINDINGS.md still showed
+    from test_experiments_verdicts import synthetic
+
+    from hf_minattn.experiments.figures import make_figures
+
+    interval = {"estimate": 0.2, "low": 0.1, "high": 0.3, "n": 3, "confidence": 0.95, "method": "t", "df": 2}
+    results = synthetic()
+    results["answers"]["q4"] = {"js_within_layer_trained": [interval] * LAYERS, "js_within_layer_init": [interval] * LAYERS}
+    results["answers"]["q5"] = {"related": {system: {"abtt": False, "anisotropy": interval,
+                                                     **{pair: interval for pair in scored}}
+                                            for system in ("static", "layer_2", "word2vec")}}
+    paths = make_figures(results, str(tmp_path), "svg")
+    assert "head_diversity" in paths  # the figures beside it are drawn either way
+    assert ("related_words" in paths) == bool(scored)
+    assert os.path.isfile(tmp_path / "figures" / "related_words.svg") == bool(scored)

@@ -192,12 +192,14 @@ def make_figures(results: dict, out: str, figure_format: str = "both") -> dict:
         save(fig, "logit_lens.png")
 
     related = q5.get("related") or {}
-    if related:
+    # the pairs every system scored (a small corpus may hold none: then no figure, rather than empty axes)
+    pairs = [(pair, style) for pair, style in (("king/queen", "-"), ("king/dog", ":"), ("man/woman", "-"),
+                                               ("man/river", ":")) if related and all(pair in r for r in related.values())]
+    if pairs:
         fig, ax = plt.subplots(figsize=(6.5, 4))
         systems = list(related)
-        for pair, style in (("king/queen", "-"), ("king/dog", ":"), ("man/woman", "-"), ("man/river", ":")):
-            if all(pair in related[s] for s in systems):
-                errorbar(ax, range(len(systems)), [related[s][pair] for s in systems], linestyle=style, label=pair)
+        for pair, style in pairs:
+            errorbar(ax, range(len(systems)), [related[s][pair] for s in systems], linestyle=style, label=pair)
         ax.set_xticks(range(len(systems)), [s.replace("layer_", "layer ") for s in systems])
         ax.set_ylabel("cosine (after All-but-the-Top where anisotropic)")
         ax.set_title("full model, mean over seeds", fontsize=9), ax.legend(fontsize=7)
