@@ -314,6 +314,34 @@ VIEW = {"schema": "hf_minattn/attention-view/1", "model": "demo", "num_layers": 
         "max_tokens": 32, "weightings": ["attention", "rollout"], "sentences": []}
 
 
+def test_the_summary_shows_a_small_copy_and_each_figure_is_embedded_once(r, tmp_path):
+    import base64
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    from hf_minattn.probes.plots import save_figure
+
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for k in range(4):  # lines, as most of the report's figures are
+        ax.plot(np.arange(12), np.random.default_rng(k).random(12), marker="o", label=f"layer {k}")
+    ax.legend(), ax.set_title("a figure of the usual size")
+    png = save_figure(fig, tmp_path / "geometry.png", "png", dpi=110)
+    page = report.write_report(r, {"geometry": png}, tmp_path / "report.html").read_text()
+    figure = report._figure(png)
+    assert page.count(figure) == 1  # in its section only, not again in the summary
+    thumb = re.search(r'<img class="thumb" src="data:image/png;base64,([^"]+)"', page).group(1)
+    with Image.open(io.BytesIO(base64.b64decode(thumb))) as image:
+        width, height = image.size
+    assert width <= report.THUMBNAIL_PIXELS[0] and height == report.THUMBNAIL_PIXELS[1]  # 715 x 440: height-bound
+    assert width == pytest.approx(height * 715 / 440, abs=1)  # the aspect ratio kept
+    assert len(thumb) < len(figure) / 5
+
+
 def test_the_page_opens_with_the_summary_and_each_section_with_its_headline(r, tmp_path):
     png = _png(tmp_path / "figure.png")
     plots = {name: png for name, *_ in report.SECTIONS}
@@ -333,7 +361,7 @@ def test_the_page_opens_with_the_summary_and_each_section_with_its_headline(r, t
     for name, question, answer, figure in rows:
         assert html.unescape(question) == report.QUESTIONS[name]
         headlines[name] = html.unescape(answer)
-        if name in plots:  # a figure: its thumbnail, the same data URI, linked to the section
+        if name in plots:  # a figure: its thumbnail, a PNG, linked to the section
             assert re.fullmatch(rf'<a href="#{name}"><img class="thumb" src="data:image/png;base64,[^"]+" '
                                 r'alt="Small: [^"]*\w[^"]*" width="160"></a>', figure), name
         else:
