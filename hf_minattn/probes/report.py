@@ -49,7 +49,7 @@ def _figure(path):
 
 def _thumbnail(path):
     """The summary's small copy of the figure at `path`: its PNG scaled down to THUMBNAIL_PIXELS, as a data: URI.
-    The figure itself again would embed every figure twice (0.9 of a 2.4 MB report). A figure drawn only as SVG
+    The figure itself again would embed every figure twice (0.9 MB of a 2.4 MB report). A figure drawn only as SVG
     is reused as it is (an SVG has no pixels to drop)."""
     png = next((f for f in _formats(path) if f.lower().endswith(".png")), None)
     if png is None:
@@ -1302,7 +1302,8 @@ def _section(name, title, answer=None, png=None, alt="", tables=(), html=(), det
     fold = [bool(t.get("details")) or len(t["rows"]) > DETAILS_ROWS for t in tables]
     folded = [t for t, f in zip(tables, fold) if f]
     return {"id": name, "title": title, "question": question or title, "answer": answer,
-            "figure": _figure(png) if png else None, "thumbnail": _thumbnail(png) if png else None, "alt": alt, "tables": [t for t, f in zip(tables, fold) if not f],
+            "figure": _figure(png) if png else None, "thumbnail": _thumbnail(png) if png else None, "alt": alt,
+            "tables": [t for t, f in zip(tables, fold) if not f],
             "html": list(html), "details": details, "details_tables": folded, "details_html": list(details_html)}
 
 
