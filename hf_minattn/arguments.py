@@ -13,10 +13,11 @@ from hf_minattn.machine import accelerator_available, fast_bf16_available
 from hf_minattn.tokenization import SPECIAL_TOKENS
 
 
-def check_bounds(arguments, bounds: dict) -> None:
+def check_bounds(arguments, bounds: dict, separator: str = "_") -> None:
     """Each `bounds` entry {field: (lowest, highest or None, lowest allowed?)}: a ValueError naming the flag when a
     value that is set lies outside. What torch or the Trainer would otherwise reject only when the optimizer or a
-    DataLoader is built, after the tokenizer was trained, or never (a negative warm-up)."""
+    DataLoader is built, after the tokenizer was trained, or never (a negative warm-up). `separator`: the flags'
+    word separator (run_mlm's `--max_steps`, hf-minattn's `--max-sentences`)."""
     for name, (low, high, low_allowed) in bounds.items():
         value = getattr(arguments, name)
         if value is None:
@@ -25,7 +26,7 @@ def check_bounds(arguments, bounds: dict) -> None:
         if below or (high is not None and value >= high):
             expected = (f"{'at least' if low_allowed else 'above'} {low}" if high is None
                         else f"in {'[' if low_allowed else '('}{low}, {high})")
-            raise ValueError(f"--{name} must be {expected}, got {value}")
+            raise ValueError(f"--{name.replace('_', separator)} must be {expected}, got {value}")
 
 # Size presets; `--config_overrides` edits any field afterwards. The vocabulary size comes from the tokenizer.
 MODEL_SIZES = {

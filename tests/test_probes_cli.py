@@ -237,3 +237,33 @@ def test_probe_on_cuda_gives_the_cpu_numbers(checkpoint, tmp_path):
     assert scores(cpu).keys() == scores(gpu).keys()
     for name, value in scores(cpu).items():
         assert value == pytest.approx(scores(gpu)[name], abs=1e-2, nan_ok=True), name
+
+
+@pytest.mark.parametrize("flag, value, expected", [
+    ("--max-sentences", "-3", "at least 0"),  # split_sentences took -3 as a cap of one sentence
+    ("--vector-max-sentences", "-1", "at least 0"),
+    ("--head-sentences", "0", "at least 1"),
+    ("--min-count", "0", "at least 1"),
+    ("--bootstrap", "5", "at least 10"),
+    ("--mlm-probability", "1.0", "in (0, 1)"),  # run_all_probes refused it, after the model and corpora loaded
+    ("--mlm-probability", "0.0", "in (0, 1)"),
+    ("--ablation-mask-draws", "0", "at least 1"),
+    ("--batch-size", "0", "at least 1"),
+])
+def test_probe_checks_its_numbers_before_loading_the_model(tmp_path, flag, value, expected):
+    from hf_minattn.probes.cli import probe_main
+
+    missing = tmp_path / "no_model"  # were the model loaded first, the error would name this folder
+    with pytest.raises(ValueError) as error:
+        probe_main([str(missing), "--out", str(tmp_path / "out"), flag, value])
+    assert str(error.value) == f"{flag} must be {expected}, got {value}"
+    assert not (tmp_path / "out").exists()
+
+
+def test_probe_accepts_the_bounds_themselves(tmp_path):
+    from hf_minattn.probes.cli import probe_main
+
+    # 0 sentences = all, 10 resamples, one draw: past the checks, so the missing model is what fails
+    with pytest.raises(OSError, match="no_model"):
+        probe_main([str(tmp_path / "no_model"), "--out", str(tmp_path / "out"), "--max-sentences", "0",
+                    "--bootstrap", "10", "--ablation-mask-draws", "1", "--mlm-probability", "0.5"])

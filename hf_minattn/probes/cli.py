@@ -7,6 +7,8 @@ import shlex
 import sys
 import time
 
+from hf_minattn.arguments import check_bounds
+
 from .corpus import default_sentences, read_corpus_file, read_dataset, wikipedia_train_sentences
 from .loading import load_encoder, resolve_device
 from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS
@@ -25,7 +27,7 @@ def probe_parser():
     source.add_argument("--dataset", help="a datasets folder (save_to_disk) or dataset name available offline")
     p.add_argument("--split", default="validation", help="dataset split (default: validation)")
     p.add_argument("--text-column", default="text")
-    p.add_argument("--max-sentences", type=int, default=2000)
+    p.add_argument("--max-sentences", type=int, default=2000, help="probe sentences (default 2000; 0 = all)")
     p.add_argument("--words", nargs="*", default=[], help=f"probe words, added to {' '.join(DEFAULT_WORDS)}")
     p.add_argument("--sense-word", default=DEFAULT_SENSE_WORD, help="word followed across --sense-sentence's")
     p.add_argument("--sense-sentence", action="append", help="a sentence containing --sense-word (repeat)")
@@ -44,7 +46,7 @@ def probe_parser():
                         "'minilm' for the installed all-MiniLM-L6-v2 (off by default: it adds ~5-10 min on 2 cores)")
     p.add_argument("--no-untrained", action="store_true",
                    help="skip the same architecture at initialisation (scored beside every benchmark by default)")
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% intervals")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% intervals (at least 10)")
     p.add_argument("--mlm-probability", type=float, default=0.15,
                    help="mask rate of the head-ablation and logit-lens losses: use the rate the model was trained "
                         "at (BERT and run_mlm's default 0.15; the experiments train at 0.3)")
@@ -148,8 +150,15 @@ def vector_formats(value: str) -> tuple:
     return formats
 
 
+# hf-minattn probe's numbers: {flag: (lowest, highest or None, lowest allowed?)}, checked before the model loads
+PROBE_BOUNDS = {"max_sentences": (0, None, True), "vector_max_sentences": (0, None, True),
+                "head_sentences": (1, None, True), "min_count": (1, None, True), "bootstrap": (10, None, True),
+                "mlm_probability": (0, 1, False), "ablation_mask_draws": (1, None, True), "batch_size": (1, None, True)}
+
+
 def probe_main(argv=None):
     args = probe_parser().parse_args(argv)
+    check_bounds(args, PROBE_BOUNDS, separator="-")
     formats = vector_formats(args.vectors_format)
     start = time.perf_counter()
     args.device = resolve_device(args.device)
