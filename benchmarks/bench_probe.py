@@ -30,10 +30,9 @@ import torch
 from bench_train import matmul_peak
 from hf_minattn.machine import machine_info
 from hf_minattn.probes.benchmarks import WORD2VEC_SETTINGS, cached_word2vec
-from hf_minattn.probes.cli import _reference
 from hf_minattn.probes.corpus import wikipedia_train_sentences
 from hf_minattn.probes.encode import pool_corpus, tokenize_words
-from hf_minattn.probes.loading import max_length_for
+from hf_minattn.probes.loading import load_reference, max_length_for
 
 TARGET_SECONDS = 120  # the target for the whole probe of all-MiniLM-L6-v2 on 2 cores
 
@@ -58,7 +57,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args(argv)
 
-    model, tokenizer, name = _reference("minilm")
+    model, tokenizer, name = load_reference("minilm")
     sentences = wikipedia_train_sentences(2000 if args.quick else 0)
     print(f"{name} over {len(sentences):,} sentences of the default corpus's training split", flush=True)
     start = time.perf_counter()

@@ -6,27 +6,13 @@ from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
+from hf_minattn.checks import check_bounds
 from hf_minattn.configuration_minattn import MinAttnConfig
 from hf_minattn.data import (STREAM_EVAL_SEQUENCES, STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES,
                              STREAM_VALIDATION_TEXTS, check_text_file)
 from hf_minattn.machine import accelerator_available, fast_bf16_available
 from hf_minattn.tokenization import SPECIAL_TOKENS
 
-
-def check_bounds(arguments, bounds: dict, separator: str = "_") -> None:
-    """Each `bounds` entry {field: (lowest, highest or None, lowest allowed?)}: a ValueError naming the flag when a
-    value that is set lies outside. What torch or the Trainer would otherwise reject only when the optimizer or a
-    DataLoader is built, after the tokenizer was trained, or never (a negative warm-up). `separator`: the flags'
-    word separator (run_mlm's `--max_steps`, hf-minattn's `--max-sentences`)."""
-    for name, (low, high, low_allowed) in bounds.items():
-        value = getattr(arguments, name)
-        if value is None:
-            continue
-        below = value < low if low_allowed else value <= low
-        if below or (high is not None and value >= high):
-            expected = (f"{'at least' if low_allowed else 'above'} {low}" if high is None
-                        else f"in {'[' if low_allowed else '('}{low}, {high})")
-            raise ValueError(f"--{name.replace('_', separator)} must be {expected}, got {value}")
 
 # Size presets; `--config_overrides` edits any field afterwards. The vocabulary size comes from the tokenizer.
 MODEL_SIZES = {

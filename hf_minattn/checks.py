@@ -1,0 +1,18 @@
+"""Checks of user-given numbers shared by the training arguments and the probe settings: each fails at once with
+the flag's name, before any data is read or any model loaded."""
+
+
+def check_bounds(arguments, bounds: dict, separator: str = "_") -> None:
+    """Each `bounds` entry {field: (lowest, highest or None, lowest allowed?)}: a ValueError naming the flag when a
+    value that is set lies outside. What torch or the Trainer would otherwise reject only when the optimizer or a
+    DataLoader is built, after the tokenizer was trained, or never (a negative warm-up). `separator`: the flags'
+    word separator (run_mlm's `--max_steps`, hf-minattn's `--max-sentences`)."""
+    for name, (low, high, low_allowed) in bounds.items():
+        value = getattr(arguments, name)
+        if value is None:
+            continue
+        below = value < low if low_allowed else value <= low
+        if below or (high is not None and value >= high):
+            expected = (f"{'at least' if low_allowed else 'above'} {low}" if high is None
+                        else f"in {'[' if low_allowed else '('}{low}, {high})")
+            raise ValueError(f"--{name.replace('_', separator)} must be {expected}, got {value}")
