@@ -376,3 +376,31 @@ def test_loss_allocation_sentences_follow_their_intervals():
     assert "In nats" not in section(render_findings(synthetic(), {}), 1)  # runs without the callback: no line
     two = section(render_findings(with_loss_allocation(synthetic(seeds=(0, 1))), {}), 1)
     assert "**In nats: 2 seeds give no interval (3 needed)**" in two and "no verdict from fewer than 3 seeds" in two
+
+
+def test_error_bars_and_the_interval_band_draw_the_interval_ends():
+    """The figures draw what the intervals say: each error bar runs from the interval's low end to its high end
+    around the estimate, the band's vertices are exactly the interval ends under a line through the estimates, in the
+    line's colour; an x without an interval (None) gets no bar and no point of the band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_rgb
+
+    from hf_minattn.experiments.figures import error_bars, interval_band
+
+    intervals = [{"estimate": 0.5, "low": 0.2, "high": 0.9}, None, {"estimate": -0.1, "low": -0.4, "high": 0.0}]
+    fig, (left, right) = plt.subplots(1, 2)
+    bars = error_bars(left, [0, 1, 2], intervals)
+    data_line, _, (bar_lines,) = bars.lines
+    np.testing.assert_allclose(data_line.get_ydata(), [0.5, np.nan, -0.1])
+    drawn = [s for s in bar_lines.get_segments() if len(s)]  # the missing interval's segment is empty
+    np.testing.assert_allclose(drawn, [[[0, 0.2], [0, 0.9]], [[2, -0.4], [2, 0.0]]])
+    line, band = interval_band(right, [10, 20, 30], intervals)
+    np.testing.assert_allclose(line.get_xydata(), [[10, 0.5], [30, -0.1]])
+    vertices = {tuple(v) for v in np.round(band.get_paths()[0].vertices, 12)}
+    assert vertices == {(10, 0.2), (10, 0.9), (30, -0.4), (30, 0.0)}
+    assert to_rgb(band.get_facecolor()[0]) == to_rgb(line.get_color())
+    assert interval_band(right, [1, 2], [None, None]) is None
+    plt.close(fig)
