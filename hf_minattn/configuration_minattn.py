@@ -74,7 +74,8 @@ class MinAttnConfig(PretrainedConfig):
             Masked LM with `labels` only: project to the vocabulary at the labelled positions alone, so `logits` is
             `(n_labelled, vocab_size)` in the order of `labels[labels != -100]` rather than `(batch, sequence,
             vocab_size)` (as ModernBERT's flag of the same name). Faster training; off by default because code
-            written for BERT expects the full logits. `run_mlm.py` switches it on while training.
+            written for BERT expects the full logits. `forward(..., sparse_prediction=...)` decides per call: the
+            Trainer of `run_mlm.py` passes True, and saves this field as the user chose it.
         classifier_dropout (`float`, *optional*):
             Dropout before the sequence-classification head; defaults to `hidden_dropout_prob`.
         pad_token_id (`int`, *optional*, defaults to 0):

@@ -248,7 +248,8 @@ class LossAllocationCallback(TrainerCallback):
         batch = {key: value.to(device) for key, value in self.batch.items()}
         with torch.autocast(device.type, enabled=False):  # fp32, whatever --bf16 says
             # Tied weights follow the one name given (tie_weights=True); buffers stay the model's own.
-            return functional_call(self.model, params, args=(), kwargs=batch).loss
+            # Sparse prediction, as the Trainer computes the training loss.
+            return functional_call(self.model, params, args=(), kwargs={**batch, "sparse_prediction": True}).loss
 
     def on_train_begin(self, args, state, control, **kwargs):
         path = os.path.join(args.output_dir, LOSS_ALLOCATION_FILE)

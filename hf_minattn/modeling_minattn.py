@@ -486,14 +486,17 @@ class MinAttnForMaskedLM(MinAttnPreTrainedModel):
         output_attentions=None,
         output_hidden_states=None,
         return_dict=None,
+        sparse_prediction: bool | None = None,
         **kwargs,
     ) -> MaskedLMOutput:
         r"""
         labels (`torch.LongTensor` of shape `(batch_size, sequence_length)`, *optional*): the token to predict at
             each masked position, -100 elsewhere. `logits` is `(batch_size, sequence_length, vocab_size)`, unless
-            `config.sparse_prediction` is on and labels are given: then the vocabulary projection (the expensive
-            part of the head) runs only at the labelled positions and `logits` is `(n_labelled, vocab_size)`, in the
-            order of `labels[labels != -100]`.
+            sparse prediction is on and labels are given: then the vocabulary projection (the expensive part of the
+            head) runs only at the labelled positions and `logits` is `(n_labelled, vocab_size)`, in the order of
+            `labels[labels != -100]`. The loss is the same either way.
+        sparse_prediction (`bool`, *optional*): sparse prediction for this call (None: `config.sparse_prediction`).
+            run_mlm's Trainer passes True while it trains and evaluates; the saved config keeps the user's choice.
         num_items_in_batch (passed by the Trainer): the number of labelled tokens in the whole accumulated batch;
             the loss is then summed and divided by it, so gradient accumulation gives the same loss as one big batch.
         """
@@ -518,7 +521,7 @@ class MinAttnForMaskedLM(MinAttnPreTrainedModel):
                 raise ValueError(f"labels has shape {tuple(labels.shape)}, expected {tuple(sequence_output.shape[:2])}")
             labelled = labels != -100
             targets = labels[labelled]
-            if self.config.sparse_prediction:
+            if self.config.sparse_prediction if sparse_prediction is None else sparse_prediction:
                 logits = self.lm_head(sequence_output[labelled])  # (N, V), N = labelled tokens
                 labelled_logits = logits
             else:

@@ -24,12 +24,10 @@ import json
 import logging
 import os
 import sys
-import zlib
 from dataclasses import asdict
 
 import datasets
 import transformers
-import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer, HfArgumentParser, set_seed
 from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_utils import sort_checkpoints
@@ -39,6 +37,7 @@ from hf_minattn.arguments import MODEL_SIZES, DataTrainingArguments, MinAttnTrai
 from hf_minattn.data import (STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES, first_texts, lm_datasets, load_raw_datasets,
                              resolve_text_column)
 from hf_minattn.drift import DriftCallback
+from hf_minattn.initialization import initial_model
 from hf_minattn.loss_allocation import LossAllocationCallback
 from hf_minattn.masking import MLMCollator, mask_once, with_example_index
 from hf_minattn.model_card import card_facts
@@ -166,21 +165,6 @@ def load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpo
     return tokenizer
 
 
-def initial_model(config: MinAttnConfig, seed: int) -> MinAttnForMaskedLM:
-    """A masked LM at initialisation, each module drawn from a generator seeded by (seed, the module's name).
-
-    So two models of the same seed start from the same weights in every module they share by name and shape,
-    whatever else differs (a wider feed-forward, no W_Q/W_K/W_V, no feed-forward): the experiments' variants are
-    paired on their initial weights too, not only on data order and masks. The global RNG is left as it was.
-    """
-    with torch.random.fork_rng(devices=[]):
-        model = MinAttnForMaskedLM(config)
-        for name, module in model.named_modules():
-            torch.manual_seed(zlib.crc32(f"{seed}/{name}".encode()))  # the CPU generator keeps 32 bits
-            model._init_weights(module)
-    return model
-
-
 def build_model(model_args, config: MinAttnConfig, tokenizer, seed: int) -> MinAttnForMaskedLM:
     if model_args.model_name_or_path is not None:
         model = AutoModelForMaskedLM.from_pretrained(model_args.model_name_or_path, config=config)
@@ -193,9 +177,6 @@ def build_model(model_args, config: MinAttnConfig, tokenizer, seed: int) -> MinA
         for name in ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id"):
             setattr(config, name, getattr(tokenizer, name))
         model = initial_model(config, seed)
-    # Training needs logits at the masked positions only (a fraction of the (B, T, V) projection); the saved
-    # model gives the full logits that code written for BERT expects (see `train` below).
-    model.config.sparse_prediction = True
     if model_args.freeze_embeddings:
         for embedding in (model.minattn.embeddings.word_embeddings, model.minattn.embeddings.position_embeddings):
             if embedding is not None:
@@ -205,18 +186,11 @@ def build_model(model_args, config: MinAttnConfig, tokenizer, seed: int) -> MinA
     return model
 
 
-def save_for_hub(trainer: MinAttnTrainer, save) -> None:
-    """`save()` with the config saying what the saved model gives: full logits (training and evaluation go on sparse)."""
-    trainer.model.config.sparse_prediction = False
-    save()
-    trainer.model.config.sparse_prediction = True
-
-
 def train(trainer: MinAttnTrainer, checkpoint, data_args, max_seq_length) -> dict:
     """Train, save the model (in Hub format, plus the sentence-transformers files) and the train metrics."""
     args, model = trainer.args, trainer.model
     result = trainer.train(resume_from_checkpoint=checkpoint)
-    save_for_hub(trainer, trainer.save_model)  # weights, config (with auto_map), modeling code, tokenizer, training_args.bin
+    trainer.save_model()  # weights, config (with auto_map), modeling code, tokenizer, training_args.bin
     if args.should_save:  # SentenceTransformer(output_dir) loads it as a mean-pooling sentence encoder
         write_sentence_transformers_files(args.output_dir, model.config.hidden_size, max_seq_length)
     metrics = dict(result.metrics)
@@ -241,26 +215,36 @@ def evaluate(trainer: MinAttnTrainer) -> dict:
     return metrics
 
 
-def main(argv=None):
-    model_args, data_args, training_args = parse_args(argv)
-    setup_logging(training_args)
+def finished_run_results(training_args) -> dict | None:
+    """With --resume on a run that needs no more training: its saved results (all_results.json, or {}); else None."""
     done = finished_run(training_args) if training_args.resume and training_args.do_train else None
-    if done:
-        logger.warning(f"{training_args.output_dir} holds a complete run ({done}): nothing to train or save")
-        results = os.path.join(training_args.output_dir, "all_results.json")
-        if os.path.isfile(results):
-            with open(results) as f:
-                return json.load(f)
-        return {}
-    checkpoint = checkpoint_to_resume(training_args)
-    if data_args.streaming and training_args.max_steps <= 0:
-        raise ValueError(f"--streaming needs --max_steps (a stream has no known length), got --max_steps "
-                         f"{training_args.max_steps}")
+    if not done:
+        return None
+    logger.warning(f"{training_args.output_dir} holds a complete run ({done}): nothing to train or save")
+    results = os.path.join(training_args.output_dir, "all_results.json")
+    if os.path.isfile(results):
+        with open(results) as f:
+            return json.load(f)
+    return {}
+
+
+def loss_allocation_callbacks(model, collator: MLMCollator, eval_dataset, training_args) -> list:
+    """[LossAllocationCallback] with --loss_allocation (and --do_train), else []."""
+    if not (training_args.loss_allocation and training_args.do_train):
+        return []
+    # The validation set is masked once with a fixed seed: its first sequences are a fixed batch, the same on
+    # every process.
+    fixed = list(itertools.islice(eval_dataset, training_args.loss_allocation_samples))
+    return [LossAllocationCallback(model, collator(fixed), every=training_args.loss_allocation_every,
+                                   source=f"the first {len(fixed)} validation sequences, masked once")]
+
+
+def build_trainer(model_args, data_args, training_args, checkpoint) -> tuple[MinAttnTrainer, str, int]:
+    """The Trainer with its data, tokenizer (`processing_class`) and model, the data's description and the
+    sequence length. The data is checked before anything expensive."""
     set_seed(training_args.seed)
     config = build_config(model_args)
     max_seq_length = sequence_length(data_args, config)
-
-    # Data, checked before anything expensive; then the tokenizer and the model.
     with training_args.main_process_first(desc="loading the raw data"):
         raw, data_description = load_raw_datasets(data_args, model_args.cache_dir)
     text_column = resolve_text_column(raw, data_args.text_column_name, data_description)
@@ -273,18 +257,9 @@ def main(argv=None):
                                               data_description)
     unigram = UnigramFloor.from_dataset(train_dataset, len(tokenizer), stream_sequences=STREAM_UNIGRAM_SEQUENCES)
     logger.info(f"Unigram floor: entropy {unigram.entropy():.3f} nats over {unigram.num_tokens:,} maskable training tokens")
-    train_dataset = with_example_index(train_dataset)
     collator = MLMCollator(tokenizer, data_args, seed=training_args.seed)
     with training_args.main_process_first(desc="masking the validation set"):
         eval_dataset = mask_once(eval_dataset, collator)
-
-    callbacks = [collator]
-    if training_args.loss_allocation and training_args.do_train:
-        # The validation set is masked once with a fixed seed: its first sequences are a fixed batch, the same on
-        # every process.
-        fixed = list(itertools.islice(eval_dataset, training_args.loss_allocation_samples))
-        callbacks.append(LossAllocationCallback(model, collator(fixed), every=training_args.loss_allocation_every,
-                                                source=f"the first {len(fixed)} validation sequences, masked once"))
 
     # We already removed every column the model does not take, except those the collator needs
     # (special_tokens_mask, offset_mapping, example_index), which the Trainer would otherwise drop.
@@ -292,30 +267,48 @@ def main(argv=None):
     trainer = MinAttnTrainer(
         model=model,
         args=training_args,
-        train_dataset=train_dataset if training_args.do_train else None,
+        train_dataset=with_example_index(train_dataset) if training_args.do_train else None,
         eval_dataset=eval_dataset if training_args.do_eval else None,
         processing_class=tokenizer,
         data_collator=collator,
         compute_metrics=metrics_computer(unigram) if training_args.do_eval else None,
         preprocess_logits_for_metrics=preprocess_logits_for_metrics if training_args.do_eval else None,
-        callbacks=callbacks,
+        callbacks=[collator, *loss_allocation_callbacks(model, collator, eval_dataset, training_args)],
         drift=drift,
         time_budget_minutes=training_args.max_train_minutes,
     )
+    return trainer, data_description, max_seq_length
+
+
+def main(argv=None):
+    model_args, data_args, training_args = parse_args(argv)
+    setup_logging(training_args)
+    results = finished_run_results(training_args)
+    if results is not None:
+        return results
+    checkpoint = checkpoint_to_resume(training_args)
+    if data_args.streaming and training_args.max_steps <= 0:
+        raise ValueError(f"--streaming needs --max_steps (a stream has no known length), got --max_steps "
+                         f"{training_args.max_steps}")
+    trainer, data_description, max_seq_length = build_trainer(model_args, data_args, training_args, checkpoint)
+    model, tokenizer = trainer.model, trainer.processing_class
+
+    def facts(train_metrics, eval_metrics, **kwargs):
+        return card_facts(trainer, model_args, data_args, data_description, tokenizer, train_metrics, eval_metrics,
+                          max_seq_length, argv, **kwargs)
+
     if training_args.do_train and training_args.should_save:
         # A push during training (hub_strategy every_save, checkpoint) uploads output_dir after copying only the
         # checkpoint's weights and config there: the modeling code, the tokenizer and a card saying that training is
         # in progress must already be in it. (Plain save_pretrained: Trainer.save_model would push the initial weights.)
-        save_for_hub(trainer, lambda: (model.save_pretrained(training_args.output_dir),
-                                       tokenizer.save_pretrained(training_args.output_dir)))
-        trainer.card_facts = card_facts(trainer, model_args, data_args, data_description, tokenizer, {}, {},
-                                        max_seq_length, argv, in_progress=True)
+        model.save_pretrained(training_args.output_dir)
+        tokenizer.save_pretrained(training_args.output_dir)
+        trainer.card_facts = facts({}, {}, in_progress=True)
         trainer.create_model_card()
     train_metrics = train(trainer, checkpoint, data_args, max_seq_length) if training_args.do_train else {}
     eval_metrics = evaluate(trainer) if training_args.do_eval else {}
 
-    trainer.card_facts = card_facts(trainer, model_args, data_args, data_description, tokenizer, train_metrics,
-                                    eval_metrics, max_seq_length, argv)
+    trainer.card_facts = facts(train_metrics, eval_metrics)
     if training_args.should_save:
         trainer.create_model_card()
         with open(os.path.join(training_args.output_dir, "run_args.json"), "w") as f:

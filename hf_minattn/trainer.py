@@ -3,6 +3,7 @@ schedule and the progress bar follow the minutes left), no weight decay on embed
 (gain over the unigram floor, perplexity, drift from initialisation) so that TensorBoard and W&B get them too.
 """
 
+import inspect
 import math
 import time
 
@@ -71,15 +72,21 @@ class TimeBudgetProgressCallback(ProgressCallback):
 class MinAttnTrainer(Trainer):
     """`Trainer` with an optional time budget (`time_budget_minutes`), the embedding drift of `drift` (a
     DriftCallback) in every training log, and this project's model card (`card_facts`, set once the evaluation
-    is known) for `create_model_card` and `push_to_hub`."""
+    is known) for `create_model_card` and `push_to_hub`.
+
+    With `sparse_prediction` (the default) and a model whose `forward` takes that argument (MinAttnForMaskedLM),
+    every loss it computes, in training and in evaluation, projects to the vocabulary at the masked positions
+    only: the switch is passed per call, so the model's config, and every checkpoint saved from it, keeps the
+    value the user chose."""
 
     def __init__(self, *args, time_budget_minutes: float | None = None, drift: DriftCallback | None = None,
-                 card_facts: CardFacts | None = None, **kwargs):
+                 card_facts: CardFacts | None = None, sparse_prediction: bool = True, **kwargs):
         callbacks = list(kwargs.pop("callbacks", None) or [])
         self.time_budget = TimeBudget(time_budget_minutes) if time_budget_minutes is not None else None
         self.drift = drift
         self.card_facts = card_facts
         super().__init__(*args, callbacks=[*callbacks, *([drift] if drift else [])], **kwargs)
+        self.sparse_prediction = sparse_prediction and "sparse_prediction" in inspect.signature(self.model.forward).parameters
         if self.time_budget is not None:
             self.add_callback(self.time_budget)
             if self.pop_callback(ProgressCallback) is not None:  # absent with --disable_tqdm
@@ -99,6 +106,11 @@ class MinAttnTrainer(Trainer):
 
         self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer or self.optimizer, lr_factor)
         return self.lr_scheduler
+
+    def compute_loss(self, model, inputs, *args, **kwargs):
+        if self.sparse_prediction and "labels" in inputs:
+            inputs = {**inputs, "sparse_prediction": True}
+        return super().compute_loss(model, inputs, *args, **kwargs)
 
     def get_decay_parameter_names(self, model):
         # No weight decay on embedding rows: with it, the row of a token that never occurs (no gradient) would still
@@ -130,8 +142,8 @@ class MinAttnTrainer(Trainer):
 def preprocess_logits_for_metrics(logits, labels):
     """Keep only the predicted token ids, laid out like `labels` (-100 where nothing was predicted).
 
-    With `config.sparse_prediction` (on while run_mlm trains), MinAttnForMaskedLM returns logits only at the
-    labelled positions, (n_labelled, vocab) in row-major order of `labels != -100`; otherwise (batch, seq, vocab).
+    With sparse prediction (MinAttnTrainer's default), MinAttnForMaskedLM returns logits only at the labelled
+    positions, (n_labelled, vocab) in row-major order of `labels != -100`; otherwise (batch, seq, vocab).
     Either way the predictions go back in the (batch, seq) layout, so that the Trainer pads and gathers them
     across processes exactly as it does the labels.
     """

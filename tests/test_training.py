@@ -503,7 +503,7 @@ def test_streaming_a_local_file(text_files, tmp_path):
 
 
 def test_initial_weights_are_paired_by_module_name_across_shapes():
-    from hf_minattn.run_mlm import initial_model
+    from hf_minattn.initialization import initial_model
 
     base = dict(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
                 tie_word_embeddings=False)

@@ -92,7 +92,7 @@ def token_losses(model, draw: MaskDraw, batch_size: int) -> tuple[np.ndarray, np
         labels = draw.labels[start : start + batch_size]
         logits = model(input_ids=draw.input_ids[start : start + batch_size].to(where),
                        attention_mask=draw.attention_mask[start : start + batch_size].to(where),
-                       labels=labels.to(where)).logits.float()  # (n_labelled, V): labelled positions only
+                       labels=labels.to(where), sparse_prediction=True).logits.float()  # (n_labelled, V)
         targets = labels[labels != -100].to(where)
         losses.append(torch.nn.functional.cross_entropy(logits, targets, reduction="none").cpu())
         correct.append((logits.argmax(-1) == targets).cpu())
@@ -109,7 +109,6 @@ def score_model(folder: str, draws: list[MaskDraw], unigram, batch_size: int, ch
     from hf_minattn.probes.loading import resolve_device
 
     model = AutoModelForMaskedLM.from_pretrained(folder).to(resolve_device(None))  # the GPU when there is one
-    model.config.sparse_prediction = True  # logits at the masked positions only, what token_losses reads
     by_draw, all_losses, all_correct, all_unigram = [], [], [], []
     check = None
     for draw in draws:
@@ -214,7 +213,7 @@ def row_drift(trained: np.ndarray, initial: np.ndarray, counts: np.ndarray, ever
 def initialisation_agreement(settings: dict, vocab_size: int, seed: int) -> dict:
     """For each variant, built as run_mlm builds it (`initial_model`): the share of the full model's parameters,
     by count, that are bit-identical at initialisation (names and shapes agreeing)."""
-    from hf_minattn.run_mlm import initial_model
+    from hf_minattn.initialization import initial_model
 
     from .training import VARIANTS, build_config, variant_overrides
 

@@ -3,8 +3,8 @@
 
 Pairing: runs with the same seed share the data order (the Trainer's sampler is seeded with `--seed`), the masks
 (`MLMCollator` draws each example's masks from (seed, epoch, example index), independent of the model) and the
-initialisation of every module they share by name and shape (`run_mlm.initial_model` seeds each module's draw
-by its name). `evaluation.initialisation_agreement` measures the last point.
+initialisation of every module they share by name and shape (`hf_minattn.initialization.initial_model` seeds
+each module's draw by its name). `evaluation.initialisation_agreement` measures the last point.
 """
 
 import os
@@ -271,7 +271,7 @@ def initialise_untrained(folder: str, full_folder: str, seed: int) -> None:
     from transformers import AutoTokenizer
 
     from hf_minattn import MinAttnConfig
-    from hf_minattn.run_mlm import initial_model
+    from hf_minattn.initialization import initial_model
 
     model = initial_model(MinAttnConfig.from_pretrained(full_folder), seed)
     model.save_pretrained(folder)

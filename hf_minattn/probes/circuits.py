@@ -242,7 +242,7 @@ def circuit_hypotheses(model, counts=None, n_tokens=1000, initial_model=None, co
     """Layer 0's QK form of each head against the identity, co-occurrence and initialisation hypotheses, and its OV
     copying score, on the `n_tokens` most frequent tokens (see `select_tokens` for `counts`).
 
-    `initial_model`: the same architecture at initialisation (True: `weights.initial_model(model, seed)`), or None.
+    `initial_model`: the same architecture at initialisation (True: `weights.initial_model(model.config, seed, type(model))`), or None.
     `cooccurrence`: an (N, N) association matrix (e.g. PPMI) over the tokens of `select_tokens(model, counts,
     n_tokens)`, in that order, or token id sequences (running text) whose PPMI within `window` tokens is counted
     here; None: not compared. Each correlation uses at most `max_pairs` token pairs, drawn once with `seed`; its
@@ -300,7 +300,7 @@ def circuit_hypotheses(model, counts=None, n_tokens=1000, initial_model=None, co
                      "layers, the final norm and every bias (b_V, b_O, the decoder's) are left out: the direct path.")
 
     if initial_model is not None and initial_model is not False:
-        initial = fresh_model(model, seed) if initial_model is True else initial_model
+        initial = fresh_model(model.config, seed, type(model)).eval() if initial_model is True else initial_model
         _check_same_architecture(model, initial)
         initial_forms = qk_forms(initial, ids).numpy()  # the initial model's own embeddings, same token ids
         result.initial = [bootstrap(forms[h], initial_forms[h]) for h in range(H)]

@@ -258,7 +258,7 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
     untrained_vectors = reference_vectors = None
     if untrained is not None and untrained is not False:
         with _Timer(timings, "untrained model", log):
-            fresh = initial_model(model, seed).to(model.device) if untrained is True else untrained.eval()
+            fresh = initial_model(model.config, seed, type(model)).eval().to(model.device) if untrained is True else untrained.eval()
             pooled_u = pool_corpus(fresh, tokenizer, words=cw, batch_size=batch_size, max_length=max_length,
                                    desc="pooling corpus (untrained)")
             vector_corpus.seconds["untrained"] = round(pooled_u.seconds, 2)
@@ -368,8 +368,8 @@ def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=
                                                       n_resamples=min(n_resamples, 200), seed=seed)
                 notes.append(f"circuits: token counts and co-occurrences (within {results.circuits.window} tokens) "
                              f"from {len(seqs)} sentences of {corpus_name} (the first {CIRCUIT_SENTENCES:,} at "
-                             f"most); initial = {type(target).__name__} re-created from its config with torch seed "
-                             f"{seed}")
+                             f"most); initial = {type(target).__name__} re-created from its config, each module "
+                             f"drawn from seed {seed} and its name")
             except UnsupportedArchitecture as error:
                 notes.append(f"circuits skipped: {error}")
     if model_path is not None:

@@ -7,11 +7,12 @@ Vetterli (2007): exp(H(p)) with p = sigma / sum(sigma). Biases and LayerNorm are
 with MLPs and norms these circuits describe the weights, not exactly the computation.
 """
 
-import copy
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
+
+from hf_minattn.initialization import initial_model  # the probes import it from here too
 
 from . import layouts
 from .layouts import UnsupportedArchitecture  # noqa: F401  (re-exported: the probes import it from here)
@@ -88,17 +89,12 @@ def _circuit_spectra(heads):
     return CircuitSpectra(**out)
 
 
-def initial_model(model, seed=0):
-    """The same architecture freshly initialised from its config (the "before training" reference)."""
-    torch.manual_seed(seed)
-    return type(model)(copy.deepcopy(model.config)).eval()
-
-
 def weight_spectra(model, compare_with_init=True, seed=0):
     heads, source = head_weights(model)
     heads = [{k: None if w is None else w.cpu() for k, w in layer.items()} for layer in heads]
     result = WeightResults(source=source, head_dim=heads[0]["W_Q"].shape[1], trained=circuit_spectra(heads))
     if compare_with_init:
-        result.initial = circuit_spectra(head_weights(initial_model(model, seed))[0])
-        result.notes.append(f"initial = {type(model).__name__} re-created from its config with torch seed {seed}")
+        result.initial = circuit_spectra(head_weights(initial_model(model.config, seed, type(model)))[0])
+        result.notes.append(f"initial = {type(model).__name__} re-created from its config, each module drawn from "
+                            f"seed {seed} and its name")
     return result
