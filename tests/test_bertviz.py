@@ -16,7 +16,7 @@ from transformers import AutoModelForMaskedLM
 from conftest import tiny_config
 from hf_minattn import MinAttnForMaskedLM
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parent.parent / "docs" / "interoperability.md"  # where the snippet lives
 SENTENCE = "She sat on the bank of the river and watched the water."
 PAIR = ("The queen ruled the kingdom.", "A dog barked at the cat.")
 LAYERS, HEADS = 2, 4  # tiny_config
