@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-# torch from the CPU wheel on local disk first, so nothing pulls a multi-GB CUDA build.
+# torch is installed on its own first, so that the build TORCH names (a CPU wheel, say) is the one the package gets.
 TORCH ?= torch==2.13.0
 
 .PHONY: install chromium test test-fast demo bench experiments mutate clean
@@ -32,7 +32,8 @@ chromium:
 test-fast: install
 	$(PY) -m pytest -q -m "not slow" tests
 
-# The main job: train on the embedded Wikipedia sample, probe the model, write the report (DEMO=quick: ~2 min).
+# The main job: train on the embedded Wikipedia corpus, probe the model, write the report (DEMO=quick: a smaller model
+# and a shorter time budget; docs/training.md, "The demo").
 demo: install
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" DEMO=$(DEMO) bash training/demo.sh
 
@@ -40,13 +41,13 @@ demo: install
 bench: install
 	$(PY) benchmarks/bench_train.py --out benchmarks/results
 
-# Train the variants and answer the classic questions (QUICK=1: the ~5 min version the tests run).
+# Train the variants and answer the classic questions (QUICK=1: the tiny version the tests run; docs/experiments.md).
 experiments: install
 	$(VENV)/bin/hf-minattn experiments $(if $(QUICK),--quick,) --out outputs/experiments
 
-# Mutation testing (mutmut, configured in pyproject.toml) of the modules whose numbers we publish, about 20 minutes on
-# 2 cores: the score goes to outputs/mutmut-score.txt and the survivors to outputs/mutmut-survivors.txt; docs/testing.md
-# says why each survivor survives.
+# Mutation testing (mutmut, configured in pyproject.toml) of the modules whose numbers we publish: the score and the
+# time it took go to outputs/mutmut-score.txt and the survivors to outputs/mutmut-survivors.txt; docs/testing.md says
+# why each survivor survives.
 MUTANTS ?= "hf_minattn.stats.*" "hf_minattn.experiments.statistics.*" "hf_minattn.drift.*" "hf_minattn.unigram.*" \
 	"hf_minattn.probes.head_ablation.*" "hf_minattn.modeling_minattn.*otary*" "hf_minattn.modeling_minattn.*rope*" "hf_minattn.modeling_minattn.*rotate_half*" \
 	"hf_minattn.probes.benchmarks.*spearman*" "hf_minattn.probes.benchmarks.*_difference*" \

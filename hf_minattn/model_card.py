@@ -29,7 +29,8 @@ class CardFacts:
     num_parameters: int
     dataset_id: str | None  # Hub dataset id for the metadata, or None for local files
     dataset_config: str | None
-    dataset_description: str
+    dataset_description: str  # the card's text says this in full
+    dataset_title: str | None = None  # a few words: the Hub shows the results' dataset name as a title
     eval_metrics: dict = field(default_factory=dict)  # Trainer's "eval_*" metrics
     train_summary: str = ""
     command: str = ""
@@ -70,7 +71,7 @@ def _eval_results(facts: CardFacts) -> list[EvalResult]:
         task_type="fill-mask",
         task_name="Masked language modelling",
         dataset_type=facts.dataset_id or "text",
-        dataset_name=facts.dataset_id or facts.dataset_description,
+        dataset_name=facts.dataset_id or facts.dataset_title or facts.dataset_description,
         dataset_config=facts.dataset_config,
         dataset_split="validation",
     )
@@ -177,11 +178,21 @@ def describe_training(args, train_metrics: dict, steps: int | None) -> str:
         "bf16 autocast" if args.bf16 else "fp32",
         f"seed {args.seed}",
     ]
-    if "train_runtime" in train_metrics:
-        parts.append(f"{train_metrics['train_runtime'] / 60:.1f} min")
-    if "train_tokens_per_second" in train_metrics:
-        parts.append(f"{train_metrics['train_tokens_per_second']:,.0f} tokens/s")
-    return ", ".join(parts)
+    return ", ".join(parts)  # time and throughput: the card links train_results.json, which holds them
+
+
+EMBEDDED_CORPUS_TITLE = "English Wikipedia prose (hf_minattn's embedded corpus)"
+
+
+def dataset_title(data_args) -> str:
+    """The training data in a few words: a Hub dataset's id (and configuration), a local file's name, or the
+    embedded corpus."""
+    if data_args.dataset_name:
+        config = data_args.dataset_config_name
+        return data_args.dataset_name + (f" ({config})" if config else "")
+    if data_args.train_file:
+        return os.path.basename(data_args.train_file)
+    return EMBEDDED_CORPUS_TITLE
 
 
 def card_facts(trainer, model_args, data_args, data_description, tokenizer, train_metrics, eval_metrics,
@@ -197,6 +208,7 @@ def card_facts(trainer, model_args, data_args, data_description, tokenizer, trai
         tokenizer=tokenizer_facts(tokenizer),
         dataset_config=data_args.dataset_config_name,
         dataset_description=data_description,
+        dataset_title=dataset_title(data_args),
         eval_metrics=eval_metrics,
         train_summary=describe_training(args, train_metrics, None if in_progress else trainer.state.global_step),
         in_progress=in_progress,
