@@ -255,8 +255,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", help="comma-separated seeds, e.g. 0,1,2 (default: the preset's)")
     parser.add_argument("--reference", choices=REFERENCES,
                         help="probe the pretrained all-MiniLM-L6-v2 beside the models ('minilm') or not ('none'). "
-                             "Default: the preset's; the full preset leaves it out (about 5 of its minutes on 2 CPU "
-                             "cores), --quick and --scale include it")
+                             "Default: the preset's; the full preset leaves it out (it adds two passes over the "
+                             "corpus), --quick and --scale include it")
     parser.add_argument("--precision", choices=PRECISIONS,
                         help="training precision: fp32, bf16 autocast, or auto (bf16 where it is native: a GPU with "
                              "bf16, a CPU with AVX512-BF16/AMX). Default: the preset's: auto for the full preset and "

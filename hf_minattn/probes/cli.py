@@ -25,7 +25,8 @@ def probe_parser():
     p.add_argument("model", help="a model folder loadable with AutoModel/AutoTokenizer (fast tokenizer)")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--corpus", help="UTF-8 text file, one paragraph or sentence per line")
-    source.add_argument("--dataset", help="a datasets folder (save_to_disk) or dataset name available offline")
+    source.add_argument("--dataset",
+                        help="a datasets folder (save_to_disk) or a dataset name that datasets.load_dataset accepts")
     p.add_argument("--split", default="validation", help="dataset split (default: validation)")
     p.add_argument("--text-column", default="text")
     p.add_argument("--max-sentences", type=int, default=2000, help="probe sentences (default 2000; 0 = all)")
@@ -44,7 +45,8 @@ def probe_parser():
     p.add_argument("--vector-max-sentences", type=int, default=0, help="cap on the vector corpus (0 = all)")
     p.add_argument("--reference", default=None,
                    help="a fully trained encoder folder probed with the same protocol as a reference column, or "
-                        "'minilm' for the installed all-MiniLM-L6-v2 (off by default: it adds ~5-10 min on 2 cores)")
+                        "'minilm' for the installed all-MiniLM-L6-v2 (off by default: it adds its own passes over "
+                        "the vector corpus)")
     p.add_argument("--no-untrained", action="store_true",
                    help="skip the same architecture at initialisation (scored beside every benchmark by default)")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% intervals (at least 10)")
