@@ -80,22 +80,38 @@ def loss_allocation_answers(results: dict) -> dict | None:
 
 
 def answer_questions(results: dict) -> dict:
-    answers = {"scale": scale_numbers(results), "losses": loss_table(results)}
-    config = results["config"]
+    """The numbers behind every answer of FINDINGS.md: scale, losses, floors, one entry per question (q1 to q3; q3's
+    circuits and q4 to q7 when the probes ran at every seed) and the pairing of the runs."""
+    answers = {"scale": scale_numbers(results), "losses": loss_table(results), "floors": floor_answers(results),
+               "q1": embeddings_updated_answers(results), "q2": frozen_embeddings_answers(results),
+               "q3": projection_answers(results)}
+    probes = results.get("probes") or {}
+    if "full" in (probes.get("by_seed") or {}) and "untrained" in probes["by_seed"]:
+        from .probe_answers import probe_answers
 
-    # The full model against its floors.
-    answers["floors"] = st.holm_family({
+        answers.update(probe_answers(results, probes, results["config"]))
+    answers["pairing"] = results["pairing"]
+    return answers
+
+
+def floor_answers(results: dict) -> dict:
+    """The full model against its floors (unigram, untrained), and the untrained model against the unigram floor."""
+    return st.holm_family({
         "full_vs_unigram": st.difference(results, "full", "unigram"),
         "full_vs_untrained": st.difference(results, "full", "untrained"),
         "untrained_vs_unigram": st.difference(results, "untrained", "unigram"),
     })
 
-    # 1. Are the input embeddings updated? Per-row drift against frequency; unseen rows must not move.
+
+def embeddings_updated_answers(results: dict) -> dict:
+    """Q1, are the input embeddings updated? Per-row drift against frequency (rows never input must not move), the
+    frozen control, and the loss change allocation."""
     d = results["drift"]["full"]
     rows = results["rows"]["full"]
     by_seed = (results["rows"].get("by_seed") or {}).get("full") or {}
     rhos = [r["spearman_drift_vs_count"]["estimate"] for r in by_seed.values() if r["spearman_drift_vs_count"]]
-    answers["q1"] = {
+    frozen = results["rows"]["frozen_embeddings"]
+    return {
         "spearman_over_seeds": mean_over_seeds(rhos) if len(rhos) == len(by_seed) and rhos else None,
         "never_input_moved_any_seed": sum(r["never_input_moved"] or 0 for r in by_seed.values()) if by_seed else None,
         "steps": d["step"], "drift": {k: rounded(v) for k, v in d["drift"].items()},
@@ -103,33 +119,38 @@ def answer_questions(results: dict) -> dict:
         "frozen_word_embeddings_drift": rounded(results["drift"]["frozen_embeddings"]["drift"].get("word_embeddings")),
         "embeddings_updated": d["drift"]["word_embeddings"] > 0,
         "rows": rows,
-        "rows_frozen_moved": results["rows"]["frozen_embeddings"]["not_in_text"]["moved"]
-        + sum(b["moved"] for b in results["rows"]["frozen_embeddings"]["bins"][1:]),
+        "rows_frozen_moved": frozen["not_in_text"]["moved"] + sum(b["moved"] for b in frozen["bins"][1:]),
         "never_input_moved": rows.get("never_input", {}).get("moved"),
         "not_in_text_moved": rows["not_in_text"]["moved"],
         "weight_decay": results["settings"]["weight_decay"],
+        "loss_allocation": loss_allocation_answers(results),
     }
 
-    answers["q1"]["loss_allocation"] = loss_allocation_answers(results)
 
-    # 2. Is there any need to train the embeddings? Paired over seeds, plus the trend during training.
+def frozen_embeddings_answers(results: dict) -> dict:
+    """Q2, is there any need to train the embeddings? Frozen against full (and at matched capacity) paired over
+    seeds, their shares of the gain, the gap during training and word similarity during training."""
+    matched = "frozen_embeddings_matched" in results["variants"]  # results from before the matched control lack it
     family = {"frozen_minus_full": st.difference(results, "frozen_embeddings", "full")}
-    if "frozen_embeddings_matched" in results["variants"]:  # results from before the matched control: without it
+    if matched:
         family["frozen_matched_minus_full"] = st.difference(results, "frozen_embeddings_matched", "full")
-    answers["q2"] = {
+    return {
         **st.holm_family(family),
         "frozen_share_of_gain": st.share_of_gain(results, "frozen_embeddings"),
-        "frozen_matched_share_of_gain": (st.share_of_gain(results, "frozen_embeddings_matched")
-                                         if "frozen_embeddings_matched" in results["variants"] else None),
+        "frozen_matched_share_of_gain": st.share_of_gain(results, "frozen_embeddings_matched") if matched else None,
         "gain_full": st.curve_gap(results, "full"),
         "gain_frozen": st.curve_gap(results, "frozen_embeddings"),
         "gain_full_minus_frozen": st.curve_difference(results, "full", "frozen_embeddings"),
         "similarity": similarity_summary(results["dynamics"]) if results.get("dynamics") else None,
     }
 
-    # 3. W_Q, W_K and the embedding matrix; identity projections at matched parameter count; QKV learned from I.
+
+def projection_answers(results: dict) -> dict:
+    """Q3, W_Q, W_K and the embedding matrix: their shapes, and identity projections (at matched parameter count),
+    QKV learned from the identity and attention alone against the full model, paired over seeds."""
+    config = results["config"]
     H, C = config["num_attention_heads"], config["hidden_size"]
-    answers["q3"] = {
+    return {
         "embedding_shape": [config["vocab_size"], C], "projection_shape": [C, C], "heads": H, "head_dim": C // H,
         "parameters": results["parameters"], "matched": results["matched"],
         **st.holm_family({"identity_minus_full": st.difference(results, "identity_qkv", "full"),
@@ -139,11 +160,3 @@ def answer_questions(results: dict) -> dict:
         "from_identity_share_of_gain": st.share_of_gain(results, "qkv_from_identity"),
         "attention_only_share_of_gain": st.share_of_gain(results, "attention_only"),
     }
-
-    probes = results.get("probes") or {}
-    if "full" in (probes.get("by_seed") or {}) and "untrained" in probes["by_seed"]:
-        from .probe_answers import probe_answers
-
-        answers.update(probe_answers(results, probes, config))
-    answers["pairing"] = results["pairing"]
-    return answers

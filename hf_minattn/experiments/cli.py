@@ -19,7 +19,8 @@ from .figures import make_figures
 from .findings import render_findings
 from .head_dynamics import head_curves
 from .probing import probe_variants
-from .training import SETTINGS, VARIANTS, log, matched_intermediate_size, train_variants, variant_named
+from .training import (SETTINGS, VARIANTS, build_config, count_parameters, log, matched_intermediate_size,
+                       train_variants, variant_named, variant_overrides)
 
 
 def check_seeds(seeds) -> tuple[int, ...]:
@@ -102,84 +103,120 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
     """Train, score, probe, answer; writes `out/results.json`, `out/FINDINGS.md` and `out/figures/` (every figure,
     the probes' too, as PNG, SVG or both: `figure_format`). `reference`: "minilm" probes all-MiniLM-L6-v2 on the
     same corpus and pairs, "none" does not; None: the preset's choice (the full preset leaves it out)."""
+    settings, seeds = checked_arguments(out, preset, seeds, figure_format, reference, precision)
+    out = os.fspath(out)
+    start = time.perf_counter()
+    clock = PhaseClock()
+    folders, measured = run_phases(out, settings, seeds, figure_format, clock)
+    results = collect_results(out, folders, settings, seeds, measured, command=command, preset=preset)
+    results["answers"] = answer_questions(results)
+    results["minutes"] = rounded((time.perf_counter() - start) / 60, 1)
+    results["phase_minutes"] = clock.minutes
+    write_results(results, out, figure_format)
+    return results
+
+
+def checked_arguments(out, preset, seeds, figure_format, reference, precision) -> tuple[dict, tuple[int, ...]]:
+    """The settings of the call and its seeds, every argument checked (a TypeError or ValueError naming it) before
+    any training; bf16 "auto" is resolved here as run_mlm would, so that results.json says which it was."""
     from hf_minattn.probes.plots import figure_suffixes
 
     if not isinstance(out, (str, os.PathLike)):
         raise TypeError(f"out must be a folder path, got {out!r}")
     settings = preset_settings(preset, reference, precision)
-    if settings["bf16"] is None:  # "auto", resolved here as run_mlm would, so that results.json says which it was
+    if settings["bf16"] is None:
         settings["bf16"] = fast_bf16_available()
-    figure_suffixes(figure_format)  # a ValueError naming it, before any training
-    out = os.fspath(out)
-    start = time.perf_counter()
-    seeds = check_seeds(settings["seeds"] if seeds is None else seeds)
-    phases, clock = {}, time.perf_counter()
+    figure_suffixes(figure_format)
+    return settings, check_seeds(settings["seeds"] if seeds is None else seeds)
 
-    def phase_done(name):  # where the minutes of this call went (a rerun reuses trained models and cached numbers)
-        nonlocal clock
-        phases[name], clock = rounded((time.perf_counter() - clock) / 60, 1), time.perf_counter()
-        log(f"{name}: {phases[name]} min")
 
+class PhaseClock:
+    """Where the minutes of a call went, phase by phase (a rerun reuses trained models and cached numbers)."""
+
+    def __init__(self):
+        self.minutes, self.clock = {}, time.perf_counter()
+
+    def done(self, name: str) -> None:
+        now = time.perf_counter()
+        self.minutes[name], self.clock = rounded((now - self.clock) / 60, 1), now
+        log(f"{name}: {self.minutes[name]} min")
+
+
+def run_phases(out: str, settings: dict, seeds, figure_format: str, clock: PhaseClock) -> tuple[dict, dict]:
+    """Train every variant at every seed, score, measure the similarity and head dynamics, probe; returns the model
+    folders ({variant: {seed: folder}}) and what each phase measured."""
     folders = train_variants(out, settings, seeds)
-    phase_done("training")
+    clock.done("training")
     scored = evaluate(out, folders, settings, seeds)
-    phase_done("scoring")
+    clock.done("scoring")
     # Both dynamics phases read the saved states; they are deleted only once both have cached their numbers.
     dynamics = similarity_dynamics(out, folders, settings, seeds, remove_states=False)
-    phase_done("similarity dynamics")
+    clock.done("similarity dynamics")
     heads = head_dynamics(out, folders, settings, seeds)
     remove_saved_states(folders, seeds)
-    phase_done("head dynamics")
+    clock.done("head dynamics")
     probes = probe_variants(out, folders, settings, seeds, figure_format)
-    phase_done("probes")
-    with open(os.path.join(folders["full"][seeds[0]], "config.json")) as f:
+    clock.done("probes")
+    return folders, {"scored": scored, "dynamics": dynamics, "head_dynamics": heads, "probes": probes}
+
+
+def collect_results(out: str, folders: dict, settings: dict, seeds, measured: dict, command: str, preset: str) -> dict:
+    """results.json without its answers: the call, the model shape and sizes, the pairing, every phase's numbers;
+    plain JSON types with int seed keys, folders relative to `out`, floats rounded to 4 digits."""
+    scored, first = measured["scored"], folders["full"][seeds[0]]
+    with open(os.path.join(first, "config.json")) as f:
         config = json.load(f)
     variants = scored["variants"]
     for name in variants:
         with open(os.path.join(folders[name][seeds[0]], "config.json")) as f:
             variants[name]["config"] = {k: v for k, v in json.load(f).items()
                                         if k in ("intermediate_size", "qkv_projection", "qkv_init")}
-    from .training import count_parameters, build_config, variant_overrides
-
     results = {
         "command": command, "machine": machine_description(), "date": time.strftime("%Y-%m-%d"), "preset": preset,
         "corpus": WIKIPEDIA_CORPUS_DESCRIPTION,
         "seeds": list(seeds), "settings": {**settings, "seeds": list(seeds)},
         "config": {k: config[k] for k in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                                           "intermediate_size", "max_position_embeddings", "position_embedding_type")},
-        "parameters": {v.name: count_parameters(build_config(settings, variant_overrides(settings, v, scored["vocab_size"]),
-                                                             scored["vocab_size"])) for v in VARIANTS if v.trained},
-        "trainable_parameters": {v.name: count_parameters(build_config(settings, variant_overrides(settings, v, scored["vocab_size"]),
-                                                                       scored["vocab_size"]), v.freeze_embeddings)
-                                 for v in VARIANTS if v.trained},
-        "matched": matched_intermediate_size(settings, variant_named("identity_qkv"), scored["vocab_size"]),
-        "matched_frozen": matched_intermediate_size(settings, variant_named("frozen_embeddings_matched"),
-                                                    scored["vocab_size"]),
+        **parameter_counts(settings, scored["vocab_size"]),
         "unigram_loss": rounded(np.mean([row["unigram_loss"] for row in variants["full"]["seeds"]])),
         "unigram": {"entropy": scored["unigram_entropy"], "training_tokens": scored["unigram_tokens"]},
         "epochs_touched": scored["epochs_touched"],
         "pairing": {"initialisation": initialisation_agreement(settings, scored["vocab_size"], seeds[0]),
                     "data_order": "the Trainer's sampler is seeded with --seed",
                     "masks": "MLMCollator draws each example's masks from (seed, epoch or stream, example index)"},
-        "folders": folders, "variants": variants, "rows": scored["rows"],
+        "folders": {k: {s: os.path.relpath(p, out) for s, p in v.items()} for k, v in folders.items()},
+        "variants": variants, "rows": scored["rows"],
         "drift": {name: drift_summary(folders[name][seeds[0]]) for name in ("full", "frozen_embeddings", "identity_qkv")},
         "loss_allocation": {seed: loss_allocation_summary(folders["full"][seed]) for seed in seeds},
-        "probes": probes, "dynamics": dynamics, "head_dynamics": heads,
+        "probes": measured["probes"], "dynamics": measured["dynamics"], "head_dynamics": measured["head_dynamics"],
     }
-    results["parameters"]["untrained"] = results["parameters"]["full"]
-    results["folders"] = {k: {s: os.path.relpath(p, out) for s, p in v.items()} for k, v in folders.items()}
-    results = json.loads(json.dumps(results, default=str))  # plain types, folders as str
-    results = int_seed_keys(results)
+    results = int_seed_keys(json.loads(json.dumps(results, default=str)))  # plain types, folders as str
     round_floats(results)
-    results["answers"] = answer_questions(results)
-    results["minutes"] = rounded((time.perf_counter() - start) / 60, 1)
-    results["phase_minutes"] = phases
+    return results
+
+
+def parameter_counts(settings: dict, vocab_size: int) -> dict:
+    """Parameters of each trained variant (the untrained model has the full model's), its trainable parameters
+    (frozen embeddings left out), and the widths that match the identity and frozen variants to the full model."""
+    configs = {v.name: build_config(settings, variant_overrides(settings, v, vocab_size), vocab_size)
+               for v in VARIANTS if v.trained}
+    parameters = {name: count_parameters(config) for name, config in configs.items()}
+    return {
+        "parameters": {**parameters, "untrained": parameters["full"]},
+        "trainable_parameters": {v.name: count_parameters(configs[v.name], v.freeze_embeddings)
+                                 for v in VARIANTS if v.trained},
+        "matched": matched_intermediate_size(settings, variant_named("identity_qkv"), vocab_size),
+        "matched_frozen": matched_intermediate_size(settings, variant_named("frozen_embeddings_matched"), vocab_size),
+    }
+
+
+def write_results(results: dict, out: str, figure_format: str) -> None:
+    """The figures, results.json and FINDINGS.md (which links the figures drawn)."""
     figures = make_figures(results, out, figure_format)
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(results, f, indent=1, allow_nan=False, default=str)
     with open(os.path.join(out, "FINDINGS.md"), "w") as f:
         f.write(render_findings(results, figures))
-    return results
 
 
 def similarity_dynamics(out: str, folders: dict, settings: dict, seeds, remove_states: bool = True) -> dict:
