@@ -11,6 +11,7 @@ COMMANDS = {
     "probe": ("hf_minattn.probes.cli", "probe_main", "probe an encoder's static vs contextual embeddings, heads and weights"),
     "compare": ("hf_minattn.probes.cli", "compare_main", "put several probe results side by side"),
     "experiments": ("hf_minattn.experiments", "main", "train the variants and answer the classic questions"),
+    "findings": ("hf_minattn.experiments.findings_cli", "main", "re-render FINDINGS.md and its figures from a results.json"),
     "view": ("hf_minattn.probes.serve", "view_main", "serve the interactive attention view, encoding typed sentences"),
 }
 

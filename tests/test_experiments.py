@@ -10,27 +10,13 @@ import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
+from test_findings import numbers_missing
 
 from hf_minattn.experiments import VARIANTS, main
 
 pytestmark = pytest.mark.slow
 
 NUMBER = re.compile(r"(?<![\w.-])-?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.]*\w)")
-
-
-def numbers_in(value):
-    if isinstance(value, bool):
-        return
-    if isinstance(value, (int, float)):
-        yield float(value)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from numbers_in(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from numbers_in(v)
-    elif isinstance(value, str):  # e.g. the command line and the machine description
-        yield from (float(x) for x in NUMBER.findall(value))
 
 
 def test_quick_run_end_to_end(tmp_path, capsys):
@@ -55,11 +41,7 @@ def test_quick_run_end_to_end(tmp_path, capsys):
         assert f"figures/{figure}.png" in findings
     assert "intervals need >= 3 seeds" in findings  # --quick has 2 seeds
     assert "similarity / relatedness subsets (Agirre et al.;" in sections[4]
-    known = set(numbers_in(results))
-    body = [line for line in findings.splitlines() if not line.startswith(("#", "!["))]
-    found = [float(x) for line in body for x in NUMBER.findall(line)]
-    missing = [x for x in found if not any(math.isclose(x, k, rel_tol=1e-9, abs_tol=1e-12) for k in known)]
-    assert len(found) > 50 and not missing, missing
+    assert len(NUMBER.findall(findings)) > 50 and not numbers_missing(findings, results)  # rounded as shown
 
     # schema: per-seed rows for every variant, a top-level unigram floor
     seeds = results["seeds"]

@@ -212,7 +212,7 @@ def test_where_the_prediction_forms_follows_the_gain_intervals_over_seeds():
     the last block's paired gain decides "adds"."""
     forms_at_1 = text("q6", with_logit_lens(probes(), [[-0.2, 0.3, 0.8], [-0.1, 0.35, 0.85], [-0.15, 0.32, 0.9]]))
     assert "**Where the prediction forms: from layer 1 of 2 on" in forms_at_1
-    assert "The last block adds 0.5267" in forms_at_1 and "(more gain)" in forms_at_1
+    assert "The last block adds 0.527 [" in forms_at_1 and "(more gain)" in forms_at_1
     only_last = text("q6", with_logit_lens(probes(), [[-0.2, -0.3, 0.8], [-0.1, 0.2, 0.85], [-0.15, -0.1, 0.9]]))
     assert "**Where the prediction forms: only at the last layer (layer 2)" in only_last
     none = text("q6", with_logit_lens(probes(), [[-0.2, -0.3, 0.1], [-0.1, 0.2, -0.1], [-0.15, -0.1, 0.05]]))
@@ -244,9 +244,9 @@ def test_the_circuits_sentence_follows_the_identity_correlation_over_seeds():
     reproduce = lines((0.8, 0.82, 0.85))
     assert "**The trained W_Q/W_K of layer 0 reproduce the embedding similarity" in reproduce
     assert "over 999 pairs of the 1000 most frequent tokens" in reproduce and "OV copying score" in reproduce
-    assert "mean over the 2 heads, over seeds: 0.8233 [" in reproduce
+    assert "mean over the 2 heads" in reproduce and "| trained form vs LN(E) LN(E)^T | 0.823 | [" in reproduce
     assert "closer to the embedding similarity" in reproduce  # full - started at I: +0.6 at every seed
-    assert "With W = I itself the correlation is 1.0 [1.0, 1.0]" in reproduce
+    assert "| W = I itself (a check of the probe: 1 by construction) | 1 | [1, 1] |" in reproduce
     assert "partly follow" in lines((0.2, 0.3, 0.25))
     other = lines((0.2, -0.3, 0.05))
     assert "compute something other than the embedding similarity" in other

@@ -1,0 +1,124 @@
+"""The seven answers of FINDINGS.md, one sentence each, chosen by the stored verdicts and intervals: the same
+sentence opens the findings' summary and its question's section. Each function reads `results` (a results.json)
+and returns the sentence without its bold markers; `ANSWERS` is the ordered registry."""
+
+from . import statistics as st
+from .findings_format import ci, compared
+
+NOT_MEASURED = "Not measured in this run (results.json has no probe answers)"
+
+
+def q1_answer(results: dict) -> str:
+    q1 = results["answers"]["q1"]
+    rho = q1.get("spearman_over_seeds") or q1["rows"]["spearman_drift_vs_count"]
+    trend = {1: "rows of frequent tokens move further", 0: "row movement is not told apart from frequency",
+             -1: "rows of rare tokens move further"}[st.sign(rho)]
+    return (f"{'Yes' if q1['embeddings_updated'] else 'No'}: backpropagation updates the input embeddings like every "
+            f"other weight, row by row: {trend}")
+
+
+def q2_answer(results: dict) -> str:
+    matched = results["answers"]["q2"].get("frozen_matched_minus_full")
+    return compared(matched, "Yes, at this scale: frozen random embeddings are worse, even with the capacity given back",
+                    "No, at this scale: with the capacity given back, frozen random embeddings do as well as trained "
+                    "ones",
+                    "No, at this scale: with the capacity given back, frozen random embeddings are better",
+                    "Not resolved at this scale: with the capacity given back, the data cannot tell frozen random "
+                    f"embeddings from trained ones (neither a difference nor equivalence within ±{matched['margin']})"
+                    if matched else None)
+
+
+def q3_answer(results: dict) -> str:
+    identity = results["answers"]["q3"]["identity_minus_full"]
+    return ("No: they are separate matrices with their own shapes and gradients; set to the identity "
+            "(W_Q = W_K = W_V = I, capacity matched), the model "
+            + compared(identity, "is worse", "does as well", "is better",
+                       "is not told apart from the full model at this scale"))
+
+
+def q4_answer(results: dict) -> str:
+    q4 = results["answers"].get("q4")
+    if not q4:
+        return NOT_MEASURED
+    layers = len(q4["js_within_layer_trained"])
+    apart = [l for l in range(layers) if st.verdict(q4["js_trained_minus_init"][f"layer_{l}"]) == "higher"]
+    return ("From a random initialisation, then gradient descent. "
+            + (f"Training makes the heads of {len(apart)} of {layers} layers attend more differently from each other "
+               "than at initialisation" if apart else
+               "Training does not make the heads of any layer measurably more different from each other than at "
+               "initialisation"))
+
+
+VERSUS = {"higher": "above", "lower": "below", "equivalent": "equivalent to", "unresolved": "not told apart from"}
+
+
+def q5_answer(results: dict) -> str:
+    q5 = results["answers"].get("q5")
+    if not q5:
+        return NOT_MEASURED
+    comparisons, pairs = q5["comparisons"] or {}, (q5["pairs"] or {}).get("wordsim353", {})
+    return (f"Measured against human similarity judgements (WordSim-353, {pairs.get('kept')} of {pairs.get('total')} "
+            "pairs, both words in every vocabulary), the full model's last-layer vectors are "
+            f"{VERSUS[st.verdict(comparisons.get('last_vs_untrained'))]} the untrained model's and "
+            f"{VERSUS[st.verdict(comparisons.get('last_vs_word2vec'))]} word2vec's")
+
+
+def q6_answer(results: dict) -> str:
+    senses = (results["answers"].get("q6") or {}).get("senses")
+    if not senses:
+        return "Senses were not measured in this run"
+    c = senses["comparisons"]
+    beats_controls = st.verdict(c["vs_position"]) == "higher" and st.verdict(c["vs_untrained"]) == "higher"
+    return {"higher": "Senses: the last layer tells a homonym's senses apart above chance"
+                      + (", above the untrained model and above the control that sees only position and sentence "
+                         "length" if beats_controls else
+                         ", but not above both the untrained model and the control that sees only position and "
+                         "sentence length: that it comes from meaning is not shown at this scale"),
+            "lower": "Senses: the last layer classifies a homonym's senses below chance",
+            "equivalent": "Senses: the last layer is at chance on a homonym's senses (not at this scale)",
+            "unresolved": "Senses: not resolved at this scale whether the last layer tells a homonym's senses apart"
+            }[st.verdict(c["vs_chance"])]
+
+
+def q7_answer(results: dict) -> str:
+    q7 = results["answers"].get("q7")
+    if not q7:
+        return NOT_MEASURED
+    share = q7["self_share"] or {}
+    return ("Each head's attention weights are a weighted directed graph over the tokens, but a layer's edges are not "
+            f"word-to-word relations: followed through the residual path and the layers (rollout, after layer "
+            f"{q7['layer']}), "
+            + ("the residual path keeps most of each word its own" if share.get("low", 0) > 0.5 else
+               "most of each word comes from the other words" if share.get("high", 1) < 0.5 else
+               "whether most of a word stays its own is not resolved")
+            + f" (a word's share of its own input: {ci(q7['self_share'])})")
+
+
+# (number, heading, answer): the headings are the sections' anchors, which other documents link to.
+ANSWERS = (
+    (1, "Are the input embedding vectors updated during training, or only W_Q, W_K, W_V?", q1_answer),
+    (2, "If W_Q, W_K, W_V are trained, is there any need to train the input embeddings?", q2_answer),
+    (3, "Are W_Q and W_K the embedding matrix? What if W_Q = W_K = W_V = I?", q3_answer),
+    (4, "Where do the weight matrices come from, and do different heads end up doing different things?", q4_answer),
+    (5, "Does training put words that occur together, or that are related, close together?", q5_answer),
+    (6, "What do the contextual embeddings capture that the static ones do not?", q6_answer),
+    (7, "Is self-attention a graph?", q7_answer),
+)
+
+
+def heading(number: int) -> str:
+    return f"## {number}. {ANSWERS[number - 1][1]}"
+
+
+def opening(results: dict, number: int) -> list[str]:
+    """A section's heading and its answer in bold."""
+    return [heading(number), "", f"**{ANSWERS[number - 1][2](results)}**."]
+
+
+def answers_summary(results: dict) -> list[str]:
+    """The seven answers first, each linked to its section."""
+    lines = ["**The answers** (one sentence each, chosen by the verdicts below; the sections give the numbers):", ""]
+    for number, question, answer in ANSWERS:
+        anchor = "".join(c for c in f"{number}. {question}".lower() if c.isalnum() or c in " -_").replace(" ", "-")
+        lines.append(f"{number}. [{question}](#{anchor}) {answer(results)}.")
+    return lines

@@ -1,0 +1,111 @@
+"""How FINDINGS.md prints a stored number: 3 significant digits (p-values 2), intervals as "estimate [low, high]",
+and each tested comparison as a table row with its df, its p-value labelled by what it is (Holm-adjusted within a
+family of k tests, or one test alone, unadjusted) and its verdict. Nothing is computed here: every number printed
+is one in results.json, rounded for reading."""
+
+from . import statistics as st
+
+P_FLOOR = 0.0001  # results.json stores p-values at 4 decimals: a stored 0.0 is below this
+
+
+def num(x, digits: int = 3) -> str:
+    """`x` at `digits` significant digits (integers, and the integer part of large numbers, in full); "n/a" for None."""
+    if x is None:
+        return "n/a"
+    if isinstance(x, int) and not isinstance(x, bool):
+        return str(x)
+    x = float(x)
+    if x == 0:
+        return "0"
+    if abs(x) >= 10 ** (digits - 1):
+        return f"{x:.0f}"
+    text = f"{x:.{digits}g}"
+    if "e" in text:  # below 1e-4: print the decimals in full
+        text = f"{x:.{digits - 1 - int(f'{abs(x):e}'.split('e')[1])}f}"
+    return text
+
+
+def pct(x) -> str:
+    return "n/a" if x is None else f"{num(x)}%"
+
+
+def ci(d: dict | None, unit: str = "") -> str:
+    """"estimate [low, high]" of a stored interval ("n/a" when there is none)."""
+    if d is None:
+        return "n/a"
+    return f"{num(d['estimate'])}{unit} [{num(d['low'])}, {num(d['high'])}]"
+
+
+def p_value(p) -> str:
+    """A stored p at 2 significant digits, never rounded across the 0.05 threshold the verdicts use."""
+    if p is None:
+        return "-"
+    if p < P_FLOOR:
+        return f"< {P_FLOOR}"
+    text = num(p, 2)
+    return num(p, 3) if p < st.ALPHA <= float(text) else text
+
+
+def p_cell(d: dict | None) -> str:
+    """The p of a stored comparison, labelled honestly: Holm-adjusted within its family of k tests, or a test alone."""
+    if not d or d.get("p_holm") is None:
+        return "-"
+    k = d.get("family_size") or 1
+    return f"{p_value(d['p_holm'])} (Holm, {k} tests)" if k > 1 else f"{p_value(d['p_holm'])} (one test, unadjusted)"
+
+
+def df_cell(d: dict | None) -> str:
+    if not d:
+        return "-"
+    if d.get("method", "t") != "t":
+        return f"{d['method']} bootstrap"
+    return "-" if d.get("df") is None else str(d["df"])
+
+
+def verdict_cell(d: dict | None) -> str:
+    """A tested comparison's verdict; a bare interval says only where it lies against 0."""
+    if not d:
+        return "-"
+    if "verdict" in d:
+        return {"higher": "higher", "lower": "lower", "equivalent": f"equivalent within ±{num(d.get('margin'))}",
+                "unresolved": "not resolved"}[d["verdict"]]
+    return {1: "above 0", -1: "below 0", 0: "includes 0"}[st.sign(d)]
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table, preceded by a blank line."""
+    return ["", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header),
+            *("| " + " | ".join(row) + " |" for row in rows)]
+
+
+def comparisons_table(rows: list[tuple[str, dict | None]], unit: str = "") -> list[str]:
+    """One row per (what, stored interval or comparison): estimate, 95% interval, df, p, verdict."""
+    kept = [(label, d) for label, d in rows if d is not None]
+    if not kept:
+        return []
+    return table([f"comparison{f' ({unit})' if unit else ''}", "estimate", "95% interval", "df", "p", "verdict"],
+                 [[label, num(d["estimate"]), f"[{num(d['low'])}, {num(d['high'])}]", df_cell(d), p_cell(d),
+                   verdict_cell(d)] for label, d in kept])
+
+
+def details(summary: str, lines: list[str]) -> list[str]:
+    """A collapsed block (GitHub renders Markdown inside it after a blank line)."""
+    return ["", "<details>", f"<summary>{summary}</summary>", "", *lines, "", "</details>"]
+
+
+def compared(diff: dict, worse: str, same: str, better: str, unresolved: str | None = None) -> str:
+    """The phrase for a stored comparison a - b by its verdict: "higher" (a worse), "lower" (a better), "equivalent"
+    (`same`, with the TOST margin), "unresolved" (`unresolved`, default: `same` is NOT claimed, the data cannot tell)."""
+    verdict = st.verdict(diff)
+    if verdict == "higher":
+        return worse
+    if verdict == "lower":
+        return better
+    if verdict == "equivalent":
+        return f"{same} (equivalent within ±{num(diff['margin'])} by a TOST test)"
+    margin = f" nor equivalence within ±{num(diff['margin'])}" if diff and diff.get("margin") else ""
+    return unresolved or f"not resolved at this scale (neither a difference{margin})"
+
+
+def listed(values) -> str:
+    return ", ".join(num(v) for v in values)

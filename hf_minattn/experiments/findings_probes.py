@@ -1,0 +1,293 @@
+"""FINDINGS.md's sections on the probes, questions 4-7 (heads, word similarity, contextual embeddings, attention as
+a graph), each opened by its answer and a table of its comparisons. A section function takes its own answers
+(`results["answers"]["q4"]`, ...), so that it can be rendered from synthetic probe summaries."""
+
+from . import statistics as st
+from .findings_answers import VERSUS, opening
+from .findings_format import ci, compared, comparisons_table, listed, num, p_cell, table
+
+
+def q4_section(q4: dict, fig) -> list[str]:
+    layers = len(q4["js_within_layer_trained"])
+    diff, div = q4["js_trained_minus_init"], q4.get("divergence")
+    rows = [(f"layer {l}: within-layer JS divergence, trained - untrained", diff[f"layer_{l}"]) for l in range(layers)]
+    if div:
+        rows += [(f"layer {l}: within-layer - matched across seeds", div["within_minus_matched"][f"layer_{l}"])
+                 for l in range(layers)]
+    ablation = q4.get("ablation_by_layer") or [None] * layers
+    lines = [
+        *opening({"answers": {"q4": q4}}, 4),
+        *comparisons_table(rows),
+        "",
+        "Mean Jensen-Shannon divergence between the heads of a layer, and the loss increase (nats) when all of a "
+        "layer's heads are zeroed one at a time, summed (mean over seeds, 95% t-interval):",
+        *table(["layer", "JS between heads, trained", "untrained", "summed ablation cost"],
+               [[str(l), ci(q4["js_within_layer_trained"][l]), ci(q4["js_within_layer_init"][l]), ci(ablation[l])]
+                for l in range(layers)]),
+        "",
+        f"- Mean attention entropy: {ci(q4['entropy_trained'])} trained, {ci(q4['entropy_init'])} at initialisation "
+        f"(uniform attention: {num(q4['uniform_entropy'])}).",
+        f"- Roles as Clark et al. report them: a head has a role when it gives at least {num(q4['role_min_mass'])} of "
+        "its attention (mean over queries) to one kind of target; counts per seed out of "
+        f"{q4['heads']} heads: " + "; ".join(f"{role} {listed(counts)}" for role, counts in q4["role_counts"].items())
+        + ".",
+    ]
+    if q4.get("costliest_head"):
+        lines.append(
+            f"- The head whose removal costs most (masked-LM loss increase when its output is zeroed, at the training "
+            f"mask rate {num(q4['ablation_mlm_probability'])}), per seed: "
+            + "; ".join(f"seed {c['seed']} {c['head']} +{num(c['increase'])} nats (±{num(c['interval95'])} over "
+                        f"{c['masked_tokens']} masked tokens), role {c['role']}"
+                        + (f" (mass {num(c['mass'])})" if c["mass"] is not None else "") for c in q4["costliest_head"])
+            + f"; mean over seeds {ci(q4['costliest_increase'])}.")
+    if div:
+        closer = [l for l in range(layers) if st.verdict(div["within_minus_matched"][f"layer_{l}"]) == "higher"]
+        lines.append(
+            "- Heads across seeds: each head matched to the most similar head of the same layer in another seed's "
+            f"model (Hungarian matching on their Jensen-Shannon divergence, {div['seed_pairs']} pairs of seeds, which "
+            "share seeds, so the intervals are somewhat too narrow). "
+            + (f"In {len(closer)} of {layers} layers a head is closer to its match in another run than to the other "
+               "heads of its own layer: those heads' behaviours are reproduced by training, not accidents of the start"
+               if closer else "In no layer is a head measurably closer to its match in another run than to the other "
+                              "heads of its own layer") + ".")
+    lines.append(fig("head_diversity", "head diversity"))
+    return lines + head_dynamics_lines(q4.get("over_training"), fig)
+
+
+MEASURE_NAMES = (("heads_with_role", "heads with a role"), ("max_role_mass", "largest role mass, mean over heads"),
+                 ("max_role_ratio", "largest role mass / what uniform attention gives"),
+                 ("within_layer_js", "within-layer JS divergence"),
+                 ("ablation_max", "loss increase when the costliest head is zeroed (nats)"),
+                 ("ablation_mean", "loss increase, mean over heads (nats)"),
+                 ("qk_effective_rank", "effective rank of W_Q,h^T W_K,h"))
+
+
+def head_dynamics_lines(d: dict | None, fig) -> list[str]:
+    """Q4 over training: do the heads specialise before, as or after the loss leaves the unigram plateau? Chosen by
+    the paired difference of the two steps over seeds (margin: one evaluation interval)."""
+    if not d:
+        return []
+    order, m = d["specialisation_minus_exit"], d["measures"]
+    if d["paired_seeds"] < d["min_seeds"]:
+        verdict = (f"When heads specialise, relative to the loss leaving the unigram plateau, is not resolved at this "
+                   f"scale: {d['paired_seeds']} of {d['seeds']} seeds have both steps (the loss left the plateau in "
+                   f"{d['seeds_with_exit']}, the heads' divergence rose in {d['seeds_specialised']}) and an interval "
+                   f"needs {d['min_seeds']}")
+    else:
+        verdict = compared(order, "Heads specialise after the loss leaves the unigram plateau",
+                           "Heads specialise as the loss leaves the unigram plateau",
+                           "Heads specialise before the loss leaves the unigram plateau",
+                           "Whether heads specialise before, as or after the loss leaves the unigram plateau is not "
+                           "resolved at this scale")
+    first, last = d["steps"][0], d["steps"][-1]
+    return [
+        "", f"**{verdict}** (per seed, the loss leaves the plateau at the first evaluation whose gain over the unigram "
+        f"floor exceeds {num(d['plateau_gain'])} nat, and the heads specialise at the first saved step where the mean "
+        "Jensen-Shannon divergence between the heads of a layer has risen half of the way from its value at step "
+        f"{first} to its value at step {last}; equivalence margin ±{num(d['margin'])} steps, one evaluation interval. "
+        f"Plateau exit: step {ci(d['plateau_exit'])}; specialisation: step {ci(d['specialisation'])}.)",
+        *comparisons_table([(f"specialisation - exit, paired over {d['paired_seeds']} seeds", order)], "steps"),
+        "",
+        f"The heads from step {first} to step {last} (mean over {d['seeds']} seeds, 95% t-interval; every saved state "
+        f"measured on the same {d['sentences']} sentences; {d['heads']} heads, role mass >= {num(d['role_min_mass'])}, "
+        f"rank at most {d['head_dim']}):",
+        *table(["measure", f"step {first}", f"step {last}"],
+               [[label, ci(m[name][0]), ci(m[name][-1])] for name, label in MEASURE_NAMES if name in m]),
+        fig("head_dynamics", "the heads during training, beside the gain over the unigram floor"),
+    ]
+
+
+Q5_COMPARISONS = (("last_vs_untrained", "last layer - untrained last layer"), ("last_vs_word2vec", "last layer - word2vec"),
+                  ("static_vs_untrained", "static - untrained static"), ("static_vs_word2vec", "static - word2vec"),
+                  ("static_vs_random", "static - random vectors"), ("last_vs_reference", "last layer - reference"),
+                  ("reference_vs_word2vec", "reference - word2vec"))
+
+
+def q5_section(q5: dict, results: dict, fig) -> list[str]:
+    comparisons = q5["comparisons"] or {}
+    lines = [
+        *opening({"answers": {"q5": q5}}, 5),
+        *comparisons_table([(label, comparisons.get(name)) for name, label in Q5_COMPARISONS], "Spearman"),
+        "",
+        f"Differences of Spearman correlations on the same pairs, by a hierarchical bootstrap over "
+        f"{results['answers']['scale']['seeds']} seeds and the pairs; cosines after All-but-the-Top wherever a space's "
+        f"anisotropy baseline is above 0.1; a correlation on this many pairs has a standard error near "
+        f"{num(q5['standard_error'])}, so differences below about twice that are beyond this measurement; "
+        f"equivalence margin ±{num(q5['margin'])}.",
+        *q5_scores(q5, results),
+        *related_lines(q5, results),
+        fig("related_words", "related word pairs"), fig("word_similarity", "word similarity by layer"),
+    ]
+    return lines
+
+
+def _score(scores: dict | None, key: str, system: str) -> dict | None:
+    return ((scores or {}).get(key) or {}).get(system)
+
+
+def _reference_last(scores, key):
+    layers = [s.split("/")[1] for s in (scores.get(key) or {}) if s.startswith("minilm/layer_")]
+    return layers[-1] if layers else "static"
+
+
+def q5_scores(q5: dict, results: dict) -> list[str]:
+    """The Spearman scores behind the comparisons, and WordSim-353's subsets and SimLex-999 where measured."""
+    last = f"layer_{results['config']['num_hidden_layers']}"
+    key, scores, comparisons = q5["key"], q5["word_pairs"] or {}, q5["comparisons"] or {}
+    systems = [("full, static", "full/static"), ("full, last layer", f"full/{last}"),
+               ("untrained, static", "untrained/static"), ("untrained, last layer", f"untrained/{last}"),
+               ("word2vec (one per seed, settings chosen on SimLex-999 and the analogies)", "word2vec"),
+               ("random vectors", "random")]
+    if q5.get("reference"):
+        systems.append((f"{q5['reference']} (pretrained reference, last layer)",
+                        f"minilm/{_reference_last(scores, key)}"))
+    subsets = {name: scores.get(f"wordsim353_{name}_read") for name in ("similarity", "relatedness")}
+    extra = all(subsets.values())
+    header = ["vectors", "WordSim-353"] + (["similarity subset", "relatedness subset", "SimLex-999"] if extra else [])
+    rows = [[label, ci(_score(scores, key, system))]
+            + ([ci(subsets["similarity"].get(system)), ci(subsets["relatedness"].get(system)),
+                ci(_score(scores, "simlex999_read", system))] if extra else []) for label, system in systems]
+    lines = ["", "Spearman with human judgements (mean over seeds, 95% interval):", *table(header, rows), ""]
+    if extra:
+        lines.append("- WordSim-353's similarity / relatedness subsets (Agirre et al.; "
+                     f"{q5['pairs']['wordsim353_similarity']['kept']} / {q5['pairs']['wordsim353_relatedness']['kept']} "
+                     "pairs) are scored apart in the table.")
+    if comparisons.get("last_vs_reference"):
+        lines.append(f"- Last layer against {q5['reference']}: {VERSUS[st.verdict(comparisons['last_vs_reference'])]}; "
+                     f"{q5['reference']} against word2vec: {VERSUS[st.verdict(comparisons['reference_vs_word2vec'])]}.")
+    return lines
+
+
+def related_lines(q5: dict, results: dict) -> list[str]:
+    """Single pairs (king/queen against king/dog, man/woman against man/river) and co-occurrence against cosine."""
+    last = f"layer_{results['config']['num_hidden_layers']}"
+    rows = []
+    for system, label in (("static", "static vectors"), (last, "last layer"), ("word2vec", "word2vec")):
+        r = q5["related"].get(system) or {}
+        for near, far in (("king/queen", "king/dog"), ("man/woman", "man/river")):
+            d = r.get(f"{near} - {far}")
+            if d:
+                rows.append([label, "after All-but-the-Top" if r["abtt"] else "raw", ci(r["anisotropy"]),
+                             f"{near} {ci(r[near])}", f"{far} {ci(r[far])}", ci(d), p_cell(d),
+                             compared(d, f"{near.split('/')[1]} is closer", "no closer",
+                                      f"{far.split('/')[1]} is closer", "not told apart")])
+    lines = ["", "Single pairs, cosine (mean over seeds; t-interval):",
+             *table(["vectors", "cosines", "anisotropy baseline", "pair", "against", "difference", "p", "verdict"], rows)]
+    cooc = q5["cooccurrence"]
+    if cooc:
+        p = q5.get("cooccurrence_pairs") or {}
+        lines += ["", f"- Words that occur together (PPMI within {p.get('window')} words, over the "
+                  f"{p.get('positive_ppmi_pairs')} co-occurring pairs of the {p.get('top_words')} most frequent words): "
+                  "Spearman between PPMI and cosine, mean over seeds: "
+                  + "; ".join(f"{name} {ci(v['spearman'])}" for name, v in cooc.items())
+                  + " (word2vec, trained on co-occurrence, is the positive control)."]
+    return lines if rows or cooc else []
+
+
+def q6_section(q6: dict, fig) -> list[str]:
+    senses, comparisons = q6.get("senses"), q6.get("comparisons") or {}
+    c = (senses or {}).get("comparisons") or {}
+    lines = [*opening({"answers": {"q6": q6}}, 6),
+             *comparisons_table([("sense accuracy - chance", c.get("vs_chance")),
+                                 ("sense accuracy - untrained model", c.get("vs_untrained")),
+                                 ("sense accuracy - position-and-length control", c.get("vs_position")),
+                                 ("WordSim-353 Spearman, last layer - static", comparisons.get("last_vs_static")),
+                                 (f"WordSim-353 Spearman, best layer ({q6.get('best_layer')}, chosen on these pairs, "
+                                  "so optimistic) - static", comparisons.get("best_layer_vs_static"))])]
+    if senses:
+        lines += ["", f"Leave-one-out nearest-centroid accuracy on {senses['words']} homonyms, {senses['occurrences']} "
+                  f"labelled occurrences, vectors after All-but-the-Top: {ci(senses['accuracy'])} over seeds, raw "
+                  f"{ci(senses['raw_accuracy'])}; chance {num(senses['chance'])}.",
+                  "",
+                  f"- Against the untrained model ({ci(senses['untrained_accuracy'])}): "
+                  + compared(c["vs_untrained"], "better", "the same", "worse", "not told apart")
+                  + "; against the stronger control that sees no vectors (the word's place in its sentence, with the "
+                  f"sentence's length: {num(senses['position_accuracy'])}): "
+                  + compared(c["vs_position"], "better", "the same", "worse", "not told apart") + "."]
+        if senses.get("reference"):
+            r = senses["reference"]
+            lines.append(f"- The pretrained reference's last layer: {num(r['accuracy'])} [{num(r['interval']['low'])}, "
+                         f"{num(r['interval']['high'])}] (bootstrap over homonyms and contexts).")
+    lines += by_layer_lines(q6)
+    lines += [*logit_lens_lines(q6.get("logit_lens"), fig),
+              fig("full_geometry", "geometry by layer (first seed, for illustration)")]
+    return lines
+
+
+def by_layer_lines(q6: dict) -> list[str]:
+    """One row per layer (embedding output first): sense accuracy, adjusted self-similarity (Ethayarajh; lower = more
+    context-specific), trained and untrained, and the pretrained reference's where measured."""
+    columns = [("sense accuracy", (q6.get("senses") or {}).get("by_layer")),
+               ("adjusted self-similarity", q6["adjusted_self_similarity"]),
+               ("untrained", q6["adjusted_self_similarity_init"])]
+    columns = [(name, values) for name, values in columns if values]
+    reference = q6.get("reference_adjusted_self_similarity")
+    layers = max(len(values) for _, values in columns)
+    rows = [[str(layer), *(ci(values[layer]) if layer < len(values) else "-" for _, values in columns)]
+            + ([num(reference[layer]) if layer < len(reference) else "-"] if reference else [])
+            for layer in range(layers)]
+    return ["", f"By layer (embedding output first; {q6['words_scored']} words scored for self-similarity; mean over "
+            "seeds, 95% t-interval):",
+            *table(["layer", *(name for name, _ in columns)] + (["pretrained reference"] if reference else []), rows)]
+
+
+def logit_lens_lines(lens: dict | None, fig) -> list[str]:
+    """Where along the depth the prediction forms (logit lens: each layer decoded through the final norm and MLM head)."""
+    if not lens:
+        return []
+    first, last = lens["first_layer_above_floor"], len(lens["gain"]) - 1
+    if lens["seeds"] < 3:
+        verdict = f"Where the prediction forms: {lens['seeds']} seeds give no interval (3 needed)"
+    elif first is None:
+        verdict = "Where the prediction forms: no layer, decoded by the MLM head, predicts masked tokens better than " \
+                  "token frequencies alone beyond its 95% interval (not at this scale)"
+    elif first == last:
+        verdict = (f"Where the prediction forms: only at the last layer (layer {last}); decoded by the same head, no "
+                   "earlier layer beats token frequencies alone beyond its interval")
+    else:
+        verdict = (f"Where the prediction forms: from layer {first} of {last} on, the layers decoded by the MLM head "
+                   "beat token frequencies alone beyond their 95% intervals")
+    untrained = lens["gain_untrained"] or []
+    return ["", f"**{verdict}** (logit lens: each layer's masked-token loss through the final norm and MLM head, as "
+            f"gain over the unigram floor of the same {lens['masked_tokens']} tokens, nats). The last block adds "
+            f"{ci(lens['last_block'])} nats ("
+            + (compared(lens["last_block"], "more gain", "no difference", "less gain", "not resolved")
+               if lens["seeds"] >= st.MIN_SEEDS_FOR_INTERVALS else "no verdict from fewer than 3 seeds")
+            + "). A head trained on the last layer only reads the others: a layer it cannot read may still hold the "
+            "information.",
+            *table(["layer", "gain, trained", "gain, untrained"],
+                   [[str(layer), ci(g), ci(untrained[layer]) if layer < len(untrained) else "-"]
+                    for layer, g in enumerate(lens["gain"])]),
+            *comparisons_table([("last block: gain of the last layer - the one before", lens["last_block"])], "nats"),
+            fig("logit_lens", "gain over the unigram floor of every layer, decoded by the MLM head")]
+
+
+def q7_section(q7: dict, fig) -> list[str]:
+    return [
+        *opening({"answers": {"q7": q7}}, 7),
+        "",
+        "Every row of a head's attention sums to one, so each head is a weighted directed graph over the tokens; but "
+        "residual connections carry each word's own vector through, and each layer mixes what earlier layers mixed. "
+        "Attention rollout (Abnar & Zuidema) follows both: it multiplies the layers' head-averaged attention, each "
+        "with the residual added (0.5 A + 0.5 I), and gives the share of each input word in a word's representation. "
+        "Norm-weighted attention (Kobayashi et al.) scales each weight by the size of the vector it moves; both are "
+        "drawn beside the raw graph in the probe reports.",
+        "",
+        f"For \"{q7['sentence']}\", after layer {q7['layer']}, the strongest rollout edges between different words "
+        "(mean over seeds, 95% t-interval):",
+        *table(["edge", "share"], [[edge, ci(w)] for edge, w in q7["strongest"]]),
+        "",
+        "- Each seed's graphs (raw, norm-weighted, rollout, flow) are in `probes/full/seed<k>/` (attention_graph.json "
+        "and report.html; probes.json in the run's own output folder).",
+        fig("attention_graph", "attention as a graph"),
+    ]
+
+
+def probe_sections(results: dict, fig) -> list[str]:
+    a = results["answers"]
+    if "q4" not in a:
+        return []
+    lines = [*q4_section(a["q4"], fig), *q5_section(a["q5"], results, fig), *q6_section(a["q6"], fig)]
+    if "q7" in a:
+        lines += q7_section(a["q7"], fig)
+    return lines

@@ -1,0 +1,183 @@
+"""FINDINGS.md answers first: seven sentences chosen by the stored verdicts, every number one of results.json's
+(rounded to the digits shown), p-values labelled by what they are, and `hf-minattn findings` re-rendering the
+committed docs/findings/ exactly as committed."""
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+from test_experiments_probe_answers import probes
+from test_experiments_verdicts import NUMBER, stored_numbers, synthetic, with_loss_allocation
+
+from hf_minattn.cli import main as cli_main
+from hf_minattn.experiments.findings import load_results, render_findings, rerender_findings
+from hf_minattn.experiments.findings_answers import ANSWERS
+from hf_minattn.experiments.findings_format import num, p_cell, p_value
+from hf_minattn.experiments.probe_answers import probe_answers
+
+FINDINGS = Path(__file__).resolve().parents[1] / "docs" / "findings"
+BELOW = "< 0.0001"  # a stored p of 0.0 (results.json keeps 4 decimals)
+
+
+def numbers_missing(text: str, results: dict) -> list[str]:
+    """The numbers printed in `text` (headings, figure links and the summary's question numbers aside) that no number
+    of `results` rounds to, at the number of decimals printed. A p printed as "< 0.0001" must stand for a stored 0."""
+    known = stored_numbers(results)
+    rounded = {decimals: {round(k, decimals) for k in known} for decimals in range(9)}
+    body = [line for line in text.splitlines() if not line.startswith(("#", "!["))]
+    missing = []
+    for line in body:
+        if BELOW in line:
+            assert 0.0 in rounded[4]
+            line = line.replace(BELOW, "")
+        line = re.sub(r"\]\(#[^)]*\)", "]", re.sub(r"^\d\. \[", "[", line))  # the summary: numbers and links
+        for match in NUMBER.finditer(line):
+            token = match.group()
+            decimals = len(token.split(".")[1]) if "." in token else 0
+            percent = line[match.end():match.end() + 1] == "%"  # e.g. the intervals' stored confidence 0.95 as 95%
+            if round(float(token), decimals) not in rounded[decimals] and not (
+                    percent and round(float(token) / 100, decimals + 2) in rounded.get(decimals + 2, ())):
+                missing.append(token)
+    return missing
+
+
+def full_results(**probe_kwargs) -> dict:
+    """Synthetic results (no training) with every question answered: the loss runs of test_experiments_verdicts and
+    the probe summaries of test_experiments_probe_answers."""
+    results = with_loss_allocation(synthetic())
+    results["answers"].update(probe_answers(results, probes(**probe_kwargs), results["config"]))
+    return results
+
+
+def summary_line(text: str, number: int) -> str:
+    return next(line for line in text.splitlines() if line.startswith(f"{number}. ["))
+
+
+def section(text: str, number: int) -> str:
+    return re.split(r"^## ", text, flags=re.M)[number]
+
+
+def test_the_findings_open_with_seven_answers_each_repeated_at_its_section():
+    results = full_results()
+    text = render_findings(results, {})
+    head = text.split("\n## ")[0]
+    for number, question, answer in ANSWERS:
+        sentence = answer(results)
+        assert f"{number}. [{question}](#{number}-" in summary_line(head, number) and sentence in head
+        assert section(text, number).startswith(f"{number}. {question}\n\n**{sentence}**.")
+        # each section's comparisons are in a table with the columns the answer rests on
+        assert "| estimate | 95% interval | df | p | verdict |" in section(text, number) or number == 7
+
+
+def flipped(number: int) -> tuple[dict, dict]:
+    """Two results that differ only in the numbers behind question `number`'s verdict."""
+    if number == 1:
+        return synthetic(), synthetic(rare_move_further=True)
+    if number == 2:
+        return synthetic(), synthetic({"frozen_embeddings_matched": (-0.1, -0.12, -0.11)})
+    if number == 3:
+        return synthetic(), synthetic({"identity_qkv": (0.1, -0.12, 0.01)})
+    if number == 5:
+        return full_results(), full_results(q5_last_vs_untrained="unresolved")
+    if number == 6:
+        return full_results(), full_results(full_accuracy=(0.5, 0.505, 0.495))
+    if number == 7:
+        return full_results(), full_results(rollout_self=0.2)
+    same = probes()  # 4: the trained heads' divergence equal to the untrained one's
+    for s in same["by_seed"]["full"]:
+        same["by_seed"]["full"][s]["heads"]["within_layer_js"] = list(same["by_seed"]["untrained"][s]["heads"]["within_layer_js"])
+    results = full_results()
+    other = copy.deepcopy(results)
+    other["answers"].update(probe_answers(other, same, other["config"]))
+    return results, other
+
+
+@pytest.mark.parametrize("number", range(1, 8))
+def test_each_answer_flips_when_its_numbers_flip(number):
+    a, b = flipped(number)
+    answer = ANSWERS[number - 1][2]
+    assert answer(a) != answer(b)
+    text_a, text_b = render_findings(a, {}), render_findings(b, {})
+    assert summary_line(text_a, number) != summary_line(text_b, number)
+    assert f"**{answer(b)}**" in section(text_b, number)
+
+
+def test_a_stored_verdict_chooses_the_sentence_not_the_rounded_numbers():
+    """Flip only the stored verdict of the comparison behind question 2: the sentence follows it."""
+    results = synthetic()
+    comparison = results["answers"]["q2"]["frozen_matched_minus_full"]
+    sentences = {}
+    for verdict in ("higher", "lower", "equivalent", "unresolved"):
+        comparison["verdict"] = verdict
+        sentences[verdict] = ANSWERS[1][2](results)
+    assert len(set(sentences.values())) == 4 and "worse" in sentences["higher"] and "better" in sentences["lower"]
+
+
+@pytest.mark.parametrize("results", [synthetic(), full_results(), synthetic(seeds=(0, 1))], ids=["losses", "all", "2 seeds"])
+def test_every_number_in_the_synthetic_findings_is_in_the_results(results):
+    text = render_findings(results, {})
+    assert len(NUMBER.findall(text)) > 100 and not numbers_missing(text, results)
+
+
+def test_every_number_in_the_committed_findings_is_in_its_results_json():
+    results = json.loads((FINDINGS / "results.json").read_text())
+    text = (FINDINGS / "FINDINGS.md").read_text()
+    assert len(NUMBER.findall(text)) > 300 and not numbers_missing(text, results)
+    # 2-3 significant digits: no number with more than 4 decimals (p-values and tiny values keep theirs)
+    assert not [x for x in NUMBER.findall(text) if "." in x and len(x.split(".")[1].lstrip("0")) > 3]
+
+
+def test_numbers_are_printed_at_three_significant_digits_and_p_never_crosses_the_threshold():
+    assert [num(x) for x in (0.5844, 158.0813, -161.02, 2915456, 0.0002, 1.0, 0.0, None)] == \
+        ["0.584", "158", "-161", "2915456", "0.0002", "1", "0", "n/a"]
+    assert p_value(0.0098) == "0.0098" and p_value(0.0546) == "0.055" and p_value(0.0496) == "0.0496"
+    assert p_value(0.0) == BELOW and p_value(1.0) == "1"
+
+
+def test_a_p_is_called_holm_adjusted_only_within_a_family():
+    alone = {"p": 0.0051, "p_holm": 0.0051, "verdict": "lower"}
+    assert p_cell(alone) == "0.0051 (one test, unadjusted)" and "Holm" not in p_cell({**alone, "family_size": 1})
+    assert p_cell({**alone, "p_holm": 0.0098, "family_size": 2}) == "0.0098 (Holm, 2 tests)"
+    text = render_findings(full_results(), {})
+    assert all(int(k) > 1 for k in re.findall(r"\(Holm, (\d+) tests\)", text)) and "unadjusted" in text
+
+
+def test_the_committed_findings_are_what_its_results_json_renders():
+    figures = {path.stem: f"figures/{path.name}" for path in sorted((FINDINGS / "figures").glob("*.svg"))}
+    figures.update({path.stem: f"figures/{path.name}" for path in sorted((FINDINGS / "figures").glob("*.png"))})
+    results = json.loads((FINDINGS / "results.json").read_text())
+    assert render_findings(results, figures) == (FINDINGS / "FINDINGS.md").read_text()
+
+
+@pytest.mark.slow
+def test_the_cli_rerenders_the_committed_findings_exactly(tmp_path):
+    """Drawn again from results.json (figures that need files it does not hold are kept from its folder)."""
+    assert cli_main(["findings", str(FINDINGS / "results.json"), "--out", str(tmp_path), "--figure-format", "png"]) == 0
+    assert (tmp_path / "FINDINGS.md").read_text() == (FINDINGS / "FINDINGS.md").read_text()
+    for link in re.findall(r"\]\((figures/[^)]+)\)", (tmp_path / "FINDINGS.md").read_text()):
+        assert (tmp_path / link).stat().st_size > 1000, link
+
+
+def test_bad_input_is_one_clear_error_naming_the_file(tmp_path, capsys):
+    missing, text, other = tmp_path / "none.json", tmp_path / "notes.txt", tmp_path / "other.json"
+    text.write_text("not json")
+    other.write_text(json.dumps({"variants": {}}))
+    for path, message in ((missing, "no such file"), (text, "not a results.json"), (other, "not a results.json")):
+        with pytest.raises(ValueError, match=message) as error:
+            load_results(path)
+        assert str(path) in str(error.value)
+    assert cli_main(["findings", str(other)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("hf-minattn findings: error: ") and str(other) in err[0]
+
+
+def test_an_older_results_json_is_refused_before_any_figure_is_drawn(tmp_path):
+    results = json.loads((FINDINGS / "results.json").read_text())
+    del results["answers"]["scale"]["precision"]  # what results.json files from before bf16 lack
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results))
+    with pytest.raises(ValueError, match="older .*precision"):
+        rerender_findings(path, tmp_path / "out")
+    assert not (tmp_path / "out" / "figures").exists()
