@@ -150,6 +150,7 @@ def probe_folder(tmp_path_factory, tokenizer):
     return folder
 
 
+@pytest.mark.slow  # starts a browser
 def test_report_view_from_a_file_url_shows_the_json_edges_of_the_hovered_token(browser, probe_folder):
     out = probe_folder / "probe"
     view = json.loads((out / "attention_view.json").read_text())
@@ -201,6 +202,7 @@ def test_report_view_from_a_file_url_shows_the_json_edges_of_the_hovered_token(b
     assert "rollout" in page.text_content("#av-caption") and page.errors == []
 
 
+@pytest.mark.slow  # starts a browser
 def test_view_server_encodes_a_typed_sentence_and_explains_bad_ones(browser, probe_folder):
     command = [sys.executable, "-c", "import sys; from hf_minattn.cli import main; sys.exit(main())", "view",
                str(probe_folder / "model"), "--port", "0", "--serve-for", "120"]
@@ -249,6 +251,7 @@ def test_view_command_rejects_what_it_cannot_serve(tmp_path, capsys):
     assert "--serve-for must be a positive number of seconds, got -1" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # probes a model through the CLI
 def test_view_serves_a_probe_folder_with_the_model_it_probed(probe_folder):
     """In process, without a browser: the report and its files, and api/info naming the probed model."""
     import threading

@@ -16,7 +16,7 @@ from hf_minattn.probes.attention_flow import (FLOW_MAX_TOKENS, attention_flow, a
                                               rollout_graph)
 from hf_minattn.probes.corpus import split_sentences
 from hf_minattn.probes.heads import AttentionExample, word_level_attention
-from hf_minattn.probes.plots import attention_graphs_plot
+from hf_minattn.probes.report.attention_graphs import attention_graphs_plot
 from hf_minattn.probes.results import SavedProbeResults
 from hf_minattn.probes.run import run_all_probes
 

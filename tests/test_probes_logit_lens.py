@@ -18,7 +18,7 @@ from hf_minattn.probes import logit_lens as lens_module
 from hf_minattn.probes import report
 from hf_minattn.probes.head_ablation import masked_batches
 from hf_minattn.probes.logit_lens import logit_lens
-from hf_minattn.probes.plots import plot_logit_lens
+from hf_minattn.probes.report.logit_lens import plot_logit_lens
 from hf_minattn.probes.weights import UnsupportedArchitecture
 from hf_minattn.unigram import UnigramFloor
 

@@ -8,7 +8,7 @@ import torch
 from conftest import TEXTS, no_context_model, tiny_config
 
 from hf_minattn import MinAttnModel
-from hf_minattn.probes.benchmark_report import benchmarks_text
+from hf_minattn.probes.report.benchmark import benchmarks_text
 from hf_minattn.probes.benchmarks import (SEMANTIC_SECTIONS, CommonBenchmarks, Word2VecSettings, read_analogies,
                                           read_word_pairs, run_benchmarks, train_word2vec)
 from hf_minattn.probes.corpus import split_sentences, wikipedia_train_sentences
@@ -225,7 +225,7 @@ def test_each_wordsim353_subset_gets_its_own_sentence():
 def test_benchmark_plot_draws_a_score_whose_interval_is_undefined(tmp_path):
     """A bootstrap over resamples with constant cosines gives no interval (low/high null in a probes.json): it loads
     as no interval, so the plot draws the point without an error bar and the verdicts make no claim."""
-    from hf_minattn.probes.plots import benchmarks_plot
+    from hf_minattn.probes.report.benchmark import benchmarks_plot
 
     results = _results(layer=(0.6, 0.5, 0.7), word2vec=(0.3, 0.2, 0.4), untrained=(0.1, 0.0, 0.2))
     layer = next(s for s in results["benchmarks"]["scores"] if s["vectors"] == "layer_1")

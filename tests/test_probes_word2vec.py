@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from hf_minattn.probes.benchmark_report import benchmarks_text
+from hf_minattn.probes.report.benchmark import benchmarks_text
 from hf_minattn.probes.benchmarks import (WORD2VEC_SELECTION, WORD2VEC_SETTINGS, Word2VecSettings,
                                           paired_spearman_difference, read_word_pairs, run_benchmarks, train_word2vec)
 from hf_minattn.probes.cooccurrence import (centred_space, cooccurrence_alignment, ppmi_matrix,

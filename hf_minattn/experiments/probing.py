@@ -70,7 +70,7 @@ def probe_variants(out: str, folders: dict, settings: dict, seeds, figure_format
     from hf_minattn.probes.corpus import default_sentences, wikipedia_train_sentences
     from hf_minattn.probes.encode import tokenize_words, word_normaliser
     from hf_minattn.probes.loading import load_encoder, load_reference, max_length_for, resolve_device
-    from hf_minattn.probes.outputs import write_outputs
+    from hf_minattn.probes.report import write_outputs
     from hf_minattn.probes.run import run_all_probes
 
     device = resolve_device(None)  # the GPU when there is one

@@ -13,8 +13,7 @@ from .corpus import default_sentences, read_corpus_file, read_dataset, wikipedia
 from .loading import folder_name, load_encoder, load_reference, resolve_device
 from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS
 from .plots import FIGURE_FORMATS, compare_plots
-from .outputs import write_outputs
-from .report import write_compare_report
+from .report import write_compare_report, write_outputs
 from .run import run_all_probes
 from .vectors import VECTOR_FORMATS
 

@@ -105,7 +105,7 @@ def prepare(path, model=None, device="cpu", trust_remote_code=False):
         encoder = Encoder(loaded, tokenizer, os.path.basename(os.path.normpath(model_path)))
     if is_probe:
         return path, encoder, "report.html"
-    from .report import _templates
+    from .report.page import templates as _templates
     from .run import DEFAULT_EXAMPLES  # run.py imports every probe: only for a model folder
 
     view, _ = attention_view(encoder.model, encoder.tokenizer, DEFAULT_EXAMPLES, encoder.name)

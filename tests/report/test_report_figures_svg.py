@@ -1,4 +1,4 @@
-"""Issue 21: every figure also as SVG (--figure-format png|svg|both), the report embedding the smaller file, and
+"""Every figure also as SVG (--figure-format png|svg|both), the report embedding the smaller file, and
 whole-number ticks on every layer and head axis. Small synthetic results of a 2-layer model: matplotlib's default
 ticks on 0..2 layers would read 0.25, 0.5..., on a 2-row heat map -0.5, 0.5, 1.5."""
 
@@ -9,7 +9,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from hf_minattn.probes import plots, report
+from hf_minattn.probes import plots
+from hf_minattn.probes.report.bands import bands_plot
+from hf_minattn.probes.report.geometry import geometry_plot
+from hf_minattn.probes.report.head_map import head_map_plot
+from hf_minattn.probes.report.page import figure_uri, macros, section_page
 
 LAYERS, HEADS = 2, 3
 
@@ -48,7 +52,7 @@ def test_svg_writes_only_svgs_that_parse_and_are_reproducible(tmp_path):
     assert "<text" in text and "layer (0 = embedding output)" in text  # svg.fonttype 'none': text stays text
     assert "<dc:date>" not in text
     (tmp_path / "again").mkdir()
-    again = plots.geometry_plot(results(), tmp_path / "again" / "geometry.png", "svg")
+    again = geometry_plot(results(), tmp_path / "again" / "geometry.png", "svg")
     assert again == tmp_path / "again" / "geometry.svg"  # a Path in, a Path out
     assert again.read_bytes() == (tmp_path / "geometry.svg").read_bytes()  # no date, fixed ids: the same file
 
@@ -64,13 +68,13 @@ def test_both_writes_png_and_svg_and_returns_the_png_paths(tmp_path):
 def test_png_writes_no_svg_and_a_path_suffix_is_the_default_format(tmp_path):
     paths = plots.all_plots(results(), str(tmp_path), figure_format="png")
     assert set(paths) == DRAWN and not list(tmp_path.glob("*.svg")) and len(list(tmp_path.glob("*.png"))) == 3
-    assert plots.bands_plot(results(), tmp_path / "b.svg").suffix == ".svg" and not (tmp_path / "b.png").exists()
+    assert bands_plot(results(), tmp_path / "b.svg").suffix == ".svg" and not (tmp_path / "b.png").exists()
 
 
 @pytest.mark.parametrize("call", [lambda r, folder: plots.all_plots(r, folder, figure_format="jpeg"),
                                   lambda r, folder: plots.compare_plots({"a": r}, folder, figure_format="jpeg"),
-                                  lambda r, folder: plots.geometry_plot(r, os.path.join(folder, "g.png"), "jpeg"),
-                                  lambda r, folder: plots.geometry_plot(r, os.path.join(folder, "g.jpeg"))])
+                                  lambda r, folder: geometry_plot(r, os.path.join(folder, "g.png"), "jpeg"),
+                                  lambda r, folder: geometry_plot(r, os.path.join(folder, "g.jpeg"))])
 def test_a_bad_format_is_refused_by_name_before_drawing(call, tmp_path):
     with pytest.raises(ValueError, match=r"'jpeg'.*png, svg, both"):
         call(results(), str(tmp_path))
@@ -78,15 +82,16 @@ def test_a_bad_format_is_refused_by_name_before_drawing(call, tmp_path):
 
 
 def drawn_figures(monkeypatch):
-    """Every figure save_figure writes, kept for inspection after it is closed."""
+    """Every figure save_figure writes (and closes), kept for inspection."""
     figures = []
-    save = plots.save_figure
+    close = plots.plt.close
 
-    def keep(fig, *args, **kwargs):
-        figures.append(fig)
-        return save(fig, *args, **kwargs)
+    def keep(fig=None):
+        if hasattr(fig, "axes"):  # a figure, not "all" or a figure number
+            figures.append(fig)
+        return close(fig)
 
-    monkeypatch.setattr(plots, "save_figure", keep)
+    monkeypatch.setattr(plots.plt, "close", keep)
     return figures
 
 
@@ -103,7 +108,7 @@ def test_layer_and_head_axes_have_integer_ticks(monkeypatch, tmp_path):
     plots.all_plots(r, str(tmp_path), figure_format="png")
     r["heads"] = {"num_layers": LAYERS, "num_heads": HEADS,
                   "mds": [[0.1 * k, 0.05 * k * k] for k in range(LAYERS * HEADS)]}
-    plots.head_map_plot(r, tmp_path / "map.png")  # its colour bar is the layer
+    head_map_plot(r, tmp_path / "map.png")  # its colour bar is the layer
     plots.compare_plots({"a": results(), "b": results()}, str(tmp_path), figure_format="png")
     checked = []
     for fig in figures:
@@ -135,18 +140,18 @@ def test_the_report_embeds_the_smaller_file_of_the_same_figure(tmp_path):
     png, svg = tmp_path / "f.png", tmp_path / "f.svg"
     png.write_bytes(b"\x89PNG" + b"p" * 100)
     svg.write_bytes(b"<svg/>")  # written after the PNG, smaller
-    assert report._figure(png).startswith("data:image/svg+xml;base64,")
+    assert figure_uri(png).startswith("data:image/svg+xml;base64,")
     svg.write_bytes(b"<svg>" + b" " * 200 + b"</svg>")  # larger
-    assert report._figure(png).startswith("data:image/png;base64,")
+    assert figure_uri(png).startswith("data:image/png;base64,")
     # an SVG left by an earlier run (older than the PNG given) is not this figure
     svg.write_bytes(b"<svg/>")
     os.utime(svg, ns=(png.stat().st_mtime_ns - 10**9,) * 2)
-    assert report._figure(png).startswith("data:image/png;base64,")
+    assert figure_uri(png).startswith("data:image/png;base64,")
     only = tmp_path / "only.svg"
     only.write_bytes(b"<svg/>")
-    assert report._figure(only) == "data:image/svg+xml;base64,PHN2Zy8+"
+    assert figure_uri(only) == "data:image/svg+xml;base64,PHN2Zy8+"
     # the section's <img>: the data: URI as its src, the alt text kept
-    html = str(report._macros().section(report._section("x", "X", None, str(only), alt="a figure")))
+    html = str(macros().section(section_page("x", "X", None, str(only), alt="a figure")))
     assert '<img src="data:image/svg+xml;base64,PHN2Zy8+" alt="a figure"' in html
 
 
@@ -155,7 +160,7 @@ def test_a_real_report_embeds_svgs_where_smaller(tmp_path):
     for name, path in paths.items():
         smaller = "svg+xml" if (tmp_path / f"{name}.svg").stat().st_size < (tmp_path / f"{name}.png").stat().st_size \
             else "png"
-        assert report._figure(path).startswith(f"data:image/{smaller};base64,"), name
+        assert figure_uri(path).startswith(f"data:image/{smaller};base64,"), name
 
 
 def test_the_clis_refuse_an_unknown_figure_format(tmp_path, capsys):

@@ -9,10 +9,10 @@ import pytest
 from conftest import TEXTS, tiny_config
 
 from hf_minattn import MinAttnForMaskedLM
-from hf_minattn.probes import report
 from hf_minattn.probes.circuits import circuit_hypotheses
 from hf_minattn.probes.cli import probe_parser
-from hf_minattn.probes.plots import plot_circuits
+from hf_minattn.probes.report import write_report
+from hf_minattn.probes.report.circuits import circuits_text, plot_circuits
 from hf_minattn.probes.run import _token_ids
 
 NOTE = ("The tokens are the 99 most frequent non-special ids of the given counts. X = LN(E[t]) with the first block's "
@@ -43,7 +43,7 @@ def circuits(**changes):
 
 
 def text(**changes):
-    return report.circuits_text({"circuits": circuits(**changes)})
+    return circuits_text({"circuits": circuits(**changes)})
 
 
 @pytest.mark.parametrize("identity, expected, absent", [
@@ -113,8 +113,8 @@ def test_the_figure_and_the_report_section_from_a_dict(tmp_path):
          "circuits": circuits()}
     png = plot_circuits(r["circuits"], tmp_path / "circuits.png")
     assert png.exists()
-    html = report.write_report(r, {"circuits": png}, tmp_path / "report.html").read_text()
-    assert '<section id="circuits">' in html and report.circuits_text(r) in html.replace("&#39;", "'")
+    html = write_report(r, {"circuits": png}, tmp_path / "report.html").read_text()
+    assert '<section id="circuits">' in html and circuits_text(r) in html.replace("&#39;", "'")
     assert "<th>ρ co-occurrence</th>" in html and "<td>0.30 [0.20, 0.40]</td>" in html
 
 
@@ -123,7 +123,7 @@ def test_a_probed_model_gives_the_text_and_the_figure(tokenizer, tmp_path):
     model = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer), tie_word_embeddings=False)).eval()
     seqs = tokenizer(TEXTS, add_special_tokens=False)["input_ids"]
     c = circuit_hypotheses(model, n_tokens=20, n_resamples=10, initial_model=True, cooccurrence=seqs)
-    sentence = report.circuits_text({"circuits": asdict(c)})
+    sentence = circuits_text({"circuits": asdict(c)})
     assert sentence.count("Head ") == 4 and "OV circuit" in sentence
     assert "No token counts were given: the tokens are the first 20 non-special ids" in sentence
     assert "before the softmax" not in sentence  # the note's fourth sentence on: not in the text

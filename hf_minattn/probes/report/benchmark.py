@@ -1,13 +1,24 @@
-"""The word-similarity and analogy part of report.html and its figure, written from the numbers alone.
+"""Word similarity and analogies: do the word vectors agree with human similarity judgements? The section's
+sentences, tables and figure, written from the numbers alone.
 
 Every comparative word follows `results.DECISION_RULE` (the paired bootstrap interval of the difference of two
 systems' Spearman correlations on the same pairs), so flipping the numbers flips the sentence; the tests do exactly
 that. Files from before the paired comparison are worded by `results.LEGACY_DECISION_RULE`, and say so.
+
+The functions take the typed results (SavedProbeResults, built once per page) or a probes.json dict.
 """
 
+import matplotlib.pyplot as plt
 import numpy as np
 
-from .results import BENCHMARKS, DECISION_RULE, LEGACY_DECISION_RULE, SavedProbeResults, paired_verdict, verdict
+from ..plots import save_figure
+from ..results import BENCHMARKS, DECISION_RULE, LEGACY_DECISION_RULE, SavedProbeResults, paired_verdict, verdict
+from .page import Section
+
+
+def saved_results(r):
+    """`r` as SavedProbeResults: itself, or made from a probes.json dict."""
+    return r if isinstance(r, SavedProbeResults) else SavedProbeResults.from_dict(r)
 
 NAMES = {"wordsim353": "WordSim-353", "simlex999": "SimLex-999",
          "wordsim353_similarity": "WordSim-353 similarity subset", "wordsim353_relatedness": "WordSim-353 relatedness subset"}
@@ -139,15 +150,16 @@ def analogy_sentence(res):
 
 
 def benchmarks_text(r):
-    res = SavedProbeResults.from_dict(r)
-    vc = r.get("vector_corpus") or {}
+    """Written from the intervals and coverage (see results.DECISION_RULE)."""
+    res = saved_results(r)
+    vc = res.vector_corpus or {}
     source = (f"Vectors pooled from every occurrence in {vc['source']} ({vc['words']} words; {vc['vocabulary']} words "
               f"seen in >= {vc['min_contexts']} distinct sentences get vectors). ") if vc else ""
     parts = [similarity_sentence(res, bench) for bench in BENCHMARKS] + [analogy_sentence(res)]
     paired = any(score.versus for system in res.benchmarks.systems.values() for score in system.similarity.values())
     return ("Which vectors agree best with human similarity judgements (contextual = mean over the word's corpus "
             "occurrences, pieces mean-pooled; decontextualized = the word fed alone)? " + source
-            + word2vec_description(res.benchmarks.word2vec, (r.get("benchmarks") or {}).get("word2vec_selection"))
+            + word2vec_description(res.benchmarks.word2vec, (res.raw.get("benchmarks") or {}).get("word2vec_selection"))
             + "; ".join(parts)
             + ". Intervals: 95% bootstrap over pairs. " + (DECISION_RULE if paired else LEGACY_DECISION_RULE))
 
@@ -172,7 +184,7 @@ def _cells(s, bench):
 
 def benchmark_rows(r):
     """{header, rows}: every vector set's scores (this model, untrained, reference), one row each."""
-    b = SavedProbeResults.from_dict(r).benchmarks
+    b = saved_results(r).benchmarks
     head = ["system", "vectors", *[h for bench in BENCHMARKS for h in (f"{NAMES[bench]} [95% CI]", "ABTT")],
             "analogy sem.", "analogy syn.", "analogy all"]
     f = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
@@ -225,7 +237,7 @@ def _others(b, best, bench):
 def benchmarks_headline(r, bench="wordsim353"):
     """One sentence: how the best encoder set on `bench` stands against word2vec, random vectors and the untrained
     model, each verdict by DECISION_RULE (an interval that includes 0: no clear difference)."""
-    b = SavedProbeResults.from_dict(r).benchmarks
+    b = saved_results(r).benchmarks
     best = b.best(bench)
     if best is None:
         return f"Too few {NAMES[bench]} pairs have both words in every vocabulary to score the vectors."
@@ -253,7 +265,7 @@ def benchmarks_headline(r, bench="wordsim353"):
 
 def comparison_rows(r):
     """{header, rows}: per benchmark, its coverage, the best encoder set and its verdict against each system."""
-    b = SavedProbeResults.from_dict(r).benchmarks
+    b = saved_results(r).benchmarks
     header = ["benchmark", "pairs kept (both words in every vocabulary)", "best vectors", "Spearman [95% CI]",
               *[f"best vs {o}" for o in OTHERS], *(["vs reference"] if b.reference else [])]
     rows = []
@@ -277,11 +289,14 @@ def comparison_rows(r):
     return {"header": header, "rows": rows}
 
 
-def benchmarks_plot(r, path, plt, save):
+def benchmarks_plot(r, path, figure_format=None):
     """Spearman by layer with 95% error bars (contextual, decontextualized; untrained and reference dotted),
     static/word2vec/random as horizontal lines with bands, one panel per benchmark, and the analogy accuracies."""
-    res = SavedProbeResults.from_dict(r)
-    b = res.benchmarks
+    if isinstance(r, dict) and not r.get("benchmarks"):
+        return None
+    b = saved_results(r).benchmarks
+    if b is None:
+        return None
     fig, axes = plt.subplots(2, 3, figsize=(14, 8))
     axes = axes.ravel()  # WordSim-353, SimLex-999, analogies; the two WordSim-353 subsets; (unused)
     axes[5].set_axis_off()
@@ -313,7 +328,12 @@ def benchmarks_plot(r, path, plt, save):
             ax.legend(fontsize=6)
         else:
             ax.text(0.5, 0.5, "not scored", ha="center", va="center", transform=ax.transAxes)
-    ax = axes[2]
+    _analogy_panel(axes[2], b)
+    return save_figure(fig, path, figure_format)
+
+
+def _analogy_panel(ax, b):
+    """The analogy accuracies by layer (semantic, syntactic; untrained dotted), word2vec's as horizontal lines."""
     for label, table, style in (("semantic", b.systems, "-o"), ("syntactic", b.systems, "-s"),
                                 ("untrained semantic", b.untrained, ":o"), ("untrained syntactic", b.untrained, ":s")):
         key = "analogy_" + label.split()[-1]
@@ -330,4 +350,25 @@ def benchmarks_plot(r, path, plt, save):
                  fontsize=9)
     ax.set_xlabel("layer")
     ax.legend(fontsize=6)
-    return save(fig, path)
+
+
+def benchmarks_tables(r):
+    """The verdicts per benchmark (shown), then every vector set's scores (in the details)."""
+    return [comparison_rows(r), {**benchmark_rows(r), "details": True}]
+
+
+def best_cell(r, key):
+    """compare.html's cell: the best encoder set on benchmark `key` with its 95% interval, and word2vec's."""
+    b = saved_results(r).benchmarks
+    top = b.best(key) if b else None
+    w2v = b.systems.get("word2vec") if b else None
+    return (f"{_score(top.similarity[key]) if top else 'n/a'} ({top.vectors if top else '-'}); "
+            f"w2v {_score(w2v.similarity.get(key)) if w2v else 'n/a'}")
+
+
+SECTION = Section(
+    name="benchmarks", title="Word similarity and analogies", needs="benchmarks", reads="results",
+    question="Do the word vectors agree with human similarity judgements?",
+    headline=benchmarks_headline, text=benchmarks_text, tables=benchmarks_tables, figure=benchmarks_plot,
+    alt="Charts by layer: WordSim-353 and SimLex-999 Spearman correlations with 95% intervals for each vector set, "
+        "and analogy accuracy")

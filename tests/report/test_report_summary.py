@@ -1,4 +1,4 @@
-"""The report's headlines and its summary screen (issue 21): every headline that makes a claim is chosen by the
+"""The report's headlines and its summary screen: every headline that makes a claim is chosen by the
 numbers, so flipping the numbers of a real probe run flips the headline; the page opens with one row per section,
 each section's first paragraph is its headline, and the full numbers are collapsed.
 
@@ -15,9 +15,30 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hf_minattn.probes import report
+from hf_minattn.probes.report import write_report
+from hf_minattn.probes.report.attention_graphs import attention_graphs_headline
+from hf_minattn.probes.report.bands import bands_headline, bands_text
+from hf_minattn.probes.report.benchmark import benchmarks_headline, benchmarks_tables
+from hf_minattn.probes.report.circuits import circuits_headline
+from hf_minattn.probes.report.drift import drift_headline
+from hf_minattn.probes.report.example import example_headline
+from hf_minattn.probes.report.geometry import geometry_headline, geometry_text, geometry_with_layer0_text
+from hf_minattn.probes.report.head_ablation import head_ablation_headline
+from hf_minattn.probes.report.head_map import head_map_headline, head_map_text
+from hf_minattn.probes.report.head_roles import head_roles_headline
+from hf_minattn.probes.report.heads import heads_headline
+from hf_minattn.probes.report.logit_lens import logit_lens_headline
+from hf_minattn.probes.report.neighbours import neighbours_headline
+from hf_minattn.probes.report.norm_weighting import (attention_norm_example_headline, norm_weighting_headline,
+                                                     norm_weighting_text)
+from hf_minattn.probes.report.page import THUMBNAIL_PIXELS, Probes, figure_uri
+from hf_minattn.probes.report.sections import SECTIONS
+from hf_minattn.probes.report.sense import sense_headline
+from hf_minattn.probes.report.sense_accuracy import sense_accuracy_headline
+from hf_minattn.probes.report.view import attention_view_headline
+from hf_minattn.probes.report.weights import weights_headline
 
-DEMO = Path(__file__).resolve().parent / "data" / "demo_probes_2026-11-23.json.gz"
+DEMO = Path(__file__).resolve().parent.parent / "data" / "demo_probes_2026-11-23.json.gz"
 
 
 @pytest.fixture(scope="module")
@@ -36,38 +57,38 @@ def one_sentence(text):
 
 
 def test_every_headline_of_the_demo_run_is_one_sentence(r):
-    for name, headline in report.HEADLINES.items():
-        needs = {"neighbours": "neighbours"}.get(name) or next(s[3] for s in report.SECTIONS if s[0] == name)
-        if r.get(needs):
-            text = headline(r)
-            assert one_sentence(text), (name, text)
-            assert name in report.QUESTIONS and report.QUESTIONS[name].endswith("?")
+    probes = Probes(r, view=VIEW)
+    for section in SECTIONS:
+        if probes.has(section):
+            text = section.headline(probes.of(section))
+            assert one_sentence(text), (section.name, text)
+            assert section.question.endswith("?"), section.name
 
 
 def test_geometry_headline_follows_the_trend(r):
-    assert report.geometry_headline(r).startswith("Yes: the same word's vectors in different sentences grow less "
+    assert geometry_headline(r).startswith("Yes: the same word's vectors in different sentences grow less "
                                                   "alike in higher layers (adjusted self-similarity 0.92 at layer 0, "
                                                   "0.44 at layer 4)")
     r["geometry"]["adjusted_self_similarity"].reverse()  # rises from 0.44 to 0.92
-    assert report.geometry_headline(r).startswith("No: the same word's vectors in different sentences do not grow "
+    assert geometry_headline(r).startswith("No: the same word's vectors in different sentences do not grow "
                                                   "less alike")
-    assert "do not grow" in report.geometry_headline(r) and "falls from" not in report.geometry_text(r)
+    assert "do not grow" in geometry_headline(r) and "falls from" not in geometry_text(r)
     r["geometry"]["adjusted_self_similarity"] = [0.50, 0.6, 0.495]  # falls by less than the precision shown
-    assert report.geometry_headline(r).startswith("No:")
-    assert "does not fall from 0.50" in report.geometry_text(r)  # the details paragraph follows the same rule
+    assert geometry_headline(r).startswith("No:")
+    assert "does not fall from 0.50" in geometry_text(r)  # the details paragraph follows the same rule
 
 
 def test_bands_headline_asks_whether_the_frequent_words_vary_most(r):
     bands = r["geometry"]["adjusted_self_similarity_by_band"]
-    assert report.bands_headline(r).startswith("No: at the last layer the most frequent words change less with "
+    assert bands_headline(r).startswith("No: at the last layer the most frequent words change less with "
                                                "their sentence than rarer ones (adjusted self-similarity 0.48, "
                                                "against 0.43 for words of frequency rank 1000+)")
     bands["top 100"][-1] = 0.30
-    assert report.bands_headline(r).startswith("Yes: the most frequent words")
-    assert "as published" in report.bands_headline(r) and "as published" in report.bands_text(r)
+    assert bands_headline(r).startswith("Yes: the most frequent words")
+    assert "as published" in bands_headline(r) and "as published" in bands_text(r)
     bands["top 100"][-1] = 0.436  # within 0.01 of the 1000+ band
-    assert report.bands_headline(r).startswith("No clear difference")
-    assert "no clear difference" in report.bands_text(r)
+    assert bands_headline(r).startswith("No clear difference")
+    assert "no clear difference" in bands_text(r)
 
 
 def _paired(r, system, other, bench, estimate, low, high):
@@ -76,7 +97,7 @@ def _paired(r, system, other, bench, estimate, low, high):
 
 
 def test_benchmarks_headline_follows_the_paired_intervals(r):
-    text = report.benchmarks_headline(r)
+    text = benchmarks_headline(r)
     assert text == ("The best vectors here (layer 4, averaged over each word's sentences) agree with human similarity "
                     "judgements better than random vectors and the same model before training, but worse than "
                     "word2vec trained on the same text (WordSim-353 Spearman 0.29, word2vec 0.60).")
@@ -84,89 +105,89 @@ def test_benchmarks_headline_follows_the_paired_intervals(r):
     scores = {s["vectors"]: s for s in r["benchmarks"]["scores"]}
     scores["layer_4"]["wordsim353"], scores["word2vec"]["wordsim353"] = 0.60, 0.29
     _paired(r, "layer_4", "word2vec", "wordsim353", 0.31, 0.19, 0.44)
-    text = report.benchmarks_headline(r)
+    text = benchmarks_headline(r)
     assert "better than word2vec trained on the same text, random vectors and the same model before training" in text
     assert "worse than" not in text and "(WordSim-353 Spearman 0.60, word2vec 0.29)" in text
     # an interval that includes 0: no claim either way
     _paired(r, "layer_4", "word2vec", "wordsim353", 0.05, -0.04, 0.14)
-    assert "; no clear difference from word2vec trained on the same text at this scale" in report.benchmarks_headline(r)
+    assert "; no clear difference from word2vec trained on the same text at this scale" in benchmarks_headline(r)
     _paired(r, "layer_4", "random", "wordsim353", 0.05, -0.04, 0.14)
     scores["layer_4"]["versus"]["untrained"]["wordsim353"].update(estimate=0.0, low=-0.1, high=0.1)
-    assert report.benchmarks_headline(r).startswith(
+    assert benchmarks_headline(r).startswith(
         "The best vectors here (layer 4, averaged over each word's sentences) are not told apart from word2vec "
         "trained on the same text, random vectors and the same model before training at this scale")
 
 
 def test_benchmarks_table_states_each_verdict(r):
-    table = report.benchmarks_tables(r)[0]
+    table = benchmarks_tables(r)[0]
     row = next(row for row in table["rows"] if row[0] == "WordSim-353")
     assert row[1:4] == ["286 of 353 (81%)", "contextual layer 4", "0.29 [0.18, 0.40]"]
     assert row[4].startswith("lower, Δρ -0.31 [-0.44, -0.19] (word2vec 0.60")
     assert row[5].startswith("higher, Δρ +0.24")
     _paired(r, "layer_4", "word2vec", "wordsim353", 0.05, -0.04, 0.14)
-    row = next(row for row in report.benchmarks_tables(r)[0]["rows"] if row[0] == "WordSim-353")
+    row = next(row for row in benchmarks_tables(r)[0]["rows"] if row[0] == "WordSim-353")
     assert row[4].startswith("not told apart, Δρ +0.05 [-0.04, +0.14]")
 
 
 def test_neighbours_headline_follows_the_shared_neighbours(r):
-    assert report.neighbours_headline(r) == ("At the last layer (layer 4) the probe words' nearest words mostly stay "
+    assert neighbours_headline(r) == ("At the last layer (layer 4) the probe words' nearest words mostly stay "
                                              "the same as those of the input embeddings: on average 3.5 of the 6 "
                                              "nearest are shared.")
     last = r["neighbours"]["neighbours"]["layer_4"]
     for word in last:
         last[word] = [[f"other{k}", 0.5] for k in range(8)]
-    assert "mostly change from those of the input embeddings: on average 0.0 of the 6" in report.neighbours_headline(r)
+    assert "mostly change from those of the input embeddings: on average 0.0 of the 6" in neighbours_headline(r)
 
 
 def test_sense_headline_follows_the_mean_cosine(r):
-    assert report.sense_headline(r).startswith("Yes: the sentence pulls the vectors of 'bank' apart in higher layers "
+    assert sense_headline(r).startswith("Yes: the sentence pulls the vectors of 'bank' apart in higher layers "
                                                "(mean cosine 1.00 at layer 0, 0.89 at layer 4)")
     r["sense"]["similarity"][-1] = r["sense"]["similarity"][0]
-    assert report.sense_headline(r).startswith("No: the vectors of 'bank' in 4 sentences do not move apart")
+    assert sense_headline(r).startswith("No: the vectors of 'bank' in 4 sentences do not move apart")
 
 
 def test_sense_accuracy_headline_follows_the_interval_and_the_controls(r):
     senses = r["sense_accuracy"]
-    assert report.sense_accuracy_headline(r) == (
+    assert sense_accuracy_headline(r) == (
         "Yes: at the last layer a nearest-centroid classifier finds the right meaning 90% of the time, above chance "
         "(50%) and above the word's position and the sentence's length alone (67%).")
     senses["length_accuracy"] = 0.95  # a control that does better than the interval's low end
-    assert report.sense_accuracy_headline(r).startswith("Not shown: at the last layer")
-    assert "not above the word's position and the sentence's length alone (95%)" in report.sense_accuracy_headline(r)
+    assert sense_accuracy_headline(r).startswith("Not shown: at the last layer")
+    assert "not above the word's position and the sentence's length alone (95%)" in sense_accuracy_headline(r)
     senses["accuracy_interval"][-1].update(low=0.45, high=0.60)
-    assert report.sense_accuracy_headline(r).startswith("Not resolved at this scale")
-    assert "interval (45% to 60%) includes chance (50%)" in report.sense_accuracy_headline(r)
+    assert sense_accuracy_headline(r).startswith("Not resolved at this scale")
+    assert "interval (45% to 60%) includes chance (50%)" in sense_accuracy_headline(r)
     senses["accuracy_interval"][-1].update(low=0.30, high=0.45)
-    assert report.sense_accuracy_headline(r).startswith("No: at the last layer")
+    assert sense_accuracy_headline(r).startswith("No: at the last layer")
     del senses["accuracy_interval"]
-    assert report.sense_accuracy_headline(r).startswith("No verdict: this run recorded no interval")
+    assert sense_accuracy_headline(r).startswith("No verdict: this run recorded no interval")
 
 
 def test_heads_headline_follows_the_entropy_and_the_strongest_head(r):
     h = r["heads"]
-    assert report.heads_headline(r) == (
+    assert heads_headline(r) == (
         "On average the heads focus their attention on a few tokens (mean entropy 2.30 nats, 3.60 if spread evenly); "
         "the most single-minded is head 2-2, which gives 92% of its attention to the previous token.")
     h["stats"]["entropy"] = [[0.95 * h["uniform_entropy"]] * 4 for _ in range(4)]
-    assert report.heads_headline(r).startswith("On average the heads spread their attention broadly")
+    assert heads_headline(r).startswith("On average the heads spread their attention broadly")
     h["stats"]["punctuation"][3][1] = 0.97
-    assert "head 3-1, which gives 97% of its attention to punctuation" in report.heads_headline(r)
+    assert "head 3-1, which gives 97% of its attention to punctuation" in heads_headline(r)
 
 
 def test_head_roles_headline_follows_the_role_counts(r):
-    assert report.head_roles_headline(r) == (
+    assert head_roles_headline(r) == (
         "Most heads (11 of 16) have no single clear job: no target gets 30% of their attention; the others attend "
         "mostly to the previous token or the next token.")
     h = r["heads"]
     h["roles"] = [["previous"] * 4 for _ in range(4)]
     h["role_mass"] = [[0.5] * 4 for _ in range(4)]
     h["role_ratio"] = [[10.0] * 4 for _ in range(4)]
-    assert report.head_roles_headline(r) == ("The commonest job is attending to the previous token: 16 of 16 heads "
+    assert head_roles_headline(r) == ("The commonest job is attending to the previous token: 16 of 16 heads "
                                              "give it at least 30% of their attention.")
 
 
 def test_head_map_headline_follows_within_and_between_layers(r):
-    assert report.head_map_headline(r).startswith("Yes: heads of the same layer attend more alike than heads of "
+    assert head_map_headline(r).startswith("Yes: heads of the same layer attend more alike than heads of "
                                                   "different layers (mean Jensen-Shannon divergence 0.278 within a "
                                                   "layer, 0.354 across layers)")
     js = np.array(r["heads"]["js_divergence"])
@@ -174,22 +195,22 @@ def test_head_map_headline_follows_within_and_between_layers(r):
     js[layer[:, None] == layer[None, :]] = 0.5  # every pair of the same layer far apart
     np.fill_diagonal(js, 0)
     r["heads"]["js_divergence"] = js.tolist()
-    assert report.head_map_headline(r).startswith("No: heads of the same layer do not attend more alike")
-    assert "not closer" in report.head_map_text(r)
+    assert head_map_headline(r).startswith("No: heads of the same layer do not attend more alike")
+    assert "not closer" in head_map_text(r)
 
 
 def test_head_ablation_headline_follows_the_intervals(r):
-    assert report.head_ablation_headline(r) == (
+    assert head_ablation_headline(r) == (
         "7 of 16 heads matter on their own: zeroing one raises the masked-word loss beyond its 95% interval; the "
         "costliest is head 2-0 (next token), +0.50 nats.")
     a = r["head_ablation"]
     a["loss_increase"] = [[0.01] * 4 for _ in range(4)]
     a["loss_increase"][1][3] = 0.05
     a["interval95"] = [[0.1] * 4 for _ in range(4)]
-    assert report.head_ablation_headline(r).startswith(
+    assert head_ablation_headline(r).startswith(
         "No single head is needed on its own at this scale: zeroing any one leaves the masked-word loss within its "
         "95% interval (largest rise +0.05 ±")
-    assert "head 1-3 (no clear role)" in report.head_ablation_headline(r)
+    assert "head 1-3 (no clear role)" in head_ablation_headline(r)
 
 
 def _lens(loss, floor=None, half_width=0.1):
@@ -201,52 +222,52 @@ def _lens(loss, floor=None, half_width=0.1):
 
 
 def test_logit_lens_headline_follows_the_gain_over_the_floor():
-    assert report.logit_lens_headline(_lens([5.0, 4.0, 3.0], floor=4.5)).startswith(
+    assert logit_lens_headline(_lens([5.0, 4.0, 3.0], floor=4.5)).startswith(
         "Layer 1 is the first that, read through the masked-word head, guesses masked words better than word "
         "frequencies alone (gain 0.50 ± 0.10 nats; last layer +1.50)")
-    assert report.logit_lens_headline(_lens([4.0, 3.0], floor=4.5)).startswith("Even layer 0")
-    assert report.logit_lens_headline(_lens([5.0, 4.9, 4.8], floor=4.5)).startswith(
+    assert logit_lens_headline(_lens([4.0, 3.0], floor=4.5)).startswith("Even layer 0")
+    assert logit_lens_headline(_lens([5.0, 4.9, 4.8], floor=4.5)).startswith(
         "Not resolved at this scale: no layer")
-    assert report.logit_lens_headline(_lens([5.0, 4.45, 4.0], floor=4.5)).startswith("Layer 2 is the first")
-    assert "no word-frequency floor was given" in report.logit_lens_headline(_lens([5.0, 4.0, 3.0]))
+    assert logit_lens_headline(_lens([5.0, 4.45, 4.0], floor=4.5)).startswith("Layer 2 is the first")
+    assert "no word-frequency floor was given" in logit_lens_headline(_lens([5.0, 4.0, 3.0]))
 
 
 def test_example_headline_names_the_sharpest_head(r):
-    assert report.example_headline(r).startswith("In 'The king and the queen walked their dog to the old castle.', "
+    assert example_headline(r).startswith("In 'The king and the queen walked their dog to the old castle.', "
                                                  "head 2-2 attends most sharply (lowest mean entropy): 15 of its 17 "
                                                  "tokens look hardest at the previous token")
     example = r["heads"]["examples"][0]
     example["attention"][0][1] = np.eye(len(example["tokens"])).tolist()  # head 0-1: every token on itself
-    assert report.example_headline(r).endswith("head 0-1 attends most sharply (lowest mean entropy): 17 of its 17 "
+    assert example_headline(r).endswith("head 0-1 attends most sharply (lowest mean entropy): 17 of its 17 "
                                                "tokens look hardest at itself.")
 
 
 def test_norm_weighting_headline_follows_the_largest_change(r):
-    assert report.norm_weighting_headline(r).startswith(
+    assert norm_weighting_headline(r).startswith(
         "No clear difference: weighting attention by the size of what it moves changes no target's mean attention "
         "by 0.01 or more (largest change: punctuation, 0.123 -> 0.118)")
-    assert "does not change the picture" in report.norm_weighting_text(r)
+    assert "does not change the picture" in norm_weighting_text(r)
     h = r["heads"]
     h["norm_weighted_stats"]["cls"] = (np.array(h["stats"]["cls"]) * 0.1).tolist()
     h["stats"]["cls"] = (np.array(h["stats"]["cls"]) * 10).tolist()  # [CLS] 0.24 raw, 0.002 weighted
-    assert report.norm_weighting_headline(r).startswith("Raw attention overstates what [CLS] contributes")
+    assert norm_weighting_headline(r).startswith("Raw attention overstates what [CLS] contributes")
     h["stats"]["cls"], h["norm_weighted_stats"]["cls"] = h["norm_weighted_stats"]["cls"], h["stats"]["cls"]
-    assert report.norm_weighting_headline(r).startswith("Raw attention understates what [CLS] contributes")
+    assert norm_weighting_headline(r).startswith("Raw attention understates what [CLS] contributes")
 
 
 def test_norm_example_headline_follows_the_edge_counts(r):
-    assert report.attention_norm_example_headline(r) == (
+    assert attention_norm_example_headline(r) == (
         "Weighting by the size of what it moves spreads the first example's attention over more strong links (508 "
         "strong links against 478 raw).")
     r["attention_graph_norm_weighted"]["edges"] = r["attention_graph_norm_weighted"]["edges"][:100]
     assert "concentrates the first example's attention over fewer strong links (100" in \
-        report.attention_norm_example_headline(r)
+        attention_norm_example_headline(r)
     r["attention_graph_norm_weighted"]["edges"] = r["attention_graph"]["edges"]
-    assert report.attention_norm_example_headline(r).startswith("No difference in count")
+    assert attention_norm_example_headline(r).startswith("No difference in count")
 
 
 def test_graphs_headline_follows_the_own_share_and_the_pairs(r):
-    assert report.attention_graphs_headline(r) == (
+    assert attention_graphs_headline(r) == (
         "After the last layer a word is mostly made of the other words (on average 0.15 of it is its own input word; "
         "even mixing would give 0.07), and raw attention names different strongest word pairs than rollout.")
     rollout, raw = r["attention_graph_rollout"], r["attention_graph"]
@@ -256,19 +277,19 @@ def test_graphs_headline_follows_the_own_share_and_the_pairs(r):
     raw["edges"] = [e for e in raw["edges"] if not (e["layer"] == last and e["head"] == "mean")] + [
         {**e, "weight": 0.9} for e in rollout["edges"]
         if e["layer"] == last and e["head"] == "mean" and e["source"] != e["target"]]
-    assert report.attention_graphs_headline(r).startswith("After the last layer a word is mostly still itself (on "
+    assert attention_graphs_headline(r).startswith("After the last layer a word is mostly still itself (on "
                                                           "average 0.80")
-    assert "raw attention names mostly the same strongest word pairs as rollout" in report.attention_graphs_headline(r)
+    assert "raw attention names mostly the same strongest word pairs as rollout" in attention_graphs_headline(r)
 
 
 def test_weights_headline_follows_the_rank_against_initialisation(r):
-    assert report.weights_headline(r) == ("Yes: training made each head's QK and OV circuits use fewer directions "
+    assert weights_headline(r) == ("Yes: training made each head's QK and OV circuits use fewer directions "
                                           "(mean effective rank 16.3 of at most 32, against 29.8 at initialisation).")
     w = r["weights"]
     w["trained"], w["initial"] = w["initial"], w["trained"]
-    assert report.weights_headline(r).startswith("No: training did not make the heads' QK and OV circuits use fewer")
+    assert weights_headline(r).startswith("No: training did not make the heads' QK and OV circuits use fewer")
     del w["initial"]
-    assert "no copy of the model at initialisation was measured" in report.weights_headline(r)
+    assert "no copy of the model at initialisation was measured" in weights_headline(r)
 
 
 def _circuits(identity, ov_copying=0.8):
@@ -280,20 +301,20 @@ def _circuits(identity, ov_copying=0.8):
 
 
 def test_circuits_headline_counts_the_heads_by_their_intervals():
-    assert report.circuits_headline(_circuits((0.7, 0.6, 0.8))) == (
+    assert circuits_headline(_circuits((0.7, 0.6, 0.8))) == (
         "In layer 0, 1 of 2 heads choose what to attend to by how similar the token embeddings are (1 closely); 1 of "
         "2 copy the token they attend to into their output.")
-    assert "(only partly)" in report.circuits_headline(_circuits((0.4, 0.3, 0.5)))
-    text = report.circuits_headline(_circuits((0.05, -0.1, 0.2), ov_copying=0.1))
+    assert "(only partly)" in circuits_headline(_circuits((0.4, 0.3, 0.5)))
+    text = circuits_headline(_circuits((0.05, -0.1, 0.2), ov_copying=0.1))
     assert text.startswith("In layer 0, none of the 2 heads is shown to choose what to attend to by embedding "
                            "similarity") and text.endswith("; none copies the token it attends to into its output.")
 
 
 def test_drift_headline_names_what_moved_most(r):
-    assert report.drift_headline(r) == ("Training moved layers.2.W_O the most (distance from initialisation 9.9 at "
+    assert drift_headline(r) == ("Training moved layers.2.W_O the most (distance from initialisation 9.9 at "
                                         "the end) and layers.0.W_V the least (1.56).")
     r["drift"]["metrics"]["drift"]["word_embeddings"]["values"][-1] = 20.0
-    assert report.drift_headline(r).startswith("Training moved word_embeddings the most (distance from "
+    assert drift_headline(r).startswith("Training moved word_embeddings the most (distance from "
                                                "initialisation 20 at the end)")
 
 
@@ -331,27 +352,31 @@ def test_the_summary_shows_a_small_copy_and_each_figure_is_embedded_once(r, tmp_
         ax.plot(np.arange(12), np.random.default_rng(k).random(12), marker="o", label=f"layer {k}")
     ax.legend(), ax.set_title("a figure of the usual size")
     png = save_figure(fig, tmp_path / "geometry.png", "png", dpi=110)
-    page = report.write_report(r, {"geometry": png}, tmp_path / "report.html").read_text()
-    figure = report._figure(png)
+    page = write_report(r, {"geometry": png}, tmp_path / "report.html").read_text()
+    figure = figure_uri(png)
     assert page.count(figure) == 1  # in its section only, not again in the summary
     thumb = re.search(r'<img class="thumb" src="data:image/png;base64,([^"]+)"', page).group(1)
     with Image.open(io.BytesIO(base64.b64decode(thumb))) as image:
         width, height = image.size
-    assert width <= report.THUMBNAIL_PIXELS[0] and height == report.THUMBNAIL_PIXELS[1]  # 715 x 440: height-bound
+    assert width <= THUMBNAIL_PIXELS[0] and height == THUMBNAIL_PIXELS[1]  # 715 x 440: height-bound
     assert width == pytest.approx(height * 715 / 440, abs=1)  # the aspect ratio kept
     assert len(thumb) < len(figure) / 5
 
 
+QUESTIONS = {section.name: section.question for section in SECTIONS}
+
+
 def test_the_page_opens_with_the_summary_and_each_section_with_its_headline(r, tmp_path):
     png = _png(tmp_path / "figure.png")
-    plots = {name: png for name, *_ in report.SECTIONS}
-    page = report.write_report(r, plots, tmp_path / "report.html", view=VIEW).read_text()
+    plots = {section.name: png for section in SECTIONS if section.figure}
+    page = write_report(r, plots, tmp_path / "report.html", view=VIEW).read_text()
     ids = re.findall(r'<section id="([^"]+)"', page)
     assert ids[0] == "summary" and page.index('<section id="summary"') < page.index('<nav class="contents"')
     # the summary sits right after the model description, the run's record below it
     assert re.search(r"</h1>\s*<p>MinAttnModel: 4 layers[^<]*</p>\s*<section id=\"summary\">", page)
     assert page.index("</section>") < page.index('<p class="provenance">')
     sections = ids[1:]
+    assert sections == [section.name for section in SECTIONS if Probes(r, view=VIEW).has(section)]
     assert {"geometry", "benchmarks", "neighbours", "attention_view", "heads", "drift"} <= set(sections)
     # one summary row per section, in order: its question and headline, the figure small and linked
     summary = re.search(r'<table class="summary">(.*?)</table>', page, re.S).group(1)
@@ -359,18 +384,19 @@ def test_the_page_opens_with_the_summary_and_each_section_with_its_headline(r, t
     assert [row[0] for row in rows] == sections
     headlines = {}
     for name, question, answer, figure in rows:
-        assert html.unescape(question) == report.QUESTIONS[name]
+        assert html.unescape(question) == QUESTIONS[name]
         headlines[name] = html.unescape(answer)
         if name in plots:  # a figure: its thumbnail, a PNG, linked to the section
             assert re.fullmatch(rf'<a href="#{name}"><img class="thumb" src="data:image/png;base64,[^"]+" '
                                 r'alt="Small: [^"]*\w[^"]*" width="160"></a>', figure), name
         else:
             assert figure == "", name
-    for name in report.HEADLINES:
-        if name in headlines:
-            assert headlines[name] == report.HEADLINES[name](r), name
-    assert headlines["neighbours"] == report.neighbours_headline(r)
-    assert headlines["attention_view"] == report.attention_view_headline(VIEW)
+    probes = Probes(r, view=VIEW)
+    for section in SECTIONS:
+        if probes.has(section):
+            assert headlines[section.name] == section.headline(probes.of(section)), section.name
+    assert headlines["neighbours"] == neighbours_headline(r)
+    assert headlines["attention_view"] == attention_view_headline(VIEW)
     # each section: its title, then its headline as the first paragraph
     for name in sections:
         body = re.search(rf'<section id="{name}">(.*?)</section>', page, re.S).group(1)
@@ -383,7 +409,7 @@ def test_the_page_opens_with_the_summary_and_each_section_with_its_headline(r, t
     geometry = re.search(r'<section id="geometry">(.*?)</section>', page, re.S).group(1)
     folded = geometry[geometry.index("<details>"):]
     assert html.unescape(re.search(r'<p class="details">([^<]*)</p>', folded).group(1)) == \
-        report._geometry_with_layer0(r)
+        geometry_with_layer0_text(r)
     assert "<th>adjusted self-similarity</th>" in geometry[:geometry.index("<details>")]  # the per-layer table shown
     heads = re.search(r'<section id="heads">(.*?)</section>', page, re.S).group(1)
     assert "<th>head</th>" in heads[heads.index("<details>"):]  # the per-head table collapsed
@@ -391,8 +417,9 @@ def test_the_page_opens_with_the_summary_and_each_section_with_its_headline(r, t
 
 def test_the_page_loses_no_sentence_of_the_paragraphs(r, tmp_path):
     png = _png(tmp_path / "figure.png")
-    page = html.unescape(report.write_report(r, {name: png for name, *_ in report.SECTIONS},
-                                             tmp_path / "report.html").read_text())
-    for name, _, text, needs in report.SECTIONS:
-        if r.get(needs):
-            assert text(r) in page, name
+    page = html.unescape(write_report(r, {section.name: png for section in SECTIONS if section.figure},
+                                      tmp_path / "report.html", view=VIEW).read_text())
+    probes = Probes(r, view=VIEW)
+    for section in SECTIONS:
+        if section.text and probes.has(section):
+            assert section.text(probes.of(section)) in page, section.name

@@ -1,0 +1,114 @@
+"""Attention as a graph: how much of a word is still itself after the last layer? The first example's words as
+graphs: raw attention, norm-weighted, rollout and flow (Abnar & Zuidema 2020)."""
+
+import matplotlib.pyplot as plt
+
+from ..plots import graph_panel, save_figure
+from ..results import GRAPHS, AttentionGraph
+from .page import Section
+
+
+GRAPH_MEANINGS = {  # what an edge a -> b of each graph says (attention_graphs section)
+    "raw": "raw: one layer's attention weights, mean over heads: how that layer mixes the layer below, not the input "
+           "words",
+    "norm_weighted": "norm-weighted: each weight scaled by ||W_O W_V x_j||, the size of what word b actually moves "
+                     "(Kobayashi et al. 2020)",
+    "rollout": "rollout: every layer's head-mean attention with the residual connection (0.5 A + 0.5 I), multiplied "
+               "from the input up: the share of input word b in a's representation after that layer, through "
+               "attention and residuals (Abnar & Zuidema 2020)",
+    "flow": "flow: the same layered graph read as a flow network: the maximum flow from input word b to a, rows "
+            "normalised (Abnar & Zuidema 2020)",
+}
+
+
+def _graph_findings(r, k=5):
+    """The numbers attention_graphs' sentences are chosen by: {"graphs", "last", "top" (rollout's strongest edges
+    between different words at the last layer), "own" (a word's mean share of itself after the last layer), "uniform",
+    "common" (how many of the top pairs raw attention also has among its strongest; None without raw)}."""
+    graphs = {name: AttentionGraph.from_dict(r.get(key)) for name, key in GRAPHS.items()}
+    rollout, raw = graphs["rollout"], graphs["raw"]
+    last = rollout.layers[-1]
+    top = rollout.strongest(last, k)
+    common = None
+    if raw is not None and top:
+        raw_pairs = {(a, b) for a, b, _ in raw.strongest(last, len(top))}
+        common = len(raw_pairs & {(a, b) for a, b, _ in top})
+    return {"graphs": graphs, "last": last, "top": top, "own": rollout.self_share[-1],
+            "uniform": 1 / len(rollout.labels), "common": common}
+
+
+def attention_graphs_text(r, k=5):
+    """What each graph of the first example means, rollout's strongest edges, and two findings chosen by the numbers:
+    how much of a word's last-layer representation stays its own, and whether raw attention names the same pairs."""
+    f = _graph_findings(r, k)
+    rollout, last, top = f["graphs"]["rollout"], f["last"], f["top"]
+    shown = [name for name, graph in f["graphs"].items() if graph is not None]
+    text = (f"The first example's words as graphs at the last layer (layer {last}); an edge a -> b says that a draws "
+            f"on b. " + "; ".join(GRAPH_MEANINGS[name] for name in shown) + ". ")
+    if not top:
+        return text + f"No rollout edge between different words reaches the threshold ({rollout.threshold:.3g})."
+    own, uniform = f["own"], f["uniform"]
+    text += ("The strongest edges, from rollout, between different words: "
+             + ", ".join(f"{a} -> {b} ({w:.2f})" for a, b, w in top) + ". "
+             f"After the last layer a word's representation is on average {own:.2f} its own input word (uniform "
+             f"mixing: {uniform:.2f}), so " + ("the residual path keeps most of each word its own." if own > 0.5 else
+                                                "most of each word comes from the other words.") + " ")
+    if f["common"] is None:
+        return text.rstrip()
+    common = f["common"]
+    return text + (f"{common} of rollout's {len(top)} strongest pairs are among raw attention's {len(top)} strongest at "
+                   f"that layer: " + ("raw weights name mostly the same relations here." if 2 * common > len(top) else
+                                      "read as word-to-word relations, raw weights would name different pairs here."))
+
+
+def attention_graphs_headline(r):
+    f = _graph_findings(r)
+    own, uniform = f["own"], f["uniform"]
+    what = "mostly still itself" if own > 0.5 else "mostly made of the other words"
+    text = (f"After the last layer a word is {what} (on average {own:.2f} of it is its own input word; even mixing "
+            f"would give {uniform:.2f})")
+    if f["common"] is not None:
+        same = 2 * f["common"] > len(f["top"])
+        text += (f", and raw attention names {'mostly the same' if same else 'different'} strongest word pairs "
+                 f"{'as' if same else 'than'} rollout")
+    return text + "."
+
+
+def attention_graphs_tables(r):
+    f = _graph_findings(r)
+    rollout, raw = f["graphs"]["rollout"], f["graphs"]["raw"]
+    strongest = raw.strongest(f["last"], len(f["top"])) if raw is not None and f["top"] else []
+    edges = {"header": ["rank", "rollout edge", "share", "raw attention edge", "weight"],
+             "rows": [[n + 1, f"{a} -> {b}", f"{w:.2f}",
+                       *((f"{strongest[n][0]} -> {strongest[n][1]}", f"{strongest[n][2]:.2f}") if n < len(strongest)
+                         else ("-", "-"))] for n, (a, b, w) in enumerate(f["top"])]}
+    own = {"header": ["after layer", "a word's share of its own input word (rollout)"],
+           "rows": [[layer, f"{x:.2f}"] for layer, x in zip(rollout.layers, rollout.self_share or [])]}
+    return [t for t in (edges, own) if t["rows"]]
+
+
+GRAPH_PANELS = (("attention_graph", "raw attention"), ("attention_graph_norm_weighted", "norm-weighted"),
+                ("attention_graph_rollout", "rollout"), ("attention_graph_flow", "flow"))
+
+
+def attention_graphs_plot(r, path, figure_format=None):
+    """The first example's raw, norm-weighted, rollout and flow graphs at the last layer, side by side."""
+    rollout = r.get("attention_graph_rollout")
+    if not rollout:
+        return None
+    layer = rollout["layers"][-1]
+    panels = [(r[key], name) for key, name in GRAPH_PANELS if r.get(key)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.4), squeeze=False)
+    for ax, (graph, name) in zip(axes[0], panels):
+        graph_panel(ax, graph, layer, f"{name}, layer {layer} (edges >= {graph['threshold']:.2f})")
+    fig.suptitle("a -> b: a draws on b (head mean; edges to itself left out)", fontsize=9)
+    return save_figure(fig, path, figure_format)
+
+
+SECTION = Section(
+    name="attention_graphs", title="Attention as a graph: raw, norm-weighted, rollout and flow",
+    needs="attention_graph_rollout", question="How much of a word is still itself after the last layer?",
+    headline=attention_graphs_headline, text=attention_graphs_text, tables=attention_graphs_tables,
+    figure=attention_graphs_plot,
+    alt="Graphs of the first example's words at the last layer, nodes on a circle, arrows a -> b where a draws on b: "
+        "raw attention, norm-weighted attention, attention rollout and attention flow side by side")

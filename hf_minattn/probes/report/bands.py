@@ -1,0 +1,100 @@
+"""Context-specificity by word frequency: do the most frequent words change most with their sentence?"""
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ..plots import save_figure
+from .page import Section
+from .words import cell, differ
+
+
+def _bands(g):
+    """(bands, lowest, frequent): {band: adjusted self-similarity at the last layer} of the bands that have words,
+    the lowest band, and how the most frequent words ("top 100") stand against the lowest other band: +1 lower (they
+    vary most with context, as published), -1 higher, 0 within the precision shown; None without them."""
+    bands = {b: v[-1] for b, v in g["adjusted_self_similarity_by_band"].items() if v[-1] is not None}
+    if len(bands) < 2:
+        return bands, None, None
+    lowest = min(bands, key=bands.get)
+    if "top 100" not in bands:
+        return bands, lowest, None
+    other = min((b for b in bands if b != "top 100"), key=bands.get)
+    top, rest = bands["top 100"], bands[other]
+    return bands, lowest, (0 if not differ(top, rest) else 1 if top < rest else -1)
+
+
+FREQUENT_VERDICT = {1: "frequent (stop) words vary most with context, as published",
+                    -1: "not the stop words, unlike the published result",
+                    0: "the frequent (stop) words are level with it, no clear difference",
+                    None: "no band of frequent words to compare with the published result"}
+
+
+def bands_text(r):
+    g = r["geometry"]
+    bands, lowest, frequent = _bands(g)
+    if len(bands) < 2:
+        return "Too few bands have words to compare frequencies."
+    words = ", ".join(f"'{w}'" for w, _ in g["most_context_specific"][:6])
+    return (f"At the last layer, adjusted self-similarity by frequency rank is "
+            f"{'; '.join(f'{b}: {v:.2f}' for b, v in bands.items())}: the {lowest} band is the most context-specific "
+            f"({FREQUENT_VERDICT[frequent]}). The most context-specific words are {words}.")
+
+
+def _band_name(band):
+    return "the 100 most frequent words" if band == "top 100" else f"words of frequency rank {band}"
+
+
+def bands_headline(r):
+    bands, lowest, frequent = _bands(r["geometry"])
+    if len(bands) < 2:
+        return "Too few frequency bands have words to compare."
+    if frequent is None:
+        return (f"At the last layer {_band_name(lowest)} change most with their sentence (adjusted self-similarity "
+                f"{bands[lowest]:.2f}).")
+    other = min((b for b in bands if b != "top 100"), key=bands.get)
+    numbers = f"adjusted self-similarity {bands['top 100']:.2f}, against {bands[other]:.2f} for {_band_name(other)}"
+    if frequent > 0:
+        return (f"Yes: the most frequent words (mostly function words like 'the') change most with their sentence at "
+                f"the last layer ({numbers}), as published.")
+    if frequent < 0:
+        return (f"No: at the last layer the most frequent words change less with their sentence than rarer ones "
+                f"({numbers}), unlike the published result.")
+    return (f"No clear difference: at the last layer the most frequent words change with their sentence about as "
+            f"much as rarer ones ({numbers}).")
+
+
+def bands_tables(r):
+    g = r["geometry"]
+    by_band = g["adjusted_self_similarity_by_band"]
+    counts = g.get("words_per_band") or {}
+    bands = {"header": ["band (frequency rank)", "words", *[f"layer {layer}" for layer in g["layers"]]],
+             "rows": [[b, counts.get(b, "-"), *[cell(v, i) for i in range(len(g["layers"]))]]
+                      for b, v in by_band.items()]}
+    most, least = g.get("most_context_specific") or [], g.get("least_context_specific") or []
+    words = {"header": ["most context-specific", "adjusted self-similarity", "least context-specific",
+                        "adjusted self-similarity"],
+             "rows": [[*(most[i] if i < len(most) else ("-", None)), *(least[i] if i < len(least) else ("-", None))]
+                      for i in range(max(len(most), len(least)))]}
+    words["rows"] = [[a, cell(x), b, cell(y)] for a, x, b, y in words["rows"]]
+    return [bands, words] if words["rows"] else [bands]
+
+
+def bands_plot(r, path, figure_format=None):
+    g = r["geometry"]
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for band, values in g["adjusted_self_similarity_by_band"].items():
+        if any(v is not None for v in values):
+            ax.plot(g["layers"], [np.nan if v is None else v for v in values], marker="o",
+                    label=f"rank {band} ({g['words_per_band'][band]} words)")
+    ax.set_xlabel("layer")
+    ax.set_ylabel("adjusted self-similarity")
+    ax.set_title("context-specificity by word frequency")
+    ax.legend(fontsize=8)
+    return save_figure(fig, path, figure_format)
+
+
+SECTION = Section(
+    name="bands", title="Context-specificity by word frequency", needs="geometry",
+    question="Do the most frequent words change most with their sentence?",
+    headline=bands_headline, text=bands_text, tables=bands_tables, figure=bands_plot,
+    alt="Line chart: baseline-adjusted self-similarity by layer, one line per word-frequency band")

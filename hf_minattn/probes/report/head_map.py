@@ -1,0 +1,72 @@
+"""The head similarity map: do heads in the same layer attend alike? Heads placed by classical MDS of their
+Jensen-Shannon distances."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ..plots import save_figure
+from .page import Section
+from .words import cell, lower
+
+
+def _js_within_between(h):
+    """(mean JS divergence between heads of the same layer, between heads of different layers), or None when there
+    are too few heads to compare."""
+    js = np.array(h["js_divergence"])
+    layer = np.repeat(np.arange(h["num_layers"]), h["num_heads"])
+    same = (layer[:, None] == layer[None, :]) & ~np.eye(len(js), dtype=bool)
+    different = layer[:, None] != layer[None, :]
+    if not same.any() or not different.any():
+        return None
+    return float(js[same].mean()), float(js[different].mean())
+
+
+def head_map_text(r):
+    pair = _js_within_between(r["heads"])
+    if pair is None:
+        return "Too few heads to compare within and between layers."
+    a, b = pair
+    closer = lower(a, b, 3)
+    return (f"Heads as points whose distances follow their Jensen-Shannon divergence: heads of the same layer are "
+            f"{'closer' if closer else 'not closer'} (mean JS {a:.3f}) than heads of different layers ({b:.3f}), "
+            f"so {'heads cluster by layer' if closer else 'behaviour does not cluster by layer'}.")
+
+
+def head_map_headline(r):
+    pair = _js_within_between(r["heads"])
+    if pair is None:
+        return "Too few heads to compare within and between layers."
+    a, b = pair
+    numbers = f"mean Jensen-Shannon divergence {a:.3f} within a layer, {b:.3f} across layers"
+    if lower(a, b, 3):
+        return f"Yes: heads of the same layer attend more alike than heads of different layers ({numbers})."
+    return f"No: heads of the same layer do not attend more alike than heads of different layers ({numbers})."
+
+
+def head_map_tables(r):
+    within = r["heads"].get("within_layer_js")
+    if not within:
+        return []
+    return [{"header": ["layer", "mean JS divergence between its heads"],
+             "rows": [[layer, cell(v, fmt=".3f")] for layer, v in enumerate(within)]}]
+
+
+def head_map_plot(r, path, figure_format=None):
+    h = r.get("heads")
+    if not h:
+        return None
+    xy = np.array(h["mds"])
+    layer = np.repeat(np.arange(h["num_layers"]), h["num_heads"])
+    fig, ax = plt.subplots(figsize=(5, 4.2))
+    points = ax.scatter(xy[:, 0], xy[:, 1], c=layer, cmap="viridis", s=40)
+    for k, (x, y) in enumerate(xy):
+        ax.annotate(f"{k // h['num_heads']}-{k % h['num_heads']}", (x, y), fontsize=6)
+    fig.colorbar(points, ax=ax, label="layer")
+    ax.set_title("heads by Jensen-Shannon distance (classical MDS)", fontsize=10)
+    return save_figure(fig, path, figure_format)
+
+
+SECTION = Section(
+    name="head_map", title="Head similarity map", needs="heads", question="Do heads in the same layer behave alike?",
+    headline=head_map_headline, text=head_map_text, tables=head_map_tables, figure=head_map_plot,
+    alt="Scatter plot: every head (layer-head) placed by classical MDS of Jensen-Shannon distances, coloured by layer")

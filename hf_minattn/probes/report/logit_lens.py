@@ -1,0 +1,124 @@
+"""The logit lens (nostalgebraist 2020): from which layer can the model guess a masked word? Every layer decoded
+through the masked-LM head, against the unigram floor."""
+
+from dataclasses import asdict
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ..plots import save_figure
+from .page import Section
+from .words import cell
+
+
+def _lens_gain(lens):
+    """(gain, ci, below): each layer's gain over the unigram floor, its 95% half-width (NaN: one token) and the
+    layers whose gain has its interval above 0; None without a floor."""
+    if lens.get("floor") is None:
+        return None
+    gain = np.array(lens["gain"], dtype=float)
+    ci = np.array([np.nan if c is None else c for c in lens["gain_interval95"]], dtype=float)
+    return gain, ci, [layer for layer in range(len(gain)) if gain[layer] - ci[layer] > 0]
+
+
+def logit_lens_text(r):
+    """The loss by layer, and the first layer whose gain over the unigram floor has its 95% interval above 0 (or
+    that no layer's has); without a floor, no verdict."""
+    lens = r["logit_lens"]
+    loss, accuracy = lens["loss"], lens["accuracy"]
+    last, lowest = len(loss) - 1, int(np.argmin(loss))
+    text = (f"Every layer's hidden state at {lens['masked_tokens']} masked tokens of {lens['sentences']} sentences "
+            f"(masking rate {lens['mlm_probability']:g}), decoded through the model's final head: loss by layer "
+            + ", ".join(f"{layer}: {x:.2f}" for layer, x in enumerate(loss)) + f" nats (lowest at layer {lowest}), "
+            f"top-1 accuracy {accuracy[0]:.2f} at layer 0 and {accuracy[-1]:.2f} at layer {last}. ")
+    caveat = (" Lower layers are read through a head trained on the last one: a high loss there need not mean the "
+              "information is absent.")
+    gains = _lens_gain(lens)
+    if gains is None:
+        return text + "No unigram floor was given, so no layer is compared with token frequencies alone." + caveat
+    gain, ci, below = gains
+    floor = f"the unigram floor ({lens['floor']:.2f} nats on the same tokens)"
+    if not below:
+        best = int(np.nanargmax(gain))
+        return text + (f"No layer's loss is below {floor} beyond its 95% interval (largest gain {gain[best]:+.2f} ± "
+                       f"{ci[best]:.2f} nats, at layer {best}): read through its head, no layer, not even the output, "
+                       "predicts masked tokens better than token frequencies alone.") + caveat
+    first = below[0]
+    return text + (f"The loss first goes below {floor} beyond its 95% interval at layer {first} (gain {gain[first]:.2f} ± "
+                   f"{ci[first]:.2f} nats); at the last layer the gain is {gain[-1]:+.2f} ± {ci[-1]:.2f} nats. "
+                   + (f"Below layer {first}, no layer is shown to beat token frequencies alone through this head."
+                      if first > 0 else "Even the embedding output beats token frequencies alone.")) + caveat
+
+
+def logit_lens_headline(r):
+    lens = r["logit_lens"]
+    gains = _lens_gain(lens)
+    if gains is None:
+        lowest = int(np.argmin(lens["loss"]))
+        return (f"Read through the masked-word head, layer {lowest} guesses masked words best "
+                f"({lens['loss'][lowest]:.2f} nats); no word-frequency floor was given to compare with.")
+    gain, ci, below = gains
+    if not below:
+        best = int(np.nanargmax(gain))
+        return (f"Not resolved at this scale: no layer, read through the masked-word head, guesses masked words "
+                f"better than word frequencies alone (largest gain {gain[best]:+.2f} ± {ci[best]:.2f} nats, layer "
+                f"{best}).")
+    first = below[0]
+    if first == 0:
+        return (f"Even layer 0, read through the masked-word head, guesses masked words better than word frequencies "
+                f"alone (gain {gain[0]:.2f} ± {ci[0]:.2f} nats; last layer {gain[-1]:+.2f}).")
+    return (f"Layer {first} is the first that, read through the masked-word head, guesses masked words better than "
+            f"word frequencies alone (gain {gain[first]:.2f} ± {ci[first]:.2f} nats; last layer {gain[-1]:+.2f}).")
+
+
+def logit_lens_tables(r):
+    lens = r["logit_lens"]
+    gains = _lens_gain(lens)
+    ci = lens.get("interval95") or [None] * len(lens["loss"])
+    header = ["layer", "loss (nats)", "± 95%", "top-1 accuracy"] + (["gain over the floor", "± 95%"] if gains else [])
+    rows = []
+    for layer, (loss, acc) in enumerate(zip(lens["loss"], lens["accuracy"])):
+        row = [layer, f"{loss:.3f}", cell(ci, layer, ".3f"), f"{acc:.3f}"]
+        if gains:
+            row += [f"{gains[0][layer]:+.3f}", "-" if np.isnan(gains[1][layer]) else f"{gains[1][layer]:.3f}"]
+        rows.append(row)
+    return [{"header": header, "rows": rows}]
+
+
+def plot_logit_lens(lens, path, figure_format=None):
+    """The logit lens (logit_lens.py; a LogitLens or its probes.json dict): masked-token loss by layer with its 95%
+    interval and the unigram floor (left), top-1 accuracy (right)."""
+    if not lens:
+        return None
+    lens = lens if isinstance(lens, dict) else asdict(lens)
+    layers = np.arange(len(lens["loss"]))
+    fig, (loss, accuracy) = plt.subplots(1, 2, figsize=(10, 3.8))
+    loss.errorbar(layers, lens["loss"], yerr=[np.nan if v is None else v for v in lens["interval95"]], marker="o",
+                  capsize=3, label="masked-token loss (95% interval)")
+    if lens.get("floor") is not None:
+        loss.axhline(lens["floor"], linestyle="--", color="grey", label=f"unigram floor ({lens['floor']:.2f})")
+    loss.set_ylabel("cross-entropy (nats)")
+    loss.set_title("each layer decoded through the final head", fontsize=10)
+    loss.legend(fontsize=8)
+    accuracy.plot(layers, lens["accuracy"], marker="o", color="k")
+    accuracy.set_ylim(bottom=0)
+    accuracy.set_ylabel("top-1 accuracy")
+    accuracy.set_title(f"{lens['masked_tokens']} masked tokens", fontsize=10)
+    for ax in (loss, accuracy):
+        ax.set_xticks(layers)  # whole layers
+        ax.set_xlabel("layer (0 = embedding output)")
+    return save_figure(fig, path, figure_format)
+
+
+def logit_lens_plot(r, path, figure_format=None):
+    """The section's figure, from the probes.json dict."""
+    return plot_logit_lens(r.get("logit_lens"), path, figure_format)
+
+
+# after the head ablation: both are masked-LM losses on the same tokens
+SECTION = Section(
+    name="logit_lens", title="The logit lens: every layer through the masked-LM head (nostalgebraist 2020)",
+    needs="logit_lens", question="From which layer can the model guess a masked word?",
+    headline=logit_lens_headline, text=logit_lens_text, tables=logit_lens_tables, figure=logit_lens_plot,
+    alt="Line charts by layer: masked-token loss of each layer decoded through the masked-LM head, with 95% intervals "
+        "and the unigram floor as a dashed line (left), and top-1 accuracy (right)")

@@ -1,0 +1,69 @@
+"""Writing the reports: report.html for one probe run (`write_report`), compare.html for several
+(`write_compare_report`), and a run's whole folder (`write_outputs`: probes.json, figures, report.html, the attention
+graphs' JSON). Every number on the pages comes from the results; no sentence is written by hand."""
+
+import json
+import os
+
+from ..plots import all_plots
+from ..results import SavedProbeResults
+from .benchmark import best_cell
+from .page import Probes, provenance_html, render, render_section, section_page
+from .sections import SECTIONS
+
+
+def write_report(r, plots, path, view=None, sections=SECTIONS):
+    """report.html for one model; `r` is the probes.json dict (or SavedProbeResults), `plots` {figure name: PNG
+    path}, `view` the interactive attention view's data (attention_view.py), shown first among the attention
+    sections; `sections` the Section records to show, in order.
+
+    The page opens with a summary: one row per section, its question, its headline and its figure small; each
+    section then opens with the same headline, its figure and tables, the full paragraph collapsed below. A section
+    is shown when the run has its numbers and, if it has a figure, when that figure was drawn."""
+    probes = Probes(r, view)
+    shown = [render_section(s, probes.of(s), plots.get(s.name)) for s in sections
+             if probes.has(s) and (s.figure is None or s.name in plots)]
+    return render(path, "report.html.j2", r=probes.probes, sections=shown, summary=True,
+                  provenance=provenance_html(probes.probes.get("provenance")))
+
+
+COMPARE_ALT = {"geometry": "Line chart: baseline-adjusted self-similarity by layer, one line per model",
+               "benchmarks": "Charts by layer: WordSim-353, SimLex-999 and analogy scores, one line per model, each "
+                             "model's word2vec baseline dashed"}
+
+
+def _compare_row(name, r):
+    """compare.html's row of one model: its size, adjusted self-similarity by layer and best benchmark scores."""
+    res = SavedProbeResults.from_dict(r)
+    best = {key: best_cell(res, key) for key in ("wordsim353", "simlex999")}
+    return [name, r["model_class"], r["num_layers"], r["num_heads"], r["hidden_size"],
+            " → ".join(f"{a:.2f}" for a in r["geometry"]["adjusted_self_similarity"]), best["wordsim353"],
+            best["simlex999"]]
+
+
+def write_compare_report(results, plots, path):
+    """compare.html: several models' probes side by side; `results` {name: probes.json dict}."""
+    rows = [_compare_row(name, r) for name, r in results.items()]
+    answers = {"geometry": "Adjusted self-similarity by layer for each model: a falling line means upper layers are more "
+                           "context-specific; " + "; ".join(
+                               f"{n}: {r['geometry']['adjusted_self_similarity'][0]:.2f} -> {r['geometry']['adjusted_self_similarity'][-1]:.2f}"
+                               for n, r in results.items()) + ".",
+               "benchmarks": "Word-similarity and analogy scores of each model's contextual vectors by layer, with each "
+                             "model's word2vec baseline (dashed, same corpus) for reference."}
+    sections = [section_page(name, name, answers.get(name, ""), png, COMPARE_ALT.get(name, f"{name}, one line per model"))
+                for name, png in plots.items()]
+    return render(path, "compare.html.j2", rows=rows, sections=sections)
+
+
+def write_outputs(results, out, figure_format="both"):
+    """probes.json, the figures (PNG, SVG or both: `figure_format`), report.html, attention_graph.json and
+    attention_view.json (docs/attention-graph.md) into `out`, from a run's ProbeResults (run.py)."""
+    os.makedirs(out, exist_ok=True)
+    results.save_json(os.path.join(out, "probes.json"))
+    for name, graph in (("attention_graph", results.attention_graph), ("attention_view", results.attention_view)):
+        if graph:
+            with open(os.path.join(out, f"{name}.json"), "w", encoding="utf-8") as f:
+                json.dump(graph, f)
+    saved = SavedProbeResults.from_dict(results.to_dict())  # typed once, read by the figures and the page
+    write_report(saved, all_plots(saved, out, figure_format), os.path.join(out, "report.html"),
+                 view=results.attention_view)
