@@ -1,0 +1,110 @@
+"""docs/tutorial.ipynb: committed without outputs, and executed top to bottom with a tiny step count it shows each of
+the seven answers with a figure, trains a model with run_mlm, probes it and shows its attention view inline."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK = REPO / "docs" / "tutorial.ipynb"
+FINDINGS = REPO / "docs" / "findings"
+QUESTIONS = range(1, 8)
+STEPS = 20
+
+
+def tagged(nb, tag):
+    """The one code cell carrying `tag` in its metadata."""
+    cells = [cell for cell in nb["cells"] if tag in cell.get("metadata", {}).get("tags", [])]
+    assert len(cells) == 1, f"{len(cells)} cells tagged {tag!r}"
+    return cells[0]
+
+
+def texts(cell, mime):
+    return [output["data"][mime] for output in cell.get("outputs", []) if mime in output.get("data", {})]
+
+
+def test_the_committed_notebook_has_no_outputs_and_a_cell_per_question():
+    """Outputs and execution counts are cleared before committing (they would be stale and bulky); every question
+    has its own tagged cell, which the execution test reads."""
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    assert nb["nbformat"] == 4
+    code = [cell for cell in nb["cells"] if cell["cell_type"] == "code"]
+    assert code
+    for cell in code:
+        assert cell["outputs"] == [] and cell["execution_count"] is None, cell["source"]
+    for number in QUESTIONS:
+        assert f"show_answer({number})" in "".join(tagged(nb, f"question-{number}")["source"])
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    """The notebook run in a temporary copy of docs/ (docs/findings linked beside it), as a fresh kernel of this
+    interpreter runs it: `python3` is ipykernel's kernel, and jupyter_client starts it with sys.executable."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    work = tmp_path_factory.mktemp("docs")
+    shutil.copy(NOTEBOOK, work / NOTEBOOK.name)
+    (work / "findings").symlink_to(FINDINGS, target_is_directory=True)
+    nb = nbformat.read(work / NOTEBOOK.name, as_version=4)
+    env = {"HF_MINATTN_TUTORIAL_STEPS": str(STEPS), "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            mp.setenv(key, value)
+        NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(work)}}).execute()
+    return nb, work
+
+
+@pytest.mark.slow
+def test_the_notebook_runs_without_errors(executed):
+    nb, _ = executed
+    errors = [output for cell in nb.cells for output in cell.get("outputs", []) if output["output_type"] == "error"]
+    assert errors == []
+    assert all(cell.execution_count for cell in nb.cells if cell.cell_type == "code")
+
+
+@pytest.mark.slow
+def test_each_question_shows_its_answer_and_a_figure(executed):
+    nb, _ = executed
+    results = json.loads((FINDINGS / "results.json").read_text(encoding="utf-8"))
+    for number in QUESTIONS:
+        cell = tagged(nb, f"question-{number}")
+        shown = "\n".join(texts(cell, "text/markdown"))
+        assert shown.startswith(f"### {number}. "), shown[:80]
+        for verdict in stored_verdicts(results, number):
+            assert f"**{verdict}**" in shown, (number, verdict)
+        assert texts(cell, "image/png"), f"question {number} shows no figure"
+
+
+def stored_verdicts(results, number):
+    keys = {1: ["q1"], 2: ["q2"], 3: ["q3", "q3_circuits"], 4: ["q4"], 5: ["q5"], 6: ["q6"], 7: ["q7"]}[number]
+    found = set()
+
+    def walk(tree):
+        if isinstance(tree, dict):
+            if "verdict" in tree:
+                found.add(tree["verdict"])
+            for value in tree.values():
+                walk(value)
+        elif isinstance(tree, list):
+            for value in tree:
+                walk(value)
+
+    for key in keys:
+        walk(results["answers"].get(key))
+    return found
+
+
+@pytest.mark.slow
+def test_the_notebook_trains_probes_and_shows_the_attention_view(executed):
+    """The step count comes from the environment; the probe writes its report; the view is inline."""
+    nb, work = executed
+    run = work / "outputs" / "tutorial"
+    state = json.loads((run / "model" / "trainer_state.json").read_text(encoding="utf-8"))
+    assert state["global_step"] == STEPS
+    assert (run / "probes" / "report.html").is_file()
+    assert "outputs/tutorial/model" in (run / "probes" / "probes.json").read_text(encoding="utf-8")  # the model probed
+    pages = [html for cell in nb.cells for html in texts(cell, "text/html") if "<iframe srcdoc=" in html]
+    assert len(pages) == 1 and "hf_minattn/attention-view/1" in pages[0]
