@@ -4,7 +4,7 @@ a graph), each opened by its answer and a table of its comparisons. A section fu
 
 from . import statistics as st
 from .findings_answers import VERSUS, opening
-from .findings_format import ci, compared, comparisons_table, listed, num, p_cell, table
+from .findings_format import ci, compared, comparisons_table, df_cell, listed, num, p_cell, table
 
 
 def q4_section(q4: dict, fig) -> list[str]:
@@ -263,8 +263,15 @@ def logit_lens_lines(lens: dict | None, fig) -> list[str]:
 
 
 def q7_section(q7: dict, fig) -> list[str]:
+    share = q7["self_share"]
+    against_half = ("-" if not share else "above 0.5" if share["low"] > 0.5 else "below 0.5" if share["high"] < 0.5
+                    else "includes 0.5")
     return [
         *opening({"answers": {"q7": q7}}, 7),
+        *table(["comparison", "estimate", "95% interval", "df", "p", "verdict"],
+               [[f"a word's share of its own input after layer {q7['layer']} (rollout, mean over seeds)",
+                 num((share or {}).get("estimate")), f"[{num((share or {}).get('low'))}, {num((share or {}).get('high'))}]",
+                 df_cell(share), "-", against_half]]),
         "",
         "Every row of a head's attention sums to one, so each head is a weighted directed graph over the tokens; but "
         "residual connections carry each word's own vector through, and each layer mixes what earlier layers mixed. "
