@@ -13,7 +13,7 @@ from test_experiments_verdicts import NUMBER, stored_numbers, synthetic, with_lo
 
 from hf_minattn.cli import main as cli_main
 from hf_minattn.experiments.findings import load_results, render_findings, rerender_findings
-from hf_minattn.experiments.findings_answers import ANSWERS
+from hf_minattn.experiments.findings_answers import ANSWERS, key_numbers
 from hf_minattn.experiments.findings_format import num, p_cell, p_value
 from hf_minattn.experiments.probe_answers import probe_answers
 
@@ -66,7 +66,7 @@ def test_the_findings_open_with_seven_answers_each_repeated_at_its_section():
     for number, question, answer in ANSWERS:
         sentence = answer(results)
         assert f"{number}. [{question}](#{number}-" in summary_line(head, number) and sentence in head
-        assert section(text, number).startswith(f"{number}. {question}\n\n**{sentence}**.")
+        assert section(text, number).startswith(f"{number}. {question}\n\n**{sentence}**{key_numbers(results, number)}.")
         # each section's comparisons are in a table with the columns the answer rests on
         assert "| estimate | 95% interval | df | p | verdict |" in section(text, number)
 

@@ -90,8 +90,7 @@ def q7_answer(results: dict) -> str:
             f"{q7['layer']}), "
             + ("the residual path keeps most of each word its own" if share.get("low", 0) > 0.5 else
                "most of each word comes from the other words" if share.get("high", 1) < 0.5 else
-               "whether most of a word stays its own is not resolved")
-            + f" (a word's share of its own input: {ci(q7['self_share'])})")
+               "whether most of a word stays its own is not resolved"))
 
 
 # (number, heading, answer): the headings are the sections' anchors, which other documents link to.
@@ -110,9 +109,31 @@ def heading(number: int) -> str:
     return f"## {number}. {ANSWERS[number - 1][1]}"
 
 
+# question -> (what, where in results["answers"]): the interval each answer rests on, printed beside it
+KEYS = {1: (("Spearman of a row's distance with its token's count", ("q1", "spearman_over_seeds")),),
+        2: (("frozen - full loss with the capacity given back, nats", ("q2", "frozen_matched_minus_full")),),
+        3: (("identity - full loss, nats", ("q3", "identity_minus_full")),),
+        5: (("Spearman, last layer - untrained", ("q5", "comparisons", "last_vs_untrained")),
+            ("last layer - word2vec", ("q5", "comparisons", "last_vs_word2vec"))),
+        6: (("sense accuracy - chance", ("q6", "senses", "comparisons", "vs_chance")),),
+        7: (("a word's share of its own input", ("q7", "self_share")),)}
+
+
+def key_numbers(results: dict, number: int) -> str:
+    """" (what: estimate [low, high]; ...)" for the intervals question `number` rests on; "" where none is stored."""
+    parts = []
+    for what, path in KEYS.get(number, ()):
+        value = results["answers"]
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if value:
+            parts.append(f"{what}: {ci(value)}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 def opening(results: dict, number: int) -> list[str]:
-    """A section's heading and its answer in bold."""
-    return [heading(number), "", f"**{ANSWERS[number - 1][2](results)}**."]
+    """A section's heading and its answer in bold, with the intervals it rests on."""
+    return [heading(number), "", f"**{ANSWERS[number - 1][2](results)}**{key_numbers(results, number)}."]
 
 
 def answers_summary(results: dict) -> list[str]:
@@ -120,5 +141,5 @@ def answers_summary(results: dict) -> list[str]:
     lines = ["**The answers** (one sentence each, chosen by the verdicts below; the sections give the numbers):", ""]
     for number, question, answer in ANSWERS:
         anchor = "".join(c for c in f"{number}. {question}".lower() if c.isalnum() or c in " -_").replace(" ", "-")
-        lines.append(f"{number}. [{question}](#{anchor}) {answer(results)}.")
+        lines.append(f"{number}. [{question}](#{anchor}) {answer(results)}{key_numbers(results, number)}.")
     return lines
