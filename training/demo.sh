@@ -2,8 +2,8 @@
 # The project's main job: train the default MinAttn model on the Wikipedia sample inside gensim, save it in
 # Hub format under outputs/, probe it, and say where everything is. No network needed.
 #
-#   bash training/demo.sh            # about 14 minutes on 2 CPU cores: 9 minutes of training
-#   bash training/demo.sh --quick    # (or DEMO=quick) about 2 minutes: a smaller model, 24 s of training
+#   bash training/demo.sh            # 9 minutes of training, then the probes (docs/demo/ holds a run's timings)
+#   bash training/demo.sh --quick    # (or DEMO=quick) a smaller model trained for 24 s: a check that it all runs
 #   DEMO_OUT=/tmp/demo bash training/demo.sh --quick   # another output folder (replaced: it is deleted first)
 #
 # `make demo` runs it inside the project's virtual environment. Training is bounded by time
@@ -25,8 +25,8 @@ if [[ "$DEMO" == quick ]]; then
 else
     OUT="${DEMO_OUT:-outputs/minattn-wiki}"
     # The recipe of docs/recipe.md: the small preset (rotary positions, no dropout) narrowed to hidden 128 (feed-forward
-    # 512) at learning rate 2e-3, batch 16, 30% of tokens masked. In the demo's 9 minutes it trains 2.6x the tokens of
-    # hidden 256 and ends 0.4 nat further below the unigram floor (3 paired seeds; docs/recipe.md, "The demo's width").
+    # 512) at learning rate 2e-3, batch 16, 30% of tokens masked: in a fixed time it trains more tokens than hidden 256
+    # and ends further below the unigram floor (docs/recipe.md, "The demo's width", has the paired runs).
     MODEL=(--model_size small --config_overrides "hidden_size=128,intermediate_size=512" --vocab_size 8192)
     SCHEDULE=(--max_train_minutes 9 --warmup_steps 50 --logging_steps 20 --per_device_train_batch_size 16
               --learning_rate 2e-3)
@@ -34,9 +34,9 @@ else
 fi
 
 # Precision: run_mlm's default, bf16 autocast where it is fast (a GPU with bf16, a CPU with AVX512-BF16/AMX), else
-# fp32. At this width bf16 trained 1.43x the tokens/s of fp32 (17,485 vs 12,252). At equal steps its eval loss is
-# -0.3% [-1.0%, +0.4%] of fp32's (this recipe, 2,000 steps, 6 paired seeds; docs/recipe.md, "bf16 at equal steps past
-# the plateau"): within 1%. A fresh run each time: an old folder would hold checkpoints of a different run.
+# fp32. At equal steps bf16's eval loss stays within 1% of fp32's (docs/recipe.md, "bf16 at equal steps past the
+# plateau", has the paired seeds and the speed-up). A fresh run each time: an old folder would hold checkpoints of a
+# different run.
 rm -rf "$OUT"
 start=$SECONDS
 echo "== Training MinAttn ($DEMO) into $OUT"
