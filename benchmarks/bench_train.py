@@ -30,7 +30,6 @@ Results go to `<out>/bench-<date>.json` and `<out>/latest.json` (`--quick`: `<ou
 import argparse
 import datetime
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -39,232 +38,18 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-from torch import nn
-from transformers import (AttentionInterface, BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling,
-                          ModernBertConfig, ModernBertForMaskedLM)
-from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+from transformers import DataCollatorForLanguageModeling
 
-from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
-from hf_minattn.machine import machine_info
-from hf_minattn.masking import mask_tokens
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules, also when loaded from a file path
+from bench_common import (MASK, MODELS, QUICK_SIZES, SIZES, StepLoop, bf16_is_native, build, eval_loss,  # noqa: E402
+                          infer_flops, inference_times, load_blocks, make_batches, mask_blocks, matmul_peak,
+                          timed_matmul, train_flops)
+from bench_common import glu_size, matmul_params  # noqa: E402,F401  (reached through this script by the tests)
+from bench_levers import add_levers, lever_table  # noqa: E402
+from bench_levers import rotary_in_compute_dtype, without_linear_biases  # noqa: E402,F401  (as above)
 
-SIZES = dict(vocab=8192, hidden=256, layers=4, heads=4, ffn=1024, seq=128, batch=32)
-QUICK_SIZES = dict(vocab=512, hidden=64, layers=2, heads=4, ffn=128, seq=32, batch=8)
-PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4  # train_tokenizer's fixed special ids
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Machine
-
-
-def synchronize(device: torch.device):
-    """Wait for the GPU's queued work, so that a clock read afterwards times it (nothing to wait for on a CPU)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def timed_matmul(a: torch.Tensor, b: torch.Tensor) -> float:
-    """GFLOP/s of one a @ b of square matrices."""
-    synchronize(a.device)
-    start = time.perf_counter()
-    a @ b
-    synchronize(a.device)
-    return 2 * a.shape[0] ** 3 / (time.perf_counter() - start) / 1e9
-
-
-def matmul_peak(dtype: torch.dtype, n: int, repeats: int = 5, device: torch.device = torch.device("cpu")) -> float:
-    """GFLOP/s of an n x n x n product (median of `repeats`): the matrix-multiply peak MFU is measured against."""
-    a, b = torch.randn(n, n, dtype=dtype, device=device), torch.randn(n, n, dtype=dtype, device=device)
-    timed_matmul(a, b)
-    return statistics.median(timed_matmul(a, b) for _ in range(repeats))
-
-
-def bf16_is_native(fp32_peak: float, bf16_peak: float) -> bool:
-    """bf16 pays only where the CPU multiplies bf16 in hardware (AVX512_BF16 / AMX); elsewhere it is emulated and
-    many times slower than fp32. We trust the measurement over the flags: native bf16 must at least match fp32. (On a
-    GPU, main asks torch instead: a small product there times the launch, not the arithmetic.)"""
-    return bf16_peak >= fp32_peak
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Models
-
-
-MODELS = {"minattn": "MinAttnForMaskedLM", "bert": "BertForMaskedLM", "modernbert": "ModernBertForMaskedLM"}
-
-
-def glu_size(sizes: dict) -> int:
-    """ModernBERT's GLU feed-forward width with the weights of a plain one of width F: 3 x C x F' = 2 x C x F."""
-    return round(2 * sizes["ffn"] / 3)
-
-
-def build(name: str, sizes: dict, seed: int = 0, **overrides) -> nn.Module:
-    """The models at matched dimensions, no dropout, GELU, tied decoder, each set up as its own training script runs
-    it. MinAttn as run_mlm.py trains its `small` preset: pre-norm, rotary positions, the sparse head. BERT as
-    transformers' run_mlm.py trains it: post-norm, learned positions, one token type, dense logits. ModernBERT as its own
-    training runs it: its defaults (pre-norm, rotary positions, no biases, no dropout, every third layer global,
-    the others a 128-token sliding window), its sparse prediction, and a GLU of the same weights (`glu_size`)."""
-    torch.manual_seed(seed)
-    if name == "modernbert":
-        config = ModernBertConfig(vocab_size=sizes["vocab"], hidden_size=sizes["hidden"],
-                                  num_hidden_layers=sizes["layers"], num_attention_heads=sizes["heads"],
-                                  intermediate_size=glu_size(sizes), max_position_embeddings=sizes["seq"],
-                                  pad_token_id=PAD, cls_token_id=CLS, sep_token_id=SEP, bos_token_id=CLS,
-                                  eos_token_id=SEP, sparse_prediction=True, **overrides)
-        return ModernBertForMaskedLM(config)
-    dims = dict(vocab_size=sizes["vocab"], hidden_size=sizes["hidden"], num_hidden_layers=sizes["layers"],
-                num_attention_heads=sizes["heads"], intermediate_size=sizes["ffn"],
-                max_position_embeddings=sizes["seq"], hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                layer_norm_eps=1e-12, hidden_act="gelu", pad_token_id=PAD)
-    if name == "bert":
-        # type_vocab_size=1: one segment, the closest BERT gets to MinAttn's embeddings (word + position).
-        return BertForMaskedLM(BertConfig(**{**dims, **overrides}, type_vocab_size=1))
-    config = MinAttnConfig(**{**dims, "sparse_prediction": True, "position_embedding_type": "rope", **overrides})
-    return MinAttnForMaskedLM(config)
-
-
-def matmul_params(sizes: dict, name: str = "minattn") -> tuple[int, int]:
-    """(weights in the encoder's matmuls, weights in the MLM head's matmuls): Q, K, V, O and the feed-forward (two
-    matrices, or ModernBERT's GLU: three of width `glu_size`, the same count), the head's transform and decoder."""
-    C, F_, L, V = sizes["hidden"], sizes["ffn"], sizes["layers"], sizes["vocab"]
-    feed_forward = 3 * C * glu_size(sizes) if name == "modernbert" else 2 * C * F_
-    encoder = L * (3 * C * C + C * C + feed_forward)
-    head = C * C + C * V  # transform dense + decoder
-    return encoder, head
-
-
-def train_flops(name: str, sizes: dict, n_labelled: float, dense_head: bool = False) -> float:
-    """Matmul FLOPs of one training step (forward + backward = 3x forward), counting what each model computes:
-    6 * weights * tokens for every projection, 12 * L * T * C per token for the two attention products
-    (Q K^T and A V; ModernBERT's sliding-window layers compute them over the whole sequence too under sdpa), and the
-    MLM head on every token for BERT but only on the labelled ones for MinAttn and ModernBERT (sparse prediction)."""
-    B, T, C, L = sizes["batch"], sizes["seq"], sizes["hidden"], sizes["layers"]
-    encoder, head = matmul_params(sizes, name)
-    tokens = B * T
-    head_tokens = tokens if (name == "bert" or dense_head) else n_labelled
-    return 6 * encoder * tokens + 12 * L * T * C * tokens + 6 * head * head_tokens
-
-
-def infer_flops(sizes: dict, name: str = "minattn") -> float:
-    B, T, C, L = sizes["batch"], sizes["seq"], sizes["hidden"], sizes["layers"]
-    encoder, head = matmul_params(sizes, name)
-    return B * T * (2 * (encoder + head) + 4 * L * T * C)
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Data: the embedded Wikipedia sample, tokenized, packed into full blocks (nothing padded), masked once with a seed
-
-
-def load_blocks(sizes: dict, quick: bool):
-    from hf_minattn.data import load_wikipedia_sample
-
-    data = load_wikipedia_sample()
-    train_texts, val_texts = list(data["train"]["text"]), list(data["validation"]["text"])
-    if quick:
-        train_texts, val_texts = train_texts[:300], val_texts[:100]
-    tokenizer = train_tokenizer(train_texts, vocab_size=sizes["vocab"], model_max_length=sizes["seq"],
-                                show_progress=False)
-    assert tokenizer.convert_tokens_to_ids(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]) == [PAD, UNK, CLS, SEP, MASK]
-
-    tokenizer.model_max_length = 10**9  # packing cuts the stream into blocks itself
-
-    def pack(texts):
-        stream = [i for ids in tokenizer(texts, add_special_tokens=False)["input_ids"] for i in ids + [SEP]]
-        body = sizes["seq"] - 2
-        n = len(stream) // body
-        blocks = torch.tensor(stream[: n * body]).view(n, body)
-        return torch.cat([torch.full((n, 1), CLS), blocks, torch.full((n, 1), SEP)], dim=1)  # (n, T)
-
-    return pack(train_texts), pack(val_texts), tokenizer
-
-
-def mask_blocks(masker: DataCollatorForLanguageModeling, blocks: torch.Tensor, generator: torch.Generator):
-    """(inputs, labels) of (B, T) blocks, masked as run_mlm.py masks (`hf_minattn.masking`): 15% of the non-special
-    positions labelled, of those 80% [MASK], 10% a random token, 10% kept."""
-    return mask_tokens(masker, blocks, generator, special_tokens_mask=(blocks <= MASK).long())
-
-
-def make_batches(blocks: torch.Tensor, steps: int, batch: int, tokenizer, seed: int):
-    """`steps` masked batches in a fixed order (cycling through shuffled blocks), identical for both models."""
-    masker = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)
-    generator = torch.Generator().manual_seed(seed)
-    order = torch.cat([torch.randperm(len(blocks), generator=generator)
-                       for _ in range(math.ceil(steps * batch / len(blocks)) + 1)])
-    return [mask_blocks(masker, blocks[order[step * batch:(step + 1) * batch]], generator) for step in range(steps)]
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Steps
-
-
-def mlm_loss(model, inputs, labels, dense_head=False):
-    mask = torch.ones_like(inputs)  # what a collator gives for unpadded blocks; MinAttn turns it into no mask
-    if dense_head:  # the lever off: full (B, T, V) logits as BERT computes them
-        logits = model(input_ids=inputs, attention_mask=mask).logits
-        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
-    return model(input_ids=inputs, attention_mask=mask, labels=labels).loss
-
-
-class StepLoop:
-    """A plain training loop for one model (not transformers' Trainer): its AdamW and its schedule (linear warm-up
-    over 10% of the steps, then linear decay), and the time and loss of every step. The AdamW is the fused one, the
-    Trainer's default (`optim="adamw_torch_fused"`), unless `fused=False` (torch's default on CPU: a loop over the
-    parameters; it measured within 3% of the fused one, a lever below)."""
-
-    def __init__(self, model, steps, lr, bf16, dense_head=False, compile_model=False, fused=True):
-        self.model, self.bf16, self.dense_head = model, bf16, dense_head
-        self.forward_model = torch.compile(model) if compile_model else model
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, fused=fused)
-        warmup = max(1, steps // 10)
-        self.schedule = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
-        self.times, self.losses = [], []
-
-    def step(self, inputs, labels):
-        self.model.train()
-        start = time.perf_counter()
-        with torch.autocast(inputs.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            loss = mlm_loss(self.forward_model, inputs, labels, self.dense_head)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.optimizer.step()
-        self.schedule.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        self.losses.append(loss.item())  # on a GPU this waits for the whole step's kernels, so the time is the step's
-        self.times.append(time.perf_counter() - start)
-
-
-@torch.no_grad()
-def eval_loss(model, batches, bf16):
-    """Mean cross-entropy over all masked positions of the validation batches (eval mode, no dropout)."""
-    model.eval()
-    total, count = 0.0, 0
-    for inputs, labels in batches:
-        with torch.autocast(inputs.device.type, dtype=torch.bfloat16, enabled=bf16):
-            logits = model(input_ids=inputs, attention_mask=torch.ones_like(inputs)).logits
-        total += F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1), reduction="sum").item()
-        count += int((labels != -100).sum())
-    return total / count
-
-
-@torch.no_grad()
-def inference_times(models: dict, inputs, bf16, repeats):
-    for model in models.values():
-        model.eval()
-    times = {name: [] for name in models}
-    names = list(models)
-    for r in range(repeats + 1):
-        for name in names if r % 2 == 0 else names[::-1]:
-            synchronize(inputs.device)
-            start = time.perf_counter()
-            with torch.autocast(inputs.device.type, dtype=torch.bfloat16, enabled=bf16):
-                models[name](input_ids=inputs, attention_mask=torch.ones_like(inputs))
-            synchronize(inputs.device)
-            if r > 0:  # the first round is warm-up
-                times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
-
+from hf_minattn import train_tokenizer  # noqa: E402
+from hf_minattn.machine import machine_info  # noqa: E402
 
 # ----------------------------------------------------------------------------------------------------------------
 # Peak memory, in a fresh process per model so that one model's peak cannot hide the other's
@@ -308,147 +93,6 @@ def peak_memory(name: str, precision: str, sizes: dict, device: torch.device) ->
     result = subprocess.run(command, capture_output=True, text=True, check=True)
     return json.loads(result.stdout.strip().splitlines()[-1])
 
-
-# ----------------------------------------------------------------------------------------------------------------
-# Levers: each timed on/off, alternating, on the same batches (no quality measured)
-
-
-class SeparateQKV(nn.Module):
-    """The lever off: three projections with the fused weight's slices, concatenated into the fused layout."""
-
-    def __init__(self, fused: nn.Linear):
-        super().__init__()
-        C = fused.in_features
-        self.q, self.k, self.v = (nn.Linear(C, C, bias=fused.bias is not None) for _ in range(3))
-        with torch.no_grad():
-            for i, linear in enumerate((self.q, self.k, self.v)):
-                linear.weight.copy_(fused.weight[i * C:(i + 1) * C])
-                if fused.bias is not None:
-                    linear.bias.copy_(fused.bias[i * C:(i + 1) * C])
-
-    def forward(self, x):
-        return torch.cat([self.q(x), self.k(x), self.v(x)], dim=-1)
-
-
-def time_pair(trainers: dict, batches, warmup) -> dict:
-    names = list(trainers)
-    for i, (inputs, labels) in enumerate(batches):
-        for name in names if i % 2 == 0 else names[::-1]:
-            trainers[name].step(inputs, labels)
-    return {name: statistics.median(t.times[warmup:]) for name, t in trainers.items()}
-
-
-def without_linear_biases(model: nn.Module) -> nn.Module:
-    """The bias-free lever: every nn.Linear of the model without its bias (ModernBERT has none)."""
-    for module in model.modules():
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            module.bias = None
-    return model
-
-
-def compile_blocks(model: nn.Module) -> nn.Module:
-    """The regional-compile lever: each block compiled on its own (inductor fuses its LayerNorms, GELU and residual
-    adds); embeddings and the sparse head (data-dependent shapes) stay eager, so the graph does not break."""
-    for layer in model.minattn.layers:
-        layer.compile()
-    return model
-
-
-def rotary_in_compute_dtype(model: nn.Module) -> nn.Module:
-    """The fewer-casts lever (bf16): rotary tables in bf16, so that the bf16 queries and keys of autocast are rotated
-    in bf16 instead of being promoted to fp32 and cast back for the attention kernel."""
-    rotary = model.minattn.rotary
-    forward = rotary.forward
-    rotary.forward = lambda seq_len, dtype: forward(seq_len, torch.get_autocast_dtype("cpu")
-                                                    if torch.is_autocast_enabled("cpu") else dtype)
-    return model
-
-
-def measure_levers(sizes, batches, warmup, lr, bf16=False, with_compile=True) -> list[dict]:
-    """Each row: MinAttn as shipped vs MinAttn with one lever switched: "off" for the ones in the model (is each
-    worth keeping?), "on" for the candidates (does it pay?). variant / shipped < 1: the variant is faster."""
-    rows = []
-    precision = "bf16" if bf16 else "fp32"
-
-    def pair(lever, variant_model, variant_kwargs=None, baseline_kwargs=None, model_kwargs=None, variant_bf16=bf16):
-        baseline = StepLoop(build("minattn", sizes, **(model_kwargs or {})), len(batches), lr, bf16,
-                            **(baseline_kwargs or {}))
-        variant = StepLoop(variant_model, len(batches), lr, variant_bf16, **(variant_kwargs or {}))
-        start = time.perf_counter()
-        variant.step(*batches[0])
-        first_step = time.perf_counter() - start
-        variant.times.clear()
-        times = time_pair({"shipped": baseline, "variant": variant}, batches, warmup)
-        rows.append({"lever": lever, "precision": precision, "shipped_s": times["shipped"],
-                     "variant_s": times["variant"], "variant_over_shipped": times["variant"] / times["shipped"],
-                     "variant_first_step_s": first_step})
-        print(f"  [{precision}] {lever}: variant/shipped step time = {times['variant'] / times['shipped']:.3f}",
-              flush=True)
-
-    if not bf16:  # the levers already in the model, switched off (fp32, as measured before)
-        pair("sparse MLM head -> dense (B,T,V) logits", build("minattn", sizes), {"dense_head": True})
-        separate = build("minattn", sizes)
-        for layer in separate.minattn.layers:
-            layer.attention.qkv_proj = SeparateQKV(layer.attention.qkv_proj)
-        pair("fused QKV -> three projections", separate)
-        pair("sdpa -> eager attention", build("minattn", sizes, attn_implementation="eager"))
-        pair("gelu -> gelu tanh approximation", build("minattn", sizes, hidden_act="gelu_pytorch_tanh"))
-        pair("pre-norm -> post-norm (BERT's placement)", build("minattn", sizes, norm_placement="post"))
-    pair("fused AdamW (the Trainer's) -> a loop over the parameters", build("minattn", sizes), {"fused": False})
-    # The candidates (issue 20), on:
-    pair("bias-free projections (every nn.Linear)", without_linear_biases(build("minattn", sizes)))
-    if bf16:
-        # The model computes bf16 attention on a CPU by the eager path; this variant forces torch's bf16 kernel.
-        AttentionInterface.register("sdpa_kernel", ALL_ATTENTION_FUNCTIONS["sdpa"])
-        forced = build("minattn", sizes)
-        forced.set_attn_implementation("sdpa_kernel")
-        pair("bf16 attention: eager (matmul, softmax, matmul) -> torch's bf16 sdpa kernel", forced)
-        pair("rotary tables in bf16 (fewer casts)", rotary_in_compute_dtype(build("minattn", sizes)))
-        # Weights stored in bf16 and no autocast: no cast at all. An upper bound for "bf16 weights for the forward
-        # with fp32 master copies", which would add a copy of the weights after every optimizer step.
-        pair("bf16 weights, no autocast (upper bound of bf16 forward weights)",
-             build("minattn", sizes).to(torch.bfloat16), variant_bf16=False)
-    if with_compile:  # compiling takes minutes here: not in --quick
-        pair("regional torch.compile (each block; head eager)", compile_blocks(build("minattn", sizes)))
-        if not bf16:
-            pair("eager -> torch.compile (whole model)", build("minattn", sizes), {"compile_model": True})
-    return rows
-
-
-def profile_steps(sizes, batches, lr, bf16: bool, top: int = 12) -> list[dict]:
-    """Where a MinAttn training step spends its time: torch.profiler over the steps after the first two, the `top`
-    operators by self CPU time with their share of the total."""
-    from torch.profiler import ProfilerActivity, profile
-
-    loop = StepLoop(build("minattn", sizes), len(batches), lr, bf16)
-    for inputs, labels in batches[:2]:
-        loop.step(inputs, labels)
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        for inputs, labels in batches[2:]:
-            loop.step(inputs, labels)
-    events = [e for e in prof.key_averages() if e.self_cpu_time_total > 0]
-    total = sum(e.self_cpu_time_total for e in events)
-    events.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
-    return [{"op": e.key, "share": e.self_cpu_time_total / total, "calls_per_step": e.count / (len(batches) - 2),
-             "ms_per_step": e.self_cpu_time_total / 1e3 / (len(batches) - 2)} for e in events[:top]]
-
-
-def mask_vs_none(sizes, repeats=5) -> dict:
-    """sdpa forward + backward with no mask vs an all-zero additive mask (what an all-ones attention_mask would
-    become if the model did not drop it), training-mode dropout 0.1."""
-    B, T, H, D = sizes["batch"], sizes["seq"], sizes["heads"], sizes["hidden"] // sizes["heads"]
-    q, k, v = (torch.randn(B, H, T, D, requires_grad=True) for _ in range(3))
-    zero_mask = torch.zeros(B, 1, 1, T)
-    times = {"none": [], "mask": []}
-    for r in range(repeats + 1):
-        for name, mask in (("none", None), ("mask", zero_mask)):
-            start = time.perf_counter()
-            F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.1).sum().backward()
-            if r:
-                times[name].append(time.perf_counter() - start)
-    none, mask = statistics.median(times["none"]), statistics.median(times["mask"])
-    return {"lever": "no mask -> materialized all-zero mask (sdpa, per layer)", "shipped_s": none,
-            "variant_s": mask, "variant_over_shipped": mask / none}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -554,17 +198,7 @@ def markdown_table(report) -> str:
     return "\n".join(lines)
 
 
-def lever_table(levers: list[dict]) -> str:
-    lines = ["| lever | precision | shipped step (s) | variant step (s) | variant / shipped | variant's first step (s) |",
-             "|---|---|---:|---:|---:|---:|"]
-    for row in levers:
-        first = f"{row['variant_first_step_s']:.1f}" if "variant_first_step_s" in row else ""
-        lines.append(f"| {row['lever']} | {row.get('precision', 'fp32')} | {row['shipped_s']:.3f} | {row['variant_s']:.3f} | "
-                     f"{row['variant_over_shipped']:.3f} | {first} |")
-    return "\n".join(lines)
-
-
-def main(argv=None):
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny sizes and few steps: a smoke run in seconds")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
@@ -589,11 +223,12 @@ def main(argv=None):
     parser.add_argument("--infer-repeats", type=int, default=5)
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     parser.add_argument("--_memory-worker", nargs=4, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args._memory_worker:
-        name, precision, sizes, device = args._memory_worker
-        return memory_worker(name, precision, json.loads(sizes), device)
+    return parser
 
+
+def check_args(parser: argparse.ArgumentParser, args) -> tuple[dict, list[str]]:
+    """(sizes, precisions) from the parsed flags, which are checked by name and given their --quick defaults in
+    place (the report records them)."""
     if args.device == "auto":
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
     elif args.device == "cuda" and not torch.cuda.is_available():
@@ -618,11 +253,11 @@ def main(argv=None):
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     if args.models[:1] != ["minattn"] or not set(args.models) <= set(MODELS) or len(args.models) < 2:
         parser.error(f"--models takes minattn first, then one or more of bert,modernbert; got {args.models}")
+    return sizes, precisions
 
-    machine = machine_info()
-    print(f"machine: {machine['cpu']}, {machine['cores']} cores ({machine['cpu_capability']}), "
-          f"torch {machine['torch']}, transformers {machine['transformers']}, load {machine['load_average']}")
-    print(f"device: {args.device.type}" + (f" ({machine['gpu']})" if args.device.type == "cuda" else ""))
+
+def measure_peaks(args) -> tuple[dict, bool]:
+    """({precision: matmul peak in GFLOP/s}, whether bf16 is native here); sets `args.peak_size`, the product's n."""
     n = args.peak_size = 256 if args.quick else 8192 if args.device.type == "cuda" else 1024
     peaks = {"fp32": matmul_peak(torch.float32, n, device=args.device)}
     # A bf16 product on a CPU without bf16 hardware is ~50x slower: probe smaller first (512^3, not 256^3: a 256^3
@@ -635,7 +270,12 @@ def main(argv=None):
     if bf16_native and not on_gpu_with_bf16:
         peaks["bf16"] = matmul_peak(torch.bfloat16, n, device=args.device)
     print(f"matmul peak ({n}^3): fp32 {peaks['fp32']:.0f} GFLOP/s, bf16 {peaks['bf16']:.1f} GFLOP/s", flush=True)
+    return peaks, bf16_native
 
+
+def prepare_data(sizes: dict, args):
+    """(train blocks, tokenizer, train batches, validation batches), the batches on `args.device`; widens
+    `sizes["vocab"]` to the tokenizer's."""
     train_blocks, val_blocks, tokenizer = load_blocks(sizes, args.quick)
     sizes["vocab"] = max(sizes["vocab"], len(tokenizer))
     train_batches = make_batches(train_blocks, args.steps, sizes["batch"], tokenizer, seed=1)
@@ -646,13 +286,15 @@ def main(argv=None):
     train_batches, val_batches = ([tuple(t.to(args.device) for t in batch) for batch in batches]
                                   for batches in (train_batches, val_batches))
     print(f"data: {len(train_blocks)} train / {len(val_blocks)} validation blocks of {sizes['seq']} tokens", flush=True)
+    return train_blocks, tokenizer, train_batches, val_batches
 
-    report = {"machine": machine, "device": args.device.type, "sizes": sizes, "matmul_peak_gflops": peaks,
-              "matmul_peak_size": n, "results": {},
-              "args": {k: str(v) if k == "device" else v for k, v in vars(args).items() if not k.startswith("_")}}
+
+def compare_models(report: dict, precisions: list[str], bf16_native: bool, train_batches, val_batches, args) -> dict:
+    """`report["results"]`: each precision's side-by-side training, or why it was skipped."""
+    peaks, sizes = report["matmul_peak_gflops"], report["sizes"]
     for precision in precisions:
         if precision == "bf16" and not (bf16_native or args.force_bf16):
-            report["results"]["bf16"] = {"skipped": f"bf16 is emulated here ({machine['cpu_capability']}): "
+            report["results"]["bf16"] = {"skipped": f"bf16 is emulated here ({report['machine']['cpu_capability']}): "
                                                     f"{peaks['bf16']:.1f} vs {peaks['fp32']:.0f} GFLOP/s fp32"}
             print(f"bf16 skipped: {report['results']['bf16']['skipped']}", flush=True)
             continue
@@ -661,24 +303,11 @@ def main(argv=None):
             continue
         print(f"training the models, {precision}, {args.steps} steps each", flush=True)
         report["results"][precision] = run_precision(precision, sizes, train_batches, val_batches, args)
-    if args.levers:
-        print("levers (MinAttn shipped vs variant):", flush=True)
-        lever_batches = make_batches(train_blocks, args.lever_steps, sizes["batch"], tokenizer, seed=3)
-        measured = [p for p in precisions if "skipped" not in report["results"].get(p, {})]
-        report["levers"] = []
-        for precision in measured:
-            report["levers"] += measure_levers(sizes, lever_batches, min(2, args.lever_steps - 1), args.lr,
-                                               bf16=precision == "bf16", with_compile=not args.quick)
-        report["levers"].append(mask_vs_none(sizes))
-    if args.profile:
-        report["profile"] = {}
-        for precision in measured:
-            report["profile"][precision] = rows = profile_steps(sizes, lever_batches, args.lr, precision == "bf16")
-            print(f"profile, MinAttn training step, {precision}:")
-            for row in rows:
-                print(f"  {100 * row['share']:5.1f}%  {row['ms_per_step']:8.1f} ms  x{row['calls_per_step']:.0f}  {row['op']}")
-    report["machine"]["load_average_end"] = os.getloadavg()
+    return report
 
+
+def write_report(report: dict, args) -> Path:
+    """Write the record under its name (see the module's docstring) and print its table."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -695,6 +324,32 @@ def main(argv=None):
     table = lever_table(report["levers"]) if args.only_levers else markdown_table(report)
     print(table)
     print(f"wrote {out / name}")
+    return out / name
+
+
+def main(argv=None):
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if args._memory_worker:
+        name, precision, sizes, device = args._memory_worker
+        return memory_worker(name, precision, json.loads(sizes), device)
+    sizes, precisions = check_args(parser, args)
+
+    machine = machine_info()
+    print(f"machine: {machine['cpu']}, {machine['cores']} cores ({machine['cpu_capability']}), "
+          f"torch {machine['torch']}, transformers {machine['transformers']}, load {machine['load_average']}")
+    print(f"device: {args.device.type}" + (f" ({machine['gpu']})" if args.device.type == "cuda" else ""))
+    peaks, bf16_native = measure_peaks(args)
+    train_blocks, tokenizer, train_batches, val_batches = prepare_data(sizes, args)
+
+    report = {"machine": machine, "device": args.device.type, "sizes": sizes, "matmul_peak_gflops": peaks,
+              "matmul_peak_size": args.peak_size, "results": {},
+              "args": {k: str(v) if k == "device" else v for k, v in vars(args).items() if not k.startswith("_")}}
+    compare_models(report, precisions, bf16_native, train_batches, val_batches, args)
+    if args.levers:
+        add_levers(report, sizes, train_blocks, tokenizer, precisions, args)
+    report["machine"]["load_average_end"] = os.getloadavg()
+    write_report(report, args)
     return report
 
 

@@ -1,5 +1,5 @@
 """How much of the machine `training/run_mlm.py` (the HF Trainer path) uses: its training tokens/s against a plain
-step loop (forward, backward, clip, AdamW: `bench_train.StepLoop`) on the same model and batch, in one process.
+step loop (forward, backward, clip, AdamW: `bench_common.StepLoop`) on the same model and batch, in one process.
 
     python benchmarks/bench_trainer_overhead.py            # small model, batch 16 x 128, fp32, 60 steps each
     python benchmarks/bench_trainer_overhead.py --quick    # tiny sizes, seconds
@@ -20,11 +20,11 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_train import StepLoop  # noqa: E402
-from bench_train import load_blocks, machine_info, make_batches  # noqa: E402
+from bench_common import StepLoop, load_blocks, make_batches  # noqa: E402
 
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM  # noqa: E402
 from hf_minattn.arguments import MODEL_SIZES  # noqa: E402
+from hf_minattn.machine import machine_info  # noqa: E402
 from hf_minattn.run_mlm import main as run_mlm  # noqa: E402
 
 

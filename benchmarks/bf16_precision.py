@@ -25,7 +25,7 @@ from transformers import AttentionInterface, DataCollatorForLanguageModeling
 
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM
 
-from bench_train import load_blocks, mask_blocks
+from bench_common import linear_schedule, load_blocks, mask_blocks
 
 RECIPE = dict(vocab=8192, hidden=128, layers=4, heads=4, ffn=512, seq=128, batch=16, lr=2e-3, warmup=60, steps=640,
               mlm=0.3)
@@ -111,7 +111,8 @@ def relative_error(g: dict, reference: dict) -> dict:
     return {k: float((g[k] - reference[k]).norm() / reference[k].norm().clamp_min(1e-30)) for k in reference}
 
 
-def main(argv=None):
+def parse_args(argv=None):
+    """(args, sizes, checkpoints), the flags checked by name before anything is loaded."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--checkpoints", default="0,60,150,300", help="fp32 training steps at which to compare")
@@ -130,7 +131,58 @@ def main(argv=None):
         parser.error(f"--grad-batches must be at least 2 (the minibatch noise compares two halves), got {args.grad_batches}")
     if args.quick:
         checkpoints = [0, 20]
+    return args, sizes, checkpoints
 
+
+def recipe_model(sizes: dict) -> MinAttnForMaskedLM:
+    """The experiments' model at `sizes`: rotary positions, sparse head, untied decoder, no dropout."""
+    config = MinAttnConfig(vocab_size=sizes["vocab"], hidden_size=sizes["hidden"], num_hidden_layers=sizes["layers"],
+                           num_attention_heads=sizes["heads"], intermediate_size=sizes["ffn"],
+                           max_position_embeddings=sizes["seq"], hidden_dropout_prob=0.0,
+                           attention_probs_dropout_prob=0.0, position_embedding_type="rope", sparse_prediction=True,
+                           tie_word_embeddings=False)
+    return MinAttnForMaskedLM(config)
+
+
+def train_step(model, optimizer, schedule, inputs, labels):
+    """One fp32 step of the recipe: AdamW, gradients clipped to norm 1."""
+    model.train()
+    loss = model(input_ids=inputs, labels=labels).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    schedule.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
+def compare(model, probe_batches, step: int) -> dict:
+    """One table row: the loss, the minibatch noise and each setting's relative gradient error at this step."""
+    model.train()
+    start = time.perf_counter()
+    reference = gradients(model, probe_batches, "fp32")
+    half = len(probe_batches) // 2
+    a, b = gradients(model, probe_batches[:half], "fp32"), gradients(model, probe_batches[half:], "fp32")
+    with torch.no_grad():
+        loss = sum(model(input_ids=i, labels=l).loss.item() for i, l in probe_batches) / len(probe_batches)
+    row = {"step": step, "loss": loss, "minibatch noise": relative_error(a, b)}
+    for name in SETTINGS:
+        row[name] = relative_error(gradients(model, probe_batches, name), reference)
+    print(f"step {step}: loss {loss:.3f} ({time.perf_counter() - start:.0f} s)", flush=True)
+    return row
+
+
+def print_tables(rows: list[dict]):
+    groups = list(rows[0]["minibatch noise"])
+    for row in rows:
+        print(f"\n### step {row['step']} (loss {row['loss']:.3f}): relative gradient error vs fp32\n")
+        print("| setting | " + " | ".join(groups) + " |")
+        print("|---|" + "---:|" * len(groups))
+        for name in ["minibatch noise"] + SETTINGS:
+            print(f"| {name} | " + " | ".join(f"{row[name][g]:.4f}" for g in groups) + " |")
+
+
+def main(argv=None):
+    args, sizes, checkpoints = parse_args(argv)
     train_blocks, _, tokenizer = load_blocks(sizes, args.quick)
     masker = DataCollatorForLanguageModeling(tokenizer, mlm_probability=sizes["mlm"])
     generator = torch.Generator().manual_seed(args.seed)
@@ -141,49 +193,16 @@ def main(argv=None):
 
     probe_batches = [batch() for _ in range(args.grad_batches)]
     torch.manual_seed(args.seed)
-    config = MinAttnConfig(vocab_size=sizes["vocab"], hidden_size=sizes["hidden"], num_hidden_layers=sizes["layers"],
-                           num_attention_heads=sizes["heads"], intermediate_size=sizes["ffn"],
-                           max_position_embeddings=sizes["seq"], hidden_dropout_prob=0.0,
-                           attention_probs_dropout_prob=0.0, position_embedding_type="rope", sparse_prediction=True,
-                           tie_word_embeddings=False)
-    model = MinAttnForMaskedLM(config)
+    model = recipe_model(sizes)
     optimizer = torch.optim.AdamW(model.parameters(), lr=sizes["lr"], weight_decay=0.0)
-    total = sizes["steps"]
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / sizes["warmup"], max(0.0, (total - s) / (total - sizes["warmup"]))))
-
+    schedule = linear_schedule(optimizer, sizes["steps"], sizes["warmup"])
     rows, step = [], 0
     for checkpoint in checkpoints:
         while step < checkpoint:
-            model.train()
-            inputs, labels = batch()
-            loss = model(input_ids=inputs, labels=labels).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad(set_to_none=True)
+            train_step(model, optimizer, schedule, *batch())
             step += 1
-        model.train()
-        start = time.perf_counter()
-        reference = gradients(model, probe_batches, "fp32")
-        half = len(probe_batches) // 2
-        a, b = gradients(model, probe_batches[:half], "fp32"), gradients(model, probe_batches[half:], "fp32")
-        with torch.no_grad():
-            loss = sum(model(input_ids=i, labels=l).loss.item() for i, l in probe_batches) / len(probe_batches)
-        row = {"step": step, "loss": loss, "minibatch noise": relative_error(a, b)}
-        for name in SETTINGS:
-            row[name] = relative_error(gradients(model, probe_batches, name), reference)
-        rows.append(row)
-        print(f"step {step}: loss {loss:.3f} ({time.perf_counter() - start:.0f} s)", flush=True)
-
-    groups = list(rows[0]["minibatch noise"])
-    for row in rows:
-        print(f"\n### step {row['step']} (loss {row['loss']:.3f}): relative gradient error vs fp32\n")
-        print("| setting | " + " | ".join(groups) + " |")
-        print("|---|" + "---:|" * len(groups))
-        for name in ["minibatch noise"] + SETTINGS:
-            print(f"| {name} | " + " | ".join(f"{row[name][g]:.4f}" for g in groups) + " |")
+        rows.append(compare(model, probe_batches, step))
+    print_tables(rows)
     if not args.quick:
         Path(args.out).write_text(json.dumps({"sizes": sizes, "seed": args.seed, "rows": rows}, indent=1))
         print(f"\nwrote {args.out}")

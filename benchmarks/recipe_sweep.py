@@ -144,6 +144,39 @@ def equal_step_verdict(path: str, reference: str, candidate: str, control: str |
     return " ".join(sentences)
 
 
+def run(name: str, extra: str, tokens: int, evals: int) -> dict:
+    """Train one run (`run_mlm.py` with COMMON and `extra`, for about `tokens` training tokens, evaluated `evals`
+    times) in a subprocess, print its line, and return its record."""
+    argv = shlex.split(COMMON) + shlex.split(extra)
+    tokens_per_step = int(flag_value(argv, "--per_device_train_batch_size", "8")) * int(flag_value(argv, "--max_seq_length", "128"))
+    steps = max(1, tokens // tokens_per_step)
+    with tempfile.TemporaryDirectory() as folder:
+        argv = ["--output_dir", folder, *argv, "--max_steps", str(steps),
+                "--eval_strategy", "steps", "--eval_steps", str(max(1, steps // evals))]
+        print(f"== {name}: {steps} steps of {tokens_per_step} tokens: {shlex.join(argv[2:])}", flush=True)
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "hf_minattn.run_mlm", *argv], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        seconds = time.perf_counter() - start
+        with open(os.path.join(folder, "trainer_state.json")) as f:
+            state = json.load(f)
+        history, steps = state["log_history"], state["global_step"]  # fewer than planned under --max_train_minutes
+        with open(os.path.join(folder, "all_results.json")) as f:
+            final = json.load(f)
+    curve = [(h["step"] * tokens_per_step, round(h["eval_loss"], 4), round(h["eval_gain_over_unigram"], 4))
+             for h in history if "eval_loss" in h]
+    record = {"name": name, "args": extra, "steps": steps, "tokens": steps * tokens_per_step,
+              "eval_loss": round(final["eval_loss"], 4), "eval_unigram_loss": round(final["eval_unigram_loss"], 4),
+              "eval_gain_over_unigram": round(final["eval_gain_over_unigram"], 4),
+              "eval_accuracy": round(final["eval_accuracy"], 4),
+              "train_tokens_per_second": round(final.get("train_tokens_per_second", 0)),
+              "wall_seconds": round(seconds), "curve": curve}
+    print(f"   loss {record['eval_loss']:.3f}, floor {record['eval_unigram_loss']:.3f}, gain "
+          f"{record['eval_gain_over_unigram']:+.3f} nats, {record['train_tokens_per_second']} tok/s, "
+          f"{seconds:.0f} s; curve {curve}", flush=True)
+    return record
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="*", help="NAME=ARGS: a run's name and its extra run_mlm.py arguments")
@@ -172,37 +205,11 @@ def main():
         return
     if not args.runs:
         parser.error("name at least one run (NAME=ARGS), or pass --markdown")
-    for run in args.runs:
-        name, _, extra = run.partition("=")
+    for spec in args.runs:
+        name, _, extra = spec.partition("=")
         if not name:
-            raise ValueError(f"a run must be NAME=ARGS, got {run!r}")
-        argv = shlex.split(COMMON) + shlex.split(extra)
-        tokens_per_step = int(flag_value(argv, "--per_device_train_batch_size", "8")) * int(flag_value(argv, "--max_seq_length", "128"))
-        steps = max(1, args.tokens // tokens_per_step)
-        with tempfile.TemporaryDirectory() as folder:
-            argv = ["--output_dir", folder, *argv, "--max_steps", str(steps),
-                    "--eval_strategy", "steps", "--eval_steps", str(max(1, steps // args.evals))]
-            print(f"== {name}: {steps} steps of {tokens_per_step} tokens: {shlex.join(argv[2:])}", flush=True)
-            start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "hf_minattn.run_mlm", *argv], check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            seconds = time.perf_counter() - start
-            with open(os.path.join(folder, "trainer_state.json")) as f:
-                state = json.load(f)
-            history, steps = state["log_history"], state["global_step"]  # fewer than planned under --max_train_minutes
-            with open(os.path.join(folder, "all_results.json")) as f:
-                final = json.load(f)
-        curve = [(h["step"] * tokens_per_step, round(h["eval_loss"], 4), round(h["eval_gain_over_unigram"], 4))
-                 for h in history if "eval_loss" in h]
-        record = {"name": name, "args": extra, "steps": steps, "tokens": steps * tokens_per_step,
-                  "eval_loss": round(final["eval_loss"], 4), "eval_unigram_loss": round(final["eval_unigram_loss"], 4),
-                  "eval_gain_over_unigram": round(final["eval_gain_over_unigram"], 4),
-                  "eval_accuracy": round(final["eval_accuracy"], 4),
-                  "train_tokens_per_second": round(final.get("train_tokens_per_second", 0)),
-                  "wall_seconds": round(seconds), "curve": curve}
-        print(f"   loss {record['eval_loss']:.3f}, floor {record['eval_unigram_loss']:.3f}, gain "
-              f"{record['eval_gain_over_unigram']:+.3f} nats, {record['train_tokens_per_second']} tok/s, "
-              f"{seconds:.0f} s; curve {curve}", flush=True)
+            raise ValueError(f"a run must be NAME=ARGS, got {spec!r}")
+        record = run(name, extra, args.tokens, args.evals)
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, "a") as f:
             f.write(json.dumps(record) + "\n")

@@ -105,38 +105,16 @@ def select(summary):
     return max(summary, key=lambda row: (round(row["criterion"], 6), -row["epochs"]))
 
 
-def main(argv=None):
-    import gensim
+def write_json(result: dict, path: str):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=1)
+        f.write("\n")
 
+
+def train_grid(words, args, corpus: dict) -> list[dict]:
+    """One scored run per (arch, sample, epochs, seed) of the grid in `args`, printed as it finishes; records the
+    vocabulary size in `corpus`."""
     from hf_minattn.probes.benchmarks import Word2VecSettings, train_word2vec
-
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--epochs", type=int, nargs="+", default=[5, 10, 20, 40])
-    parser.add_argument("--samples", type=float, nargs="+", default=[1e-3, 1e-4])
-    parser.add_argument("--archs", choices=["skipgram", "cbow"], nargs="+", default=["skipgram", "cbow"])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--max-sentences", type=int, default=0, help="0 = the whole training split")
-    parser.add_argument("--out", default=DEFAULT_OUT)
-    parser.add_argument("--merge", nargs=2, metavar=("BASE", "EXTRA"),
-                        help="train nothing: add EXTRA's runs (other grid points, same corpus) to BASE's, choose again "
-                             "over all of them and write the result to --out")
-    args = parser.parse_args(argv)
-    if args.merge:
-        base, extra = (json.load(open(path, encoding="utf-8")) for path in args.merge)
-        result = merge(base, extra)
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=1)
-            f.write("\n")
-        print(f"merged {len(extra['runs'])} runs into {len(base['runs'])}: chosen {result['choice']} -> {args.out}")
-        return result
-    logging.getLogger("gensim").setLevel(logging.ERROR)
-
-    start = time.perf_counter()
-    words, n_sentences = corpus_words(args.max_sentences)
-    corpus = {"source": "hf_minattn.probes.corpus.wikipedia_train_sentences()", "sentences": n_sentences,
-              "words": int(sum(map(len, words))), "max_sentences": args.max_sentences}
-    print(f"corpus: {corpus['sentences']} sentences, {corpus['words']} words "
-          f"({time.perf_counter() - start:.0f}s to tokenize)", flush=True)
 
     runs = []
     for arch in args.archs:
@@ -152,14 +130,53 @@ def main(argv=None):
                     runs.append(run)
                     print(f"{arch:8s} epochs {epochs:3d} sample {sample:g} seed {seed}: SimLex {run['simlex999']:.3f} "
                           f"analogy {run['analogy']:.3f} ({run['seconds']}s)", flush=True)
+    return runs
 
-    summary = summarise(runs)
-    best = select(summary)
+
+def print_summary(summary: list[dict], best: dict):
     print(f"\n{'arch':8s} {'sample':>7s} {'epochs':>6s} {'SimLex':>7s} {'analogy':>7s} {'mean':>7s}")
     for row in summary:
         mark = "  <- chosen" if row is best else ""
         print(f"{row['arch']:8s} {row['sample']:7g} {row['epochs']:6d} {row['simlex999']:7.3f} {row['analogy']:7.3f} "
               f"{row['criterion']:7.3f}{mark}")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--epochs", type=int, nargs="+", default=[5, 10, 20, 40])
+    parser.add_argument("--samples", type=float, nargs="+", default=[1e-3, 1e-4])
+    parser.add_argument("--archs", choices=["skipgram", "cbow"], nargs="+", default=["skipgram", "cbow"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--max-sentences", type=int, default=0, help="0 = the whole training split")
+    parser.add_argument("--out", default=DEFAULT_OUT)
+    parser.add_argument("--merge", nargs=2, metavar=("BASE", "EXTRA"),
+                        help="train nothing: add EXTRA's runs (other grid points, same corpus) to BASE's, choose again "
+                             "over all of them and write the result to --out")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    import gensim
+
+    args = parse_args(argv)
+    if args.merge:
+        base, extra = (json.load(open(path, encoding="utf-8")) for path in args.merge)
+        result = merge(base, extra)
+        write_json(result, args.out)
+        print(f"merged {len(extra['runs'])} runs into {len(base['runs'])}: chosen {result['choice']} -> {args.out}")
+        return result
+    logging.getLogger("gensim").setLevel(logging.ERROR)
+
+    start = time.perf_counter()
+    words, n_sentences = corpus_words(args.max_sentences)
+    corpus = {"source": "hf_minattn.probes.corpus.wikipedia_train_sentences()", "sentences": n_sentences,
+              "words": int(sum(map(len, words))), "max_sentences": args.max_sentences}
+    print(f"corpus: {corpus['sentences']} sentences, {corpus['words']} words "
+          f"({time.perf_counter() - start:.0f}s to tokenize)", flush=True)
+    runs = train_grid(words, args, corpus)
+    summary = summarise(runs)
+    best = select(summary)
+    print_summary(summary, best)
 
     chosen = choice(best)
     result = {
@@ -175,9 +192,7 @@ def main(argv=None):
         "versions": {"python": platform.python_version(), "gensim": gensim.__version__, "numpy": np.__version__},
     }
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=1)
-        f.write("\n")
+    write_json(result, args.out)
     print(f"\nchosen: {best['arch']}, {best['epochs']} epochs, sample {best['sample']:g} -> {args.out} "
           f"({result['seconds']:.0f}s in all)")
     return result
