@@ -1,9 +1,8 @@
 """`hf_minattn.experiments.statistics` on hand-made results: which seeds are paired, which key is read, the rounding
-results.json stores, and the verdict of a stored comparison. Known answers come from scipy (t-intervals) or by hand."""
+results.json stores, and the verdict of a stored comparison. Known answers are worked out by hand, the arithmetic beside them."""
 
 import numpy as np
 import pytest
-from scipy import stats as scipy_stats
 
 from hf_minattn.experiments import statistics as st
 
@@ -23,10 +22,27 @@ def results(variants: dict, floors=(7.0, 7.1, 7.2, 7.3)) -> dict:
     return {"variants": out}
 
 
+# 95% t-intervals worked out by hand (not by the scipy call hf_minattn.stats makes). Three seeds give df 2, where
+# Student's t has the closed-form quantile q_p = (2p - 1) / sqrt(2 p (1 - p)): q_0.975 = 0.95 / sqrt(0.04875) = 4.302653
+# (3.182446 at df 3, 12.706205 at df 1). Two seeds give df 1, where q_p = tan(pi (p - 1/2)): q_0.975 = 12.706205.
+# {values: (mean, low, high)}:
+HAND_WORKED = {
+    # mean 1.4 / 3 = 0.466667; squared deviations (1 + 25 + 16) / 900, over n - 1 = 2: s^2 = 21/900; se^2 = 7/900,
+    # se = sqrt(7) / 30 = 0.0881917; half-width 4.302653 x 0.0881917 = 0.379458
+    (0.5, 0.3, 0.6): (0.466667, 0.466667 - 0.379458, 0.466667 + 0.379458),
+    # mean 2.9 / 3 = 0.966667; squared deviations (1 + 1 + 4) / 900, s^2 = 3/900, se^2 = 1/900, se = 1/30;
+    # half-width 4.302653 / 30 = 0.143422
+    (1.0, 1.0, 0.9): (0.966667, 0.966667 - 0.143422, 0.966667 + 0.143422),
+    # mean 0.25; s = sqrt(2 x 0.05^2) = 0.0707107, se = s / sqrt(2) = 0.05; half-width 12.706205 x 0.05 = 0.635310
+    (0.2, 0.3): (0.25, 0.25 - 0.635310, 0.25 + 0.635310),
+    # mean 7/30 = 0.233333; squared deviations (16 + 1 + 25) / 900: se = sqrt(7) / 30 as above, half-width 0.379458
+    (0.1, 0.2, 0.4): (0.233333, 0.233333 - 0.379458, 0.233333 + 0.379458),
+}
+
+
 def t_interval(values):
-    values = np.asarray(values, dtype=float)
-    low, high = scipy_stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=scipy_stats.sem(values))
-    return values.mean(), low, high
+    """(mean, low, high) of the 95% t-interval of `values`, from the hand-worked table above."""
+    return HAND_WORKED[tuple(round(v, 10) for v in values)]
 
 
 def test_differences_pair_only_the_seeds_both_variants_have_and_read_the_key_asked():
@@ -100,7 +116,9 @@ def test_the_curve_difference_pairs_seeds_and_skips_missing_values():
     r = results({"full": {0: 6.0, 1: 6.1, 2: 6.3}, "frozen": {0: 6.2, 1: 6.4, 3: 6.0}})
     diff = st.curve_difference(r, "full", "frozen")
     assert diff["steps"] == [10, 20] and diff["difference"][1]["n"] == 2  # seeds 0 and 1
-    assert diff["difference"][1]["estimate"] == pytest.approx(0.25, abs=1e-4)
+    estimate, low, high = t_interval([0.2, 0.3])  # gains 1.0 - 0.8 at seed 0, 1.0 - 0.7 at seed 1: df 1
+    assert (diff["difference"][1]["estimate"], diff["difference"][1]["low"], diff["difference"][1]["high"]) == \
+        pytest.approx((estimate, low, high), abs=1e-4)
     r["variants"]["frozen"]["seeds"][0]["curve"]["gain_over_unigram"][0] = None
     assert st.curve_difference(r, "full", "frozen")["difference"][0] is None
     r["variants"]["none"] = {"seeds": [{"seed": 0, "eval_loss": 6.0}]}
@@ -115,3 +133,27 @@ def test_sign_and_verdict_of_stored_comparisons_and_bare_intervals():
     assert st.verdict(None) == "unresolved" and st.verdict({"verdict": "equivalent"}) == "equivalent"
     assert [st.verdict({"estimate": e, "low": e - 0.5, "high": e + 0.5, "n": 3}) for e in (1, -1, 0)] == \
         ["higher", "lower", "unresolved"]
+
+
+def test_stored_comparisons_hold_the_hand_worked_interval_p_values_and_holm():
+    """A tested comparison stores the t-interval, df and two-sided p worked out by hand; a family of two stores the
+    Holm-adjusted p of both; a share of gain stores its interval over seeds."""
+    d = st.tested([0.1, 0.2, 0.4], margin=0.05)
+    estimate, low, high = t_interval([0.1, 0.2, 0.4])
+    assert (d["estimate"], d["low"], d["high"], d["df"], d["n"]) == pytest.approx((estimate, low, high, 2, 3), abs=1e-4)
+    # t = mean / se = (7/30) / (sqrt(7)/30) = sqrt(7); at df 2 the two-sided p is 1 - t / sqrt(2 + t^2)
+    # = 1 - sqrt(7) / 3 = 0.118083 (0.2301 at df 1, 0.0773 at df 3)
+    assert d["p"] == 0.1181
+    # TOST within +-0.05: the upper test's t = (7/30 - 0.05) / se = (11/60) / (sqrt(7)/30), t^2 = 121/28; its one-sided
+    # p = (1 + t / sqrt(2 + t^2)) / 2 = (1 + sqrt(121/177)) / 2 = (1 + 0.826811) / 2 = 0.913406 -> 0.9134
+    assert d["tost"]["p"] == 0.9134 and d["tost"]["df"] == 2 and d["tost"]["equivalent"] is False
+    # [1, 2, 3]: t = 2 / (1 / sqrt(3)) = sqrt(12), p = 1 - sqrt(12 / 14) = 0.074180 -> 0.0742
+    family = st.holm_family({"a": d, "b": st.tested([1.0, 2.0, 3.0])})
+    assert family["b"]["p"] == 0.0742
+    # Holm: 0.0742 x 2 = 0.1484; then 0.1181 x 1, but never below the step before: 0.1484 for both
+    assert family["a"]["p_holm"] == family["b"]["p_holm"] == 0.1484
+    # shares 40, 50, 60 % (gains 0.4, 0.5, 0.6 of 1.0 nat): mean 50, s 10, se 10 / sqrt(3) = 5.773503;
+    # half-width 4.302653 x 5.773503 = 24.841377 -> [25.16, 74.84]
+    r = results({"full": {0: 6.0, 1: 6.1, 2: 6.2}, "part": {0: 6.6, 1: 6.6, 2: 6.6}}, floors=(7.0, 7.1, 7.2))
+    share = st.share_of_gain(r, "part")
+    assert (share["estimate"], share["low"], share["high"], share["df"]) == (50.0, 25.16, 74.84, 2)

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from hf_minattn.stats import (Interval, bootstrap_interval, bootstrap_test, hierarchical_bootstrap, hierarchical_draws,
-                              holm, mean_interval, paired_difference, spearman_interval, t_test_p, tost)
+                              holm, mean_interval, paired_difference, spearman, spearman_interval, spearman_of_copies,
+                              t_test_p, tost)
 
 
 def test_t_interval_matches_the_textbook_formula():
@@ -151,8 +152,6 @@ def test_vectorised_spearman_is_scipys_and_gives_the_same_bootstrap_interval():
     constant row), and the vectorised bootstrap draws the same resamples as the one-at-a-time bootstrap."""
     from scipy.stats import spearmanr
 
-    from hf_minattn.stats import spearman
-
     rng = np.random.default_rng(3)
     x = rng.integers(0, 5, size=(40, 30)).astype(float)  # many ties
     y = x + rng.normal(size=(40, 30))
@@ -170,8 +169,6 @@ def test_spearman_of_copies_equals_spearman_of_the_repeated_arrays():
     """Items given as copy counts (0 included: an item left out of the resample) give the rho of the repeated
     arrays, ties within and between items included, NaN where the copies leave one side constant."""
     from scipy.stats import spearmanr
-
-    from hf_minattn.stats import spearman_of_copies
 
     rng = np.random.default_rng(11)
     for trial in range(60):
@@ -279,3 +276,73 @@ def test_holm_caps_at_one_and_tost_edge_cases():
                                             "df": 2}
     assert tost([0.5] * 3, margin=0.5)["p"] == 1.0  # on the margin is not inside it
     assert not tost([0.25] * 3, margin=0.5, alpha=0.0)["equivalent"]  # p must be below alpha, not equal to it
+
+
+# ---------------------------------------------------------------- every published number against an independent value
+# Each row: a number the findings publish, and its value worked out without the code under test (nor the scipy call
+# it wraps), the arithmetic beside it. Student's t has closed forms at 1 and 2 degrees of freedom:
+#   df 2: quantile q_p = (2p - 1) / sqrt(2 p (1 - p)), two-sided tail P(|T| > t) = 1 - t / sqrt(2 + t^2);
+#   df 1: quantile q_p = tan(pi (p - 1/2)),             two-sided tail P(|T| > t) = 1 - (2 / pi) atan(t).
+# So q_0.975 = 0.95 / sqrt(0.04875) = 4.302653 (df 2), q_0.95 = 0.9 / sqrt(0.095) = 2.919986 (df 2) and
+# q_0.975 = tan(0.475 pi) = 12.706205 (df 1). A df off by one moves every row: q_0.975 is 12.71 / 4.30 / 3.18 at
+# df 1 / 2 / 3, and the two-sided p of t = sqrt(7) is 0.230 / 0.118 / 0.077.
+Q975_DF2, Q95_DF2, Q975_DF1 = 4.302653, 2.919986, 12.706205
+PUBLISHED = {
+    # [0.1, 0.2, 0.4]: mean 7/30 = 0.233333; squared deviations (4 + 1 + 25) / 900 over n - 1 = 2: s^2 = 21/900,
+    # se^2 = s^2 / 3 = 7/900, se = sqrt(7) / 30 = 0.0881917; half-width 4.302653 x 0.0881917 = 0.379458
+    "t-interval low, n 3": (lambda: mean_interval([0.1, 0.2, 0.4]).low, 0.233333 - 0.379458),
+    "t-interval high, n 3": (lambda: mean_interval([0.1, 0.2, 0.4]).high, 0.233333 + 0.379458),
+    # [1, 2]: mean 1.5, s = sqrt(0.5), se = s / sqrt(2) = 0.5; half-width 12.706205 x 0.5 = 6.353102
+    "t-interval high, n 2": (lambda: mean_interval([1.0, 2.0]).high, 1.5 + 6.353102),
+    # [0, 1, 2] at 90%: mean 1, s 1, se 1 / sqrt(3) = 0.577350; half-width 2.919986 x 0.577350 = 1.685854
+    "90% t-interval high, n 3": (lambda: mean_interval([0.0, 1.0, 2.0], confidence=0.9).high, 1 + 1.685854),
+    # [2, 3, 4] - [1, 1, 1] = [1, 2, 3]: mean 2, se 1 / sqrt(3); half-width 4.302653 / 1.732051 = 2.484138
+    "paired difference low": (lambda: paired_difference([2.0, 3.0, 4.0], [1.0, 1.0, 1.0]).low, 2 - 2.484138),
+    # t = mean / se = (7/30) / (sqrt(7)/30) = sqrt(7); df 2: p = 1 - sqrt(7) / sqrt(9) = 1 - 0.881917
+    "t-test p, df 2": (lambda: t_test_p([0.1, 0.2, 0.4]), 1 - 0.881917),
+    # [1, 2, 3]: t = 2 / (1 / sqrt(3)) = sqrt(12); p = 1 - sqrt(12) / sqrt(14) = 1 - sqrt(6/7) = 1 - 0.925820
+    "t-test p, df 2, [1, 2, 3]": (lambda: t_test_p([1.0, 2.0, 3.0]), 1 - 0.925820),
+    # [1, 3]: mean 2, s sqrt(2), se 1, t = 2; df 1: p = 1 - (2 / pi) atan(2) = 1 - 0.636620 x 1.107149 = 0.295167
+    "t-test p, df 1": (lambda: t_test_p([1.0, 3.0]), 0.295167),
+    # TOST of [0, 0.01, 0.02] within +-0.05: mean 0.01, se 0.01 / sqrt(3); the upper test's t = -0.04 / se = -4 sqrt(3),
+    # t^2 = 48; one-sided p = (1 - sqrt(48 / 50)) / 2 = (1 - 0.979796) / 2 (the lower test's t = 6 sqrt(3) is smaller)
+    "TOST p, df 2": (lambda: tost([0.0, 0.01, 0.02], margin=0.05)["p"], (1 - 0.979796) / 2),
+    # mirrored, [-0.02, -0.01, 0]: now the lower test (H0: mean <= -0.05) has t = 0.04 / se = 4 sqrt(3) and sets p
+    "TOST p, df 2, lower test": (lambda: tost([-0.02, -0.01, 0.0], margin=0.05)["p"], (1 - 0.979796) / 2),
+    # its 90% interval: 0.01 -+ 2.919986 x 0.01 / sqrt(3) = 0.01 -+ 0.016859
+    "TOST 90% low": (lambda: tost([0.0, 0.01, 0.02], margin=0.05)["low"], 0.01 - 0.016859),
+    "TOST 90% high": (lambda: tost([0.0, 0.01, 0.02], margin=0.05)["high"], 0.01 + 0.016859),
+    # Holm, p sorted 0.005, 0.01, 0.03, 0.04: x4 = 0.02, x3 = 0.03, x2 = 0.06, x1 = 0.04 -> 0.06 (never below the step
+    # before); back in the order given: 0.01 -> 0.03, 0.04 -> 0.06, 0.03 -> 0.06, 0.005 -> 0.02
+    "Holm, four p-values": (lambda: holm([0.01, 0.04, 0.03, 0.005]), [0.03, 0.06, 0.06, 0.02]),
+    # ranks 1..5 against 2, 1, 4, 3, 5: d = -1, 1, -1, 1, 0, sum d^2 = 4; rho = 1 - 6 x 4 / (5 x 24) = 0.8
+    "Spearman, no ties": (lambda: float(spearman(np.arange(1.0, 6.0), np.array([2.0, 1, 4, 3, 5]))), 0.8),
+    # the same five pairs, once each
+    "Spearman of copies": (lambda: float(spearman_of_copies(np.arange(1.0, 6.0), [2.0, 1, 4, 3, 5])(np.ones(5))), 0.8),
+    # ties take their average rank: x = 1, 1, 2 -> ranks 1.5, 1.5, 3 (centred -0.5, -0.5, 1); y = 1, 2, 3 -> centred
+    # -1, 0, 1; rho = (0.5 + 0 + 1) / sqrt(1.5 x 2) = 1.5 / sqrt(3) = 0.866025
+    "Spearman, a tie": (lambda: float(spearman(np.array([1.0, 1, 2]), np.array([1.0, 2, 3]))), 0.866025),
+}
+
+
+@pytest.mark.parametrize("name", PUBLISHED)
+def test_every_published_statistic_equals_its_hand_worked_value(name):
+    """Each interval end, p-value and correlation the findings publish equals the value worked out by hand from the
+    textbook formula (not from the scipy call the code wraps), to the 6 digits written down."""
+    compute, expected = PUBLISHED[name]
+    assert compute() == pytest.approx(expected, abs=2e-6)
+
+
+def test_hierarchical_bootstrap_variance_is_the_closed_form_of_its_two_levels():
+    """Drawing seeds, then items within each drawn seed, gives draws whose mean is the mean over seeds and whose
+    variance is (between-seed variance + mean within-seed variance of an item mean) / seeds, both with divisor n
+    (the bootstrap's plug-in variances): here (0.25 + 1.25 / 4) / 2 = 0.28125."""
+    groups = [(np.array([0.0, 1.0, 2.0, 3.0]),), (np.array([1.0, 2.0, 3.0, 4.0]),)]
+    # group means 1.5 and 2.5: between-seed variance ((-0.5)^2 + 0.5^2) / 2 = 0.25; within each seed the items'
+    # variance is (2.25 + 0.25 + 0.25 + 2.25) / 4 = 1.25, so a resampled mean of 4 items varies by 1.25 / 4
+    estimate, draws = hierarchical_draws(np.mean, groups, n_resamples=20000)
+    assert estimate == 2.0
+    assert draws.mean() == pytest.approx(2.0, abs=0.02)  # standard error sqrt(0.28 / 20000) = 0.004
+    assert draws.var() == pytest.approx((0.25 + 1.25 / 4) / 2, rel=0.05)  # relative standard error about 1.5%
+    one = hierarchical_draws(np.mean, groups[:1], n_resamples=20000)[1]  # one seed: the items' bootstrap alone
+    assert one.var() == pytest.approx(1.25 / 4, rel=0.05)
