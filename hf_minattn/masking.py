@@ -1,6 +1,6 @@
 """Masking for the masked-LM objective, shared by training (run_mlm.py, the experiments) and the benchmark, so that
-both mask as transformers' `DataCollatorForLanguageModeling` does (80% [MASK], 10% random token, 10% unchanged),
-with every random draw from a generator we seed.
+both mask as transformers' `DataCollatorForLanguageModeling` does (80% [MASK], 10% random token, 10% unchanged; with
+whole-word masking every masked token becomes [MASK]), with every random draw from a generator we seed.
 """
 
 import datasets
@@ -48,10 +48,18 @@ class MLMCollator(TrainerCallback):
         self.pad = DataCollatorForTokenClassification(tokenizer)  # pads input_ids, attention_mask, and labels with -100
         self.seed = seed
         self.epoch = 0
+        self._epoch_begun = False  # in the current train() call
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._epoch_begun = False
 
     def on_epoch_begin(self, args, state, control, **kwargs):
-        # state.epoch is the progress so far: an integer at an epoch boundary, a fraction when resuming mid-epoch.
-        self.epoch = int(state.epoch or 0)
+        # The first epoch of a train() call: state.epoch is the progress so far, an integer, or a fraction when
+        # resuming mid-epoch. Each later epoch is one more: state.epoch cannot say, since a stream that ends before
+        # --max_steps leaves it below 1 (its epoch length is counted as max_steps), so its next pass would be
+        # masked as the first.
+        self.epoch = self.epoch + 1 if self._epoch_begun else int(state.epoch or 0)
+        self._epoch_begun = True
 
     def _mask(self, example: dict, stream: int, index: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(input_ids, labels) of one example, masked with its own generator; each (T,)."""

@@ -1,11 +1,16 @@
-"""Helpers of the training tests: the command line of a tiny run of training/run_mlm.py (its fixtures are in
-conftest.py)."""
+"""Helpers of the training tests: the command line of a tiny run of training/run_mlm.py, and a record of what its
+Trainer fed the model (its fixtures are in conftest.py)."""
 
 import json
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
+import torch
 
 REPO = Path(__file__).resolve().parents[1]
 RUN_MLM = REPO / "training" / "run_mlm.py"
@@ -55,3 +60,48 @@ def run_script(argv, launcher=(sys.executable,), **kwargs) -> subprocess.Complet
 def read_json(path):
     with open(path) as f:
         return json.load(f)
+
+
+@dataclass
+class ForwardCall:
+    """One call of the model's forward by the Trainer: the mode, the inputs as passed, what came out."""
+
+    training: bool
+    input_ids: torch.Tensor  # (B, T)
+    attention_mask: torch.Tensor | None
+    labels: torch.Tensor | None  # (B, T), -100 where nothing is predicted
+    sparse_prediction: bool | None  # the forward argument, None when not passed
+    logits_shape: tuple
+    loss: float | None
+
+    def batch(self) -> dict:
+        return {"input_ids": self.input_ids, "attention_mask": self.attention_mask, "labels": self.labels}
+
+
+@contextmanager
+def recorded_forward_calls():
+    """A list that receives a ForwardCall for every forward of the model `run_mlm.main` builds while the block runs
+    (a forward hook on the model that `run_mlm.build_model` returns)."""
+    from hf_minattn import run_mlm
+
+    calls = []
+
+    def record(module, args, kwargs, output):
+        def copied(name):
+            value = kwargs.get(name)
+            return None if value is None else value.detach().cpu().clone()
+
+        calls.append(ForwardCall(module.training, copied("input_ids"), copied("attention_mask"), copied("labels"),
+                                 kwargs.get("sparse_prediction"), tuple(output.logits.shape),
+                                 None if output.loss is None else output.loss.item()))
+
+    build_model = run_mlm.build_model
+
+    def build_and_record(*args, **kwargs):
+        model = build_model(*args, **kwargs)
+        model.register_forward_hook(record, with_kwargs=True)
+        return model
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(run_mlm, "build_model", build_and_record)
+        yield calls

@@ -159,7 +159,7 @@ def test_corpus_train_is_the_samples_then_the_summaries_then_the_news(corpus, sa
     assert summary_paragraphs(summaries["2001: A Space Odyssey"]["extract"])[0] in train["text"][n:]
     assert len(set(titles)) == len(summaries) - 46 - 3 == 9984
     assert {"Cinematography", "Silo"}.isdisjoint(titles)
-    # at least 1.2M words in all (the target): 341k + 772k + 60k in training, 49k in validation
+    # at least 1.2M words in all (the size the corpus is built to reach): 341k + 772k + 60k in training, 49k in validation
     words = sum(len(t.split()) for t in train["text"]) + sum(len(t.split()) for t in corpus["validation"]["text"])
     assert words >= 1_200_000
     assert all(len(t.split()) >= 10 and "\n" not in t for t in train["text"][n:])

@@ -1,5 +1,6 @@
 """Loss Change Allocation (hf_minattn/loss_allocation.py): the integrator against closed forms, the callback on a
-hand-made training loop, and tiny run_mlm.py runs (the JSON, frozen embeddings, no effect on training, resume)."""
+hand-made training loop, and tiny run_mlm.py runs (the JSON, frozen embeddings, no effect on training, resume; marked
+slow: five training runs)."""
 
 import json
 import shutil
@@ -216,6 +217,7 @@ INTERVAL_TOLERANCE = 1e-3  # nats
 RELATIVE_TOLERANCE = 1e-2
 
 
+@pytest.mark.slow
 def test_the_allocations_add_up_to_the_observed_change(allocated):
     data = read_json(allocated / LOSS_ALLOCATION_FILE)
     records = data["records"]
@@ -245,6 +247,7 @@ def test_the_allocations_add_up_to_the_observed_change(allocated):
     assert history.totals == pytest.approx(data["totals"]["groups"])
 
 
+@pytest.mark.slow
 def test_the_callback_does_not_change_training(allocated, tokenizer_dir, text_files, tmp_path):
     # The tiny preset trains with dropout 0.1: a callback that drew from the global RNG would show here too.
     plain = tmp_path / "plain"
@@ -255,6 +258,7 @@ def test_the_callback_does_not_change_training(allocated, tokenizer_dir, text_fi
     assert all(torch.equal(with_callback[name], without[name]) for name in without)
 
 
+@pytest.mark.slow
 def test_frozen_embeddings_get_exactly_nothing(tokenizer_dir, text_files, tmp_path):
     """--freeze_embeddings, untied output weights, no W_Q/W_K/W_V (identity), every 2 steps over 3: a last, shorter
     interval."""
@@ -271,6 +275,7 @@ def test_frozen_embeddings_get_exactly_nothing(tokenizer_dir, text_files, tmp_pa
         assert abs(record["error"]) < INTERVAL_TOLERANCE
 
 
+@pytest.mark.slow
 def test_resume_keeps_the_records_up_to_the_checkpoint(allocated, tokenizer_dir, text_files, tmp_path):
     """A copy of the finished run with its last checkpoint removed resumes from step 4: the records of steps 0-4 are
     kept as they were, 4-8 computed again, as in the uninterrupted run."""

@@ -426,9 +426,9 @@ def test_trained_tokenizer_round_trip(tmp_path, tokenizer):
 
 
 def test_wordpiece_training_keeps_the_same_vocabulary_every_time():
-    """Texts full of equally frequent merges: the tokenizers trainer alone kept 7 different vocabularies in 30
-    trainings of these (huggingface/tokenizers#1794); ours must keep one. The continuation forms handed to the
-    trainer to fix its numbering are plain vocabulary afterwards, not special tokens matched in raw text."""
+    """Texts full of equally frequent merges, which the tokenizers trainer alone breaks by hash-map order (7
+    different vocabularies in 30 trainings of these): ours keeps one. The continuation forms handed to the trainer
+    to fix its numbering are plain vocabulary afterwards, not special tokens matched in raw text."""
     texts = ["Wel come to the Tok en izers libr ary.", "Another tiny line with ties: abc abd abe acd ace bcd bce"] * 3
     vocabularies = {tuple(sorted(train_tokenizer(texts, vocab_size=60, min_frequency=1, show_progress=False)
                                  .get_vocab().items())) for _ in range(30)}
