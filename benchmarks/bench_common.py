@@ -10,7 +10,8 @@ import time
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling, ModernBertConfig, ModernBertForMaskedLM
+from transformers import (BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling, ModernBertConfig,
+                          ModernBertForMaskedLM)
 
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
 from hf_minattn.masking import mask_tokens

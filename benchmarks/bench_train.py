@@ -16,9 +16,9 @@ What is measured (for each precision):
   resident set size (VmHWM in /proc/self/status) over the RSS just before the first step, i.e. activations,
   gradients, optimizer state and allocator slack, but not the Python/torch runtime or the weights. On a GPU: the
   growth of torch's peak allocated GPU memory over what was allocated before the first step.
-- MFU: the matmul FLOPs each model actually performs per step (the formula is in `train_flops`) divided by the
-  step time, against the matmul peak timed in this run: one 1024^3 product (8192^3 on a GPU) after every pair of
-  training steps, so that it sees the same machine load as the steps (median over steps of the per-step MFU).
+- MFU: the matmul FLOPs each model actually performs per step (the formula is in `bench_common.train_flops`) divided
+  by the step time, against the matmul peak timed in this run: one 1024^3 product (8192^3 on a GPU) after every pair
+  of training steps, so that it sees the same machine load as the steps (median over steps of the per-step MFU).
 
 On a GPU every model runs its default attention kernel (sdpa: flash or memory-efficient attention), and every timing
 waits for the GPU to finish (`loss.item()` in a training step, `synchronize` elsewhere).

@@ -1,5 +1,6 @@
 """`hf_minattn.experiments.statistics` on hand-made results: which seeds are paired, which key is read, the rounding
-results.json stores, and the verdict of a stored comparison. Known answers are worked out by hand, the arithmetic beside them."""
+results.json stores, and the verdict of a stored comparison. Known answers are worked out by hand, the arithmetic
+beside them."""
 
 import numpy as np
 import pytest
