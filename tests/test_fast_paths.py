@@ -240,7 +240,7 @@ def test_bench_table_and_skipped_precision(bench):
 
 def test_bench_modernbert_has_the_weights_of_the_others(bench):
     """ModernBERT's GLU of `glu_size` holds as many feed-forward weights as the plain feed-forward of the others (683
-    for 1024 at hidden 256, the issue's setting), and the FLOP count uses the widths the built models have."""
+    for 1024 at hidden 256, the benchmark's full setting), and the FLOP count uses the widths the built models have."""
     sizes = dict(bench.QUICK_SIZES, ffn=1024, hidden=256)
     assert bench.glu_size(sizes) == 683
     modern = bench.build("modernbert", sizes)

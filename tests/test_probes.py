@@ -361,13 +361,13 @@ def test_all_probes_run_on_another_architecture(tokenizer, monkeypatch):
     """DistilBERT: no get_head_weights, no token_type_ids, its own module names. An architecture the weights
     probe does not know is skipped with a note instead of failing the whole run."""
     from hf_minattn.probes import layouts
-    from hf_minattn.probes.run import run_all_probes
+    from hf_minattn.probes import ProbeSettings, run_all_probes
 
     model = tiny_distilbert()
     heads, source = head_weights(model)
     assert "DistilBERT" in source and heads[0]["W_O"].shape == (4, 32, 8)
     monkeypatch.setattr(layouts, "LAYOUTS", ())
-    results = run_all_probes(model, tokenizer, SENTENCES, min_count=2, log=lambda message: None)
+    results = run_all_probes(model, tokenizer, SENTENCES, ProbeSettings(min_count=2), log=lambda message: None)
     assert results.weights is None and any("weights probe skipped" in note for note in results.notes)
     assert np.array(results.heads.stats["self"]).shape == (2, 4)
     assert len(results.geometry.adjusted_self_similarity) == 3
@@ -416,8 +416,8 @@ def test_report_sentences_state_the_thresholds_the_run_used():
                                                  ("sinusoidal", True)])
 def test_layer0_note_says_whether_the_embedding_output_has_a_position_term(positions, has_term):
     """The config says "rope" (not "rotary"): a rotary model's layer 0 is the word embedding alone."""
-    from hf_minattn.probes.geometry import _layer0_note
+    from hf_minattn.probes.geometry import layer0_note
 
-    note = _layer0_note(MinAttnModel(tiny_config(hidden_size=32, position_embedding_type=positions)))
+    note = layer0_note(MinAttnModel(tiny_config(hidden_size=32, position_embedding_type=positions)))
     assert ("no position term" in note) is not has_term
     assert (f"+ {positions} position embedding" in note) is has_term

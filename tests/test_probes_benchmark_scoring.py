@@ -12,8 +12,8 @@ from gensim.models import KeyedVectors
 from gensim.test.utils import datapath
 from scipy.stats import bootstrap, pearsonr, rankdata, spearmanr
 
-from hf_minattn.probes.benchmarks import (WORD_PAIRS, CommonBenchmarks, _difference, _spearman, analogy_accuracy,
-                                          paired_spearman_difference)
+from hf_minattn.probes.benchmarks import (WORD_PAIRS, CommonBenchmarks, analogy_accuracy, difference_on_pairs,
+                                          paired_spearman_difference, spearman_on_pairs)
 
 GOOGLE = datapath("questions-words.txt")
 
@@ -154,7 +154,7 @@ def test_spearman_interval_is_scipys_bootstrap_with_the_given_seed_and_resamples
     assert _apart(refs[20, 5], refs[20, 0]) and _apart(refs[20, 5], refs[50, 5]) and _apart(
         refs[50, 5], _scipy_interval(_rho, (x, human), 1000, 5))
     for (n, seed), ref in refs.items():
-        estimate, interval = _spearman(x, human, n, seed)
+        estimate, interval = spearman_on_pairs(x, human, n, seed)
         assert estimate == pytest.approx(spearmanr(x, human).statistic) and _matches(interval, ref)
 
 
@@ -189,7 +189,7 @@ def test_difference_uses_the_given_seed_and_resamples():
         _rho_difference, (a, b, human), 20, 0)) and _apart(refs[50, 5], _scipy_interval(
         _rho_difference, (a, b, human), 1000, 5))
     for (n, seed), ref in refs.items():
-        assert _matches(_difference(a, b, human, n, seed), ref)
+        assert _matches(difference_on_pairs(a, b, human, n, seed), ref)
 
 
 def test_no_paired_difference_is_bootstrapped_when_one_system_is_constant():
@@ -198,8 +198,8 @@ def test_no_paired_difference_is_bootstrapped_when_one_system_is_constant():
     human, a, _ = _noisy(4, 20)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert _difference(np.full(20, 0.5), a, human, 20, 0) is None
-        assert _difference(a, np.full(20, 0.5), human, 20, 0) is None
+        assert difference_on_pairs(np.full(20, 0.5), a, human, 20, 0) is None
+        assert difference_on_pairs(a, np.full(20, 0.5), human, 20, 0) is None
 
 
 # ------------------------------------------------------------------------------ the common set: pairs, questions

@@ -53,13 +53,21 @@ def assert_page_layout(page, sections):
     assert "<script" not in re.sub(view, "", page, flags=re.S)
 
 
-def test_probe_cli_writes_json_plots_report_and_vectors(checkpoint, tmp_path):
-    out = tmp_path / "probe"
+@pytest.fixture(scope="module")
+def probed(checkpoint, tmp_path_factory):
+    """The folder `hf-minattn probe` wrote for the tiny checkpoint, every probe on."""
+    out = tmp_path_factory.mktemp("probed") / "probe"
     argv = ["probe", str(checkpoint / "model"), "--corpus", str(checkpoint / "corpus.txt"), "--max-sentences", "80",
             "--min-count", "2", "--words", "war", "zzzunknownword", "--head-sentences", "20", "--out", str(out),
             "--vector-corpus", str(checkpoint / "corpus.txt"), "--bootstrap", "50", "--name", NAME,
             "--mlm-probability", "0.4", "--ablation-mask-draws", "2"]
     assert main(argv) == 0
+    return out
+
+
+@pytest.mark.slow
+def test_probe_cli_writes_json_plots_report_and_vectors(checkpoint, probed):
+    out = probed
     r = json.loads((out / "probes.json").read_text())
     # the ablation masks at the rate it was given, with as many draws (the masking itself: test_probes_heads.py)
     assert r["head_ablation"]["mlm_probability"] == 0.4 and r["head_ablation"]["mask_draws"] == 2
@@ -112,7 +120,10 @@ def test_probe_cli_writes_json_plots_report_and_vectors(checkpoint, tmp_path):
     graph = json.loads((out / "attention_graph.json").read_text())
     assert graph["directed"] and graph["edges"]
 
-    # compare: two probe folders side by side
+
+@pytest.mark.slow
+def test_compare_cli_puts_probe_folders_side_by_side(probed, tmp_path):
+    out = probed
     odd = tmp_path / "b<script>x"  # a folder name is data too: escaped in compare.html
     odd.mkdir()
     shutil.copy(out / "probes.json", odd)
@@ -124,6 +135,7 @@ def test_probe_cli_writes_json_plots_report_and_vectors(checkpoint, tmp_path):
     assert (tmp_path / "cmp" / "compare_geometry.png").exists()
 
 
+@pytest.mark.slow
 def test_probe_cli_reference_vector_formats_and_cap(checkpoint, tmp_path):
     """--reference minilm is probed on the same corpus and pairs, and its sentence in the report states the verdict
     its paired interval against word2vec gives; --vectors-format both writes each set twice; --vector-max-sentences
@@ -179,6 +191,7 @@ def test_compare_cli_needs_probe_folders(tmp_path):
         main(["compare", str(tmp_path), "--out", str(tmp_path / "cmp")])
 
 
+@pytest.mark.slow
 def test_remote_code_runs_only_when_asked(checkpoint, tmp_path, capsys):
     """A folder whose architecture is not installed here loads its saved modeling code only with
     --trust-remote-code (the flag is opt-in; MinAttn folders load without it where hf_minattn is installed)."""
@@ -217,6 +230,7 @@ def test_device_is_chosen_and_checked(checkpoint, tmp_path, capsys):
 DEVICE_UNDER_TEST = "cuda"  # "cpu" (and no skip) runs the test's body on a machine without a GPU: it passes there
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
 def test_probe_on_cuda_gives_the_cpu_numbers(checkpoint, tmp_path):
     """Every probe, the heads and the untrained model included, runs with --device cuda and gives what the CPU
@@ -249,6 +263,7 @@ def test_probe_on_cuda_gives_the_cpu_numbers(checkpoint, tmp_path):
     ("--mlm-probability", "0.0", "in (0, 1)"),
     ("--ablation-mask-draws", "0", "at least 1"),
     ("--batch-size", "0", "at least 1"),
+    ("--seed", "-1", "at least 0"),
 ])
 def test_probe_checks_its_numbers_before_loading_the_model(tmp_path, flag, value, expected):
     from hf_minattn.probes.cli import probe_main
@@ -267,3 +282,69 @@ def test_probe_accepts_the_bounds_themselves(tmp_path):
     with pytest.raises(OSError, match="no_model"):
         probe_main([str(tmp_path / "no_model"), "--out", str(tmp_path / "out"), "--max-sentences", "0",
                     "--bootstrap", "10", "--ablation-mask-draws", "1", "--mlm-probability", "0.5"])
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("head_sentences", 0, "--head-sentences must be at least 1, got 0"),
+    ("min_count", 0, "--min-count must be at least 1, got 0"),
+    ("bootstrap", 9, "--bootstrap must be at least 10, got 9"),
+    ("mlm_probability", 1.0, "--mlm-probability must be in (0, 1), got 1.0"),
+    ("mlm_probability", 0, "--mlm-probability must be in (0, 1), got 0"),
+    ("ablation_mask_draws", 0, "--ablation-mask-draws must be at least 1, got 0"),
+    ("batch_size", 0, "--batch-size must be at least 1, got 0"),
+    ("ablation_sentences", 0, "--ablation-sentences must be at least 1, got 0"),
+    ("seed", -1, "--seed must be at least 0, got -1"),
+    ("min_count", 2.5, "--min-count must be an integer, got 2.5"),
+    ("batch_size", True, "--batch-size must be an integer, got True"),
+    ("mlm_probability", "0.3", "--mlm-probability must be a number, got '0.3'"),
+    ("heads", "no", "heads must be True or False, got 'no'"),
+    ("untrained", None, "untrained must be True or False, got None"),
+    ("words", "king", "words must be a list of strings, got 'king'"),
+    ("examples", ["a sentence", 3], "examples must be a list of strings, got ['a sentence', 3]"),
+    ("sense_word", 3, "sense_word must be a string or None, got 3"),
+])
+def test_probe_settings_check_every_value_by_its_flag(field, value, message):
+    from hf_minattn.probes import ProbeSettings
+
+    with pytest.raises(ValueError) as error:
+        ProbeSettings(**{field: value})
+    assert str(error.value) == message
+
+
+def test_probe_settings_accept_the_bounds_and_keep_their_own_copy_of_lists():
+    from dataclasses import FrozenInstanceError
+
+    from hf_minattn.probes import ProbeSettings
+
+    words = ["king"]
+    settings = ProbeSettings(words=words, head_sentences=1, min_count=1, bootstrap=10, mlm_probability=1e-9,
+                             ablation_mask_draws=1, batch_size=1, ablation_sentences=1, seed=0, sense_word=None,
+                             sense_sentences=None)
+    words.append("queen")
+    assert settings.words == ("king",)
+    with pytest.raises(FrozenInstanceError):
+        settings.seed = 1
+
+
+def test_the_cli_settings_are_its_flags():
+    """Each flag lands in its ProbeSettings field; the defaults are ProbeSettings' own, but for the untrained model
+    (scored by the CLI unless --no-untrained) and the name (the model folder's)."""
+    from dataclasses import replace
+
+    from hf_minattn.probes import ProbeSettings
+    from hf_minattn.probes.cli import probe_parser, probe_settings
+    from hf_minattn.probes.neighbours import DEFAULT_WORDS
+
+    parse = probe_parser().parse_args
+    assert probe_settings(parse(["run/model", "--out", "o"])) == replace(ProbeSettings(), model_name="run/model",
+                                                                        untrained=True)
+    argv = ["m", "--out", "o", "--words", "war", "--sense-word", "bat", "--name", "tiny", "--head-sentences", "7",
+            "--min-count", "3", "--bootstrap", "50", "--mlm-probability", "0.3", "--ablation-mask-draws", "2",
+            "--batch-size", "8", "--seed", "4", "--trust-remote-code", "--no-untrained", "--no-word2vec",
+            "--no-decontextualized", "--no-heads", "--no-weights", "--no-logit-lens", "--no-circuits"]
+    assert probe_settings(parse(argv)) == ProbeSettings(
+        words=(*DEFAULT_WORDS, "war"), sense_word="bat", sense_sentences=None, model_name="tiny", head_sentences=7,
+        min_count=3, bootstrap=50, mlm_probability=0.3, ablation_mask_draws=2, batch_size=8, seed=4,
+        trust_remote_code=True, untrained=False, word2vec=False, decontextualized=False, heads=False, weights=False,
+        logit_lens=False, circuits=False)
+

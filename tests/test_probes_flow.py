@@ -18,7 +18,7 @@ from hf_minattn.probes.corpus import split_sentences
 from hf_minattn.probes.heads import AttentionExample, word_level_attention
 from hf_minattn.probes.report.attention_graphs import attention_graphs_plot
 from hf_minattn.probes.results import SavedProbeResults
-from hf_minattn.probes.run import run_all_probes
+from hf_minattn.probes import ProbeSettings, run_all_probes
 
 
 def _three_tokens():
@@ -125,9 +125,10 @@ def test_probe_entry_point_writes_rollout_and_flow(architecture, tokenizer, tmp_
     else:  # randomly initialised, nothing downloaded
         model = BertModel(BertConfig(vocab_size=len(tokenizer), hidden_size=36, num_hidden_layers=2,
                                      num_attention_heads=4, intermediate_size=37, max_position_embeddings=32))
-    results = run_all_probes(model.eval(), tokenizer, split_sentences(TEXTS, max_sentences=0), min_count=2,
-                             word2vec=False, decontextualized=False, weights=False, ablation=False, n_resamples=10,
-                             head_sentences=8, log=lambda m: None)
+    settings = ProbeSettings(min_count=2, word2vec=False, decontextualized=False, weights=False, ablation=False,
+                             bootstrap=10, head_sentences=8)
+    results = run_all_probes(model.eval(), tokenizer, split_sentences(TEXTS, max_sentences=0), settings,
+                             log=lambda m: None)
     example = results.heads.examples[0]
     # an independent rollout from a fresh forward pass: torch matrix products, pooled to words
     enc = tokenizer(example.sentence, truncation=True, max_length=len(example.tokens), return_tensors="pt")

@@ -1,4 +1,4 @@
-"""Known-answer tests of the head probes (issues 9 and 18): roles by attention mass with the ratio to uniform beside
+"""Known-answer tests of the head probes: roles by attention mass with the ratio to uniform beside
 it, per-head ablation (sign, zero-cost head, intervals), norm-weighted attention (Kobayashi et al. 2020), head
 divergence within a layer and across seeds, relative graph thresholds, and the report sentences they produce (each
 flipped by its numbers)."""
@@ -514,13 +514,14 @@ def test_run_all_probes_writes_the_new_keys(tmp_path, tokenizer):
 
     from hf_minattn.probes.corpus import split_sentences
     from hf_minattn.probes.loading import load_encoder
-    from hf_minattn.probes.run import run_all_probes
+    from hf_minattn.probes import ProbeSettings, run_all_probes
 
     MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer))).save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     model, tok = load_encoder(str(tmp_path))  # the base model: the masked LM is loaded from the folder for ablation
-    results = run_all_probes(model, tok, split_sentences(TEXTS, max_sentences=0), min_count=2, model_path=str(tmp_path),
-                             word2vec=False, decontextualized=False, weights=False, log=lambda m: None)
+    settings = ProbeSettings(min_count=2, word2vec=False, decontextualized=False, weights=False)
+    results = run_all_probes(model, tok, split_sentences(TEXTS, max_sentences=0), settings, model_path=str(tmp_path),
+                             log=lambda m: None)
     d = json.loads(json.dumps(results.to_dict(), allow_nan=False))
     assert np.array(d["head_ablation"]["loss_increase"]).shape == (2, 4)
     lens = d["logit_lens"]  # the ablation's masks: its last layer is the ablation's intact loss
@@ -536,7 +537,6 @@ def test_run_all_probes_writes_the_new_keys(tmp_path, tokenizer):
                for role, m in zip(row_r, row_m))
     assert d["attention_graph_norm_weighted"]["weighting"] == "norm" and d["heads"]["relative_to_uniform"]
     assert d["attention_graph"]["relative_threshold"] == 2.0  # old key kept, threshold now relative to 1/n
-    no_head = run_all_probes(model, tok, split_sentences(TEXTS, max_sentences=0), min_count=2, word2vec=False,
-                             decontextualized=False, weights=False, log=lambda m: None)
+    no_head = run_all_probes(model, tok, split_sentences(TEXTS, max_sentences=0), settings, log=lambda m: None)
     assert no_head.head_ablation is None and any("head ablation skipped" in n for n in no_head.notes)
     assert no_head.logit_lens is None and any("logit lens skipped" in n for n in no_head.notes)

@@ -1,4 +1,4 @@
-"""Known-answer tests of the layout table (probes/layouts.py, issue 21): for tiny random models of every architecture
+"""Known-answer tests of the layout table (probes/layouts.py): for tiny random models of every architecture
 in the table, the per-head W_Q/W_K (with the biases read by hand here) reproduce the model's own attention
 probabilities, W_V, b_V and W_O reproduce what the output projection computes, the attention-input hook sees the
 attention sublayer's input, and zeroing a head with `zero_head` removes exactly that head's term. The oracles below

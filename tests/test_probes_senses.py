@@ -5,7 +5,6 @@ layer 0, and their report sentences."""
 import json
 import re
 from collections import Counter
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -17,8 +16,8 @@ from hf_minattn.probes import report, senses_data
 from hf_minattn.probes.corpus import split_sentences
 from hf_minattn.probes.encode import encode_corpus
 from hf_minattn.probes.geometry import distinct_context_groups, geometry, static_word_vectors
-from hf_minattn.probes.neighbours import _loo_nearest_centroid, sense_accuracy, sense_scores
-from hf_minattn.probes.run import _jsonable
+from hf_minattn.probes.neighbours import sense_accuracy, sense_scores
+from hf_minattn.probes.run import ProbeResults
 from hf_minattn.probes.senses_data import HOMONYMS, read_senses
 from hf_minattn.probes.vectors import all_but_the_top
 
@@ -50,14 +49,17 @@ def test_a_bad_labelled_file_is_refused(tmp_path):
 
 
 def test_leave_one_out_nearest_centroid_known_answers():
+    def accuracy(vectors, labels):  # one homonym: its accuracy is the mean leave-one-out score of its occurrences
+        return sense_scores(vectors, ["w"] * len(labels), labels, n_resamples=10)[2]["w"]
+
     separable = np.array([[1, 0.1], [1, -0.1], [1, 0], [0.1, 1], [-0.1, 1], [0, 1]])
     labels = ["a"] * 3 + ["b"] * 3
-    assert _loo_nearest_centroid(separable, labels).mean() == 1.0
-    assert _loo_nearest_centroid(np.ones((6, 2)), labels).mean() == 0.5  # identical vectors: ties, chance
+    assert accuracy(separable, labels) == 1.0
+    assert accuracy(np.ones((6, 2)), labels) == 0.5  # identical vectors: ties, chance
     # one word, two senses, items alternating between two directions: each item's own centroid (without it) leans
     # the other way, so leave-one-out scores 0 (the known below-chance bias of leave-one-out on uninformative data)
     alternating = np.array([[1, 0], [0, 1], [0, 1], [1, 0]], dtype=float)
-    assert _loo_nearest_centroid(alternating, ["a", "a", "b", "b"]).mean() == 0.0
+    assert accuracy(alternating, ["a", "a", "b", "b"]) == 0.0
 
 
 def _synthetic(rng, signal_scale, rogue=0.0, words=12, per_sense=20, dim=64):
@@ -117,7 +119,9 @@ def test_sense_accuracy_on_the_shipped_set_with_any_encoder(tokenizer, architect
         assert i["low"] <= a <= i["high"] and i["n"] == len(result.words)
     assert 0.5 <= result.chance < 1 and result.abtt_components == 1
     # through probes.json and back into the report sentence
-    saved = json.loads(json.dumps(_jsonable(asdict(result))))
+    probes = ProbeResults("m", type(model).__name__, 2, 4, 32, corpus=None, geometry=None, neighbours=None,
+                          sense_accuracy=result)
+    saved = json.loads(json.dumps(probes.to_dict(), allow_nan=False))["sense_accuracy"]
     assert "At the last layer (2) sense accuracy is" in report.sense_accuracy_text({"sense_accuracy": saved})
 
 

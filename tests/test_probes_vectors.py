@@ -1,6 +1,7 @@
 """Corpus-wide word vectors, the common-pair benchmarks, the typed results loader and the report's wording."""
 
 import copy
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -29,9 +30,9 @@ def test_pool_corpus_equals_the_per_sentence_encoder_on_short_sentences(tokenize
 
 
 def test_a_tokenizer_that_drops_overflowing_tokens_is_refused(tokenizer):
-    """tokenizers 0.23.1-0.23.2 cut the windows after the first (huggingface/tokenizers#2091): the rest of every
-    long sentence would be lost from the counts and the pooled vectors without a word. Simulated here by keeping
-    only the first window of what the real tokenizer returns."""
+    """A tokenizer whose overflowing windows stop after the first (tokenizers 0.23.1-0.23.2 did) is refused with the
+    version to install: the rest of every long sentence would be lost from the counts and the pooled vectors without
+    a word. Simulated here by keeping only the first window of what the real tokenizer returns."""
     def first_window_only(self, text, **kwargs):
         out = type(tokenizer).__call__(self, text, **kwargs)
         return {k: v[:1] for k, v in out.items()} if kwargs.get("return_overflowing_tokens") else out
@@ -238,9 +239,9 @@ def test_benchmark_plot_draws_a_score_whose_interval_is_undefined(tmp_path):
 
 def test_a_bootstrap_without_bounds_is_saved_as_no_interval():
     """Three pairs: some resamples repeat one pair, their Spearman is undefined and so are the bounds."""
-    from hf_minattn.probes.benchmarks import _spearman
+    from hf_minattn.probes.benchmarks import spearman_on_pairs
 
-    estimate, interval = _spearman(np.array([0.637, 0.27, 0.041]), np.array([0.017, 0.813, 0.913]), 20, 0)
+    estimate, interval = spearman_on_pairs(np.array([0.637, 0.27, 0.041]), np.array([0.017, 0.813, 0.913]), 20, 0)
     assert estimate == pytest.approx(-1.0) and interval is None
 
 
@@ -274,21 +275,24 @@ def test_clear_errors_at_the_new_entry_points(tokenizer):
         all_but_the_top(np.ones(5))
     with pytest.raises(ValueError, match="max_sentences"):
         wikipedia_train_sentences(-1)
-    from hf_minattn.probes.run import run_all_probes
+    from hf_minattn.probes import run_all_probes
 
     with pytest.raises(TypeError, match="reference"):
         run_all_probes(model, tokenizer, SENTENCES, reference=model)
+    with pytest.raises(TypeError, match="ProbeSettings"):
+        run_all_probes(model, tokenizer, SENTENCES, {"min_count": 2})
 
 
 def test_probes_given_the_tokenized_corpus_equal_probes_that_tokenize_it(tokenizer):
     """Models that share a tokenizer can share one tokenization of the vector corpus (the experiments tokenize it once
     for every variant and seed): same word vectors; a tokenization of another corpus, another min_count or longer
     windows than the model takes is refused."""
-    from hf_minattn.probes.run import run_all_probes
+    from hf_minattn.probes import ProbeSettings, run_all_probes
 
     model = MinAttnModel(tiny_config(vocab_size=120)).eval()
-    quiet = dict(min_count=2, log=lambda m: None, word2vec=False, decontextualized=False, heads=False, weights=False,
-                 ablation=False, logit_lens=False, circuits=False, n_resamples=20)
+    settings = ProbeSettings(min_count=2, word2vec=False, decontextualized=False, heads=False, weights=False,
+                             ablation=False, logit_lens=False, circuits=False, bootstrap=20)
+    quiet = dict(settings=settings, log=lambda m: None)
     words = tokenize_words(tokenizer, SENTENCES, max_length=24, min_contexts=2)
     shared = run_all_probes(model, tokenizer, SENTENCES[:6], corpus=SENTENCES, corpus_words=words, **quiet)
     alone = run_all_probes(model, tokenizer, SENTENCES[:6], corpus=SENTENCES, **quiet)
@@ -298,7 +302,8 @@ def test_probes_given_the_tokenized_corpus_equal_probes_that_tokenize_it(tokeniz
     with pytest.raises(ValueError, match="sentences"):
         run_all_probes(model, tokenizer, SENTENCES[:6], corpus=SENTENCES[:-1], corpus_words=words, **quiet)
     with pytest.raises(ValueError, match="min_contexts=2"):
-        run_all_probes(model, tokenizer, SENTENCES[:6], corpus=SENTENCES, corpus_words=words, **{**quiet, "min_count": 3})
+        run_all_probes(model, tokenizer, SENTENCES[:6], corpus=SENTENCES, corpus_words=words, log=quiet["log"],
+                       settings=replace(settings, min_count=3))
     with pytest.raises(ValueError, match="max_length=24"):
         run_all_probes(model, tokenizer, SENTENCES[:6], corpus=SENTENCES, **quiet,
                        corpus_words=tokenize_words(tokenizer, SENTENCES, max_length=64, min_contexts=2))

@@ -155,12 +155,12 @@ def test_word2vec_is_deterministic_for_a_seed_and_differs_across_seeds():
 
 
 def test_word2vec_is_trained_once_per_corpus_and_settings_and_read_back_bit_for_bit(tmp_path, monkeypatch):
-    from hf_minattn.probes import benchmarks
-    from hf_minattn.probes.benchmarks import WORD2VEC_CACHE_ENV, cached_word2vec, word2vec_cache_dir
+    from hf_minattn.probes import word2vec
+    from hf_minattn.probes.word2vec import WORD2VEC_CACHE_ENV, cached_word2vec, word2vec_cache_dir
 
     trained = []
-    real = benchmarks.train_word2vec
-    monkeypatch.setattr(benchmarks, "train_word2vec", lambda *a, **k: trained.append(1) or real(*a, **k))
+    real = word2vec.train_word2vec
+    monkeypatch.setattr(word2vec, "train_word2vec", lambda *a, **k: trained.append(1) or real(*a, **k))
     settings = replace(TINY, seed=3)
     first, seconds, cached = cached_word2vec(SENTENCES, settings, str(tmp_path))
     again, seconds_again, cached_again = cached_word2vec(SENTENCES, settings, str(tmp_path))

@@ -68,10 +68,7 @@ def probe_variants(out: str, folders: dict, settings: dict, seeds, figure_format
     Returns {"by_seed": {variant: {seed: summary}}, "extras": {variant: {seed: ...}}, "word_pairs": ...,
     "head_divergence": ..., "reference": summary or None, "rollout": {seed: edges}, "corpus": ...}."""
     from hf_minattn.probes.corpus import default_sentences, wikipedia_train_sentences
-    from hf_minattn.probes.encode import tokenize_words, word_normaliser
-    from hf_minattn.probes.loading import load_encoder, load_reference, max_length_for, resolve_device
-    from hf_minattn.probes.report import write_outputs
-    from hf_minattn.probes.run import run_all_probes
+    from hf_minattn.probes.loading import resolve_device
 
     device = resolve_device(None)  # the GPU when there is one
     sentences = default_sentences(settings["probe_sentences"])
@@ -79,74 +76,112 @@ def probe_variants(out: str, folders: dict, settings: dict, seeds, figure_format
     # pools them; word2vec is trained there at every seed, with the full model's probe.
     corpus = wikipedia_train_sentences(settings["vector_sentences"])
     corpus_name = f"the default corpus's training split ({len(corpus)} sentences; `hf_minattn.data.load_wikipedia_corpus`)"
-    layers = None
-    by_seed = {name: {} for name in settings["probed"]}
-    extras = {name: {} for name in settings["probed"]}
-    vectors, rollout = {}, {}  # (variant, seed) -> WordVectors; seed -> rollout edges of the full model
+    runs = probe_seeds(out, folders, settings, seeds, (sentences, corpus, corpus_name), device, figure_format)
+    reference, reference_vectors = probe_reference(out, settings, seeds, (sentences, corpus, corpus_name), device,
+                                                   figure_format)
+    pairs = score_word_pairs(runs["vectors"], reference_vectors, reference, seeds, runs["layers"], runs["normalise"],
+                             settings)
+    divergence = head_divergence_over_seeds(folders, settings, seeds, sentences, device)
+    circuits = circuits_over_seeds(folders, settings, seeds, corpus)
+    return {"by_seed": runs["by_seed"], "extras": runs["extras"], "word_pairs": pairs, "head_divergence": divergence,
+            "reference": reference, "rollout": runs["rollout"], "circuits": circuits,
+            "corpus": {"sentences": len(corpus), "probe_sentences": len(sentences), "name": corpus_name}}
+
+
+def variant_probe_settings(name: str, seed: int, settings: dict):
+    """The ProbeSettings of one variant at one seed: every probe but the decontextualized vectors and the circuits."""
+    from hf_minattn.probes.settings import ProbeSettings
+
+    return ProbeSettings(model_name=f"{name} (seed {seed})", head_sentences=settings["head_sentences"], seed=seed,
+                         word2vec=name == "full",
+                         decontextualized=False,  # no answer reads them: their minutes go to more seeds
+                         # each run's own report: 200 resamples (the findings' intervals are word_pairs')
+                         bootstrap=PROBE_RESAMPLES, mlm_probability=settings["mlm_probability"],
+                         ablation_mask_draws=settings.get("ablation_mask_draws", 1),
+                         circuits=False,  # circuits_over_seeds: against each seed's own initial weights
+                         min_count=PROBE_MIN_CONTEXTS)
+
+
+def probe_seeds(out, folders, settings, seeds, texts, device, figure_format) -> dict:
+    """Every probe on each probed variant at each seed, over `texts` = (probe sentences, vector corpus, its name);
+    each run written to probe_folder(out, variant, seed). Returns {"by_seed", "extras", "vectors": {(variant, seed):
+    (vocab, vector sets)}, "rollout": {seed: the full model's edges}, "layers", "normalise"}."""
+    from hf_minattn.probes.encode import tokenize_words, word_normaliser
+    from hf_minattn.probes.loading import load_encoder, max_length_for
+    from hf_minattn.probes.report import write_outputs
+    from hf_minattn.probes.run import run_all_probes
+
+    sentences, corpus, corpus_name = texts
+    runs = {"by_seed": {name: {} for name in settings["probed"]}, "extras": {name: {} for name in settings["probed"]},
+            "vectors": {}, "rollout": {}, "layers": None, "normalise": None}
     jobs = [(seed, name) for seed in seeds for name in settings["probed"]]
-    normalise = corpus_words = None
+    corpus_words = None
     for i, (seed, name) in enumerate(jobs):
         folder = folders[name][seed]
         log(f"[{i + 1}/{len(jobs)}] probing {name}, seed {seed}, over {len(sentences)} sentences, word vectors from "
             f"{corpus_name}")
         model, tokenizer = load_encoder(folder, device=device)
-        normalise = normalise or word_normaliser(tokenizer)
+        runs["normalise"] = runs["normalise"] or word_normaliser(tokenizer)
         # every variant shares the first run's tokenizer: the corpus is tokenized once (~10 s a model otherwise)
         corpus_words = corpus_words or tokenize_words(tokenizer, corpus, max_length_for(model, tokenizer),
                                                       min_contexts=PROBE_MIN_CONTEXTS)
-        results = run_all_probes(model, tokenizer, sentences, model_name=f"{name} (seed {seed})", model_path=folder,
-                                 head_sentences=settings["head_sentences"], seed=seed, log=lambda m: None,
-                                 corpus=corpus, corpus_name=corpus_name, word2vec=name == "full",
-                                 decontextualized=False,  # no answer reads them: their minutes go to more seeds
-                                 # each run's own report: 200 resamples (the findings' intervals are word_pairs')
-                                 n_resamples=PROBE_RESAMPLES,
-                                 mlm_probability=settings["mlm_probability"],
-                                 ablation_mask_draws=settings.get("ablation_mask_draws", 1),
-                                 circuits=False,  # circuits_over_seeds: against each seed's own initial weights
-                                 min_count=PROBE_MIN_CONTEXTS, corpus_words=corpus_words)
+        results = run_all_probes(model, tokenizer, sentences, variant_probe_settings(name, seed, settings),
+                                 model_path=folder, corpus=corpus, corpus_name=corpus_name, corpus_words=corpus_words,
+                                 log=lambda m: None)
         write_outputs(results, probe_folder(out, name, seed), figure_format)
-        probe = results.to_dict()
-        layers = probe["num_layers"]
-        by_seed[name][seed] = summary(probe)
-        extras[name][seed] = {
-            "related_words": related_word_similarities(results.word_vectors, seed=seed),
-            # the findings read each seed's estimate and put the interval over seeds: a per-seed bootstrap of 1000
-            # resamples (14k pairs, 14 vector sets) cost ~45 s a model and was never read
-            "cooccurrence": cooccurrence_alignment(results.word_vectors, tokenizer, corpus[: settings["cooccurrence_sentences"]],
-                                                   n_resamples=PROBE_RESAMPLES, seed=seed),
-        }
-        keep = ["static", *(f"layer_{k}" for k in range(layers + 1)), "word2vec", "random"]
-        vectors[name, seed] = (results.word_vectors.vocab,
-                               {k: v for k, v in results.word_vectors.sets.items() if k in keep})
-        if name == "full":
-            rollout[seed] = rollout_edges(results, layers - 1)
+        keep_run(runs, results, name, seed, tokenizer, corpus[: settings["cooccurrence_sentences"]])
         del model, results
+    return runs
 
-    reference, reference_vectors = None, None
-    if settings.get("reference"):
-        try:
-            ref = load_reference(settings["reference"], device=device)
-        except ValueError as error:  # the package is a test extra: say so, and go on without it
-            log(f"no reference encoder: {error}")
-            ref = None
-        if ref is not None:
-            model, tokenizer, ref_name = ref
-            log(f"probing the reference encoder {ref_name} over the same sentences and corpus")
-            results = run_all_probes(model, tokenizer, sentences, model_name=ref_name, seed=seeds[0],
-                                     log=lambda m: None, n_resamples=PROBE_RESAMPLES, corpus=corpus, corpus_name=corpus_name, word2vec=False,
-                                     heads=False, weights=False, ablation=False, decontextualized=False,
-                                     logit_lens=False, circuits=False)  # no MLM head in the sentence encoder
-            write_outputs(results, os.path.join(out, "probes", REFERENCE_NAME), figure_format)
-            reference = {**summary(results.to_dict()), "name": ref_name, "num_layers": model.config.num_hidden_layers}
-            reference_vectors = (results.word_vectors.vocab, dict(results.word_vectors.sets))
-            del model, results
 
-    pairs = score_word_pairs(vectors, reference_vectors, reference, seeds, layers, normalise, settings)
-    divergence = head_divergence_over_seeds(folders, settings, seeds, sentences, device)
-    circuits = circuits_over_seeds(folders, settings, seeds, corpus)
-    return {"by_seed": by_seed, "extras": extras, "word_pairs": pairs, "head_divergence": divergence,
-            "reference": reference, "rollout": rollout, "circuits": circuits,
-            "corpus": {"sentences": len(corpus), "probe_sentences": len(sentences), "name": corpus_name}}
+def keep_run(runs: dict, results, name: str, seed: int, tokenizer, cooccurrence_corpus) -> None:
+    """What the answers read of one run, into `runs` (see probe_seeds): its summary, the related-word and
+    co-occurrence numbers, the vector sets word_pairs scores, and the full model's rollout edges."""
+    probe = results.to_dict()
+    layers = runs["layers"] = probe["num_layers"]
+    runs["by_seed"][name][seed] = summary(probe)
+    runs["extras"][name][seed] = {
+        "related_words": related_word_similarities(results.word_vectors, seed=seed),
+        # the findings read each seed's estimate and put the interval over seeds: a per-seed bootstrap of 1000
+        # resamples (14k pairs, 14 vector sets) cost ~45 s a model and was never read
+        "cooccurrence": cooccurrence_alignment(results.word_vectors, tokenizer, cooccurrence_corpus,
+                                               n_resamples=PROBE_RESAMPLES, seed=seed),
+    }
+    keep = ["static", *(f"layer_{k}" for k in range(layers + 1)), "word2vec", "random"]
+    runs["vectors"][name, seed] = (results.word_vectors.vocab,
+                                   {k: v for k, v in results.word_vectors.sets.items() if k in keep})
+    if name == "full":
+        runs["rollout"][seed] = rollout_edges(results, layers - 1)
+
+
+def probe_reference(out, settings, seeds, texts, device, figure_format) -> tuple:
+    """(summary, (vocab, vector sets)) of the pretrained reference encoder probed like the variants on `texts`, or
+    (None, None) without one (the package is a test extra: said, and the experiments go on without it)."""
+    from hf_minattn.probes.loading import load_reference
+    from hf_minattn.probes.report import write_outputs
+    from hf_minattn.probes.run import run_all_probes
+    from hf_minattn.probes.settings import ProbeSettings
+
+    if not settings.get("reference"):
+        return None, None
+    try:
+        ref = load_reference(settings["reference"], device=device)
+    except ValueError as error:
+        log(f"no reference encoder: {error}")
+        return None, None
+    if ref is None:
+        return None, None
+    sentences, corpus, corpus_name = texts
+    model, tokenizer, ref_name = ref
+    log(f"probing the reference encoder {ref_name} over the same sentences and corpus")
+    probe_settings = ProbeSettings(model_name=ref_name, seed=seeds[0], bootstrap=PROBE_RESAMPLES, word2vec=False,
+                                   heads=False, weights=False, ablation=False, decontextualized=False,
+                                   logit_lens=False, circuits=False)  # no MLM head in the sentence encoder
+    results = run_all_probes(model, tokenizer, sentences, probe_settings, corpus=corpus, corpus_name=corpus_name,
+                             log=lambda m: None)
+    write_outputs(results, os.path.join(out, "probes", REFERENCE_NAME), figure_format)
+    reference = {**summary(results.to_dict()), "name": ref_name, "num_layers": model.config.num_hidden_layers}
+    return reference, (results.word_vectors.vocab, dict(results.word_vectors.sets))
 
 
 def score_word_pairs(vectors, reference_vectors, reference, seeds, layers, normalise, settings) -> dict:

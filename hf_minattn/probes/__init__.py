@@ -6,5 +6,6 @@ those numbers into figures and report.html; cli.py is `hf-minattn probe` / `hf-m
 
 from .loading import load_encoder
 from .run import ProbeResults, run_all_probes
+from .settings import ProbeSettings
 
-__all__ = ["ProbeResults", "load_encoder", "run_all_probes"]
+__all__ = ["ProbeResults", "ProbeSettings", "load_encoder", "run_all_probes"]

@@ -1,6 +1,7 @@
 """Word similarity (WordSim-353, SimLex-999: Spearman with a bootstrap 95% interval) and analogies (Google set:
 3CosAdd accuracy, semantic and syntactic sections apart) of every vector set, all on ONE common set of pairs and
-questions, plus a gensim word2vec (skip-gram) baseline trained on the same corpus words and random vectors.
+questions, plus a gensim word2vec (skip-gram) baseline trained on the same corpus words (word2vec.py) and random
+vectors.
 
 The common set keeps a pair only when both words are in the vocabulary of every system scored (each vocabulary
 holds the words seen in >= min_contexts distinct corpus sentences), so every system answers the same items and
@@ -16,17 +17,14 @@ system's interval against the other's point. word2vec's settings (`WORD2VEC_SETT
 and the analogies, not on WordSim-353 (benchmarks/word2vec_selection.py).
 """
 
-import hashlib
-import json
 import logging
 import math
 import os
-import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
-from gensim.models import KeyedVectors, Word2Vec
+from gensim.models import KeyedVectors
 from gensim.test.utils import datapath
 from scipy.stats import spearmanr
 
@@ -35,6 +33,9 @@ from hf_minattn.stats import Interval, bootstrap_interval, spearman, spearman_in
 from .progress import progress
 from .results import BENCHMARKS
 from .vectors import all_but_the_top, random_vectors
+# word2vec's settings, training and cache live in word2vec.py; imported from here too
+from .word2vec import (WORD2VEC_CACHE_ENV, WORD2VEC_SELECTION, WORD2VEC_SETTINGS, Word2VecSettings,  # noqa: F401
+                       cached_word2vec, train_word2vec, word2vec_cache_dir)
 
 _DATA = os.path.join(os.path.dirname(__file__), "data")
 _PAIR_FILES = {"wordsim353": datapath("wordsim353.tsv"), "simlex999": datapath("simlex999.txt"),
@@ -93,33 +94,6 @@ class BenchmarkScore:
 
 
 @dataclass
-class Word2VecSettings:
-    """gensim's defaults except sg=1 (skip-gram) and workers=1 (one thread, so the seed fixes the result).
-    The probes use `WORD2VEC_SETTINGS`, chosen on SimLex-999 and the analogies."""
-
-    sg: int = 1
-    vector_size: int = 100
-    window: int = 5
-    min_count: int = 5
-    negative: int = 5
-    sample: float = 1e-3
-    alpha: float = 0.025
-    epochs: int = 5
-    workers: int = 1
-    seed: int = 0
-
-
-# Chosen by benchmarks/word2vec_selection.py (results: benchmarks/results/word2vec_selection.json) on the training
-# split of the default corpus (1.32M words): the best mean of SimLex-999 Spearman and Google-analogy accuracy over
-# 2 seeds, among skip-gram and CBOW at 5/10/20 epochs and sample 1e-3/1e-4 (0.165; skip-gram at sample 1e-3 0.164,
-# gensim's default 5 epochs 0.110). WordSim-353, the test set, played no part. The chosen point was at the grid's
-# edge, so skip-gram at 40 epochs (sample 1e-4) was added on the same corpus: 0.164, no better (the curve is flat
-# past 20). The default corpus has since gained 60k words of news (5%); the choice was not repeated on it.
-WORD2VEC_SETTINGS = Word2VecSettings(sg=1, epochs=20, sample=1e-4)
-WORD2VEC_SELECTION = "benchmarks/results/word2vec_selection.json"
-
-
-@dataclass
 class BenchmarkResults:
     scores: list = field(default_factory=list)  # list[BenchmarkScore]: the probed model, word2vec, random
     word2vec: Word2VecSettings | None = None
@@ -136,73 +110,6 @@ class BenchmarkResults:
     reference_model: str | None = None
     confidence: float = 0.95
     n_resamples: int = 1000
-
-
-def train_word2vec(sentence_words, settings=None, seed=None):
-    """word2vec (`settings`, default WORD2VEC_SETTINGS) on the same (tokenizer-normalised) words, as KeyedVectors.
-
-    `seed` (default: the settings' seed) is gensim's seed; with one worker thread the same seed gives the same
-    vectors, so an experiment trains one word2vec per seed, as it trains one model per seed."""
-    settings = settings or WORD2VEC_SETTINGS
-    if seed is not None:
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-        settings = replace(settings, seed=seed)
-    if settings.workers != 1:
-        raise ValueError(f"word2vec must train on one worker thread to be reproducible for a seed, got "
-                         f"workers={settings.workers}")
-    words = [ws for ws in sentence_words if ws]
-    if not words:
-        raise ValueError("train_word2vec needs at least one non-empty sentence of words")
-    model = Word2Vec(sentences=words, **asdict(settings))
-    return model.wv
-
-
-WORD2VEC_CACHE_ENV = "HF_MINATTN_WORD2VEC_CACHE"  # a folder, or "" for no cache
-
-
-def word2vec_cache_dir() -> str | None:
-    """Where trained word2vec vectors are kept: $HF_MINATTN_WORD2VEC_CACHE ("" turns the cache off), else
-    `word2vec/` beside the corpus cache (`hf_minattn.data.default_cache_dir`, under $HF_DATASETS_CACHE)."""
-    folder = os.environ.get(WORD2VEC_CACHE_ENV)
-    if folder is not None:
-        return folder or None
-    from hf_minattn.data import default_cache_dir
-
-    return str(default_cache_dir() / "word2vec")
-
-
-def cached_word2vec(sentence_words, settings, cache_dir=None):
-    """(KeyedVectors, training seconds, True if read from the cache) of `train_word2vec(sentence_words, settings)`,
-    trained once per corpus and settings: the vectors are kept in `cache_dir` (default `word2vec_cache_dir()`; None
-    there: no cache) in the word2vec binary format (no pickle; float32 as trained, so a cached set equals a fresh
-    one bit for bit), named by the SHA-256 of the settings (seed included) and of the words."""
-    cache_dir = cache_dir if cache_dir is not None else word2vec_cache_dir()
-    words = [ws for ws in sentence_words if ws]
-    if not cache_dir or any(any(c.isspace() for c in w) for ws in words for w in ws):  # the format splits on spaces
-        start = time.perf_counter()
-        kv = train_word2vec(words, settings)
-        return kv, round(time.perf_counter() - start, 2), False
-    digest = hashlib.sha256(json.dumps(asdict(settings), sort_keys=True).encode())
-    for ws in words:
-        digest.update("\x1f".join(ws).encode() + b"\x1e")
-    key = digest.hexdigest()[:40]
-    path = os.path.join(cache_dir, f"{key}.bin")
-    if os.path.isfile(path) and os.path.isfile(path + ".json"):  # the .json is written last
-        with open(path + ".json") as f:
-            seconds = json.load(f)["seconds"]
-        return KeyedVectors.load_word2vec_format(path, binary=True), seconds, True
-    start = time.perf_counter()
-    kv = train_word2vec(words, settings)
-    seconds = round(time.perf_counter() - start, 2)
-    os.makedirs(cache_dir, exist_ok=True)
-    partial = f"{path}.{os.getpid()}.partial"  # renamed when complete: a killed run leaves no half file behind
-    kv.save_word2vec_format(partial, binary=True)
-    os.replace(partial, path)
-    with open(path + ".json", "w") as f:
-        json.dump({"settings": asdict(settings), "seconds": seconds, "sentences": len(words),
-                   "words": sum(map(len, words)), "vocabulary": len(kv)}, f, indent=1)
-    return kv, seconds, False
 
 
 def read_word_pairs(name, normalise=str.lower):
@@ -274,7 +181,7 @@ def _rank_correlation_defined(cosines, human) -> bool:
     return len(human) >= 3 and np.ptp(cosines) > 0
 
 
-def _spearman(cosines, human, n_resamples, seed):
+def spearman_on_pairs(cosines, human, n_resamples, seed):
     """(estimate, Interval dict) on the common pairs; NaN and None below 3 pairs or for constant cosines."""
     if not _rank_correlation_defined(cosines, human):
         return float("nan"), None
@@ -303,7 +210,7 @@ def paired_spearman_difference(scores_a, scores_b, human, n_resamples=1000, seed
                               vectorized=True)
 
 
-def _difference(cosines_a, cosines_b, human, n_resamples, seed):
+def difference_on_pairs(cosines_a, cosines_b, human, n_resamples, seed):
     """Interval dict of rho(a) - rho(b) on the same pairs; None where either correlation is undefined."""
     if not (_rank_correlation_defined(cosines_a, human) and _rank_correlation_defined(cosines_b, human)):
         return None
@@ -358,11 +265,12 @@ class CommonBenchmarks:
             values[f"{bench}_oov"] = 1 - len(pairs) / self.totals[bench]
             values[f"{bench}_pairs"], values[f"{bench}_total"] = len(pairs), self.totals[bench]
             for suffix in ("", "_abtt"):
-                values[f"{bench}{suffix}"], values[f"{bench}{suffix}_interval"] = _spearman(
+                values[f"{bench}{suffix}"], values[f"{bench}{suffix}_interval"] = spearman_on_pairs(
                     cosines[f"{bench}{suffix}"], self._human(bench), self.n_resamples, self.seed)
         if versus:
             values["versus"] = {
-                other: {key: _difference(cosines[key], theirs[key], self._human(key), self.n_resamples, self.seed)
+                other: {key: difference_on_pairs(cosines[key], theirs[key], self._human(key), self.n_resamples,
+                                                 self.seed)
                         for key in theirs if other == "word2vec" or not key.endswith("_abtt")}
                 for other, theirs in versus.items()}
         values.update(self._analogies(vocab, vectors))
@@ -392,8 +300,6 @@ class CommonBenchmarks:
         return np.sum(unit[a] * unit[b], axis=1), np.array([p[2] for p in pairs])
 
     def _analogies(self, vocab, vectors):
-        from gensim.models import KeyedVectors
-
         n_keys = min(self.restrict_vocab, len(vocab))
         index = {w: i for i, w in enumerate(vocab[:n_keys])}
         kept = [(s, [index[w] for w in words]) for s, words in self.questions if all(w in index for w in words)]

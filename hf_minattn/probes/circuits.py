@@ -202,6 +202,19 @@ def _sample_pairs(mask, max_pairs, rng):
     return rows, cols
 
 
+def qk_pairs(n_tokens, max_pairs, rng):
+    """(rows, cols): the ordered token pairs i != j the QK correlations use, at most `max_pairs` drawn with `rng`
+    (a numpy Generator) without replacement. A_h is not symmetric (a query's logit for a key is not the key's for the
+    query), so (i, j) and (j, i) are two pairs; the diagonal (a token's logit for itself) is qk_self_rank's."""
+    return _sample_pairs(~np.eye(n_tokens, dtype=bool), max_pairs, rng)
+
+
+def cooccurrence_pairs(ppmi, max_pairs, rng):
+    """(rows, cols): the unordered token pairs i < j with a positive `ppmi` entry, at most `max_pairs` drawn with `rng`
+    without replacement. PPMI is symmetric and zero for most pairs (tied ranks that would decide rho)."""
+    return _sample_pairs(np.triu(np.asarray(ppmi) > 0, k=1), max_pairs, rng)
+
+
 def token_bootstrap_spearman(form, hypothesis, rows, cols, n_resamples=200, seed=0):
     """Spearman of form[rows, cols] and hypothesis[rows, cols] (two (N, N) arrays, pairs of tokens), with a
     percentile bootstrap interval over TOKENS: a resample draws N tokens with replacement and keeps the pairs among
@@ -237,36 +250,91 @@ def _position_note(config):
             "LN(E[t]) (a position whose vector were 0), so the position-token cross terms of the logits are left out.")
 
 
-def circuit_hypotheses(model, counts=None, n_tokens=1000, initial_model=None, cooccurrence=None, n_resamples=200,
-                       seed=0, window=5, max_pairs=20_000) -> Circuits:
-    """Layer 0's QK form of each head against the identity, co-occurrence and initialisation hypotheses, and its OV
-    copying score, on the `n_tokens` most frequent tokens (see `select_tokens` for `counts`).
-
-    `initial_model`: the same architecture at initialisation (True: `weights.initial_model(model.config, seed, type(model))`), or None.
-    `cooccurrence`: an (N, N) association matrix (e.g. PPMI) over the tokens of `select_tokens(model, counts,
-    n_tokens)`, in that order, or token id sequences (running text) whose PPMI within `window` tokens is counted
-    here; None: not compared. Each correlation uses at most `max_pairs` token pairs, drawn once with `seed`; its
-    interval is a bootstrap over tokens with `n_resamples` resamples.
-    """
-    _encoder(model)
+def _check_arguments(n_resamples, max_pairs, window):
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
         raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
     if isinstance(max_pairs, bool) or not isinstance(max_pairs, int) or max_pairs < 3:
         raise ValueError(f"max_pairs must be an integer >= 3, got {max_pairs!r}")
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise ValueError(f"window must be a positive integer (tokens), got {window!r}")
+
+
+def _qk_notes(config, how, max_pairs, n_resamples):
+    """What the QK numbers are, for Circuits.note: the tokens, X, positions, projection, scale and correlations."""
+    D = config.hidden_size // config.num_attention_heads
+    projection = ("W_Q = W_K = W_V = I (qkv_projection='identity'): Q_h = K_h = X_h, so A_h is the identity "
+                  "hypothesis itself." if config.qkv_projection == "identity" else
+                  "The Q/K biases are included." if config.qkv_bias else "The projection has no biases.")
+    return [how, f"X = LN(E[t]) with the {'embeddings' if config.norm_placement == 'post' else 'first block'}'s "
+            f"LayerNorm ({config.norm_placement}-norm). {_position_note(config)} {projection}",
+            f"The model scales A_h by 1/sqrt(head_dim) = {D**-0.5:.4g} before the softmax; no number here depends on "
+            "that scale.",
+            f"Identity and initial: Spearman's rho over ordered token pairs i != j (at most {max_pairs}, drawn once; "
+            f"the diagonal is qk_self_rank), with a percentile bootstrap over tokens ({n_resamples} resamples; a pair "
+            "counts as often as both its tokens are drawn)."]
+
+
+def _add_ov_scores(result, model, ids, notes):
+    """result.ov_copying and .ov_self_rank from the factors of M_h, or a note where the model has no W_U."""
+    factors = _ov_factors(model, ids)
+    if factors is None:
+        notes.append("OV scores skipped: a bare encoder with untied embeddings has no unembedding W_U.")
+        return
+    left, right = factors
+    result.ov_copying = [positive_eigen_share(left[h], right[h]) for h in range(result.num_heads)]
+    result.ov_self_rank = [diagonal_rank(left[h] @ right[h], dim=0) for h in range(result.num_heads)]
+    notes.append(f"OV: W_U is {unembedding(model)[1]}; the masked-LM head's dense/activation/LayerNorm, later "
+                 "layers, the final norm and every bias (b_V, b_O, the decoder's) are left out: the direct path.")
+
+
+def _add_cooccurrence(result, forms, cooccurrence, window, max_pairs, rng, bootstrap, notes):
+    """result.cooccurrence: Spearman of each A_h's symmetric part with the PPMI of the tokens (`cooccurrence`: an
+    (N, N) matrix, or token id sequences whose PPMI within `window` tokens is counted here)."""
+    N = len(result.token_ids)
+    if isinstance(cooccurrence, (np.ndarray, torch.Tensor)):
+        ppmi = torch.as_tensor(cooccurrence).detach().cpu().double().numpy()
+        if ppmi.shape != (N, N):
+            raise ValueError(f"a cooccurrence matrix must be ({N}, {N}), over the tokens of select_tokens, got "
+                             f"shape {ppmi.shape}")
+        notes.append("Co-occurrence: the given (N, N) matrix.")
+    else:
+        _, ppmi = ppmi_matrix(cooccurrence, result.token_ids, window)  # ids are hashable like words
+        result.window = window
+        notes.append(f"Co-occurrence: PPMI within {window} tokens of the given id sequences.")
+    # unordered pairs with PPMI > 0, against the symmetric part of A_h
+    rows, cols = cooccurrence_pairs(ppmi, max_pairs, rng)
+    result.pairs["cooccurrence"] = len(rows)
+    if len(rows) < 3:
+        notes.append(f"Co-occurrence skipped: only {len(rows)} token pairs have a positive PPMI.")
+        return
+    result.cooccurrence = [bootstrap((form + form.T) / 2, ppmi, rows, cols) for form in forms]
+    notes.append(f"It is correlated with the symmetric part (A_h + A_h^T) / 2 over the {len(rows)} "
+                 "unordered pairs with a positive entry (the rest are all tied at 0).")
+
+
+def circuit_hypotheses(model, counts=None, n_tokens=1000, initial_model=None, cooccurrence=None, n_resamples=200,
+                       seed=0, window=5, max_pairs=20_000) -> Circuits:
+    """Layer 0's QK form of each head against the identity, co-occurrence and initialisation hypotheses, and its OV
+    copying score, on the `n_tokens` most frequent tokens (see `select_tokens` for `counts`).
+
+    `initial_model`: the same architecture at initialisation (True: re-created from the config with `seed`,
+    `hf_minattn.initialization.initial_model`), or None.
+    `cooccurrence`: an (N, N) association matrix (e.g. PPMI) over the tokens of `select_tokens(model, counts,
+    n_tokens)`, in that order, or token id sequences (running text) whose PPMI within `window` tokens is counted
+    here; None: not compared. Each correlation uses at most `max_pairs` token pairs, drawn once with `seed`; its
+    interval is a bootstrap over tokens with `n_resamples` resamples.
+    """
+    _encoder(model)
+    _check_arguments(n_resamples, max_pairs, window)
     config = model.config
     H = config.num_attention_heads
     D = config.hidden_size // H
     ids, how = select_tokens(model, counts, n_tokens)
-    N = len(ids)
     rng = np.random.default_rng(seed)
     Q, K, _ = _projections(model, attention_inputs(model, ids))  # each (H, N, D)
     forms = (Q @ K.transpose(1, 2)).numpy()  # (H, N, N): A_h, as qk_forms
     identity = identity_forms(model, ids).numpy()  # (H, N, N)
-    # A_h is not symmetric (a query's logit for a key is not the key's for the query): ordered pairs i != j. The
-    # diagonal (a token's logit for itself) is a quantity of its own, reported as qk_self_rank.
-    rows, cols = _sample_pairs(~np.eye(N, dtype=bool), max_pairs, rng)
+    rows, cols = qk_pairs(len(ids), max_pairs, rng)
 
     def bootstrap(form, hypothesis, pair_rows=rows, pair_cols=cols):
         return token_bootstrap_spearman(form, hypothesis, pair_rows, pair_cols, n_resamples=n_resamples, seed=seed)
@@ -278,53 +346,14 @@ def circuit_hypotheses(model, counts=None, n_tokens=1000, initial_model=None, co
         qk_self_rank=[diagonal_rank(torch.from_numpy(forms[h]), dim=1) for h in range(H)],
         ov_copying=None, ov_self_rank=None, pairs={"identity": len(rows)},
     )
-    projection = ("W_Q = W_K = W_V = I (qkv_projection='identity'): Q_h = K_h = X_h, so A_h is the identity "
-                  "hypothesis itself." if config.qkv_projection == "identity" else
-                  "The Q/K biases are included." if config.qkv_bias else "The projection has no biases.")
-    notes = [how, f"X = LN(E[t]) with the {'embeddings' if config.norm_placement == 'post' else 'first block'}'s "
-             f"LayerNorm ({config.norm_placement}-norm). {_position_note(config)} {projection}",
-             f"The model scales A_h by 1/sqrt(head_dim) = {D**-0.5:.4g} before the softmax; no number here depends on "
-             "that scale.",
-             f"Identity and initial: Spearman's rho over ordered token pairs i != j (at most {max_pairs}, drawn once; "
-             f"the diagonal is qk_self_rank), with a percentile bootstrap over tokens ({n_resamples} resamples; a pair "
-             "counts as often as both its tokens are drawn)."]
-
-    factors = _ov_factors(model, ids)
-    if factors is None:
-        notes.append("OV scores skipped: a bare encoder with untied embeddings has no unembedding W_U.")
-    else:
-        left, right = factors
-        result.ov_copying = [positive_eigen_share(left[h], right[h]) for h in range(H)]
-        result.ov_self_rank = [diagonal_rank(left[h] @ right[h], dim=0) for h in range(H)]
-        notes.append(f"OV: W_U is {unembedding(model)[1]}; the masked-LM head's dense/activation/LayerNorm, later "
-                     "layers, the final norm and every bias (b_V, b_O, the decoder's) are left out: the direct path.")
-
+    notes = _qk_notes(config, how, max_pairs, n_resamples)
+    _add_ov_scores(result, model, ids, notes)
     if initial_model is not None and initial_model is not False:
         initial = fresh_model(model.config, seed, type(model)).eval() if initial_model is True else initial_model
         _check_same_architecture(model, initial)
         initial_forms = qk_forms(initial, ids).numpy()  # the initial model's own embeddings, same token ids
         result.initial = [bootstrap(forms[h], initial_forms[h]) for h in range(H)]
-
     if cooccurrence is not None:
-        if isinstance(cooccurrence, (np.ndarray, torch.Tensor)):
-            ppmi = torch.as_tensor(cooccurrence).detach().cpu().double().numpy()
-            if ppmi.shape != (N, N):
-                raise ValueError(f"a cooccurrence matrix must be ({N}, {N}), over the tokens of select_tokens, got "
-                                 f"shape {ppmi.shape}")
-            notes.append("Co-occurrence: the given (N, N) matrix.")
-        else:
-            _, ppmi = ppmi_matrix(cooccurrence, ids.tolist(), window)  # ids are hashable like words
-            result.window = window
-            notes.append(f"Co-occurrence: PPMI within {window} tokens of the given id sequences.")
-        # PPMI is symmetric and zero for most pairs (tied ranks that would decide rho): unordered pairs with
-        # PPMI > 0, against the symmetric part of A_h.
-        co_rows, co_cols = _sample_pairs(np.triu(ppmi > 0, k=1), max_pairs, rng)
-        result.pairs["cooccurrence"] = len(co_rows)
-        if len(co_rows) < 3:
-            notes.append(f"Co-occurrence skipped: only {len(co_rows)} token pairs have a positive PPMI.")
-        else:
-            result.cooccurrence = [bootstrap((forms[h] + forms[h].T) / 2, ppmi, co_rows, co_cols) for h in range(H)]
-            notes.append(f"It is correlated with the symmetric part (A_h + A_h^T) / 2 over the {len(co_rows)} "
-                         "unordered pairs with a positive entry (the rest are all tied at 0).")
+        _add_cooccurrence(result, forms, cooccurrence, window, max_pairs, rng, bootstrap, notes)
     result.note = " ".join(notes)
     return result

@@ -15,6 +15,7 @@ from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WOR
 from .plots import FIGURE_FORMATS, compare_plots
 from .report import write_compare_report, write_outputs
 from .run import run_all_probes
+from .settings import ProbeSettings
 from .vectors import VECTOR_FORMATS
 
 
@@ -117,15 +118,27 @@ def vector_formats(value: str) -> tuple:
     return formats
 
 
-# hf-minattn probe's numbers: {flag: (lowest, highest or None, lowest allowed?)}, checked before the model loads
-PROBE_BOUNDS = {"max_sentences": (0, None, True), "vector_max_sentences": (0, None, True),
-                "head_sentences": (1, None, True), "min_count": (1, None, True), "bootstrap": (10, None, True),
-                "mlm_probability": (0, 1, False), "ablation_mask_draws": (1, None, True), "batch_size": (1, None, True)}
+# the corpus caps' bounds: {flag: (lowest, highest or None, lowest allowed?)}; the probes' numbers are ProbeSettings'
+CORPUS_BOUNDS = {"max_sentences": (0, None, True), "vector_max_sentences": (0, None, True)}
+
+
+def probe_settings(args) -> ProbeSettings:
+    """The ProbeSettings of hf-minattn probe's arguments: a bad number fails here, naming its flag, before any work."""
+    check_bounds(args, CORPUS_BOUNDS, separator="-")
+    sense_sentences = args.sense_sentence or (DEFAULT_SENSE_SENTENCES if args.sense_word == DEFAULT_SENSE_WORD else None)
+    return ProbeSettings(
+        words=[*DEFAULT_WORDS, *args.words], sense_word=args.sense_word, sense_sentences=sense_sentences,
+        model_name=args.name or folder_name(args.model), word2vec=not args.no_word2vec,
+        decontextualized=not args.no_decontextualized, untrained=not args.no_untrained, heads=not args.no_heads,
+        logit_lens=not args.no_logit_lens, circuits=not args.no_circuits, weights=not args.no_weights,
+        head_sentences=args.head_sentences, min_count=args.min_count, batch_size=args.batch_size, seed=args.seed,
+        bootstrap=args.bootstrap, mlm_probability=args.mlm_probability,
+        ablation_mask_draws=args.ablation_mask_draws, trust_remote_code=args.trust_remote_code)
 
 
 def probe_main(argv=None):
     args = probe_parser().parse_args(argv)
-    check_bounds(args, PROBE_BOUNDS, separator="-")
+    settings = probe_settings(args)
     formats = vector_formats(args.vectors_format)
     start = time.perf_counter()
     args.device = resolve_device(args.device)
@@ -134,20 +147,10 @@ def probe_main(argv=None):
     corpus, corpus_name = _vector_corpus(args, sentences)
     reference = load_reference(args.reference, args.trust_remote_code, args.device)
     print(f"[probe] {args.model}: {len(sentences)} probe sentences; vectors from {corpus_name}")
-    sense_sentences = args.sense_sentence or (DEFAULT_SENSE_SENTENCES if args.sense_word == DEFAULT_SENSE_WORD else None)
-    results = run_all_probes(
-        model, tokenizer, sentences, words=[*DEFAULT_WORDS, *args.words], sense_word=args.sense_word,
-        sense_sentences=sense_sentences, model_name=args.name or folder_name(args.model),
-        model_path=args.model, word2vec=not args.no_word2vec, decontextualized=not args.no_decontextualized,
-        heads=not args.no_heads, weights=not args.no_weights, head_sentences=args.head_sentences,
-        min_count=args.min_count, batch_size=args.batch_size, seed=args.seed, corpus=corpus,
-        corpus_name=corpus_name, untrained=not args.no_untrained,
-        reference=reference[:2] if reference else None, reference_name=reference[2] if reference else None,
-        n_resamples=args.bootstrap, trust_remote_code=args.trust_remote_code,
-        mlm_probability=args.mlm_probability, ablation_mask_draws=args.ablation_mask_draws,
-        logit_lens=not args.no_logit_lens, circuits=not args.no_circuits,
-        provenance={"command": "hf-minattn probe " + shlex.join(sys.argv[2:] if argv is None else argv),
-                    "arguments": vars(args)})
+    command = "hf-minattn probe " + shlex.join(sys.argv[2:] if argv is None else argv)
+    results = run_all_probes(model, tokenizer, sentences, settings, model_path=args.model, corpus=corpus,
+                             corpus_name=corpus_name, reference=reference,
+                             provenance={"command": command, "arguments": vars(args)})
     if not args.no_save_vectors:
         results.word_vectors.save(os.path.join(args.out, "vectors"), formats)
     write_outputs(results, args.out, args.figure_format)

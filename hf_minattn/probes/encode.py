@@ -275,6 +275,39 @@ class PooledCorpus:
         return self.contextual.shape[0] - 1
 
 
+def _word_weights(words):
+    """Per sentence: the vocab index of each of its words (-1 under the min_contexts filter) and the word's pieces
+    over all windows of the sentence (a word cut by a window boundary keeps weight 1/k per piece, so its two parts
+    still add up to one occurrence: the mean of all its pieces)."""
+    index = words.index
+    sentence_vocab = [np.array([index.get(w, -1) for w in ws], dtype=np.int64) for ws in words.words]
+    sentence_pieces = [np.zeros(len(ws), dtype=np.int64) for ws in words.words]
+    for s, wid in zip(words.window_sentence, words.window_word_ids):
+        np.add.at(sentence_pieces[s], wid[wid >= 0], 1)
+    return sentence_vocab, sentence_pieces
+
+
+def _padded_batch(words, chunk, sentence_vocab, sentence_pieces, pad_id):
+    """The windows `chunk` as one padded batch: input ids, attention mask, each token's vocab index (-1: none) and
+    weight (1 / pieces of its word)."""
+    T = max(len(words.windows[k]) for k in chunk)
+    input_ids = torch.full((len(chunk), T), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(chunk), T), dtype=torch.long)
+    token_vocab = torch.full((len(chunk), T), -1, dtype=torch.long)
+    token_weight = torch.zeros((len(chunk), T))
+    for b, k in enumerate(chunk):  # one step per window (not per token)
+        ids, wid = words.windows[k], words.window_word_ids[k]
+        n = len(ids)
+        input_ids[b, :n], attention_mask[b, :n] = torch.tensor(ids), 1
+        real = wid >= 0
+        vocab_of_token = np.full(n, -1, dtype=np.int64)
+        vocab_of_token[real] = sentence_vocab[words.window_sentence[k]][wid[real]]
+        weight = np.zeros(n, dtype=np.float32)
+        weight[real] = 1.0 / sentence_pieces[words.window_sentence[k]][wid[real]]
+        token_vocab[b, :n], token_weight[b, :n] = torch.from_numpy(vocab_of_token), torch.from_numpy(weight)
+    return input_ids, attention_mask, token_vocab, token_weight
+
+
 def pool_corpus(model, tokenizer, sentences=None, batch_size=64, max_length=None, min_contexts=5, words=None,
                 desc="pooling corpus"):
     """Run `model` over every window of the corpus (inference mode, batches of similar length) and accumulate,
@@ -293,14 +326,7 @@ def pool_corpus(model, tokenizer, sentences=None, batch_size=64, max_length=None
         if sentences is None:
             raise ValueError("pool_corpus needs `sentences` (a list of strings) or pre-tokenized `words`")
         words = tokenize_words(tokenizer, sentences, max_length=max_length, min_contexts=min_contexts)
-    index = words.index
-    # Sentence-level word index -> vocab index (-1 for words under the min_contexts filter), then per token.
-    sentence_vocab = [np.array([index.get(w, -1) for w in ws], dtype=np.int64) for ws in words.words]
-    # Pieces of each word occurrence over all windows of its sentence (a word cut by a window boundary keeps
-    # weight 1/k per piece, so its two parts still add up to one occurrence: the mean of all its pieces).
-    sentence_pieces = [np.zeros(len(ws), dtype=np.int64) for ws in words.words]
-    for s, wid in zip(words.window_sentence, words.window_word_ids):
-        np.add.at(sentence_pieces[s], wid[wid >= 0], 1)
+    sentence_vocab, sentence_pieces = _word_weights(words)
     n_layers, hidden = model.config.num_hidden_layers, model.config.hidden_size
     # (vocab, layers+1, hidden), one row per word: a single accumulating index_put_ per batch adds every
     # layer at once (index_add_ and scatter_add_ take a slow per-row path on CPU, as long as the encoder itself).
@@ -312,22 +338,8 @@ def pool_corpus(model, tokenizer, sentences=None, batch_size=64, max_length=None
     model.eval()
     with torch.inference_mode():
         for start in progress(range(0, len(order), batch_size), desc=desc):
-            chunk = order[start : start + batch_size]
-            T = max(len(words.windows[k]) for k in chunk)
-            input_ids = torch.full((len(chunk), T), pad_id, dtype=torch.long)
-            attention_mask = torch.zeros((len(chunk), T), dtype=torch.long)
-            token_vocab = torch.full((len(chunk), T), -1, dtype=torch.long)
-            token_weight = torch.zeros((len(chunk), T))
-            for b, k in enumerate(chunk):  # one step per window (not per token): fill the padded batch
-                ids, wid = words.windows[k], words.window_word_ids[k]
-                n = len(ids)
-                input_ids[b, :n], attention_mask[b, :n] = torch.tensor(ids), 1
-                real = wid >= 0
-                vocab_of_token = np.full(n, -1, dtype=np.int64)
-                vocab_of_token[real] = sentence_vocab[words.window_sentence[k]][wid[real]]
-                weight = np.zeros(n, dtype=np.float32)
-                weight[real] = 1.0 / sentence_pieces[words.window_sentence[k]][wid[real]]
-                token_vocab[b, :n], token_weight[b, :n] = torch.from_numpy(vocab_of_token), torch.from_numpy(weight)
+            input_ids, attention_mask, token_vocab, token_weight = _padded_batch(
+                words, order[start : start + batch_size], sentence_vocab, sentence_pieces, pad_id)
             enc = {"input_ids": input_ids, "attention_mask": attention_mask}
             if "token_type_ids" in getattr(tokenizer, "model_input_names", ()):
                 enc["token_type_ids"] = torch.zeros_like(input_ids)

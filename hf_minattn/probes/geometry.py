@@ -56,15 +56,31 @@ def _unit(x):
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
 
 
-def anisotropy(vectors, sentence_ids, n_pairs=2000, seed=0):
-    """Mean cosine between random pairs of vectors that come from different sentences."""
+def anisotropy_pairs(sentence_ids, n_pairs=2000, seed=0):
+    """(a, b): index arrays of random pairs of occurrences from different sentences: `n_pairs` draws of two uniform
+    indices into `sentence_ids` (each occurrence's sentence), those within one sentence (the same occurrence twice
+    included) left out, so about n_pairs x P(two draws come from different sentences) remain."""
+    sentence_ids = np.asarray(sentence_ids)
     rng = np.random.default_rng(seed)
-    a, b = rng.integers(0, len(vectors), size=(2, n_pairs))
+    a, b = rng.integers(0, len(sentence_ids), size=(2, n_pairs))
     different = sentence_ids[a] != sentence_ids[b]
     if not different.any():
         raise ValueError("the anisotropy baseline needs words from at least two sentences")
+    return a[different], b[different]
+
+
+def anisotropy(vectors, sentence_ids, n_pairs=2000, seed=0):
+    """Mean cosine between random pairs of vectors that come from different sentences (`anisotropy_pairs`)."""
+    a, b = anisotropy_pairs(sentence_ids, n_pairs, seed)
     u = _unit(vectors)
-    return float(np.mean(np.sum(u[a[different]] * u[b[different]], axis=1)))
+    return float(np.mean(np.sum(u[a] * u[b], axis=1)))
+
+
+def baseline_groups(kept_sample, n_groups=100, size=16, seed=0):
+    """(n_groups, size) indices of kept occurrences, each drawn uniformly (with replacement) from the random sample of
+    occurrences (`kept_sample` True): the matrices of the MEV baseline."""
+    sample = np.flatnonzero(kept_sample)
+    return sample[np.random.default_rng(seed).integers(0, len(sample), size=(n_groups, size))]
 
 
 def self_similarity(unit_vectors):
@@ -115,6 +131,7 @@ def static_word_vectors(model, tokenized):
                 done.add(words[w])
     return vectors.numpy()
 
+
 def static_intra_similarity(static, tokenized):
     """IntraSim of the static vectors: per sentence, mean cosine of its words' vectors to their mean."""
     index, per_sentence = tokenized.index, []
@@ -130,7 +147,8 @@ def static_intra_similarity(static, tokenized):
 NO_POSITION_TERM = ("none", "rope", "rotary")
 
 
-def _layer0_note(model):
+def layer0_note(model):
+    """What layer 0 and `static` are for `model` (None: said in general terms): GeometryResults.layer0_note."""
     if model is None:
         return "layer 0 = hidden_states[0], the embedding output (the word embedding, plus any position embedding)."
     config = model.config
@@ -146,12 +164,9 @@ def _layer0_note(model):
             f"{static}, without the position signal.")
 
 
-def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=100, seed=0, min_contexts=5,
-             static=None, model=None):
-    """Geometry per layer from an EncodedCorpus (words: their first `max_occurrences` occurrences in distinct
-    sentences, for words in >= `min_contexts` distinct sentences). `static` (vocab words, hidden), e.g. from
-    `static_word_vectors(model, encoded.tokenized)`, adds the word embeddings alone as `static`; `model` (optional)
-    only words `layer0_note`."""
+def scored_groups(encoded, min_count=5, max_occurrences=16, min_contexts=5):
+    """{word: indices of its kept occurrences} of the words geometry scores (`distinct_context_groups`, and seen
+    >= `min_count` times), with their vocab indices sorted (`eligible`)."""
     counts = encoded.tokenized.counts
     groups = distinct_context_groups(encoded.kept_word, encoded.kept_sentence, encoded.tokenized.sentences,
                                      max_occurrences, min_contexts)
@@ -160,7 +175,12 @@ def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=
     if len(eligible) == 0:
         raise ValueError(f"no word occurs >= {min_count} times in >= {min_contexts} distinct sentences; "
                          "use a larger corpus or a lower min_count/min_contexts")
-    rng = np.random.default_rng(seed)
+    return groups, eligible
+
+
+def _layer_scorer(encoded, groups, eligible, n_pairs, mev_groups, seed):
+    """score(vectors of the kept occurrences) -> (mean self-similarity, mean MEV, anisotropy baseline, MEV baseline,
+    per-word adjusted self-similarity)."""
     # Zero-padded (words, max occurrences) index: zero rows change neither sums of unit vectors nor
     # singular values, so every word is scored in one batched operation.
     n_occ = np.array([len(groups[w]) for w in eligible])
@@ -169,7 +189,7 @@ def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=
     padded[present] = np.concatenate([groups[w] for w in eligible])
     # Baselines from the uniform random sample of occurrences only, as in Ethayarajh (2019).
     sample = np.flatnonzero(encoded.kept_sample)
-    random_groups = sample[rng.integers(0, len(sample), size=(mev_groups, int(round(n_occ.mean()))))]
+    random_groups = baseline_groups(encoded.kept_sample, mev_groups, int(round(n_occ.mean())), seed)
 
     def score(layer_vectors):
         unit = _unit(layer_vectors)[padded] * present[..., None]
@@ -180,34 +200,52 @@ def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=
         mev_base = float(np.mean(max_explainable_variance(layer_vectors[random_groups])))
         return float(sims.mean()), float(mevs.mean()), base, mev_base, sims - base
 
+    return score
+
+
+def _static_scores(score, static, encoded):
+    """The scores of the word embeddings alone (`static`: (vocab words, hidden)), keyed as GeometryResults.static."""
+    static = np.asarray(static, dtype=np.float32)
+    expected = (len(encoded.tokenized.vocab), encoded.kept.shape[-1])
+    if static.shape != expected:
+        raise ValueError(f"static must be (vocab words, hidden) = {expected}, got {static.shape}")
+    self_sim, mev, base, mev_base, _ = score(static[encoded.kept_word])
+    intra = static_intra_similarity(static, encoded.tokenized)
+    return {"self_similarity": self_sim, "intra_similarity": intra, "mev": mev, "anisotropy": base,
+            "mev_baseline": mev_base, "adjusted_self_similarity": self_sim - base,
+            "adjusted_intra_similarity": intra - base, "adjusted_mev": mev - mev_base}
+
+
+def _by_band(eligible, adjusted):
+    """({band: per layer mean adjusted self-similarity, None if empty}, {band: words}) by frequency rank (BANDS)."""
+    bands, sizes = {}, {}
+    for band, (lo, hi) in BANDS.items():
+        in_band = (eligible >= lo) & (eligible < (hi if hi is not None else np.inf))
+        sizes[band] = int(in_band.sum())
+        bands[band] = [float(a[in_band].mean()) if in_band.any() else None for a in adjusted]
+    return bands, sizes
+
+
+def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=100, seed=0, min_contexts=5,
+             static=None, model=None):
+    """Geometry per layer from an EncodedCorpus (words: their first `max_occurrences` occurrences in distinct
+    sentences, for words in >= `min_contexts` distinct sentences). `static` (vocab words, hidden), e.g. from
+    `static_word_vectors(model, encoded.tokenized)`, adds the word embeddings alone as `static`; `model` (optional)
+    only words `layer0_note`."""
+    groups, eligible = scored_groups(encoded, min_count, max_occurrences, min_contexts)
+    score = _layer_scorer(encoded, groups, eligible, n_pairs, mev_groups, seed)
     result = {k: [] for k in ("self", "mev", "base", "mev_base", "adj_self")}
     for layer_vectors in encoded.kept:
         for key, value in zip(result, score(layer_vectors)):
             result[key].append(value)
-    static_scores = None
-    if static is not None:
-        static = np.asarray(static, dtype=np.float32)
-        if static.shape != (len(encoded.tokenized.vocab), encoded.kept.shape[-1]):
-            raise ValueError(f"static must be (vocab words, hidden) = {(len(encoded.tokenized.vocab), encoded.kept.shape[-1])}, "
-                             f"got {static.shape}")
-        self_sim, mev, base, mev_base, _ = score(static[encoded.kept_word])
-        intra_static = static_intra_similarity(static, encoded.tokenized)
-        static_scores = {"self_similarity": self_sim, "intra_similarity": intra_static, "mev": mev,
-                         "anisotropy": base, "mev_baseline": mev_base, "adjusted_self_similarity": self_sim - base,
-                         "adjusted_intra_similarity": intra_static - base, "adjusted_mev": mev - mev_base}
+    static_scores = None if static is None else _static_scores(score, static, encoded)
     by_word_last = result["adj_self"][-1]
-    layers = list(range(len(encoded.kept)))
     intra = [float(x) for x in encoded.intra_similarity]
-    bands, band_sizes = {}, {}
-    for band, (lo, hi) in BANDS.items():
-        in_band = (eligible >= lo) & (eligible < (hi if hi is not None else np.inf))
-        band_sizes[band] = int(in_band.sum())
-        bands[band] = [float(a[in_band].mean()) if in_band.any() else None for a in result["adj_self"]]
+    bands, band_sizes = _by_band(eligible, result["adj_self"])
     vocab = encoded.tokenized.vocab
-    order = np.argsort(by_word_last)
-    ranked = [(vocab[eligible[i]], float(by_word_last[i])) for i in order]
+    ranked = [(vocab[eligible[i]], float(by_word_last[i])) for i in np.argsort(by_word_last)]
     return GeometryResults(
-        layers=layers,
+        layers=list(range(len(encoded.kept))),
         words_scored=len(eligible),
         occurrences_per_word=float(np.mean([len(g) for g in groups.values()])),
         self_similarity=result["self"],
@@ -224,5 +262,5 @@ def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=
         least_context_specific=ranked[::-1][:10],
         min_contexts=min_contexts,
         static=static_scores,
-        layer0_note=_layer0_note(model),
+        layer0_note=layer0_note(model),
     )

@@ -25,7 +25,7 @@ def load_encoder(path, attn_implementation=None, trust_remote_code=False, device
     if not os.path.isdir(str(path)):
         raise FileNotFoundError(
             f"model path {path!r} is not a folder; pass a folder written by save_pretrained() "
-            "(config.json, weights and tokenizer files). There is no network access to the Hub here."
+            "(config.json, weights and tokenizer files)."
         )
     if not os.path.isfile(os.path.join(str(path), "config.json")):
         raise FileNotFoundError(f"{path!r} has no config.json; is it a save_pretrained() folder?")

@@ -176,23 +176,14 @@ def _check_homonyms(homonyms):
             raise ValueError(f"homonym {word!r} needs >= 2 senses with >= 2 sentences each, got {senses!r}")
 
 
-def sense_accuracy(model, tokenizer, homonyms=None, batch_size=64, n_resamples=1000, seed=0):
-    """Can each layer tell a homonym's senses apart? `model`: any AutoModel encoder; `tokenizer`: its fast
-    tokenizer. `homonyms`: word -> sense -> sentences (default: the labelled set in senses_data.HOMONYMS, 12 words,
-    2 x 22 sentences each). Per layer, the leave-one-out nearest-centroid accuracy (see SenseAccuracy.note) on
-    centred (All-but-the-Top) and raw vectors, with 95% intervals, against chance (the majority sense's share) and
-    two controls that see no vectors: the word's position alone, and its position with the sentence's length.
-    A sentence where the tokenizer does not find the word exactly once (e.g. cut off at max_length) is left out; a
-    homonym left with fewer than 2 sentences for a sense is skipped."""
-    from .senses_data import HOMONYMS
-    from .vectors import all_but_the_top
-
-    homonyms = HOMONYMS if homonyms is None else homonyms
-    _check_homonyms(homonyms)
+def labelled_occurrences(tokenizer, homonyms, max_length):
+    """The occurrences sense_accuracy scores: (items, skipped, sentences left out), items = [(word, sense, sentence,
+    word index, words in the sentence)] for each sentence of `homonyms` (word -> sense -> sentences) where the
+    tokenizer finds the word exactly once within `max_length` tokens; a homonym left with fewer than 2 sentences for a
+    sense is skipped ("word: reason")."""
     normaliser = tokenizer.backend_tokenizer.normalizer
     normalise = (lambda s: normaliser.normalize_str(s).strip()) if normaliser is not None else str.strip
-    max_length = max_length_for(model, tokenizer)
-    items, skipped, left_out = [], [], 0  # items: (word, sense, sentence, word index, words in sentence)
+    items, skipped, left_out = [], [], 0
     for word, senses in homonyms.items():
         target = normalise(word)
         rows = [(sense, s) for sense, sentences in senses.items() for s in sentences]
@@ -207,8 +198,11 @@ def sense_accuracy(model, tokenizer, homonyms=None, batch_size=64, n_resamples=1
                            f"{max_length} tokens (e.g. {missing!r})")
             continue
         items += kept
-    if not items:
-        raise ValueError(f"no homonym could be scored: {'; '.join(skipped)}")
+    return items, skipped, left_out
+
+
+def _occurrence_vectors(model, tokenizer, items, batch_size, max_length):
+    """(L+1, items, H): each item's word vector per layer, its pieces mean-pooled."""
     sentences = [s for _, _, s, _, _ in items]
     vectors = []  # per batch (L+1, b, H)
     model.eval()
@@ -221,7 +215,27 @@ def sense_accuracy(model, tokenizer, homonyms=None, batch_size=64, n_resamples=1
             b_idx = [b for b, item in enumerate(batch) for wid in enc.word_ids(b) if wid == item[3]]
             t_idx = [t for b, item in enumerate(batch) for t, wid in enumerate(enc.word_ids(b)) if wid == item[3]]
             vectors.append(pool_pieces(states[:, b_idx, t_idx], torch.tensor(b_idx), len(batch)))
-    vectors = torch.cat(vectors, dim=1).numpy()  # (L+1, items, H)
+    return torch.cat(vectors, dim=1).numpy()
+
+
+def sense_accuracy(model, tokenizer, homonyms=None, batch_size=64, n_resamples=1000, seed=0):
+    """Can each layer tell a homonym's senses apart? `model`: any AutoModel encoder; `tokenizer`: its fast
+    tokenizer. `homonyms`: word -> sense -> sentences (default: the labelled set in senses_data.HOMONYMS, 12 words,
+    2 x 22 sentences each). Per layer, the leave-one-out nearest-centroid accuracy (see SenseAccuracy.note) on
+    centred (All-but-the-Top) and raw vectors, with 95% intervals, against chance (the majority sense's share) and
+    two controls that see no vectors: the word's position alone, and its position with the sentence's length.
+    A sentence where the tokenizer does not find the word exactly once (e.g. cut off at max_length) is left out; a
+    homonym left with fewer than 2 sentences for a sense is skipped."""
+    from .senses_data import HOMONYMS
+    from .vectors import all_but_the_top
+
+    homonyms = HOMONYMS if homonyms is None else homonyms
+    _check_homonyms(homonyms)
+    max_length = max_length_for(model, tokenizer)
+    items, skipped, left_out = labelled_occurrences(tokenizer, homonyms, max_length)
+    if not items:
+        raise ValueError(f"no homonym could be scored: {'; '.join(skipped)}")
+    vectors = _occurrence_vectors(model, tokenizer, items, batch_size, max_length)  # (L+1, items, H)
     words = [w for w, *_ in items]
     labels = [sense for _, sense, *_ in items]
     components = max(1, vectors.shape[-1] // 100)

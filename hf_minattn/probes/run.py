@@ -1,4 +1,6 @@
-"""All probes on one encoder: `run_all_probes(model, tokenizer, sentences) -> ProbeResults` (numbers only)."""
+"""All probes on one encoder: `run_all_probes(model, tokenizer, sentences, ProbeSettings(...)) -> ProbeResults`
+(numbers only), in phases that each fill part of the results: the word vectors, the word-level probes, the attention
+probes, the masked-LM probes and the weight probes."""
 
 import json
 import math
@@ -14,18 +16,15 @@ from .circuits import circuit_hypotheses
 from .drift import drift_results
 from .encode import CorpusWords, encode_corpus, pool_corpus, tokenize_corpus, word_normaliser
 from .geometry import geometry, static_word_vectors
-from .head_ablation import check_masking, head_ablation, is_masked_lm
+from .head_ablation import head_ablation, is_masked_lm
 from .attention_view import attention_view, view_sentences
 from .heads import attention_graph, head_statistics
 from .loading import max_length_for
 from .logit_lens import logit_lens as measure_logit_lens
-from .neighbours import (DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS, nearest_neighbours, sense_accuracy,
-                         word_in_contexts)
+from .neighbours import nearest_neighbours, sense_accuracy, word_in_contexts
+from .settings import DEFAULT_EXAMPLES, ProbeSettings  # noqa: F401 (DEFAULT_EXAMPLES: serve.py imports it from here)
 from .vectors import word_vectors
 from .weights import UnsupportedArchitecture, initial_model, weight_spectra
-
-DEFAULT_EXAMPLES = ("The king and the queen walked their dog to the old castle.",
-                    "The quick brown fox jumps over the lazy dog, and the dog sleeps.")
 
 
 @dataclass
@@ -131,7 +130,7 @@ def run_provenance(seed, model_path, corpus_name, probe_sentences, extra=None) -
             "probe_sentences": probe_sentences, "versions": versions, **(extra or {})}
 
 
-def _masked_lm_for(model, model_path=None, mlm_model=None, trust_remote_code=False):
+def masked_lm_for(model, model_path=None, mlm_model=None, trust_remote_code=False):
     """(masked-LM model, None) for head ablation and the logit lens, or (None, why not): `mlm_model` if given, `model`
     if it is one, else the checkpoint at `model_path` loaded with AutoModelForMaskedLM if it has trained masked-LM
     head weights."""
@@ -198,181 +197,229 @@ def check_corpus_words(corpus_words, sentences, min_count, max_length):
                          f"with max_length={max_length}")
 
 
-def run_all_probes(model, tokenizer, sentences, words=DEFAULT_WORDS, sense_word=DEFAULT_SENSE_WORD,
-                   sense_sentences=DEFAULT_SENSE_SENTENCES, examples=DEFAULT_EXAMPLES, model_name=None,
-                   model_path=None, word2vec=True, decontextualized=True, heads=True, weights=True,
-                   head_sentences=200, min_count=5, batch_size=64, seed=0, log=print, corpus=None,
-                   corpus_name=None, untrained=None, reference=None, reference_name=None, n_resamples=1000,
-                   ablation=True, mlm_model=None, ablation_sentences=64, trust_remote_code=False, provenance=None,
-                   mlm_probability=0.15, ablation_mask_draws=1, logit_lens=True, unigram=None, circuits=True,
-                   view=True, corpus_words=None):
-    """Every probe of the issue on `model` (any AutoModel encoder) and its fast tokenizer.
+@dataclass
+class _VectorCorpus:
+    """The corpus the word vectors are pooled from and word2vec is trained on (default: the probe sentences), whose
+    tokens the logit lens's floor and the circuits count."""
+
+    sentences: list
+    name: str
+    words: CorpusWords | None = None  # as tokenized for this model: given by the caller or made when pooling
+    token_ids: list = field(default_factory=list)  # _token_ids' cache: each sentence tokenized at most once
+
+
+@dataclass
+class _OtherVectors:
+    """What the vectors phase hands to the word-level probes besides results.word_vectors."""
+
+    encoded: object  # encode.EncodedCorpus of the probe sentences (geometry)
+    untrained: object = None  # vectors.WordVectors of the untrained model
+    reference: object = None  # vectors.WordVectors of the reference encoder
+    reference_name: str | None = None
+
+
+def run_all_probes(model, tokenizer, sentences, settings=ProbeSettings(), *, model_path=None, corpus=None,
+                   corpus_name=None, corpus_words=None, reference=None, mlm_model=None, unigram=None, provenance=None,
+                   log=print):
+    """Every probe that `settings` (a ProbeSettings) asks for on `model` (any AutoModel encoder) and its fast tokenizer.
 
     `sentences` are the probe sentences (geometry, heads, neighbours). The word vectors are pooled from EVERY
-    occurrence in `corpus` (default: `sentences`; the CLI passes the default corpus's training split), where
-    word2vec is also trained. `untrained`: True (the same architecture re-initialised with `seed`) or a model,
-    scored beside every benchmark number; `reference`: (model, fast tokenizer) of a fully trained encoder probed
-    with the same protocol on the same corpus. Words need >= `min_count` distinct sentences to get vectors.
-    `provenance`: what the caller adds to the run's record (e.g. the command line); see `run_provenance`.
-    `mlm_probability` / `ablation_mask_draws`: the masking of the head-ablation loss (use the rate the model was
-    trained at: the experiments train and ablate at 0.3). `logit_lens`: every layer decoded through the MLM head, on
-    the same masked tokens (masked LMs only, like the ablation); `unigram`: a `hf_minattn.unigram.UnigramFloor` of
-    the training tokens, for the lens's floor and gain (default: counted from the vector corpus). `circuits`: layer 0's
-    QK and OV circuits against the identity, co-occurrence and initialisation hypotheses (MinAttn models only), on the
-    most frequent tokens of the vector corpus's first CIRCUIT_SENTENCES sentences. `view`: the interactive attention
-    view's data (the examples, then short probe sentences: attention_view.view_sentences), with the heads probe.
-    `corpus_words`: `encode.tokenize_words` of the vector corpus with this tokenizer, this model's maximum length
-    and `min_count`, when the caller probes several models that share a tokenizer (it is then tokenized once).
+    occurrence in `corpus` (default: `sentences`; the CLI passes the default corpus's training split), named
+    `corpus_name` in the results, where word2vec is also trained. `corpus_words`: `encode.tokenize_words` of that
+    corpus with this tokenizer, this model's maximum length and `settings.min_count`, when the caller probes several
+    models that share a tokenizer (it is then tokenized once). `model_path`: the model's folder, for its drift record
+    and, when `model` has no masked-LM head, the masked LM of the head ablation, the logit lens and the circuits
+    (`mlm_model`: that masked LM itself). `reference`: (model, fast tokenizer, name) of a fully trained encoder
+    (`loading.load_reference`) probed with the same protocol on the same corpus. `unigram`: a
+    `hf_minattn.unigram.UnigramFloor` of the training tokens for the lens's floor and gain (default: counted from the
+    vector corpus). `provenance`: what the caller adds to the run's record (e.g. the command line; see
+    `run_provenance`). `log`: where progress lines go.
     """
-    if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
-        raise ValueError(f"min_count must be a positive integer, got {min_count!r}")
-    if reference is not None and not (isinstance(reference, tuple) and len(reference) == 2):
-        raise TypeError(f"reference must be a (model, tokenizer) tuple, got {type(reference).__name__}")
-    check_masking(mlm_probability, ablation_mask_draws, "ablation_mask_draws")  # here, not when the ablation runs
+    if not isinstance(settings, ProbeSettings):
+        raise TypeError(f"settings must be a ProbeSettings, got {type(settings).__name__}")
+    if reference is not None and not (isinstance(reference, tuple) and len(reference) == 3):
+        raise TypeError(f"reference must be a (model, tokenizer, name) tuple, got {type(reference).__name__}")
     model.eval()
-    timings, notes = {}, []
-    vector_sentences = sentences if corpus is None else corpus
-    corpus_name = corpus_name or ("the probe sentences" if corpus is None else "the given corpus")
-    normalise = word_normaliser(tokenizer)
-    max_length = max_length_for(model, tokenizer)
+    vector_corpus = _VectorCorpus(sentences if corpus is None else corpus, corpus_name or (
+        "the probe sentences" if corpus is None else "the given corpus"), corpus_words)
     if corpus_words is not None:
-        check_corpus_words(corpus_words, vector_sentences, min_count, max_length)
+        check_corpus_words(corpus_words, vector_corpus.sentences, settings.min_count, max_length_for(model, tokenizer))
+    config = model.config
+    results = ProbeResults(
+        model=settings.model_name or getattr(config, "_name_or_path", "") or type(model).__name__,
+        model_class=type(model).__name__, num_layers=config.num_hidden_layers, num_heads=config.num_attention_heads,
+        hidden_size=config.hidden_size, corpus=None, geometry=None, neighbours=None,
+        provenance=run_provenance(settings.seed, model_path, vector_corpus.name, len(sentences), provenance))
+    others = _probe_vectors(results, model, tokenizer, sentences, vector_corpus, settings, reference, log)
+    _probe_words(results, model, tokenizer, vector_corpus, others, settings, log)
+    if settings.heads:
+        _probe_attention(results, model, tokenizer, sentences, settings, log)
+    mlm, reason = None, None
+    if (settings.heads and settings.ablation) or settings.logit_lens or settings.circuits:
+        with _Timer(results.timings, "load masked LM", log):  # once: for the ablation, the lens and the circuits
+            mlm, reason = masked_lm_for(model, model_path, mlm_model, settings.trust_remote_code)
+    _probe_masked_lm(results, mlm, reason, tokenizer, sentences, vector_corpus, settings, unigram, log)
+    _probe_weights(results, model, mlm, tokenizer, vector_corpus, settings, log)
+    if model_path is not None:
+        results.drift = drift_results(read_drift(model_path))
+    results.timings["total"] = round(sum(results.timings.values()), 2)
+    return results
+
+
+def _probe_vectors(results, model, tokenizer, sentences, vector_corpus, settings, reference, log) -> _OtherVectors:
+    """results.corpus, .vector_corpus and .word_vectors: the probe sentences encoded (for geometry), and every word
+    of the vector corpus pooled from all its occurrences (Bommasani et al. 2020), with the untrained model's and the
+    reference's vectors beside them."""
+    timings, max_length, min_count = results.timings, max_length_for(model, tokenizer), settings.min_count
     with _Timer(timings, "encode corpus", log):
         tokenized = tokenize_corpus(tokenizer, sentences, max_length)
-        encoded = encode_corpus(model, tokenizer, sentences, batch_size=batch_size, min_count=min_count,
-                                seed=seed, tokenized=tokenized)
-    corpus = CorpusStats(sentences=len(sentences), words=int(tokenized.counts.sum()),
-                         vocabulary=len(tokenized.vocab), tokens=sum(map(len, tokenized.encodings)),
-                         max_length=max_length)
+        encoded = encode_corpus(model, tokenizer, sentences, batch_size=settings.batch_size, min_count=min_count,
+                                seed=settings.seed, tokenized=tokenized)
+    results.corpus = CorpusStats(sentences=len(sentences), words=int(tokenized.counts.sum()),
+                                 vocabulary=len(tokenized.vocab), tokens=sum(map(len, tokenized.encodings)),
+                                 max_length=max_length)
     with _Timer(timings, "pool corpus", log):
-        pooled = pool_corpus(model, tokenizer, vector_sentences, batch_size=batch_size, max_length=max_length,
-                             min_contexts=min_count, words=corpus_words, desc="pooling corpus (model)")
-    cw = pooled.words
-    vector_corpus = VectorCorpusStats(source=corpus_name,
-                                      sentences=len(cw.words), windows=len(cw.windows), words=cw.running_words,
-                                      tokens=cw.tokens, vocabulary=len(cw.vocab), vocabulary_total=cw.vocabulary_total,
-                                      min_contexts=min_count)
-    vector_corpus.seconds["model"] = round(pooled.seconds, 2)
+        pooled = pool_corpus(model, tokenizer, vector_corpus.sentences, batch_size=settings.batch_size,
+                             max_length=max_length, min_contexts=min_count, words=vector_corpus.words,
+                             desc="pooling corpus (model)")
+    cw = vector_corpus.words = pooled.words
+    stats = results.vector_corpus = VectorCorpusStats(
+        source=vector_corpus.name, sentences=len(cw.words), windows=len(cw.windows), words=cw.running_words,
+        tokens=cw.tokens, vocabulary=len(cw.vocab), vocabulary_total=cw.vocabulary_total, min_contexts=min_count)
+    stats.seconds["model"] = round(pooled.seconds, 2)
     with _Timer(timings, "word vectors", log):
-        vectors = word_vectors(model, tokenizer, pooled, decontextualized=decontextualized)
-    untrained_vectors = reference_vectors = None
-    if untrained is not None and untrained is not False:
+        results.word_vectors = word_vectors(model, tokenizer, pooled, decontextualized=settings.decontextualized)
+    others = _OtherVectors(encoded=encoded)
+    if settings.untrained:
         with _Timer(timings, "untrained model", log):
-            fresh = initial_model(model.config, seed, type(model)).eval().to(model.device) if untrained is True else untrained.eval()
-            pooled_u = pool_corpus(fresh, tokenizer, words=cw, batch_size=batch_size, max_length=max_length,
+            fresh = initial_model(model.config, settings.seed, type(model)).eval().to(model.device)
+            pooled_u = pool_corpus(fresh, tokenizer, words=cw, batch_size=settings.batch_size, max_length=max_length,
                                    desc="pooling corpus (untrained)")
-            vector_corpus.seconds["untrained"] = round(pooled_u.seconds, 2)
-            untrained_vectors = word_vectors(fresh, tokenizer, pooled_u, decontextualized=decontextualized)
+            stats.seconds["untrained"] = round(pooled_u.seconds, 2)
+            others.untrained = word_vectors(fresh, tokenizer, pooled_u, decontextualized=settings.decontextualized)
     if reference is not None:
-        ref_model, ref_tokenizer = reference
+        ref_model, ref_tokenizer, others.reference_name = reference
         with _Timer(timings, "reference model", log):
-            pooled_r = pool_corpus(ref_model.eval(), ref_tokenizer, vector_sentences, batch_size=batch_size,
-                                   min_contexts=min_count, desc="pooling corpus (reference)")
-            vector_corpus.seconds["reference"] = round(pooled_r.seconds, 2)
-            vector_corpus.tokens_per_second["reference"] = round(pooled_r.words.tokens / max(pooled_r.seconds, 1e-9))
-            reference_vectors = word_vectors(ref_model, ref_tokenizer, pooled_r, decontextualized=decontextualized)
-    for system, seconds in vector_corpus.seconds.items():
-        vector_corpus.tokens_per_second.setdefault(system, round(cw.tokens / max(seconds, 1e-9)))
+            pooled_r = pool_corpus(ref_model.eval(), ref_tokenizer, vector_corpus.sentences,
+                                   batch_size=settings.batch_size, min_contexts=min_count,
+                                   desc="pooling corpus (reference)")
+            stats.seconds["reference"] = round(pooled_r.seconds, 2)
+            stats.tokens_per_second["reference"] = round(pooled_r.words.tokens / max(pooled_r.seconds, 1e-9))
+            others.reference = word_vectors(ref_model, ref_tokenizer, pooled_r,
+                                            decontextualized=settings.decontextualized)
+    for system, seconds in stats.seconds.items():
+        stats.tokens_per_second.setdefault(system, round(cw.tokens / max(seconds, 1e-9)))
+    return others
+
+
+def _probe_words(results, model, tokenizer, vector_corpus, others, settings, log):
+    """results.geometry, .benchmarks, .neighbours, .sense and .sense_accuracy: how contextual each layer is, how well
+    each vector set scores word pairs and analogies, the probe words' neighbours, and whether homonyms' senses
+    separate."""
+    timings, vectors, normalise = results.timings, results.word_vectors, word_normaliser(tokenizer)
     with _Timer(timings, "geometry", log):
-        geo = geometry(encoded, min_count=min_count, seed=seed, static=static_word_vectors(model, tokenized), model=model)
+        results.geometry = geometry(others.encoded, min_count=settings.min_count, seed=settings.seed, model=model,
+                                    static=static_word_vectors(model, others.encoded.tokenized))
     with _Timer(timings, "benchmarks", log):
-        bench = run_benchmarks(vectors, cw.words, normalise, word2vec=word2vec, untrained=untrained_vectors,
-                               reference=reference_vectors, reference_model=reference_name, min_contexts=min_count,
-                               n_resamples=n_resamples, seed=seed)
+        results.benchmarks = run_benchmarks(
+            vectors, vector_corpus.words.words, normalise, word2vec=settings.word2vec, untrained=others.untrained,
+            reference=others.reference, reference_model=others.reference_name, min_contexts=settings.min_count,
+            n_resamples=settings.bootstrap, seed=settings.seed)
     with _Timer(timings, "neighbours", log):
-        neighbours = nearest_neighbours(vectors, words, normalise)
-        sense = None
-        if sense_word and sense_sentences:
+        results.neighbours = nearest_neighbours(vectors, settings.words, normalise)
+        if settings.sense_word and settings.sense_sentences:
             try:
-                sense = word_in_contexts(model, tokenizer, sense_word, sense_sentences, vectors)
+                results.sense = word_in_contexts(model, tokenizer, settings.sense_word, settings.sense_sentences,
+                                                 vectors)
             except ValueError as error:
-                notes.append(f"sense probe skipped: {error}")
+                results.notes.append(f"sense probe skipped: {error}")
     with _Timer(timings, "sense accuracy", log):
         try:
-            senses = sense_accuracy(model, tokenizer)
+            results.sense_accuracy = sense_accuracy(model, tokenizer)
         except ValueError as error:
-            senses = None
-            notes.append(f"sense accuracy skipped: {error}")
-    results = ProbeResults(model=model_name or getattr(model.config, "_name_or_path", "") or type(model).__name__,
-                           model_class=type(model).__name__, num_layers=model.config.num_hidden_layers,
-                           num_heads=model.config.num_attention_heads, hidden_size=model.config.hidden_size,
-                           corpus=corpus, geometry=geo, neighbours=neighbours, benchmarks=bench, sense=sense,
-                           vector_corpus=vector_corpus, timings=timings, notes=notes, word_vectors=vectors,
-                           sense_accuracy=senses,
-                           provenance=run_provenance(seed, model_path, corpus_name, len(sentences), provenance))
-    if neighbours.oov:
-        notes.append(f"probe words missing from the corpus vocabulary: {', '.join(neighbours.oov)}")
-    if heads:
-        with _Timer(timings, "attention heads", log):
-            results.heads = head_statistics(model, tokenizer, sentences, examples, max_sentences=head_sentences)
-            notes.extend(results.heads.notes)
-            if results.heads.examples:
-                results.attention_graph = attention_graph(results.heads.examples[0])
-                if results.heads.examples[0].norm_weighted is not None:
-                    results.attention_graph_norm_weighted = attention_graph(results.heads.examples[0], weighting="norm")
-        if view:
-            with _Timer(timings, "attention view", log):
-                results.attention_view, _ = attention_view(model, tokenizer,
-                                                           view_sentences(tokenizer, examples, sentences), results.model)
+            results.notes.append(f"sense accuracy skipped: {error}")
+    if results.neighbours.oov:
+        results.notes.append(f"probe words missing from the corpus vocabulary: {', '.join(results.neighbours.oov)}")
+
+
+def _probe_attention(results, model, tokenizer, sentences, settings, log):
+    """results.heads, .attention_graph*, .attention_view: attention statistics over the probe sentences, the first
+    example's graphs (raw, norm-weighted, rollout and flow) and the interactive view's data."""
+    timings, notes = results.timings, results.notes
+    with _Timer(timings, "attention heads", log):
+        results.heads = head_statistics(model, tokenizer, sentences, settings.examples,
+                                        max_sentences=settings.head_sentences)
+        notes.extend(results.heads.notes)
         if results.heads.examples:
-            with _Timer(timings, "attention rollout and flow", log):
-                example = results.heads.examples[0]
-                results.attention_graph_rollout = rollout_graph(example)
-                if len(example.tokens) <= FLOW_MAX_TOKENS:  # n^2 max-flow runs
-                    results.attention_graph_flow = flow_graph(example)
-                else:
-                    notes.append(f"attention flow skipped: the first example has {len(example.tokens)} tokens, "
-                                 f"above FLOW_MAX_TOKENS = {FLOW_MAX_TOKENS}")
-    mlm = None
-    if (heads and ablation) or logit_lens or circuits:
-        with _Timer(timings, "load masked LM", log):  # once, for the head ablation, the logit lens and the circuits
-            mlm, reason = _masked_lm_for(model, model_path, mlm_model, trust_remote_code)
-    corpus_ids = []  # the vector corpus's token ids, tokenized once for the lens's floor and the circuits' counts
-    if heads and ablation:
+            results.attention_graph = attention_graph(results.heads.examples[0])
+            if results.heads.examples[0].norm_weighted is not None:
+                results.attention_graph_norm_weighted = attention_graph(results.heads.examples[0], weighting="norm")
+    if settings.view:
+        with _Timer(timings, "attention view", log):
+            results.attention_view, _ = attention_view(
+                model, tokenizer, view_sentences(tokenizer, settings.examples, sentences), results.model)
+    if results.heads.examples:
+        with _Timer(timings, "attention rollout and flow", log):
+            example = results.heads.examples[0]
+            results.attention_graph_rollout = rollout_graph(example)
+            if len(example.tokens) <= FLOW_MAX_TOKENS:  # n^2 max-flow runs
+                results.attention_graph_flow = flow_graph(example)
+            else:
+                notes.append(f"attention flow skipped: the first example has {len(example.tokens)} tokens, "
+                             f"above FLOW_MAX_TOKENS = {FLOW_MAX_TOKENS}")
+
+
+def _probe_masked_lm(results, mlm, reason, tokenizer, sentences, vector_corpus, settings, unigram, log):
+    """results.head_ablation and .logit_lens on `mlm` (None: skipped for `reason`), on the same masked tokens: the
+    masked-LM loss per zeroed head, and every layer decoded by the masked-LM head."""
+    timings, notes = results.timings, results.notes
+    masking = dict(seed=settings.seed, mlm_probability=settings.mlm_probability,
+                   mask_draws=settings.ablation_mask_draws, max_sentences=settings.ablation_sentences)
+    if settings.heads and settings.ablation:
         with _Timer(timings, "head ablation", log):
             if mlm is None:
                 notes.append(f"head ablation skipped: {reason}")
             else:
-                results.head_ablation = head_ablation(mlm, tokenizer, sentences, max_sentences=ablation_sentences, seed=seed,
-                                                      mlm_probability=mlm_probability, mask_draws=ablation_mask_draws)
-    if logit_lens:
+                results.head_ablation = head_ablation(mlm, tokenizer, sentences, **masking)
+    if settings.logit_lens:
         with _Timer(timings, "logit lens", log):
             if mlm is None:
                 notes.append(f"logit lens skipped: {reason}")
-            else:  # the ablation's sentences, seed and masking: the same masked tokens
-                if unigram is None:  # token frequencies of the vector corpus (the CLI's: the training split)
-                    unigram = UnigramFloor.from_token_ids(_token_ids(tokenizer, vector_sentences, corpus_ids),
-                                                          len(tokenizer))
-                    notes.append(f"logit lens: the unigram floor counts the tokens of {corpus_name}")
-                try:
-                    results.logit_lens = measure_logit_lens(mlm, tokenizer, sentences, max_sentences=ablation_sentences,
-                                                            seed=seed, mlm_probability=mlm_probability,
-                                                            mask_draws=ablation_mask_draws, unigram=unigram)
-                except UnsupportedArchitecture as error:
-                    notes.append(f"logit lens skipped: {error}")
-    if weights:
+                return
+            if unigram is None:  # token frequencies of the vector corpus (the CLI's: the training split)
+                ids = _token_ids(tokenizer, vector_corpus.sentences, vector_corpus.token_ids)
+                unigram = UnigramFloor.from_token_ids(ids, len(tokenizer))
+                notes.append(f"logit lens: the unigram floor counts the tokens of {vector_corpus.name}")
+            try:  # the ablation's sentences, seed and masking: the same masked tokens
+                results.logit_lens = measure_logit_lens(mlm, tokenizer, sentences, unigram=unigram, **masking)
+            except UnsupportedArchitecture as error:
+                notes.append(f"logit lens skipped: {error}")
+
+
+def _probe_weights(results, model, mlm, tokenizer, vector_corpus, settings, log):
+    """results.weights and .circuits: the attention weights' spectra against initialisation, and layer 0's QK/OV
+    circuits on the most frequent tokens of the vector corpus's first CIRCUIT_SENTENCES sentences."""
+    timings, notes, seed = results.timings, results.notes, settings.seed
+    if settings.weights:
         with _Timer(timings, "weights", log):
             try:
                 results.weights = weight_spectra(model, seed=seed)
             except UnsupportedArchitecture as error:
                 notes.append(f"weights probe skipped: {error}")
-    if circuits:
-        with _Timer(timings, "circuits", log):
-            # the masked LM where there is one: with untied embeddings only its decoder holds the W_U the OV circuit
-            # needs; a bare encoder with tied embeddings uses its word embeddings
-            target = model if mlm is None else mlm
-            seqs = _token_ids(tokenizer, vector_sentences, corpus_ids, CIRCUIT_SENTENCES)
-            try:  # counts over the model's embedding rows (config.vocab_size), where the lens uses len(tokenizer)
-                counts = UnigramFloor.from_token_ids(seqs, target.config.vocab_size)
-                results.circuits = circuit_hypotheses(target, counts=counts, initial_model=True, cooccurrence=seqs,
-                                                      n_resamples=min(n_resamples, 200), seed=seed)
-                notes.append(f"circuits: token counts and co-occurrences (within {results.circuits.window} tokens) "
-                             f"from {len(seqs)} sentences of {corpus_name} (the first {CIRCUIT_SENTENCES:,} at "
-                             f"most); initial = {type(target).__name__} re-created from its config, each module "
-                             f"drawn from seed {seed} and its name")
-            except UnsupportedArchitecture as error:
-                notes.append(f"circuits skipped: {error}")
-    if model_path is not None:
-        results.drift = drift_results(read_drift(model_path))
-    timings["total"] = round(sum(timings.values()), 2)
-    return results
+    if not settings.circuits:
+        return
+    with _Timer(timings, "circuits", log):
+        # the masked LM where there is one: with untied embeddings only its decoder holds the W_U the OV circuit
+        # needs; a bare encoder with tied embeddings uses its word embeddings
+        target = model if mlm is None else mlm
+        seqs = _token_ids(tokenizer, vector_corpus.sentences, vector_corpus.token_ids, CIRCUIT_SENTENCES)
+        try:  # counts over the model's embedding rows (config.vocab_size), where the lens uses len(tokenizer)
+            counts = UnigramFloor.from_token_ids(seqs, target.config.vocab_size)
+            results.circuits = circuit_hypotheses(target, counts=counts, initial_model=True, cooccurrence=seqs,
+                                                  n_resamples=min(settings.bootstrap, 200), seed=seed)
+            notes.append(f"circuits: token counts and co-occurrences (within {results.circuits.window} tokens) "
+                         f"from {len(seqs)} sentences of {vector_corpus.name} (the first {CIRCUIT_SENTENCES:,} at "
+                         f"most); initial = {type(target).__name__} re-created from its config, each module "
+                         f"drawn from seed {seed} and its name")
+        except UnsupportedArchitecture as error:
+            notes.append(f"circuits skipped: {error}")

@@ -1,0 +1,70 @@
+"""`ProbeSettings`: what `run_all_probes` does (which probes, on which words, how many sentences, which seed), checked
+when made, each number under the name of its `hf-minattn probe` flag."""
+
+from dataclasses import dataclass
+
+from hf_minattn.checks import check_bounds
+
+from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS
+
+DEFAULT_EXAMPLES = ("The king and the queen walked their dog to the old castle.",
+                    "The quick brown fox jumps over the lazy dog, and the dog sleeps.")
+
+# The numbers of ProbeSettings, named as hf-minattn probe's flags: {field: (lowest, highest or None, lowest allowed?)}
+BOUNDS = {"head_sentences": (1, None, True), "min_count": (1, None, True), "bootstrap": (10, None, True),
+          "mlm_probability": (0, 1, False), "ablation_mask_draws": (1, None, True), "batch_size": (1, None, True),
+          "ablation_sentences": (1, None, True), "seed": (0, None, True)}
+SWITCHES = ("word2vec", "decontextualized", "untrained", "heads", "view", "ablation", "logit_lens", "circuits",
+            "weights", "trust_remote_code")
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """What `run_all_probes` does: which probes run, on which words and how many sentences, with which seed. Checked
+    when made, each number under the name of its `hf-minattn probe` flag (the CLI makes one before loading anything).
+    """
+
+    words: tuple = DEFAULT_WORDS  # probe words: their nearest neighbours under every vector set
+    sense_word: str | None = DEFAULT_SENSE_WORD  # one word's vectors across sense_sentences (None: not probed)
+    sense_sentences: tuple | None = DEFAULT_SENSE_SENTENCES  # each contains sense_word
+    examples: tuple = DEFAULT_EXAMPLES  # sentences whose attention is drawn, first in the attention view
+    model_name: str | None = None  # the model's name in the report (default: its config's name_or_path, or class)
+    word2vec: bool = True  # a word2vec trained on the vector corpus, scored beside every set
+    decontextualized: bool = True  # every word fed alone, a vector set per layer
+    untrained: bool = False  # the same architecture re-initialised with `seed`, scored beside every benchmark number
+    heads: bool = True  # attention statistics on head_sentences sentences, the examples' graphs, rollout and flow
+    view: bool = True  # the interactive attention view's data (the examples, then short probe sentences), with heads
+    ablation: bool = True  # masked-LM loss per zeroed head on ablation_sentences sentences, with heads
+    logit_lens: bool = True  # every layer decoded through the masked-LM head, on the ablation's masked tokens
+    circuits: bool = True  # layer 0's QK/OV circuits against named hypotheses (MinAttn models only)
+    weights: bool = True  # singular value spectra of the attention weights, against initialisation
+    head_sentences: int = 200
+    ablation_sentences: int = 64
+    min_count: int = 5  # a word needs this many distinct sentences to get vectors (and to be scored by geometry)
+    batch_size: int = 64
+    seed: int = 0
+    bootstrap: int = 1000  # resamples of every bootstrap interval (the circuits' at most 200)
+    mlm_probability: float = 0.15  # mask rate of the ablation and lens losses: the rate the model was trained at
+    ablation_mask_draws: int = 1  # independent masks per sentence for those losses
+    trust_remote_code: bool = False  # for loading the masked LM from the model's folder
+
+    def __post_init__(self):
+        for name in BOUNDS:
+            value, kinds = getattr(self, name), (int, float) if name == "mlm_probability" else int
+            if isinstance(value, bool) or not isinstance(value, kinds):
+                raise ValueError(f"--{name.replace('_', '-')} must be {'an integer' if kinds is int else 'a number'}"
+                                 f", got {value!r}")
+        check_bounds(self, BOUNDS, separator="-")
+        for name in SWITCHES:
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        for name in ("words", "sense_sentences", "examples"):
+            value = getattr(self, name)
+            if value is None and name == "sense_sentences":
+                continue
+            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+                raise ValueError(f"{name} must be a list of strings, got {value!r}")
+            object.__setattr__(self, name, tuple(value))  # frozen: a caller's list cannot change it later
+        for name in ("sense_word", "model_name"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a string or None, got {getattr(self, name)!r}")

@@ -1,0 +1,160 @@
+"""Every sampling rule checked by what it samples: each random-pairs or baseline sampler of the probes is asked for its
+draw, and the draw itself is inspected (no pair of an occurrence or a word with itself, only the allowed pairs, the
+expected count), so that a sampler that quietly draws what it should exclude fails here."""
+
+import numpy as np
+import pytest
+from conftest import TEXTS, tiny_config
+
+from hf_minattn import MinAttnModel
+from hf_minattn.probes.circuits import circuit_hypotheses, cooccurrence_pairs, qk_pairs
+from hf_minattn.probes.cooccurrence import word_anisotropy
+from hf_minattn.probes.corpus import split_sentences
+from hf_minattn.probes.encode import encode_corpus
+from hf_minattn.probes.geometry import (anisotropy, anisotropy_pairs, baseline_groups, distinct_context_groups,
+                                        geometry, scored_groups, self_similarity)
+
+SENTENCES = split_sentences(TEXTS, max_sentences=0)  # 8 texts, each 4 times
+
+
+# ------------------------------------------------------------------ geometry: the anisotropy baseline's pairs
+
+
+def test_anisotropy_pairs_join_occurrences_of_different_sentences_only():
+    sentence_ids = np.repeat(np.arange(5), [1, 2, 3, 4, 40])  # one long sentence: most draws fall within it
+    a, b = anisotropy_pairs(sentence_ids, n_pairs=4000, seed=3)
+    assert len(a) == len(b) > 0
+    assert np.all(sentence_ids[a] != sentence_ids[b])  # never two words of one sentence, nor an occurrence twice
+    assert np.all(a != b)
+    # 4000 draws, those within a sentence left out: P(different) = 1 - sum (n_s / 50)^2 = 0.348
+    expected = 4000 * (1 - np.sum((np.array([1, 2, 3, 4, 40]) / 50) ** 2))
+    assert abs(len(a) - expected) < 4 * np.sqrt(4000 * 0.348 * 0.652)
+    # every occurrence can be drawn: the long sentence's words pair with the others' (not only short sentences)
+    assert set(np.concatenate([a, b]).tolist()) == set(range(50))
+
+
+def test_the_anisotropy_baseline_is_the_mean_cosine_of_exactly_those_pairs():
+    rng = np.random.default_rng(0)
+    vectors, sentence_ids = rng.standard_normal((60, 8)), rng.integers(0, 6, 60)
+    a, b = anisotropy_pairs(sentence_ids, n_pairs=500, seed=1)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    expected = np.mean(np.sum(unit[a] * unit[b], axis=1))
+    assert anisotropy(vectors, sentence_ids, n_pairs=500, seed=1) == pytest.approx(expected)
+    # the known answer: the words of a sentence share one vector, sentences are orthogonal; a single pair within a
+    # sentence (or of an occurrence with itself) would add a cosine of 1 to a mean of exact zeros
+    assert anisotropy(np.eye(6)[sentence_ids], sentence_ids, n_pairs=500, seed=1) == 0.0
+
+
+def test_the_anisotropy_baseline_needs_two_sentences():
+    with pytest.raises(ValueError, match="two sentences"):
+        anisotropy_pairs(np.zeros(10, dtype=int), n_pairs=100)
+
+
+# ------------------------------------------------------------------ geometry: the MEV baseline's groups
+
+
+def test_mev_baseline_groups_draw_from_the_random_sample_only():
+    kept_sample = np.zeros(200, dtype=bool)
+    kept_sample[::7] = True  # 29 occurrences of the uniform random sample; the rest are kept for self-similarity
+    groups = baseline_groups(kept_sample, n_groups=300, size=9, seed=2)
+    assert groups.shape == (300, 9)
+    assert set(groups.ravel().tolist()) == set(np.flatnonzero(kept_sample).tolist())  # all of them, nothing else
+
+
+@pytest.fixture(scope="module")
+def encoded(tokenizer):
+    model = MinAttnModel(tiny_config(vocab_size=len(tokenizer))).eval()
+    return encode_corpus(model, tokenizer, SENTENCES, min_count=2, max_occurrences=3, baseline_sample=40, seed=5)
+
+
+def test_geometry_draws_its_baselines_from_the_random_sample(encoded):
+    """Both baselines of every layer come from the sampled occurrences: the anisotropy is the mean cosine over the
+    pairs anisotropy_pairs draws among them (different sentences), the same pairs at every layer."""
+    result = geometry(encoded, min_count=2, max_occurrences=3, min_contexts=2, n_pairs=300, seed=4)
+    sample = np.flatnonzero(encoded.kept_sample)
+    for layer, vectors in enumerate(encoded.kept):
+        assert result.anisotropy[layer] == pytest.approx(
+            anisotropy(vectors[sample], encoded.kept_sentence[sample], n_pairs=300, seed=4))
+
+
+def test_the_baseline_sample_is_drawn_without_replacement(encoded, tokenizer):
+    """encode_corpus marks min(baseline_sample, occurrences) distinct occurrences; drawn with replacement, repeats
+    would leave fewer marked."""
+    occurrences = sum(len(words) for words in encoded.tokenized.words)
+    assert int(encoded.kept_sample.sum()) == 40 < occurrences
+    model = MinAttnModel(tiny_config(vocab_size=len(tokenizer))).eval()
+    everything = encode_corpus(model, tokenizer, SENTENCES, min_count=2, baseline_sample=10 * occurrences, seed=5)
+    assert int(everything.kept_sample.sum()) == occurrences == len(everything.kept_sample)
+
+
+# ------------------------------------------------------------------ geometry: self-similarity's occurrences
+
+
+def test_self_similarity_groups_hold_one_occurrence_per_distinct_sentence_text(encoded):
+    groups, eligible = scored_groups(encoded, min_count=2, max_occurrences=3, min_contexts=2)
+    texts = encoded.tokenized.sentences
+    assert len(eligible) > 0 and sorted(groups) == eligible.tolist()
+    for word, group in groups.items():
+        assert np.all(encoded.kept_word[group] == word)  # the word's own occurrences
+        group_texts = [texts[s] for s in encoded.kept_sentence[group]]
+        assert len(set(group_texts)) == len(group_texts)  # never two from one sentence text (nor one twice)
+        assert 2 <= len(group) <= 3 and encoded.tokenized.counts[word] >= 2
+    # every text is repeated 4 times: counting sentences instead of texts would let "the" reach 3 from one text
+    assert len(set(texts)) == 8 and len(texts) == 32
+
+
+def test_distinct_context_groups_keep_the_first_occurrence_of_each_text():
+    texts = ["a", "a", "b", "c", "b", "d"]
+    kept_word = np.array([7, 7, 7, 7, 7, 7, 9, 9])
+    kept_sentence = np.array([0, 1, 2, 3, 4, 5, 0, 1])  # word 9 only in text "a" (twice)
+    groups = distinct_context_groups(kept_word, kept_sentence, texts, max_occurrences=3, min_contexts=2)
+    assert list(groups) == [7] and groups[7].tolist() == [0, 2, 3]  # first "a", "b", "c"; capped at 3
+
+
+def test_self_similarity_leaves_out_each_vector_paired_with_itself():
+    """Orthonormal vectors: every pair of distinct occurrences has cosine 0, so the mean is 0 exactly; with the
+    diagonal it would be 1/n."""
+    assert self_similarity(np.eye(5)) == pytest.approx(0.0, abs=1e-12)
+    assert self_similarity(np.ones((4, 3)) / np.sqrt(3)) == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------ circuits: the token pairs of each correlation
+
+
+@pytest.mark.parametrize("n_tokens, max_pairs", [(6, 1000), (30, 100)])
+def test_qk_pairs_are_ordered_pairs_of_two_different_tokens(n_tokens, max_pairs):
+    rows, cols = qk_pairs(n_tokens, max_pairs, np.random.default_rng(0))
+    pairs = list(zip(rows.tolist(), cols.tolist()))
+    assert np.all(rows != cols) and len(set(pairs)) == len(pairs)
+    assert len(pairs) == min(max_pairs, n_tokens * (n_tokens - 1))
+    if max_pairs >= n_tokens * (n_tokens - 1):  # all of them: (i, j) and (j, i) both
+        assert set(pairs) == {(i, j) for i in range(n_tokens) for j in range(n_tokens) if i != j}
+
+
+@pytest.mark.parametrize("max_pairs", [1000, 5])
+def test_cooccurrence_pairs_are_unordered_pairs_with_a_positive_ppmi(max_pairs):
+    rng = np.random.default_rng(1)
+    ppmi = np.maximum(rng.standard_normal((12, 12)), 0)
+    ppmi = ppmi + ppmi.T  # symmetric, about 3/4 of it positive, diagonal included
+    rows, cols = cooccurrence_pairs(ppmi, max_pairs, np.random.default_rng(0))
+    pairs = list(zip(rows.tolist(), cols.tolist()))
+    assert np.all(rows < cols) and np.all(ppmi[rows, cols] > 0) and len(set(pairs)) == len(pairs)
+    assert len(pairs) == min(max_pairs, int(np.triu(ppmi > 0, k=1).sum()))
+
+
+def test_circuits_count_the_pairs_their_rules_allow():
+    model = MinAttnModel(tiny_config(vocab_size=40)).eval()
+    result = circuit_hypotheses(model, n_tokens=12, n_resamples=5, max_pairs=50)
+    assert result.pairs["identity"] == 50  # of 12 x 11 ordered pairs
+    result = circuit_hypotheses(model, n_tokens=6, n_resamples=5, max_pairs=1000)
+    assert result.pairs["identity"] == 6 * 5
+
+
+# ------------------------------------------------------------------ co-occurrence: the words' anisotropy baseline
+
+
+def test_word_anisotropy_never_pairs_a_word_with_itself():
+    """Orthonormal word vectors: every pair of two different words has cosine 0; a single word drawn twice would add
+    1 to a mean of exact zeros (5000 pairs over 20 words: about 250 such draws were the rule broken)."""
+    assert word_anisotropy(np.eye(20), n_pairs=5000, seed=0) == 0.0
+    assert word_anisotropy(np.ones((20, 4)), n_pairs=100, seed=0) == pytest.approx(1.0)
