@@ -102,9 +102,10 @@ def test_the_notebook_trains_probes_and_shows_the_attention_view(executed):
     """The step count comes from the environment; the probe writes its report; the view is inline."""
     nb, work = executed
     run = work / "outputs" / "tutorial"
-    state = json.loads((run / "model" / "trainer_state.json").read_text(encoding="utf-8"))
+    state = json.loads((run / "minattn-tutorial" / "trainer_state.json").read_text(encoding="utf-8"))
     assert state["global_step"] == STEPS
     assert (run / "probes" / "report.html").is_file()
-    assert "outputs/tutorial/model" in (run / "probes" / "probes.json").read_text(encoding="utf-8")  # the model probed
+    probes = (run / "probes" / "probes.json").read_text(encoding="utf-8")
+    assert "outputs/tutorial/minattn-tutorial" in probes  # the trained model is the one probed
     pages = [html for cell in nb.cells for html in texts(cell, "text/html") if "<iframe srcdoc=" in html]
     assert len(pages) == 1 and "hf_minattn/attention-view/1" in pages[0]
