@@ -232,6 +232,20 @@ def test_num_items_in_batch_turns_the_mean_into_a_sum_over_the_step():
         torch.testing.assert_close(with_items.loss, mean * 3 / 6)
 
 
+@pytest.mark.parametrize("configured", [False, True])
+def test_the_sparse_prediction_argument_overrides_the_config_for_one_call(configured):
+    """forward(sparse_prediction=...) decides the logits' shape for that call, None takes the config's value, and the
+    config is left as it was."""
+    input_ids = torch.randint(5, 99, (2, 10))
+    labels = torch.full_like(input_ids, -100)
+    labels[0, 3], labels[1, 0], labels[1, 7] = 11, 12, 13
+    model = MinAttnForMaskedLM(tiny_config(sparse_prediction=configured)).eval()
+    shapes = {True: (3, 99), False: (2, 10, 99)}
+    for argument, expected in ((None, shapes[configured]), (True, shapes[True]), (False, shapes[False])):
+        assert model(input_ids, labels=labels, sparse_prediction=argument).logits.shape == expected
+    assert model.config.sparse_prediction is configured
+
+
 def test_gradient_accumulation_matches_one_big_batch(tmp_path, tokenizer):
     """Two micro-batches of 2 with accumulation must take the same step as one batch of 4, although the
     micro-batches hold different numbers of labelled tokens (a mean per micro-batch would weight them wrongly)."""
