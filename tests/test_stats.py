@@ -340,9 +340,11 @@ def test_hierarchical_bootstrap_variance_is_the_closed_form_of_its_two_levels():
     groups = [(np.array([0.0, 1.0, 2.0, 3.0]),), (np.array([1.0, 2.0, 3.0, 4.0]),)]
     # group means 1.5 and 2.5: between-seed variance ((-0.5)^2 + 0.5^2) / 2 = 0.25; within each seed the items'
     # variance is (2.25 + 0.25 + 0.25 + 2.25) / 4 = 1.25, so a resampled mean of 4 items varies by 1.25 / 4
-    estimate, draws = hierarchical_draws(np.mean, groups, n_resamples=20000)
+    estimate, draws = hierarchical_draws(np.mean, groups, n_resamples=5000)
     assert estimate == 2.0
-    assert draws.mean() == pytest.approx(2.0, abs=0.02)  # standard error sqrt(0.28 / 20000) = 0.004
-    assert draws.var() == pytest.approx((0.25 + 1.25 / 4) / 2, rel=0.05)  # relative standard error about 1.5%
-    one = hierarchical_draws(np.mean, groups[:1], n_resamples=20000)[1]  # one seed: the items' bootstrap alone
-    assert one.var() == pytest.approx(1.25 / 4, rel=0.05)
+    assert draws.mean() == pytest.approx(2.0, abs=0.03)  # standard error sqrt(0.28 / 5000) = 0.0075
+    # the variance of 5000 draws scatters by about 2-4% (seeds 0-5 tried); a draw that ignored the seed level would
+    # give 0.156, one that drew 3 of the 4 items a mean near 1.5 or 2.5
+    assert draws.var() == pytest.approx((0.25 + 1.25 / 4) / 2, rel=0.1)
+    one = hierarchical_draws(np.mean, groups[:1], n_resamples=5000)[1]  # one seed: the items' bootstrap alone
+    assert one.var() == pytest.approx(1.25 / 4, rel=0.1)
