@@ -67,6 +67,12 @@ def probe_parser():
     p.add_argument("--no-circuits", action="store_true",
                    help="skip layer 0's QK/OV circuits against the embedding-similarity, co-occurrence and "
                         "initialisation hypotheses (MinAttn models only)")
+    _output_arguments(p)
+    return p
+
+
+def _output_arguments(p):
+    """What hf-minattn probe writes (vectors, figures) and where its encoders run."""
     p.add_argument("--no-save-vectors", action="store_true", help="do not export the word vectors")
     p.add_argument("--vectors-format", default="binary",
                    help="comma-separated formats of the exported word vectors, of 'binary' (the default: the word2vec "
@@ -79,7 +85,6 @@ def probe_parser():
     p.add_argument("--trust-remote-code", action="store_true",
                    help="run modeling code saved in the model folder (needed for custom architectures that are not "
                         "installed; MinAttn folders load without it where hf_minattn is installed)")
-    return p
 
 
 def _figure_format_argument(parser):
