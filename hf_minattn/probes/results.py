@@ -8,7 +8,7 @@ corpus-wide protocol (no intervals, no coverage) load too: the new fields are th
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from hf_minattn.stats import Interval
 
@@ -74,6 +74,7 @@ class BenchmarkSummary:
     analogy_questions: dict = field(default_factory=dict)
     word2vec: dict | None = None  # the settings it was trained with
     word2vec_corpus: dict | None = None
+    word2vec_selection: dict | None = None  # how its settings were chosen (benchmarks/word2vec_selection.py)
 
     @classmethod
     def from_dict(cls, b):
@@ -81,7 +82,8 @@ class BenchmarkSummary:
         return cls(systems=table(b.get("scores")), untrained=table(b.get("untrained")),
                    reference=table(b.get("reference")), reference_model=b.get("reference_model"),
                    pairs=b.get("pairs") or {}, analogy_questions=b.get("analogy_questions") or {},
-                   word2vec=b.get("word2vec"), word2vec_corpus=b.get("word2vec_corpus"))
+                   word2vec=b.get("word2vec"), word2vec_corpus=b.get("word2vec_corpus"),
+                   word2vec_selection=b.get("word2vec_selection"))
 
     def layers(self, prefix="layer_", table=None):
         """{layer: SystemScores} of the contextual ("layer_") or decontextualized ("decontext_") sets."""
@@ -135,6 +137,234 @@ class AttentionGraph:
         return [(self.labels[e["source"]], self.labels[e["target"]], e["weight"]) for e in edges[:k]]
 
 
+class Part:
+    """A part of probes.json typed by its field names: each field is read from the key of the same name, and a key the
+    file lacks leaves the field's default (None for the optional ones). `from_dict` gives None for a part the file
+    does not have, as the dict gave no such key."""
+
+    @classmethod
+    def from_dict(cls, d):
+        if not d:
+            return None
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+
+
+@dataclass
+class StaticGeometry(Part):
+    """The word embeddings alone (no positions) measured as a layer; a column the probe did not fill is None."""
+
+    self_similarity: float | None = None
+    anisotropy: float | None = None
+    adjusted_self_similarity: float | None = None
+    intra_similarity: float | None = None
+    adjusted_intra_similarity: float | None = None
+    mev: float | None = None
+    mev_baseline: float | None = None
+    adjusted_mev: float | None = None
+
+
+@dataclass
+class Geometry(Part):
+    """Ethayarajh's (2019) geometry (geometry.py), one value per entry of `layers` in each list."""
+
+    layers: list
+    adjusted_self_similarity: list
+    self_similarity: list | None = None
+    anisotropy: list | None = None
+    intra_similarity: list | None = None
+    adjusted_intra_similarity: list | None = None
+    mev: list | None = None
+    mev_baseline: list | None = None
+    adjusted_mev: list | None = None
+    words_scored: int | None = None
+    occurrences_per_word: float | None = None
+    min_contexts: int | None = None  # distinct sentences a word needs (None in older files)
+    static: StaticGeometry | None = None
+    layer0_note: str | None = None
+    adjusted_self_similarity_by_band: dict | None = None  # frequency band -> [value per layer]
+    words_per_band: dict | None = None
+    most_context_specific: list | None = None  # [(word, adjusted self-similarity at the last layer)]
+    least_context_specific: list | None = None
+
+    @classmethod
+    def from_dict(cls, d):
+        g = super().from_dict(d)
+        if g is not None:
+            g.static = StaticGeometry.from_dict(g.static)
+        return g
+
+
+@dataclass
+class HeadExample(Part):
+    """One example sentence's attention: (layers, heads, tokens, tokens), raw and norm-weighted."""
+
+    sentence: str
+    tokens: list
+    attention: list
+    norm_weighted: list | None = None
+
+
+@dataclass
+class Heads(Part):
+    """What the heads attend to (heads.py): per-target statistics as (layers, heads) lists, roles, the heads' map."""
+
+    num_layers: int
+    num_heads: int
+    stats: dict = field(default_factory=dict)  # target ("entropy", "self", "previous", ...) -> (layers, heads)
+    uniform_entropy: float | None = None
+    tokens: int | None = None
+    sentences: int | None = None
+    relative_to_uniform: dict | None = None  # same keys: mass over what uniform attention would give
+    norm_weighted_stats: dict | None = None
+    roles: list | None = None  # (layers, heads) role names; None in files from before roles were chosen by mass
+    role_mass: list | None = None
+    role_ratio: list | None = None
+    role_min_mass: float | None = None
+    js_divergence: list | None = None  # (heads, heads), heads as k = layer * num_heads + head
+    mds: list | None = None
+    within_layer_js: list | None = None
+    examples: list = field(default_factory=list)  # HeadExample
+
+    @classmethod
+    def from_dict(cls, d):
+        h = super().from_dict(d)
+        if h is not None:
+            h.examples = [HeadExample.from_dict(e) for e in h.examples]
+        return h
+
+
+@dataclass
+class HeadAblation(Part):
+    """Masked-LM loss increase when one head is zeroed, (layers, heads) with 95% half-widths."""
+
+    num_layers: int
+    num_heads: int
+    base_loss: float
+    loss_increase: list
+    interval95: list
+    masked_tokens: int
+    sentences: int
+    mlm_probability: float | None = None
+
+    @classmethod
+    def from_dict(cls, d):
+        a = super().from_dict(d)
+        if a is not None and a.mlm_probability is None:
+            a.mlm_probability = d.get("mask_probability")  # older files
+        return a
+
+
+@dataclass
+class SavedLogitLens(Part):
+    """The logit lens as saved (logit_lens.LogitLens's fields the report reads), one entry per layer."""
+
+    sentences: int
+    masked_tokens: int
+    loss: list
+    accuracy: list
+    interval95: list | None = None
+    floor: float | None = None
+    gain: list | None = None
+    gain_interval95: list | None = None
+    mlm_probability: float | None = None
+
+
+@dataclass
+class SenseExample(Part):
+    """One word in a few sentences: the cosine between its occurrences and their nearest words, per layer."""
+
+    word: str
+    sentences: list
+    layers: list
+    similarity: list  # per layer: (sentences, sentences)
+    nearest: list | None = None  # per layer, per sentence: [(word, cosine)]
+
+
+@dataclass
+class SenseAccuracy(Part):
+    """Homonym senses by layer (senses.py): leave-one-out accuracy, its intervals (dicts with low and high; None in
+    older files) and the controls."""
+
+    words: list
+    occurrences: int
+    layers: list
+    accuracy: list
+    chance: float
+    position_accuracy: float
+    accuracy_interval: list | None = None
+    raw_accuracy: list | None = None
+    length_accuracy: float | None = None
+    static_accuracy: float | None = None
+    accuracy_by_word: dict | None = None
+    senses: dict | None = None  # homonym -> its sense labels
+
+
+@dataclass
+class Neighbours(Part):
+    """The probe words' nearest words: {vector set: {word: [(word, cosine)]}}."""
+
+    words: list
+    oov: list
+    neighbours: dict
+
+
+@dataclass
+class CircuitSpectra(Part):
+    """Per layer, per head: the QK and OV circuits' effective ranks and singular values."""
+
+    qk_effective_rank: list
+    ov_effective_rank: list
+    qk_singular_values: list | None = None
+    ov_singular_values: list | None = None
+
+
+@dataclass
+class Weights(Part):
+    """QK and OV circuits of the trained model and (where measured) the same model at initialisation."""
+
+    source: str
+    head_dim: int
+    trained: CircuitSpectra
+    initial: CircuitSpectra | None = None
+
+    @classmethod
+    def from_dict(cls, d):
+        w = super().from_dict(d)
+        if w is not None:
+            w.trained, w.initial = CircuitSpectra.from_dict(w.trained), CircuitSpectra.from_dict(w.initial)
+        return w
+
+
+@dataclass
+class SavedCircuits(Part):
+    """Layer 0's circuits as saved (circuits.Circuits's fields the report reads): per head, Interval dicts of
+    Spearman's rho and the OV scores."""
+
+    num_heads: int
+    token_ids: list
+    identity: list
+    cooccurrence: list | None = None
+    initial: list | None = None
+    qk_positive: list | None = None
+    qk_self_rank: list | None = None
+    ov_copying: list | None = None
+    ov_self_rank: list | None = None
+    note: str = ""
+
+
+@dataclass
+class Drift(Part):
+    """Training drift read from a drift.json: {metric: {parameter: {"steps", "values"}}}."""
+
+    path: str
+    metrics: dict
+
+
+PARTS = {"geometry": Geometry, "heads": Heads, "head_ablation": HeadAblation, "logit_lens": SavedLogitLens,
+         "sense": SenseExample, "sense_accuracy": SenseAccuracy, "neighbours": Neighbours, "weights": Weights,
+         "circuits": SavedCircuits, "drift": Drift}  # probes.json key -> its record (a SavedProbeResults field)
+
+
 @dataclass
 class SavedProbeResults:
     model: str
@@ -146,6 +376,18 @@ class SavedProbeResults:
     vector_corpus: dict | None  # source, sentences, words, vocabulary, seconds... (None in older files)
     # the first example's graphs by name (GRAPHS: raw, norm_weighted, rollout, flow); None where not in the file
     attention_graphs: dict = field(default_factory=dict)
+    provenance: dict | None = None  # date, seed, versions, arguments, command
+    # the probes' parts (PARTS); None where the file does not have one
+    geometry: Geometry | None = None
+    heads: Heads | None = None
+    head_ablation: HeadAblation | None = None
+    logit_lens: SavedLogitLens | None = None
+    sense: SenseExample | None = None
+    sense_accuracy: SenseAccuracy | None = None
+    neighbours: Neighbours | None = None
+    weights: Weights | None = None
+    circuits: SavedCircuits | None = None
+    drift: Drift | None = None
     raw: dict = field(repr=False, default_factory=dict)  # the whole probes.json, for sections not typed here
 
     @classmethod
@@ -158,7 +400,8 @@ class SavedProbeResults:
                    benchmarks=BenchmarkSummary.from_dict(r["benchmarks"]) if r.get("benchmarks") else None,
                    vector_corpus=r.get("vector_corpus"),
                    attention_graphs={name: AttentionGraph.from_dict(r.get(key)) for name, key in GRAPHS.items()},
-                   raw=r)
+                   provenance=r.get("provenance"), raw=r,
+                   **{key: part.from_dict(r.get(key)) for key, part in PARTS.items()})
 
 
 def load_probe_results(folder):
