@@ -113,3 +113,11 @@ def text_files(wiki, tmp_path_factory):
     (path / "train.txt").write_text("\n".join(wiki["train"]["text"][:300]) + "\n")
     (path / "validation.txt").write_text("\n".join(wiki["validation"]["text"][:40]) + "\n")
     return path
+
+
+def probe_results(**parts):
+    """The typed results the report's sections read (SavedProbeResults) of a small run whose probes.json has only
+    `parts` (its keys: geometry=..., heads=...)."""
+    from hf_minattn.probes.results import SavedProbeResults
+
+    return SavedProbeResults.from_dict({"model": "test", "num_layers": 2, **parts})

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from conftest import TEXTS, no_context_model, tiny_config
+from conftest import TEXTS, no_context_model, probe_results, tiny_config
 from gensim.models import KeyedVectors
 from gensim.test.utils import datapath
 from transformers import TrainerState
@@ -390,25 +390,27 @@ def test_dataset_folder_as_corpus(tmp_path):
 def test_report_sentences_state_the_thresholds_the_run_used():
     """The report's thresholds come from probes.json: the geometry word filter (min_contexts, --min-count), the
     ratio a head role needs and the attention-graph cut; none is written into the sentence by hand."""
-    from hf_minattn.probes.report import attention_norm_example_text, geometry_text, head_roles_text
+    from hf_minattn.probes.report.geometry import geometry_text
+    from hf_minattn.probes.report.head_roles import head_roles_text
+    from hf_minattn.probes.report.norm_weighting import attention_norm_example_text
 
     g = {"layers": [0, 1], "words_scored": 12, "occurrences_per_word": 6.0, "adjusted_self_similarity": [0.5, 0.3],
          "anisotropy": [0.1, 0.2], "adjusted_intra_similarity": [0.2, 0.1], "mev": [0.4, 0.3],
          "adjusted_mev": [0.2, 0.1], "min_contexts": 3}
 
     def geometry(min_count):
-        return geometry_text({"geometry": g, "provenance": {"arguments": {"min_count": min_count}}})
+        return geometry_text(probe_results(geometry=g, provenance={"arguments": {"min_count": min_count}}))
 
     assert "12 words (each in >= 3 distinct sentences, ~6 occurrences kept)" in geometry(2)  # 2 is implied by 3
     assert "12 words (each in >= 3 distinct sentences and seen >= 7 times, ~6 occurrences kept)" in geometry(7)
     heads = {"num_heads": 2, "stats": {"self": [[0.2, 0.35]]}, "relative_to_uniform": {"self": [[2.0, 3.5]]},
              "roles": [["none", "none"]], "role_mass": [[None, None]], "role_ratio": [[None, None]], "role_min_mass": 0.4}
-    roles = head_roles_text({"heads": heads})
+    roles = head_roles_text(probe_results(heads=heads))
     assert "if that mass is >= 0.4" in roles and "2 no role (no target gets 0.4 of the attention)" in roles
     assert "0.3" not in roles
     graph = {"relative_threshold": 3.0, "threshold": 0.3, "edges": [[0, 1], [1, 0]]}
-    text = attention_norm_example_text({"attention_graph": graph,
-                                        "attention_graph_norm_weighted": {**graph, "edges": [[0, 1]]}})
+    text = attention_norm_example_text(probe_results(attention_graph=graph,
+                                                     attention_graph_norm_weighted={**graph, "edges": [[0, 1]]}))
     assert "edges need >= 3/n (3 times uniform attention over the n words): 2 edges raw, 1 norm-weighted" in text
 
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from conftest import TEXTS, tiny_config
+from conftest import TEXTS, probe_results, tiny_config
 from transformers import BertConfig, BertModel
 
 from hf_minattn import MinAttnModel
@@ -16,7 +16,7 @@ from hf_minattn.probes.attention_flow import (FLOW_MAX_TOKENS, attention_flow, a
                                               rollout_graph)
 from hf_minattn.probes.corpus import split_sentences
 from hf_minattn.probes.heads import AttentionExample, word_level_attention
-from hf_minattn.probes.report.attention_graphs import attention_graphs_plot
+from hf_minattn.probes.report.attention_graphs import attention_graphs_plot, attention_graphs_text
 from hf_minattn.probes.results import SavedProbeResults
 from hf_minattn.probes import ProbeSettings, run_all_probes
 
@@ -162,7 +162,7 @@ def test_probe_entry_point_writes_rollout_and_flow(architecture, tokenizer, tmp_
 
     # the report's figure and section
     r = results.to_dict()
-    png = attention_graphs_plot(r, str(tmp_path / "graphs.png"))
+    png = attention_graphs_plot(probe_results(**r), str(tmp_path / "graphs.png"))
     assert png and (tmp_path / "graphs.png").stat().st_size > 1000
     page = report.write_report(r, {"attention_graphs": png}, str(tmp_path / "report.html"))
     html = open(page, encoding="utf-8").read()
@@ -188,7 +188,7 @@ def test_graphs_sentence_follows_the_numbers():
     rollout = [(0, 1, 0.4), (1, 2, 0.3), (2, 0, 0.25), (0, 0, 0.9)]
     r = {"attention_graph_rollout": _graph("rollout", rollout, self_share=[0.8, 0.7]),
          "attention_graph": _graph("attention", [(0, 1, 0.5), (1, 2, 0.4), (2, 1, 0.3)])}
-    text = report.attention_graphs_text(r)
+    text = attention_graphs_text(probe_results(**r))
     assert "strongest edges, from rollout, between different words: a -> b (0.40), b -> c (0.30), c -> a (0.25)" in text
     assert "a -> a" not in text  # self edges are left out
     assert "on average 0.70 its own input word (uniform mixing: 0.33), so the residual path keeps most" in text
@@ -197,8 +197,9 @@ def test_graphs_sentence_follows_the_numbers():
     assert "rollout: every layer's head-mean attention" in text and "flow:" not in text  # meanings of the graphs shown
     r["attention_graph_rollout"]["self_share"] = [0.8, 0.3]
     r["attention_graph"] = _graph("attention", [(0, 2, 0.5), (2, 1, 0.4), (1, 0, 0.3)])
-    text = report.attention_graphs_text(r)
+    text = attention_graphs_text(probe_results(**r))
     assert "so most of each word comes from the other words" in text
     assert "0 of rollout's 3 strongest pairs" in text and "raw weights would name different pairs here" in text
     r["attention_graph_rollout"]["edges"] = r["attention_graph_rollout"]["edges"][-1:]  # only the self edge
-    assert "No rollout edge between different words reaches the threshold" in report.attention_graphs_text(r)
+    assert "No rollout edge between different words reaches the threshold" in attention_graphs_text(
+        probe_results(**r))

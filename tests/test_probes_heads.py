@@ -7,17 +7,21 @@ import numpy as np
 import pytest
 import torch
 from scipy import stats as scipy_stats
-from conftest import TEXTS, tiny_config
+from conftest import TEXTS, probe_results, tiny_config
 from transformers import BertConfig, BertForMaskedLM, BertModel
 
 from hf_minattn import MinAttnForMaskedLM, MinAttnModel
-from hf_minattn.probes import report
 from hf_minattn.probes.attention_norms import capture_attention_inputs, norm_weighted, transformed_value_norms
 from hf_minattn.probes.head_ablation import ablation_over_seeds, head_ablation, masked_batches, zero_head
 from hf_minattn.probes.head_divergence import (cross_js_divergence_sums, cross_model_head_divergence,
                                                matched_head_divergence, seed_pairs_head_divergence)
 from hf_minattn.probes.heads import (ROLE_MIN_MASS, AttentionExample, HeadStatistics, attention_graph, head_roles,
                                      head_statistics, js_divergence_sums, within_layer_divergence)
+from hf_minattn.probes.report.head_ablation import head_ablation_text
+from hf_minattn.probes.report.head_map import head_map_text
+from hf_minattn.probes.report.head_roles import head_roles_text
+from hf_minattn.probes.report.heads import heads_text
+from hf_minattn.probes.report.norm_weighting import attention_norm_example_text, norm_weighting_text
 from hf_minattn.probes.weights import UnsupportedArchitecture, head_weights
 
 
@@ -447,66 +451,67 @@ def _heads_dict(previous_mass, punct_mass, entropy=(1.0, 2.0)):
 
 def test_head_roles_sentence_follows_the_numbers():
     assert "most heads (2 of 2) give no single target 0.3 of their attention" in \
-        report.head_roles_text({"heads": _heads_dict(0.25, 0.2)})
-    text = report.head_roles_text({"heads": _heads_dict(0.45, 0.2)})
+        head_roles_text(probe_results(heads=_heads_dict(0.25, 0.2)))
+    text = head_roles_text(probe_results(heads=_heads_dict(0.45, 0.2)))
     assert "the commonest role is previous token (1 of 2 heads)" in text
     assert "1 previous token (strongest: head 0-0, mass 0.45 (11x uniform))" in text and "if that mass is >= 0.3" in text
     # punctuation's mass is larger though its ratio (5.5x) is below previous's (10x): punctuation wins
-    assert "the commonest role is punctuation" in report.head_roles_text({"heads": _heads_dict(0.4, 0.55)})
+    assert "the commonest role is punctuation" in head_roles_text(probe_results(heads=_heads_dict(0.4, 0.55)))
 
 
 def test_old_files_are_relabelled_by_mass():
     """A file from before roles were chosen by mass: 'cls (2.29x)' that was 6.8% of the head's attention."""
     old = {"num_heads": 1, "stats": {"cls": [[0.068]], "previous": [[0.05]]},
            "relative_to_uniform": {"cls": [[2.29]], "previous": [[1.2]]}, "roles": [["cls"]], "role_min_ratio": 2.0}
-    text = report.head_roles_text({"heads": old})
+    text = head_roles_text(probe_results(heads=old))
     assert "1 no role (no target gets 0.3 of the attention)" in text and "[CLS]" not in text
     old["stats"]["cls"] = [[0.68]]
-    assert "1 [CLS] (strongest: head 0-0, mass 0.68 (2.3x uniform))" in report.head_roles_text({"heads": old})
+    assert "1 [CLS] (strongest: head 0-0, mass 0.68 (2.3x uniform))" in head_roles_text(probe_results(heads=old))
 
 
 def test_heads_sentence_shows_mass_and_ratio_and_follows_the_entropy():
-    text = report.heads_text({"heads": _heads_dict(0.45, 0.2)})
+    text = heads_text(probe_results(heads=_heads_dict(0.45, 0.2)))
     assert "previous token: head 0-0, mass 0.45 (11x uniform)" in text and "punctuation: head 0-0, mass 0.20 (2.0x" in text
     assert "(focused attention on average)" in text
-    assert "(broad attention on average)" in report.heads_text({"heads": _heads_dict(0.45, 0.2, entropy=(2.4, 2.3))})
+    assert "(broad attention on average)" in heads_text(
+        probe_results(heads=_heads_dict(0.45, 0.2, entropy=(2.4, 2.3))))
 
 
 def test_head_map_sentence_follows_the_numbers():
     h = {"num_layers": 2, "num_heads": 2, "js_divergence": [[0, .1, .5, .5], [.1, 0, .5, .5], [.5, .5, 0, .2],
                                                             [.5, .5, .2, 0]]}
     assert "are closer (mean JS 0.150) than heads of different layers (0.500), so heads cluster by layer" in \
-        report.head_map_text({"heads": h})
+        head_map_text(probe_results(heads=h))
     h["js_divergence"] = [[0, .6, .1, .1], [.6, 0, .1, .1], [.1, .1, 0, .6], [.1, .1, .6, 0]]
-    assert "not closer (mean JS 0.600) than heads of different layers (0.100)" in report.head_map_text({"heads": h})
+    assert "not closer (mean JS 0.600) than heads of different layers (0.100)" in head_map_text(probe_results(heads=h))
 
 
 def test_norm_weighting_sentence_follows_the_numbers():
     h = {"stats": {"cls": [[0.6]], "sep": [[0.1]]}, "norm_weighted_stats": {"cls": [[0.1]], "sep": [[0.1]]}}
-    assert "[CLS] falls from 0.60 to 0.10" in report.norm_weighting_text({"heads": h})
+    assert "[CLS] falls from 0.60 to 0.10" in norm_weighting_text(probe_results(heads=h))
     h["norm_weighted_stats"]["cls"] = [[0.9]]
-    assert "[CLS] rises from 0.60 to 0.90" in report.norm_weighting_text({"heads": h})
+    assert "[CLS] rises from 0.60 to 0.90" in norm_weighting_text(probe_results(heads=h))
 
 
 def test_ablation_sentence_follows_the_numbers():
     a = {"num_heads": 2, "base_loss": 5.0, "masked_tokens": 10, "sentences": 2, "loss_increase": [[0.5, 0.0]],
          "interval95": [[0.1, 0.1]], "mlm_probability": 0.3}
-    assert "1 of 2 heads raise the loss beyond" in report.head_ablation_text({"head_ablation": a})
-    assert "(masking rate 0.3); zeroing head 0-0 raises it most" in report.head_ablation_text({"head_ablation": a})
+    assert "1 of 2 heads raise the loss beyond" in head_ablation_text(probe_results(head_ablation=a))
+    assert "(masking rate 0.3); zeroing head 0-0 raises it most" in head_ablation_text(probe_results(head_ablation=a))
     a["loss_increase"] = [[0.05, 0.0]]
-    assert "No single head" in report.head_ablation_text({"head_ablation": a})
+    assert "No single head" in head_ablation_text(probe_results(head_ablation=a))
     # the costliest head's role is named: a head with no role can matter
-    text = report.head_ablation_text({"head_ablation": a, "heads": _heads_dict(0.2, 0.1)})
+    text = head_ablation_text(probe_results(head_ablation=a, heads=_heads_dict(0.2, 0.1)))
     assert "zeroing head 0-0 (role: no role (no target gets 0.3 of the attention)) raises" in text
-    text = report.head_ablation_text({"head_ablation": a, "heads": _heads_dict(0.6, 0.1)})
+    text = head_ablation_text(probe_results(head_ablation=a, heads=_heads_dict(0.6, 0.1)))
     assert "zeroing head 0-0 (role: previous token) raises" in text
 
 
 def test_norm_example_sentence_follows_the_numbers():
     r = {"attention_graph": {"edges": [1, 2, 3]}, "attention_graph_norm_weighted": {"edges": [1]}}
-    assert "fewer edges" in report.attention_norm_example_text(r)
+    assert "fewer edges" in attention_norm_example_text(probe_results(**r))
     r["attention_graph_norm_weighted"]["edges"] = [1, 2, 3, 4]
-    assert "more edges" in report.attention_norm_example_text(r)
+    assert "more edges" in attention_norm_example_text(probe_results(**r))
 
 
 def test_run_all_probes_writes_the_new_keys(tmp_path, tokenizer):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import TEXTS, tiny_config
+from conftest import TEXTS, probe_results, tiny_config
 from scipy import stats as scipy_stats
 from transformers import BertConfig, BertForMaskedLM, BertModel, DistilBertConfig, DistilBertForMaskedLM
 
@@ -18,7 +18,7 @@ from hf_minattn.probes import logit_lens as lens_module
 from hf_minattn.probes import report
 from hf_minattn.probes.head_ablation import masked_batches
 from hf_minattn.probes.logit_lens import logit_lens
-from hf_minattn.probes.report.logit_lens import plot_logit_lens
+from hf_minattn.probes.report.logit_lens import logit_lens_text, plot_logit_lens
 from hf_minattn.probes.weights import UnsupportedArchitecture
 from hf_minattn.unigram import UnigramFloor
 
@@ -137,15 +137,17 @@ def _lens_dict(loss, floor=None, half_width=0.1):
 
 
 def test_the_report_sentence_follows_the_numbers():
-    above = report.logit_lens_text({"logit_lens": _lens_dict([5.0, 4.9, 4.8], floor=4.5)})
+    above = logit_lens_text(probe_results(logit_lens=_lens_dict([5.0, 4.9, 4.8], floor=4.5)))
     assert "No layer's loss is below the unigram floor (4.50 nats" in above
-    below = report.logit_lens_text({"logit_lens": _lens_dict([5.0, 4.0, 3.0], floor=4.5)})
+    below = logit_lens_text(probe_results(logit_lens=_lens_dict([5.0, 4.0, 3.0], floor=4.5)))
     assert "first goes below the unigram floor (4.50 nats on the same tokens) beyond its 95% interval at layer 1" in below
     assert "at the last layer the gain is +1.50" in below
     # a gain inside its interval is not enough: layer 1's gain 0.05 +- 0.1, layer 2's 0.5 +- 0.1
-    assert "interval at layer 2 (gain 0.50" in report.logit_lens_text({"logit_lens": _lens_dict([5.0, 4.45, 4.0], floor=4.5)})
-    assert "Even the embedding output" in report.logit_lens_text({"logit_lens": _lens_dict([4.0, 3.0], floor=4.5)})
-    none = report.logit_lens_text({"logit_lens": _lens_dict([5.0, 4.0, 3.0])})
+    assert "interval at layer 2 (gain 0.50" in logit_lens_text(
+        probe_results(logit_lens=_lens_dict([5.0, 4.45, 4.0], floor=4.5)))
+    assert "Even the embedding output" in logit_lens_text(
+        probe_results(logit_lens=_lens_dict([4.0, 3.0], floor=4.5)))
+    none = logit_lens_text(probe_results(logit_lens=_lens_dict([5.0, 4.0, 3.0])))
     assert "No unigram floor was given" in none and "lowest at layer 2" in none
 
 
@@ -153,10 +155,10 @@ def test_the_figure_and_the_report_section(tokenizer, tmp_path):
     unigram = UnigramFloor.from_token_ids((tokenizer(t)["input_ids"][1:-1] for t in TEXTS), len(tokenizer))
     lens = logit_lens(_masked_lm("post", tokenizer), tokenizer, SENTENCES, unigram=unigram, **MASKING)
     assert plot_logit_lens(None, tmp_path / "none.png") is None
-    assert plot_logit_lens(lens, tmp_path / "lens.png").exists()  # a LogitLens or its probes.json dict
+    assert plot_logit_lens(lens, tmp_path / "lens.png").exists()  # a LogitLens, or as saved (same fields)
     r = {"model": "tiny", "model_class": "MinAttnForMaskedLM", "num_layers": 2, "num_heads": 4, "hidden_size": 36,
          "corpus": {"sentences": 8, "words": 80, "vocabulary": 50, "tokens": 100, "max_length": 24}, "timings": {},
          "logit_lens": asdict(lens)}
-    html = report.write_report(r, {"logit_lens": plot_logit_lens(r["logit_lens"], tmp_path / "d.png")},
+    html = report.write_report(r, {"logit_lens": plot_logit_lens(probe_results(**r).logit_lens, tmp_path / "d.png")},
                                tmp_path / "report.html").read_text()
-    assert '<section id="logit_lens">' in html and report.logit_lens_text(r) in html.replace("&#39;", "'")
+    assert '<section id="logit_lens">' in html and logit_lens_text(probe_results(**r)) in html.replace("&#39;", "'")

@@ -8,15 +8,17 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import TEXTS, no_context_model, tiny_config
+from conftest import TEXTS, no_context_model, probe_results, tiny_config
 from transformers import BertConfig, BertModel
 
 from hf_minattn import MinAttnModel
-from hf_minattn.probes import report, senses_data
+from hf_minattn.probes import senses_data
 from hf_minattn.probes.corpus import split_sentences
 from hf_minattn.probes.encode import encode_corpus
 from hf_minattn.probes.geometry import distinct_context_groups, geometry, static_word_vectors
 from hf_minattn.probes.neighbours import sense_accuracy, sense_scores
+from hf_minattn.probes.report.geometry import layer0_text
+from hf_minattn.probes.report.sense_accuracy import sense_accuracy_text
 from hf_minattn.probes.run import ProbeResults
 from hf_minattn.probes.senses_data import HOMONYMS, read_senses
 from hf_minattn.probes.vectors import all_but_the_top
@@ -122,7 +124,7 @@ def test_sense_accuracy_on_the_shipped_set_with_any_encoder(tokenizer, architect
     probes = ProbeResults("m", type(model).__name__, 2, 4, 32, corpus=None, geometry=None, neighbours=None,
                           sense_accuracy=result)
     saved = json.loads(json.dumps(probes.to_dict(), allow_nan=False))["sense_accuracy"]
-    assert "At the last layer (2) sense accuracy is" in report.sense_accuracy_text({"sense_accuracy": saved})
+    assert "At the last layer (2) sense accuracy is" in sense_accuracy_text(probe_results(sense_accuracy=saved))
 
 
 def test_distinct_contexts_count_sentence_texts_once():
@@ -160,22 +162,23 @@ def test_sense_accuracy_sentence_follows_the_interval():
                                    "accuracy": [0.5, (low + high) / 2], "raw_accuracy": [0.5, 0.6],
                                    "accuracy_interval": [{"low": 0.4, "high": 0.6}, interval],
                                    "chance": 0.5, "position_accuracy": position, "length_accuracy": position}}
-    assert "is above chance, and above the position control" in report.sense_accuracy_text(senses(0.7, 0.9))
-    assert "Layers above chance: 1." in report.sense_accuracy_text(senses(0.7, 0.9))
-    assert "is at chance: not at this scale" in report.sense_accuracy_text(senses(0.45, 0.6))
-    assert "Layers above chance: none." in report.sense_accuracy_text(senses(0.45, 0.6))
-    assert "is below chance" in report.sense_accuracy_text(senses(0.3, 0.45))
-    assert "but not above the position control (0.75)" in report.sense_accuracy_text(senses(0.6, 0.9, position=0.75))
-    untrained = senses(0.45, 0.6)["sense_accuracy"]
-    assert "The untrained model: 0.53 [0.45, 0.60] at its last layer (at chance" in report.sense_accuracy_text(
-        senses(0.7, 0.9), untrained=untrained)
+    assert "is above chance, and above the position control" in sense_accuracy_text(probe_results(**senses(0.7, 0.9)))
+    assert "Layers above chance: 1." in sense_accuracy_text(probe_results(**senses(0.7, 0.9)))
+    assert "is at chance: not at this scale" in sense_accuracy_text(probe_results(**senses(0.45, 0.6)))
+    assert "Layers above chance: none." in sense_accuracy_text(probe_results(**senses(0.45, 0.6)))
+    assert "is below chance" in sense_accuracy_text(probe_results(**senses(0.3, 0.45)))
+    assert "but not above the position control (0.75)" in sense_accuracy_text(
+        probe_results(**senses(0.6, 0.9, position=0.75)))
+    untrained = probe_results(**senses(0.45, 0.6)).sense_accuracy
+    assert "The untrained model: 0.53 [0.45, 0.60] at its last layer (at chance" in sense_accuracy_text(
+        probe_results(**senses(0.7, 0.9)), untrained=untrained)
     old = {"words": ["bank"], "occurrences": 12, "accuracy": [0.3, 0.9], "layers": [0, 1], "chance": 0.5,
            "position_accuracy": 0.4}  # a probes.json written before the intervals
-    assert "no interval, so no verdict" in report.sense_accuracy_text({"sense_accuracy": old})
+    assert "no interval, so no verdict" in sense_accuracy_text(probe_results(sense_accuracy=old))
 
 
 def test_layer0_sentence_follows_the_numbers():
     g = {"adjusted_self_similarity": [0.5, 0.3], "static": {"adjusted_self_similarity": 0.9, "anisotropy": 0.1}}
-    assert "makes a word's occurrences less alike" in report.layer0_text({"geometry": g})
+    assert "makes a word's occurrences less alike" in layer0_text(probe_results(geometry=g))
     g["static"]["adjusted_self_similarity"] = 0.4
-    assert "does not make" in report.layer0_text({"geometry": g})
+    assert "does not make" in layer0_text(probe_results(geometry=g))

@@ -197,13 +197,16 @@ def _results(layer, word2vec, untrained):
 
 
 def test_report_sentences_follow_the_intervals():
-    beats = benchmarks_text(_results(layer=(0.6, 0.5, 0.7), word2vec=(0.3, 0.2, 0.4), untrained=(0.1, 0.0, 0.2)))
+    beats = benchmarks_text(SavedProbeResults.from_dict(_results(layer=(0.6, 0.5, 0.7), word2vec=(0.3, 0.2, 0.4),
+                                                                 untrained=(0.1, 0.0, 0.2))))
     assert "contextual layer 1 is higher than word2vec" in beats and "the trained one is higher than it" in beats
     assert "212 of 353 pairs kept" in beats
-    loses = benchmarks_text(_results(layer=(0.3, 0.2, 0.4), word2vec=(0.6, 0.5, 0.7), untrained=(0.3, 0.2, 0.4)))
+    loses = benchmarks_text(SavedProbeResults.from_dict(_results(layer=(0.3, 0.2, 0.4), word2vec=(0.6, 0.5, 0.7),
+                                                                 untrained=(0.3, 0.2, 0.4))))
     assert "contextual layer 1 is lower than word2vec" in loses and "not told apart from it" in loses
     # overlapping intervals: neither estimate lies outside the other's interval
-    close = benchmarks_text(_results(layer=(0.45, 0.3, 0.6), word2vec=(0.4, 0.25, 0.55), untrained=(0.1, 0.0, 0.2)))
+    close = benchmarks_text(SavedProbeResults.from_dict(_results(layer=(0.45, 0.3, 0.6), word2vec=(0.4, 0.25, 0.55),
+                                                                 untrained=(0.1, 0.0, 0.2))))
     assert "contextual layer 1 is not told apart from word2vec" in close
 
 
@@ -217,7 +220,7 @@ def test_each_wordsim353_subset_gets_its_own_sentence():
             s[f"wordsim353_{subset}"] = est
             s[f"wordsim353_{subset}_interval"] = {"estimate": est, "low": low, "high": high, "n": 100,
                                                   "confidence": 0.95, "method": "bootstrap"}
-    text = benchmarks_text(results)
+    text = benchmarks_text(SavedProbeResults.from_dict(results))
     similarity = text.split("WordSim-353 similarity subset")[1].split("WordSim-353 relatedness subset")[0]
     relatedness = text.split("WordSim-353 relatedness subset")[1]
     assert "is lower than word2vec" in similarity and "is higher than word2vec" in relatedness
@@ -231,10 +234,10 @@ def test_benchmark_plot_draws_a_score_whose_interval_is_undefined(tmp_path):
     results = _results(layer=(0.6, 0.5, 0.7), word2vec=(0.3, 0.2, 0.4), untrained=(0.1, 0.0, 0.2))
     layer = next(s for s in results["benchmarks"]["scores"] if s["vectors"] == "layer_1")
     layer["wordsim353_interval"].update(low=None, high=None)
-    assert benchmarks_plot(results, str(tmp_path / "b.png"))
+    assert benchmarks_plot(SavedProbeResults.from_dict(results), str(tmp_path / "b.png"))
     assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
     assert SavedProbeResults.from_dict(results).benchmarks.systems["layer_1"].similarity["wordsim353"].interval is None
-    assert "WordSim-353" in benchmarks_text(results)
+    assert "WordSim-353" in benchmarks_text(SavedProbeResults.from_dict(results))
 
 
 def test_a_bootstrap_without_bounds_is_saved_as_no_interval():

@@ -113,12 +113,12 @@ def _probes(delta):
 
 
 def test_the_sentence_follows_the_paired_interval_not_the_overlap():
-    higher = benchmarks_text(_probes((0.05, 0.02, 0.08)))
+    higher = benchmarks_text(SavedProbeResults.from_dict(_probes((0.05, 0.02, 0.08))))
     assert "contextual layer 1 is higher than word2vec (Δρ +0.05 [+0.02, +0.08])" in higher
     assert "contextual layer 1 is higher than random" in higher
-    lower = benchmarks_text(_probes((-0.05, -0.08, -0.02)))
+    lower = benchmarks_text(SavedProbeResults.from_dict(_probes((-0.05, -0.08, -0.02))))
     assert "contextual layer 1 is lower than word2vec (Δρ -0.05 [-0.08, -0.02])" in lower
-    unresolved = benchmarks_text(_probes((0.05, -0.01, 0.11)))
+    unresolved = benchmarks_text(SavedProbeResults.from_dict(_probes((0.05, -0.01, 0.11))))
     assert "contextual layer 1 is not told apart from word2vec" in unresolved
     assert DECISION_RULE in higher and LEGACY_DECISION_RULE not in higher
     assert f"{WORD2VEC_SETTINGS.epochs} epochs" in higher and "seed 2" in higher and WORD2VEC_SELECTION in higher
@@ -129,7 +129,7 @@ def test_files_without_paired_intervals_say_which_rule_they_follow():
     for s in old["benchmarks"]["scores"]:
         del s["versus"]
     del old["benchmarks"]["word2vec_selection"]
-    text = benchmarks_text(old)
+    text = benchmarks_text(SavedProbeResults.from_dict(old))
     assert "contextual layer 1 is not told apart from word2vec" in text  # the overlap, by the old rule
     assert LEGACY_DECISION_RULE in text and "chosen on SimLex" not in text
     layer = SavedProbeResults.from_dict(old).benchmarks.systems["layer_1"].similarity["wordsim353"]

@@ -111,7 +111,7 @@ class AttentionGraph:
     weighting: str  # "attention" (raw), "norm" (Kobayashi et al.), "rollout", "flow" (Abnar & Zuidema)
     sentence: str
     level: str  # "word" or "token"
-    threshold: float
+    threshold: float | None  # None where the file did not record it
     relative_threshold: float | None  # the threshold as a multiple of uniform attention 1/n (None if absolute)
     labels: list  # node id -> label
     edges: list  # {"source", "target", "layer", "head" (int or "mean"), "weight"}
@@ -123,9 +123,10 @@ class AttentionGraph:
         """None for a graph the file does not have."""
         if not g:
             return None
-        return cls(weighting=g.get("weighting", "attention"), sentence=g["sentence"], level=g.get("level", "token"),
-                   threshold=g["threshold"], relative_threshold=g.get("relative_threshold"),
-                   labels=[n["label"] for n in sorted(g["nodes"], key=lambda n: n["id"])], edges=g["edges"],
+        return cls(weighting=g.get("weighting", "attention"), sentence=g.get("sentence", ""),
+                   level=g.get("level", "token"), threshold=g.get("threshold"),
+                   relative_threshold=g.get("relative_threshold"),
+                   labels=[n["label"] for n in sorted(g.get("nodes", []), key=lambda n: n["id"])], edges=g["edges"],
                    layers=g.get("layers"), self_share=g.get("self_share"))
 
     def strongest(self, layer, k=5, self_edges=False):
@@ -167,8 +168,8 @@ class StaticGeometry(Part):
 class Geometry(Part):
     """Ethayarajh's (2019) geometry (geometry.py), one value per entry of `layers` in each list."""
 
-    layers: list
     adjusted_self_similarity: list
+    layers: list | None = None
     self_similarity: list | None = None
     anisotropy: list | None = None
     intra_similarity: list | None = None
@@ -208,8 +209,8 @@ class HeadExample(Part):
 class Heads(Part):
     """What the heads attend to (heads.py): per-target statistics as (layers, heads) lists, roles, the heads' map."""
 
-    num_layers: int
-    num_heads: int
+    num_layers: int | None = None
+    num_heads: int | None = None
     stats: dict = field(default_factory=dict)  # target ("entropy", "self", "previous", ...) -> (layers, heads)
     uniform_entropy: float | None = None
     tokens: int | None = None
@@ -237,13 +238,13 @@ class Heads(Part):
 class HeadAblation(Part):
     """Masked-LM loss increase when one head is zeroed, (layers, heads) with 95% half-widths."""
 
-    num_layers: int
+    loss_increase: list  # (layers, heads)
+    interval95: list
     num_heads: int
     base_loss: float
-    loss_increase: list
-    interval95: list
-    masked_tokens: int
-    sentences: int
+    num_layers: int | None = None
+    masked_tokens: int | None = None
+    sentences: int | None = None
     mlm_probability: float | None = None
 
     @classmethod

@@ -6,13 +6,14 @@ import copy
 from dataclasses import asdict
 
 import pytest
-from conftest import TEXTS, tiny_config
+from conftest import TEXTS, probe_results, tiny_config
 
 from hf_minattn import MinAttnForMaskedLM
 from hf_minattn.probes.circuits import circuit_hypotheses
 from hf_minattn.probes.cli import probe_parser
 from hf_minattn.probes.report import write_report
 from hf_minattn.probes.report.circuits import circuits_text, plot_circuits
+from hf_minattn.probes.results import SavedCircuits
 from hf_minattn.probes.run import _token_ids
 
 NOTE = ("The tokens are the 99 most frequent non-special ids of the given counts. X = LN(E[t]) with the first block's "
@@ -43,7 +44,7 @@ def circuits(**changes):
 
 
 def text(**changes):
-    return circuits_text({"circuits": circuits(**changes)})
+    return circuits_text(probe_results(circuits=circuits(**changes)))
 
 
 @pytest.mark.parametrize("identity, expected, absent", [
@@ -107,27 +108,28 @@ def test_the_text_ends_with_the_tokens_and_positions_of_the_note():
 
 def test_the_figure_and_the_report_section_from_a_dict(tmp_path):
     assert plot_circuits(None, tmp_path / "none.png") is None
-    assert plot_circuits(circuits(cooccurrence=None, initial=None, ov_copying=None), tmp_path / "bare.png").exists()
+    bare = SavedCircuits.from_dict(circuits(cooccurrence=None, initial=None, ov_copying=None))
+    assert plot_circuits(bare, tmp_path / "bare.png").exists()
     r = {"model": "tiny", "model_class": "MinAttnForMaskedLM", "num_layers": 2, "num_heads": 1, "hidden_size": 9,
          "corpus": {"sentences": 8, "words": 80, "vocabulary": 50, "tokens": 100, "max_length": 24}, "timings": {},
          "circuits": circuits()}
-    png = plot_circuits(r["circuits"], tmp_path / "circuits.png")
+    png = plot_circuits(SavedCircuits.from_dict(r["circuits"]), tmp_path / "circuits.png")
     assert png.exists()
     html = write_report(r, {"circuits": png}, tmp_path / "report.html").read_text()
-    assert '<section id="circuits">' in html and circuits_text(r) in html.replace("&#39;", "'")
+    assert '<section id="circuits">' in html and circuits_text(probe_results(**r)) in html.replace("&#39;", "'")
     assert "<th>ρ co-occurrence</th>" in html and "<td>0.30 [0.20, 0.40]</td>" in html
 
 
 def test_a_probed_model_gives_the_text_and_the_figure(tokenizer, tmp_path):
-    """The dict keys circuits_text and plot_circuits read are those circuit_hypotheses writes."""
+    """The fields circuits_text and plot_circuits read are those circuit_hypotheses writes, saved and read back."""
     model = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer), tie_word_embeddings=False)).eval()
     seqs = tokenizer(TEXTS, add_special_tokens=False)["input_ids"]
     c = circuit_hypotheses(model, n_tokens=20, n_resamples=10, initial_model=True, cooccurrence=seqs)
-    sentence = circuits_text({"circuits": asdict(c)})
+    sentence = circuits_text(probe_results(circuits=asdict(c)))
     assert sentence.count("Head ") == 4 and "OV circuit" in sentence
     assert "No token counts were given: the tokens are the first 20 non-special ids" in sentence
     assert "before the softmax" not in sentence  # the note's fourth sentence on: not in the text
-    assert plot_circuits(c, tmp_path / "c.png").exists()  # a Circuits or its dict
+    assert plot_circuits(c, tmp_path / "c.png").exists()  # a Circuits, as SavedCircuits has the same fields
 
 
 def test_the_corpus_is_tokenized_once_for_the_lens_and_the_circuits(tokenizer):

@@ -14,6 +14,7 @@ from hf_minattn.probes.report.bands import bands_plot
 from hf_minattn.probes.report.geometry import geometry_plot
 from hf_minattn.probes.report.head_map import head_map_plot
 from hf_minattn.probes.report.page import figure_uri, macros, section_page
+from hf_minattn.probes.results import SavedProbeResults
 
 LAYERS, HEADS = 2, 3
 
@@ -29,7 +30,8 @@ def results():
                 "adjusted_intra_similarity", "adjusted_mev"):
         geometry[key] = curve
     ablation = {"num_layers": LAYERS, "num_heads": HEADS, "base_loss": 5.0,
-                "loss_increase": [[0.01 * (l + h) for h in range(HEADS)] for l in range(LAYERS)]}
+                "loss_increase": [[0.01 * (l + h) for h in range(HEADS)] for l in range(LAYERS)],
+                "interval95": [[0.01] * HEADS for _ in range(LAYERS)], "masked_tokens": 40, "sentences": 8}
     return {"model": "tiny", "num_layers": LAYERS, "num_heads": HEADS, "hidden_size": 8,
             "model_class": "MinAttnForMaskedLM", "geometry": geometry, "head_ablation": ablation}
 
@@ -52,7 +54,7 @@ def test_svg_writes_only_svgs_that_parse_and_are_reproducible(tmp_path):
     assert "<text" in text and "layer (0 = embedding output)" in text  # svg.fonttype 'none': text stays text
     assert "<dc:date>" not in text
     (tmp_path / "again").mkdir()
-    again = geometry_plot(results(), tmp_path / "again" / "geometry.png", "svg")
+    again = geometry_plot(SavedProbeResults.from_dict(results()), tmp_path / "again" / "geometry.png", "svg")
     assert again == tmp_path / "again" / "geometry.svg"  # a Path in, a Path out
     assert again.read_bytes() == (tmp_path / "geometry.svg").read_bytes()  # no date, fixed ids: the same file
 
@@ -68,13 +70,15 @@ def test_both_writes_png_and_svg_and_returns_the_png_paths(tmp_path):
 def test_png_writes_no_svg_and_a_path_suffix_is_the_default_format(tmp_path):
     paths = plots.all_plots(results(), str(tmp_path), figure_format="png")
     assert set(paths) == DRAWN and not list(tmp_path.glob("*.svg")) and len(list(tmp_path.glob("*.png"))) == 3
-    assert bands_plot(results(), tmp_path / "b.svg").suffix == ".svg" and not (tmp_path / "b.png").exists()
+    assert bands_plot(SavedProbeResults.from_dict(results()), tmp_path / "b.svg").suffix == ".svg" and not (tmp_path / "b.png").exists()
 
 
 @pytest.mark.parametrize("call", [lambda r, folder: plots.all_plots(r, folder, figure_format="jpeg"),
                                   lambda r, folder: plots.compare_plots({"a": r}, folder, figure_format="jpeg"),
-                                  lambda r, folder: geometry_plot(r, os.path.join(folder, "g.png"), "jpeg"),
-                                  lambda r, folder: geometry_plot(r, os.path.join(folder, "g.jpeg"))])
+                                  lambda r, folder: geometry_plot(SavedProbeResults.from_dict(r),
+                                                                  os.path.join(folder, "g.png"), "jpeg"),
+                                  lambda r, folder: geometry_plot(SavedProbeResults.from_dict(r),
+                                                                  os.path.join(folder, "g.jpeg"))])
 def test_a_bad_format_is_refused_by_name_before_drawing(call, tmp_path):
     with pytest.raises(ValueError, match=r"'jpeg'.*png, svg, both"):
         call(results(), str(tmp_path))
@@ -108,7 +112,7 @@ def test_layer_and_head_axes_have_integer_ticks(monkeypatch, tmp_path):
     plots.all_plots(r, str(tmp_path), figure_format="png")
     r["heads"] = {"num_layers": LAYERS, "num_heads": HEADS,
                   "mds": [[0.1 * k, 0.05 * k * k] for k in range(LAYERS * HEADS)]}
-    head_map_plot(r, tmp_path / "map.png")  # its colour bar is the layer
+    head_map_plot(SavedProbeResults.from_dict(r), tmp_path / "map.png")  # its colour bar is the layer
     plots.compare_plots({"a": results(), "b": results()}, str(tmp_path), figure_format="png")
     checked = []
     for fig in figures:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import probe_results
 
 from hf_minattn.probes.report import write_report
 from hf_minattn.probes.report.attention_graphs import attention_graphs_headline
@@ -37,6 +38,7 @@ from hf_minattn.probes.report.sense import sense_headline
 from hf_minattn.probes.report.sense_accuracy import sense_accuracy_headline
 from hf_minattn.probes.report.view import attention_view_headline
 from hf_minattn.probes.report.weights import weights_headline
+from hf_minattn.probes.results import SavedProbeResults
 
 DEMO = Path(__file__).resolve().parent.parent / "data" / "demo_probes_2026-11-23.json.gz"
 
@@ -49,6 +51,11 @@ def demo():
 @pytest.fixture
 def r(demo):
     return copy.deepcopy(demo)
+
+
+def typed(r):
+    """The typed results the sections read, made from the probes.json dict as a test edited it."""
+    return SavedProbeResults.from_dict(r)
 
 
 def one_sentence(text):
@@ -66,29 +73,29 @@ def test_every_headline_of_the_demo_run_is_one_sentence(r):
 
 
 def test_geometry_headline_follows_the_trend(r):
-    assert geometry_headline(r).startswith("Yes: the same word's vectors in different sentences grow less "
+    assert geometry_headline(typed(r)).startswith("Yes: the same word's vectors in different sentences grow less "
                                                   "alike in higher layers (adjusted self-similarity 0.92 at layer 0, "
                                                   "0.44 at layer 4)")
     r["geometry"]["adjusted_self_similarity"].reverse()  # rises from 0.44 to 0.92
-    assert geometry_headline(r).startswith("No: the same word's vectors in different sentences do not grow "
+    assert geometry_headline(typed(r)).startswith("No: the same word's vectors in different sentences do not grow "
                                                   "less alike")
-    assert "do not grow" in geometry_headline(r) and "falls from" not in geometry_text(r)
+    assert "do not grow" in geometry_headline(typed(r)) and "falls from" not in geometry_text(typed(r))
     r["geometry"]["adjusted_self_similarity"] = [0.50, 0.6, 0.495]  # falls by less than the precision shown
-    assert geometry_headline(r).startswith("No:")
-    assert "does not fall from 0.50" in geometry_text(r)  # the details paragraph follows the same rule
+    assert geometry_headline(typed(r)).startswith("No:")
+    assert "does not fall from 0.50" in geometry_text(typed(r))  # the details paragraph follows the same rule
 
 
 def test_bands_headline_asks_whether_the_frequent_words_vary_most(r):
     bands = r["geometry"]["adjusted_self_similarity_by_band"]
-    assert bands_headline(r).startswith("No: at the last layer the most frequent words change less with "
+    assert bands_headline(typed(r)).startswith("No: at the last layer the most frequent words change less with "
                                                "their sentence than rarer ones (adjusted self-similarity 0.48, "
                                                "against 0.43 for words of frequency rank 1000+)")
     bands["top 100"][-1] = 0.30
-    assert bands_headline(r).startswith("Yes: the most frequent words")
-    assert "as published" in bands_headline(r) and "as published" in bands_text(r)
+    assert bands_headline(typed(r)).startswith("Yes: the most frequent words")
+    assert "as published" in bands_headline(typed(r)) and "as published" in bands_text(typed(r))
     bands["top 100"][-1] = 0.436  # within 0.01 of the 1000+ band
-    assert bands_headline(r).startswith("No clear difference")
-    assert "no clear difference" in bands_text(r)
+    assert bands_headline(typed(r)).startswith("No clear difference")
+    assert "no clear difference" in bands_text(typed(r))
 
 
 def _paired(r, system, other, bench, estimate, low, high):
@@ -97,7 +104,7 @@ def _paired(r, system, other, bench, estimate, low, high):
 
 
 def test_benchmarks_headline_follows_the_paired_intervals(r):
-    text = benchmarks_headline(r)
+    text = benchmarks_headline(typed(r))
     assert text == ("The best vectors here (layer 4, averaged over each word's sentences) agree with human similarity "
                     "judgements better than random vectors and the same model before training, but worse than "
                     "word2vec trained on the same text (WordSim-353 Spearman 0.29, word2vec 0.60).")
@@ -105,89 +112,89 @@ def test_benchmarks_headline_follows_the_paired_intervals(r):
     scores = {s["vectors"]: s for s in r["benchmarks"]["scores"]}
     scores["layer_4"]["wordsim353"], scores["word2vec"]["wordsim353"] = 0.60, 0.29
     _paired(r, "layer_4", "word2vec", "wordsim353", 0.31, 0.19, 0.44)
-    text = benchmarks_headline(r)
+    text = benchmarks_headline(typed(r))
     assert "better than word2vec trained on the same text, random vectors and the same model before training" in text
     assert "worse than" not in text and "(WordSim-353 Spearman 0.60, word2vec 0.29)" in text
     # an interval that includes 0: no claim either way
     _paired(r, "layer_4", "word2vec", "wordsim353", 0.05, -0.04, 0.14)
-    assert "; no clear difference from word2vec trained on the same text at this scale" in benchmarks_headline(r)
+    assert "; no clear difference from word2vec trained on the same text at this scale" in benchmarks_headline(typed(r))
     _paired(r, "layer_4", "random", "wordsim353", 0.05, -0.04, 0.14)
     scores["layer_4"]["versus"]["untrained"]["wordsim353"].update(estimate=0.0, low=-0.1, high=0.1)
-    assert benchmarks_headline(r).startswith(
+    assert benchmarks_headline(typed(r)).startswith(
         "The best vectors here (layer 4, averaged over each word's sentences) are not told apart from word2vec "
         "trained on the same text, random vectors and the same model before training at this scale")
 
 
 def test_benchmarks_table_states_each_verdict(r):
-    table = benchmarks_tables(r)[0]
+    table = benchmarks_tables(typed(r))[0]
     row = next(row for row in table["rows"] if row[0] == "WordSim-353")
     assert row[1:4] == ["286 of 353 (81%)", "contextual layer 4", "0.29 [0.18, 0.40]"]
     assert row[4].startswith("lower, Δρ -0.31 [-0.44, -0.19] (word2vec 0.60")
     assert row[5].startswith("higher, Δρ +0.24")
     _paired(r, "layer_4", "word2vec", "wordsim353", 0.05, -0.04, 0.14)
-    row = next(row for row in benchmarks_tables(r)[0]["rows"] if row[0] == "WordSim-353")
+    row = next(row for row in benchmarks_tables(typed(r))[0]["rows"] if row[0] == "WordSim-353")
     assert row[4].startswith("not told apart, Δρ +0.05 [-0.04, +0.14]")
 
 
 def test_neighbours_headline_follows_the_shared_neighbours(r):
-    assert neighbours_headline(r) == ("At the last layer (layer 4) the probe words' nearest words mostly stay "
+    assert neighbours_headline(typed(r)) == ("At the last layer (layer 4) the probe words' nearest words mostly stay "
                                              "the same as those of the input embeddings: on average 3.5 of the 6 "
                                              "nearest are shared.")
     last = r["neighbours"]["neighbours"]["layer_4"]
     for word in last:
         last[word] = [[f"other{k}", 0.5] for k in range(8)]
-    assert "mostly change from those of the input embeddings: on average 0.0 of the 6" in neighbours_headline(r)
+    assert "mostly change from those of the input embeddings: on average 0.0 of the 6" in neighbours_headline(typed(r))
 
 
 def test_sense_headline_follows_the_mean_cosine(r):
-    assert sense_headline(r).startswith("Yes: the sentence pulls the vectors of 'bank' apart in higher layers "
+    assert sense_headline(typed(r)).startswith("Yes: the sentence pulls the vectors of 'bank' apart in higher layers "
                                                "(mean cosine 1.00 at layer 0, 0.89 at layer 4)")
     r["sense"]["similarity"][-1] = r["sense"]["similarity"][0]
-    assert sense_headline(r).startswith("No: the vectors of 'bank' in 4 sentences do not move apart")
+    assert sense_headline(typed(r)).startswith("No: the vectors of 'bank' in 4 sentences do not move apart")
 
 
 def test_sense_accuracy_headline_follows_the_interval_and_the_controls(r):
     senses = r["sense_accuracy"]
-    assert sense_accuracy_headline(r) == (
+    assert sense_accuracy_headline(typed(r)) == (
         "Yes: at the last layer a nearest-centroid classifier finds the right meaning 90% of the time, above chance "
         "(50%) and above the word's position and the sentence's length alone (67%).")
     senses["length_accuracy"] = 0.95  # a control that does better than the interval's low end
-    assert sense_accuracy_headline(r).startswith("Not shown: at the last layer")
-    assert "not above the word's position and the sentence's length alone (95%)" in sense_accuracy_headline(r)
+    assert sense_accuracy_headline(typed(r)).startswith("Not shown: at the last layer")
+    assert "not above the word's position and the sentence's length alone (95%)" in sense_accuracy_headline(typed(r))
     senses["accuracy_interval"][-1].update(low=0.45, high=0.60)
-    assert sense_accuracy_headline(r).startswith("Not resolved at this scale")
-    assert "interval (45% to 60%) includes chance (50%)" in sense_accuracy_headline(r)
+    assert sense_accuracy_headline(typed(r)).startswith("Not resolved at this scale")
+    assert "interval (45% to 60%) includes chance (50%)" in sense_accuracy_headline(typed(r))
     senses["accuracy_interval"][-1].update(low=0.30, high=0.45)
-    assert sense_accuracy_headline(r).startswith("No: at the last layer")
+    assert sense_accuracy_headline(typed(r)).startswith("No: at the last layer")
     del senses["accuracy_interval"]
-    assert sense_accuracy_headline(r).startswith("No verdict: this run recorded no interval")
+    assert sense_accuracy_headline(typed(r)).startswith("No verdict: this run recorded no interval")
 
 
 def test_heads_headline_follows_the_entropy_and_the_strongest_head(r):
     h = r["heads"]
-    assert heads_headline(r) == (
+    assert heads_headline(typed(r)) == (
         "On average the heads focus their attention on a few tokens (mean entropy 2.30 nats, 3.60 if spread evenly); "
         "the most single-minded is head 2-2, which gives 92% of its attention to the previous token.")
     h["stats"]["entropy"] = [[0.95 * h["uniform_entropy"]] * 4 for _ in range(4)]
-    assert heads_headline(r).startswith("On average the heads spread their attention broadly")
+    assert heads_headline(typed(r)).startswith("On average the heads spread their attention broadly")
     h["stats"]["punctuation"][3][1] = 0.97
-    assert "head 3-1, which gives 97% of its attention to punctuation" in heads_headline(r)
+    assert "head 3-1, which gives 97% of its attention to punctuation" in heads_headline(typed(r))
 
 
 def test_head_roles_headline_follows_the_role_counts(r):
-    assert head_roles_headline(r) == (
+    assert head_roles_headline(typed(r)) == (
         "Most heads (11 of 16) have no single clear job: no target gets 30% of their attention; the others attend "
         "mostly to the previous token or the next token.")
     h = r["heads"]
     h["roles"] = [["previous"] * 4 for _ in range(4)]
     h["role_mass"] = [[0.5] * 4 for _ in range(4)]
     h["role_ratio"] = [[10.0] * 4 for _ in range(4)]
-    assert head_roles_headline(r) == ("The commonest job is attending to the previous token: 16 of 16 heads "
+    assert head_roles_headline(typed(r)) == ("The commonest job is attending to the previous token: 16 of 16 heads "
                                              "give it at least 30% of their attention.")
 
 
 def test_head_map_headline_follows_within_and_between_layers(r):
-    assert head_map_headline(r).startswith("Yes: heads of the same layer attend more alike than heads of "
+    assert head_map_headline(typed(r)).startswith("Yes: heads of the same layer attend more alike than heads of "
                                                   "different layers (mean Jensen-Shannon divergence 0.278 within a "
                                                   "layer, 0.354 across layers)")
     js = np.array(r["heads"]["js_divergence"])
@@ -195,30 +202,30 @@ def test_head_map_headline_follows_within_and_between_layers(r):
     js[layer[:, None] == layer[None, :]] = 0.5  # every pair of the same layer far apart
     np.fill_diagonal(js, 0)
     r["heads"]["js_divergence"] = js.tolist()
-    assert head_map_headline(r).startswith("No: heads of the same layer do not attend more alike")
-    assert "not closer" in head_map_text(r)
+    assert head_map_headline(typed(r)).startswith("No: heads of the same layer do not attend more alike")
+    assert "not closer" in head_map_text(typed(r))
 
 
 def test_head_ablation_headline_follows_the_intervals(r):
-    assert head_ablation_headline(r) == (
+    assert head_ablation_headline(typed(r)) == (
         "7 of 16 heads matter on their own: zeroing one raises the masked-word loss beyond its 95% interval; the "
         "costliest is head 2-0 (next token), +0.50 nats.")
     a = r["head_ablation"]
     a["loss_increase"] = [[0.01] * 4 for _ in range(4)]
     a["loss_increase"][1][3] = 0.05
     a["interval95"] = [[0.1] * 4 for _ in range(4)]
-    assert head_ablation_headline(r).startswith(
+    assert head_ablation_headline(typed(r)).startswith(
         "No single head is needed on its own at this scale: zeroing any one leaves the masked-word loss within its "
         "95% interval (largest rise +0.05 ±")
-    assert "head 1-3 (no clear role)" in head_ablation_headline(r)
+    assert "head 1-3 (no clear role)" in head_ablation_headline(typed(r))
 
 
 def _lens(loss, floor=None, half_width=0.1):
-    return {"logit_lens": {"num_layers": len(loss) - 1, "sentences": 8, "masked_tokens": 40, "loss": loss,
+    return probe_results(logit_lens={"num_layers": len(loss) - 1, "sentences": 8, "masked_tokens": 40, "loss": loss,
                            "accuracy": [0.1] * len(loss), "interval95": [0.1] * len(loss), "mlm_probability": 0.3,
                            "mask_draws": 1, "floor": floor,
                            "gain": None if floor is None else [floor - x for x in loss],
-                           "gain_interval95": None if floor is None else [half_width] * len(loss)}}
+                           "gain_interval95": None if floor is None else [half_width] * len(loss)})
 
 
 def test_logit_lens_headline_follows_the_gain_over_the_floor():
@@ -233,41 +240,41 @@ def test_logit_lens_headline_follows_the_gain_over_the_floor():
 
 
 def test_example_headline_names_the_sharpest_head(r):
-    assert example_headline(r).startswith("In 'The king and the queen walked their dog to the old castle.', "
+    assert example_headline(typed(r)).startswith("In 'The king and the queen walked their dog to the old castle.', "
                                                  "head 2-2 attends most sharply (lowest mean entropy): 15 of its 17 "
                                                  "tokens look hardest at the previous token")
     example = r["heads"]["examples"][0]
     example["attention"][0][1] = np.eye(len(example["tokens"])).tolist()  # head 0-1: every token on itself
-    assert example_headline(r).endswith("head 0-1 attends most sharply (lowest mean entropy): 17 of its 17 "
+    assert example_headline(typed(r)).endswith("head 0-1 attends most sharply (lowest mean entropy): 17 of its 17 "
                                                "tokens look hardest at itself.")
 
 
 def test_norm_weighting_headline_follows_the_largest_change(r):
-    assert norm_weighting_headline(r).startswith(
+    assert norm_weighting_headline(typed(r)).startswith(
         "No clear difference: weighting attention by the size of what it moves changes no target's mean attention "
         "by 0.01 or more (largest change: punctuation, 0.123 -> 0.118)")
-    assert "does not change the picture" in norm_weighting_text(r)
+    assert "does not change the picture" in norm_weighting_text(typed(r))
     h = r["heads"]
     h["norm_weighted_stats"]["cls"] = (np.array(h["stats"]["cls"]) * 0.1).tolist()
     h["stats"]["cls"] = (np.array(h["stats"]["cls"]) * 10).tolist()  # [CLS] 0.24 raw, 0.002 weighted
-    assert norm_weighting_headline(r).startswith("Raw attention overstates what [CLS] contributes")
+    assert norm_weighting_headline(typed(r)).startswith("Raw attention overstates what [CLS] contributes")
     h["stats"]["cls"], h["norm_weighted_stats"]["cls"] = h["norm_weighted_stats"]["cls"], h["stats"]["cls"]
-    assert norm_weighting_headline(r).startswith("Raw attention understates what [CLS] contributes")
+    assert norm_weighting_headline(typed(r)).startswith("Raw attention understates what [CLS] contributes")
 
 
 def test_norm_example_headline_follows_the_edge_counts(r):
-    assert attention_norm_example_headline(r) == (
+    assert attention_norm_example_headline(typed(r)) == (
         "Weighting by the size of what it moves spreads the first example's attention over more strong links (508 "
         "strong links against 478 raw).")
     r["attention_graph_norm_weighted"]["edges"] = r["attention_graph_norm_weighted"]["edges"][:100]
     assert "concentrates the first example's attention over fewer strong links (100" in \
-        attention_norm_example_headline(r)
+        attention_norm_example_headline(typed(r))
     r["attention_graph_norm_weighted"]["edges"] = r["attention_graph"]["edges"]
-    assert attention_norm_example_headline(r).startswith("No difference in count")
+    assert attention_norm_example_headline(typed(r)).startswith("No difference in count")
 
 
 def test_graphs_headline_follows_the_own_share_and_the_pairs(r):
-    assert attention_graphs_headline(r) == (
+    assert attention_graphs_headline(typed(r)) == (
         "After the last layer a word is mostly made of the other words (on average 0.15 of it is its own input word; "
         "even mixing would give 0.07), and raw attention names different strongest word pairs than rollout.")
     rollout, raw = r["attention_graph_rollout"], r["attention_graph"]
@@ -277,27 +284,27 @@ def test_graphs_headline_follows_the_own_share_and_the_pairs(r):
     raw["edges"] = [e for e in raw["edges"] if not (e["layer"] == last and e["head"] == "mean")] + [
         {**e, "weight": 0.9} for e in rollout["edges"]
         if e["layer"] == last and e["head"] == "mean" and e["source"] != e["target"]]
-    assert attention_graphs_headline(r).startswith("After the last layer a word is mostly still itself (on "
+    assert attention_graphs_headline(typed(r)).startswith("After the last layer a word is mostly still itself (on "
                                                           "average 0.80")
-    assert "raw attention names mostly the same strongest word pairs as rollout" in attention_graphs_headline(r)
+    assert "raw attention names mostly the same strongest word pairs as rollout" in attention_graphs_headline(typed(r))
 
 
 def test_weights_headline_follows_the_rank_against_initialisation(r):
-    assert weights_headline(r) == ("Yes: training made each head's QK and OV circuits use fewer directions "
+    assert weights_headline(typed(r)) == ("Yes: training made each head's QK and OV circuits use fewer directions "
                                           "(mean effective rank 16.3 of at most 32, against 29.8 at initialisation).")
     w = r["weights"]
     w["trained"], w["initial"] = w["initial"], w["trained"]
-    assert weights_headline(r).startswith("No: training did not make the heads' QK and OV circuits use fewer")
+    assert weights_headline(typed(r)).startswith("No: training did not make the heads' QK and OV circuits use fewer")
     del w["initial"]
-    assert "no copy of the model at initialisation was measured" in weights_headline(r)
+    assert "no copy of the model at initialisation was measured" in weights_headline(typed(r))
 
 
 def _circuits(identity, ov_copying=0.8):
     interval = lambda e, lo, hi: {"estimate": e, "low": lo, "high": hi}  # noqa: E731
-    return {"circuits": {"layer": 0, "num_heads": 2, "head_dim": 9, "token_ids": list(range(1, 100)),
+    return probe_results(circuits={"layer": 0, "num_heads": 2, "head_dim": 9, "token_ids": list(range(1, 100)),
                          "identity": [interval(*identity), interval(0.05, -0.1, 0.2)],
                          "cooccurrence": None, "initial": None, "qk_positive": [0.9, 0.5], "qk_self_rank": [3.0, 40.0],
-                         "ov_copying": [ov_copying, 0.1], "ov_self_rank": [2.0, 40.0], "note": ""}}
+                         "ov_copying": [ov_copying, 0.1], "ov_self_rank": [2.0, 40.0], "note": ""})
 
 
 def test_circuits_headline_counts_the_heads_by_their_intervals():
@@ -311,10 +318,10 @@ def test_circuits_headline_counts_the_heads_by_their_intervals():
 
 
 def test_drift_headline_names_what_moved_most(r):
-    assert drift_headline(r) == ("Training moved layers.2.W_O the most (distance from initialisation 9.9 at "
+    assert drift_headline(typed(r)) == ("Training moved layers.2.W_O the most (distance from initialisation 9.9 at "
                                         "the end) and layers.0.W_V the least (1.56).")
     r["drift"]["metrics"]["drift"]["word_embeddings"]["values"][-1] = 20.0
-    assert drift_headline(r).startswith("Training moved word_embeddings the most (distance from "
+    assert drift_headline(typed(r)).startswith("Training moved word_embeddings the most (distance from "
                                                "initialisation 20 at the end)")
 
 
@@ -395,7 +402,7 @@ def test_the_page_opens_with_the_summary_and_each_section_with_its_headline(r, t
     for section in SECTIONS:
         if probes.has(section):
             assert headlines[section.name] == section.headline(probes.of(section)), section.name
-    assert headlines["neighbours"] == neighbours_headline(r)
+    assert headlines["neighbours"] == neighbours_headline(typed(r))
     assert headlines["attention_view"] == attention_view_headline(VIEW)
     # each section: its title, then its headline as the first paragraph
     for name in sections:
@@ -409,7 +416,7 @@ def test_the_page_opens_with_the_summary_and_each_section_with_its_headline(r, t
     geometry = re.search(r'<section id="geometry">(.*?)</section>', page, re.S).group(1)
     folded = geometry[geometry.index("<details>"):]
     assert html.unescape(re.search(r'<p class="details">([^<]*)</p>', folded).group(1)) == \
-        geometry_with_layer0_text(r)
+        geometry_with_layer0_text(typed(r))
     assert "<th>adjusted self-similarity</th>" in geometry[:geometry.index("<details>")]  # the per-layer table shown
     heads = re.search(r'<section id="heads">(.*?)</section>', page, re.S).group(1)
     assert "<th>head</th>" in heads[heads.index("<details>"):]  # the per-head table collapsed

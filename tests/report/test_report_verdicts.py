@@ -5,6 +5,8 @@ test_probes_heads.py and test_probes_senses.py.)"""
 
 import copy
 
+from conftest import probe_results
+
 from hf_minattn.probes.report.bands import bands_text
 from hf_minattn.probes.report.geometry import geometry_text
 from hf_minattn.probes.report.sense import sense_text
@@ -17,7 +19,7 @@ GEOMETRY = {"layers": [0, 1, 2], "words_scored": 12, "occurrences_per_word": 6.0
 
 
 def geometry(**changes):
-    return geometry_text({"geometry": {**copy.deepcopy(GEOMETRY), **changes}})
+    return geometry_text(probe_results(geometry={**copy.deepcopy(GEOMETRY), **changes}))
 
 
 def test_geometry_sentence_follows_the_self_similarity_trend():
@@ -41,22 +43,22 @@ def test_bands_sentence_follows_which_band_is_most_context_specific():
     g = {**GEOMETRY, "adjusted_self_similarity_by_band": {"top 100": [0.5, 0.1], "100-1000": [0.5, 0.3],
                                                           "rest": [0.5, 0.4]},
          "most_context_specific": [("the", 0.1), ("of", 0.12)]}
-    text = bands_text({"geometry": g})
+    text = bands_text(probe_results(geometry=g))
     assert "top 100: 0.10; 100-1000: 0.30; rest: 0.40: the top 100 band is the most context-specific" in text
     assert "frequent (stop) words vary most with context, as published" in text and "'the', 'of'" in text
     g["adjusted_self_similarity_by_band"]["rest"] = [0.5, 0.05]
-    text = bands_text({"geometry": g})
+    text = bands_text(probe_results(geometry=g))
     assert "the rest band is the most context-specific (not the stop words, unlike the published result)" in text
     g["adjusted_self_similarity_by_band"] = {"top 100": [0.5, 0.1], "rest": [0.5, None]}
-    assert bands_text({"geometry": g}) == "Too few bands have words to compare frequencies."
+    assert bands_text(probe_results(geometry=g)) == "Too few bands have words to compare frequencies."
 
 
 def test_sense_sentence_follows_the_mean_cosine_between_occurrences():
     def sense(first, last):
         # 3 occurrences: off-diagonal cosines `first` at layer 0 and `last` at the last layer
         matrix = lambda c: [[1, c, c], [c, 1, c], [c, c, 1]]  # noqa: E731
-        return sense_text({"sense": {"word": "bank", "sentences": ["a", "b", "c"], "layers": [0, 1, 2],
-                                            "similarity": [matrix(first), matrix(0.5), matrix(last)]}})
+        return sense_text(probe_results(sense={"word": "bank", "sentences": ["a", "b", "c"], "layers": [0, 1, 2],
+                                       "similarity": [matrix(first), matrix(0.5), matrix(last)]}))
 
     apart = sense(0.9, 0.4)
     assert "is 0.90 at layer 0 and 0.40 at layer 2, so context moves the vector apart with its sentence" in apart
@@ -69,7 +71,7 @@ def test_weights_sentence_follows_the_rank_against_initialisation():
         w = {"source": "the model's weights", "head_dim": 8,
              "trained": {"qk_effective_rank": [trained, trained], "ov_effective_rank": [trained, trained]},
              "initial": {"qk_effective_rank": [initial, initial], "ov_effective_rank": [initial, initial]}}
-        return weights_text({"weights": w})
+        return weights_text(probe_results(weights=w))
 
     lower = weights(3.0, 7.0)
     assert "mean effective rank (entropy-based, Roy & Vetterli) QK 3.0, OV 3.0 of at most 8" in lower

@@ -4,7 +4,7 @@ graphs: raw attention, norm-weighted, rollout and flow (Abnar & Zuidema 2020).""
 import matplotlib.pyplot as plt
 
 from ..plots import graph_panel, save_figure
-from ..results import GRAPHS, AttentionGraph
+from ..results import GRAPHS
 from .page import Section
 
 
@@ -25,7 +25,7 @@ def _graph_findings(r, k=5):
     """The numbers attention_graphs' sentences are chosen by: {"graphs", "last", "top" (rollout's strongest edges
     between different words at the last layer), "own" (a word's mean share of itself after the last layer), "uniform",
     "common" (how many of the top pairs raw attention also has among its strongest; None without raw)}."""
-    graphs = {name: AttentionGraph.from_dict(r.get(key)) for name, key in GRAPHS.items()}
+    graphs = r.attention_graphs
     rollout, raw = graphs["rollout"], graphs["raw"]
     last = rollout.layers[-1]
     top = rollout.strongest(last, k)
@@ -87,20 +87,21 @@ def attention_graphs_tables(r):
     return [t for t in (edges, own) if t["rows"]]
 
 
-GRAPH_PANELS = (("attention_graph", "raw attention"), ("attention_graph_norm_weighted", "norm-weighted"),
-                ("attention_graph_rollout", "rollout"), ("attention_graph_flow", "flow"))
+GRAPH_PANELS = (("raw", "raw attention"), ("norm_weighted", "norm-weighted"), ("rollout", "rollout"), ("flow", "flow"))
 
 
 def attention_graphs_plot(r, path, figure_format=None):
     """The first example's raw, norm-weighted, rollout and flow graphs at the last layer, side by side."""
-    rollout = r.get("attention_graph_rollout")
+    rollout = r.attention_graphs["rollout"]
     if not rollout:
         return None
-    layer = rollout["layers"][-1]
-    panels = [(r[key], name) for key, name in GRAPH_PANELS if r.get(key)]
+    layer = rollout.layers[-1]
+    panels = [(key, name) for key, name in GRAPH_PANELS if r.attention_graphs[key]]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.4), squeeze=False)
-    for ax, (graph, name) in zip(axes[0], panels):
-        graph_panel(ax, graph, layer, f"{name}, layer {layer} (edges >= {graph['threshold']:.2f})")
+    for ax, (key, name) in zip(axes[0], panels):
+        # plots.graph_panel draws a graph as attention_graph.json holds it (experiments/figures.py reads those files)
+        graph_panel(ax, r.raw[GRAPHS[key]], layer,
+                    f"{name}, layer {layer} (edges >= {r.attention_graphs[key].threshold:.2f})")
     fig.suptitle("a -> b: a draws on b (head mean; edges to itself left out)", fontsize=9)
     return save_figure(fig, path, figure_format)
 
@@ -109,6 +110,6 @@ SECTION = Section(
     name="attention_graphs", title="Attention as a graph: raw, norm-weighted, rollout and flow",
     needs="attention_graph_rollout", question="How much of a word is still itself after the last layer?",
     headline=attention_graphs_headline, text=attention_graphs_text, tables=attention_graphs_tables,
-    figure=attention_graphs_plot,
+    figure=attention_graphs_plot, reads="results",
     alt="Graphs of the first example's words at the last layer, nodes on a circle, arrows a -> b where a draws on b: "
         "raw attention, norm-weighted attention, attention rollout and attention flow side by side")

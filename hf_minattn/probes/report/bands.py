@@ -12,7 +12,7 @@ def _bands(g):
     """(bands, lowest, frequent): {band: adjusted self-similarity at the last layer} of the bands that have words,
     the lowest band, and how the most frequent words ("top 100") stand against the lowest other band: +1 lower (they
     vary most with context, as published), -1 higher, 0 within the precision shown; None without them."""
-    bands = {b: v[-1] for b, v in g["adjusted_self_similarity_by_band"].items() if v[-1] is not None}
+    bands = {b: v[-1] for b, v in g.adjusted_self_similarity_by_band.items() if v[-1] is not None}
     if len(bands) < 2:
         return bands, None, None
     lowest = min(bands, key=bands.get)
@@ -30,11 +30,11 @@ FREQUENT_VERDICT = {1: "frequent (stop) words vary most with context, as publish
 
 
 def bands_text(r):
-    g = r["geometry"]
+    g = r.geometry
     bands, lowest, frequent = _bands(g)
     if len(bands) < 2:
         return "Too few bands have words to compare frequencies."
-    words = ", ".join(f"'{w}'" for w, _ in g["most_context_specific"][:6])
+    words = ", ".join(f"'{w}'" for w, _ in g.most_context_specific[:6])
     return (f"At the last layer, adjusted self-similarity by frequency rank is "
             f"{'; '.join(f'{b}: {v:.2f}' for b, v in bands.items())}: the {lowest} band is the most context-specific "
             f"({FREQUENT_VERDICT[frequent]}). The most context-specific words are {words}.")
@@ -45,7 +45,7 @@ def _band_name(band):
 
 
 def bands_headline(r):
-    bands, lowest, frequent = _bands(r["geometry"])
+    bands, lowest, frequent = _bands(r.geometry)
     if len(bands) < 2:
         return "Too few frequency bands have words to compare."
     if frequent is None:
@@ -64,13 +64,13 @@ def bands_headline(r):
 
 
 def bands_tables(r):
-    g = r["geometry"]
-    by_band = g["adjusted_self_similarity_by_band"]
-    counts = g.get("words_per_band") or {}
-    bands = {"header": ["band (frequency rank)", "words", *[f"layer {layer}" for layer in g["layers"]]],
-             "rows": [[b, counts.get(b, "-"), *[cell(v, i) for i in range(len(g["layers"]))]]
+    g = r.geometry
+    by_band = g.adjusted_self_similarity_by_band
+    counts = g.words_per_band or {}
+    bands = {"header": ["band (frequency rank)", "words", *[f"layer {layer}" for layer in g.layers]],
+             "rows": [[b, counts.get(b, "-"), *[cell(v, i) for i in range(len(g.layers))]]
                       for b, v in by_band.items()]}
-    most, least = g.get("most_context_specific") or [], g.get("least_context_specific") or []
+    most, least = g.most_context_specific or [], g.least_context_specific or []
     words = {"header": ["most context-specific", "adjusted self-similarity", "least context-specific",
                         "adjusted self-similarity"],
              "rows": [[*(most[i] if i < len(most) else ("-", None)), *(least[i] if i < len(least) else ("-", None))]
@@ -80,12 +80,12 @@ def bands_tables(r):
 
 
 def bands_plot(r, path, figure_format=None):
-    g = r["geometry"]
+    g = r.geometry
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    for band, values in g["adjusted_self_similarity_by_band"].items():
+    for band, values in g.adjusted_self_similarity_by_band.items():
         if any(v is not None for v in values):
-            ax.plot(g["layers"], [np.nan if v is None else v for v in values], marker="o",
-                    label=f"rank {band} ({g['words_per_band'][band]} words)")
+            ax.plot(g.layers, [np.nan if v is None else v for v in values], marker="o",
+                    label=f"rank {band} ({g.words_per_band[band]} words)")
     ax.set_xlabel("layer")
     ax.set_ylabel("adjusted self-similarity")
     ax.set_title("context-specificity by word frequency")
@@ -96,5 +96,5 @@ def bands_plot(r, path, figure_format=None):
 SECTION = Section(
     name="bands", title="Context-specificity by word frequency", needs="geometry",
     question="Do the most frequent words change most with their sentence?",
-    headline=bands_headline, text=bands_text, tables=bands_tables, figure=bands_plot,
+    headline=bands_headline, text=bands_text, tables=bands_tables, figure=bands_plot, reads="results",
     alt="Line chart: baseline-adjusted self-similarity by layer, one line per word-frequency band")

@@ -5,20 +5,16 @@ Every comparative word follows `results.DECISION_RULE` (the paired bootstrap int
 systems' Spearman correlations on the same pairs), so flipping the numbers flips the sentence; the tests do exactly
 that. Files from before the paired comparison are worded by `results.LEGACY_DECISION_RULE`, and say so.
 
-The functions take the typed results (SavedProbeResults, built once per page) or a probes.json dict.
+The functions take the typed results (SavedProbeResults, built once per page).
 """
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from ..plots import save_figure
-from ..results import BENCHMARKS, DECISION_RULE, LEGACY_DECISION_RULE, SavedProbeResults, paired_verdict, verdict
+from ..results import BENCHMARKS, DECISION_RULE, LEGACY_DECISION_RULE, paired_verdict, verdict
 from .page import Section
 
-
-def saved_results(r):
-    """`r` as SavedProbeResults: itself, or made from a probes.json dict."""
-    return r if isinstance(r, SavedProbeResults) else SavedProbeResults.from_dict(r)
 
 NAMES = {"wordsim353": "WordSim-353", "simlex999": "SimLex-999",
          "wordsim353_similarity": "WordSim-353 similarity subset", "wordsim353_relatedness": "WordSim-353 relatedness subset"}
@@ -149,9 +145,8 @@ def analogy_sentence(res):
     return text
 
 
-def benchmarks_text(r):
+def benchmarks_text(res):
     """Written from the intervals and coverage (see results.DECISION_RULE)."""
-    res = saved_results(r)
     vc = res.vector_corpus or {}
     source = (f"Vectors pooled from every occurrence in {vc['source']} ({vc['words']} words; {vc['vocabulary']} words "
               f"seen in >= {vc['min_contexts']} distinct sentences get vectors). ") if vc else ""
@@ -159,7 +154,7 @@ def benchmarks_text(r):
     paired = any(score.versus for system in res.benchmarks.systems.values() for score in system.similarity.values())
     return ("Which vectors agree best with human similarity judgements (contextual = mean over the word's corpus "
             "occurrences, pieces mean-pooled; decontextualized = the word fed alone)? " + source
-            + word2vec_description(res.benchmarks.word2vec, (res.raw.get("benchmarks") or {}).get("word2vec_selection"))
+            + word2vec_description(res.benchmarks.word2vec, res.benchmarks.word2vec_selection)
             + "; ".join(parts)
             + ". Intervals: 95% bootstrap over pairs. " + (DECISION_RULE if paired else LEGACY_DECISION_RULE))
 
@@ -184,7 +179,7 @@ def _cells(s, bench):
 
 def benchmark_rows(r):
     """{header, rows}: every vector set's scores (this model, untrained, reference), one row each."""
-    b = saved_results(r).benchmarks
+    b = r.benchmarks
     head = ["system", "vectors", *[h for bench in BENCHMARKS for h in (f"{NAMES[bench]} [95% CI]", "ABTT")],
             "analogy sem.", "analogy syn.", "analogy all"]
     f = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
@@ -237,7 +232,7 @@ def _others(b, best, bench):
 def benchmarks_headline(r, bench="wordsim353"):
     """One sentence: how the best encoder set on `bench` stands against word2vec, random vectors and the untrained
     model, each verdict by DECISION_RULE (an interval that includes 0: no clear difference)."""
-    b = saved_results(r).benchmarks
+    b = r.benchmarks
     best = b.best(bench)
     if best is None:
         return f"Too few {NAMES[bench]} pairs have both words in every vocabulary to score the vectors."
@@ -265,7 +260,7 @@ def benchmarks_headline(r, bench="wordsim353"):
 
 def comparison_rows(r):
     """{header, rows}: per benchmark, its coverage, the best encoder set and its verdict against each system."""
-    b = saved_results(r).benchmarks
+    b = r.benchmarks
     header = ["benchmark", "pairs kept (both words in every vocabulary)", "best vectors", "Spearman [95% CI]",
               *[f"best vs {o}" for o in OTHERS], *(["vs reference"] if b.reference else [])]
     rows = []
@@ -292,9 +287,7 @@ def comparison_rows(r):
 def benchmarks_plot(r, path, figure_format=None):
     """Spearman by layer with 95% error bars (contextual, decontextualized; untrained and reference dotted),
     static/word2vec/random as horizontal lines with bands, one panel per benchmark, and the analogy accuracies."""
-    if isinstance(r, dict) and not r.get("benchmarks"):
-        return None
-    b = saved_results(r).benchmarks
+    b = r.benchmarks
     if b is None:
         return None
     fig, axes = plt.subplots(2, 3, figsize=(14, 8))
@@ -359,7 +352,7 @@ def benchmarks_tables(r):
 
 def best_cell(r, key):
     """compare.html's cell: the best encoder set on benchmark `key` with its 95% interval, and word2vec's."""
-    b = saved_results(r).benchmarks
+    b = r.benchmarks
     top = b.best(key) if b else None
     w2v = b.systems.get("word2vec") if b else None
     return (f"{_score(top.similarity[key]) if top else 'n/a'} ({top.vectors if top else '-'}); "

@@ -2,8 +2,6 @@
 against the embedding similarity, co-occurrence and its initial form; its OV circuit copying or not."""
 
 import re
-from dataclasses import asdict
-
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -39,7 +37,7 @@ OV_SELF_RANK = 0.1  # ... with a token's own logit ranked within this fraction o
 def _circuit_head(c, h):
     """What the numbers say of layer 0's head `h`: {"qk": "reproduces" / "partly" / "constant" / "other",
     "cooccurrence": bool, "initial": bool, "ov": "copies" / "suppresses" / "none" / None (no OV scores)}."""
-    identity = c["identity"][h]
+    identity = c.identity[h]
     if _above(identity, CIRCUIT_FOLLOWS):
         qk = "reproduces"
     elif _above(identity, 0):
@@ -48,12 +46,12 @@ def _circuit_head(c, h):
         qk = "constant"
     else:
         qk = "other"
-    initial = (c.get("initial") or [None] * (h + 1))[h]
-    copying = (c.get("ov_copying") or [None] * (h + 1))[h]
+    initial = (c.initial or [None] * (h + 1))[h]
+    copying = (c.ov_copying or [None] * (h + 1))[h]
     ov = None
     if copying is not None:
-        chance = (len(c["token_ids"]) + 1) / 2
-        if copying > OV_COPIES and c["ov_self_rank"][h] < OV_SELF_RANK * chance:
+        chance = (len(c.token_ids) + 1) / 2
+        if copying > OV_COPIES and c.ov_self_rank[h] < OV_SELF_RANK * chance:
             ov = "copies"
         elif copying < -OV_COPIES:
             ov = "suppresses"
@@ -61,7 +59,7 @@ def _circuit_head(c, h):
             ov = "none"
     # "mostly" its initial form: a strong correlation with it (as "reproduce" is for the identity), above the
     # identity one; a correlation near 0 with both is neither
-    return {"qk": qk, "cooccurrence": _above((c.get("cooccurrence") or [None] * (h + 1))[h], 0),
+    return {"qk": qk, "cooccurrence": _above((c.cooccurrence or [None] * (h + 1))[h], 0),
             "initial": identity["high"] is not None and _above(initial, max(identity["high"], CIRCUIT_FOLLOWS)),
             "ov": ov}
 
@@ -70,17 +68,17 @@ def circuits_text(r):
     """One sentence per head of layer 0, each chosen by its numbers: its QK logits against the embedding similarity
     (the identity hypothesis), co-occurrence and its initial form; its OV circuit copying, suppressing or neither.
     Then what the tokens and positions were (the probe's note)."""
-    c = r["circuits"]
-    N = len(c["token_ids"])
+    c = r.circuits
+    N = len(c.token_ids)
     chance = (N + 1) / 2
     sentences = [f"Layer 0 on {N} tokens: Spearman's ρ (95% bootstrap interval over tokens) of each "
                  "head's query-key logits with the embedding similarity (what W_Q = W_K = I would give), with "
                  "co-occurrence and with the same head at initialisation"
-                 + ("; the OV circuit's copying score is in [-1, 1]." if c.get("ov_copying") else
+                 + ("; the OV circuit's copying score is in [-1, 1]." if c.ov_copying else
                     "; no OV scores: the model has no unembedding W_U.")]
-    for h in range(c["num_heads"]):
+    for h in range(c.num_heads):
         kind = _circuit_head(c, h)
-        identity = c["identity"][h]
+        identity = c.identity[h]
         if kind["qk"] == "reproduces":
             text = f"Head {h}'s W_Q/W_K reproduce the embedding similarity ({_rho(identity)})"
         elif kind["qk"] == "partly":
@@ -93,25 +91,25 @@ def circuits_text(r):
                     f"{where})")
         if kind["cooccurrence"]:
             text += (f"{' and' if kind['qk'] in ('reproduces', 'partly') else '; it does follow'} words that occur "
-                     f"together ({_rho(c['cooccurrence'][h])})")
+                     f"together ({_rho(c.cooccurrence[h])})")
         if kind["initial"]:
-            text += f"; its QK form is still mostly its initial random form ({_rho(c['initial'][h])} with it)"
+            text += f"; its QK form is still mostly its initial random form ({_rho(c.initial[h])} with it)"
         if kind["ov"] is not None:
-            numbers = (f"score {c['ov_copying'][h]:.2f}, a token's own logit ranked {c['ov_self_rank'][h]:.1f} of {N} "
+            numbers = (f"score {c.ov_copying[h]:.2f}, a token's own logit ranked {c.ov_self_rank[h]:.1f} of {N} "
                        f"on average, chance {chance:.1f}")
             text += {"copies": "; its OV circuit copies: a token it attends to raises that token's own logit",
                      "suppresses": "; its OV circuit suppresses: a token it attends to lowers its own logit",
                      "none": "; its OV circuit does no copying"}[kind["ov"]] + f" ({numbers})"
         sentences.append(text + ".")
     # the note's first three sentences: which tokens, what layer 0 reads (X = LN(E[t])) and what of positions
-    return " ".join(sentences) + " " + _sentences(c.get("note", ""), 3)
+    return " ".join(sentences) + " " + _sentences(c.note, 3)
 
 
 def circuits_headline(r):
     """How many heads of layer 0 choose by embedding similarity (interval above 0), how many clearly (above
     CIRCUIT_FOLLOWS); how many OV circuits copy."""
-    c = r["circuits"]
-    H = c["num_heads"]
+    c = r.circuits
+    H = c.num_heads
     kinds = [_circuit_head(c, h) for h in range(H)]
     follow = sum(k["qk"] in ("reproduces", "partly") for k in kinds)
     clearly = sum(k["qk"] == "reproduces" for k in kinds)
@@ -121,7 +119,7 @@ def circuits_headline(r):
     else:
         text = (f"In layer 0, none of the {H} heads is shown to choose what to attend to by embedding similarity "
                 "(every interval includes 0 or is below it)")
-    if c.get("ov_copying"):
+    if c.ov_copying:
         copies = sum(k["ov"] == "copies" for k in kinds)
         text += (f"; {copies} of {H} copy the token they attend to into their output" if copies else
                  "; none copies the token it attends to into its output")
@@ -130,21 +128,21 @@ def circuits_headline(r):
 
 def circuits_table(r):
     """{header, rows}: the circuits' numbers per head, for the report's table."""
-    c = r["circuits"]
+    c = r.circuits
 
     def rho(key, h):
-        values = c.get(key)
+        values = getattr(c, key)
         return "-" if not values else _rho(values[h]).removeprefix("ρ = ")
 
     def number(key, h, fmt):
-        values = c.get(key)
+        values = getattr(c, key)
         return "-" if not values or values[h] is None else format(values[h], fmt)
 
     return {"header": ["head", "ρ identity", "ρ co-occurrence", "ρ initial", "QK positive share", "QK self rank",
                        "OV copying", "OV self rank"],
             "rows": [[h, rho("identity", h), rho("cooccurrence", h), rho("initial", h), number("qk_positive", h, ".2f"),
                       number("qk_self_rank", h, ".1f"), number("ov_copying", h, ".2f"), number("ov_self_rank", h, ".1f")]
-                     for h in range(c["num_heads"])]}
+                     for h in range(c.num_heads)]}
 
 
 CIRCUIT_HYPOTHESES = (("identity", "embedding similarity (W_Q = W_K = I)"), ("cooccurrence", "co-occurrence (PPMI)"),
@@ -152,30 +150,30 @@ CIRCUIT_HYPOTHESES = (("identity", "embedding similarity (W_Q = W_K = I)"), ("co
 
 
 def plot_circuits(circuits, path, figure_format=None):
-    """Layer 0's circuits (circuits.py; a Circuits or its probes.json dict), grouped bars per head: Spearman's rho of
+    """Layer 0's circuits (a circuits.Circuits, or results.SavedCircuits as saved: the same fields), grouped bars per head: Spearman's rho of
     the QK form with each hypothesis and its 95% interval (left), the OV copying score and the QK form's positive
     eigenvalue share (right)."""
     if not circuits:
         return None
-    c = circuits if isinstance(circuits, dict) else asdict(circuits)
-    heads = np.arange(c["num_heads"])
+    c = circuits
+    heads = np.arange(c.num_heads)
     fig, (rho, scores) = plt.subplots(1, 2, figsize=(max(10, 1.2 * len(heads) + 4), 3.8))
-    shown = [(key, label) for key, label in CIRCUIT_HYPOTHESES if c.get(key)]
+    shown = [(key, label) for key, label in CIRCUIT_HYPOTHESES if getattr(c, key)]
     width = 0.8 / max(len(shown), 1)
     for k, (key, label) in enumerate(shown):
-        values = [[np.nan if i[f] is None else i[f] for f in ("estimate", "low", "high")] for i in c[key]]
+        values = [[np.nan if i[f] is None else i[f] for f in ("estimate", "low", "high")] for i in getattr(c, key)]
         estimate, low, high = np.array(values, dtype=float).T  # (H,) each
         rho.bar(heads + (k - (len(shown) - 1) / 2) * width, estimate, width, label=label,
                 yerr=[estimate - low, high - estimate], capsize=2)
     rho.set_ylim(-1, 1)
     rho.set_ylabel("Spearman's rho with the QK logits")
-    rho.set_title(f"layer 0, {len(c['token_ids'])} tokens (95% bootstrap over tokens)", fontsize=10)
+    rho.set_title(f"layer 0, {len(c.token_ids)} tokens (95% bootstrap over tokens)", fontsize=10)
     rho.legend(fontsize=7)
     shown = [(key, label) for key, label in (("ov_copying", "OV copying score"),
-                                            ("qk_positive", "QK positive eigenvalue share")) if c.get(key)]
+                                            ("qk_positive", "QK positive eigenvalue share")) if getattr(c, key)]
     width = 0.8 / max(len(shown), 1)
     for k, (key, label) in enumerate(shown):
-        scores.bar(heads + (k - (len(shown) - 1) / 2) * width, [np.nan if v is None else v for v in c[key]], width,
+        scores.bar(heads + (k - (len(shown) - 1) / 2) * width, [np.nan if v is None else v for v in getattr(c, key)], width,
                    label=label)
     scores.set_ylim(-1, 1)
     scores.set_title("1: copies / positive definite; -1: suppresses / negative", fontsize=10)
@@ -192,14 +190,14 @@ def circuits_tables(r):
 
 
 def circuits_plot(r, path, figure_format=None):
-    """The section's figure, from the probes.json dict."""
-    return plot_circuits(r.get("circuits"), path, figure_format)
+    """The section's figure."""
+    return plot_circuits(r.circuits, path, figure_format)
 
 
 SECTION = Section(
     name="circuits", title="Layer 0's circuits token by token: embedding similarity, co-occurrence, initialisation",
     needs="circuits", question="What makes layer 0's heads attend to a token?",
-    headline=circuits_headline, text=circuits_text, tables=circuits_tables, figure=circuits_plot,
+    reads="results", headline=circuits_headline, text=circuits_text, tables=circuits_tables, figure=circuits_plot,
     alt="Grouped bars per head of layer 0: Spearman correlation of its query-key logits with the embedding "
         "similarity, co-occurrence and its initial form, with 95% intervals (left); OV copying score and positive "
         "eigenvalue share of the QK form, between -1 and 1 (right)")

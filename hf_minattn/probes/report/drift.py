@@ -12,22 +12,22 @@ from .words import cell
 
 def _drift_final(d):
     """(metric, {parameter: its last value}, largest first)."""
-    metric = "drift" if "drift" in d["metrics"] else next(iter(d["metrics"]))
-    final = dict(sorted(((p, s["values"][-1]) for p, s in d["metrics"][metric].items()), key=lambda x: -x[1]))
+    metric = "drift" if "drift" in d.metrics else next(iter(d.metrics))
+    final = dict(sorted(((p, s["values"][-1]) for p, s in d.metrics[metric].items()), key=lambda x: -x[1]))
     return metric, final
 
 
 def drift_text(r):
-    d = r["drift"]
+    d = r.drift
     metric, final = _drift_final(d)
     names = list(final)
-    return (f"From {os.path.basename(d['path'])}: by the end of training, {metric} is largest for {names[0]} "
+    return (f"From {os.path.basename(d.path)}: by the end of training, {metric} is largest for {names[0]} "
             f"({final[names[0]]:.3g}) and smallest for {names[-1]} ({final[names[-1]]:.3g}): that is where training "
             f"moved the weights most and least.")
 
 
 def drift_headline(r):
-    metric, final = _drift_final(r["drift"])
+    metric, final = _drift_final(r.drift)
     names = list(final)
     what = "distance from initialisation" if metric == "drift" else metric
     return (f"Training moved {names[0]} the most ({what} {final[names[0]]:.3g} at the end) and {names[-1]} the "
@@ -35,34 +35,34 @@ def drift_headline(r):
 
 
 def drift_tables(r):
-    d = r["drift"]
+    d = r.drift
     metric, final = _drift_final(d)
-    others = [m for m, series in d["metrics"].items() if m != metric and set(series) & set(final)]
+    others = [m for m, series in d.metrics.items() if m != metric and set(series) & set(final)]
     return [{"header": ["parameter", f"{metric} at the end", *[f"{m} at the end" for m in others]],
-             "rows": [[p, f"{v:.3g}", *[cell(d["metrics"][m][p]["values"][-1] if p in d["metrics"][m] else None,
+             "rows": [[p, f"{v:.3g}", *[cell(d.metrics[m][p]["values"][-1] if p in d.metrics[m] else None,
                                               fmt=".3g") for m in others]]
                       for p, v in final.items()]}]
 
 
 def drift_plot(r, path, figure_format=None):
-    d = r.get("drift")
-    if not d or not d.get("metrics"):
+    d = r.drift
+    if not d or not d.metrics:
         return None
-    metrics = [m for m in ("drift", "grad_norm", "loss") if m in d["metrics"]] or list(d["metrics"])
+    metrics = [m for m in ("drift", "grad_norm", "loss") if m in d.metrics] or list(d.metrics)
     fig, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 3.8), squeeze=False)
     for ax, metric in zip(axes[0], metrics):
-        for name, series in d["metrics"][metric].items():
+        for name, series in d.metrics[metric].items():
             ax.plot(series["steps"], series["values"], label=name)
         ax.set_title({"drift": "relative distance from init ||W-W0||/||W0||"}.get(metric, metric), fontsize=9)
         ax.set_yscale("log" if metric == "grad_norm" else "linear")
         ax.set_xlabel("training step")
-        if len(d["metrics"][metric]) <= 12:
+        if len(d.metrics[metric]) <= 12:
             ax.legend(fontsize=6)
     return save_figure(fig, path, figure_format)
 
 
 SECTION = Section(
     name="drift", title="Drift during training", needs="drift", question="Which weights did training change most?",
-    headline=drift_headline, text=drift_text, tables=drift_tables, figure=drift_plot,
+    reads="results", headline=drift_headline, text=drift_text, tables=drift_tables, figure=drift_plot,
     alt="Line charts over training steps, one line per parameter: distance from initialisation (and gradient norm "
         "and loss where recorded)")

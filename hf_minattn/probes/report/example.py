@@ -15,9 +15,9 @@ def _example_heads(example):
     """Per head of one example sentence: (layer, head, mean entropy of its rows, the commonest place of its
     strongest weight, how many rows put it there). The place is the token itself, the previous or next token,
     a special token (by its text) or punctuation, else another token."""
-    tokens = example["tokens"]
+    tokens = example.tokens
     out = []
-    for layer, heads in enumerate(example["attention"]):
+    for layer, heads in enumerate(example.attention):
         for head, a in enumerate(heads):
             a = np.array(a, dtype=float)
             p = np.clip(a, 1e-12, None)
@@ -43,7 +43,7 @@ def _place(i, j, tokens):
 
 
 def example_text(r, index=0):
-    sentence = r["heads"]["examples"][index]["sentence"]
+    sentence = r.heads.examples[index].sentence
     text = (f"Every head of every layer on {sentence!r} (row = attending token, column = attended token): the "
             "patterns behind the statistics above")
     return text + ("; the same attention pooled to words is exported as a weighted directed graph in "
@@ -52,17 +52,17 @@ def example_text(r, index=0):
 
 def example_headline(r, index=0):
     """A measured description: the head with the sharpest attention on this sentence, and where it looks."""
-    example = r["heads"]["examples"][index]
+    example = r.heads.examples[index]
     heads = _example_heads(example)
-    n = len(example["tokens"])
+    n = len(example.tokens)
     layer, head, entropy, place, count = min(heads, key=lambda x: x[2])
-    return (f"In '{example['sentence']}', head {layer}-{head} attends most sharply (lowest mean entropy): {count} of "
+    return (f"In '{example.sentence}', head {layer}-{head} attends most sharply (lowest mean entropy): {count} of "
             f"its {n} tokens look hardest at {place}.")
 
 
 def example_tables(r, index=0):
-    example = r["heads"]["examples"][index]
-    n = len(example["tokens"])
+    example = r.heads.examples[index]
+    n = len(example.tokens)
     return [{"header": ["head", "mean entropy (nats)", "where most tokens look hardest", f"tokens (of {n})"],
              "details": True,
              "rows": [[f"{layer}-{head}", f"{entropy:.2f}", place, count]
@@ -70,32 +70,32 @@ def example_tables(r, index=0):
 
 
 def attention_example_plot(r, path, index=0, figure_format=None):
-    h = r.get("heads")
-    if not h or len(h["examples"]) <= index:
+    h = r.heads
+    if not h or len(h.examples) <= index:
         return None
-    ex = h["examples"][index]
-    att = np.array(ex["attention"])
+    ex = h.examples[index]
+    att = np.array(ex.attention)
     L, H = att.shape[:2]
     fig, axes = plt.subplots(L, H, figsize=(2.0 * H, 2.0 * L), squeeze=False)
-    ticks = range(len(ex["tokens"]))
+    ticks = range(len(ex.tokens))
     for l in range(L):
         for k in range(H):
             ax = axes[l][k]
             ax.imshow(att[l, k], cmap="Blues", vmin=0, vmax=1)
             ax.set_title(f"layer {l} head {k}", fontsize=7)
             ax.set_xticks(ticks), ax.set_yticks(ticks)
-            ax.set_xticklabels(ex["tokens"] if l == L - 1 else [], rotation=90, fontsize=5)
-            ax.set_yticklabels(ex["tokens"] if k == 0 else [], fontsize=5)
+            ax.set_xticklabels(ex.tokens if l == L - 1 else [], rotation=90, fontsize=5)
+            ax.set_yticklabels(ex.tokens if k == 0 else [], fontsize=5)
     return save_figure(fig, path, figure_format)
 
 
 FIRST = Section(
-    name="attention_example", title="Attention in an example sentence", needs="heads",
+    name="attention_example", title="Attention in an example sentence", needs="heads", reads="results",
     question="What does attention look like on one sentence?",
     headline=example_headline, text=example_text, tables=example_tables, figure=attention_example_plot,
     alt="Grid of attention matrices, one per layer and head, for the first example sentence")
 SECOND = Section(
-    name="attention_example_2", title="Attention in a second example sentence", needs="heads",
+    name="attention_example_2", title="Attention in a second example sentence", needs="heads", reads="results",
     question="And on a second sentence?",
     headline=partial(example_headline, index=1), text=partial(example_text, index=1),
     tables=partial(example_tables, index=1), figure=partial(attention_example_plot, index=1),

@@ -11,8 +11,8 @@ from .words import cell, lower
 def _word_filter(r):
     """The thresholds the geometry probe used, as stored in probes.json (min_contexts: distinct sentences;
     min_count: the run's --min-count, implied by min_contexts when it is not larger)."""
-    min_contexts = r["geometry"].get("min_contexts")
-    min_count = ((r.get("provenance") or {}).get("arguments") or {}).get("min_count")
+    min_contexts = r.geometry.min_contexts
+    min_count = ((r.provenance or {}).get("arguments") or {}).get("min_count")
     if min_contexts is None:
         return f"each seen >= {min_count} times, " if min_count is not None else ""
     more = f" and seen >= {min_count} times" if min_count is not None and min_count > min_contexts else ""
@@ -21,47 +21,47 @@ def _word_filter(r):
 
 def _falls(g):
     """Whether baseline-adjusted self-similarity falls from layer 0 to the last layer: the published trend."""
-    adj = g["adjusted_self_similarity"]
+    adj = g.adjusted_self_similarity
     return lower(adj[-1], adj[0])
 
 
 def geometry_text(r):
-    g = r["geometry"]
-    adj, layers = g["adjusted_self_similarity"], g["layers"]
+    g = r.geometry
+    adj, layers = g.adjusted_self_similarity, g.layers
     low = int(np.argmin(adj))
     trend = "falls" if _falls(g) else "does not fall"
-    return (f"Baseline-adjusted self-similarity of {g['words_scored']} words ({_word_filter(r)}"
-            f"~{g['occurrences_per_word']:.0f} occurrences kept) {trend} from {adj[0]:.2f} at layer 0 to "
+    return (f"Baseline-adjusted self-similarity of {g.words_scored} words ({_word_filter(r)}"
+            f"~{g.occurrences_per_word:.0f} occurrences kept) {trend} from {adj[0]:.2f} at layer 0 to "
             f"{adj[-1]:.2f} at layer {layers[-1]} (lowest {adj[low]:.2f} at layer {low}): "
             f"{'upper layers are more context-specific, the published trend' if trend == 'falls' else 'the published trend (upper layers more context-specific) does not appear here'}. "
             f"Every layer is anisotropic to some degree: two random words from different sentences have mean cosine "
-            f"{min(g['anisotropy']):.2f} to {max(g['anisotropy']):.2f}. Intra-sentence similarity (adjusted) goes "
-            f"from {g['adjusted_intra_similarity'][0]:.2f} to {g['adjusted_intra_similarity'][-1]:.2f}. At the last layer "
-            f"the first principal direction of a word's (uncentred) occurrence vectors explains {g['mev'][-1]:.0%} of their "
-            f"variance (MEV; {g['adjusted_mev'][-1]:.2f} above the random-words baseline), so a single static vector "
-            f"{'could stand in for most of' if g['adjusted_mev'][-1] > 0.5 else 'captures only part of'} a word's "
+            f"{min(g.anisotropy):.2f} to {max(g.anisotropy):.2f}. Intra-sentence similarity (adjusted) goes "
+            f"from {g.adjusted_intra_similarity[0]:.2f} to {g.adjusted_intra_similarity[-1]:.2f}. At the last layer "
+            f"the first principal direction of a word's (uncentred) occurrence vectors explains {g.mev[-1]:.0%} of their "
+            f"variance (MEV; {g.adjusted_mev[-1]:.2f} above the random-words baseline), so a single static vector "
+            f"{'could stand in for most of' if g.adjusted_mev[-1] > 0.5 else 'captures only part of'} a word's "
             f"contextual vectors.")
 
 
 def layer0_text(r):
-    g = r["geometry"]
-    static, layer0 = g["static"]["adjusted_self_similarity"], g["adjusted_self_similarity"][0]
+    g = r.geometry
+    static, layer0 = g.static.adjusted_self_similarity, g.adjusted_self_similarity[0]
     return (f"Layer 0 measured two ways: the embedding output (hidden_states[0], with positions) has adjusted "
             f"self-similarity {layer0:.2f}; the word embeddings alone (static, no positions) {static:.2f} (raw 1 by "
-            f"construction minus their anisotropy baseline {g['static']['anisotropy']:.2f}). The position signal "
+            f"construction minus their anisotropy baseline {g.static.anisotropy:.2f}). The position signal "
             + ("makes a word's occurrences less alike than the word alone." if layer0 < static else
-               "does not make a word's occurrences less alike than the word alone.") + f" ({g.get('layer0_note', '')})")
+               "does not make a word's occurrences less alike than the word alone.") + f" ({g.layer0_note or ''})")
 
 
 def geometry_with_layer0_text(r):
     """The section's paragraph: the geometry, then layer 0 against the word embeddings alone where measured."""
-    return geometry_text(r) + (" " + layer0_text(r) if r["geometry"].get("static") else "")
+    return geometry_text(r) + (" " + layer0_text(r) if r.geometry.static else "")
 
 
 def geometry_headline(r):
-    g = r["geometry"]
-    adj = g["adjusted_self_similarity"]
-    numbers = f"adjusted self-similarity {adj[0]:.2f} at layer 0, {adj[-1]:.2f} at layer {g['layers'][-1]}"
+    g = r.geometry
+    adj = g.adjusted_self_similarity
+    numbers = f"adjusted self-similarity {adj[0]:.2f} at layer 0, {adj[-1]:.2f} at layer {g.layers[-1]}"
     if _falls(g):
         return (f"Yes: the same word's vectors in different sentences grow less alike in higher layers ({numbers}), "
                 "as Ethayarajh (2019) found.")
@@ -77,26 +77,25 @@ GEOMETRY_COLUMNS = (("self_similarity", "self-similarity"), ("anisotropy", "anis
 
 
 def geometry_tables(r):
-    g = r["geometry"]
-    rows = [[layer, *[cell(g.get(key), i) for key, _ in GEOMETRY_COLUMNS]] for i, layer in enumerate(g["layers"])]
-    static = g.get("static")
-    if static:  # the word embeddings alone, no positions
-        rows.insert(0, ["static", *[cell(static.get(key)) for key, _ in GEOMETRY_COLUMNS]])
+    g = r.geometry
+    rows = [[layer, *[cell(getattr(g, key), i) for key, _ in GEOMETRY_COLUMNS]] for i, layer in enumerate(g.layers)]
+    if g.static:  # the word embeddings alone, no positions
+        rows.insert(0, ["static", *[cell(getattr(g.static, key)) for key, _ in GEOMETRY_COLUMNS]])
     return [{"header": ["layer", *[label for _, label in GEOMETRY_COLUMNS]], "rows": rows}]
 
 
 def geometry_plot(r, path, figure_format=None):
-    g = r["geometry"]
+    g = r.geometry
     fig, (raw, adjusted) = plt.subplots(1, 2, figsize=(10, 3.8))
     for key, label in [("self_similarity", "self-similarity"), ("intra_similarity", "intra-sentence"),
                        ("mev", "max. explainable variance"), ("anisotropy", "baseline: random words"),
                        ("mev_baseline", "MEV baseline")]:
-        raw.plot(g["layers"], g[key], marker="o", label=label, linestyle="--" if "baseline" in label else "-")
+        raw.plot(g.layers, getattr(g, key), marker="o", label=label, linestyle="--" if "baseline" in label else "-")
     for key, label in [("adjusted_self_similarity", "self-similarity"),
                        ("adjusted_intra_similarity", "intra-sentence"), ("adjusted_mev", "MEV")]:
-        adjusted.plot(g["layers"], g[key], marker="o", label=label)
-    if g.get("static"):  # the word embeddings alone (no position signal), beside layer 0
-        adjusted.plot([0], [g["static"]["adjusted_self_similarity"]], marker="*", markersize=12, linestyle="none",
+        adjusted.plot(g.layers, getattr(g, key), marker="o", label=label)
+    if g.static:  # the word embeddings alone (no position signal), beside layer 0
+        adjusted.plot([0], [g.static.adjusted_self_similarity], marker="*", markersize=12, linestyle="none",
                       color="k", label="self-sim., word embeddings alone")
     raw.set_title("raw (dashed: anisotropy baselines)")
     adjusted.set_title("baseline-adjusted (raw - baseline)")
@@ -110,5 +109,6 @@ SECTION = Section(
     name="geometry", title="Geometry by layer (Ethayarajh 2019)", needs="geometry",
     question="Do higher layers make a word's vector depend more on its sentence?",
     headline=geometry_headline, text=geometry_with_layer0_text, tables=geometry_tables, figure=geometry_plot,
+    reads="results",
     alt="Line charts by layer: self-similarity, intra-sentence similarity and maximum explainable variance, raw with "
         "their anisotropy baselines (left) and baseline-adjusted (right)")

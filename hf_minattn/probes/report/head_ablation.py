@@ -12,33 +12,33 @@ def _ablation(r):
     """(inc, ci, k, beyond, role, min_mass): loss increases and 95% half-widths per head, the costliest head k =
     layer * H + head, how many heads raise the loss beyond their interval, and k's role with the mass roles need
     (None, None without the heads probe: a head with no role can still matter)."""
-    ablation = r["head_ablation"]
-    inc, ci = np.array(ablation["loss_increase"]), np.array(ablation["interval95"])
+    ablation = r.head_ablation
+    inc, ci = np.array(ablation.loss_increase), np.array(ablation.interval95)
     k = int(np.argmax(inc))
     role = min_mass = None
-    if r.get("heads"):
-        roles, _, _, min_mass = saved_roles(r["heads"])
-        H = ablation["num_heads"]
+    if r.heads:
+        roles, _, _, min_mass = saved_roles(r.heads)
+        H = ablation.num_heads
         role = roles[k // H][k % H]
     return inc, ci, k, int(np.sum(inc - ci > 0)), role, min_mass
 
 
 def head_ablation_text(r):
-    ablation = r["head_ablation"]
+    ablation = r.head_ablation
     inc, ci, k, beyond, role, min_mass = _ablation(r)
-    H = ablation["num_heads"]
+    H = ablation.num_heads
     verdict = (f"{beyond} of {inc.size} heads raise the loss beyond their 95% interval: removing them costs the model"
                if beyond else "No single head raises the loss beyond its 95% interval: no head is needed alone")
-    rate = ablation.get("mlm_probability", ablation.get("mask_probability"))  # older files: mask_probability
+    rate = ablation.mlm_probability
     role = f" (role: {role_label(role, min_mass)})" if role else ""
-    return (f"Masked-LM loss {ablation['base_loss']:.3f} nats on {ablation['masked_tokens']} masked tokens of {ablation['sentences']} "
+    return (f"Masked-LM loss {ablation.base_loss:.3f} nats on {ablation.masked_tokens} masked tokens of {ablation.sentences} "
             f"sentences{f' (masking rate {rate:g})' if rate is not None else ''}; zeroing head {k // H}-{k % H}{role} "
             f"raises it most, by {inc.flat[k]:.3f} ± {ci.flat[k]:.3f} nats. {verdict}.")
 
 
 def head_ablation_headline(r):
     inc, ci, k, beyond, role, _ = _ablation(r)
-    H = r["head_ablation"]["num_heads"]
+    H = r.head_ablation.num_heads
     head = f"head {k // H}-{k % H}" + (f" ({ROLE_LABELS.get(role, 'no clear role')})" if role else "")
     if beyond:
         return (f"{beyond} of {inc.size} heads matter on their own: zeroing one raises the masked-word loss beyond "
@@ -49,8 +49,8 @@ def head_ablation_headline(r):
 
 def head_ablation_tables(r):
     inc, ci, _, _, _, _ = _ablation(r)
-    H = r["head_ablation"]["num_heads"]
-    roles = saved_roles(r["heads"]) if r.get("heads") else None
+    H = r.head_ablation.num_heads
+    roles = saved_roles(r.heads) if r.heads else None
 
     def row(k):
         role = ROLE_LABELS.get(roles[0][k // H][k % H], "no role") if roles else "-"
@@ -64,13 +64,13 @@ def head_ablation_tables(r):
 
 
 def head_ablation_plot(r, path, figure_format=None):
-    ablation = r.get("head_ablation")
+    ablation = r.head_ablation
     if not ablation:
         return None
-    values = np.array(ablation["loss_increase"])
-    fig, ax = plt.subplots(figsize=(0.6 * ablation["num_heads"] + 2.5, 0.5 * ablation["num_layers"] + 1.8))
+    values = np.array(ablation.loss_increase)
+    fig, ax = plt.subplots(figsize=(0.6 * ablation.num_heads + 2.5, 0.5 * ablation.num_layers + 1.8))
     bound = max(float(np.abs(values).max()), 1e-6)
-    layer_by_head(fig, ax, values, f"masked-LM loss increase when one head is zeroed (base {ablation['base_loss']:.3f} "
+    layer_by_head(fig, ax, values, f"masked-LM loss increase when one head is zeroed (base {ablation.base_loss:.3f} "
                    "nats)", cmap="RdBu_r", vmin=-bound, vmax=bound)
     for (layer, head), v in np.ndenumerate(values):
         ax.text(head, layer, f"{v:.3f}", ha="center", va="center", fontsize=6)
@@ -79,5 +79,6 @@ def head_ablation_plot(r, path, figure_format=None):
 
 SECTION = Section(
     name="head_ablation", title="Per-head ablation", needs="head_ablation", question="Which heads does the model need?",
+    reads="results",
     headline=head_ablation_headline, text=head_ablation_text, tables=head_ablation_tables, figure=head_ablation_plot,
     alt="Heat map over layer and head: masked-LM loss increase when that head is zeroed")

@@ -12,8 +12,8 @@ from .words import cell, lower
 def _js_within_between(h):
     """(mean JS divergence between heads of the same layer, between heads of different layers), or None when there
     are too few heads to compare."""
-    js = np.array(h["js_divergence"])
-    layer = np.repeat(np.arange(h["num_layers"]), h["num_heads"])
+    js = np.array(h.js_divergence)
+    layer = np.repeat(np.arange(h.num_layers), h.num_heads)
     same = (layer[:, None] == layer[None, :]) & ~np.eye(len(js), dtype=bool)
     different = layer[:, None] != layer[None, :]
     if not same.any() or not different.any():
@@ -22,7 +22,7 @@ def _js_within_between(h):
 
 
 def head_map_text(r):
-    pair = _js_within_between(r["heads"])
+    pair = _js_within_between(r.heads)
     if pair is None:
         return "Too few heads to compare within and between layers."
     a, b = pair
@@ -33,7 +33,7 @@ def head_map_text(r):
 
 
 def head_map_headline(r):
-    pair = _js_within_between(r["heads"])
+    pair = _js_within_between(r.heads)
     if pair is None:
         return "Too few heads to compare within and between layers."
     a, b = pair
@@ -44,7 +44,7 @@ def head_map_headline(r):
 
 
 def head_map_tables(r):
-    within = r["heads"].get("within_layer_js")
+    within = r.heads.within_layer_js
     if not within:
         return []
     return [{"header": ["layer", "mean JS divergence between its heads"],
@@ -52,15 +52,15 @@ def head_map_tables(r):
 
 
 def head_map_plot(r, path, figure_format=None):
-    h = r.get("heads")
+    h = r.heads
     if not h:
         return None
-    xy = np.array(h["mds"])
-    layer = np.repeat(np.arange(h["num_layers"]), h["num_heads"])
+    xy = np.array(h.mds)
+    layer = np.repeat(np.arange(h.num_layers), h.num_heads)
     fig, ax = plt.subplots(figsize=(5, 4.2))
     points = ax.scatter(xy[:, 0], xy[:, 1], c=layer, cmap="viridis", s=40)
     for k, (x, y) in enumerate(xy):
-        ax.annotate(f"{k // h['num_heads']}-{k % h['num_heads']}", (x, y), fontsize=6)
+        ax.annotate(f"{k // h.num_heads}-{k % h.num_heads}", (x, y), fontsize=6)
     fig.colorbar(points, ax=ax, label="layer")
     ax.set_title("heads by Jensen-Shannon distance (classical MDS)", fontsize=10)
     return save_figure(fig, path, figure_format)
@@ -68,5 +68,5 @@ def head_map_plot(r, path, figure_format=None):
 
 SECTION = Section(
     name="head_map", title="Head similarity map", needs="heads", question="Do heads in the same layer behave alike?",
-    headline=head_map_headline, text=head_map_text, tables=head_map_tables, figure=head_map_plot,
+    reads="results", headline=head_map_headline, text=head_map_text, tables=head_map_tables, figure=head_map_plot,
     alt="Scatter plot: every head (layer-head) placed by classical MDS of Jensen-Shannon distances, coloured by layer")

@@ -19,11 +19,11 @@ ROLE_LABELS = {"self": "itself", "previous": "previous token", "next": "next tok
 def saved_roles(h):
     """(roles, mass, ratio, min_mass) as heads.head_roles gives them; files written before roles were chosen by
     mass (no role_min_mass) are relabelled from their saved statistics."""
-    if "role_min_mass" in h:
-        return h["roles"], h["role_mass"], h["role_ratio"], h["role_min_mass"]
+    if h.role_min_mass is not None:
+        return h.roles, h.role_mass, h.role_ratio, h.role_min_mass
     from ..heads import ROLE_MIN_MASS, head_roles
 
-    roles = head_roles(h["stats"], h.get("relative_to_uniform") or {})
+    roles = head_roles(h.stats, h.relative_to_uniform or {})
     return roles.roles, roles.mass, roles.ratio, ROLE_MIN_MASS
 
 
@@ -51,8 +51,8 @@ def _strongest_by_role(cells, counts):
 
 
 def head_roles_text(r):
-    h = r["heads"]
-    H = h["num_heads"]
+    h = r.heads
+    H = h.num_heads
     cells, counts, min_mass, most_none, commonest = _role_counts(h)
     parts = [f"{counts[role]} {role_label(role, min_mass)} (strongest: head {k // H}-{k % H}, {mass_text(*cells[k][1:])})"
              for role, k in _strongest_by_role(cells, counts).items()]
@@ -70,7 +70,7 @@ def head_roles_text(r):
 
 
 def head_roles_headline(r):
-    cells, counts, min_mass, most_none, commonest = _role_counts(r["heads"])
+    cells, counts, min_mass, most_none, commonest = _role_counts(r.heads)
     named = [target_object(ROLE_LABELS.get(role, role)) for role in _strongest_by_role(cells, counts)]
     if most_none:
         rest = f"; the others attend mostly to {' or '.join(named)}" if named else ""
@@ -82,8 +82,8 @@ def head_roles_headline(r):
 
 
 def head_roles_tables(r):
-    h = r["heads"]
-    H = h["num_heads"]
+    h = r.heads
+    H = h.num_heads
     cells, counts, min_mass, _, _ = _role_counts(h)
     roles = {"header": ["role", "heads", "strongest head", "attention mass", "x uniform"],
              "rows": [[ROLE_LABELS.get(role, role), counts[role], f"{k // H}-{k % H}", cell(cells[k][1]),
@@ -97,13 +97,13 @@ def head_roles_tables(r):
 
 
 def head_roles_plot(r, path, figure_format=None):
-    h = r.get("heads")
-    if not h or not h.get("relative_to_uniform"):
+    h = r.heads
+    if not h or not h.relative_to_uniform:
         return None
-    keys = [(k, t) for k, t in HEAD_STATS if k != "entropy" and k in h["relative_to_uniform"]]
-    fig, axes = plt.subplots(1, len(keys), figsize=(2.3 * len(keys), 0.5 * h["num_layers"] + 1.8), squeeze=False)
+    keys = [(k, t) for k, t in HEAD_STATS if k != "entropy" and k in h.relative_to_uniform]
+    fig, axes = plt.subplots(1, len(keys), figsize=(2.3 * len(keys), 0.5 * h.num_layers + 1.8), squeeze=False)
     for ax, (key, title) in zip(axes[0], keys):
-        values = np.array([[np.nan if v is None else v for v in row] for row in h["relative_to_uniform"][key]], dtype=float)
+        values = np.array([[np.nan if v is None else v for v in row] for row in h.relative_to_uniform[key]], dtype=float)
         layer_by_head(fig, ax, np.log2(np.maximum(values, 1e-3)), f"{title} / uniform", label="log2 ratio", fontsize=8,
                        cmap="RdBu_r", vmin=-4, vmax=4)
         ax.set_xticks(range(values.shape[1])), ax.set_yticks(range(values.shape[0]))  # whole heads and layers
@@ -114,5 +114,6 @@ def head_roles_plot(r, path, figure_format=None):
 SECTION = Section(
     name="head_roles", title="Head roles by attention mass, ratio to uniform beside", needs="heads",
     question="Do the heads have clear jobs?",
+    reads="results",
     headline=head_roles_headline, text=head_roles_text, tables=head_roles_tables, figure=head_roles_plot,
     alt="Heat maps over layer and head: log2 of observed attention over what uniform attention gets, per target")

@@ -16,8 +16,8 @@ HEAD_TARGETS = (("previous", "previous token"), ("next", "next token"), ("self",
 def _strongest_heads(h):
     """[(label, layer, head, mass, ratio to uniform or None)]: per target, the head that gives it the most
     attention."""
-    stats, H = h["stats"], h["num_heads"]
-    relative = h.get("relative_to_uniform") or {}
+    stats, H = h.stats, h.num_heads
+    relative = h.relative_to_uniform or {}
     out = []
     for key, label in HEAD_TARGETS:
         if key in stats:
@@ -31,8 +31,8 @@ def _strongest_heads(h):
 def _entropy(h):
     """(mean entropy per layer, focused): attention is focused on average when its mean entropy is at most 0.8 of
     uniform attention's."""
-    ent = np.array(h["stats"]["entropy"]).mean(axis=1)
-    return ent, not ent.mean() > 0.8 * h["uniform_entropy"]
+    ent = np.array(h.stats["entropy"]).mean(axis=1)
+    return ent, not ent.mean() > 0.8 * h.uniform_entropy
 
 
 def mass_text(mass, ratio=None):
@@ -48,22 +48,22 @@ def target_object(label):
 
 
 def heads_text(r):
-    h = r["heads"]
+    h = r.heads
     ent, focused = _entropy(h)
     parts = [f"{label}: head {layer}-{head}, {mass_text(mass, ratio)}" for label, layer, head, mass, ratio in
              _strongest_heads(h)]
-    return (f"Over {h['tokens']} query tokens in {h['sentences']} sentences, mean attention entropy per layer is "
-            f"{', '.join(f'{e:.2f}' for e in ent)} nats against {h['uniform_entropy']:.2f} for uniform attention "
+    return (f"Over {h.tokens} query tokens in {h.sentences} sentences, mean attention entropy per layer is "
+            f"{', '.join(f'{e:.2f}' for e in ent)} nats against {h.uniform_entropy:.2f} for uniform attention "
             f"({'focused' if focused else 'broad'} attention on average). The head "
             f"(layer-head) that attends most to each target, with its attention mass (mean over queries) and the "
             f"ratio to uniform attention on the same queries: " + "; ".join(parts) + ".")
 
 
 def heads_headline(r):
-    h = r["heads"]
+    h = r.heads
     ent, focused = _entropy(h)
     how = "focus their attention on a few tokens" if focused else "spread their attention broadly"
-    text = f"On average the heads {how} (mean entropy {ent.mean():.2f} nats, {h['uniform_entropy']:.2f} if spread evenly)"
+    text = f"On average the heads {how} (mean entropy {ent.mean():.2f} nats, {h.uniform_entropy:.2f} if spread evenly)"
     strongest = _strongest_heads(h)
     if not strongest:
         return text + "."
@@ -73,16 +73,16 @@ def heads_headline(r):
 
 
 def heads_tables(r):
-    h = r["heads"]
+    h = r.heads
     ent, _ = _entropy(h)
-    H = h["num_heads"]
+    H = h.num_heads
     per_layer = {"header": ["layer", "mean entropy (nats)", "uniform attention"],
-                 "rows": [[layer, f"{e:.2f}", f"{h['uniform_entropy']:.2f}"] for layer, e in enumerate(ent)]}
+                 "rows": [[layer, f"{e:.2f}", f"{h.uniform_entropy:.2f}"] for layer, e in enumerate(ent)]}
     strongest = {"header": ["target", "head (layer-head)", "attention mass", "x uniform"],
                  "rows": [[label, f"{layer}-{head}", f"{mass:.2f}", cell(ratio, fmt=".1f")]
                           for label, layer, head, mass, ratio in _strongest_heads(h)]}
-    keys = [(k, label) for k, label in (("entropy", "entropy (nats)"), *HEAD_TARGETS) if k in h["stats"]]
-    stats = {k: np.array(h["stats"][k]) for k, _ in keys}
+    keys = [(k, label) for k, label in (("entropy", "entropy (nats)"), *HEAD_TARGETS) if k in h.stats]
+    stats = {k: np.array(h.stats[k]) for k, _ in keys}
     per_head = {"header": ["head", *[label for _, label in keys]], "details": True,
                 "rows": [[f"{k // H}-{k % H}", *[f"{stats[key].flat[k]:.2f}" for key, _ in keys]]
                          for k in range(stats["entropy"].size)]}
@@ -94,12 +94,12 @@ HEAD_STATS = (("entropy", "entropy (nats)"), ("self", "to self"), ("previous", "
 
 
 def heads_plot(r, path, figure_format=None):
-    h = r.get("heads")
+    h = r.heads
     if not h:
         return None
-    fig, axes = plt.subplots(1, len(HEAD_STATS), figsize=(2.3 * len(HEAD_STATS), 0.5 * h["num_layers"] + 1.8))
+    fig, axes = plt.subplots(1, len(HEAD_STATS), figsize=(2.3 * len(HEAD_STATS), 0.5 * h.num_layers + 1.8))
     for ax, (key, title) in zip(axes, HEAD_STATS):
-        layer_by_head(fig, ax, np.array(h["stats"][key]), title, cmap="magma", vmin=0,
+        layer_by_head(fig, ax, np.array(h.stats[key]), title, cmap="magma", vmin=0,
                        vmax=None if key == "entropy" else 1)
     return save_figure(fig, path, figure_format)
 
@@ -107,6 +107,6 @@ def heads_plot(r, path, figure_format=None):
 SECTION = Section(
     name="heads", title="What the heads attend to (Clark et al. 2019)", needs="heads",
     question="What do the attention heads look at?",
-    headline=heads_headline, text=heads_text, tables=heads_tables, figure=heads_plot,
+    reads="results", headline=heads_headline, text=heads_text, tables=heads_tables, figure=heads_plot,
     alt="Heat maps over layer and head: attention entropy and attention to self, previous token, next token, [CLS], "
         "[SEP] and punctuation")

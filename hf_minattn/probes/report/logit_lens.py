@@ -1,8 +1,6 @@
 """The logit lens (nostalgebraist 2020): from which layer can the model guess a masked word? Every layer decoded
 through the masked-LM head, against the unigram floor."""
 
-from dataclasses import asdict
-
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -14,21 +12,21 @@ from .words import cell
 def _lens_gain(lens):
     """(gain, ci, below): each layer's gain over the unigram floor, its 95% half-width (NaN: one token) and the
     layers whose gain has its interval above 0; None without a floor."""
-    if lens.get("floor") is None:
+    if lens.floor is None:
         return None
-    gain = np.array(lens["gain"], dtype=float)
-    ci = np.array([np.nan if c is None else c for c in lens["gain_interval95"]], dtype=float)
+    gain = np.array(lens.gain, dtype=float)
+    ci = np.array([np.nan if c is None else c for c in lens.gain_interval95], dtype=float)
     return gain, ci, [layer for layer in range(len(gain)) if gain[layer] - ci[layer] > 0]
 
 
 def logit_lens_text(r):
     """The loss by layer, and the first layer whose gain over the unigram floor has its 95% interval above 0 (or
     that no layer's has); without a floor, no verdict."""
-    lens = r["logit_lens"]
-    loss, accuracy = lens["loss"], lens["accuracy"]
+    lens = r.logit_lens
+    loss, accuracy = lens.loss, lens.accuracy
     last, lowest = len(loss) - 1, int(np.argmin(loss))
-    text = (f"Every layer's hidden state at {lens['masked_tokens']} masked tokens of {lens['sentences']} sentences "
-            f"(masking rate {lens['mlm_probability']:g}), decoded through the model's final head: loss by layer "
+    text = (f"Every layer's hidden state at {lens.masked_tokens} masked tokens of {lens.sentences} sentences "
+            f"(masking rate {lens.mlm_probability:g}), decoded through the model's final head: loss by layer "
             + ", ".join(f"{layer}: {x:.2f}" for layer, x in enumerate(loss)) + f" nats (lowest at layer {lowest}), "
             f"top-1 accuracy {accuracy[0]:.2f} at layer 0 and {accuracy[-1]:.2f} at layer {last}. ")
     caveat = (" Lower layers are read through a head trained on the last one: a high loss there need not mean the "
@@ -37,7 +35,7 @@ def logit_lens_text(r):
     if gains is None:
         return text + "No unigram floor was given, so no layer is compared with token frequencies alone." + caveat
     gain, ci, below = gains
-    floor = f"the unigram floor ({lens['floor']:.2f} nats on the same tokens)"
+    floor = f"the unigram floor ({lens.floor:.2f} nats on the same tokens)"
     if not below:
         best = int(np.nanargmax(gain))
         return text + (f"No layer's loss is below {floor} beyond its 95% interval (largest gain {gain[best]:+.2f} ± "
@@ -51,12 +49,12 @@ def logit_lens_text(r):
 
 
 def logit_lens_headline(r):
-    lens = r["logit_lens"]
+    lens = r.logit_lens
     gains = _lens_gain(lens)
     if gains is None:
-        lowest = int(np.argmin(lens["loss"]))
+        lowest = int(np.argmin(lens.loss))
         return (f"Read through the masked-word head, layer {lowest} guesses masked words best "
-                f"({lens['loss'][lowest]:.2f} nats); no word-frequency floor was given to compare with.")
+                f"({lens.loss[lowest]:.2f} nats); no word-frequency floor was given to compare with.")
     gain, ci, below = gains
     if not below:
         best = int(np.nanargmax(gain))
@@ -72,12 +70,12 @@ def logit_lens_headline(r):
 
 
 def logit_lens_tables(r):
-    lens = r["logit_lens"]
+    lens = r.logit_lens
     gains = _lens_gain(lens)
-    ci = lens.get("interval95") or [None] * len(lens["loss"])
+    ci = lens.interval95 or [None] * len(lens.loss)
     header = ["layer", "loss (nats)", "± 95%", "top-1 accuracy"] + (["gain over the floor", "± 95%"] if gains else [])
     rows = []
-    for layer, (loss, acc) in enumerate(zip(lens["loss"], lens["accuracy"])):
+    for layer, (loss, acc) in enumerate(zip(lens.loss, lens.accuracy)):
         row = [layer, f"{loss:.3f}", cell(ci, layer, ".3f"), f"{acc:.3f}"]
         if gains:
             row += [f"{gains[0][layer]:+.3f}", "-" if np.isnan(gains[1][layer]) else f"{gains[1][layer]:.3f}"]
@@ -86,24 +84,23 @@ def logit_lens_tables(r):
 
 
 def plot_logit_lens(lens, path, figure_format=None):
-    """The logit lens (logit_lens.py; a LogitLens or its probes.json dict): masked-token loss by layer with its 95%
-    interval and the unigram floor (left), top-1 accuracy (right)."""
+    """The logit lens (a logit_lens.LogitLens, or results.SavedLogitLens as saved: the same fields): masked-token loss
+    by layer with its 95% interval and the unigram floor (left), top-1 accuracy (right)."""
     if not lens:
         return None
-    lens = lens if isinstance(lens, dict) else asdict(lens)
-    layers = np.arange(len(lens["loss"]))
+    layers = np.arange(len(lens.loss))
     fig, (loss, accuracy) = plt.subplots(1, 2, figsize=(10, 3.8))
-    loss.errorbar(layers, lens["loss"], yerr=[np.nan if v is None else v for v in lens["interval95"]], marker="o",
+    loss.errorbar(layers, lens.loss, yerr=[np.nan if v is None else v for v in lens.interval95], marker="o",
                   capsize=3, label="masked-token loss (95% interval)")
-    if lens.get("floor") is not None:
-        loss.axhline(lens["floor"], linestyle="--", color="grey", label=f"unigram floor ({lens['floor']:.2f})")
+    if lens.floor is not None:
+        loss.axhline(lens.floor, linestyle="--", color="grey", label=f"unigram floor ({lens.floor:.2f})")
     loss.set_ylabel("cross-entropy (nats)")
     loss.set_title("each layer decoded through the final head", fontsize=10)
     loss.legend(fontsize=8)
-    accuracy.plot(layers, lens["accuracy"], marker="o", color="k")
+    accuracy.plot(layers, lens.accuracy, marker="o", color="k")
     accuracy.set_ylim(bottom=0)
     accuracy.set_ylabel("top-1 accuracy")
-    accuracy.set_title(f"{lens['masked_tokens']} masked tokens", fontsize=10)
+    accuracy.set_title(f"{lens.masked_tokens} masked tokens", fontsize=10)
     for ax in (loss, accuracy):
         ax.set_xticks(layers)  # whole layers
         ax.set_xlabel("layer (0 = embedding output)")
@@ -111,14 +108,15 @@ def plot_logit_lens(lens, path, figure_format=None):
 
 
 def logit_lens_plot(r, path, figure_format=None):
-    """The section's figure, from the probes.json dict."""
-    return plot_logit_lens(r.get("logit_lens"), path, figure_format)
+    """The section's figure."""
+    return plot_logit_lens(r.logit_lens, path, figure_format)
 
 
 # after the head ablation: both are masked-LM losses on the same tokens
 SECTION = Section(
     name="logit_lens", title="The logit lens: every layer through the masked-LM head (nostalgebraist 2020)",
     needs="logit_lens", question="From which layer can the model guess a masked word?",
+    reads="results",
     headline=logit_lens_headline, text=logit_lens_text, tables=logit_lens_tables, figure=logit_lens_plot,
     alt="Line charts by layer: masked-token loss of each layer decoded through the masked-LM head, with 95% intervals "
         "and the unigram floor as a dashed line (left), and top-1 accuracy (right)")

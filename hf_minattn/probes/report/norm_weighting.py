@@ -15,15 +15,15 @@ from .words import differ
 def _norm_change(h):
     """({target: (raw mean, norm-weighted mean)}, the target that changes most, its direction: "falls", "rises" or
     "same" (equal as shown)."""
-    changes = {k: (float(np.mean(h["stats"][k])), float(np.mean(h["norm_weighted_stats"][k])))
-               for k in ("cls", "sep", "punctuation", "self", "previous", "next") if k in h["norm_weighted_stats"]}
+    changes = {k: (float(np.mean(h.stats[k])), float(np.mean(h.norm_weighted_stats[k])))
+               for k in ("cls", "sep", "punctuation", "self", "previous", "next") if k in h.norm_weighted_stats}
     key = max(changes, key=lambda k: abs(changes[k][1] - changes[k][0]))
     raw, weighted = changes[key]
     return changes, key, ("same" if not differ(raw, weighted) else "falls" if weighted < raw else "rises")
 
 
 def norm_weighting_text(r):
-    h = r["heads"]
+    h = r.heads
     changes, key, direction = _norm_change(h)
     raw, weighted = changes[key]
     moves = ", ".join(f"{ROLE_LABELS[k]} {a:.2f} -> {b:.2f}" for k, (a, b) in changes.items())
@@ -38,7 +38,7 @@ def norm_weighting_text(r):
 
 
 def norm_weighting_headline(r):
-    changes, key, direction = _norm_change(r["heads"])
+    changes, key, direction = _norm_change(r.heads)
     raw, weighted = changes[key]
     target = ROLE_LABELS[key]
     if direction == "same":
@@ -50,18 +50,18 @@ def norm_weighting_headline(r):
 
 
 def norm_weighting_tables(r):
-    changes, _, _ = _norm_change(r["heads"])
+    changes, _, _ = _norm_change(r.heads)
     return [{"header": ["target", "raw mean attention", "norm-weighted", "change"],
              "rows": [[ROLE_LABELS[k], f"{a:.3f}", f"{b:.3f}", f"{b - a:+.3f}"] for k, (a, b) in changes.items()]}]
 
 
 def norm_weighting_plot(r, path, figure_format=None):
-    h = r.get("heads")
-    if not h or not h.get("norm_weighted_stats"):
+    h = r.heads
+    if not h or not h.norm_weighted_stats:
         return None
-    keys = [(k, t) for k, t in HEAD_STATS if k != "entropy" and k in h["norm_weighted_stats"]]
-    raw = [np.mean(h["stats"][k]) for k, _ in keys]
-    weighted = [np.mean(h["norm_weighted_stats"][k]) for k, _ in keys]
+    keys = [(k, t) for k, t in HEAD_STATS if k != "entropy" and k in h.norm_weighted_stats]
+    raw = [np.mean(h.stats[k]) for k, _ in keys]
+    weighted = [np.mean(h.norm_weighted_stats[k]) for k, _ in keys]
     x = np.arange(len(keys))
     fig, ax = plt.subplots(figsize=(6.5, 3.6))
     ax.bar(x - 0.2, raw, 0.4, label="attention weight a_ij")
@@ -76,23 +76,23 @@ def norm_weighting_plot(r, path, figure_format=None):
 def _edge_rule(graph):
     """The cut attention_graph used: relative_threshold / n (a multiple of uniform attention), an absolute one, or
     None where the graph does not record it."""
-    t = graph.get("relative_threshold")
+    t = graph.relative_threshold
     if t is None:
-        return f">= {graph['threshold']:.3g}" if "threshold" in graph else None
+        return None if graph.threshold is None else f">= {graph.threshold:.3g}"
     return f">= {t:g}/n ({'twice' if t == 2 else f'{t:g} times'} uniform attention over the n words)"
 
 
 def _edge_counts(r):
     """(raw edges, norm-weighted edges, "fewer" / "more" / "as many"), or None without both graphs."""
-    raw, weighted = r.get("attention_graph") or {}, r.get("attention_graph_norm_weighted") or {}
+    raw, weighted = r.attention_graphs["raw"], r.attention_graphs["norm_weighted"]
     if not raw or not weighted:
         return None
-    n_raw, n_weighted = len(raw["edges"]), len(weighted["edges"])
+    n_raw, n_weighted = len(raw.edges), len(weighted.edges)
     return n_raw, n_weighted, ("fewer" if n_weighted < n_raw else "more" if n_weighted > n_raw else "as many")
 
 
 def attention_norm_example_text(r):
-    raw, weighted = r.get("attention_graph") or {}, r.get("attention_graph_norm_weighted") or {}
+    raw, weighted = r.attention_graphs["raw"], r.attention_graphs["norm_weighted"]
     text = "Head-mean attention of the first example, raw (top) and norm-weighted (bottom)"
     counts = _edge_counts(r)
     if counts is None:
@@ -122,17 +122,17 @@ def attention_norm_example_headline(r):
 
 
 def attention_norm_example_tables(r):
-    rows = [[name, len(g["edges"]), _edge_rule(g) or "-"] for name, g in
-            (("raw", r.get("attention_graph")), ("norm-weighted", r.get("attention_graph_norm_weighted"))) if g]
+    rows = [[name, len(g.edges), _edge_rule(g) or "-"] for name, g in
+            (("raw", r.attention_graphs["raw"]), ("norm-weighted", r.attention_graphs["norm_weighted"])) if g]
     return [{"header": ["graph", "edges", "an edge needs"], "rows": rows}] if rows else []
 
 
 def attention_norm_example_plot(r, path, index=0, figure_format=None):
-    h = r.get("heads")
-    if not h or len(h["examples"]) <= index or h["examples"][index].get("norm_weighted") is None:
+    h = r.heads
+    if not h or len(h.examples) <= index or h.examples[index].norm_weighted is None:
         return None
-    ex = h["examples"][index]
-    raw, weighted = np.array(ex["attention"]).mean(1), np.array(ex["norm_weighted"]).mean(1)  # (L, T, T)
+    ex = h.examples[index]
+    raw, weighted = np.array(ex.attention).mean(1), np.array(ex.norm_weighted).mean(1)  # (L, T, T)
     L, n = raw.shape[0], raw.shape[-1]
     fig, axes = plt.subplots(2, L, figsize=(2.4 * L, 5.0), squeeze=False)
     for l in range(L):
@@ -141,8 +141,8 @@ def attention_norm_example_plot(r, path, index=0, figure_format=None):
             ax.imshow(values[l], cmap="Blues", vmin=0, vmax=min(1.0, 4.0 / n))
             ax.set_title(f"layer {l} {name}", fontsize=7)
             ax.set_xticks(range(n)), ax.set_yticks(range(n))
-            ax.set_xticklabels(ex["tokens"] if row == 1 else [], rotation=90, fontsize=5)
-            ax.set_yticklabels(ex["tokens"] if l == 0 else [], fontsize=5)
+            ax.set_xticklabels(ex.tokens if row == 1 else [], rotation=90, fontsize=5)
+            ax.set_yticklabels(ex.tokens if l == 0 else [], fontsize=5)
     fig.suptitle(f"head mean; colour scale saturates at 4/n = {4.0 / n:.2f} (uniform = 1/n)", fontsize=9)
     return save_figure(fig, path, figure_format)
 
@@ -150,11 +150,11 @@ def attention_norm_example_plot(r, path, index=0, figure_format=None):
 SECTION = Section(
     name="norm_weighting", title="Norm-weighted attention (Kobayashi et al. 2020)", needs="heads",
     question="Does weighting attention by what it moves change the picture?",
-    headline=norm_weighting_headline, text=norm_weighting_text, tables=norm_weighting_tables,
+    reads="results", headline=norm_weighting_headline, text=norm_weighting_text, tables=norm_weighting_tables,
     figure=norm_weighting_plot, alt="Bar chart: mean raw and norm-weighted attention to each target")
 EXAMPLE = Section(
     name="attention_norm_example", title="Raw vs norm-weighted attention in the first example", needs="heads",
     question="Does weighting by vector size change the attention graph?",
-    headline=attention_norm_example_headline, text=attention_norm_example_text,
+    reads="results", headline=attention_norm_example_headline, text=attention_norm_example_text,
     tables=attention_norm_example_tables, figure=attention_norm_example_plot,
     alt="Head-mean attention matrices of the first example by layer, raw (top row) and norm-weighted (bottom row)")

@@ -18,8 +18,9 @@ from ..results import SavedProbeResults
 
 @dataclass(frozen=True)
 class Section:
-    """One section of report.html. Its functions take what `reads` names: "probes" the probes.json dict, "results"
-    the typed SavedProbeResults (results.py, built once per page), "view" the interactive view's data. The section is
+    """One section of report.html. Its functions take what `reads` names: "results" the typed SavedProbeResults
+    (results.py, built once per page; every section of SECTIONS), "probes" the probes.json dict (a new part that
+    results.py does not type yet), "view" the interactive view's data. The section is
     shown when that data has `needs` (for "view": when there is a view) and, if it has a figure, when the figure was
     drawn. headline: one sentence chosen by the numbers (the summary row and the section's first paragraph); text:
     the full paragraph, collapsed; tables: [{header, rows, "details": True to collapse it}]; figure(data, path,

@@ -32,18 +32,18 @@ COMPARE_ALT = {"geometry": "Line chart: baseline-adjusted self-similarity by lay
                              "model's word2vec baseline dashed"}
 
 
-def _compare_row(name, r):
-    """compare.html's row of one model: its size, adjusted self-similarity by layer and best benchmark scores."""
-    res = SavedProbeResults.from_dict(r)
+def _compare_row(name, res):
+    """compare.html's row of one model (SavedProbeResults): its size, adjusted self-similarity by layer and best
+    benchmark scores."""
     return [name, res.model_class, res.num_layers, res.num_heads, res.hidden_size,
-            " → ".join(f"{a:.2f}" for a in r["geometry"]["adjusted_self_similarity"]),
+            " → ".join(f"{a:.2f}" for a in res.geometry.adjusted_self_similarity),
             *[best_cell(res, key) for key in ("wordsim353", "simlex999")]]
 
 
 def _compare_answers(results):
-    """{figure name: the sentence above it} of compare.html."""
-    trends = "; ".join(f"{n}: {r['geometry']['adjusted_self_similarity'][0]:.2f} -> "
-                       f"{r['geometry']['adjusted_self_similarity'][-1]:.2f}" for n, r in results.items())
+    """{figure name: the sentence above it} of compare.html; `results` {name: SavedProbeResults}."""
+    trends = "; ".join(f"{n}: {r.geometry.adjusted_self_similarity[0]:.2f} -> "
+                       f"{r.geometry.adjusted_self_similarity[-1]:.2f}" for n, r in results.items())
     return {"geometry": "Adjusted self-similarity by layer for each model: a falling line means upper layers are more "
                         f"context-specific; {trends}.",
             "benchmarks": "Word-similarity and analogy scores of each model's contextual vectors by layer, with each "
@@ -51,12 +51,13 @@ def _compare_answers(results):
 
 
 def write_compare_report(results, plots, path):
-    """compare.html: several models' probes side by side; `results` {name: probes.json dict}, `plots` {figure name:
-    path} from plots.compare_plots."""
+    """compare.html: several models' probes side by side; `results` {name: probes.json dict}, typed here once per
+    model; `plots` {figure name: path} from plots.compare_plots."""
+    results = {name: SavedProbeResults.from_dict(r) for name, r in results.items()}
     answers = _compare_answers(results)
     sections = [section_page(name, name, answers.get(name, ""), png,
                              COMPARE_ALT.get(name, f"{name}, one line per model")) for name, png in plots.items()]
-    return render(path, "compare.html.j2", rows=[_compare_row(name, r) for name, r in results.items()],
+    return render(path, "compare.html.j2", rows=[_compare_row(name, res) for name, res in results.items()],
                   sections=sections)
 
 

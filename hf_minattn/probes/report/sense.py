@@ -11,9 +11,9 @@ from .words import lower
 
 def _sense_means(sense):
     """The mean cosine between the word's occurrences (off the diagonal), per layer."""
-    n = len(sense["similarity"][0])
+    n = len(sense.similarity[0])
     off = ~np.eye(n, dtype=bool)
-    return [float(np.array(m)[off].mean()) for m in sense["similarity"]]
+    return [float(np.array(m)[off].mean()) for m in sense.similarity]
 
 
 def _sense_apart(sense):
@@ -23,49 +23,49 @@ def _sense_apart(sense):
 
 
 def sense_text(r):
-    sense = r["sense"]
+    sense = r.sense
     first, last, apart = _sense_apart(sense)
-    return (f"The same word '{sense['word']}' in {len(sense['sentences'])} sentences: the mean cosine between its occurrences is "
-            f"{first:.2f} at layer 0 and {last:.2f} at layer {sense['layers'][-1]}, so context "
+    return (f"The same word '{sense.word}' in {len(sense.sentences)} sentences: the mean cosine between its occurrences is "
+            f"{first:.2f} at layer 0 and {last:.2f} at layer {sense.layers[-1]}, so context "
             f"{'moves the vector apart with its sentence' if apart else 'barely separates the occurrences'}; "
             f"the block structure shows whether same-sense sentences stay closer to each other.")
 
 
 def sense_headline(r):
-    sense = r["sense"]
+    sense = r.sense
     first, last, apart = _sense_apart(sense)
-    numbers = f"mean cosine {first:.2f} at layer 0, {last:.2f} at layer {sense['layers'][-1]}"
+    numbers = f"mean cosine {first:.2f} at layer 0, {last:.2f} at layer {sense.layers[-1]}"
     if apart:
-        return f"Yes: the sentence pulls the vectors of '{sense['word']}' apart in higher layers ({numbers})."
-    return (f"No: the vectors of '{sense['word']}' in {len(sense['sentences'])} sentences do not move apart with "
+        return f"Yes: the sentence pulls the vectors of '{sense.word}' apart in higher layers ({numbers})."
+    return (f"No: the vectors of '{sense.word}' in {len(sense.sentences)} sentences do not move apart with "
             f"their sentence ({numbers}).")
 
 
 def sense_tables(r):
-    sense = r["sense"]
+    sense = r.sense
     return [{"header": ["layer", "mean cosine between the occurrences"],
-             "rows": [[layer, f"{m:.2f}"] for layer, m in zip(sense["layers"], _sense_means(sense))]},
-            {"header": ["sentence", f"nearest words at layer {sense['layers'][-1]}"],
+             "rows": [[layer, f"{m:.2f}"] for layer, m in zip(sense.layers, _sense_means(sense))]},
+            {"header": ["sentence", f"nearest words at layer {sense.layers[-1]}"],
              "rows": [[sent, ", ".join(w for w, _ in near)]
-                      for sent, near in zip(sense["sentences"], sense["nearest"][-1])]}]
+                      for sent, near in zip(sense.sentences, sense.nearest[-1])]}]
 
 
 def sense_plot(r, path, figure_format=None):
-    sense = r.get("sense")
+    sense = r.sense
     if not sense:
         return None
-    n = len(sense["layers"])
+    n = len(sense.layers)
     fig, axes = plt.subplots(1, n, figsize=(2.2 * n, 2.6), squeeze=False)
-    for ax, layer, sim in zip(axes[0], sense["layers"], sense["similarity"]):
+    for ax, layer, sim in zip(axes[0], sense.layers, sense.similarity):
         ax.imshow(sim, vmin=0, vmax=1, cmap="viridis")
         ax.set_title(f"layer {layer}", fontsize=9)
         ax.set_xticks(range(len(sim))), ax.set_yticks(range(len(sim)))
-    fig.suptitle(f"cosine between the vectors of '{sense['word']}' in sentences 0..{len(sense['sentences']) - 1}", fontsize=10)
+    fig.suptitle(f"cosine between the vectors of '{sense.word}' in sentences 0..{len(sense.sentences) - 1}", fontsize=10)
     return save_figure(fig, path, figure_format)
 
 
 SECTION = Section(
     name="sense", title="One word, several meanings", needs="sense",
     question="Does the sentence move one word's vectors apart?",
-    headline=sense_headline, text=sense_text, tables=sense_tables, figure=sense_plot,
+    reads="results", headline=sense_headline, text=sense_text, tables=sense_tables, figure=sense_plot,
     alt="Heat maps, one per layer: cosine between the vectors of the same word in each pair of sentences")

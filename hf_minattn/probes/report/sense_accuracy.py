@@ -26,37 +26,37 @@ def _sense_claim(senses):
     """(verdict, control, its accuracy, beats it) at the last layer: the verdict against chance (sense_verdict) and,
     when above chance, whether the interval's low end is above the strongest control (the word's position, and its
     position with the sentence's length); None for files without intervals."""
-    intervals = senses.get("accuracy_interval")
+    intervals = senses.accuracy_interval
     if not intervals:
         return None
-    controls = {"position": senses["position_accuracy"], "position and length": senses.get("length_accuracy")}
+    controls = {"position": senses.position_accuracy, "position and length": senses.length_accuracy}
     controls = {k: v for k, v in controls.items() if v is not None}
     best_control, control = max(controls.items(), key=lambda kv: kv[1])
-    verdict = sense_verdict(intervals[-1], senses["chance"])
+    verdict = sense_verdict(intervals[-1], senses.chance)
     return verdict, best_control, control, verdict == "above chance" and intervals[-1]["low"] > control
 
 
 def sense_accuracy_text(r, untrained=None):
     """The sense probe in words; the verdict is chosen by the last layer's interval against chance, then against
-    the controls that see only the word's position and the sentence's length. `untrained`: the sense_accuracy dict
-    of the same architecture at initialisation, shown beside. Files written before the intervals get no verdict."""
-    senses = r["sense_accuracy"]
-    acc, layers, chance = senses["accuracy"], senses["layers"], senses["chance"]
-    intervals = senses.get("accuracy_interval")
-    text = (f"{len(senses['words'])} homonyms ({', '.join(senses['words'])}), {senses['occurrences']} labelled "
+    the controls that see only the word's position and the sentence's length. `untrained`: the SenseAccuracy
+    (results.py) of the same architecture at initialisation, shown beside. Files written before the intervals get no verdict."""
+    senses = r.sense_accuracy
+    acc, layers, chance = senses.accuracy, senses.layers, senses.chance
+    intervals = senses.accuracy_interval
+    text = (f"{len(senses.words)} homonyms ({', '.join(senses.words)}), {senses.occurrences} labelled "
             "sentences: ")
-    raw = ", ".join(f"{a:.2f}" for a in senses.get("raw_accuracy", acc))  # older files: "accuracy" is raw
+    raw = ", ".join(f"{a:.2f}" for a in senses.raw_accuracy or acc)  # older files: "accuracy" is raw
     if not intervals:  # an older file: raw vectors, no interval
         return text + (f"leave-one-out nearest-centroid sense accuracy (raw vectors) by layer {raw}, against "
-                       f"chance {chance:.2f} and {senses['position_accuracy']:.2f} from the word's position alone. "
+                       f"chance {chance:.2f} and {senses.position_accuracy:.2f} from the word's position alone. "
                        "This run recorded no interval, so no verdict.")
     by_layer = ", ".join(f"{layer}: {a:.2f} [{i['low']:.2f}, {i['high']:.2f}]"
                          for layer, a, i in zip(layers, acc, intervals))
-    length = senses.get("length_accuracy")
+    length = senses.length_accuracy
     text += (f"leave-one-out nearest-centroid sense accuracy on centred vectors (All-but-the-Top), by layer with 95% "
              f"intervals over homonyms and contexts: {by_layer} (raw vectors: {raw}), "
              f"against chance {chance:.2f}. The same classifier on the word's position alone gets "
-             f"{senses['position_accuracy']:.2f}" +
+             f"{senses.position_accuracy:.2f}" +
              (f", on its position and the sentence's length {length:.2f}" if length is not None else "") +
              " (static word embeddings: chance by construction). ")
     above = [layer for layer, i in zip(layers, intervals) if sense_verdict(i, chance) == "above chance"]
@@ -67,22 +67,22 @@ def sense_accuracy_text(r, untrained=None):
                  f", but not above the {best_control} control ({control:.2f}): the senses are not shown to be told "
                  "apart by meaning")
     text += f". Layers above chance: {', '.join(map(str, above)) or 'none'}."
-    if untrained and untrained.get("accuracy_interval"):
-        i = untrained["accuracy_interval"][-1]
-        text += (f" The untrained model: {untrained['accuracy'][-1]:.2f} [{i['low']:.2f}, {i['high']:.2f}] at its last "
-                 f"layer ({sense_verdict(i, untrained['chance'])}).")
+    if untrained and untrained.accuracy_interval:
+        i = untrained.accuracy_interval[-1]
+        text += (f" The untrained model: {untrained.accuracy[-1]:.2f} [{i['low']:.2f}, {i['high']:.2f}] at its last "
+                 f"layer ({sense_verdict(i, untrained.chance)}).")
     return text
 
 
 def sense_accuracy_headline(r):
-    senses = r["sense_accuracy"]
-    acc, chance = senses["accuracy"][-1], senses["chance"]
+    senses = r.sense_accuracy
+    acc, chance = senses.accuracy[-1], senses.chance
     claim = _sense_claim(senses)
     if claim is None:
         return (f"No verdict: this run recorded no interval (last-layer sense accuracy {acc:.0%}, chance "
                 f"{chance:.0%}).")
     verdict, best_control, control, beats = claim
-    i = senses["accuracy_interval"][-1]
+    i = senses.accuracy_interval[-1]
     found = f"a nearest-centroid classifier finds the right meaning {acc:.0%} of the time"
     if beats:
         return (f"Yes: at the last layer {found}, above chance ({chance:.0%}) and above "
@@ -98,36 +98,36 @@ def sense_accuracy_headline(r):
 
 
 def sense_accuracy_tables(r):
-    senses = r["sense_accuracy"]
-    layers, chance = senses["layers"], senses["chance"]
-    intervals = senses.get("accuracy_interval") or [None] * len(layers)
-    raw = senses.get("raw_accuracy")
+    senses = r.sense_accuracy
+    layers, chance = senses.layers, senses.chance
+    intervals = senses.accuracy_interval or [None] * len(layers)
+    raw = senses.raw_accuracy
     per_layer = {"header": ["layer", "accuracy", "95% interval", "raw vectors", "against chance"],
                  "rows": [[layer, f"{a:.2f}", "-" if i is None else f"[{i['low']:.2f}, {i['high']:.2f}]",
                            cell(raw, n), "-" if i is None else sense_verdict(i, chance)]
-                          for n, (layer, a, i) in enumerate(zip(layers, senses["accuracy"], intervals))]}
+                          for n, (layer, a, i) in enumerate(zip(layers, senses.accuracy, intervals))]}
     controls = {"header": ["control", "accuracy"],
-                "rows": [[label, cell(senses.get(key))] for key, label in
+                "rows": [[label, cell(getattr(senses, key))] for key, label in
                          (("chance", "chance"), ("position_accuracy", SENSE_CONTROLS["position"]),
                           ("length_accuracy", SENSE_CONTROLS["position and length"]),
-                          ("static_accuracy", "static word embeddings")) if senses.get(key) is not None]}
-    by_word = senses.get("accuracy_by_word") or {}
+                          ("static_accuracy", "static word embeddings")) if getattr(senses, key) is not None]}
+    by_word = senses.accuracy_by_word or {}
     words = {"header": ["homonym", "senses", *[f"layer {layer}" for layer in layers]], "details": True,
-             "rows": [[w, ", ".join((senses.get("senses") or {}).get(w, [])),
+             "rows": [[w, ", ".join((senses.senses or {}).get(w, [])),
                        *[cell(v, n) for n in range(len(layers))]] for w, v in by_word.items()]}
     return [per_layer, controls] + ([words] if by_word else [])
 
 
 def sense_accuracy_plot(r, path, figure_format=None):
-    senses = r.get("sense_accuracy")
+    senses = r.sense_accuracy
     if not senses:
         return None
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    ax.plot(senses["layers"], senses["accuracy"], marker="o", color="k", label="all homonyms")
-    for word, values in senses["accuracy_by_word"].items():
-        ax.plot(senses["layers"], values, alpha=0.4, label=word)
-    ax.axhline(senses["chance"], linestyle="--", color="grey", label="chance (1 / senses)")
-    ax.axhline(senses["position_accuracy"], linestyle=":", color="red", label="position alone")
+    ax.plot(senses.layers, senses.accuracy, marker="o", color="k", label="all homonyms")
+    for word, values in senses.accuracy_by_word.items():
+        ax.plot(senses.layers, values, alpha=0.4, label=word)
+    ax.axhline(senses.chance, linestyle="--", color="grey", label="chance (1 / senses)")
+    ax.axhline(senses.position_accuracy, linestyle=":", color="red", label="position alone")
     ax.set_xlabel("layer (0 = embedding output)"), ax.set_ylabel("leave-one-out accuracy")
     ax.set_ylim(-0.02, 1.02)
     ax.legend(fontsize=6)
@@ -137,7 +137,7 @@ def sense_accuracy_plot(r, path, figure_format=None):
 SECTION = Section(
     name="sense_accuracy", title="Homonym senses by layer (leave-one-out)", needs="sense_accuracy",
     question="Can the vectors tell a word's meanings apart?",
-    headline=sense_accuracy_headline, text=sense_accuracy_text, tables=sense_accuracy_tables,
+    reads="results", headline=sense_accuracy_headline, text=sense_accuracy_text, tables=sense_accuracy_tables,
     figure=sense_accuracy_plot,
     alt="Line chart: leave-one-out sense accuracy by layer, overall and per homonym, against chance and position "
         "alone")

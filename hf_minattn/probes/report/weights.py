@@ -12,18 +12,18 @@ from .words import lower
 def _effective_ranks(w):
     """(trained, initial or None, lower): mean effective rank {"qk", "ov"} over every head; lower when the trained
     circuits' summed rank is below the initial ones', as shown."""
-    t = {c: float(np.mean(w["trained"][f"{c}_effective_rank"])) for c in ("qk", "ov")}
-    if not w.get("initial"):
+    t = {c: float(np.mean(getattr(w.trained, f"{c}_effective_rank"))) for c in ("qk", "ov")}
+    if not w.initial:
         return t, None, None
-    i = {c: float(np.mean(w["initial"][f"{c}_effective_rank"])) for c in ("qk", "ov")}
+    i = {c: float(np.mean(getattr(w.initial, f"{c}_effective_rank"))) for c in ("qk", "ov")}
     return t, i, lower(t["qk"] + t["ov"], i["qk"] + i["ov"], 1)
 
 
 def weights_text(r):
-    w = r["weights"]
+    w = r.weights
     t, i, lower = _effective_ranks(w)
-    text = (f"Per-head QK (W_Q^T W_K) and OV (W_O W_V) circuits, from {w['source']}: mean effective rank "
-            f"(entropy-based, Roy & Vetterli) QK {t['qk']:.1f}, OV {t['ov']:.1f} of at most {w['head_dim']}")
+    text = (f"Per-head QK (W_Q^T W_K) and OV (W_O W_V) circuits, from {w.source}: mean effective rank "
+            f"(entropy-based, Roy & Vetterli) QK {t['qk']:.1f}, OV {t['ov']:.1f} of at most {w.head_dim}")
     if i is not None:
         verdict = "lower" if lower else "not lower"
         text += (f", against QK {i['qk']:.1f}, OV {i['ov']:.1f} for the same model at initialisation: the trained "
@@ -32,23 +32,23 @@ def weights_text(r):
 
 
 def weights_headline(r):
-    w = r["weights"]
+    w = r.weights
     t, i, lower = _effective_ranks(w)
     trained = (t["qk"] + t["ov"]) / 2
     if i is None:
-        return (f"Each head's circuits use on average {trained:.1f} of at most {w['head_dim']} directions (effective "
+        return (f"Each head's circuits use on average {trained:.1f} of at most {w.head_dim} directions (effective "
                 "rank); no copy of the model at initialisation was measured to compare.")
     initial = (i["qk"] + i["ov"]) / 2
-    numbers = f"mean effective rank {trained:.1f} of at most {w['head_dim']}, against {initial:.1f} at initialisation"
+    numbers = f"mean effective rank {trained:.1f} of at most {w.head_dim}, against {initial:.1f} at initialisation"
     if lower:
         return f"Yes: training made each head's QK and OV circuits use fewer directions ({numbers})."
     return f"No: training did not make the heads' QK and OV circuits use fewer directions ({numbers})."
 
 
 def weights_tables(r):
-    w = r["weights"]
-    runs = [("trained", w["trained"])] + ([("initial", w["initial"])] if w.get("initial") else [])
-    ranks = {(name, c): np.array(run[f"{c}_effective_rank"], dtype=float) for name, run in runs for c in ("qk", "ov")}
+    w = r.weights
+    runs = [("trained", w.trained)] + ([("initial", w.initial)] if w.initial else [])
+    ranks = {(name, c): np.array(getattr(run, f"{c}_effective_rank"), dtype=float) for name, run in runs for c in ("qk", "ov")}
     header = [f"{c.upper()} rank, {name}" for name, _ in runs for c in ("qk", "ov")]
     layers = len(ranks["trained", "qk"])
     per_layer = {"header": ["layer", *header],
@@ -62,29 +62,29 @@ def weights_tables(r):
 
 
 def weights_plot(r, path, figure_format=None):
-    w = r.get("weights")
+    w = r.weights
     if not w:
         return None
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     for ax, circuit in zip(axes[:2], ("qk", "ov")):
-        for label, spectra, style in [("trained", w["trained"], "-"), ("initial", w.get("initial"), ":")]:
+        for label, spectra, style in [("trained", w.trained, "-"), ("initial", w.initial, ":")]:
             if not spectra:
                 continue
-            for layer, heads in enumerate(spectra[f"{circuit}_singular_values"]):
+            for layer, heads in enumerate(getattr(spectra, f"{circuit}_singular_values")):
                 normalised = np.mean([np.array(v) / max(v[0], 1e-12) for v in heads], axis=0)  # mean over heads
-                ax.plot(normalised, style, color=plt.cm.viridis(layer / max(1, len(spectra[f"{circuit}_singular_values"]) - 1)),
+                ax.plot(normalised, style, color=plt.cm.viridis(layer / max(1, len(getattr(spectra, f"{circuit}_singular_values")) - 1)),
                         label=f"{label} layer {layer}")
         ax.set_yscale("log")
         ax.set_title(f"{circuit.upper()} circuit spectrum (sigma_i / sigma_1, mean over heads)", fontsize=9)
         ax.set_xlabel("index")
         ax.legend(fontsize=6, ncol=2)
     ax = axes[2]
-    for label, spectra, style in [("trained", w["trained"], "-"), ("initial", w.get("initial"), ":")]:
+    for label, spectra, style in [("trained", w.trained, "-"), ("initial", w.initial, ":")]:
         if spectra:
             for circuit, marker in (("qk", "o"), ("ov", "s")):
-                ranks = np.mean(spectra[f"{circuit}_effective_rank"], axis=1)
+                ranks = np.mean(getattr(spectra, f"{circuit}_effective_rank"), axis=1)
                 ax.plot(ranks, style, marker=marker, label=f"{circuit.upper()} {label}")
-    ax.axhline(w["head_dim"], color="grey", linewidth=0.8, label="head_dim (max)")
+    ax.axhline(w.head_dim, color="grey", linewidth=0.8, label="head_dim (max)")
     ax.set_xlabel("layer")
     ax.set_title("effective rank (Roy & Vetterli), mean over heads", fontsize=9)
     ax.legend(fontsize=7)
@@ -94,6 +94,6 @@ def weights_plot(r, path, figure_format=None):
 SECTION = Section(
     name="weights", title="QK and OV circuits", needs="weights",
     question="Did training make the heads' weight matrices simpler?",
-    headline=weights_headline, text=weights_text, tables=weights_tables, figure=weights_plot,
+    reads="results", headline=weights_headline, text=weights_text, tables=weights_tables, figure=weights_plot,
     alt="QK and OV circuit singular-value spectra per layer and their effective rank by layer, trained (and at "
         "initialisation where measured)")
