@@ -1,13 +1,20 @@
 """The report's sections are one ordered tuple of Section records: every record is complete, each name appears once,
-and a new section is one module plus one entry in the tuple (docs/report-sections.md)."""
+each reads the typed results, and a new section is one module plus one entry in the tuple
+(docs/report-sections.md)."""
 
+import gzip
 import html
 import importlib.util
+import json
 import re
+from pathlib import Path
 
 from hf_minattn.probes.report import write_report
 from hf_minattn.probes.report.page import Section
 from hf_minattn.probes.report.sections import SECTIONS
+from hf_minattn.probes.results import PARTS, SavedProbeResults
+
+DEMO = Path(__file__).resolve().parent.parent / "data" / "demo_probes_2026-11-23.json.gz"
 
 RUN = {"model": "tiny", "model_class": "MinAttnForMaskedLM", "num_layers": 2, "num_heads": 3, "hidden_size": 9,
        "corpus": {"sentences": 4, "words": 40, "vocabulary": 20, "tokens": 50, "max_length": 16},
@@ -43,9 +50,22 @@ def test_every_section_is_complete_and_named_once():
     for s in SECTIONS:
         assert isinstance(s, Section) and re.fullmatch(r"[a-z0-9_]+", s.name), s
         assert s.title and s.question.endswith("?") and s.needs and callable(s.headline), s.name
-        assert s.reads in ("probes", "results", "view"), s.name
+        assert s.reads in ("results", "view"), s.name  # typed results: no section of the page reads raw keys
         assert s.figure is None or (callable(s.figure) and s.alt), s.name  # a figure says what it shows
         assert s.text or s.tables or s.html or s.details_html, s.name  # something beyond the headline
+
+
+def test_a_run_without_a_part_types_it_as_none_and_shows_no_section_of_it(tmp_path):
+    demo = json.loads(gzip.decompress(DEMO.read_bytes()))
+    saved = SavedProbeResults.from_dict(demo)
+    assert saved.geometry.adjusted_self_similarity == demo["geometry"]["adjusted_self_similarity"]
+    assert saved.heads.examples[0].tokens == demo["heads"]["examples"][0]["tokens"]
+    assert saved.weights.trained.qk_effective_rank == demo["weights"]["trained"]["qk_effective_rank"]
+    bare = SavedProbeResults.from_dict({"model": "old", "num_layers": 2})
+    assert all(getattr(bare, part) is None for part in PARTS)
+    without = {k: v for k, v in demo.items() if k not in ("weights", "drift")}
+    page = write_report(without, {}, tmp_path / "report.html").read_text()
+    assert 'id="weights"' not in page and 'id="drift"' not in page and '<section id="neighbours">' in page
 
 
 def test_a_new_section_is_one_module_and_one_line_of_the_tuple(tmp_path):
