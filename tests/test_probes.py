@@ -357,6 +357,7 @@ def tiny_distilbert():
                                             max_position_embeddings=24, dropout=0.0, attention_dropout=0.0)).eval()
 
 
+@pytest.mark.slow
 def test_all_probes_run_on_another_architecture(tokenizer, monkeypatch):
     """DistilBERT: no get_head_weights, no token_type_ids, its own module names. An architecture the weights
     probe does not know is skipped with a note instead of failing the whole run."""

@@ -118,6 +118,7 @@ def test_graphs_in_the_attention_graph_schema():
     assert flow["threshold"] == pytest.approx(2 / 3)  # the default: twice uniform over the 3 words
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("architecture", ["minattn", "bert"])
 def test_probe_entry_point_writes_rollout_and_flow(architecture, tokenizer, tmp_path):
     if architecture == "minattn":

@@ -514,6 +514,7 @@ def test_norm_example_sentence_follows_the_numbers():
     assert "more edges" in attention_norm_example_text(probe_results(**r))
 
 
+@pytest.mark.slow
 def test_run_all_probes_writes_the_new_keys(tmp_path, tokenizer):
     import json
 

