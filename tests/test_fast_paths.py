@@ -4,6 +4,7 @@ No test here asserts a time: the speed of each path is measured by benchmarks/be
 """
 
 import copy
+import importlib
 import importlib.util
 from pathlib import Path
 
@@ -72,8 +73,9 @@ def test_fused_qkv_matches_three_separate_projections(implementation, bench):
     fused_model = MinAttnForMaskedLM(tiny_config())
     fused_model.set_attn_implementation(implementation)
     separate_model = copy.deepcopy(fused_model)
+    levers = importlib.import_module("bench_levers")  # the levers' module, on the path once bench_train is loaded
     for layer in separate_model.minattn.layers:
-        layer.attention.qkv_proj = bench.SeparateQKV(layer.attention.qkv_proj)
+        layer.attention.qkv_proj = levers.SeparateQKV(layer.attention.qkv_proj)
     input_ids, labels = batch()
 
     fused = fused_model(input_ids, labels=labels)
