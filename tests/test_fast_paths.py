@@ -338,6 +338,7 @@ def test_bf16_precision_groups_the_fused_qkv_gradient_by_head_matrices():
     assert all(abs(e - 0.01) < 1e-6 for e in precision.relative_error(shifted, fp32).values())
 
 
+@pytest.mark.slow  # a Python process per script, each importing torch
 @pytest.mark.parametrize("script, argv, message", [
     ("bench_train.py", ["--quick", "--profile"], "--profile profiles the lever batches"),
     ("bench_train.py", ["--quick", "--batch", "0"], "--batch must be at least 1, got 0"),

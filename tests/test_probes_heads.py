@@ -277,6 +277,7 @@ def test_masking_arguments_are_checked_with_their_names():
     check_masking(0.5, 2)
 
 
+@pytest.mark.slow  # a dozen ablations of up to 64 sentences
 def test_ablation_fields_defaults_and_a_single_masked_token(tokenizer):
     model = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer), num_hidden_layers=3)).eval()
     many = (TEXTS * 20)[:70]
