@@ -186,13 +186,13 @@ CIRCUIT_HYPOTHESES = {"identity": "LN(E) LN(E)^T (W = I)", "cooccurrence": "co-o
 
 def circuits(plt, results, out):
     """Layer 0's QK form against each hypothesis, per variant (head mean, over seeds)."""
-    circuits = results["answers"].get("q3_circuits")
-    if not circuits:
+    forms = results["answers"].get("q3_circuits")
+    if not forms:
         return None
-    names = [n for n in ("full", "qkv_from_identity", "identity_qkv") if n in circuits]
+    names = [n for n in ("full", "qkv_from_identity", "identity_qkv") if n in forms]
     fig, ax = plt.subplots(figsize=(7, 4))
     for k, (hypothesis, label) in enumerate(CIRCUIT_HYPOTHESES.items()):
-        error_bars(ax, np.arange(len(names)) + 0.2 * (k - 1), [circuits[n][hypothesis] for n in names],
+        error_bars(ax, np.arange(len(names)) + 0.2 * (k - 1), [forms[n][hypothesis] for n in names],
                    linestyle="none", label=label)
     ax.axhline(0, color="black", linewidth=0.5)
     ax.set_xticks(range(len(names)), names), ax.set_ylabel("Spearman with layer 0's query-key form")
