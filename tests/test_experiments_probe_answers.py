@@ -145,6 +145,7 @@ def test_rollout_edges_are_averaged_over_seeds_and_the_self_share_chooses_the_se
     assert "most of each word comes from the other words" in text("q7", probes(rollout_self=0.2))
 
 
+@pytest.mark.slow
 def test_word_pair_scores_and_paired_differences_have_known_answers():
     """A system whose cosines ARE the human scores has rho 1 at every seed and resample; one with random cosines is
     near 0; their difference is positive, and a system compared with itself differs by exactly 0."""

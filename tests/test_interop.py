@@ -37,6 +37,7 @@ def test_eager_mode_keeps_the_clear_error_for_bad_ids():
         MinAttnModel(tiny_config())(torch.tensor([[5, 120]]))
 
 
+@pytest.mark.slow
 def test_onnx_export_runs_in_onnxruntime_on_a_padded_batch(tmp_path):
     import onnxruntime as ort  # the test extras install it, with onnx and onnxscript (the exporter)
 

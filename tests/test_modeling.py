@@ -407,6 +407,7 @@ LOAD_WITHOUT_PACKAGE = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_loads_with_remote_code_where_package_is_not_importable(tmp_path, tokenizer):
     model = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer))).eval()
     model.save_pretrained(tmp_path)

@@ -170,6 +170,7 @@ def committed_files(request):
     return {line["value"]["path"]: base64.b64decode(line["value"]["content"]) for line in lines if line["key"] == "file"}
 
 
+@pytest.mark.slow
 def test_push_options_reach_the_hub(model_dir, hub):
     seen = push(hub, str(model_dir), "me/minattn-test", "--revision", "v2", "--create-pr", "--private",
                 "--token", "hf_secret")
@@ -187,6 +188,7 @@ def test_push_options_reach_the_hub(model_dir, hub):
     assert files["model.safetensors"] == (model_dir / "model.safetensors").read_bytes()
 
 
+@pytest.mark.slow
 def test_push_to_a_branch_creates_it_and_a_public_repo_stays_public(model_dir, hub):
     seen = push(hub, str(model_dir), "me/minattn-test", "--revision", "v2", "--token", "hf_other")
     assert "visibility" not in json.loads(seen["/api/repos/create"]["body"])  # the Hub's default, not "public"

@@ -217,6 +217,7 @@ def three_epochs(tokenizer_dir, tmp_path_factory):
     return out, calls
 
 
+@pytest.mark.slow
 def test_every_epoch_masks_each_example_anew(three_epochs):
     """As run_mlm's Trainer feeds them (its sampler, the collator, the epoch it is told): each example's masked
     positions differ from one epoch to the next."""
@@ -224,6 +225,7 @@ def test_every_epoch_masks_each_example_anew(three_epochs):
     assert_new_masks_every_epoch(examples_by_epoch(calls, 3))
 
 
+@pytest.mark.slow
 def test_every_epoch_shuffles_the_examples_anew(three_epochs):
     _, calls = three_epochs
     orders = [[tokens for tokens, _ in examples] for examples in examples_by_epoch(calls, 3)]
@@ -231,6 +233,7 @@ def test_every_epoch_shuffles_the_examples_anew(three_epochs):
     assert orders[0] != orders[1] and orders[1] != orders[2] and orders[0] != orders[2]
 
 
+@pytest.mark.slow
 def test_training_masks_replace_as_bert_does(three_epochs, tokenizer_dir):
     """The training batches (no whole-word masking): special tokens never masked, about 15% of the others masked,
     and of those ~80% shown as [MASK], the rest as a random token or themselves."""
@@ -241,12 +244,14 @@ def test_training_masks_replace_as_bert_does(three_epochs, tokenizer_dir):
                            whole_word_mask=False)
 
 
+@pytest.mark.slow
 def test_a_chosen_sparse_prediction_is_saved_as_chosen(three_epochs):
     out, _ = three_epochs
     for folder in (out, out / "checkpoint-9"):
         assert read_json(folder / "config.json")["sparse_prediction"] is True
 
 
+@pytest.mark.slow
 def test_every_pass_over_a_stream_masks_each_example_anew(tokenizer_dir, text_files, tmp_path):
     """--streaming, --max_steps beyond the stream (24 sequences, 3 steps a pass, 6 steps): the second pass masks
     every sequence at other positions than the first."""
