@@ -97,7 +97,7 @@ def measure_levers(sizes, batches, warmup, lr, bf16=False, with_compile=True) ->
         pair("gelu -> gelu tanh approximation", build("minattn", sizes, hidden_act="gelu_pytorch_tanh"))
         pair("pre-norm -> post-norm (BERT's placement)", build("minattn", sizes, norm_placement="post"))
     pair("fused AdamW (the Trainer's) -> a loop over the parameters", build("minattn", sizes), {"fused": False})
-    # The candidates (issue 20), on:
+    # The candidate levers (benchmarks/NOTES.md), on:
     pair("bias-free projections (every nn.Linear)", without_linear_biases(build("minattn", sizes)))
     if bf16:
         # The model computes bf16 attention on a CPU by the eager path; this variant forces torch's bf16 kernel.

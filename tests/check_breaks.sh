@@ -13,24 +13,33 @@ FILE[rope]=hf_minattn/modeling_minattn.py; OLD[rope]='torch.outer(position, self
 TESTS[rope]="tests/test_levers.py tests/test_modeling.py tests/test_fast_paths.py"
 FILE[push]=hf_minattn/push.py; OLD[push]='api = HfApi(token=token)'; NEW[push]='api = HfApi(token=None); private, revision = False, None'
 TESTS[push]="tests/test_push.py"
-FILE[report]=hf_minattn/probes/report.py; OLD[report]='trend = "falls" if adj[-1] < adj[0] else "does not fall"'; NEW[report]='trend = "falls" if adj[-1] >= adj[0] else "does not fall"'
-TESTS[report]="tests/test_report_verdicts.py tests/test_probes.py"
-FILE[weights]=hf_minattn/probes/report.py; OLD[weights]='verdict = "lower" if t["qk"] + t["ov"] < i["qk"] + i["ov"] else "not lower"'; NEW[weights]='verdict = "lower" if t["qk"] + t["ov"] > i["qk"] + i["ov"] else "not lower"'
-TESTS[weights]="tests/test_report_verdicts.py"
-FILE[bands]=hf_minattn/probes/report.py; OLD[bands]='lowest = min(bands, key=bands.get)'; NEW[bands]='lowest = max(bands, key=bands.get)'
-TESTS[bands]="tests/test_report_verdicts.py"
-FILE[sense]=hf_minattn/probes/report.py; OLD[sense]="if last[off].mean() < first[off].mean() else"; NEW[sense]="if last[off].mean() > first[off].mean() else"
-TESTS[sense]="tests/test_report_verdicts.py"
+R=hf_minattn/probes/report
+FILE[report]=$R/geometry.py; OLD[report]='return lower(adj[-1], adj[0])'; NEW[report]='return not lower(adj[-1], adj[0])'
+TESTS[report]="tests/report/test_report_verdicts.py tests/test_probes.py"
+FILE[weights]=$R/weights.py; OLD[weights]='lower(t["qk"] + t["ov"], i["qk"] + i["ov"], 1)'; NEW[weights]='lower(i["qk"] + i["ov"], t["qk"] + t["ov"], 1)'
+TESTS[weights]="tests/report/test_report_verdicts.py"
+FILE[bands]=$R/bands.py; OLD[bands]='lowest = min(bands, key=bands.get)'; NEW[bands]='lowest = max(bands, key=bands.get)'
+TESTS[bands]="tests/report/test_report_verdicts.py"
+FILE[sense]=$R/sense.py; OLD[sense]='lower(means[-1], means[0])'; NEW[sense]='lower(means[0], means[-1])'
+TESTS[sense]="tests/report/test_report_verdicts.py"
 FILE[ablation]=hf_minattn/probes/head_ablation.py; OLD[ablation]='diff = (_token_losses(model, batches) - base).double()'; NEW[ablation]='diff = (base - _token_losses(model, batches)).double()'
 TESTS[ablation]="tests/test_probes_heads.py"
 FILE[share]=hf_minattn/experiments/statistics.py; OLD[share]='100 * (floor[s] - var[s]) / (floor[s] - ref[s])'; NEW[share]='100 * (floor[s] - ref[s]) / (floor[s] - var[s])'
 TESTS[share]="tests/test_experiments_verdicts.py"
 FILE[drift]=hf_minattn/drift.py; OLD[drift]='name: ((current[name].float() - w0.float()).norm() / w0.float().norm().clamp_min(1e-12)).item()'; NEW[drift]='name: 7 * ((current[name].float() - w0.float()).norm() / w0.float().norm().clamp_min(1e-12)).item()'
 TESTS[drift]="tests/test_probes.py tests/test_training.py"
-FILE[headmap]=hf_minattn/probes/report.py; OLD[headmap]="f\"{'closer' if a < b else 'not closer'}"; NEW[headmap]="f\"{'closer' if a > b else 'not closer'}"
+FILE[headmap]=$R/head_map.py; OLD[headmap]='closer = lower(a, b, 3)'; NEW[headmap]='closer = lower(b, a, 3)'
 TESTS[headmap]="tests/test_probes_heads.py"
-FILE[heads]=hf_minattn/probes/report.py; OLD[heads]="f\"({'broad' if ent.mean() > 0.8"; NEW[heads]="f\"({'broad' if ent.mean() < 0.8"
+FILE[heads]=$R/heads.py; OLD[heads]='return ent, not ent.mean() > 0.8'; NEW[heads]='return ent, ent.mean() > 0.8'
 TESTS[heads]="tests/test_probes_heads.py"
+# The classes of break that once went unnoticed: a statistic's degrees of freedom, a sampler that draws what it should
+# leave out, per-epoch draws that stop changing between epochs.
+FILE[df]=hf_minattn/stats.py; OLD[df]='df = int(values.size) - 1'; NEW[df]='df = int(values.size)'
+TESTS[df]="tests/test_stats.py"
+FILE[pairs]=hf_minattn/probes/geometry.py; OLD[pairs]='different = sentence_ids[a] != sentence_ids[b]'; NEW[pairs]='different = a != b'
+TESTS[pairs]="tests/test_probes_sampling.py"
+FILE[epochs]=hf_minattn/masking.py; OLD[epochs]='self._mask(f, self.epoch, f[EXAMPLE_INDEX])'; NEW[epochs]='self._mask(f, 0, f[EXAMPLE_INDEX])'
+TESTS[epochs]="tests/test_training.py::test_every_epoch_masks_each_example_anew tests/test_training.py::test_every_pass_over_a_stream_masks_each_example_anew"
 unnoticed=0
 for b in ${@:-${!FILE[@]}}; do
   W=$WORK/tree-$b; mkdir -p $W
