@@ -1,6 +1,6 @@
 """Probes of any Hugging Face encoder: static vs contextual word vectors, geometry, benchmarks, heads, weights.
 
-Each module answers one question and returns dataclasses of numbers; plots.py and report.py turn
+Each module answers one question and returns dataclasses of numbers; plots.py and the report package (report/) turn
 those numbers into figures and report.html; cli.py is `hf-minattn probe` / `hf-minattn compare`.
 """
 
