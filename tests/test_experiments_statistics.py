@@ -61,13 +61,20 @@ def test_differences_pair_only_the_seeds_both_variants_have_and_read_the_key_ask
     assert st.mean(r, "full", key="accuracy")["estimate"] == pytest.approx(np.mean([0.6, 0.61, 0.63]), abs=1e-4)
 
 
-def test_a_tested_comparison_stores_rounded_p_values_and_tost():
+def test_a_tested_comparison_stores_exact_p_values_and_tost():
     differences = [0.101234567, 0.1301234567, 0.0871234567]
     d = st.tested(differences, margin=0.05)
-    assert d["p"] == round(st.t_test_p(np.array(differences)), 4) and d["p_holm"] == d["p"]
-    raw = st.tost(np.array(differences), 0.05)
-    assert all(d["tost"][k] == (round(v, 4) if isinstance(v, float) else v) for k, v in raw.items())
-    assert any(isinstance(v, float) and round(v, 4) != v for v in raw.values())  # so the rounding is seen
+    assert d["p"] == st.t_test_p(np.array(differences)) and d["p_holm"] == d["p"]
+    assert round(d["p"], 4) != d["p"]  # so a rounding would be seen
+    assert d["tost"] == st.tost(np.array(differences), 0.05)
+
+
+def test_holm_adjusts_the_exact_p_values_not_rounded_ones():
+    """The family is adjusted from the stored, unrounded p-values."""
+    family = st.holm_family({"a": st.tested([0.1, 0.2, 0.4]), "b": st.tested([1.0, 2.0, 3.0]),
+                             "c": st.tested([0.30, 0.31, 0.35])})
+    raw = [family[name]["p"] for name in "abc"]
+    assert [family[name]["p_holm"] for name in "abc"] == list(st.holm(raw))
 
 
 def test_one_seed_is_tested_without_rounding_what_is_not_a_number():
@@ -80,7 +87,7 @@ def test_decide_needs_p_below_alpha_and_a_missing_tost_is_unresolved():
     assert st.decide(dict(d), 0.01)["verdict"] == "higher"
     assert st.decide(dict(d), st.ALPHA)["verdict"] == "unresolved"  # p = 0.05 is not below 0.05
     assert st.decide({**d, "estimate": -0.5, "low": -0.8, "high": -0.2}, 0.01)["verdict"] == "lower"
-    assert st.decide(dict(d), 0.123456)["p_holm"] == 0.1235
+    assert st.decide(dict(d), 0.123456)["p_holm"] == 0.123456
     assert st.decide({**d, "tost": {"equivalent": True}}, 0.5)["verdict"] == "equivalent"
 
 
@@ -144,15 +151,15 @@ def test_stored_comparisons_hold_the_hand_worked_interval_p_values_and_holm():
     assert (d["estimate"], d["low"], d["high"], d["df"], d["n"]) == pytest.approx((estimate, low, high, 2, 3), abs=1e-4)
     # t = mean / se = (7/30) / (sqrt(7)/30) = sqrt(7); at df 2 the two-sided p is 1 - t / sqrt(2 + t^2)
     # = 1 - sqrt(7) / 3 = 0.118083 (0.2301 at df 1, 0.0773 at df 3)
-    assert d["p"] == 0.1181
+    assert d["p"] == pytest.approx(1 - np.sqrt(7) / 3, abs=1e-12)
     # TOST within +-0.05: the upper test's t = (7/30 - 0.05) / se = (11/60) / (sqrt(7)/30), t^2 = 121/28; its one-sided
     # p = (1 + t / sqrt(2 + t^2)) / 2 = (1 + sqrt(121/177)) / 2 = (1 + 0.826811) / 2 = 0.913406 -> 0.9134
-    assert d["tost"]["p"] == 0.9134 and d["tost"]["df"] == 2 and d["tost"]["equivalent"] is False
+    assert d["tost"]["p"] == pytest.approx((1 + np.sqrt(121 / 177)) / 2, abs=1e-12) and d["tost"]["df"] == 2 and d["tost"]["equivalent"] is False
     # [1, 2, 3]: t = 2 / (1 / sqrt(3)) = sqrt(12), p = 1 - sqrt(12 / 14) = 0.074180 -> 0.0742
     family = st.holm_family({"a": d, "b": st.tested([1.0, 2.0, 3.0])})
-    assert family["b"]["p"] == 0.0742
-    # Holm: 0.0742 x 2 = 0.1484; then 0.1181 x 1, but never below the step before: 0.1484 for both
-    assert family["a"]["p_holm"] == family["b"]["p_holm"] == 0.1484
+    assert family["b"]["p"] == pytest.approx(1 - np.sqrt(12 / 14), abs=1e-12)
+    # Holm: 0.074180 x 2 = 0.148360; then 0.118083 x 1, but never below the step before: 0.148360 for both
+    assert family["a"]["p_holm"] == family["b"]["p_holm"] == pytest.approx(2 * (1 - np.sqrt(12 / 14)), abs=1e-12)
     # shares 40, 50, 60 % (gains 0.4, 0.5, 0.6 of 1.0 nat): mean 50, s 10, se 10 / sqrt(3) = 5.773503;
     # half-width 4.302653 x 5.773503 = 24.841377 -> [25.16, 74.84]
     r = results({"full": {0: 6.0, 1: 6.1, 2: 6.2}, "part": {0: 6.6, 1: 6.6, 2: 6.6}}, floors=(7.0, 7.1, 7.2))

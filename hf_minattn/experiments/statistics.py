@@ -35,17 +35,17 @@ def unigram_values(results: dict) -> dict[int, float]:
 
 def tested(differences, margin: float = LOSS_MARGIN) -> dict:
     """A stored comparison from paired differences (one per seed): the 95% t-interval (with df), the t-test p-value
-    and TOST against `margin`. The verdict is set here as if the comparison were alone; `holm_family` revises it."""
+    and TOST against `margin`. The verdict is set here as if the comparison were alone; `holm_family` revises it.
+    p-values are stored unrounded: Holm adjusts the exact values, and only the documents round them for print."""
     differences = np.asarray(differences, dtype=np.float64)
     d = mean_interval(differences).to_dict()
-    d.update(p=round(t_test_p(differences), 4), margin=margin,
-             tost={k: (round(v, 4) if isinstance(v, float) else v) for k, v in tost(differences, margin).items()})
+    d.update(p=float(t_test_p(differences)), margin=margin, tost=tost(differences, margin))
     return decide(d, d["p"])
 
 
 def decide(d: dict, p_adjusted: float) -> dict:
     """Set d["verdict"] (and d["p_holm"]) from an adjusted p-value and the equivalence test."""
-    d["p_holm"] = round(p_adjusted, 4)
+    d["p_holm"] = float(p_adjusted)
     if p_adjusted < ALPHA and Interval(**{k: d[k] for k in ("estimate", "low", "high", "n")}).excludes_zero():
         d["verdict"] = "higher" if d["estimate"] > 0 else "lower"
     else:
