@@ -4,6 +4,8 @@ One layer's attention weights say how that layer mixes the representations of th
 tokens mix: the residual connection carries each token's own representation past the attention, and the mixing
 compounds over layers. Both methods model a layer as A' = 0.5 A + 0.5 I (A: the layer's attention averaged over
 heads; I: the residual connection), rows renormalised to sum to 1, and follow the mixing down to the input tokens.
+The weight 0.5 is the paper's assumption; `residual` also takes weights measured from the layer's own norms
+(mixing.py, after Kobayashi et al. 2021).
 
 Convention: row i = token i's representation after a layer, column j = input token j (the embedding output).
 Layers are numbered as in `attentions`, 0 = the first attention layer.
@@ -64,12 +66,29 @@ def head_mean_attention(attentions):
     return att.mean(1)
 
 
+def residual_weights(residual, layers, n):
+    """The residual weight w of A' = w I + (1 - w) A as a (layers, n) array, one per layer and query token: from
+    True (0.5, Abnar & Zuidema's choice), False (0: attention alone), one number in [0, 1], one per layer (layers,),
+    or one per layer and token (layers, n), e.g. measured from the layer's norms (mixing.measured_residual_weights)."""
+    if isinstance(residual, (bool, np.bool_)):
+        residual = 0.5 if residual else 0.0
+    w = np.asarray(residual, dtype=float)
+    if w.ndim == 1:
+        w = w[:, None]  # one weight per layer, the same for every token
+    if w.ndim > 2 or (w.ndim == 2 and w.shape[0] != layers) or (w.ndim == 2 and w.shape[1] not in (1, n)):
+        raise ValueError(f"residual weights must be a number, ({layers},) or ({layers}, {n}), got shape {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any((w < 0) | (w > 1)):
+        raise ValueError(f"residual weights must lie in [0, 1], got {residual!r}")
+    return np.broadcast_to(w, (layers, n))
+
+
 def residual_attention(attentions, residual=True):
-    """(layers, n, n): per layer A' = 0.5 A + 0.5 I with A the head-mean attention (A alone if not `residual`),
-    rows renormalised to sum to 1 (they already do, up to rounding: the examples store 4 decimals)."""
+    """(layers, n, n): per layer A' = w I + (1 - w) A with A the head-mean attention and w the residual weight of
+    each query token (`residual_weights`; w = 0.5 by default), rows renormalised to sum to 1 (they already do, up to
+    rounding: the examples store 4 decimals)."""
     mixed = head_mean_attention(attentions)
-    if residual:
-        mixed = 0.5 * mixed + 0.5 * np.eye(mixed.shape[-1])
+    w = residual_weights(residual, *mixed.shape[:2])[..., None]  # (layers, n, 1): one weight per row
+    mixed = w * np.eye(mixed.shape[-1]) + (1 - w) * mixed
     return mixed / np.maximum(mixed.sum(-1, keepdims=True), 1e-30)
 
 
@@ -131,13 +150,17 @@ def _relation_graph(example, matrices, weighting, layers, **graph_options):
             "self_share": _self_share(matrices, example.word_ids, graph_options.get("level", "word"))}
 
 
-def _self_share(matrices, word_ids, level):
-    """Per layer, the mean share of a node in itself (the diagonal), at the graph's level: self edges can fall below
-    the threshold, and a word's share of its own pieces is summed over them."""
+def self_share(matrices, word_ids, level="word"):
+    """Per layer, the mean share of a node in itself (the diagonal), at `level` ("word" or "token"): self edges can
+    fall below a graph's threshold, and a word's share of its own pieces is summed over them."""
     matrices = torch.as_tensor(np.asarray(matrices)).float()  # (layers, n, n)
     if level == "word":
         matrices, _ = word_level_attention(matrices, word_ids)  # (layers, words, words)
-    return [round(float(d), 4) for d in matrices.diagonal(dim1=-2, dim2=-1).mean(-1)]
+    return [float(d) for d in matrices.diagonal(dim1=-2, dim2=-1).mean(-1)]
+
+
+def _self_share(matrices, word_ids, level):
+    return [round(d, 4) for d in self_share(matrices, word_ids, level)]
 
 
 def rollout_graph(example, residual=True, level="word", threshold=None, relative_threshold=GRAPH_RELATIVE_THRESHOLD):

@@ -45,19 +45,24 @@ def capture_attention_inputs(model):
             handle.remove()
 
 
-def transformed_value_norms(model, inputs):
-    """Per layer (B, heads, T): ||f_h(x_j)|| = ||W_O^h (W_V^h x_j + b_V^h)|| from the captured attention inputs."""
+def transformed_values(model, inputs):
+    """Per layer (B, heads, T, C): f_h(x_j) = W_O^h (W_V^h x_j + b_V^h) from the captured attention inputs."""
     weights, _ = head_weights(model)
     modules = attention_modules(model)
-    norms = []
+    transformed = []
     for layer, x in enumerate(inputs):
         W_V, W_O = weights[layer]["W_V"].float(), weights[layer]["W_O"].float()  # (H, D, C), (H, C, D)
         values = torch.einsum("hdc,btc->bhtd", W_V, x.float())
         bias = modules[layer]["value_bias"]
         if bias is not None:
             values = values + bias.float().view(W_V.shape[0], 1, W_V.shape[1])
-        norms.append(torch.einsum("hcd,bhtd->bhtc", W_O, values).norm(dim=-1).cpu())  # beside the CPU attentions
-    return norms
+        transformed.append(torch.einsum("hcd,bhtd->bhtc", W_O, values))
+    return transformed
+
+
+def transformed_value_norms(model, inputs):
+    """Per layer (B, heads, T): ||f_h(x_j)|| = ||W_O^h (W_V^h x_j + b_V^h)|| from the captured attention inputs."""
+    return [f.norm(dim=-1).cpu() for f in transformed_values(model, inputs)]  # beside the CPU attentions
 
 
 def norm_weighted(attention, value_norms, normalise=True):
