@@ -22,7 +22,9 @@ class Interval:
     high: float
     n: int
     confidence: float = 0.95
-    method: str = "t"  # "t" (t-interval over seeds), "bootstrap" (over items) or "hierarchical" (seeds, then items)
+    # "t" (t-interval over seeds), "bootstrap" (over items), "hierarchical" (seeds, then items within each seed) or
+    # "crossed" (seeds and the same items at every seed)
+    method: str = "t"
     df: int | None = None  # degrees of freedom of a t-interval (n - 1); None for a bootstrap
 
     def excludes_zero(self) -> bool:
@@ -159,6 +161,33 @@ def hierarchical_bootstrap(statistic: Callable[..., float], groups: Sequence[Seq
     alpha = (1 - confidence) / 2
     low, high = np.quantile(draws, [alpha, 1 - alpha])
     return Interval(estimate, float(low), float(high), len(groups), confidence, "hierarchical")
+
+
+def crossed_draws(values, n_resamples: int = 1000, seed: int = 0) -> tuple[float, np.ndarray]:
+    """(estimate, bootstrap draws) of the mean of a (seeds, items) matrix where the SAME items were measured at every
+    seed (homonyms, sentences, tokens): seeds and items are crossed, not nested. Each resample draws seeds with
+    replacement and, once for all of them, items with replacement, so an item that is hard at every seed counts as
+    one item, not as one per seed (`hierarchical_draws` redraws items within each seed, which suits items that
+    differ from seed to seed). NaN cells (an item missing at a seed) are left out of each mean."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 2 or values.shape[0] < 1 or values.shape[1] < 2:
+        raise ValueError(f"values must be a (seeds, items) matrix with at least 2 items, got shape {values.shape}")
+    if np.isnan(values).all(axis=0).any() or np.isnan(values).all(axis=1).any():
+        raise ValueError("every seed and every item needs at least one value")
+    rng = np.random.default_rng(seed)
+    seeds = rng.integers(0, values.shape[0], (n_resamples, values.shape[0]))  # (resamples, S)
+    items = rng.integers(0, values.shape[1], (n_resamples, values.shape[1]))  # (resamples, I)
+    draws = np.array([np.nanmean(values[np.ix_(s, i)]) for s, i in zip(seeds, items)])
+    return float(np.nanmean(values)), draws[np.isfinite(draws)]
+
+
+def crossed_bootstrap(values, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0) -> Interval:
+    """The mean of a (seeds, items) matrix with a percentile interval from `crossed_draws`; `n` is the number of
+    seeds. Both the seeds and the items are samples: the interval is as wide as either source of variation needs."""
+    estimate, draws = crossed_draws(values, n_resamples, seed)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(draws, [alpha, 1 - alpha])
+    return Interval(estimate, float(low), float(high), np.asarray(values).shape[0], confidence, "crossed")
 
 
 def bootstrap_test(estimate: float, draws: np.ndarray, margin: float, n: int, confidence: float = 0.95) -> dict:

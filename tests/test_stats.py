@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from hf_minattn.stats import (Interval, bootstrap_interval, bootstrap_test, hierarchical_bootstrap, hierarchical_draws,
+from hf_minattn.stats import (Interval, bootstrap_interval, bootstrap_test, crossed_bootstrap, hierarchical_bootstrap, hierarchical_draws,
                               holm, mean_interval, paired_difference, spearman, spearman_interval, spearman_of_copies,
                               t_test_p, tost)
 
@@ -100,6 +100,36 @@ def test_hierarchical_bootstrap_widens_with_the_spread_between_seeds():
     assert paired.low == pytest.approx(1.0) and paired.high == pytest.approx(1.0)
     with pytest.raises(ValueError, match="equal length"):
         hierarchical_bootstrap(np.mean, [(np.arange(5), np.arange(4))])
+
+
+def test_crossed_bootstrap_counts_an_item_measured_at_every_seed_once():
+    """Known answer: 5 identical seeds over 400 items of sd 1. Crossed, the interval is the items' own: half-width
+    1.96 / sqrt(400) = 0.098. Redrawing items within each seed (hierarchical) treats the 5 copies as 2000 items and
+    shrinks it by sqrt(5) to 0.044, which is wrong for items that are the same at every seed."""
+    items = np.random.default_rng(0).normal(0, 1, 400)
+    items -= items.mean() - 0.5  # mean exactly 0.5
+    same_items = np.tile(items, (5, 1))  # (seeds, items)
+    crossed = crossed_bootstrap(same_items, n_resamples=2000)
+    assert crossed.method == "crossed" and crossed.n == 5 and crossed.estimate == pytest.approx(0.5)
+    half_width = 1.96 * items.std(ddof=1) / math.sqrt(400)
+    assert (crossed.high - crossed.low) / 2 == pytest.approx(half_width, rel=0.15)
+    nested = hierarchical_bootstrap(np.mean, [(row,) for row in same_items], n_resamples=2000)
+    assert (nested.high - nested.low) / 2 == pytest.approx(half_width / math.sqrt(5), rel=0.15)
+
+
+def test_crossed_bootstrap_widens_with_the_spread_between_seeds_and_skips_missing_cells():
+    """Seeds 0, 1, 2 with no item variation: the percentile interval is about [0, 2], as for the hierarchical one
+    (3 draws all equal to the lowest seed have probability 1/27 > 2.5%). A missing cell is left out of the mean."""
+    spread = np.array([[0.0] * 50, [1.0] * 50, [2.0] * 50])
+    interval = crossed_bootstrap(spread, n_resamples=2000)
+    assert interval.low == pytest.approx(0.0, abs=1e-9) and interval.high == pytest.approx(2.0, abs=1e-9)
+    gap = spread.copy()
+    gap[1, 0] = np.nan
+    assert crossed_bootstrap(gap).estimate == pytest.approx(np.nanmean(gap))
+    with pytest.raises(ValueError, match="at least 2 items"):
+        crossed_bootstrap(np.ones((3, 1)))
+    with pytest.raises(ValueError, match="at least one value"):
+        crossed_bootstrap(np.array([[1.0, np.nan], [2.0, np.nan]]))
 
 
 def test_bootstrap_test_p_value_and_equivalence():
