@@ -1,5 +1,6 @@
 """Intervals for the findings: a t-interval over paired seeds, a bootstrap interval over items (tokens, word
-pairs) and a hierarchical bootstrap over seeds and items. A difference is called real only when its 95% interval
+pairs), a hierarchical bootstrap over seeds and items drawn per seed, and a crossed bootstrap over seeds and the
+same items measured at every seed. A difference is called real only when its 95% interval
 excludes 0 (after Holm's correction across a question's family of comparisons), and called absent only when an
 equivalence test (TOST) with a stated margin says so; otherwise it is "not resolved at this scale".
 
