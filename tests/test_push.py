@@ -6,12 +6,10 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from hub_standin import hub  # noqa: F401 (the Hub stand-in fixture, shared with test_hub_ids.py)
 
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, MinAttnForSequenceClassification, train_tokenizer
 from hf_minattn.cli import main as cli_main
@@ -105,52 +103,6 @@ def test_push_options_reach_the_plan(model_dir, capsys):
     assert "https://huggingface.co/me/minattn-test, revision v2, as a pull request, private:" in out
     assert "hf_secret" not in out
 
-
-
-class HubStandIn(BaseHTTPRequestHandler):
-    """Answers the five endpoints `HfApi.create_repo`, `create_branch` and `create_commit` call, in the Hub's
-    response format, and records every request (path, query, Authorization header, body)."""
-
-    def do_POST(self):  # noqa: N802 (http.server's naming)
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        url = urlsplit(self.path)
-        self.server.seen.append({"path": url.path, "query": parse_qs(url.query),
-                                 "auth": self.headers.get("Authorization"), "body": body})
-        hub = f"http://127.0.0.1:{self.server.server_port}/me/minattn-test"
-        if url.path == "/api/repos/create":
-            answer = {"url": hub, "name": "me/minattn-test"}
-        elif url.path == "/api/validate-yaml":
-            answer = {"errors": [], "warnings": []}
-        elif "/preupload/" in url.path:
-            answer = {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
-                                for f in json.loads(body)["files"]]}
-        elif "/commit/" in url.path:
-            answer = {"commitUrl": f"{hub}/commit/{'a' * 40}", "commitOid": "a" * 40,
-                      "pullRequestUrl": f"{hub}/discussions/1"}
-        elif "/branch/" in url.path:
-            answer = {}
-        else:
-            self.send_error(404, f"the stand-in does not serve {url.path}")
-            return
-        data = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def hub():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), HubStandIn)
-    server.seen = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
 
 
 def push(hub, *args):

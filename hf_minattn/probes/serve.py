@@ -3,8 +3,8 @@ typed into it with the model.
 
 - A probe folder (written by `hf-minattn probe`: report.html, probes.json): its report.html and files; typed
   sentences go to the model it probed (probes.json's provenance.model_path) or to `--model`.
-- A model folder (save_pretrained: config.json, weights, tokenizer): a page with the view alone, on the probes'
-  example sentences.
+- A model folder (save_pretrained: config.json, weights, tokenizer) or a Hub id (`--revision` picks a branch, tag or
+  commit): a page with the view alone, on the probes' example sentences.
 
 The standard library's http.server, one request at a time (the model is not shared between threads), on
 127.0.0.1 by default. GET api/info says which model encodes; GET api/attention?sentence=... answers the sentence's
@@ -26,6 +26,8 @@ from markupsafe import Markup
 
 from .attention_view import attention_view, check_sentence, view_assets, view_entry, view_json
 from .heads import attention_examples
+from hf_minattn.model_source import find_model, is_hub_id
+
 from .loading import load_encoder, max_length_for
 
 
@@ -89,20 +91,23 @@ def _model_of_probe(folder):
     return path if path and os.path.isfile(os.path.join(path, "config.json")) else None
 
 
-def prepare(path, model=None, device="cpu", trust_remote_code=False):
-    """(folder to serve, Encoder or None, what is served) for a probe folder or a model folder; the model page is
-    written into a temporary folder."""
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"{path!r} is not a folder: pass a probe folder (report.html) or a model folder "
-                                "(config.json)")
+def prepare(path, model=None, device="cpu", trust_remote_code=False, revision=None):
+    """(folder to serve, Encoder or None, what is served) for a probe folder, a model folder or a Hub id; the model
+    page is written into a temporary folder. `model` (a folder or a Hub id) encodes typed sentences instead of the
+    probed model; `revision`: the branch, tag or commit of the Hub id that encodes."""
+    if not os.path.isdir(path) and not is_hub_id(path):
+        raise FileNotFoundError(f"{path!r} is not a folder: pass a probe folder (report.html), a model folder "
+                                "(config.json) or a Hub id")
     is_probe = os.path.isfile(os.path.join(path, "report.html"))
-    if not is_probe and not os.path.isfile(os.path.join(path, "config.json")):
+    if os.path.isdir(path) and not is_probe and not os.path.isfile(os.path.join(path, "config.json")):
         raise FileNotFoundError(f"{path!r} has neither report.html (a probe folder) nor config.json (a model folder)")
     model_path = model or (_model_of_probe(path) if is_probe else path)
     encoder = None
     if model_path:
-        loaded, tokenizer = load_encoder(model_path, trust_remote_code=trust_remote_code, device=device)
-        encoder = Encoder(loaded, tokenizer, os.path.basename(os.path.normpath(model_path)))
+        source = find_model(model_path, revision)
+        loaded, tokenizer = load_encoder(source, trust_remote_code=trust_remote_code, device=device)
+        name = source.label if source.is_hub else os.path.basename(os.path.normpath(model_path))
+        encoder = Encoder(loaded, tokenizer, name)
     if is_probe:
         return path, encoder, "report.html"
     from .report.page import templates as _templates
@@ -119,8 +124,12 @@ def prepare(path, model=None, device="cpu", trust_remote_code=False):
 
 def view_parser():
     p = argparse.ArgumentParser(prog="hf-minattn view", description=__doc__.split("\n\n")[0])
-    p.add_argument("path", help="a folder written by `hf-minattn probe` (report.html) or by save_pretrained()")
-    p.add_argument("--model", help="the model that encodes typed sentences (default: the probed one, or PATH)")
+    p.add_argument("path", help="a folder written by `hf-minattn probe` (report.html) or by save_pretrained(), or a "
+                   "Hub id ('org/name')")
+    p.add_argument("--model", help="the model (a folder or a Hub id) that encodes typed sentences (default: the probed "
+                   "one, or PATH)")
+    p.add_argument("--revision", help="with a Hub id: the branch, tag or commit of the model to load (default: the "
+                   "default branch)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port (0: any free port; the URL is printed)")
     p.add_argument("--serve-for", type=float, default=None, metavar="SECONDS",
@@ -136,7 +145,7 @@ def view_main(argv=None):
         raise ValueError(f"--port must be in 0..65535, got {args.port}")
     if args.serve_for is not None and args.serve_for <= 0:
         raise ValueError(f"--serve-for must be a positive number of seconds, got {args.serve_for}")
-    folder, encoder, page = prepare(args.path, args.model, args.device, args.trust_remote_code)
+    folder, encoder, page = prepare(args.path, args.model, args.device, args.trust_remote_code, args.revision)
     server = HTTPServer((args.host, args.port), partial(ViewHandler, directory=folder, encoder=encoder))
     url = f"http://{args.host}:{server.server_address[1]}/{page}"
     typing = f"typed sentences encoded by {encoder.name}" if encoder else "no model to encode typed sentences (--model)"

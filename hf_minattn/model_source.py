@@ -1,0 +1,145 @@
+"""Where a named model's files come from: a local folder, or a Hub id as `from_pretrained` takes it (at a branch, tag
+or commit), and one line saying why it cannot be fetched.
+
+`find_model` fetches the id's config.json before anything else, so that a wrong id, a wrong revision, a repository
+without config.json or a Hub out of reach fails at once, before any output folder is made. huggingface_hub's own
+exceptions (and transformers' OSError raised from one) are turned into a FileNotFoundError or PermissionError naming
+the id and the revision; `hf-minattn` and `run_mlm.py` print that in one line (`hf_minattn.cli.run_reporting_errors`).
+"""
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from huggingface_hub import constants, hf_hub_download
+from huggingface_hub.errors import (DisabledRepoError, GatedRepoError, HFValidationError, HfHubHTTPError,
+                                    LocalEntryNotFoundError, OfflineModeIsEnabled, RemoteEntryNotFoundError,
+                                    RepositoryNotFoundError, RevisionNotFoundError)
+from huggingface_hub.utils import validate_repo_id
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A model named by the user: `name` as given; `folder`, a local folder holding its config.json (the folder itself,
+    or the Hub cache's snapshot of `commit`); `revision` as asked for and `commit` it resolved to (None for a folder)."""
+
+    name: str
+    folder: str
+    revision: str | None = None
+    commit: str | None = None
+
+    @property
+    def is_hub(self) -> bool:
+        return self.commit is not None
+
+    @property
+    def label(self) -> str:
+        """The model's name in reports: the folder's name, or the Hub id with @revision when one was asked for."""
+        if not self.is_hub:
+            return folder_name(self.name)
+        return f"{self.name}@{self.revision}" if self.revision else self.name
+
+    def pretrained(self) -> dict:
+        """`from_pretrained`'s first argument and revision: the Hub id pinned to the commit that `revision` pointed
+        at when it was found (every file from the same commit), or the folder."""
+        if self.is_hub:
+            return {"pretrained_model_name_or_path": self.name, "revision": self.commit}
+        return {"pretrained_model_name_or_path": self.folder}
+
+
+def folder_name(path) -> str:
+    """A folder's name for reports; packaged models often live in a folder called just "model": keep its parent."""
+    parts = os.path.normpath(str(path)).split(os.sep)
+    return os.path.join(*parts[-2:]) if parts[-1] == "model" and len(parts) > 1 else parts[-1]
+
+
+def is_hub_id(name: str) -> bool:
+    """Whether `name` reads as a Hub repository id ('name' or 'org/name'), as huggingface_hub validates one."""
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        return False
+    return True
+
+
+def find_model(name, revision=None, cache_dir=None) -> ModelSource:
+    """The ModelSource of `name`: a local folder written by save_pretrained(), or a Hub id at `revision` (a branch,
+    tag or commit; None: the default branch) whose config.json is fetched now (or read from the cache, offline)."""
+    name = str(name)
+    if os.path.isdir(name):
+        if revision:
+            raise ValueError(f"revision {revision!r} names a version of a Hub repository, but {name!r} is a local "
+                             "folder; drop the revision or pass a Hub id")
+        if not os.path.isfile(os.path.join(name, "config.json")):
+            raise FileNotFoundError(f"{name!r} has no config.json; is it a save_pretrained() folder?")
+        return ModelSource(name, name)
+    if not is_hub_id(name):
+        raise FileNotFoundError(f"model path {name!r} is not a folder, nor a Hub id ('name' or 'org/name'); pass a "
+                                "folder written by save_pretrained() (config.json, weights and tokenizer files) or a "
+                                "Hub id")
+    with hub_errors(name, revision):
+        config = hf_hub_download(name, "config.json", revision=revision, cache_dir=cache_dir)
+    folder = os.path.dirname(config)  # the cache's snapshots/<commit>/ folder
+    return ModelSource(name, folder, revision, os.path.basename(folder))
+
+
+# (huggingface_hub's exception, the error the user gets, its message); the first match wins, so a subclass
+# (GatedRepoError is a RepositoryNotFoundError) comes before its base.
+HUB_FAILURES = (
+    (GatedRepoError, PermissionError,
+     "{ref} is a gated repository: ask for access at {endpoint}/{name}, then log in (`hf auth login` or HF_TOKEN)"),
+    (DisabledRepoError, PermissionError, "{ref} is disabled on the Hub ({endpoint})"),
+    (RepositoryNotFoundError, FileNotFoundError,
+     "{ref} is not a local folder and was not found on the Hub ({endpoint}): check the id, or pass a local folder "
+     "(a private repository also needs `hf auth login` or HF_TOKEN)"),
+    (RevisionNotFoundError, FileNotFoundError,
+     "{name!r} has no revision {revision!r} on the Hub ({endpoint}); pass an existing branch, tag or commit id"),
+    (RemoteEntryNotFoundError, FileNotFoundError, "{ref} has no {file} on the Hub ({endpoint}); is it a transformers model?"),
+    ((LocalEntryNotFoundError, OfflineModeIsEnabled), FileNotFoundError,
+     "{ref} is not in the local cache ({cache}) and the Hub {unreachable}; fetch it once with the Hub reachable, or "
+     "pass a local folder"),
+    (HfHubHTTPError, FileNotFoundError, "the Hub ({endpoint}) could not serve {ref}: {cause}"),
+)
+
+
+@contextmanager
+def hub_errors(name, revision=None):
+    """Turn a failure to fetch `name` from the Hub (one of huggingface_hub's exceptions, or transformers' OSError
+    raised from one) into a one-line error naming the id and the revision; any other error passes unchanged."""
+    try:
+        yield
+    except Exception as error:
+        for cause in _chain(error):
+            for kind, error_type, message in HUB_FAILURES:
+                if isinstance(cause, kind):
+                    raise error_type(message.format(**_message_fields(name, revision, cause))) from error
+        raise
+
+
+def _chain(error):
+    """`error` and the exceptions it was raised from (or while handling), outermost first."""
+    seen = []
+    while error is not None and error not in seen:
+        seen.append(error)
+        error = error.__cause__ or error.__context__
+    return seen
+
+
+def _message_fields(name, revision, cause) -> dict:
+    endpoint, first_line = constants.ENDPOINT, _first_line(cause)
+    unreachable = ("cannot be reached (offline: HF_HUB_OFFLINE is set)" if constants.is_offline_mode()
+                   else f"({endpoint}) cannot be reached ({first_line})")
+    return {"ref": repr(name) + (f" at revision {revision!r}" if revision else ""), "name": name,
+            "revision": revision, "endpoint": endpoint, "cache": constants.HF_HUB_CACHE, "file": _file_of(cause),
+            "unreachable": unreachable, "cause": first_line}
+
+
+def _first_line(error) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+def _file_of(error) -> str:
+    """The file a RemoteEntryNotFoundError's request asked for (the part of the URL after resolve/<revision>/)."""
+    url = str(getattr(getattr(error, "response", None), "url", "") or "")
+    return url.split("/resolve/", 1)[1].split("/", 1)[-1] if "/resolve/" in url else "such file"
