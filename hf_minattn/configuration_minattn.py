@@ -7,6 +7,7 @@ POSITION_EMBEDDING_TYPES = ("learned", "sinusoidal", "rope", "none")
 NORM_PLACEMENTS = ("pre", "post")
 QKV_PROJECTIONS = ("learned", "identity")
 QKV_INITS = ("normal", "identity")
+SPECIAL_TOKEN_ID_FIELDS = ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id")
 
 
 class MinAttnConfig(PretrainedConfig):
@@ -225,12 +226,17 @@ class MinAttnConfig(PretrainedConfig):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"MinAttnConfig.{name} must be a positive number, got {value!r}")
-        for name in ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id"):
+        for name in SPECIAL_TOKEN_ID_FIELDS:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or not 0 <= value < self.vocab_size):
                 raise ValueError(
                     f"MinAttnConfig.{name} must be an id in [0, vocab_size={self.vocab_size}) or None, got {value!r}"
                 )
+
+    def special_token_ids(self) -> dict[str, int]:
+        """{field: id} of the special token ids that are set (`pad_token_id`, `cls_token_id`, ...): the ids that
+        must lie inside the vocabulary."""
+        return {name: getattr(self, name) for name in SPECIAL_TOKEN_ID_FIELDS if getattr(self, name) is not None}
 
 
 __all__ = ["MinAttnConfig"]

@@ -305,6 +305,29 @@ class MinAttnPreTrainedModel(PreTrainedModel):
             heads.append(entry)
         return heads
 
+    def resize_token_embeddings(self, new_num_tokens=None, pad_to_multiple_of=None, mean_resizing=True) -> nn.Embedding:
+        """As `PreTrainedModel.resize_token_embeddings` (grow, shrink, `pad_to_multiple_of`), but a size that would
+        leave one of the config's special token ids (`pad_token_id`, `cls_token_id`, `sep_token_id`,
+        `mask_token_id`) outside the vocabulary raises a `ValueError` naming them, and the model is left unchanged:
+        the model would lose that token (its [MASK], say), and the config could no longer be saved and loaded again.
+        transformers' common test (`test_resize_tokens_embeddings`: 10 more, then 15 fewer than a vocabulary of 99)
+        stays above every id; a size below a special id is refused by design. To drop a special token, set its id
+        in the config to None (or to an id inside the new size) first."""
+        size = new_num_tokens
+        if isinstance(pad_to_multiple_of, int) and pad_to_multiple_of > 0:  # what the base class will round up to
+            size = size if size is not None else self.get_input_embeddings().num_embeddings
+            size = -(-size // pad_to_multiple_of) * pad_to_multiple_of
+        special_ids = self.config.special_token_ids() if isinstance(size, int) else {}
+        outside = {name: i for name, i in special_ids.items() if i >= size}
+        if outside:
+            raise ValueError(
+                f"resize_token_embeddings to {size} tokens would leave "
+                + ", ".join(f"{name}={i}" for name, i in outside.items())
+                + f" outside the vocabulary: expected at least {max(outside.values()) + 1} tokens (or set those ids in "
+                "the config to None or to ids below the new size first)"
+            )
+        return super().resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
+
     def save_pretrained(self, save_directory, *args, **kwargs):
         # Every checkpoint maps every Auto class, so that e.g. a masked-LM checkpoint also loads with AutoModel
         # through remote code; save_pretrained only writes the entry of the class being saved.
@@ -435,7 +458,8 @@ class MinAttnModel(MinAttnPreTrainedModel):
 
 
 class MinAttnLMHead(nn.Module):
-    """Dense + activation + LayerNorm, then the decoder to vocabulary logits (its weight tied to the embeddings)."""
+    """Dense + activation + LayerNorm, then the decoder to vocabulary logits (its weight tied to the embeddings) plus
+    the output bias `lm_head.bias`."""
 
     def __init__(self, config: MinAttnConfig):
         super().__init__()
@@ -446,7 +470,12 @@ class MinAttnLMHead(nn.Module):
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
 
     def forward(self, hidden_states):
-        return self.decoder(self.norm(self.act(self.dense(hidden_states)))) + self.bias
+        hidden_states = self.norm(self.act(self.dense(hidden_states)))
+        # The bias goes inside the decoder's product (one addmm, as BERT's), not in a second pass over the (B, T, V)
+        # logits; under autocast the bias is cast with the weight, so the logits stay in the compute dtype (bf16)
+        # instead of being promoted to fp32 by an fp32 bias. A decoder given a bias of its own keeps it.
+        bias = self.bias if self.decoder.bias is None else self.bias + self.decoder.bias
+        return F.linear(hidden_states, self.decoder.weight, bias)
 
 
 class MinAttnForMaskedLM(MinAttnPreTrainedModel):

@@ -362,6 +362,41 @@ def test_save_load_round_trip_is_bit_exact_with_tied_weights_once(tmp_path, vari
     assert torch.equal(model(input_ids).logits, loaded(input_ids).logits)  # includes the sinusoid buffer
 
 
+@pytest.mark.parametrize("size, pad_to_multiple_of, expected", [(109, None, 109), (84, None, 84), (5, None, 5),
+                                                                  (99, 64, 128), (3, 8, 8)])
+def test_a_resized_model_saves_and_loads_with_the_same_logits(tmp_path, size, pad_to_multiple_of, expected):
+    """Grown (as transformers' common test: 10 more), shrunk (15 fewer; or down to the largest special id + 1), or
+    padded to a multiple: the resized model saves, loads back through from_pretrained, and gives the same logits."""
+    model = MinAttnForMaskedLM(tiny_config()).eval()
+    model.resize_token_embeddings(size, pad_to_multiple_of=pad_to_multiple_of)
+    assert model.config.vocab_size == model.lm_head.bias.shape[0] == expected
+    model.save_pretrained(tmp_path)
+    loaded = AutoModelForMaskedLM.from_pretrained(tmp_path).eval()
+    assert loaded.config.vocab_size == expected and loaded.config.mask_token_id == 4
+    input_ids = torch.randint(0, min(expected, 99), (2, 9))
+    with torch.no_grad():
+        assert torch.equal(model(input_ids).logits, loaded(input_ids).logits)
+
+
+@pytest.mark.parametrize("size, pad_to_multiple_of, named", [(4, None, "mask_token_id=4"),
+                                                             (2, None, "cls_token_id=2, sep_token_id=3, mask_token_id=4"),
+                                                             (2, 3, "sep_token_id=3, mask_token_id=4")])
+def test_resizing_below_a_special_id_is_refused_and_changes_nothing(size, pad_to_multiple_of, named):
+    """A size that would leave a special token id outside the vocabulary (the config could then not be loaded
+    again), also after rounding up to `pad_to_multiple_of`, raises a ValueError naming the ids and the smallest size
+    allowed; weights and config stay as they were."""
+    model = MinAttnForMaskedLM(tiny_config())
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(ValueError, match=re.escape(named) + ".*expected at least 5 tokens"):
+        model.resize_token_embeddings(size, pad_to_multiple_of=pad_to_multiple_of)
+    assert model.config.vocab_size == 99
+    after = model.state_dict()
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
+    model.config.mask_token_id = None  # a special token given up on purpose: then the size is allowed
+    model.resize_token_embeddings(4)
+    assert model.config.vocab_size == 4
+
+
 def test_checkpoint_carries_code_and_complete_auto_map(tmp_path):
     MinAttnForMaskedLM(tiny_config()).save_pretrained(tmp_path)
     assert (tmp_path / "modeling_minattn.py").exists() and (tmp_path / "configuration_minattn.py").exists()
