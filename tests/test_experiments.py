@@ -140,5 +140,10 @@ def test_every_probe_ran_at_every_seed_and_the_comparisons_are_paired(run):
         assert c["verdict"] in ("higher", "lower", "equivalent", "unresolved")
     assert results["answers"]["q6"]["senses"]["comparisons"]["vs_chance"]["df"] == len(seeds) - 1
     assert len(results["answers"]["q7"]["strongest"]) == 5
+    mixing = results["answers"]["q7"]["mixing"]  # Q7 over many sentences, the reference beside ours
+    assert mixing["sentences"] == 30 and mixing["seeds"] == len(seeds)
+    assert mixing["reference"]["name"] == "all-MiniLM-L6-v2"
+    assert all(0 < w["estimate"] < 1 for w in mixing["residual_weight"]["full"])
+    assert mixing["comparisons"]["full_minus_uniform_measured"]["method"] == "crossed"
     # the command line is what the user typed; the folders are relative
     assert not any(p.startswith(str(out)) or os.path.isabs(p) for v in results["folders"].values() for p in v.values())

@@ -84,6 +84,8 @@ def q7_answer(results: dict) -> str:
     q7 = results["answers"].get("q7")
     if not q7:
         return NOT_MEASURED
+    if q7.get("mixing"):
+        return q7_mixing_answer(q7["mixing"])
     share = q7["self_share"] or {}
     return ("Each head's attention weights are a weighted directed graph over the tokens, but a layer's edges are not "
             f"word-to-word relations: followed through the residual path and the layers (rollout, after layer "
@@ -91,6 +93,26 @@ def q7_answer(results: dict) -> str:
             + ("the residual path keeps most of each word its own" if share.get("low", 0) > 0.5 else
                "most of each word comes from the other words" if share.get("high", 1) < 0.5 else
                "whether most of a word stays its own is not resolved"))
+
+
+KEEPS = {"higher": "more than", "lower": "less than", "equivalent": "as much as",
+         "unresolved": "not measurably differently from"}
+
+
+def q7_mixing_answer(mixing: dict) -> str:
+    """Q7 over many sentences: rollout with the residual weight measured from the layers' norms, against uniform
+    attention with the same weights and against the untrained model; the reference encoder beside it."""
+    c = mixing["comparisons"]
+    text = ("Each head's attention weights are a weighted directed graph over the tokens; followed through the "
+            f"residual path and the layers (rollout over {mixing['sentences']} sentences, residual weights measured "
+            "from the layers' norms), attention in our model at this scale keeps a word to itself "
+            f"{KEEPS[st.verdict(c['full_minus_uniform_measured'])]} uniform attention with the same residual weights "
+            f"would, and {KEEPS[st.verdict(c['full_minus_untrained_measured'])]} the untrained model")
+    ref = mixing.get("reference")
+    if ref:
+        text += (f"; in a model trained at scale ({ref['name']}), "
+                 f"{KEEPS[st.verdict(ref['measured']['minus_uniform'])]} uniform attention")
+    return text
 
 
 # (number, heading, answer): the headings are the sections' anchors, which other documents link to.
@@ -117,12 +139,18 @@ KEYS = {1: (("Spearman of a row's distance with its token's count", ("q1", "spea
             ("last layer - word2vec", ("q5", "comparisons", "last_vs_word2vec"))),
         6: (("sense accuracy - chance", ("q6", "senses", "comparisons", "vs_chance")),),
         7: (("a word's share of its own input", ("q7", "self_share")),)}
+# Q7 over many sentences (results with answers["q7"]["mixing"]) rests on these instead of the one example's share
+MIXING_KEYS = (("a word's share of its own input", ("q7", "mixing", "measured", "full")),
+               ("trained - uniform attention", ("q7", "mixing", "comparisons", "full_minus_uniform_measured")),
+               ("trained - untrained", ("q7", "mixing", "comparisons", "full_minus_untrained_measured")))
 
 
 def key_numbers(results: dict, number: int) -> str:
     """" (what: estimate [low, high]; ...)" for the intervals question `number` rests on; "" where none is stored."""
-    parts = []
-    for what, path in KEYS.get(number, ()):
+    parts, keys = [], KEYS.get(number, ())
+    if number == 7 and (results["answers"].get("q7") or {}).get("mixing"):
+        keys = MIXING_KEYS
+    for what, path in keys:
         value = results["answers"]
         for key in path:
             value = value.get(key) if isinstance(value, dict) else None

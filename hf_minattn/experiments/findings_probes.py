@@ -262,16 +262,51 @@ def logit_lens_lines(lens: dict | None, fig) -> list[str]:
             fig("logit_lens", "gain over the unigram floor of every layer, decoded by the MLM head")]
 
 
+REFERENCE_DESCRIPTIONS = {
+    "all-MiniLM-L6-v2": "is six layers distilled from a larger model, then fine-tuned contrastively for sentence "
+                        "embeddings: trained at scale, but not a plain masked language model."}
+
+
+def q7_mixing_lines(mixing: dict) -> list[str]:
+    """Q7 over many sentences: self-shares by residual weighting (crossed intervals over seeds and sentences), the
+    measured residual weights per layer, and the comparisons."""
+    ref = mixing.get("reference")
+    rows = [[label, *(ci(mixing[w][key]) for w in ("measured", "half"))]
+            for label, key in (("our model, trained", "full"), ("uniform attention, same weights", "uniform"),
+                               ("our model, untrained", "untrained"))]
+    if ref:
+        rows.append([ref["name"], *(ci(ref[w]["self_share"]) for w in ("measured", "half"))])
+    weights = mixing["residual_weight"]["full"]
+    lines = [f"A word's share of its own input after the last layer, mean over {mixing['sentences']} sentences and "
+             f"{mixing['seeds']} seeds (95% crossed bootstrap over seeds and sentences):",
+             *table(["model", "residual weight measured", "residual weight 0.5"], rows), "",
+             "The residual weight measured from the layers' norms, ||r|| / (||r|| + ||attention output||), per layer "
+             f"(trained): {', '.join(ci(w) for w in weights)}"
+             + (f"; {ref['name']}: {', '.join(num(w) for w in ref['residual_weight'])}" if ref else "") + "."]
+    if ref and ref["name"] in REFERENCE_DESCRIPTIONS:
+        lines += ["", f"{ref['name']} {REFERENCE_DESCRIPTIONS[ref['name']]}"]
+    c = mixing["comparisons"]
+    rows = [("trained - uniform attention (measured weights)", c["full_minus_uniform_measured"]),
+            ("trained - untrained (measured weights)", c["full_minus_untrained_measured"]),
+            ("trained - uniform attention (weight 0.5)", c["full_minus_uniform_half"]),
+            ("trained - untrained (weight 0.5)", c["full_minus_untrained_half"])]
+    if ref:
+        rows.append((f"{ref['name']} - uniform attention (measured weights)", ref["measured"]["minus_uniform"]))
+    return [*lines, *comparisons_table(rows, "self-share"), ""]
+
+
 def q7_section(q7: dict, fig) -> list[str]:
     share = q7["self_share"]
     against_half = ("-" if not share else "above 0.5" if share["low"] > 0.5 else "below 0.5" if share["high"] < 0.5
                     else "includes 0.5")
+    one_example = table(["comparison", "estimate", "95% interval", "df", "p", "verdict"],
+                        [[f"a word's share of its own input after layer {q7['layer']} (rollout, mean over seeds)",
+                          num((share or {}).get("estimate")),
+                          f"[{num((share or {}).get('low'))}, {num((share or {}).get('high'))}]",
+                          df_cell(share), "-", against_half]])
     return [
         *opening({"answers": {"q7": q7}}, 7),
-        *table(["comparison", "estimate", "95% interval", "df", "p", "verdict"],
-               [[f"a word's share of its own input after layer {q7['layer']} (rollout, mean over seeds)",
-                 num((share or {}).get("estimate")), f"[{num((share or {}).get('low'))}, {num((share or {}).get('high'))}]",
-                 df_cell(share), "-", against_half]]),
+        *(["", *q7_mixing_lines(q7["mixing"])] if q7.get("mixing") else one_example),
         "",
         "Every row of a head's attention sums to one, so each head is a weighted directed graph over the tokens; but "
         "residual connections carry each word's own vector through, and each layer mixes what earlier layers mixed. "

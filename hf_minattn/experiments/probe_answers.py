@@ -243,4 +243,8 @@ def probe_answers(results: dict, probes: dict, config: dict) -> dict:
     graph = graph_answers(probes, config)
     if graph:
         answers["q7"] = graph
+    if probes.get("mixing"):  # results from before the many-sentence rollout have only the one example
+        from .mixing import mixing_answers  # it reads per_layer from here
+
+        answers.setdefault("q7", {})["mixing"] = mixing_answers(probes["mixing"], results["settings"]["n_resamples"])
     return answers

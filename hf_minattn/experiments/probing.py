@@ -15,6 +15,7 @@ import numpy as np
 from hf_minattn.probes.cooccurrence import RELATED_PAIRS, cooccurrence_alignment, related_word_similarities  # noqa: F401
 
 from . import word_pairs
+from .mixing import mixing_over_seeds
 from .training import log
 
 REFERENCE_NAME = "minilm"
@@ -66,7 +67,8 @@ def probe_variants(out: str, folders: dict, settings: dict, seeds, figure_format
     """Every probe on each variant of `settings["probed"]` at each seed (`folders`: {variant: {seed: folder}}); each
     run's figures as PNG, SVG or both (`figure_format`).
     Returns {"by_seed": {variant: {seed: summary}}, "extras": {variant: {seed: ...}}, "word_pairs": ...,
-    "head_divergence": ..., "reference": summary or None, "rollout": {seed: edges}, "corpus": ...}."""
+    "head_divergence": ..., "reference": summary or None, "rollout": {seed: edges}, "mixing": Q7's many-sentence
+    rollout (`mixing.mixing_over_seeds`), "corpus": ...}."""
     from hf_minattn.probes.corpus import default_sentences, wikipedia_train_sentences
     from hf_minattn.probes.loading import resolve_device
 
@@ -83,8 +85,9 @@ def probe_variants(out: str, folders: dict, settings: dict, seeds, figure_format
                              settings)
     divergence = head_divergence_over_seeds(folders, settings, seeds, sentences, device)
     circuits = circuits_over_seeds(folders, settings, seeds, corpus)
+    mixing = mixing_over_seeds(folders, settings, seeds, sentences, settings_reference(settings, device), device)
     return {"by_seed": runs["by_seed"], "extras": runs["extras"], "word_pairs": pairs, "head_divergence": divergence,
-            "reference": reference, "rollout": runs["rollout"], "circuits": circuits,
+            "reference": reference, "rollout": runs["rollout"], "circuits": circuits, "mixing": mixing,
             "corpus": {"sentences": len(corpus), "probe_sentences": len(sentences), "name": corpus_name}}
 
 
@@ -154,21 +157,28 @@ def keep_run(runs: dict, results, name: str, seed: int, tokenizer, cooccurrence_
         runs["rollout"][seed] = rollout_edges(results, layers - 1)
 
 
+def settings_reference(settings: dict, device) -> tuple | None:
+    """(model, tokenizer, name) of the preset's reference encoder, or None without one (the package is a test extra:
+    said, and the experiments go on without it)."""
+    from hf_minattn.probes.loading import load_reference
+
+    if not settings.get("reference"):
+        return None
+    try:
+        return load_reference(settings["reference"], device=device)
+    except ValueError as error:
+        log(f"no reference encoder: {error}")
+        return None
+
+
 def probe_reference(out, settings, seeds, texts, device, figure_format) -> tuple:
     """(summary, (vocab, vector sets)) of the pretrained reference encoder probed like the variants on `texts`, or
-    (None, None) without one (the package is a test extra: said, and the experiments go on without it)."""
-    from hf_minattn.probes.loading import load_reference
+    (None, None) without one."""
     from hf_minattn.probes.report import write_outputs
     from hf_minattn.probes.run import run_all_probes
     from hf_minattn.probes.settings import ProbeSettings
 
-    if not settings.get("reference"):
-        return None, None
-    try:
-        ref = load_reference(settings["reference"], device=device)
-    except ValueError as error:
-        log(f"no reference encoder: {error}")
-        return None, None
+    ref = settings_reference(settings, device)
     if ref is None:
         return None, None
     sentences, corpus, corpus_name = texts

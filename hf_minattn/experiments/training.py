@@ -30,6 +30,7 @@ SETTINGS = {
                   eval_steps=5, curve_eval_samples=32, seeds=(0, 1), mask_draws=3, probe_sentences=150, vector_sentences=1000,
                   dynamics_sentences=1000, head_sentences=30, probed=("full", "untrained"), parallel=2, bf16=False,
                   cooccurrence_sentences=1000, reference="minilm", n_resamples=200, loss_allocation_every=5,
+                  mixing_sentences=30,
                   loss_allocation_samples=8),
     # The committed run (docs/findings) on 2 CPU cores with AVX512-BF16: 18 training runs of 1,200 steps x 16 x 128
     # tokens (2.5M tokens, about 1.3 passes over the default corpus's training split) in bf16 autocast, two at a time
