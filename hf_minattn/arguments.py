@@ -31,7 +31,16 @@ class ModelArguments:
     """Which model to train (from scratch unless --model_name_or_path) and with which tokenizer."""
 
     model_name_or_path: str | None = field(
-        default=None, metadata={"help": "A saved MinAttn masked-LM folder to continue training. Leave unset to train from scratch."}
+        default=None, metadata={"help": "A MinAttn masked LM to continue training: a saved folder, or a Hub id ('org/name') "
+                                "as from_pretrained takes it. Leave unset to train from scratch."}
+    )
+    model_revision: str | None = field(
+        default=None, metadata={"help": "With a Hub id as --model_name_or_path: the branch, tag or commit to load (default: "
+                                "the default branch)."}
+    )
+    trust_remote_code: bool = field(
+        default=False, metadata={"help": "Run modeling and tokenizer code saved with --model_name_or_path or --tokenizer_name "
+                                 "(MinAttn models load without it where hf_minattn is installed)."}
     )
     model_size: str = field(
         default="small",
@@ -69,6 +78,8 @@ class ModelArguments:
     def __post_init__(self):
         if self.model_name_or_path is not None and self.config_overrides is not None:
             raise ValueError("--config_overrides can't be used with --model_name_or_path (the saved config is used as is)")
+        if self.model_revision is not None and self.model_name_or_path is None:
+            raise ValueError(f"--model_revision {self.model_revision!r} needs --model_name_or_path (a Hub id)")
         if self.model_size not in MODEL_SIZES:  # the command line offers only these; a JSON file may say anything
             raise ValueError(f"--model_size must be one of {list(MODEL_SIZES)}, got {self.model_size!r}")
         # the vocabulary holds the special tokens and at least one more

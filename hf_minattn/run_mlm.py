@@ -41,6 +41,7 @@ from hf_minattn.initialization import initial_model
 from hf_minattn.loss_allocation import LossAllocationCallback
 from hf_minattn.masking import MLMCollator, mask_once, with_example_index
 from hf_minattn.model_card import card_facts
+from hf_minattn.model_source import ModelSource, find_model
 from hf_minattn.sentence_embedding import write_sentence_transformers_files
 from hf_minattn.trainer import MinAttnTrainer, metrics_computer, preprocess_logits_for_metrics
 from hf_minattn.unigram import UnigramFloor
@@ -68,9 +69,10 @@ def parse_args(argv=None):
     return parser.parse_args_into_dataclasses(args=argv)
 
 
-def build_config(model_args: ModelArguments) -> MinAttnConfig:
-    if model_args.model_name_or_path is not None:
-        return MinAttnConfig.from_pretrained(model_args.model_name_or_path)
+def build_config(model_args: ModelArguments, source: ModelSource | None = None) -> MinAttnConfig:
+    """The config of the model `source` (found from --model_name_or_path), or of the size preset with its overrides."""
+    if source is not None:
+        return MinAttnConfig.from_pretrained(**source.pretrained(), cache_dir=model_args.cache_dir)
     config = MinAttnConfig(**MODEL_SIZES[model_args.model_size])
     if model_args.config_overrides:
         logger.info(f"Overriding config: {model_args.config_overrides}")
@@ -143,9 +145,13 @@ def sequence_length(data_args, config: MinAttnConfig) -> int:
     return max_seq_length
 
 
-def load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpoint, max_seq_length):
-    """The checkpoint's tokenizer when resuming, the one named, or one trained on the training split."""
-    tokenizer_path = checkpoint or model_args.tokenizer_name or model_args.model_name_or_path
+def load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpoint, max_seq_length, source=None):
+    """The checkpoint's tokenizer when resuming, the one named, the model's (`source`), or one trained on the training
+    split."""
+    tokenizer_path = checkpoint or model_args.tokenizer_name
+    pretrained = {"pretrained_model_name_or_path": tokenizer_path}
+    if tokenizer_path is None and source is not None:
+        tokenizer_path, pretrained = source.label, source.pretrained()  # from the model's commit
     if tokenizer_path is None:
         # One process trains and saves it, the others load it: every process gets the same vocabulary.
         with training_args.main_process_first(desc="training the tokenizer", local=False):
@@ -159,15 +165,17 @@ def load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpo
             else:
                 tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
     else:
-        tokenizer = AutoTokenizer.from_pretrained(tokenizer_path, cache_dir=model_args.cache_dir)
+        tokenizer = AutoTokenizer.from_pretrained(**pretrained, cache_dir=model_args.cache_dir,
+                                                  trust_remote_code=model_args.trust_remote_code)
     if tokenizer.mask_token is None:
         raise ValueError(f"The tokenizer ({tokenizer_path}) has no mask token; masked-LM training needs one")
     return tokenizer
 
 
-def build_model(model_args, config: MinAttnConfig, tokenizer, seed: int) -> MinAttnForMaskedLM:
-    if model_args.model_name_or_path is not None:
-        model = AutoModelForMaskedLM.from_pretrained(model_args.model_name_or_path, config=config)
+def build_model(model_args, config: MinAttnConfig, tokenizer, seed: int, source=None) -> MinAttnForMaskedLM:
+    if source is not None:
+        model = AutoModelForMaskedLM.from_pretrained(**source.pretrained(), config=config, cache_dir=model_args.cache_dir,
+                                                     trust_remote_code=model_args.trust_remote_code)
         if len(tokenizer) > model.get_input_embeddings().num_embeddings:  # as transformers' run_mlm.py does
             logger.info(f"Resizing the token embeddings from {model.get_input_embeddings().num_embeddings} to "
                         f"{len(tokenizer)} for the tokenizer")
@@ -243,13 +251,16 @@ def build_trainer(model_args, data_args, training_args, checkpoint) -> tuple[Min
     """The Trainer with its data, tokenizer (`processing_class`) and model, the data's description and the
     sequence length. The data is checked before anything expensive."""
     set_seed(training_args.seed)
-    config = build_config(model_args)
+    # A folder, or a Hub id whose config.json is fetched now: a wrong id or revision fails before any data is read.
+    source = (find_model(model_args.model_name_or_path, model_args.model_revision, model_args.cache_dir)
+              if model_args.model_name_or_path is not None else None)
+    config = build_config(model_args, source)
     max_seq_length = sequence_length(data_args, config)
     with training_args.main_process_first(desc="loading the raw data"):
         raw, data_description = load_raw_datasets(data_args, model_args.cache_dir)
     text_column = resolve_text_column(raw, data_args.text_column_name, data_description)
-    tokenizer = load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpoint, max_seq_length)
-    model = build_model(model_args, config, tokenizer, training_args.seed)
+    tokenizer = load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpoint, max_seq_length, source)
+    model = build_model(model_args, config, tokenizer, training_args.seed, source)
     drift = DriftCallback(model)  # copies the initial weights: before the Trainer loads any checkpoint
 
     # Sequences, the unigram floor, the masks.

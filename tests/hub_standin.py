@@ -146,7 +146,7 @@ def hub():
     commit}}) and `server.commits` ({commit: {file: bytes}})."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), HubStandIn)
     server.seen, server.repos, server.commits = [], {}, {}
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield server
     server.shutdown()
