@@ -220,7 +220,10 @@ def eval_loss(model, batches, bf16):
 
 
 @torch.no_grad()
-def inference_times(models: dict, inputs, bf16, repeats):
+def inference_times(models: dict, inputs, bf16, repeats) -> dict[str, list[float]]:
+    """{name: seconds of one forward in each of `repeats` rounds} (eval mode, no labels), after one warm-up round.
+    The models take turns within a round and the order flips every round, so that a change in the machine's load
+    hits all of them alike and round r's times can be compared model against model."""
     for model in models.values():
         model.eval()
     times = {name: [] for name in models}
@@ -234,4 +237,4 @@ def inference_times(models: dict, inputs, bf16, repeats):
             synchronize(inputs.device)
             if r > 0:  # the first round is warm-up
                 times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
+    return times

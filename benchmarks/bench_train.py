@@ -11,7 +11,9 @@ What is measured (for each precision):
   step (the order flips every step, so drift in the machine's load hits both alike); median over the steps after
   the warm-up. The speed-up is the median of the per-step ratios (see `summarize_training`). These same steps
   give the quality comparison: eval loss on the validation split afterwards.
-- inference tokens/s: forward only, no labels, eval mode, alternating.
+- inference tokens/s: forward only, no labels, eval mode, alternating (the order flips every round); the median of
+  `--infer-repeats` rounds (default 20), with the interquartile range of the rounds. The speed-up is the median of
+  the per-round ratios, as for training; `infer_speedup_of_medians` keeps the ratio of the two tok/s figures.
 - peak training memory: a fresh subprocess per model runs a few training steps; we report the growth of the peak
   resident set size (VmHWM in /proc/self/status) over the RSS just before the first step, i.e. activations,
   gradients, optimizer state and allocator slack, but not the Python/torch runtime or the weights. On a GPU: the
@@ -123,10 +125,14 @@ def run_precision(precision, sizes, train_batches, val_batches, args) -> dict:
     result = {"train_wall_s": train_seconds, "matmul_peak_gflops_during_training": peak,
               "matmul_peak_samples": peak_samples, "n_labelled_mean": n_labelled, "models": {}}
     for name, trainer in trainers.items():
+        infer_s = statistics.median(infer[name])
+        quartiles = statistics.quantiles(infer[name], n=4, method="inclusive")
         result["models"][name] = {
             "train_step_s_all": trainer.times,
-            "infer_tokens_per_s": tokens / infer[name],
-            "infer_mfu": infer_flops(sizes, name) / infer[name] / (peak * 1e9),
+            "infer_s_all": infer[name],
+            "infer_tokens_per_s": tokens / infer_s,
+            "infer_tokens_per_s_iqr": [tokens / quartiles[2], tokens / quartiles[0]],  # slow quartile, fast quartile
+            "infer_mfu": infer_flops(sizes, name) / infer_s / (peak * 1e9),
             "train_loss_last10": statistics.mean(trainer.losses[-10:]),
             "eval_loss": eval_loss(trainer.model, val_batches, bf16),
             "memory": peak_memory(name, precision, sizes, device),
@@ -136,11 +142,12 @@ def run_precision(precision, sizes, train_batches, val_batches, args) -> dict:
 
 
 def summarize_training(result: dict, sizes: dict, warmup: int):
-    """Speed numbers from the raw step times and the matmul peak sampled after each pair of steps.
+    """Speed numbers from the raw step and inference times and the matmul peak sampled after each pair of steps.
 
     Other people's jobs come and go on this machine and change step times several-fold, so the speed-up is the
     median over steps of BERT's step time / MinAttn's step time *at the same step* (the two ran back to back,
-    under the same load), and MFU is taken step by step against the peak sampled right after that step.
+    under the same load), the inference speed-up likewise the median over rounds of the per-round ratio, and MFU is
+    taken step by step against the peak sampled right after that step.
     `train_speedup_quiet` keeps only the steps where the sampled peak was >= 75% of the best sample (the machine
     was nearly idle).
     """
@@ -161,12 +168,14 @@ def summarize_training(result: dict, sizes: dict, warmup: int):
             continue
         other = result["models"][peer]
         paired = [o / m for m, o in zip(mine["train_step_s_all"][warmup:], other["train_step_s_all"][warmup:])]
+        paired_infer = [o / m for m, o in zip(mine["infer_s_all"], other["infer_s_all"])]
         suffix = "" if peer == "bert" else f"_vs_{peer}"
         result["ratios"].update({
             f"train_speedup{suffix}": statistics.median(paired),
             f"train_speedup_of_medians{suffix}": mine["train_tokens_per_s"] / other["train_tokens_per_s"],
             f"train_speedup_quiet{suffix}": statistics.median([r for r, q in zip(paired, quiet) if q]),
-            f"infer_speedup{suffix}": mine["infer_tokens_per_s"] / other["infer_tokens_per_s"],
+            f"infer_speedup{suffix}": statistics.median(paired_infer),
+            f"infer_speedup_of_medians{suffix}": mine["infer_tokens_per_s"] / other["infer_tokens_per_s"],
             f"eval_loss_ratio{suffix}": mine["eval_loss"] / other["eval_loss"],
             f"train_memory_ratio{suffix}": mine["memory"]["train_peak_mb"] / other["memory"]["train_peak_mb"],
         })
@@ -174,9 +183,11 @@ def summarize_training(result: dict, sizes: dict, warmup: int):
 
 
 def markdown_table(report) -> str:
-    """"MinAttn vs" for training is the median per-step ratio of the peer's step time to MinAttn's; "quiet" keeps the
-    steps taken on a nearly idle machine."""
-    lines = ["| precision | model | train tok/s | MinAttn vs it | MinAttn vs it, quiet steps | infer tok/s | "
+    """Each "MinAttn vs it" is a median of paired ratios, the peer's time over MinAttn's: per training step, or per
+    inference round; "quiet" keeps the steps taken on a nearly idle machine. So it is not the ratio of the tok/s
+    columns (medians of each model alone), though close to it. Inference tok/s comes with its interquartile range
+    over the rounds."""
+    lines = ["| precision | model | train tok/s | MinAttn vs it | MinAttn vs it, quiet steps | infer tok/s (IQR) | "
              "MinAttn vs it | train MFU | peak train mem (MB) | eval loss |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for precision, result in report["results"].items():
@@ -192,8 +203,9 @@ def markdown_table(report) -> str:
                 vs_train = f"{r['train_speedup' + suffix]:.2f}x"
                 vs_quiet = f"{r['train_speedup_quiet' + suffix]:.2f}x ({r['quiet_steps']} steps)"
                 vs_infer = f"{r['infer_speedup' + suffix]:.2f}x"
+            low, high = m["infer_tokens_per_s_iqr"]
             lines.append(f"| {precision} | {MODELS[name]} | {m['train_tokens_per_s']:.0f} | {vs_train} | {vs_quiet} | "
-                         f"{m['infer_tokens_per_s']:.0f} | {vs_infer} | {100 * m['mfu']:.0f}% | "
+                         f"{m['infer_tokens_per_s']:.0f} ({low:.0f}-{high:.0f}) | {vs_infer} | {100 * m['mfu']:.0f}% | "
                          f"{m['memory']['train_peak_mb']:.0f} | {m['eval_loss']:.3f} |")
     return "\n".join(lines)
 
@@ -220,7 +232,8 @@ def make_parser() -> argparse.ArgumentParser:
                         help="with --levers: also profile MinAttn's training step in each precision (top operators)")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--eval-blocks", type=int, default=128, help="validation blocks for the eval loss")
-    parser.add_argument("--infer-repeats", type=int, default=5)
+    parser.add_argument("--infer-repeats", type=int, default=20,
+                        help="inference rounds, after one warm-up round (default 20, quick 3): median and quartiles")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     parser.add_argument("--_memory-worker", nargs=4, help=argparse.SUPPRESS)
     return parser
@@ -243,7 +256,9 @@ def check_args(parser: argparse.ArgumentParser, args) -> tuple[dict, list[str]]:
     args.steps = args.steps or (6 if args.quick else 60)
     args.warmup = min(args.warmup if args.warmup is not None else (1 if args.quick else 5), args.steps - 1)
     if args.quick:
-        args.eval_blocks, args.infer_repeats, args.lever_steps = min(args.eval_blocks, 16), 2, 4
+        args.eval_blocks, args.infer_repeats, args.lever_steps = min(args.eval_blocks, 16), 3, 4
+    if args.infer_repeats < 2:
+        parser.error(f"--infer-repeats must be at least 2 (the quartiles need two rounds), got {args.infer_repeats}")
     precisions = [p.strip() for p in args.precision.split(",") if p.strip()]
     if not set(precisions) <= {"fp32", "bf16"}:
         parser.error(f"--precision takes fp32 and/or bf16, got {args.precision!r}")

@@ -223,8 +223,10 @@ def test_bench_masks_as_training_does_seeded(bench, tokenizer):
 
 
 def test_bench_table_and_skipped_precision(bench):
-    """One row per model; each peer's row holds MinAttn's speed-up against it, read from its own ratios."""
-    model = {"train_tokens_per_s": 1000.0, "infer_tokens_per_s": 3000.0, "mfu": 0.2,
+    """One row per model; each peer's row holds MinAttn's speed-up against it, read from its own ratios (not the ratio
+    of the tok/s columns), and inference tok/s carries its interquartile range."""
+    model = {"train_tokens_per_s": 1000.0, "infer_tokens_per_s": 3000.0, "infer_tokens_per_s_iqr": [2900.0, 3100.0],
+             "mfu": 0.2,
              "memory": {"train_peak_mb": 500.0}, "eval_loss": 7.0}
     report = {"results": {
         "fp32": {"models": {"minattn": model, "bert": model, "modernbert": model},
@@ -234,9 +236,9 @@ def test_bench_table_and_skipped_precision(bench):
         "bf16": {"skipped": "bf16 is emulated on this CPU"},
     }}
     table = bench.markdown_table(report)
-    assert "| fp32 | MinAttnForMaskedLM | 1000 |  |  | 3000 |  | 20% |" in table
-    assert "| fp32 | BertForMaskedLM | 1000 | 1.50x | 1.60x (3 steps) | 3000 | 1.00x |" in table
-    assert "| fp32 | ModernBertForMaskedLM | 1000 | 1.20x | 1.30x (3 steps) | 3000 | 0.90x |" in table
+    assert "| fp32 | MinAttnForMaskedLM | 1000 |  |  | 3000 (2900-3100) |  | 20% |" in table
+    assert "| fp32 | BertForMaskedLM | 1000 | 1.50x | 1.60x (3 steps) | 3000 (2900-3100) | 1.00x |" in table
+    assert "| fp32 | ModernBertForMaskedLM | 1000 | 1.20x | 1.30x (3 steps) | 3000 (2900-3100) | 0.90x |" in table
     assert "skipped: bf16 is emulated" in table
 
 
@@ -388,7 +390,8 @@ def test_equal_step_verdict_is_chosen_by_the_numbers(tmp_path):
 @pytest.mark.slow
 def test_bench_quick_run_end_to_end(bench, tmp_path, capsys):
     """`bench_train.py --quick` trains the three models on the same batches, times them side by side and writes its
-    record: each speed-up is the median of the peer's over MinAttn's step time at the same step, recomputed here."""
+    record: each speed-up is the median of the peer's over MinAttn's step time at the same step (inference: in the
+    same round), recomputed here."""
     import json
     import statistics
 
@@ -402,6 +405,11 @@ def test_bench_quick_run_end_to_end(bench, tmp_path, capsys):
     assert len(mine["train_step_s_all"]) == len(bert["train_step_s_all"]) == report["args"]["steps"]
     paired = [b / m for m, b in zip(mine["train_step_s_all"][warmup:], bert["train_step_s_all"][warmup:])]
     assert result["ratios"]["train_speedup"] == pytest.approx(statistics.median(paired))
+    assert len(mine["infer_s_all"]) == len(bert["infer_s_all"]) == report["args"]["infer_repeats"]
+    paired = [b / m for m, b in zip(mine["infer_s_all"], bert["infer_s_all"])]
+    assert result["ratios"]["infer_speedup"] == pytest.approx(statistics.median(paired))
+    low, high = mine["infer_tokens_per_s_iqr"]
+    assert low <= mine["infer_tokens_per_s"] <= high
     tokens = report["sizes"]["batch"] * report["sizes"]["seq"]
     assert mine["train_tokens_per_s"] == pytest.approx(tokens / statistics.median(mine["train_step_s_all"][warmup:]))
     for model in (mine, bert, modern):
