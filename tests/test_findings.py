@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_experiments_probe_answers import probes
 from test_experiments_verdicts import NUMBER, stored_numbers, synthetic, with_loss_allocation
@@ -181,3 +182,43 @@ def test_an_older_results_json_is_refused_before_any_figure_is_drawn(tmp_path):
     with pytest.raises(ValueError, match="older .*precision"):
         rerender_findings(path, tmp_path / "out")
     assert not (tmp_path / "out" / "figures").exists()
+
+
+def test_an_equivalence_whose_interval_excludes_zero_is_not_called_the_same():
+    from hf_minattn.experiments.findings_format import compared
+
+    inside = {"estimate": 0.02, "low": -0.01, "high": 0.05, "n": 3, "margin": 0.05, "verdict": "equivalent"}
+    small = {**inside, "low": 0.0012, "high": 0.0392}
+    assert compared(inside, "worse", "the same", "better") == "the same (equivalent within ±0.05 by a TOST test)"
+    assert "not identical" in compared(small, "worse", "the same", "better") and "[0.0012, 0.0392]" in \
+        compared(small, "worse", "the same", "better")
+
+
+def test_the_logit_lens_verdict_reads_the_interval_with_the_sentences_when_there_is_one():
+    """Layer 3's gain is positive at every seed but varies a lot between the sentences: the per-seed intervals put
+    it above the floor, the intervals over seeds and sentences do not. The first layer (and the sentence) follows the
+    latter where the probes kept per-sentence gains, and never says where the prediction 'forms'."""
+    from hf_minattn.experiments.findings_probes import logit_lens_lines, logit_lens_verdict
+    from hf_minattn.experiments.probe_answers import logit_lens_answers
+
+    rng = np.random.default_rng(0)
+    spread = rng.normal(0, 1.0, 40)
+    layer3 = spread - spread.mean() + 0.05  # the same sentences at every seed: mean 0.05, sd about 1
+
+    def lens(seed, per_sentence):
+        g = np.stack([np.full(40, -1.0), np.full(40, -0.5), np.full(40, -0.2), layer3 + 0.001 * seed,
+                      np.full(40, 0.8) + 0.01 * seed])  # (layers + 1, sentences)
+        out = {"gain": g.mean(1).tolist(), "loss": (5 - g.mean(1)).tolist(), "accuracy": [0.1] * 5, "floor": 5.0,
+               "masked_tokens": 600}
+        return {**out, "sentence_gain": g.tolist()} if per_sentence else out
+
+    def answers(per_sentence):
+        return logit_lens_answers({"by_seed": {"full": {s: {"logit_lens": lens(s, per_sentence)} for s in range(3)},
+                                               "untrained": {}}}, n_resamples=500)
+
+    seeds_only, with_sentences = answers(False), answers(True)
+    assert seeds_only["first_layer_above_floor"] == 3 and "from layer 3 of 4 on" in logit_lens_verdict(seeds_only)
+    assert with_sentences["first_layer_above_floor"] == 4
+    assert "the last layer (layer 4)" in logit_lens_verdict(with_sentences)
+    text = "\n".join(logit_lens_lines(with_sentences, lambda *a: ""))
+    assert "seeds x sentences" in text and "40 sentences" in text and "forms" not in text

@@ -111,6 +111,23 @@ def test_the_gain_is_the_unigram_floor_minus_the_loss_on_the_same_tokens(tokeniz
     assert as_array.gain == lens.gain
 
 
+def test_each_sentence_keeps_its_own_masked_tokens_and_gain(tokenizer):
+    """Every non-special token masked (probability 1 - 1e-6, 2 draws): each sentence, given in an order that is not the
+    length-sorted one of the batches, owns twice its own token count; the token-weighted mean of the per-sentence
+    gains is the overall gain; and a sentence's gain is the floor minus the loss of its own tokens alone."""
+    model = _masked_lm("pre", tokenizer)
+    unigram = UnigramFloor.from_token_ids((tokenizer(t)["input_ids"][1:-1] for t in TEXTS), len(tokenizer))
+    sentences = sorted(SENTENCES, key=len, reverse=True)[:5]
+    lens = logit_lens(model, tokenizer, sentences, unigram=unigram, mlm_probability=0.999999, mask_draws=2, seed=0)
+    own = [len(tokenizer(s, truncation=True, max_length=24)["input_ids"]) - 2 for s in sentences]
+    assert lens.sentence_tokens == [2 * n for n in own]
+    gains = np.array(lens.sentence_gain)  # (layers + 1, sentences)
+    assert gains.shape == (3, len(sentences))
+    assert np.average(gains, axis=1, weights=lens.sentence_tokens) == pytest.approx(lens.gain, abs=1e-3)
+    alone = logit_lens(model, tokenizer, sentences[2:3], unigram=unigram, mlm_probability=0.999999, mask_draws=2, seed=0)
+    assert gains[:, 2] == pytest.approx(alone.gain, abs=1e-3)
+
+
 def test_bad_arguments_are_named(tokenizer):
     model = _masked_lm("pre", tokenizer)
     with pytest.raises(ValueError, match=r"mlm_probability must be a number in \(0, 1\), got 0"):

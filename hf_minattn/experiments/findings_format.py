@@ -102,6 +102,10 @@ def compared(diff: dict, worse: str, same: str, better: str, unresolved: str | N
     if verdict == "lower":
         return better
     if verdict == "equivalent":
+        small = diff["low"] > 0 or diff["high"] < 0  # inside the margins, yet its own interval excludes 0
+        if small:
+            return (f"{same} within ±{num(diff['margin'])} (TOST), but not identical: its 95% interval "
+                    f"[{num(diff['low'])}, {num(diff['high'])}] excludes 0, a difference smaller than the margin")
         return f"{same} (equivalent within ±{num(diff['margin'])} by a TOST test)"
     margin = f" nor equivalence within ±{num(diff['margin'])}" if diff and diff.get("margin") else ""
     return unresolved or f"not resolved at this scale (neither a difference{margin})"

@@ -231,34 +231,44 @@ def by_layer_lines(q6: dict) -> list[str]:
             *table(["layer", *(name for name, _ in columns)] + (["pretrained reference"] if reference else []), rows)]
 
 
-def logit_lens_lines(lens: dict | None, fig) -> list[str]:
-    """Where along the depth the prediction forms (logit lens: each layer decoded through the final norm and MLM head)."""
-    if not lens:
-        return []
+def logit_lens_verdict(lens: dict) -> str:
+    """Which layers the MLM head can read the prediction from, by the intervals (with the sentences' variance where
+    the probes kept it); never where it "forms": the head was trained on the last layer only."""
     first, last = lens["first_layer_above_floor"], len(lens["gain"]) - 1
     if lens["seeds"] < 3:
-        verdict = f"Where the prediction forms: {lens['seeds']} seeds give no interval (3 needed)"
-    elif first is None:
-        verdict = "Where the prediction forms: no layer, decoded by the MLM head, predicts masked tokens better than " \
-                  "token frequencies alone beyond its 95% interval (not at this scale)"
-    elif first == last:
-        verdict = (f"Where the prediction forms: only at the last layer (layer {last}); decoded by the same head, no "
-                   "earlier layer beats token frequencies alone beyond its interval")
-    else:
-        verdict = (f"Where the prediction forms: from layer {first} of {last} on, the layers decoded by the MLM head "
-                   "beat token frequencies alone beyond their 95% intervals")
-    untrained = lens["gain_untrained"] or []
-    return ["", f"**{verdict}** (logit lens: each layer's masked-token loss through the final norm and MLM head, as "
-            f"gain over the unigram floor of the same {lens['masked_tokens']} tokens, nats). The last block adds "
-            f"{ci(lens['last_block'])} nats ("
-            + (compared(lens["last_block"], "more gain", "no difference", "less gain", "not resolved")
+        return f"Where the MLM head can read the prediction: {lens['seeds']} seeds give no interval (3 needed)"
+    if first is None:
+        return ("Where the MLM head can read the prediction: no layer, decoded by it, predicts masked tokens better "
+                "than token frequencies alone beyond its 95% interval (not at this scale)")
+    if first == last:
+        return (f"Where the MLM head can read the prediction: the last layer (layer {last}) beats token frequencies "
+                "alone beyond its 95% interval; no earlier layer is shown to, which does not say they hold nothing")
+    return (f"Where the MLM head can read the prediction: from layer {first} of {last} on, the layers decoded by it "
+            "beat token frequencies alone beyond their 95% intervals")
+
+
+def logit_lens_lines(lens: dict | None, fig) -> list[str]:
+    """Which layers the MLM head can read the prediction from (logit lens: each layer decoded through the final norm
+    and MLM head)."""
+    if not lens:
+        return []
+    crossed, untrained = lens.get("gain_crossed"), lens["gain_untrained"] or []
+    last_block = lens.get("last_block_crossed") or lens["last_block"]
+    rows = [[str(layer), ci(g), *([ci(crossed[layer])] if crossed else []),
+             ci(untrained[layer]) if layer < len(untrained) else "-"] for layer, g in enumerate(lens["gain"])]
+    header = ["layer", "gain, trained (seeds)", *(["gain, trained (seeds x sentences)"] if crossed else []),
+              "gain, untrained"]
+    return ["", f"**{logit_lens_verdict(lens)}** (logit lens: each layer's masked-token loss through the final norm "
+            f"and MLM head, as gain over the unigram floor of the same {lens['masked_tokens']} tokens, nats"
+            + (f"; intervals over seeds and the {lens['sentences']} sentences" if crossed else "")
+            + f"). The last block adds {ci(last_block)} nats ("
+            + (compared(last_block, "more gain", "no difference", "less gain", "not resolved")
                if lens["seeds"] >= st.MIN_SEEDS_FOR_INTERVALS else "no verdict from fewer than 3 seeds")
             + "). A head trained on the last layer only reads the others: a layer it cannot read may still hold the "
             "information.",
-            *table(["layer", "gain, trained", "gain, untrained"],
-                   [[str(layer), ci(g), ci(untrained[layer]) if layer < len(untrained) else "-"]
-                    for layer, g in enumerate(lens["gain"])]),
-            *comparisons_table([("last block: gain of the last layer - the one before", lens["last_block"])], "nats"),
+            *table(header, rows),
+            *comparisons_table([("last block: gain of the last layer - the one before (seeds)", lens["last_block"]),
+                                ("the same, seeds x sentences", lens.get("last_block_crossed"))], "nats"),
             fig("logit_lens", "gain over the unigram floor of every layer, decoded by the MLM head")]
 
 

@@ -7,7 +7,7 @@ costliest head) and only those summaries are averaged."""
 
 import numpy as np
 
-from hf_minattn.stats import mean_interval
+from hf_minattn.stats import bootstrap_test, crossed_bootstrap, crossed_draws, mean_interval
 
 from . import statistics as st
 
@@ -164,22 +164,39 @@ def geometry_answers(probes: dict) -> dict:
     return answer
 
 
-def logit_lens_answers(probes: dict) -> dict | None:
+def logit_lens_answers(probes: dict, n_resamples: int = 1000) -> dict | None:
     """Where along the depth the prediction forms: per layer (embedding output first), the gain over the unigram
     floor of the masked-token loss decoded through the MLM head (logit lens), mean over seeds with a 95% t-interval,
     for the trained and the untrained model; the first layer whose interval lies above 0; and what the last block
-    adds (the last layer's gain minus the one before, paired by seed)."""
+    adds (the last layer's gain minus the one before, paired by seed); where the probes kept per-sentence gains, the
+    same with the sentences as a sample too (`sentence_level_gain`), which then chooses the first layer."""
     full = [r["logit_lens"] for r in _seeds(probes, "full") if r.get("logit_lens") and r["logit_lens"].get("gain")]
     if not full:
         return None
     untrained = [r["logit_lens"] for r in _seeds(probes, "untrained") if r.get("logit_lens") and r["logit_lens"].get("gain")]
     gain = per_layer([lens["gain"] for lens in full])
-    above = [layer for layer, g in enumerate(gain) if g and g["n"] > 2 and g["low"] > 0]
-    return {"gain": gain, "gain_untrained": per_layer([lens["gain"] for lens in untrained]),
-            "loss": per_layer([lens["loss"] for lens in full]), "accuracy": per_layer([lens["accuracy"] for lens in full]),
-            "floor": over_seeds([lens["floor"] for lens in full]), "masked_tokens": full[0]["masked_tokens"],
-            "first_layer_above_floor": above[0] if above else None,
-            "last_block": st.tested([lens["gain"][-1] - lens["gain"][-2] for lens in full]), "seeds": len(full)}
+    answer = {"gain": gain, "gain_untrained": per_layer([lens["gain"] for lens in untrained]),
+              "loss": per_layer([lens["loss"] for lens in full]), "accuracy": per_layer([lens["accuracy"] for lens in full]),
+              "floor": over_seeds([lens["floor"] for lens in full]), "masked_tokens": full[0]["masked_tokens"],
+              "last_block": st.tested([lens["gain"][-1] - lens["gain"][-2] for lens in full]), "seeds": len(full)}
+    if all(lens.get("sentence_gain") for lens in full):  # older probes kept no per-sentence gains
+        answer.update(sentence_level_gain([np.array(lens["sentence_gain"]) for lens in full], n_resamples))
+    chosen = answer.get("gain_crossed") or gain  # the verdict reads the interval with the sentences' variance
+    above = [layer for layer, g in enumerate(chosen) if g and g["n"] > 2 and g["low"] > 0]
+    return {**answer, "first_layer_above_floor": above[0] if above else None}
+
+
+def sentence_level_gain(gains: list, n_resamples: int) -> dict:
+    """The logit lens with the probe sentences as a sample shared by every seed: per layer the gain's crossed
+    bootstrap over seeds and sentences, and the last block's gain tested the same way. `gains`: per seed
+    (layers + 1, sentences) per-sentence mean gains."""
+    stacked = np.stack(gains)  # (seeds, layers + 1, sentences)
+    estimate, draws = crossed_draws(stacked[:, -1] - stacked[:, -2], n_resamples)
+    last_block = bootstrap_test(estimate, draws, st.LOSS_MARGIN, len(gains))
+    return {"gain_crossed": [crossed_bootstrap(stacked[:, layer], n_resamples=n_resamples).to_dict()
+                             for layer in range(stacked.shape[1])],
+            "last_block_crossed": st.decide({**last_block, "method": "crossed", "family_size": 1}, last_block["p"]),
+            "sentences": stacked.shape[2]}
 
 
 def circuits_answers(probes: dict) -> dict | None:
@@ -239,12 +256,14 @@ def probe_answers(results: dict, probes: dict, config: dict) -> dict:
                      "standard_error": pairs.get("standard_error"), "key": pairs.get("key"),
                      "reference": (probes.get("reference") or {}).get("name")}
     answers["q6"] = {**geometry_answers(probes), "senses": senses_answers(probes), "comparisons": pairs.get("q6"),
-                     "best_layer": pairs.get("best_layer"), "logit_lens": logit_lens_answers(probes)}
+                     "best_layer": pairs.get("best_layer"),
+                     "logit_lens": logit_lens_answers(probes, results.get("settings", {}).get("n_resamples", 1000))}
     graph = graph_answers(probes, config)
     if graph:
         answers["q7"] = graph
     if probes.get("mixing"):  # results from before the many-sentence rollout have only the one example
         from .mixing import mixing_answers  # it reads per_layer from here
 
-        answers.setdefault("q7", {})["mixing"] = mixing_answers(probes["mixing"], results["settings"]["n_resamples"])
+        answers.setdefault("q7", {})["mixing"] = mixing_answers(probes["mixing"],
+                                                                results.get("settings", {}).get("n_resamples", 1000))
     return answers

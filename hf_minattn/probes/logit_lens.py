@@ -39,6 +39,10 @@ class LogitLens:
     floor: float | None = None  # unigram cross-entropy on the same masked tokens (nats); None: no floor given
     gain: list | None = None  # (layers + 1,): floor - loss (nats; > 0: better than token frequencies alone)
     gain_interval95: list | None = None  # (layers + 1,): half-width of the gain's 95% t-interval (paired per token)
+    # (layers + 1, sentences): each sentence's mean gain over its masked tokens (all draws), in the order the sentences
+    # were given, and how many masked tokens each has: the sentences are the sample (tokens of one are not independent)
+    sentence_gain: list | None = None
+    sentence_tokens: list | None = None
     mlm_probability: float = 0.15
     mask_draws: int = 1
     note: str = ("Layer 0 is the embedding output (hidden_states[0], before any block), layer l the output of block "
@@ -126,6 +130,7 @@ def logit_lens(model, tokenizer, sentences, max_sentences=64, batch_size=16, mlm
     batches = masked_batches(tokenizer, sentences, max_length_for(model, tokenizer), batch_size, mlm_probability, seed,
                              mask_draws)
     losses, correct, targets = [], [], []  # per batch: (layers + 1, N) and (N,), N = the batch's masked tokens
+    owners = _token_sentences(batches, sentences)
     with torch.inference_mode():
         for enc, chosen, labels in batches:
             output = run_model(model, enc, output_hidden_states=True)
@@ -159,4 +164,19 @@ def logit_lens(model, tokenizer, sentences, max_sentences=64, batch_size=16, mlm
         lens.floor = float(floor.mean())
         lens.gain = (floor - losses).mean(1).tolist()  # paired per token, so the interval below is too
         lens.gain_interval95 = [_half_width(floor - x) for x in losses]
+        lens.sentence_tokens = np.bincount(owners, minlength=len(sentences)).tolist()
+        per_sentence = np.stack([np.bincount(owners, weights=floor - x, minlength=len(sentences)) for x in losses])
+        lens.sentence_gain = np.round(per_sentence / np.maximum(lens.sentence_tokens, 1), 4).tolist()
     return lens
+
+
+def _token_sentences(batches, sentences) -> np.ndarray:
+    """(masked tokens,): the index in `sentences` of each masked token, in the order the batches yield them.
+    masked_batches runs sentence_batches once per mask draw, which sorts the sentences by length (stably)."""
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+    owners, row = [], 0
+    for _, chosen, _ in batches:
+        rows = chosen.nonzero()[:, 0].numpy()  # the batch row of each masked token, row-major like states[chosen]
+        owners.append(np.asarray(order)[(row + rows) % len(sentences)])
+        row += len(chosen)
+    return np.concatenate(owners)
