@@ -403,3 +403,23 @@ def test_error_bars_and_the_interval_band_draw_the_interval_ends():
     assert to_rgb(band.get_facecolor()[0]) == to_rgb(line.get_color())
     assert interval_band(right, [1, 2], [None, None]) is None
     plt.close(fig)
+
+
+@pytest.mark.parametrize("text, seeds", [("0,1,2", (0, 1, 2)), ("3-7", (3, 4, 5, 6, 7)), ("0, 3-5", (0, 3, 4, 5)),
+                                         ("9", (9,))])
+def test_seeds_parse_from_lists_and_ranges(text, seeds):
+    from hf_minattn.experiments.cli import parse_seeds
+
+    assert parse_seeds(text) == seeds
+
+
+@pytest.mark.parametrize("text, message", [("a,b", "non-negative integers and ranges"), ("7-3", "runs backwards"),
+                                           ("0,1,1", "distinct"), ("3-5,4", "distinct"), ("", "non-negative"),
+                                           ("-1", "non-negative")])
+def test_bad_seeds_are_named_before_anything_runs(text, message, tmp_path):
+    from hf_minattn.experiments.cli import main
+
+    with pytest.raises(ValueError, match=message) as error:
+        main(["--out", str(tmp_path / "out"), "--seeds", text])
+    assert repr(text) in str(error.value) or "runs backwards" in str(error.value)
+    assert not (tmp_path / "out").exists()

@@ -34,6 +34,24 @@ def check_seeds(seeds) -> tuple[int, ...]:
     return seeds
 
 
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """--seeds: "0,1,2", "3-7" (both ends included) or a mix such as "0,3-5", as a checked tuple of seeds."""
+    seeds = []
+    for part in text.split(","):
+        first, dash, last = part.strip().partition("-")
+        try:
+            seeds += list(range(int(first), int(last) + 1)) if dash else [int(first)]
+        except ValueError:
+            raise ValueError(f"--seeds must be non-negative integers and ranges such as 0,1,2 or 3-7, got "
+                             f"{text!r}") from None
+        if dash and int(last) < int(first):
+            raise ValueError(f"--seeds: the range {part.strip()!r} runs backwards; write it as {last}-{first}")
+    try:
+        return check_seeds(seeds)
+    except ValueError as error:
+        raise ValueError(f"--seeds {text!r}: {error}") from None
+
+
 def evaluate(out: str, folders: dict, settings: dict, seeds) -> dict:
     """Re-score every model on the whole validation set (several mask draws), per seed; the unigram floor on the
     same tokens; per-row embedding drift for the full and frozen variants."""
@@ -289,7 +307,8 @@ def main(argv=None) -> int:
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="tiny models, few steps, 2 seeds: minutes, for tests")
     size.add_argument("--scale", action="store_true", help="the preset sized for one GPU (runs on CPU too, slowly)")
-    parser.add_argument("--seeds", help="comma-separated seeds, e.g. 0,1,2 (default: the preset's)")
+    parser.add_argument("--seeds", help="seeds as a comma-separated list and/or ranges, e.g. 0,1,2 or 3-7 "
+                                         "(default: the preset's)")
     parser.add_argument("--reference", choices=REFERENCES,
                         help="probe the pretrained all-MiniLM-L6-v2 beside the models ('minilm') or not ('none'). "
                              "Default: the preset's; the full preset leaves it out (it adds two passes over the "
@@ -304,12 +323,7 @@ def main(argv=None) -> int:
                              "is one)")
     args = parser.parse_args(argv)
     preset = "quick" if args.quick else "scale" if args.scale else "full"
-    seeds = None
-    if args.seeds is not None:
-        try:
-            seeds = [int(s) for s in args.seeds.split(",")]
-        except ValueError:
-            raise ValueError(f"--seeds must be comma-separated integers, got {args.seeds!r}") from None
+    seeds = None if args.seeds is None else parse_seeds(args.seeds)
     command = "hf-minattn experiments" + (f" --{preset}" if preset != "full" else "") + \
         (f" --seeds {args.seeds}" if args.seeds else "") + \
         (f" --reference {args.reference}" if args.reference else "") + \
