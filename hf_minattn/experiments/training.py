@@ -183,13 +183,16 @@ def run_training(args: list[str], log_path: str, threads: int | None = None) -> 
             raise RuntimeError(f"training failed (exit {process.returncode}); see {log_path}")
 
 
-def common_arguments(settings: dict, seed: int) -> list[str]:
+def common_arguments(settings: dict, seed: int, variant: str = "full") -> list[str]:
+    from .learning_rates import variant_learning_rate
+
     args = [
         "--model_size", settings["model_size"], "--vocab_size", str(settings["vocab_size"]),
         "--max_seq_length", str(settings["max_seq_length"]),
         "--per_device_train_batch_size", str(settings["batch_size"]),
         "--per_device_eval_batch_size", str(settings["batch_size"]),
-        "--learning_rate", str(settings["learning_rate"]), "--warmup_steps", str(settings["warmup_steps"]),
+        "--learning_rate", str(variant_learning_rate(settings, variant)),
+        "--warmup_steps", str(settings["warmup_steps"]),
         "--weight_decay", str(settings["weight_decay"]), "--mlm_probability", str(settings["mlm_probability"]),
         "--seed", str(seed), "--report_to", "none",
         "--logging_steps", str(settings["eval_steps"]), "--eval_strategy", "steps",
@@ -200,6 +203,32 @@ def common_arguments(settings: dict, seed: int) -> list[str]:
         args += ["--bf16", str(settings["bf16"]).lower()]
     if settings["curve_eval_samples"]:  # the curve during training; the final numbers re-score the full set
         args += ["--max_eval_samples", str(settings["curve_eval_samples"])]
+    return args
+
+
+def variant_arguments(settings: dict, variant: Variant, seed: int, folder: str, tokenizer_dir: str | None = None,
+                      measurements: bool = True) -> list[str]:
+    """run_mlm's arguments for one (variant, seed) run into `folder`, reading `tokenizer_dir`'s vocabulary where
+    given; with `measurements`, the variant's saved states and loss allocation too (what the phases after training
+    read; training itself is unchanged by them)."""
+    vocab = settings["vocab_size"]
+    if tokenizer_dir is not None:
+        from transformers import AutoTokenizer
+
+        vocab = len(AutoTokenizer.from_pretrained(tokenizer_dir))
+    args = ["--output_dir", folder, *common_arguments(settings, seed, variant.name),
+            "--config_overrides", variant_overrides(settings, variant, vocab)]
+    if tokenizer_dir is not None:  # every run reads the same vocabulary
+        args += ["--tokenizer_name", tokenizer_dir]
+    if variant.freeze_embeddings:
+        args += ["--freeze_embeddings", "true"]
+    if measurements and variant.loss_allocation:  # Lan et al.'s LCA on a fixed batch of validation sequences
+        args += ["--loss_allocation", "true", "--loss_allocation_every", str(settings["loss_allocation_every"]),
+                 "--loss_allocation_samples", str(settings["loss_allocation_samples"])]
+    if measurements and variant.save_states:  # model only (no optimizer state), every one kept: for the dynamics
+        states = -(-settings["max_steps"] // settings["eval_steps"])
+        args += ["--save_strategy", "steps", "--save_steps", str(settings["eval_steps"]), "--save_only_model", "true",
+                 "--save_total_limit", str(states)]
     return args
 
 
@@ -227,24 +256,7 @@ def train_variants(out: str, settings: dict, seeds) -> dict[str, dict[int, str]]
             shutil.rmtree(folder)
         log(f"[{jobs.index(job) + 1}/{len(jobs)}] seed {seed}, {variant.name}: {variant.description}")
         start = time.perf_counter()
-        vocab = settings["vocab_size"]
-        if tokenizer_dir is not None:
-            from transformers import AutoTokenizer
-
-            vocab = len(AutoTokenizer.from_pretrained(tokenizer_dir))
-        args = ["--output_dir", folder, *common_arguments(settings, seed),
-                "--config_overrides", variant_overrides(settings, variant, vocab)]
-        if tokenizer_dir is not None:  # every run reads the same vocabulary
-            args += ["--tokenizer_name", tokenizer_dir]
-        if variant.freeze_embeddings:
-            args += ["--freeze_embeddings", "true"]
-        if variant.loss_allocation:  # Lan et al.'s LCA on a fixed batch of validation sequences; training is unchanged
-            args += ["--loss_allocation", "true", "--loss_allocation_every", str(settings["loss_allocation_every"]),
-                     "--loss_allocation_samples", str(settings["loss_allocation_samples"])]
-        if variant.save_states:  # model only (no optimizer state), every one kept: what dynamics.similarity_curves reads
-            states = -(-settings["max_steps"] // settings["eval_steps"])
-            args += ["--save_strategy", "steps", "--save_steps", str(settings["eval_steps"]), "--save_only_model", "true",
-                     "--save_total_limit", str(states)]
+        args = variant_arguments(settings, variant, seed, folder, tokenizer_dir)
         run_training(args, os.path.join(out, "logs", f"{variant.name}-seed{seed}.log"), threads)
         log(f"  seed {seed}, {variant.name}: done in {time.perf_counter() - start:.0f}s")
 

@@ -1,0 +1,90 @@
+"""A learning rate per variant, on the exploration seeds only (hf_minattn.experiments.learning_rates).
+
+Each trained variant of `hf-minattn experiments` is trained at the preset's learning rate times 0.5, 1 and 2, at
+the exploration seeds (0, 1, 2), exactly as the preset trains it (same steps, batch, warm-up, precision, matched
+capacity), without the saved states and loss allocation that only the later phases read. Each run's final
+evaluation loss (on the validation sample it evaluates during training) goes into the results, and the rule of
+`learning_rates.RULE` chooses a rate per variant. The choice is then written into the preset's `learning_rates`
+(hf_minattn/experiments/training.py) and into docs/findings/PROTOCOL.md, before any confirmation seed is run.
+
+    python benchmarks/lr_study.py                     # the full preset: 5 variants x 3 rates x 3 seeds
+    python benchmarks/lr_study.py --quick             # the quick preset, to check that it runs (minutes)
+    python benchmarks/lr_study.py --variants full frozen_embeddings_matched --out /tmp/lr.json
+
+Runs already finished in --work are kept, so a killed study resumes. Writes --out (default
+benchmarks/results/lr_study.json; --quick: lr_study-quick.json) and prints the table.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import time
+
+from hf_minattn.experiments.learning_rates import EXPLORATION_SEEDS, RULE, choose_learning_rates, study_rates
+from hf_minattn.experiments.training import SETTINGS, VARIANTS, log, run_training, variant_arguments
+from hf_minattn.machine import machine_info
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_study(preset: str, variants, seeds, work: str) -> list[dict]:
+    """One row {"variant", "learning_rate", "seed", "eval_loss", "seconds"} per run; the first run trains the
+    tokenizer every other run reads, as in the experiments."""
+    settings = SETTINGS[preset]  # bf16 None: run_mlm's default, as the experiments train
+    jobs = [(v, rate, seed) for v in VARIANTS if v.trained and v.name in variants
+            for rate in study_rates(settings["learning_rate"]) for seed in seeds]
+    rows, tokenizer_dir = [], None
+    for i, (variant, rate, seed) in enumerate(jobs):
+        folder = os.path.join(work, variant.name, f"lr{rate:g}", f"seed{seed}")
+        results = os.path.join(folder, "eval_results.json")
+        start = time.perf_counter()
+        if not os.path.isfile(results):
+            log(f"[{i + 1}/{len(jobs)}] {variant.name}, learning rate {rate:g}, seed {seed}")
+            args = variant_arguments({**settings, "learning_rates": {variant.name: rate}}, variant, seed, folder,
+                                     tokenizer_dir, measurements=False)
+            run_training(args, os.path.join(work, "logs", f"{variant.name}-lr{rate:g}-seed{seed}.log"))
+        tokenizer_dir = tokenizer_dir or folder
+        with open(results) as f:
+            rows.append({"variant": variant.name, "learning_rate": rate, "seed": seed,
+                         "eval_loss": json.load(f)["eval_loss"], "seconds": round(time.perf_counter() - start, 1)})
+    return rows
+
+
+def table(chosen: dict) -> str:
+    rates = sorted({float(r) for c in chosen.values() for r in c["mean_loss"]})
+    lines = ["| variant | " + " | ".join(f"lr {r:g}" for r in rates) + " | chosen |",
+             "|---|" + "---:|" * len(rates) + "---:|"]
+    for name, c in chosen.items():
+        cells = [f"{c['mean_loss'][str(r)]:.4f}" if str(r) in c["mean_loss"] else "-" for r in rates]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {c['learning_rate']:g} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="the quick preset (tiny models, 20 steps)")
+    parser.add_argument("--variants", nargs="+", default=[v.name for v in VARIANTS if v.trained],
+                        choices=[v.name for v in VARIANTS if v.trained])
+    parser.add_argument("--work", default=os.path.join("outputs", "lr_study"), help="where the runs are kept")
+    parser.add_argument("--out", help="results JSON (default: benchmarks/results/lr_study[-quick].json)")
+    args = parser.parse_args(argv)
+    preset = "quick" if args.quick else "full"
+    seeds = EXPLORATION_SEEDS[:2] if args.quick else EXPLORATION_SEEDS  # the quick preset has 2 seeds
+    start = time.perf_counter()
+    rows = run_study(preset, args.variants, seeds, os.path.join(args.work, preset))
+    base = SETTINGS[preset]["learning_rate"]
+    chosen = choose_learning_rates(rows, base, seeds)
+    out = args.out or os.path.join(HERE, "results", f"lr_study{'-quick' if args.quick else ''}.json")
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    with open(out, "w") as f:
+        json.dump({"date": datetime.date.today().isoformat(), "preset": preset, "base_learning_rate": base,
+                   "seeds": list(seeds), "rule": RULE, "rows": rows, "chosen": chosen,
+                   "minutes": round((time.perf_counter() - start) / 60, 1), "machine": machine_info()}, f, indent=1)
+    print(table(chosen))
+    print(f"written: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

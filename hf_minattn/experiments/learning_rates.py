@@ -1,0 +1,56 @@
+"""A learning rate per variant, chosen on exploration seeds only.
+
+The recipe's learning rate was tuned for the full model. A variant that learns worse at that rate may only need
+another rate: "frozen embeddings are worse" must not mean "frozen embeddings want a different step size". So each
+trained variant is trained at a few rates on the exploration seeds (benchmarks/lr_study.py), and the preset trains
+each at its own best. The confirmation seeds never take part in the choice: `choose_learning_rates` refuses a study
+that holds none of the exploration seeds and ignores every other seed's row.
+
+Rule: per variant, the lowest mean evaluation loss over the exploration seeds (each run's final loss on the
+validation sample it evaluates during training); a tie goes to the rate nearer the recipe's (in log distance).
+"""
+
+import math
+
+import numpy as np
+
+EXPLORATION_SEEDS = (0, 1, 2)  # seeds 0-2 chose the recipe; the confirmation run uses others
+RATE_FACTORS = (0.5, 1.0, 2.0)  # the study's rates: the preset's learning rate times these
+RULE = ("per variant, the lowest mean evaluation loss over the exploration seeds; a tie goes to the rate nearer the "
+        "recipe's (log distance); no other seed is read")
+
+
+def study_rates(base: float, factors=RATE_FACTORS) -> list[float]:
+    if not (isinstance(base, (int, float)) and base > 0):
+        raise ValueError(f"the base learning rate must be a positive number, got {base!r}")
+    return [float(f"{base * f:.3g}") for f in factors]
+
+
+def choose_learning_rates(rows, base: float, exploration_seeds=EXPLORATION_SEEDS) -> dict:
+    """{variant: {"learning_rate", "mean_loss": {rate: mean over seeds}, "seeds"}} from study rows
+    {"variant", "learning_rate", "seed", "eval_loss"}; only rows of `exploration_seeds` are read, and each rate of
+    a variant must have been run at every one of them (a missing run would bias the mean)."""
+    exploration = set(exploration_seeds)
+    kept = [r for r in rows if r["seed"] in exploration]
+    if not kept:
+        raise ValueError(f"the study holds no run at the exploration seeds {sorted(exploration)}")
+    losses = {}
+    for r in kept:
+        losses.setdefault(r["variant"], {}).setdefault(float(r["learning_rate"]), {})[r["seed"]] = r["eval_loss"]
+    chosen = {}
+    for variant, by_rate in losses.items():
+        for rate, by_seed in by_rate.items():
+            if set(by_seed) != exploration:
+                raise ValueError(f"{variant} at learning rate {rate} ran at seeds {sorted(by_seed)}; the study needs "
+                                 f"every exploration seed {sorted(exploration)}")
+        means = {rate: float(np.mean(list(by_seed.values()))) for rate, by_seed in by_rate.items()}
+        best = min(means, key=lambda rate: (round(means[rate], 6), abs(math.log(rate / base))))
+        chosen[variant] = {"learning_rate": best, "mean_loss": {str(k): v for k, v in sorted(means.items())},
+                           "seeds": sorted(exploration)}
+    return chosen
+
+
+def variant_learning_rate(settings: dict, variant_name: str) -> float:
+    """The rate a preset trains `variant_name` at: its own from `settings["learning_rates"]` where the study chose one,
+    else the preset's."""
+    return (settings.get("learning_rates") or {}).get(variant_name, settings["learning_rate"])

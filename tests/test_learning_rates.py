@@ -1,0 +1,54 @@
+"""The per-variant learning rate: chosen by the written rule from the exploration seeds alone, then what the preset
+trains each variant at."""
+
+import pytest
+
+from hf_minattn.experiments.learning_rates import (EXPLORATION_SEEDS, choose_learning_rates, study_rates,
+                                                   variant_learning_rate)
+from hf_minattn.experiments.training import SETTINGS, VARIANTS, common_arguments, variant_arguments
+
+
+def rows(losses: dict, seeds=EXPLORATION_SEEDS):
+    """{(variant, rate): loss} -> one study row per seed, the loss shifted a little by seed."""
+    return [{"variant": v, "learning_rate": rate, "seed": s, "eval_loss": loss + 0.01 * s}
+            for (v, rate), loss in losses.items() for s in seeds]
+
+
+def test_each_variant_gets_its_lowest_mean_loss():
+    study = rows({("full", 1e-3): 6.0, ("full", 2e-3): 5.8, ("full", 4e-3): 5.9,
+                  ("frozen_embeddings", 1e-3): 6.3, ("frozen_embeddings", 2e-3): 6.4, ("frozen_embeddings", 4e-3): 6.5})
+    chosen = choose_learning_rates(study, base=2e-3)
+    assert chosen["full"]["learning_rate"] == 2e-3 and chosen["frozen_embeddings"]["learning_rate"] == 1e-3
+    assert chosen["full"]["mean_loss"]["0.004"] == pytest.approx(5.91)  # mean over seeds 0, 1, 2 of 5.9 + 0.01 s
+    assert chosen["full"]["seeds"] == [0, 1, 2]
+
+
+def test_confirmation_seeds_never_take_part_in_the_choice():
+    """Rows of seeds 3-7 that would flip the choice if read are ignored."""
+    study = rows({("full", 1e-3): 6.0, ("full", 2e-3): 5.8}) + \
+        rows({("full", 1e-3): 1.0, ("full", 2e-3): 9.0}, seeds=(3, 4, 5, 6, 7))
+    assert choose_learning_rates(study, base=2e-3)["full"]["learning_rate"] == 2e-3
+    with pytest.raises(ValueError, match="no run at the exploration seeds"):
+        choose_learning_rates(rows({("full", 1e-3): 6.0}, seeds=(3, 4)), base=1e-3)
+
+
+def test_a_rate_missing_a_seed_is_refused_and_a_tie_goes_to_the_recipes_rate():
+    with pytest.raises(ValueError, match=r"ran at seeds \[0, 1\]"):
+        choose_learning_rates(rows({("full", 1e-3): 6.0}) + rows({("full", 2e-3): 5.0}, seeds=(0, 1)), base=1e-3)
+    tie = rows({("full", 1e-3): 6.0, ("full", 2e-3): 6.0, ("full", 4e-3): 6.0})
+    assert choose_learning_rates(tie, base=2e-3)["full"]["learning_rate"] == 2e-3
+
+
+def test_the_preset_trains_each_variant_at_its_chosen_rate():
+    settings = {**SETTINGS["quick"], "learning_rates": {"frozen_embeddings": 5e-4}}
+    assert variant_learning_rate(settings, "frozen_embeddings") == 5e-4
+    assert variant_learning_rate(settings, "full") == SETTINGS["quick"]["learning_rate"]
+    args = common_arguments(settings, seed=0, variant="frozen_embeddings")
+    assert args[args.index("--learning_rate") + 1] == "0.0005"
+    frozen = next(v for v in VARIANTS if v.name == "frozen_embeddings")
+    study_args = variant_arguments(settings, frozen, 0, "/tmp/x", measurements=False)
+    assert "--freeze_embeddings" in study_args and "--save_only_model" not in study_args  # no saved states
+    assert "--save_only_model" in variant_arguments(settings, frozen, 0, "/tmp/x")  # the experiments' run keeps them
+    assert study_rates(2e-3) == [1e-3, 2e-3, 4e-3]
+    with pytest.raises(ValueError, match="positive"):
+        study_rates(0)
