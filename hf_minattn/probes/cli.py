@@ -14,6 +14,7 @@ from hf_minattn.model_source import find_model, folder_name
 from .corpus import default_sentences, read_corpus_file, read_dataset, wikipedia_train_sentences
 from .loading import load_encoder, load_reference, resolve_device
 from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS
+from .pooling import DEFAULT_CONTEXTS_PER_WORD
 from .plots import FIGURE_FORMATS, compare_plots
 from .report import write_compare_report, write_outputs
 from .run import run_all_probes
@@ -54,6 +55,11 @@ def probe_parser():
     p.add_argument("--reference-revision", help="with a Hub id as --reference: the branch, tag or commit to load")
     p.add_argument("--no-untrained", action="store_true",
                    help="skip the same architecture at initialisation (scored beside every benchmark by default)")
+    p.add_argument("--contexts-per-word", type=int, default=DEFAULT_CONTEXTS_PER_WORD,
+                   help="pool each word a probe reads from at most this many sentences of the vector corpus "
+                        f"(default {DEFAULT_CONTEXTS_PER_WORD}; see docs/probes.md)")
+    p.add_argument("--full-pooling", action="store_true",
+                   help="pool every word of the vector corpus from every sentence (slower; --contexts-per-word unused)")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% intervals (at least 10)")
     p.add_argument("--mlm-probability", type=float, default=0.15,
                    help="mask rate of the head-ablation and logit-lens losses: use the rate the model was trained "
@@ -141,7 +147,8 @@ def probe_settings(args) -> ProbeSettings:
         model_name=args.name or folder_name(args.model), word2vec=not args.no_word2vec,
         decontextualized=not args.no_decontextualized, untrained=not args.no_untrained, heads=not args.no_heads,
         logit_lens=not args.no_logit_lens, circuits=not args.no_circuits, weights=not args.no_weights,
-        head_sentences=args.head_sentences, min_count=args.min_count, batch_size=args.batch_size, seed=args.seed,
+        head_sentences=args.head_sentences, min_count=args.min_count, contexts_per_word=args.contexts_per_word,
+        full_pooling=args.full_pooling, batch_size=args.batch_size, seed=args.seed,
         bootstrap=args.bootstrap, mlm_probability=args.mlm_probability,
         ablation_mask_draws=args.ablation_mask_draws, trust_remote_code=args.trust_remote_code)
 

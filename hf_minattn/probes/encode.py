@@ -263,24 +263,34 @@ class PooledCorpus:
     mean over its occurrences of the mean of its pieces. Quacks like EncodedCorpus for `word_vectors`."""
 
     words: CorpusWords
-    contextual: np.ndarray  # (layers+1, vocab, hidden) float32
+    contextual: np.ndarray  # (layers+1, pooled words, hidden) float32
     seconds: float  # wall time of the encoder passes
+    rows: np.ndarray | None = None  # the pooled words' indices into words.vocab (None: every vocab word)
+    tokens: int | None = None  # tokens encoded (special tokens included)
 
     @property
     def vocab(self):
-        return self.words.vocab
+        return self.words.vocab if self.rows is None else [self.words.vocab[i] for i in self.rows]
+
+    @property
+    def counts(self):
+        """(pooled words,) corpus occurrences of each pooled word."""
+        return self.words.occurrences if self.rows is None else self.words.occurrences[self.rows]
 
     @property
     def num_layers(self):
         return self.contextual.shape[0] - 1
 
 
-def _word_weights(words):
-    """Per sentence: the vocab index of each of its words (-1 under the min_contexts filter) and the word's pieces
-    over all windows of the sentence (a word cut by a window boundary keeps weight 1/k per piece, so its two parts
-    still add up to one occurrence: the mean of all its pieces)."""
+def _word_weights(words, selection=None):
+    """Per sentence: the vocab index of each of its words (-1 under the min_contexts filter, or not selected by
+    `selection`, a pooling.ContextSelection) and the word's pieces over all windows of the sentence (a word cut by a
+    window boundary keeps weight 1/k per piece, so its two parts still add up to one occurrence: the mean of all its
+    pieces)."""
     index = words.index
     sentence_vocab = [np.array([index.get(w, -1) for w in ws], dtype=np.int64) for ws in words.words]
+    if selection is not None:
+        sentence_vocab = [np.where(pooled, ids, -1) for ids, pooled in zip(sentence_vocab, selection.occurrence)]
     sentence_pieces = [np.zeros(len(ws), dtype=np.int64) for ws in words.words]
     for s, wid in zip(words.window_sentence, words.window_word_ids):
         np.add.at(sentence_pieces[s], wid[wid >= 0], 1)
@@ -309,9 +319,11 @@ def _padded_batch(words, chunk, sentence_vocab, sentence_pieces, pad_id):
 
 
 def pool_corpus(model, tokenizer, sentences=None, batch_size=64, max_length=None, min_contexts=5, words=None,
-                desc="pooling corpus"):
+                desc="pooling corpus", selection=None):
     """Run `model` over every window of the corpus (inference mode, batches of similar length) and accumulate,
     per layer, a running sum per vocab word: memory is (layers+1) x vocab x hidden, whatever the corpus size.
+    `selection` (a pooling.ContextSelection of `words`): encode only its sentences and pool only its occurrences,
+    into vectors of its words only (None: every occurrence of every vocab word).
 
     Each token of an occurrence split into k pieces adds 1/k of its vector, so a word's sum gains the mean of
     its pieces once per occurrence; dividing by the summed weights (= occurrences) gives the mean over occurrences.
@@ -326,13 +338,16 @@ def pool_corpus(model, tokenizer, sentences=None, batch_size=64, max_length=None
         if sentences is None:
             raise ValueError("pool_corpus needs `sentences` (a list of strings) or pre-tokenized `words`")
         words = tokenize_words(tokenizer, sentences, max_length=max_length, min_contexts=min_contexts)
-    sentence_vocab, sentence_pieces = _word_weights(words)
+    sentence_vocab, sentence_pieces = _word_weights(words, selection)
     n_layers, hidden = model.config.num_hidden_layers, model.config.hidden_size
     # (vocab, layers+1, hidden), one row per word: a single accumulating index_put_ per batch adds every
     # layer at once (index_add_ and scatter_add_ take a slow per-row path on CPU, as long as the encoder itself).
     sums = torch.zeros(len(words.vocab), (n_layers + 1) * hidden)
     weights = torch.zeros(len(words.vocab), dtype=torch.float64)
-    order = np.argsort([len(w) for w in words.windows], kind="stable")  # similar lengths: little padding
+    encoded = np.arange(len(words.windows))
+    if selection is not None:
+        encoded = encoded[np.isin(words.window_sentence, selection.sentences)]
+    order = encoded[np.argsort([len(words.windows[k]) for k in encoded], kind="stable")]  # similar lengths: less padding
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     start_time = time.perf_counter()
     model.eval()
@@ -352,5 +367,8 @@ def pool_corpus(model, tokenizer, sentences=None, batch_size=64, max_length=None
             weights.index_put_((target,), w.double(), accumulate=True)
     seconds = time.perf_counter() - start_time
     means = sums / weights.clamp(min=1e-12).float()[:, None]
-    contextual = means.view(len(words.vocab), n_layers + 1, hidden).permute(1, 0, 2).contiguous()
-    return PooledCorpus(words=words, contextual=contextual.numpy(), seconds=seconds)
+    contextual = means.view(len(words.vocab), n_layers + 1, hidden).permute(1, 0, 2)
+    rows = None if selection is None else selection.rows
+    contextual = contextual.contiguous() if rows is None else contextual[:, torch.from_numpy(rows)].contiguous()
+    return PooledCorpus(words=words, contextual=contextual.numpy(), seconds=seconds, rows=rows,
+                        tokens=int(sum(len(words.windows[k]) for k in order)))

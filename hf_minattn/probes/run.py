@@ -14,7 +14,7 @@ from .attention_flow import FLOW_MAX_TOKENS, flow_graph, rollout_graph
 from .benchmarks import run_benchmarks
 from .circuits import circuit_hypotheses
 from .drift import drift_results
-from .encode import CorpusWords, encode_corpus, pool_corpus, tokenize_corpus, word_normaliser
+from .encode import CorpusWords, encode_corpus, pool_corpus, tokenize_corpus, tokenize_words, word_normaliser
 from .geometry import geometry, static_word_vectors
 from .head_ablation import head_ablation, is_masked_lm
 from .attention_view import attention_view, view_sentences
@@ -22,6 +22,7 @@ from .heads import attention_graph, head_statistics
 from .loading import max_length_for
 from .logit_lens import logit_lens as measure_logit_lens
 from .neighbours import nearest_neighbours, sense_accuracy, word_in_contexts
+from .pooling import selection_for
 from .settings import DEFAULT_EXAMPLES, ProbeSettings  # noqa: F401 (DEFAULT_EXAMPLES: serve.py imports it from here)
 from .vectors import word_vectors
 from .weights import UnsupportedArchitecture, initial_model, weight_spectra
@@ -38,17 +39,18 @@ class CorpusStats:
 
 @dataclass
 class VectorCorpusStats:
-    """The corpus the word vectors are pooled from (every occurrence) and word2vec is trained on."""
+    """The corpus the word vectors are pooled from (ProbeResults.pooling: which occurrences) and word2vec is trained
+    on (every sentence)."""
 
     source: str
     sentences: int
     windows: int  # encoder inputs: a sentence longer than max_length is split into windows, not truncated
     words: int  # running words
     tokens: int  # subword tokens, special tokens included
-    vocabulary: int  # words seen in >= min_contexts distinct sentences: the words that get vectors
+    vocabulary: int  # the words that get vectors: seen in >= min_contexts distinct sentences (and pooled)
     vocabulary_total: int  # distinct words
     min_contexts: int
-    pooling: str = "mean over a word's pieces, then mean over all its occurrences (Bommasani et al. 2020)"
+    pooling: str = "mean over a word's pieces, then mean over its pooled occurrences (Bommasani et al. 2020)"
     seconds: dict = field(default_factory=dict)  # encoder pass per system: "model", "untrained", "reference"
     tokens_per_second: dict = field(default_factory=dict)
 
@@ -81,6 +83,9 @@ class ProbeResults:
     # written to attention_view.json and into report.html, not into probes.json (a few hundred kB a sentence)
     attention_view: dict = field(default=None, repr=False, metadata={"json": False})
     vector_corpus: VectorCorpusStats | None = None
+    # which occurrences the vectors are pooled from: {"design", "contexts_per_word", "words", "sentences" (encoded),
+    # "sentences_total"} (pooling.py)
+    pooling: dict | None = None
     provenance: dict = field(default_factory=dict)  # versions, date, seed, corpus, arguments: see run_provenance
     timings: dict = field(default_factory=dict)  # seconds per probe
     notes: list = field(default_factory=list)
@@ -223,8 +228,9 @@ def run_all_probes(model, tokenizer, sentences, settings=ProbeSettings(), *, mod
                    log=print):
     """Every probe that `settings` (a ProbeSettings) asks for on `model` (any AutoModel encoder) and its fast tokenizer.
 
-    `sentences` are the probe sentences (geometry, heads, neighbours). The word vectors are pooled from EVERY
-    occurrence in `corpus` (default: `sentences`; the CLI passes the default corpus's training split), named
+    `sentences` are the probe sentences (geometry, heads, neighbours). The word vectors are pooled from `corpus`
+    (default: `sentences`; the CLI passes the default corpus's training split; `settings.contexts_per_word` and
+    `settings.full_pooling` say which of its occurrences, pooling.py), named
     `corpus_name` in the results, where word2vec is also trained. `corpus_words`: `encode.tokenize_words` of that
     corpus with this tokenizer, this model's maximum length and `settings.min_count`, when the caller probes several
     models that share a tokenizer (it is then tokenized once). `model_path`: the model's folder, for its drift record
@@ -267,9 +273,10 @@ def run_all_probes(model, tokenizer, sentences, settings=ProbeSettings(), *, mod
 
 
 def _probe_vectors(results, model, tokenizer, sentences, vector_corpus, settings, reference, log) -> _OtherVectors:
-    """results.corpus, .vector_corpus and .word_vectors: the probe sentences encoded (for geometry), and every word
-    of the vector corpus pooled from all its occurrences (Bommasani et al. 2020), with the untrained model's and the
-    reference's vectors beside them."""
+    """results.corpus, .vector_corpus, .pooling and .word_vectors: the probe sentences encoded (for geometry), and
+    the words of the vector corpus pooled from their occurrences (Bommasani et al. 2020; settings.full_pooling: every
+    word from every occurrence, else the words the probes read from at most settings.contexts_per_word sentences
+    each), with the untrained model's and the reference's vectors beside them."""
     timings, max_length, min_count = results.timings, max_length_for(model, tokenizer), settings.min_count
     with _Timer(timings, "encode corpus", log):
         tokenized = tokenize_corpus(tokenizer, sentences, max_length)
@@ -279,13 +286,16 @@ def _probe_vectors(results, model, tokenizer, sentences, vector_corpus, settings
                                  vocabulary=len(tokenized.vocab), tokens=sum(map(len, tokenized.encodings)),
                                  max_length=max_length)
     with _Timer(timings, "pool corpus", log):
-        pooled = pool_corpus(model, tokenizer, vector_corpus.sentences, batch_size=settings.batch_size,
-                             max_length=max_length, min_contexts=min_count, words=vector_corpus.words,
-                             desc="pooling corpus (model)")
-    cw = vector_corpus.words = pooled.words
+        if vector_corpus.words is None:
+            vector_corpus.words = tokenize_words(tokenizer, vector_corpus.sentences, max_length=max_length,
+                                                 min_contexts=min_count)
+        cw = vector_corpus.words
+        selection, results.pooling = selection_for(cw, word_normaliser(tokenizer), settings)
+        pooled = pool_corpus(model, tokenizer, batch_size=settings.batch_size, max_length=max_length, words=cw,
+                             desc="pooling corpus (model)", selection=selection)
     stats = results.vector_corpus = VectorCorpusStats(
         source=vector_corpus.name, sentences=len(cw.words), windows=len(cw.windows), words=cw.running_words,
-        tokens=cw.tokens, vocabulary=len(cw.vocab), vocabulary_total=cw.vocabulary_total, min_contexts=min_count)
+        tokens=cw.tokens, vocabulary=len(pooled.vocab), vocabulary_total=cw.vocabulary_total, min_contexts=min_count)
     stats.seconds["model"] = round(pooled.seconds, 2)
     with _Timer(timings, "word vectors", log):
         results.word_vectors = word_vectors(model, tokenizer, pooled, decontextualized=settings.decontextualized)
@@ -294,21 +304,23 @@ def _probe_vectors(results, model, tokenizer, sentences, vector_corpus, settings
         with _Timer(timings, "untrained model", log):
             fresh = initial_model(model.config, settings.seed, type(model)).eval().to(model.device)
             pooled_u = pool_corpus(fresh, tokenizer, words=cw, batch_size=settings.batch_size, max_length=max_length,
-                                   desc="pooling corpus (untrained)")
+                                   desc="pooling corpus (untrained)", selection=selection)
             stats.seconds["untrained"] = round(pooled_u.seconds, 2)
             others.untrained = word_vectors(fresh, tokenizer, pooled_u, decontextualized=settings.decontextualized)
     if reference is not None:
         ref_model, ref_tokenizer, others.reference_name = reference
         with _Timer(timings, "reference model", log):
-            pooled_r = pool_corpus(ref_model.eval(), ref_tokenizer, vector_corpus.sentences,
-                                   batch_size=settings.batch_size, min_contexts=min_count,
-                                   desc="pooling corpus (reference)")
+            ref_words = tokenize_words(ref_tokenizer, vector_corpus.sentences, min_contexts=min_count,
+                                       max_length=max_length_for(ref_model, ref_tokenizer))
+            pooled_r = pool_corpus(ref_model.eval(), ref_tokenizer, words=ref_words, batch_size=settings.batch_size,
+                                   desc="pooling corpus (reference)",
+                                   selection=selection_for(ref_words, word_normaliser(ref_tokenizer), settings)[0])
             stats.seconds["reference"] = round(pooled_r.seconds, 2)
-            stats.tokens_per_second["reference"] = round(pooled_r.words.tokens / max(pooled_r.seconds, 1e-9))
+            stats.tokens_per_second["reference"] = round(pooled_r.tokens / max(pooled_r.seconds, 1e-9))
             others.reference = word_vectors(ref_model, ref_tokenizer, pooled_r,
                                             decontextualized=settings.decontextualized)
     for system, seconds in stats.seconds.items():
-        stats.tokens_per_second.setdefault(system, round(cw.tokens / max(seconds, 1e-9)))
+        stats.tokens_per_second.setdefault(system, round(pooled.tokens / max(seconds, 1e-9)))
     return others
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from hf_minattn.checks import check_bounds
 
 from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS
+from .pooling import DEFAULT_CONTEXTS_PER_WORD
 
 DEFAULT_EXAMPLES = ("The king and the queen walked their dog to the old castle.",
                     "The quick brown fox jumps over the lazy dog, and the dog sleeps.")
@@ -13,9 +14,9 @@ DEFAULT_EXAMPLES = ("The king and the queen walked their dog to the old castle."
 # The numbers of ProbeSettings, named as hf-minattn probe's flags: {field: (lowest, highest or None, lowest allowed?)}
 BOUNDS = {"head_sentences": (1, None, True), "min_count": (1, None, True), "bootstrap": (10, None, True),
           "mlm_probability": (0, 1, False), "ablation_mask_draws": (1, None, True), "batch_size": (1, None, True),
-          "ablation_sentences": (1, None, True), "seed": (0, None, True)}
+          "ablation_sentences": (1, None, True), "seed": (0, None, True), "contexts_per_word": (1, None, True)}
 SWITCHES = ("word2vec", "decontextualized", "untrained", "heads", "view", "ablation", "logit_lens", "circuits",
-            "weights", "trust_remote_code")
+            "weights", "trust_remote_code", "full_pooling")
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,10 @@ class ProbeSettings:
     head_sentences: int = 200
     ablation_sentences: int = 64
     min_count: int = 5  # a word needs this many distinct sentences to get vectors (and to be scored by geometry)
+    # the vector corpus's pooling (pooling.py): the words some probe reads, each from at most contexts_per_word
+    # sentences drawn with `seed`; full_pooling: every word from every sentence (contexts_per_word unused)
+    contexts_per_word: int = DEFAULT_CONTEXTS_PER_WORD
+    full_pooling: bool = False
     batch_size: int = 64
     seed: int = 0
     bootstrap: int = 1000  # resamples of every bootstrap interval (the circuits' at most 200)
@@ -57,7 +62,8 @@ class ProbeSettings:
         check_bounds(self, BOUNDS, separator="-")
         for name in SWITCHES:
             if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+                flag = f"--{name.replace('_', '-')}" if name == "full_pooling" else name
+                raise ValueError(f"{flag} must be True or False, got {getattr(self, name)!r}")
         for name in ("words", "sense_sentences", "examples"):
             value = getattr(self, name)
             if value is None and name == "sense_sentences":

@@ -126,7 +126,7 @@ def all_but_the_top(vectors, components=None):
 def word_vectors(model, tokenizer, encoded, decontextualized=True):
     """All vector sets over the corpus vocabulary of `encoded` (a PooledCorpus, or an EncodedCorpus)."""
     vocab = encoded.vocab if hasattr(encoded, "vocab") else encoded.tokenized.vocab
-    counts = encoded.words.occurrences if hasattr(encoded, "words") else None  # a PooledCorpus knows them
+    counts = encoded.counts if hasattr(encoded, "words") else None  # a PooledCorpus knows them
     sets = {"static": static_vectors(model, tokenizer, vocab)}
     for layer, vectors in enumerate(encoded.contextual):
         sets[f"layer_{layer}"] = vectors
