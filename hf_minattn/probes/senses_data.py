@@ -22,11 +22,22 @@ too). Sentences are distinct across the whole file. Each sense has 22 sentences 
 | state | polity: 22 + 0 | condition: 22 + 0 |
 | power | political: 22 + 0 | energy: 22 + 0 |
 | letter | alphabet: 22 + 0 | message: 17 + 5 |
+| body | anatomy: 22 + 0 | organisation: 20 + 2 |
+| head | anatomy: 22 + 0 | leader: 22 + 0 |
+| current | flow: 22 + 0 | present: 22 + 0 |
+| right | direction: 22 + 0 | entitlement: 22 + 0 |
+| charge | electric: 22 + 0 | responsibility: 11 + 11 |
+| mass | physics: 22 + 0 | large-scale: 22 + 0 |
+| order | taxonomy: 22 + 0 | sequence: 17 + 5 |
+| conductor | music: 22 + 0 | electric: 16 + 6 |
+| field | discipline: 22 + 0 | physics: 22 + 0 |
 
-528 sentences, 413 from the corpus and 115 written. A caveat the probe controls for: where one sense is mostly
-written (capital, spring, match, star, cell), its sentences are shorter and plainer than the other sense's Wikipedia
-prose, so sentence length and the word's position differ between the senses. `sense_accuracy` reports a
-position-only and a position-and-length classifier beside the layers for this reason.
+924 sentences of 21 homonyms, 785 from the corpus and 139 written.
+
+A caveat the probe controls for: where one sense is mostly written (capital, spring, match, star, cell), its
+sentences are shorter and plainer than the other sense's Wikipedia prose, so sentence length and the word's position
+differ between the senses. `sense_accuracy` reports a position-only and a position-and-length classifier beside the
+layers for this reason.
 """
 
 import csv
