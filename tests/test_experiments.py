@@ -134,7 +134,8 @@ def test_every_probe_ran_at_every_seed_and_the_comparisons_are_paired(run):
             assert (out / "probes" / name / f"seed{seed}" / "probes.json").is_file()
     assert probes["reference"]["name"] == "all-MiniLM-L6-v2"
     comparisons = results["answers"]["q5"]["comparisons"]
-    assert {"last_vs_word2vec", "last_vs_untrained", "last_vs_reference"} <= set(comparisons)
+    assert {"last_vs_word2vec", "last_vs_untrained", "last_vs_reference", "last_vs_word2vec_matched"} <= set(comparisons)
+    assert probes["word2vec_matched"]["epochs"] >= 1 and probes["word2vec_matched"]["training_tokens"] == 20 * 16 * 64
     for c in comparisons.values():
         assert c["method"] == "hierarchical" and c["n"] == len(seeds) and c["p_holm"] >= c["p"]
         assert c["verdict"] in ("higher", "lower", "equivalent", "unresolved")

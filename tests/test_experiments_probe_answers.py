@@ -208,20 +208,20 @@ def with_logit_lens(p, gains):
     return p
 
 
-def test_where_the_prediction_forms_follows_the_gain_intervals_over_seeds():
+def test_where_the_head_reads_the_prediction_follows_the_gain_intervals_over_seeds():
     """By hand: gains (layer 0, 1, 2) per seed; the first layer whose t-interval over seeds lies above 0 is named, and
     the last block's paired gain decides "adds"."""
     forms_at_1 = text("q6", with_logit_lens(probes(), [[-0.2, 0.3, 0.8], [-0.1, 0.35, 0.85], [-0.15, 0.32, 0.9]]))
-    assert "**Where the prediction forms: from layer 1 of 2 on" in forms_at_1
+    assert "**Where the MLM head can read the prediction: from layer 1 of 2 on" in forms_at_1
     assert "The last block adds 0.527 [" in forms_at_1 and "(more gain)" in forms_at_1
     only_last = text("q6", with_logit_lens(probes(), [[-0.2, -0.3, 0.8], [-0.1, 0.2, 0.85], [-0.15, -0.1, 0.9]]))
-    assert "**Where the prediction forms: only at the last layer (layer 2)" in only_last
+    assert "**Where the MLM head can read the prediction: the last layer (layer 2) beats" in only_last
     none = text("q6", with_logit_lens(probes(), [[-0.2, -0.3, 0.1], [-0.1, 0.2, -0.1], [-0.15, -0.1, 0.05]]))
-    assert "**Where the prediction forms: no layer" in none and "(not at this scale)" in none
+    assert "**Where the MLM head can read the prediction: no layer" in none and "(not at this scale)" in none
     a = answers(with_logit_lens(probes(), [[-0.2, 0.3, 0.8], [-0.1, 0.35, 0.85], [-0.15, 0.32, 0.9]]))["q6"]["logit_lens"]
     assert a["gain"][2]["estimate"] == pytest.approx(0.85, abs=1e-4) and a["first_layer_above_floor"] == 1
     assert a["gain_untrained"][0]["estimate"] == pytest.approx(-0.01) and a["floor"]["estimate"] == 7.0
-    assert "Where the prediction forms" not in text("q6", probes())  # probes from before the lens: no line
+    assert "Where the MLM head" not in text("q6", probes())  # probes from before the lens: no line
 
 
 def with_circuits(p, full_identity, from_identity=(0.2, 0.25, 0.22), initial=(0.1, 0.12, 0.11)):

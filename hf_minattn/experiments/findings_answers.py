@@ -57,10 +57,13 @@ def q5_answer(results: dict) -> str:
     if not q5:
         return NOT_MEASURED
     comparisons, pairs = q5["comparisons"] or {}, (q5["pairs"] or {}).get("wordsim353", {})
+    matched = comparisons.get("last_vs_word2vec_matched")
     return (f"Measured against human similarity judgements (WordSim-353, {pairs.get('kept')} of {pairs.get('total')} "
             "pairs, both words in every vocabulary), the full model's last-layer vectors are "
             f"{VERSUS[st.verdict(comparisons.get('last_vs_untrained'))]} the untrained model's and "
-            f"{VERSUS[st.verdict(comparisons.get('last_vs_word2vec'))]} word2vec's")
+            f"{VERSUS[st.verdict(comparisons.get('last_vs_word2vec'))]} word2vec's"
+            + (f" (tuned; {VERSUS[st.verdict(matched)]} a word2vec trained on as much text as the model)"
+               if matched else ""))
 
 
 def q6_answer(results: dict) -> str:

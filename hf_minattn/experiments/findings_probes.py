@@ -100,7 +100,8 @@ def head_dynamics_lines(d: dict | None, fig) -> list[str]:
 Q5_COMPARISONS = (("last_vs_untrained", "last layer - untrained last layer"), ("last_vs_word2vec", "last layer - word2vec"),
                   ("static_vs_untrained", "static - untrained static"), ("static_vs_word2vec", "static - word2vec"),
                   ("static_vs_random", "static - random vectors"), ("last_vs_reference", "last layer - reference"),
-                  ("reference_vs_word2vec", "reference - word2vec"))
+                  ("reference_vs_word2vec", "reference - word2vec"),
+                  ("last_vs_word2vec_matched", "last layer - word2vec at the model's exposure"))
 
 
 def q5_section(q5: dict, results: dict, fig) -> list[str]:
@@ -138,6 +139,11 @@ def q5_scores(q5: dict, results: dict) -> list[str]:
                ("untrained, static", "untrained/static"), ("untrained, last layer", f"untrained/{last}"),
                ("word2vec (one per seed, settings chosen on SimLex-999 and the analogies)", "word2vec"),
                ("random vectors", "random")]
+    matched = q5.get("word2vec_matched")
+    if matched:
+        systems.insert(5, (f"word2vec at the model's exposure ({matched['epochs']} epochs against "
+                           f"{matched['tuned_epochs']}: the model made {num(matched['model_passes'])} passes)",
+                           "word2vec_matched"))
     if q5.get("reference"):
         systems.append((f"{q5['reference']} (pretrained reference, last layer)",
                         f"minilm/{_reference_last(scores, key)}"))

@@ -165,11 +165,11 @@ def geometry_answers(probes: dict) -> dict:
 
 
 def logit_lens_answers(probes: dict, n_resamples: int = 1000) -> dict | None:
-    """Where along the depth the prediction forms: per layer (embedding output first), the gain over the unigram
-    floor of the masked-token loss decoded through the MLM head (logit lens), mean over seeds with a 95% t-interval,
-    for the trained and the untrained model; the first layer whose interval lies above 0; and what the last block
-    adds (the last layer's gain minus the one before, paired by seed); where the probes kept per-sentence gains, the
-    same with the sentences as a sample too (`sentence_level_gain`), which then chooses the first layer."""
+    """Which layers the MLM head can read the prediction from: per layer (embedding output first), the gain over
+    the unigram floor of the masked-token loss decoded through the MLM head (logit lens), mean over seeds with a 95%
+    t-interval, for the trained and the untrained model; the first layer whose interval lies above 0; and what the
+    last block adds (the last layer's gain minus the one before, paired by seed); where the probes kept per-sentence
+    gains, the same with the sentences as a sample too (`sentence_level_gain`), which then chooses the first layer."""
     full = [r["logit_lens"] for r in _seeds(probes, "full") if r.get("logit_lens") and r["logit_lens"].get("gain")]
     if not full:
         return None
@@ -254,7 +254,8 @@ def probe_answers(results: dict, probes: dict, config: dict) -> dict:
     answers["q5"] = {**related_answers(probes, last), "word_pairs": pairs.get("scores"),
                      "comparisons": pairs.get("q5"), "pairs": pairs.get("pairs"), "margin": pairs.get("margin"),
                      "standard_error": pairs.get("standard_error"), "key": pairs.get("key"),
-                     "reference": (probes.get("reference") or {}).get("name")}
+                     "reference": (probes.get("reference") or {}).get("name"),
+                     "word2vec_matched": probes.get("word2vec_matched")}
     answers["q6"] = {**geometry_answers(probes), "senses": senses_answers(probes), "comparisons": pairs.get("q6"),
                      "best_layer": pairs.get("best_layer"),
                      "logit_lens": logit_lens_answers(probes, results.get("settings", {}).get("n_resamples", 1000))}

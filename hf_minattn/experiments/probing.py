@@ -20,6 +20,7 @@ from .training import log
 
 REFERENCE_NAME = "minilm"
 PROBE_RESAMPLES = 200
+BASELINES = ("word2vec", "word2vec_matched", "random")  # vector sets that are no variant's: one system each
 PROBE_MIN_CONTEXTS = 5  # a word gets vectors when seen in >= 5 distinct sentences (run_all_probes' min_count)
 
 
@@ -88,7 +89,7 @@ def probe_variants(out: str, folders: dict, settings: dict, seeds, figure_format
     mixing = mixing_over_seeds(folders, settings, seeds, sentences, settings_reference(settings, device), device)
     return {"by_seed": runs["by_seed"], "extras": runs["extras"], "word_pairs": pairs, "head_divergence": divergence,
             "reference": reference, "rollout": runs["rollout"], "circuits": circuits, "mixing": mixing,
-            "corpus": {"sentences": len(corpus), "probe_sentences": len(sentences), "name": corpus_name}}
+            "word2vec_matched": runs.get("word2vec_matched"), "corpus": {"sentences": len(corpus), "probe_sentences": len(sentences), "name": corpus_name}}
 
 
 def variant_probe_settings(name: str, seed: int, settings: dict):
@@ -133,8 +134,30 @@ def probe_seeds(out, folders, settings, seeds, texts, device, figure_format) -> 
                                  log=lambda m: None)
         write_outputs(results, probe_folder(out, name, seed), figure_format)
         keep_run(runs, results, name, seed, tokenizer, corpus[: settings["cooccurrence_sentences"]])
+        if name == "full":  # word2vec at the model's own exposure, beside the tuned one
+            rows, runs["word2vec_matched"] = matched_word2vec(settings, tokenizer, corpus, corpus_words,
+                                                              results.word_vectors.vocab, seed)
+            runs["vectors"][name, seed][1]["word2vec_matched"] = rows
         del model, results
     return runs
+
+
+def matched_word2vec(settings: dict, tokenizer, corpus, corpus_words, vocab, seed: int) -> tuple:
+    """(rows aligned to `vocab`, what was matched) of a word2vec with the probes' settings but as many passes over
+    the corpus as the model made: its training tokens (steps x batch x sequence length) over the corpus's tokens,
+    rounded, at least one. The tuned word2vec (20 epochs) sees about ten times the text a preset's model sees."""
+    from dataclasses import replace
+
+    from hf_minattn.probes.benchmarks import WORD2VEC_SETTINGS, cached_word2vec, word2vec_rows
+
+    corpus_tokens = sum(len(ids) for ids in tokenizer(list(corpus), add_special_tokens=False)["input_ids"])
+    trained = settings["max_steps"] * settings["batch_size"] * settings["max_seq_length"]
+    passes = trained / corpus_tokens
+    w2v = replace(WORD2VEC_SETTINGS, epochs=max(1, round(passes)), seed=seed)
+    kv, _, _ = cached_word2vec(corpus_words.words, w2v)
+    return word2vec_rows(kv, vocab, seed), {"epochs": w2v.epochs, "model_passes": round(passes, 3),
+                                            "training_tokens": trained, "corpus_tokens": corpus_tokens,
+                                            "tuned_epochs": WORD2VEC_SETTINGS.epochs}
 
 
 def keep_run(runs: dict, results, name: str, seed: int, tokenizer, cooccurrence_corpus) -> None:
@@ -207,9 +230,9 @@ def score_word_pairs(vectors, reference_vectors, reference, seeds, layers, norma
     cosines, anisotropy = {}, {}
     for (name, seed), (vocab, sets) in vectors.items():
         for set_name, matrix in sets.items():
-            if name != "full" and set_name in ("word2vec", "random"):
+            if name != "full" and set_name in BASELINES:
                 continue
-            system = set_name if set_name in ("word2vec", "random") else f"{name}/{set_name}"
+            system = set_name if set_name in BASELINES else f"{name}/{set_name}"
             c = word_pairs.pair_cosines(bench, vocab, matrix)
             anisotropy.setdefault(system, {})[seed] = round(c.pop("anisotropy"), 4)
             cosines.setdefault(system, {})[seed] = c
@@ -227,6 +250,8 @@ def score_word_pairs(vectors, reference_vectors, reference, seeds, layers, norma
           "static_vs_untrained": ("full/static", "untrained/static", key),
           "last_vs_untrained": (f"full/{last}", f"untrained/{last}", key),
           "static_vs_random": ("full/static", "random", key)}
+    if any("word2vec_matched" in sets for _, sets in vectors.values()):
+        q5["last_vs_word2vec_matched"] = (f"full/{last}", "word2vec_matched", key)
     if reference_vectors is not None:
         q5["last_vs_reference"] = (f"full/{last}", f"{REFERENCE_NAME}/layer_{reference['num_layers']}", key)
         q5["reference_vs_word2vec"] = (f"{REFERENCE_NAME}/layer_{reference['num_layers']}", "word2vec", key)

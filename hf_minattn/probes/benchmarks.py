@@ -318,6 +318,13 @@ class CommonBenchmarks:
         return out
 
 
+def word2vec_rows(kv, vocab, seed=0) -> np.ndarray:
+    """(len(vocab), dim): word2vec's vector of each word of `vocab`, in its order; a word under word2vec's min_count
+    gets a random row (seeded), so that cosines stay defined (callers keep such words out of the pairs)."""
+    filler = random_vectors(len(vocab), kv.vector_size, seed=seed + 1)
+    return np.stack([kv[w] if w in kv.key_to_index else filler[i] for i, w in enumerate(vocab)])
+
+
 def run_benchmarks(word_vectors, sentence_words=None, normalise=str.lower, word2vec=True, settings=None,
                    untrained=None, reference=None, reference_model=None, min_contexts=None, n_resamples=1000,
                    seed=0, log=None, word2vec_cache=None):
@@ -342,9 +349,7 @@ def run_benchmarks(word_vectors, sentence_words=None, normalise=str.lower, word2
         # Rows in the shared vocabulary's order (most frequent first); words under word2vec's min_count (possible
         # only when min_contexts < min_count) get random rows, so cosines stay defined, and are kept out of the
         # common pairs below.
-        filler = random_vectors(len(word_vectors.vocab), kv.vector_size, seed=seed + 1)
-        word_vectors.sets["word2vec"] = np.stack([kv[w] if w in kv.key_to_index else filler[i]
-                                                  for i, w in enumerate(word_vectors.vocab)])
+        word_vectors.sets["word2vec"] = word2vec_rows(kv, word_vectors.vocab, seed)
         vocabularies.append(set(kv.key_to_index))
     dim = next(iter(word_vectors.sets.values())).shape[1]
     word_vectors.sets["random"] = random_vectors(len(word_vectors.vocab), dim, seed=seed)
