@@ -31,8 +31,13 @@ too). Sentences are distinct across the whole file. Each sense has 22 sentences 
 | order | taxonomy: 22 + 0 | sequence: 17 + 5 |
 | conductor | music: 22 + 0 | electric: 16 + 6 |
 | field | discipline: 22 + 0 | physics: 22 + 0 |
+| class | social: 20 + 2 | taxonomy: 18 + 4 |
+| second | ordinal: 22 + 0 | time: 14 + 8 |
+| wave | physics: 17 + 5 | surge: 12 + 10 |
+| volume | book: 9 + 13 | quantity: 22 + 0 |
+| table | furniture: 9 + 13 | data: 22 + 0 |
 
-924 sentences of 21 homonyms, 785 from the corpus and 139 written.
+1144 sentences of 26 homonyms, 950 from the corpus and 194 written.
 
 A caveat the probe controls for: where one sense is mostly written (capital, spring, match, star, cell), its
 sentences are shorter and plainer than the other sense's Wikipedia prose, so sentence length and the word's position
