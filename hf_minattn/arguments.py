@@ -123,6 +123,12 @@ class DataTrainingArguments:
     whole_word_mask: bool = field(
         default=False, metadata={"help": "Mask all the sub-word tokens of a word together (needs a fast tokenizer; not with --line_by_line)."}
     )
+    shuffle_labels: bool = field(
+        default=False,
+        metadata={"help": "A control without linguistic signal: the masks are drawn as usual, but the masked targets of "
+                  "each training batch are permuted across its masked positions (the batch's own token frequencies, "
+                  "no link to the context; hf_minattn.masking.MLMCollator). The validation labels stay true."},
+    )
     streaming: bool = field(
         default=False,
         metadata={"help": "Read the data as a stream (datasets' streaming mode) instead of preparing all of it first, as "
@@ -199,9 +205,17 @@ class MinAttnTrainingArguments(TrainingArguments):
     loss_allocation_samples: int = field(
         default=32, metadata={"help": "With --loss_allocation: validation sequences in the fixed batch (>= 1)."}
     )
+    early_save_every: int = field(
+        default=0,
+        metadata={"help": "Also save a state every this many optimizer steps up to --early_save_until (0: off), into "
+                  "output_dir/early_states/checkpoint-<step>, outside --save_total_limit's count "
+                  "(hf_minattn.early_states.EarlyStates); with --save_only_model, model-only like the others."},
+    )
+    early_save_until: int = field(default=0, metadata={"help": "With --early_save_every: the last step of the early grid."})
 
     def __post_init__(self):
         check_bounds(self, {"loss_allocation_every": (1, None, True), "loss_allocation_samples": (1, None, True),
+                            "early_save_every": (0, None, True), "early_save_until": (0, None, True),
                             "learning_rate": (0, None, True), "weight_decay": (0, None, True),
                             "warmup_steps": (0, None, True), "max_grad_norm": (0, None, True),
                             "adam_epsilon": (0, None, True), "adam_beta1": (0, 1, True), "adam_beta2": (0, 1, True),
