@@ -27,6 +27,27 @@ EVAL_MASK_STREAM = -1
 EXAMPLE_INDEX = "example_index"  # column naming each training example, for its masks
 
 
+SHUFFLE_STREAM = 0x5348  # first word of the seeds of --shuffle_labels' permutations, apart from every mask's seed
+
+
+def seeded_generator(*entropy: int) -> torch.Generator:
+    """A torch generator seeded from `entropy` (non-negative integers) through numpy's SeedSequence, so that nearby
+    tuples give unrelated streams."""
+    state = np.random.SeedSequence(list(entropy)).generate_state(2, dtype=np.uint32)
+    return torch.Generator().manual_seed(int(state[0]) << 32 | int(state[1]))
+
+
+def shuffled_targets(labels: list[torch.Tensor], generator: torch.Generator) -> list[torch.Tensor]:
+    """`labels` (each (T_i,), -100 where not masked) with their masked targets permuted across all their masked
+    positions by `generator`: the same positions are masked, the same multiset of targets is predicted, but which
+    target sits where is random."""
+    flat = torch.cat(labels)  # a new tensor: the inputs are left as they were
+    where = flat != -100
+    targets = flat[where]
+    flat[where] = targets[torch.randperm(len(targets), generator=generator)]
+    return list(flat.split([len(l) for l in labels]))
+
+
 class MLMCollator(TrainerCallback):
     """Masks examples for the masked-LM loss; each example's masks are drawn from a generator seeded with
     (seed, epoch, example index).
@@ -39,6 +60,15 @@ class MLMCollator(TrainerCallback):
 
     Evaluation examples are masked once by `mask_once` and arrive with labels: they are only padded. As a
     callback, the collator learns the current epoch from the Trainer.
+
+    With `data_args.shuffle_labels` (a control without linguistic signal), every training batch is masked exactly
+    as without it (the same inputs, the same masked positions), and then its masked targets are permuted across its
+    masked positions (`shuffled_targets`), by a generator seeded with (seed, epoch, the batch's example indices in
+    order). Why a permutation within the batch: the targets keep exactly the batch's own token frequencies (the
+    unigram distribution the loss can still learn), while a target's position says nothing about its context, so
+    the loss can learn token frequencies and nothing more. A target stays in its own sequence with probability
+    about 1/batch size (6% at batch 16): the only trace of context left, and a topical one. The validation set
+    keeps its true labels, so the evaluation loss shows what the control learnt.
     """
 
     def __init__(self, tokenizer, data_args, seed: int):
@@ -47,6 +77,7 @@ class MLMCollator(TrainerCallback):
         )
         self.pad = DataCollatorForTokenClassification(tokenizer)  # pads input_ids, attention_mask, and labels with -100
         self.seed = seed
+        self.shuffle_labels = bool(getattr(data_args, "shuffle_labels", False))
         self.epoch = 0
         self._epoch_begun = False  # in the current train() call
 
@@ -63,8 +94,7 @@ class MLMCollator(TrainerCallback):
 
     def _mask(self, example: dict, stream: int, index: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(input_ids, labels) of one example, masked with its own generator; each (T,)."""
-        state = np.random.SeedSequence([self.seed, stream + 1, index]).generate_state(2, dtype=np.uint32)
-        generator = torch.Generator().manual_seed(int(state[0]) << 32 | int(state[1]))
+        generator = seeded_generator(self.seed, stream + 1, index)
         optional = {k: torch.tensor([example[k]]) for k in ("special_tokens_mask", "offset_mapping") if k in example}
         inputs, labels = mask_tokens(self.masker, torch.tensor([example["input_ids"]]), generator, **optional)
         return inputs[0], labels[0]
@@ -77,6 +107,10 @@ class MLMCollator(TrainerCallback):
         if "labels" in features[0]:  # masked once already (the validation set): only pad
             return self.pad(features)
         masked = [self._mask(f, self.epoch, f[EXAMPLE_INDEX]) for f in features]
+        if self.shuffle_labels:
+            generator = seeded_generator(SHUFFLE_STREAM, self.seed, self.epoch + 1, *(f[EXAMPLE_INDEX] for f in features))
+            labels = shuffled_targets([labels for _, labels in masked], generator)
+            masked = [(inputs, shuffled) for (inputs, _), shuffled in zip(masked, labels)]
         if len({len(inputs) for inputs, _ in masked}) == 1:  # equal lengths (concatenated texts): nothing to pad
             input_ids = torch.stack([inputs for inputs, _ in masked])  # (B, T)
             return {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids),

@@ -1,0 +1,41 @@
+"""The finer grid of saved states early in training (hf_minattn.early_states): a real Trainer on a tiny model."""
+
+import os
+
+import pytest
+import torch
+from transformers import Trainer, TrainingArguments
+
+from hf_minattn import MinAttnForMaskedLM
+from hf_minattn.early_states import EarlyStates, early_states_folder, early_steps
+
+from conftest import tiny_config
+
+
+def test_early_steps_are_the_multiples_up_to_the_last_and_none_when_off():
+    assert early_steps(20, 100) == [20, 40, 60, 80, 100]
+    assert early_steps(3, 10) == [3, 6, 9]
+    assert early_steps(0, 400) == [] and early_steps(20, 0) == []
+    with pytest.raises(ValueError, match="every.*-1"):
+        early_steps(-1, 10)
+
+
+def checkpoints(folder) -> list[int]:
+    return sorted(int(n.split("-")[1]) for n in os.listdir(folder) if n.startswith("checkpoint-"))
+
+
+def test_the_trainer_saves_model_only_states_at_exactly_the_early_steps_beside_its_own(tmp_path):
+    torch.manual_seed(0)
+    model = MinAttnForMaskedLM(tiny_config())
+    ids = torch.randint(5, 99, (40, 12))
+    data = [{"input_ids": row, "labels": row} for row in ids]
+    args = TrainingArguments(output_dir=str(tmp_path), max_steps=9, per_device_train_batch_size=4, save_strategy="steps",
+                             save_steps=4, save_only_model=True, save_total_limit=1, report_to="none", use_cpu=True,
+                             logging_strategy="no", disable_tqdm=True)
+    Trainer(model=model, args=args, train_dataset=data, callbacks=[EarlyStates(2, 7)]).train()
+    early = early_states_folder(str(tmp_path))
+    assert checkpoints(early) == [2, 4, 6]  # step 4 is the Trainer's own save too: copied, not moved
+    assert checkpoints(tmp_path) == [9]  # save_total_limit 1 counted the Trainer's checkpoints only
+    for step in (2, 4, 6):
+        files = set(os.listdir(os.path.join(early, f"checkpoint-{step}")))
+        assert "model.safetensors" in files and "optimizer.pt" not in files
