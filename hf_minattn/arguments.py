@@ -212,10 +212,16 @@ class MinAttnTrainingArguments(TrainingArguments):
                   "(hf_minattn.early_states.EarlyStates); with --save_only_model, model-only like the others."},
     )
     early_save_until: int = field(default=0, metadata={"help": "With --early_save_every: the last step of the early grid."})
+    stop_at_step: int | None = field(
+        default=None,
+        metadata={"help": "End training after this optimizer step, the learning-rate schedule still that of --max_steps "
+                  "(a run that matches another's first steps exactly, learning rate included)."},
+    )
 
     def __post_init__(self):
         check_bounds(self, {"loss_allocation_every": (1, None, True), "loss_allocation_samples": (1, None, True),
                             "early_save_every": (0, None, True), "early_save_until": (0, None, True),
+                            "stop_at_step": (1, None, True),
                             "learning_rate": (0, None, True), "weight_decay": (0, None, True),
                             "warmup_steps": (0, None, True), "max_grad_norm": (0, None, True),
                             "adam_epsilon": (0, None, True), "adam_beta1": (0, 1, True), "adam_beta2": (0, 1, True),
