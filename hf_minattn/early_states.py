@@ -62,3 +62,17 @@ def regular_save(args, state) -> bool:
         return False
     step = state.global_step
     return step == state.max_steps or bool(state.save_steps and step % state.save_steps == 0)
+
+
+class StopAtStep(TrainerCallback):
+    """Ends training after optimizer step `step` (None: never), leaving the learning-rate schedule that of
+    --max_steps: a control run then matches a longer run's first `step` steps, learning rate included (a shorter
+    --max_steps would decay the rate to 0 by its last step)."""
+
+    def __init__(self, step: int | None):
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.step is not None and state.global_step >= self.step:
+            control.should_training_stop = True
+        return control

@@ -37,7 +37,7 @@ from hf_minattn.arguments import MODEL_SIZES, DataTrainingArguments, MinAttnTrai
 from hf_minattn.data import (STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES, first_texts, lm_datasets, load_raw_datasets,
                              resolve_text_column)
 from hf_minattn.drift import DriftCallback
-from hf_minattn.early_states import EarlyStates
+from hf_minattn.early_states import EarlyStates, StopAtStep
 from hf_minattn.initialization import initial_model
 from hf_minattn.loss_allocation import LossAllocationCallback
 from hf_minattn.masking import MLMCollator, mask_once, with_example_index
@@ -286,7 +286,8 @@ def build_trainer(model_args, data_args, training_args, checkpoint) -> tuple[Min
         compute_metrics=metrics_computer(unigram) if training_args.do_eval else None,
         preprocess_logits_for_metrics=preprocess_logits_for_metrics if training_args.do_eval else None,
         callbacks=[collator, *loss_allocation_callbacks(model, collator, eval_dataset, training_args),
-                   EarlyStates(training_args.early_save_every, training_args.early_save_until)],
+                   EarlyStates(training_args.early_save_every, training_args.early_save_until),
+                   StopAtStep(training_args.stop_at_step)],
         drift=drift,
         time_budget_minutes=training_args.max_train_minutes,
     )

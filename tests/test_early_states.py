@@ -7,7 +7,7 @@ import torch
 from transformers import Trainer, TrainingArguments
 
 from hf_minattn import MinAttnForMaskedLM
-from hf_minattn.early_states import EarlyStates, early_states_folder, early_steps
+from hf_minattn.early_states import EarlyStates, StopAtStep, early_states_folder, early_steps
 
 from conftest import tiny_config
 
@@ -39,3 +39,15 @@ def test_the_trainer_saves_model_only_states_at_exactly_the_early_steps_beside_i
     for step in (2, 4, 6):
         files = set(os.listdir(os.path.join(early, f"checkpoint-{step}")))
         assert "model.safetensors" in files and "optimizer.pt" not in files
+
+
+def test_a_run_stopped_early_keeps_the_learning_rate_schedule_of_its_max_steps(tmp_path):
+    model = MinAttnForMaskedLM(tiny_config())
+    data = [{"input_ids": row, "labels": row} for row in torch.randint(5, 99, (40, 12))]
+    args = TrainingArguments(output_dir=str(tmp_path), max_steps=10, per_device_train_batch_size=4, save_strategy="no",
+                             learning_rate=1e-3, report_to="none", use_cpu=True, logging_steps=1, disable_tqdm=True)
+    trainer = Trainer(model=model, args=args, train_dataset=data, callbacks=[StopAtStep(4)])
+    trainer.train()
+    assert trainer.state.global_step == 4
+    rates = [log["learning_rate"] for log in trainer.state.log_history if "learning_rate" in log]
+    assert rates[-1] == pytest.approx(1e-3 * 7 / 10)  # linear decay to 0 at step 10, not at step 4
