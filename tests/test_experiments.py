@@ -99,6 +99,9 @@ def test_similarity_and_heads_are_measured_at_every_evaluation_then_the_states_g
     assert heads["steps"] == [0, 5, 10, 15, 20] and sorted(map(int, heads["seeds"])) == seeds
     assert (out / "head_dynamics.json").is_file()
     assert results["answers"]["q4"]["over_training"]["steps"] == heads["steps"]
+    early = heads["early"]  # the finer grid, beside the shuffled-label control at the same steps
+    assert early["steps"] == [0, 2, 4, 6, 8, 10] and all(set(runs) == {"full", "shuffled_labels"} for runs in early["seeds"].values())
+    assert results["answers"]["q4"]["over_training"]["early"]["margin"] == 2 and not list(out.glob("models/*/seed*/early_states"))
 
 
 def test_the_runs_of_a_seed_start_from_its_untrained_model(run):

@@ -38,7 +38,7 @@ def synthetic(offsets=None, seeds=SEEDS, never_input_moved=False, full=(6.6, 6.6
     (one number per seed)."""
     offsets = {"frozen_embeddings": (0.1, 0.12, 0.11), "frozen_embeddings_matched": (0.08, 0.1, 0.09),
                "identity_qkv": (0.05, 0.06, 0.04),
-               "qkv_from_identity": (0.01, -0.02, 0.0), "attention_only": (0.2, 0.21, 0.19),
+               "qkv_from_identity": (0.01, -0.02, 0.0), "attention_only": (0.2, 0.21, 0.19), "shuffled_labels": (2.0, 2.0, 2.0),
                "untrained": (2.4, 2.4, 2.4), **(offsets or {})}
     rng = np.random.default_rng(0)
     counts = rng.integers(0, 500, size=200)

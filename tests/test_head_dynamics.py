@@ -17,7 +17,10 @@ from hf_minattn import MinAttnForMaskedLM
 from hf_minattn.experiments import cli
 from hf_minattn.experiments.dynamics import remove_saved_states
 from hf_minattn.experiments.findings import head_dynamics_lines, q4_section
-from hf_minattn.experiments.head_dynamics import (MEASURES, PLATEAU_GAIN, head_curves, head_dynamics_summary,
+from hf_minattn.experiments import head_dynamics
+from hf_minattn.experiments.findings_answers import q4_answer
+from hf_minattn.experiments.head_dynamics import (CONTROL, MEASURES, PLATEAU_GAIN, control_threshold, early_curves,
+                                                  head_curves, head_dynamics_summary, matched_specialisation_step,
                                                   matrix_effective_rank, plateau_exit_step, qk_effective_ranks,
                                                   specialisation_step)
 from hf_minattn.experiments.probe_answers import probe_answers
@@ -130,6 +133,70 @@ def test_q4_prints_the_bullet_from_the_answers_and_every_number_is_stored():
     assert "over_training" not in probe_answers({"seeds": list(SEEDS)}, p, CONFIG)["q4"]  # older results: no bullet
 
 
+# ------------------------------------------------------------------------------------------ the early grid
+
+
+GRID = [0, 20, 40, 60, 80]
+
+
+def test_the_control_sets_the_threshold_and_the_full_model_must_stay_above_it_by_hand():
+    control = [0.00, 0.02, 0.03, 0.035, 0.04]  # neighbouring changes .02, .01, .005, .005: threshold .02
+    assert control_threshold(control) == pytest.approx(0.02)
+    # full - control: 0, .01, .04, .015, .08: above .02 at 40, below again at 60, above from 80 on
+    assert matched_specialisation_step(GRID, [0.00, 0.03, 0.07, 0.05, 0.12], control) == 80
+    # full - control: 0, .03, .05, .065, .08: above from step 20 on
+    assert matched_specialisation_step(GRID, [0.00, 0.05, 0.08, 0.10, 0.12], control) == 20
+    # a rise as large as the control's own (any training raises divergence): never specialised
+    assert matched_specialisation_step(GRID, [0.00, 0.03, 0.045, 0.05, 0.055], control) is None
+    assert matched_specialisation_step(GRID, [0.00, 0.05, 0.08, 0.10, 0.01], control) is None  # fell back at the end
+
+
+ESTEPS = [0, 20, 40, 60, 80, 100]
+
+
+def with_early(curves, specialised_at, exits_at):
+    """`curves` with an early grid: per seed the control's divergence creeps up (largest change .01), the full model's
+    is the control's plus 0.1 from `specialised_at[i]`, and its gain over the floor jumps from 0 to 0.3 at
+    `exits_at[i]`."""
+    seeds = {}
+    for i, seed in enumerate(sorted(curves["seeds"])):
+        control = [0.0, 0.01, 0.015, 0.02, 0.022, 0.024]
+        full = [c + (0.1 if s >= specialised_at[i] else 0.0) for s, c in zip(ESTEPS, control)]
+        gain = [-1.0] + [0.3 if s >= exits_at[i] else 0.0 for s in ESTEPS[1:]]
+        seeds[seed] = {"full": {"within_layer_js": full, "gain_over_unigram": gain},
+                       CONTROL: {"within_layer_js": control, "gain_over_unigram": [-1.0] + [-0.01] * 5}}
+    return {**curves, "early": {"steps": ESTEPS, "every": 20, "until": 100, "control": CONTROL, "seeds": seeds}}
+
+
+def test_the_early_grid_decides_the_sentence_against_the_control_where_the_run_has_one():
+    curves, results = synthetic((40, 40, 30), (10, 10, 10))  # the saved states alone would say "after"
+    early = head_dynamics_summary(with_early(curves, (20, 20, 40), (60, 60, 80)), results)
+    assert [r["specialisation_step"] for r in early["early"]["by_seed"]] == [20, 20, 40]
+    assert [r["plateau_exit_step"] for r in early["early"]["by_seed"]] == [60, 60, 80]
+    assert early["early"]["specialisation_minus_exit"]["margin"] == 20
+    assert early["specialisation_minus_exit"]["verdict"] == "higher"  # today's keys are still there
+    before = "\n".join(head_dynamics_lines(early, lambda *a: ""))
+    assert "**Heads specialise before the loss leaves the unigram plateau** (on states saved every 20 steps" in before
+    assert "| specialisation - exit, paired over 3 seeds | -40 | [-40, -40] |" in before
+    assert not numbers_missing(before, early)
+    after = head_dynamics_summary(with_early(curves, (80, 80, 100), (20, 20, 20)), results)
+    assert "**Heads specialise after the loss leaves" in "\n".join(head_dynamics_lines(after, lambda *a: ""))
+
+
+def test_the_answer_says_before_or_after_by_the_early_grid_and_nothing_without_one():
+    curves, results = synthetic((40, 40, 30), (10, 10, 10))
+
+    def answer(specialised_at, exits_at):
+        res = {**results, "head_dynamics": with_early(curves, specialised_at, exits_at)}
+        return q4_answer({"answers": probe_answers(res, probes(), CONFIG)})
+
+    assert "without linguistic signal, they specialise before the loss leaves" in answer((20, 20, 40), (60, 60, 80))
+    assert "they specialise after the loss leaves" in answer((80, 80, 100), (20, 20, 20))
+    assert "they specialise as the loss leaves" in answer((20, 40, 60), (20, 40, 60))
+    plain = q4_answer({"answers": probe_answers(results, probes(), CONFIG)})
+    assert "linguistic signal" not in plain and "plateau" not in plain
+
+
 # ------------------------------------------------------------------------------------------ measuring saved states
 
 
@@ -230,3 +297,33 @@ def test_synthetic_summaries_do_not_change_their_inputs():
     before = copy.deepcopy((curves, results))
     head_dynamics_summary(curves, results)
     assert (curves, results) == before
+
+
+def test_early_curves_measure_the_full_run_and_the_control_on_the_same_grid(tmp_path, tokenizer, one_thread,
+                                                                             monkeypatch):
+    """The same states under both runs give the same divergence; the gain comes from the scorer, per seed; without
+    the control's states there is no early grid; remove_early_states deletes both runs' early states."""
+    import shutil
+
+    from hf_minattn.early_states import early_states_folder
+
+    folders = save_states(tmp_path, tokenizer)
+    control = tmp_path / CONTROL / "seed0"
+    folders[CONTROL] = {0: str(control), 1: str(control)}
+    settings = {"early_save_every": 2, "early_save_until": 4}
+    assert early_curves(folders, settings, (0, 1), TEXTS) is None  # no early states yet
+    for run in (folders["full"][0], str(control)):
+        for step in (2, 4):
+            shutil.copytree(f"{folders['full'][0]}/checkpoint-{step}", f"{early_states_folder(run)}/checkpoint-{step}")
+    monkeypatch.setattr(head_dynamics, "gain_scorer", lambda folder, settings: lambda model, seed: 0.5 + seed)
+    early = early_curves(folders, settings, (0, 1), list(dict.fromkeys(TEXTS)))
+    json.dumps(early)  # cached in head_dynamics.json
+    assert early["steps"] == [0, 2, 4] and early["every"] == 2 and early["control"] == CONTROL
+    for seed in (0, 1):
+        full, ctrl = early["seeds"][seed]["full"], early["seeds"][seed][CONTROL]
+        assert full["within_layer_js"] == pytest.approx(ctrl["within_layer_js"]) and len(full["within_layer_js"]) == 3
+        assert full["within_layer_js"][0] != full["within_layer_js"][2]
+        assert full["gain_over_unigram"] == [0.5 + seed] * 3
+    head_dynamics.remove_early_states(folders, (0, 1))
+    assert not (tmp_path / "full" / "seed0" / "early_states").exists() and not (control / "early_states").exists()
+    assert (tmp_path / "full" / "seed0" / "checkpoint-2").is_dir()  # the saved states are another phase's

@@ -17,7 +17,7 @@ from .evaluation import (drift_summary, initialisation_agreement, input_ids_ever
 from .dynamics import remove_saved_states, saved_states, similarity_curves
 from .figures import make_figures
 from .findings import render_findings
-from .head_dynamics import head_curves
+from .head_dynamics import head_curves, remove_early_states
 from .probing import probe_variants
 from .training import (SETTINGS, VARIANTS, build_config, count_parameters, log, matched_intermediate_size,
                        train_variants, variant_named, variant_overrides)
@@ -172,6 +172,7 @@ def run_phases(out: str, settings: dict, seeds, figure_format: str, clock: Phase
     clock.done("similarity dynamics")
     heads = head_dynamics(out, folders, settings, seeds)
     remove_saved_states(folders, seeds)
+    remove_early_states(folders, seeds)
     clock.done("head dynamics")
     probes = probe_variants(out, folders, settings, seeds, figure_format)
     clock.done("probes")

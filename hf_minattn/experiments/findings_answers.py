@@ -42,11 +42,19 @@ def q4_answer(results: dict) -> str:
         return NOT_MEASURED
     layers = len(q4["js_within_layer_trained"])
     apart = [l for l in range(layers) if st.verdict(q4["js_trained_minus_init"][f"layer_{l}"]) == "higher"]
+    early = (q4.get("over_training") or {}).get("early")
+    timing = ""
+    if early and early["paired_seeds"] >= early["min_seeds"]:  # the early grid against the shuffled-label control
+        timing = "; measured against heads trained as long without linguistic signal, " + compared(
+            early["specialisation_minus_exit"], "they specialise after the loss leaves its unigram plateau",
+            "they specialise as the loss leaves its unigram plateau",
+            "they specialise before the loss leaves its unigram plateau",
+            "whether they specialise before, as or after the loss leaves its unigram plateau is not resolved")
     return ("From a random initialisation, then gradient descent. "
             + (f"Training makes the heads of {len(apart)} of {layers} layers attend more differently from each other "
                "than at initialisation" if apart else
                "Training does not make the heads of any layer measurably more different from each other than at "
-               "initialisation"))
+               "initialisation") + timing)
 
 
 VERSUS = {"higher": "above", "lower": "below", "equivalent": "equivalent to", "unresolved": "not told apart from"}

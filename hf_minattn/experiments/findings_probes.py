@@ -4,7 +4,7 @@ a graph), each opened by its answer and a table of its comparisons. A section fu
 
 from . import statistics as st
 from .findings_answers import VERSUS, opening
-from .findings_format import ci, compared, comparisons_table, df_cell, listed, num, p_cell, table
+from .findings_format import ci, compared, comparisons_table, details, df_cell, listed, num, p_cell, table
 
 
 def q4_section(q4: dict, fig) -> list[str]:
@@ -64,29 +64,13 @@ MEASURE_NAMES = (("heads_with_role", "heads with a role"), ("max_role_mass", "la
 
 def head_dynamics_lines(d: dict | None, fig) -> list[str]:
     """Q4 over training: do the heads specialise before, as or after the loss leaves the unigram plateau? Chosen by
-    the paired difference of the two steps over seeds (margin: one evaluation interval)."""
+    the paired difference of the two steps over seeds: on the early grid against the shuffled-label control where the
+    run has one (`early_timing_lines`), else on the saved states (margin: one evaluation interval)."""
     if not d:
         return []
-    order, m = d["specialisation_minus_exit"], d["measures"]
-    if d["paired_seeds"] < d["min_seeds"]:
-        verdict = (f"When heads specialise, relative to the loss leaving the unigram plateau, is not resolved at this "
-                   f"scale: {d['paired_seeds']} of {d['seeds']} seeds have both steps (the loss left the plateau in "
-                   f"{d['seeds_with_exit']}, the heads' divergence rose in {d['seeds_specialised']}) and an interval "
-                   f"needs {d['min_seeds']}")
-    else:
-        verdict = compared(order, "Heads specialise after the loss leaves the unigram plateau",
-                           "Heads specialise as the loss leaves the unigram plateau",
-                           "Heads specialise before the loss leaves the unigram plateau",
-                           "Whether heads specialise before, as or after the loss leaves the unigram plateau is not "
-                           "resolved at this scale")
-    first, last = d["steps"][0], d["steps"][-1]
+    m, first, last = d["measures"], d["steps"][0], d["steps"][-1]
     return [
-        "", f"**{verdict}** (per seed, the loss leaves the plateau at the first evaluation whose gain over the unigram "
-        f"floor exceeds {num(d['plateau_gain'])} nat, and the heads specialise at the first saved step where the mean "
-        "Jensen-Shannon divergence between the heads of a layer has risen half of the way from its value at step "
-        f"{first} to its value at step {last}; equivalence margin ±{num(d['margin'])} steps, one evaluation interval. "
-        f"Plateau exit: step {ci(d['plateau_exit'])}; specialisation: step {ci(d['specialisation'])}.)",
-        *comparisons_table([(f"specialisation - exit, paired over {d['paired_seeds']} seeds", order)], "steps"),
+        *(early_timing_lines(d["early"]) if d.get("early") else coarse_timing_lines(d)),
         "",
         f"The heads from step {first} to step {last} (mean over {d['seeds']} seeds, 95% t-interval; every saved state "
         f"measured on the same {d['sentences']} sentences; {d['heads']} heads, role mass >= {num(d['role_min_mass'])}, "
@@ -94,6 +78,57 @@ def head_dynamics_lines(d: dict | None, fig) -> list[str]:
         *table(["measure", f"step {first}", f"step {last}"],
                [[label, ci(m[name][0]), ci(m[name][-1])] for name, label in MEASURE_NAMES if name in m]),
         fig("head_dynamics", "the heads during training, beside the gain over the unigram floor"),
+    ]
+
+
+def timing_verdict(d: dict) -> str:
+    """"Heads specialise before / as / after the loss leaves the unigram plateau", by the paired test of a summary
+    with `specialisation_minus_exit` (the saved states' or the early grid's); or why it is not resolved."""
+    if d["paired_seeds"] < d["min_seeds"]:
+        return (f"When heads specialise, relative to the loss leaving the unigram plateau, is not resolved at this "
+                f"scale: {d['paired_seeds']} of {d['seeds']} seeds have both steps (the loss left the plateau in "
+                f"{d['seeds_with_exit']}, the heads' divergence rose in {d['seeds_specialised']}) and an interval "
+                f"needs {d['min_seeds']}")
+    return compared(d["specialisation_minus_exit"], "Heads specialise after the loss leaves the unigram plateau",
+                    "Heads specialise as the loss leaves the unigram plateau",
+                    "Heads specialise before the loss leaves the unigram plateau",
+                    "Whether heads specialise before, as or after the loss leaves the unigram plateau is not "
+                    "resolved at this scale")
+
+
+def coarse_timing_lines(d: dict) -> list[str]:
+    """The timing on the saved states alone (results from before the early grid)."""
+    first, last = d["steps"][0], d["steps"][-1]
+    return [
+        "", f"**{timing_verdict(d)}** (per seed, the loss leaves the plateau at the first evaluation whose gain over "
+        f"the unigram floor exceeds {num(d['plateau_gain'])} nat, and the heads specialise at the first saved step "
+        "where the mean Jensen-Shannon divergence between the heads of a layer has risen half of the way from its "
+        f"value at step {first} to its value at step {last}; equivalence margin ±{num(d['margin'])} steps, one "
+        f"evaluation interval. Plateau exit: step {ci(d['plateau_exit'])}; specialisation: step "
+        f"{ci(d['specialisation'])}.)",
+        *comparisons_table([(f"specialisation - exit, paired over {d['paired_seeds']} seeds",
+                             d["specialisation_minus_exit"])], "steps"),
+    ]
+
+
+def early_timing_lines(e: dict) -> list[str]:
+    """The timing on the early grid, against heads trained as long without linguistic signal, and the grid itself."""
+    rows = [[str(step), ci(e["divergence"][i]), ci(e["control_divergence"][i]), ci(e["divergence_minus_control"][i]),
+             ci(e["gain"][i])] for i, step in enumerate(e["steps"])]
+    return [
+        "", f"**{timing_verdict(e)}** (on states saved every {e['every']} steps up to step {e['until']}, beside a "
+        f"control trained step for step with the same seed, data, masks and learning rate on masked targets permuted "
+        "across each batch, so that it can learn token frequencies only. Per seed, the loss leaves the plateau at the "
+        f"first grid step whose gain over the unigram floor exceeds {num(e['plateau_gain'])} nat, and the heads "
+        "specialise at the first grid step from which the mean Jensen-Shannon divergence between the heads of a layer "
+        "exceeds the control's by more than the control's largest change between neighbouring grid steps, at every "
+        f"later grid step; equivalence margin ±{num(e['margin'])} steps, one grid step. Plateau exit: step "
+        f"{ci(e['plateau_exit'])}; specialisation: step {ci(e['specialisation'])}.)",
+        *comparisons_table([(f"specialisation - exit, paired over {e['paired_seeds']} seeds",
+                             e["specialisation_minus_exit"])], "steps"),
+        *details(f"Divergence between heads and gain over the unigram floor on the early grid (mean over {e['seeds']} "
+                 "seeds, 95% t-interval)",
+                 table(["step", "full", "control", "full - control", "gain (nats)"], rows)),
     ]
 
 

@@ -31,7 +31,7 @@ SETTINGS = {
                   dynamics_sentences=1000, head_sentences=30, probed=("full", "untrained"), parallel=2, bf16=False,
                   cooccurrence_sentences=1000, reference="minilm", n_resamples=200, loss_allocation_every=5,
                   mixing_sentences=30,
-                  loss_allocation_samples=8),
+                  loss_allocation_samples=8, early_save_every=2, early_save_until=10),
     # The committed run (docs/findings) on 2 CPU cores with AVX512-BF16: 18 training runs of 1,200 steps x 16 x 128
     # tokens (2.5M tokens, about 1.3 passes over the default corpus's training split) in bf16 autocast, two at a time
     # with one thread each (11% more runs per minute than one at a time with two threads, measured in fp32 on 150
@@ -48,7 +48,7 @@ SETTINGS = {
                  eval_steps=120, curve_eval_samples=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000, vector_sentences=0,
                  dynamics_sentences=4000, head_sentences=200, bf16=None, cooccurrence_sentences=20000, parallel=2,
                  reference=None, n_resamples=1000, probed=("full", "untrained"), loss_allocation_every=15,
-                 loss_allocation_samples=16),
+                 loss_allocation_samples=16, early_save_every=20, early_save_until=400),
     # Sized for one GPU (runs unchanged but slowly on CPU). On an H100 with 16 CPU cores (re-timed 2026-11-24,
     # benchmarks/NOTES.md): training 5.3 minutes for the 18 runs, then the probes, about 1.6 minutes a model. Probing
     # all five variants (15 models) made the call about 35 minutes, more than a 30-minute GPU loan; the questions'
@@ -64,7 +64,7 @@ SETTINGS = {
                   vector_sentences=0, probe_sentences=2000, dynamics_sentences=4000, head_sentences=300, bf16=None,
                   parallel=16, cooccurrence_sentences=20000, reference="minilm", n_resamples=1000,
                   probed=("full", "untrained"),
-                  loss_allocation_every=8, loss_allocation_samples=32),
+                  loss_allocation_every=8, loss_allocation_samples=32, early_save_every=10, early_save_until=240),
 }
 # =============================================================================================================
 
@@ -79,11 +79,18 @@ class Variant:
     save_states: bool = False  # save the weights at every evaluation, for the word-similarity dynamics
     match_parameters: bool = False  # widen intermediate_size until the TRAINABLE parameter count equals the full model's
     loss_allocation: bool = False  # record loss change allocation (run_mlm --loss_allocation) every k steps
+    # States every settings["early_save_every"] steps up to settings["early_save_until"] (run_mlm --early_save_every),
+    # for the heads' dynamics while the loss leaves its unigram plateau (head_dynamics.early_curves).
+    early_states: bool = False
+    shuffle_labels: bool = False  # masked targets permuted across each batch (run_mlm --shuffle_labels): no linguistic signal
+    # The SETTINGS entry whose value ends this variant's training (run_mlm --stop_at_step); the learning-rate schedule
+    # stays the preset's max_steps, so that each of its steps matches the full run's. None: the preset's max_steps.
+    max_steps: str | None = None
 
 
 VARIANTS = (
     Variant("full", "full model: trained embeddings, learned W_Q/W_K/W_V/W_O, feed-forward", save_states=True,
-            loss_allocation=True),
+            loss_allocation=True, early_states=True),
     Variant("frozen_embeddings", "word (and any learned position) embeddings frozen at their random initial values",
             freeze_embeddings=True, save_states=True),
     # Freezing removes the embeddings from the trainable parameters: widening the feed-forward gives them back, so
@@ -94,6 +101,10 @@ VARIANTS = (
             config_overrides="qkv_projection=identity", match_parameters=True),
     Variant("qkv_from_identity", "learned W_Q, W_K, W_V initialised at I", config_overrides="qkv_init=identity"),
     Variant("attention_only", "attention-only blocks: no feed-forward sublayer", config_overrides="intermediate_size=0"),
+    # The heads' matched-step control (question 4): divergence between heads that any training brings, without signal.
+    Variant("shuffled_labels", "the full model trained on masked targets permuted across each batch (token "
+            "frequencies, no link to context), for the early steps only: a control for the heads over training",
+            shuffle_labels=True, early_states=True, max_steps="early_save_until"),
     Variant("untrained", "the full model at initialisation, same seed, not trained (the untrained floor)",
             trained=False),
 )
@@ -216,19 +227,37 @@ def variant_arguments(settings: dict, variant: Variant, seed: int, folder: str, 
         from transformers import AutoTokenizer
 
         vocab = len(AutoTokenizer.from_pretrained(tokenizer_dir))
-    args = ["--output_dir", folder, *common_arguments(settings, seed, variant.name),
+    rate_of = "full" if variant.shuffle_labels else variant.name  # the control matches the full run step for step
+    args = ["--output_dir", folder, *common_arguments(settings, seed, rate_of),
             "--config_overrides", variant_overrides(settings, variant, vocab)]
     if tokenizer_dir is not None:  # every run reads the same vocabulary
         args += ["--tokenizer_name", tokenizer_dir]
     if variant.freeze_embeddings:
         args += ["--freeze_embeddings", "true"]
+    if variant.shuffle_labels:
+        args += ["--shuffle_labels", "true"]
+    if variant.max_steps is not None:
+        args += ["--stop_at_step", str(settings[variant.max_steps])]
     if measurements and variant.loss_allocation:  # Lan et al.'s LCA on a fixed batch of validation sequences
         args += ["--loss_allocation", "true", "--loss_allocation_every", str(settings["loss_allocation_every"]),
                  "--loss_allocation_samples", str(settings["loss_allocation_samples"])]
-    if measurements and variant.save_states:  # model only (no optimizer state), every one kept: for the dynamics
-        states = -(-settings["max_steps"] // settings["eval_steps"])
-        args += ["--save_strategy", "steps", "--save_steps", str(settings["eval_steps"]), "--save_only_model", "true",
-                 "--save_total_limit", str(states)]
+    return args + (saved_state_arguments(settings, variant) if measurements else [])
+
+
+def saved_state_arguments(settings: dict, variant: Variant) -> list[str]:
+    """The flags of the variant's saved states: model only (no optimizer state), every one kept. The early states
+    leave the Trainer's rotation (early_states/), but each is counted in --save_total_limit all the same: it sits
+    among the Trainer's checkpoints from its save to its move."""
+    from hf_minattn.early_states import early_steps
+
+    early = early_steps(settings.get("early_save_every", 0), settings.get("early_save_until", 0)) if variant.early_states else []
+    states = len(early) + (-(-settings["max_steps"] // settings["eval_steps"]) if variant.save_states else 0)
+    args = ["--save_only_model", "true", "--save_total_limit", str(states)] if states else []
+    if variant.save_states:  # at every evaluation: for the dynamics
+        args += ["--save_strategy", "steps", "--save_steps", str(settings["eval_steps"])]
+    if early:
+        args += ["--early_save_every", str(settings["early_save_every"]), "--early_save_until",
+                 str(settings["early_save_until"])]
     return args
 
 
