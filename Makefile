@@ -5,7 +5,7 @@ PIP := $(VENV)/bin/pip
 # torch is installed on its own first, so that the build TORCH names (a CPU wheel, say) is the one the package gets.
 TORCH ?= torch==2.13.0
 
-.PHONY: install chromium test test-fast demo bench experiments mutate clean
+.PHONY: install chromium test test-fast dist demo bench experiments mutate clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -31,6 +31,14 @@ chromium:
 # The edit loop: everything but the tests marked slow (real training runs, subprocesses).
 test-fast: install
 	$(PY) -m pytest -q -m "not slow" tests
+
+# An sdist and a wheel in $(DIST) (the wheel built from the sdist, so a file the sdist leaves out is missing from the
+# wheel too), their metadata checked. tests/test_wheel.py runs this target and installs the wheel in a fresh venv.
+DIST ?= dist
+dist: install
+	rm -rf $(DIST)
+	$(PY) -m build --outdir $(DIST) .
+	$(PY) -m twine check --strict $(DIST)/*
 
 # The house sizes (modules at most 450 lines, functions at most 60): tests/test_layout.py alone, every offender listed.
 .PHONY: lint

@@ -20,7 +20,7 @@ from .modeling_minattn import (
 )
 from .tokenization import train_tokenizer
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the package version: pyproject.toml reads it from here ([tool.setuptools.dynamic])
 
 AutoConfig.register(MinAttnConfig.model_type, MinAttnConfig)
 AutoModel.register(MinAttnConfig, MinAttnModel)

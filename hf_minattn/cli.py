@@ -5,6 +5,8 @@ import importlib
 import os
 import sys
 
+from hf_minattn import __version__
+
 # sub-command -> (module, function taking argv, one-line help); imported lazily so `--help` is fast.
 COMMANDS = {
     "push": ("hf_minattn.push", "main", "upload a saved model folder to the Hub (or --dry-run)"),
@@ -48,6 +50,7 @@ def leave_process_group():
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="hf-minattn", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("command", choices=sorted(COMMANDS), help="; ".join(f"{k}: {v[2]}" for k, v in COMMANDS.items()))
     if not argv or argv[0] in ("-h", "--help"):
         parser.print_help()
