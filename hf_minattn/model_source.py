@@ -77,7 +77,7 @@ def find_model(name, revision=None, cache_dir=None) -> ModelSource:
         raise FileNotFoundError(f"model path {name!r} is not a folder, nor a Hub id ('name' or 'org/name'); pass a "
                                 "folder written by save_pretrained() (config.json, weights and tokenizer files) or a "
                                 "Hub id")
-    with hub_errors(name, revision):
+    with hub_errors(name, revision, cache_dir):
         config = hf_hub_download(name, "config.json", revision=revision, cache_dir=cache_dir)
     folder = os.path.dirname(config)  # the cache's snapshots/<commit>/ folder
     return ModelSource(name, folder, revision, os.path.basename(folder))
@@ -96,14 +96,14 @@ HUB_FAILURES = (
      "{name!r} has no revision {revision!r} on the Hub ({endpoint}); pass an existing branch, tag or commit id"),
     (RemoteEntryNotFoundError, FileNotFoundError, "{ref} has no {file} on the Hub ({endpoint}); is it a transformers model?"),
     ((LocalEntryNotFoundError, OfflineModeIsEnabled), FileNotFoundError,
-     "{ref} is not in the local cache ({cache}) and the Hub {unreachable}; fetch it once with the Hub reachable, or "
-     "pass a local folder"),
+     "{ref} is not a local folder nor in the local cache ({cache}), and the Hub {unreachable}; fetch it once with the "
+     "Hub reachable, or pass a local folder"),
     (HfHubHTTPError, FileNotFoundError, "the Hub ({endpoint}) could not serve {ref}: {cause}"),
 )
 
 
 @contextmanager
-def hub_errors(name, revision=None):
+def hub_errors(name, revision=None, cache_dir=None):
     """Turn a failure to fetch `name` from the Hub (one of huggingface_hub's exceptions, or transformers' OSError
     raised from one) into a one-line error naming the id and the revision; any other error passes unchanged."""
     try:
@@ -112,7 +112,8 @@ def hub_errors(name, revision=None):
         for cause in _chain(error):
             for kind, error_type, message in HUB_FAILURES:
                 if isinstance(cause, kind):
-                    raise error_type(message.format(**_message_fields(name, revision, cause))) from error
+                    fields = _message_fields(name, revision, cache_dir, cause)
+                    raise error_type(message.format(**fields)) from error
         raise
 
 
@@ -125,16 +126,18 @@ def _chain(error):
     return seen
 
 
-def _message_fields(name, revision, cause) -> dict:
-    endpoint, first_line = constants.ENDPOINT, _first_line(cause)
+def _message_fields(name, revision, cache_dir, cause) -> dict:
+    endpoint = constants.ENDPOINT
+    # huggingface_hub raises LocalEntryNotFoundError from the connection error: that one says what went wrong
     unreachable = ("cannot be reached (offline: HF_HUB_OFFLINE is set)" if constants.is_offline_mode()
-                   else f"({endpoint}) cannot be reached ({first_line})")
+                   else f"({endpoint}) cannot be reached ({_first_line(cause.__cause__ or cause)})")
     return {"ref": repr(name) + (f" at revision {revision!r}" if revision else ""), "name": name,
-            "revision": revision, "endpoint": endpoint, "cache": constants.HF_HUB_CACHE, "file": _file_of(cause),
-            "unreachable": unreachable, "cause": first_line}
+            "revision": revision, "endpoint": endpoint, "cache": cache_dir or constants.HF_HUB_CACHE,
+            "file": _file_of(cause), "unreachable": unreachable, "cause": _first_line(cause)}
 
 
 def _first_line(error) -> str:
+    """The first line of an error's message (huggingface_hub's run over several), with its type when it has none."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     return lines[0] if lines else type(error).__name__
 

@@ -153,11 +153,11 @@ def test_offline_with_nothing_cached_is_one_line_and_no_output(hub_ids, revision
     out = tmp_path / "out"
     assert main(probe_argv("org/tiny", revisions, out, "--revision", "v2")) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "'org/tiny' at revision 'v2' is not in the local cache" in err[0], err
+    assert len(err) == 1 and "'org/tiny' at revision 'v2' is not a local folder nor in the local cache" in err[0], err
     assert "the Hub cannot be reached (offline: HF_HUB_OFFLINE is set)" in err[0]
     assert not out.exists() and hub_ids.seen == []
     assert main(["view", "org/tiny"]) == 2
-    assert "'org/tiny' is not in the local cache" in capsys.readouterr().err
+    assert "'org/tiny' is not a local folder nor in the local cache" in capsys.readouterr().err
 
 
 def test_a_folder_without_config_json_and_a_path_that_is_no_id(revisions, tmp_path, capsys):
