@@ -69,6 +69,10 @@ class MinAttnConfig(PretrainedConfig):
         qkv_init (`str`, *optional*, defaults to `"normal"`):
             Initialisation of learned W_Q, W_K, W_V: `"normal"` (see `initializer_range`, `qk_logit_init_std`) or
             `"identity"` (each starts as I, biases at 0: the `qkv_projection="identity"` model, free to move away).
+        embedding_gain (`bool`, *optional*, defaults to `False`):
+            Whether the word vectors are multiplied by one learned scalar (initialised at 1) before positions are
+            added. With frozen embeddings (`run_mlm.py --freeze_embeddings`) the gain stays trainable, so the model
+            can learn the scale a frozen random matrix would otherwise keep at its initial norm.
         tie_word_embeddings (`bool`, *optional*, defaults to `True`):
             Whether the masked-LM decoder shares its weight with the word embeddings (stored once).
         sparse_prediction (`bool`, *optional*, defaults to `False`):
@@ -122,6 +126,7 @@ class MinAttnConfig(PretrainedConfig):
         qkv_bias: bool = True,
         qkv_projection: str = "learned",
         qkv_init: str = "normal",
+        embedding_gain: bool = False,
         tie_word_embeddings: bool = True,
         sparse_prediction: bool = False,
         classifier_dropout: float | None = None,
@@ -149,6 +154,7 @@ class MinAttnConfig(PretrainedConfig):
         self.qkv_bias = qkv_bias
         self.qkv_projection = qkv_projection
         self.qkv_init = qkv_init
+        self.embedding_gain = embedding_gain
         # transformers 5 no longer declares these on the base class: without them here, nothing is tied.
         self.tie_word_embeddings = tie_word_embeddings
         self.sparse_prediction = sparse_prediction
@@ -211,7 +217,7 @@ class MinAttnConfig(PretrainedConfig):
         if self.qkv_init != "normal" and self.qkv_projection != "learned":
             raise ValueError(f"MinAttnConfig.qkv_init={self.qkv_init!r} initialises learned projections: it needs "
                              f"qkv_projection='learned', got {self.qkv_projection!r}")
-        for name in ("qkv_bias", "tie_word_embeddings", "sparse_prediction"):
+        for name in ("qkv_bias", "tie_word_embeddings", "sparse_prediction", "embedding_gain"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"MinAttnConfig.{name} must be True or False, got {getattr(self, name)!r}")
         if self.hidden_act not in ACT2FN:

@@ -103,10 +103,14 @@ class MinAttnEmbeddings(nn.Module):
         # Post-norm models normalise the embeddings (BERT); pre-norm ones normalise inside each block instead.
         self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.norm_placement == "post" else None
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        # One learned scale of the word vectors: frozen random embeddings keep their initial norm without it.
+        self.gain = nn.Parameter(torch.ones(())) if config.embedding_gain else None
 
     def forward(self, input_ids=None, inputs_embeds=None):
         if inputs_embeds is None:
             inputs_embeds = self.word_embeddings(input_ids)  # (B, T, C)
+        if self.gain is not None:
+            inputs_embeds = inputs_embeds * self.gain
         seq_len = inputs_embeds.shape[1]
         if self.position_embeddings is not None:
             inputs_embeds = inputs_embeds + self.position_embeddings.weight[:seq_len]  # broadcast over B
@@ -269,8 +273,11 @@ class MinAttnPreTrainedModel(PreTrainedModel):
         elif isinstance(module, nn.LayerNorm):
             init.ones_(module.weight)
             init.zeros_(module.bias)
-        elif isinstance(module, MinAttnEmbeddings) and module.position_embedding_type == "sinusoidal":
-            init.copy_(module.sinusoids, sinusoidal_table(*module.sinusoids.shape))
+        elif isinstance(module, MinAttnEmbeddings):
+            if module.position_embedding_type == "sinusoidal":
+                init.copy_(module.sinusoids, sinusoidal_table(*module.sinusoids.shape))
+            if module.gain is not None:
+                init.ones_(module.gain)
         elif isinstance(module, MinAttnRotaryEmbedding):
             init.copy_(module.inv_freq, rope_inverse_frequencies(module.head_dim, module.theta))
         elif isinstance(module, MinAttnLMHead):

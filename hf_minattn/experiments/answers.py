@@ -134,10 +134,16 @@ def frozen_embeddings_answers(results: dict) -> dict:
     family = {"frozen_minus_full": st.difference(results, "frozen_embeddings", "full")}
     if matched:
         family["frozen_matched_minus_full"] = st.difference(results, "frozen_embeddings_matched", "full")
+    gain = "frozen_embeddings_gain" in results["variants"]  # the learned-scale control came later still
+    if gain:
+        family["frozen_gain_minus_full"] = st.difference(results, "frozen_embeddings_gain", "full")
+        family["frozen_gain_minus_frozen_matched"] = st.difference(results, "frozen_embeddings_gain",
+                                                                   "frozen_embeddings_matched")
     return {
         **st.holm_family(family),
         "frozen_share_of_gain": st.share_of_gain(results, "frozen_embeddings"),
         "frozen_matched_share_of_gain": st.share_of_gain(results, "frozen_embeddings_matched") if matched else None,
+        "frozen_gain_share_of_gain": st.share_of_gain(results, "frozen_embeddings_gain") if gain else None,
         "gain_full": st.curve_gap(results, "full"),
         "gain_frozen": st.curve_gap(results, "frozen_embeddings"),
         "gain_full_minus_frozen": st.curve_difference(results, "full", "frozen_embeddings"),

@@ -19,13 +19,17 @@ def q1_answer(results: dict) -> str:
 
 def q2_answer(results: dict) -> str:
     matched = results["answers"]["q2"].get("frozen_matched_minus_full")
+    gain = results["answers"]["q2"].get("frozen_gain_minus_full")
+    scaled = ("; with one learned scale of the frozen rows they are "
+              + compared(gain, "still worse than trained ones", "as good as trained ones", "better than trained ones",
+                         "not told apart from trained ones")) if gain else ""
     return compared(matched, "Yes, at this scale: frozen random embeddings are worse, even with the capacity given back",
                     "No, at this scale: with the capacity given back, frozen random embeddings do as well as trained "
                     "ones",
                     "No, at this scale: with the capacity given back, frozen random embeddings are better",
                     "Not resolved at this scale: with the capacity given back, the data cannot tell frozen random "
                     f"embeddings from trained ones (neither a difference nor equivalence within ±{matched['margin']})"
-                    if matched else None)
+                    if matched else None) + scaled
 
 
 def q3_answer(results: dict) -> str:

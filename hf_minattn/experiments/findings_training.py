@@ -136,8 +136,10 @@ def q2_section(results: dict, fig) -> list[str]:
     points = [(s, g) for s, g in zip(dyn["steps"], dyn["difference"]) if g is not None]
     lines = [
         *opening(results, 2),
-        *comparisons_table([("frozen (feed-forward widened) - full", matched), ("frozen (same shape) - full", diff)],
-                           "validation loss, nats"),
+        *comparisons_table([("frozen (feed-forward widened) - full", matched), ("frozen (same shape) - full", diff),
+                            ("frozen with a learned scale (widened) - full", q2.get("frozen_gain_minus_full")),
+                            ("frozen with a learned scale - frozen (both widened)",
+                             q2.get("frozen_gain_minus_frozen_matched"))], "validation loss, nats"),
         "",
         f"The matched control widens the frozen model's feed-forward from {mf.get('unmatched_intermediate_size')} to "
         f"{mf.get('intermediate_size')} units, so that {mf.get('parameters')} parameters are trained against the full "
@@ -150,6 +152,12 @@ def q2_section(results: dict, fig) -> list[str]:
         + f" (frozen - full {ci(diff)} nats; {ci(q2['frozen_share_of_gain'], '%')} of the gain). This gap mixes "
         "\"embeddings not trained\" with \"fewer trainable parameters\"; the matched comparison separates them.",
     ]
+    if q2.get("frozen_gain_minus_frozen_matched"):
+        lines.append("- With one learned scale of the frozen rows (their norm is otherwise fixed at initialisation): "
+                     + compared(q2["frozen_gain_minus_frozen_matched"], "worse than without it",
+                                "no different from without it", "better than without it")
+                     + f" (frozen with scale - frozen {ci(q2['frozen_gain_minus_frozen_matched'])} nats; "
+                     f"{ci(q2.get('frozen_gain_share_of_gain'), '%')} of the gain).")
     if points:
         (s0, g0), (s1, g1) = points[0], points[-1]
         trend = {1: "the trained embeddings are ahead", 0: "the two are not told apart",

@@ -97,6 +97,11 @@ VARIANTS = (
     # that a gap to the full model is "embeddings not trained", not "less capacity" (the unmatched one stays beside).
     Variant("frozen_embeddings_matched", "embeddings frozen at their random initial values, feed-forward widened to "
             "the full model's trainable parameter count", freeze_embeddings=True, match_parameters=True),
+    # Frozen random rows keep their initial norm (about 0.23 at the recipe's init); one learned scale lets the model
+    # choose it, so a gap to the full model is not only "the embeddings' scale was never learned".
+    Variant("frozen_embeddings_gain", "embeddings frozen at their random initial values with one learned scale, "
+            "feed-forward widened to the full model's trainable parameter count", config_overrides="embedding_gain=true",
+            freeze_embeddings=True, match_parameters=True),
     Variant("identity_qkv", "W_Q = W_K = W_V = I (W_O kept), feed-forward widened to the full model's parameter count",
             config_overrides="qkv_projection=identity", match_parameters=True),
     Variant("qkv_from_identity", "learned W_Q, W_K, W_V initialised at I", config_overrides="qkv_init=identity"),
