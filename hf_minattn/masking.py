@@ -108,7 +108,8 @@ class MLMCollator(TrainerCallback):
             return self.pad(features)
         masked = [self._mask(f, self.epoch, f[EXAMPLE_INDEX]) for f in features]
         if self.shuffle_labels:
-            generator = seeded_generator(SHUFFLE_STREAM, self.seed, self.epoch + 1, *(f[EXAMPLE_INDEX] for f in features))
+            indices = (f[EXAMPLE_INDEX] for f in features)
+            generator = seeded_generator(SHUFFLE_STREAM, self.seed, self.epoch + 1, *indices)
             labels = shuffled_targets([labels for _, labels in masked], generator)
             masked = [(inputs, shuffled) for (inputs, _), shuffled in zip(masked, labels)]
         if len({len(inputs) for inputs, _ in masked}) == 1:  # equal lengths (concatenated texts): nothing to pad
