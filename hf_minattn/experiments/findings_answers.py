@@ -82,7 +82,8 @@ def q6_answer(results: dict) -> str:
     senses = (results["answers"].get("q6") or {}).get("senses")
     if not senses:
         return "Senses were not measured in this run"
-    c = senses["comparisons"]
+    # with the homonyms as a sample too where the probes allow it: the interval a reader can generalise from
+    c = {**senses["comparisons"], **(senses.get("comparisons_items") or {})}
     beats_controls = st.verdict(c["vs_position"]) == "higher" and st.verdict(c["vs_untrained"]) == "higher"
     return {"higher": "Senses: the last layer tells a homonym's senses apart above chance"
                       + (", above the untrained model and above the control that sees only position and sentence "
@@ -154,23 +155,30 @@ KEYS = {1: (("Spearman of a row's distance with its token's count", ("q1", "spea
             ("last layer - word2vec", ("q5", "comparisons", "last_vs_word2vec"))),
         6: (("sense accuracy - chance", ("q6", "senses", "comparisons", "vs_chance")),),
         7: (("a word's share of its own input", ("q7", "self_share")),)}
-# Q7 over many sentences (results with answers["q7"]["mixing"]) rests on these instead of the one example's share
-MIXING_KEYS = (("a word's share of its own input", ("q7", "mixing", "measured", "full")),
-               ("trained - uniform attention", ("q7", "mixing", "comparisons", "full_minus_uniform_measured")),
-               ("trained - untrained", ("q7", "mixing", "comparisons", "full_minus_untrained_measured")))
+# Where the answers hold comparisons with the items as a sample too (newer results), the answer rests on these
+ITEM_KEYS = {
+    6: (("q6", "senses", "comparisons_items"),
+        (("sense accuracy - chance, seeds x homonyms", ("q6", "senses", "comparisons_items", "vs_chance")),
+         ("- untrained model", ("q6", "senses", "comparisons_items", "vs_untrained")))),
+    7: (("q7", "mixing"),
+        (("a word's share of its own input", ("q7", "mixing", "measured", "full")),
+         ("trained - uniform attention", ("q7", "mixing", "comparisons", "full_minus_uniform_measured")),
+         ("trained - untrained", ("q7", "mixing", "comparisons", "full_minus_untrained_measured")))),
+}
+
+
+def _at(answers: dict, path) -> dict | None:
+    for key in path:
+        answers = answers.get(key) if isinstance(answers, dict) else None
+    return answers
 
 
 def key_numbers(results: dict, number: int) -> str:
     """" (what: estimate [low, high]; ...)" for the intervals question `number` rests on; "" where none is stored."""
-    parts, keys = [], KEYS.get(number, ())
-    if number == 7 and (results["answers"].get("q7") or {}).get("mixing"):
-        keys = MIXING_KEYS
-    for what, path in keys:
-        value = results["answers"]
-        for key in path:
-            value = value.get(key) if isinstance(value, dict) else None
-        if value:
-            parts.append(f"{what}: {ci(value)}")
+    keys = KEYS.get(number, ())
+    if number in ITEM_KEYS and _at(results["answers"], ITEM_KEYS[number][0]):
+        keys = ITEM_KEYS[number][1]
+    parts = [f"{what}: {ci(value)}" for what, path in keys if (value := _at(results["answers"], path))]
     return f" ({'; '.join(parts)})" if parts else ""
 
 

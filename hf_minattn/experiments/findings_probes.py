@@ -228,9 +228,12 @@ def related_lines(q5: dict, results: dict) -> list[str]:
 def q6_section(q6: dict, fig) -> list[str]:
     senses, comparisons = q6.get("senses"), q6.get("comparisons") or {}
     c = (senses or {}).get("comparisons") or {}
+    items = (senses or {}).get("comparisons_items") or {}
     lines = [*opening({"answers": {"q6": q6}}, 6),
              *comparisons_table([("sense accuracy - chance", c.get("vs_chance")),
+                                 ("the same, seeds x homonyms", items.get("vs_chance")),
                                  ("sense accuracy - untrained model", c.get("vs_untrained")),
+                                 ("the same, seeds x homonyms", items.get("vs_untrained")),
                                  ("sense accuracy - position-and-length control", c.get("vs_position")),
                                  ("WordSim-353 Spearman, last layer - static", comparisons.get("last_vs_static")),
                                  (f"WordSim-353 Spearman, best layer ({q6.get('best_layer')}, chosen on these pairs, "
@@ -241,7 +244,11 @@ def q6_section(q6: dict, fig) -> list[str]:
                   f"{ci(senses['raw_accuracy'])}; chance {num(senses['chance'])}.",
                   "",
                   f"- Against the untrained model ({ci(senses['untrained_accuracy'])}): "
-                  + compared(c["vs_untrained"], "better", "the same", "worse", "not told apart")
+                  + compared(items.get("vs_untrained") or c["vs_untrained"], "better", "the same", "worse",
+                             "not told apart")
+                  + (" with the homonyms as a sample too (seeds alone: "
+                     + compared(c["vs_untrained"], "better", "the same", "worse", "not told apart") + ")"
+                     if items else "")
                   + "; against the stronger control that sees no vectors (the word's place in its sentence, with the "
                   f"sentence's length: {num(senses['position_accuracy'])}): "
                   + compared(c["vs_position"], "better", "the same", "worse", "not told apart") + "."]

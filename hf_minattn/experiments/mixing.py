@@ -17,7 +17,7 @@ The comparisons (one Holm family):
 
 import numpy as np
 
-from hf_minattn.stats import bootstrap_test, crossed_bootstrap, crossed_draws
+from hf_minattn.stats import crossed_bootstrap
 
 from . import statistics as st
 from .probe_answers import per_layer
@@ -63,19 +63,6 @@ def _matrix(by_seed: dict, key: str) -> np.ndarray:
     return np.array([by_seed[s][key] for s in sorted(by_seed)], dtype=float)  # (seeds, sentences)
 
 
-def _difference(a: np.ndarray, b: np.ndarray, n_resamples: int, n: int | None = None) -> dict:
-    """a - b over (seeds, sentences), tested by the crossed bootstrap; `n`: the seeds behind it (default), or the
-    sentences where one model is all there is."""
-    estimate, draws = crossed_draws(a - b, n_resamples)
-    return {**bootstrap_test(estimate, draws, MIXING_MARGIN, n or a.shape[0]), "method": "crossed"}
-
-
-def _alone(d: dict) -> dict:
-    """A comparison tested alone (one model: nothing to adjust it with), with its verdict."""
-    d["family_size"] = 1
-    return st.decide(d, d["p"])
-
-
 def mixing_answers(mixing: dict, n_resamples: int = 1000) -> dict | None:
     """Q7's answer from `mixing_over_seeds`: per weighting, the full model's self-share, uniform attention's and the
     untrained model's (crossed intervals), the two differences tested and Holm-adjusted as one family, the residual
@@ -91,15 +78,15 @@ def mixing_answers(mixing: dict, n_resamples: int = 1000) -> dict | None:
         mine, uniform, init = _matrix(full, w), _matrix(full, f"uniform_{w}"), _matrix(untrained, w)
         answer[w] = {name: crossed_bootstrap(m, n_resamples=n_resamples).to_dict()
                      for name, m in (("full", mine), ("uniform", uniform), ("untrained", init))}
-        family[f"full_minus_uniform_{w}"] = _difference(mine, uniform, n_resamples)
-        family[f"full_minus_untrained_{w}"] = _difference(mine, init, n_resamples)
+        family[f"full_minus_uniform_{w}"] = st.crossed_tested(mine - uniform, MIXING_MARGIN, n_resamples)
+        family[f"full_minus_untrained_{w}"] = st.crossed_tested(mine - init, MIXING_MARGIN, n_resamples)
     answer["comparisons"] = st.holm_family(family)
     ref = mixing.get("reference")
     if ref:
         answer["reference"] = {"name": ref["name"], "residual_weight": ref["residual_weight"],
                                **{w: {"self_share": crossed_bootstrap([ref[w]], n_resamples=n_resamples).to_dict(),
-                                      "minus_uniform": _alone(_difference(np.array([ref[w]]),
-                                                                          np.array([ref[f"uniform_{w}"]]), n_resamples,
-                                                                          n=len(ref[w])))}
+                                      "minus_uniform": {**st.crossed_tested(
+                                          np.array([ref[w]]) - np.array([ref[f"uniform_{w}"]]), MIXING_MARGIN,
+                                          n_resamples, n=len(ref[w])), "family_size": 1}}
                                   for w in WEIGHTINGS}}
     return answer

@@ -7,7 +7,7 @@ costliest head) and only those summaries are averaged."""
 
 import numpy as np
 
-from hf_minattn.stats import bootstrap_test, crossed_bootstrap, crossed_draws, mean_interval
+from hf_minattn.stats import crossed_bootstrap, mean_interval
 
 from . import statistics as st
 
@@ -116,7 +116,22 @@ def related_answers(probes: dict, last: str) -> dict:
     return out
 
 
-def senses_answers(probes: dict) -> dict | None:
+def homonym_level_comparisons(full: list, untrained: list, last: int, chance: float, n_resamples: int) -> dict:
+    """The sense comparisons with the homonyms as a sample too: per seed and homonym, the last layer's accuracy, and
+    its difference from chance and from the untrained model by a crossed bootstrap over seeds and homonyms (the
+    same homonyms at every seed), Holm-adjusted together."""
+    words = full[0]["words"]
+
+    def matrix(rows):  # (seeds, homonyms)
+        return np.array([[r["accuracy_by_word"][w][r["layers"].index(last)] for w in words] for r in rows])
+
+    trained = matrix(full)
+    return st.holm_family({"vs_chance": st.crossed_tested(trained - chance, ACCURACY_MARGIN, n_resamples),
+                           "vs_untrained": st.crossed_tested(trained - matrix(untrained), ACCURACY_MARGIN,
+                                                             n_resamples)})
+
+
+def senses_answers(probes: dict, n_resamples: int = 1000) -> dict | None:
     full = [r.get("sense_accuracy") for r in _seeds(probes, "full")]
     untrained = [r.get("sense_accuracy") for r in _seeds(probes, "untrained")]
     if not all(full) or not all(untrained):
@@ -142,6 +157,8 @@ def senses_answers(probes: dict) -> dict | None:
             "vs_position": st.tested([a - position for a in acc], margin=ACCURACY_MARGIN),
         }),
     }
+    if all(r.get("accuracy_by_word") for r in full + untrained):  # older probes kept no per-homonym accuracies
+        answer["comparisons_items"] = homonym_level_comparisons(full, untrained, last, chance, n_resamples)
     ref = (probes.get("reference") or {}).get("sense_accuracy")
     if ref:
         answer["reference"] = {"accuracy": _rounded(ref["accuracy"][-1]),
@@ -191,11 +208,10 @@ def sentence_level_gain(gains: list, n_resamples: int) -> dict:
     bootstrap over seeds and sentences, and the last block's gain tested the same way. `gains`: per seed
     (layers + 1, sentences) per-sentence mean gains."""
     stacked = np.stack(gains)  # (seeds, layers + 1, sentences)
-    estimate, draws = crossed_draws(stacked[:, -1] - stacked[:, -2], n_resamples)
-    last_block = bootstrap_test(estimate, draws, st.LOSS_MARGIN, len(gains))
     return {"gain_crossed": [crossed_bootstrap(stacked[:, layer], n_resamples=n_resamples).to_dict()
                              for layer in range(stacked.shape[1])],
-            "last_block_crossed": st.decide({**last_block, "method": "crossed", "family_size": 1}, last_block["p"]),
+            "last_block_crossed": {**st.crossed_tested(stacked[:, -1] - stacked[:, -2], st.LOSS_MARGIN, n_resamples),
+                                   "family_size": 1},
             "sentences": stacked.shape[2]}
 
 
@@ -256,15 +272,16 @@ def probe_answers(results: dict, probes: dict, config: dict) -> dict:
                      "standard_error": pairs.get("standard_error"), "key": pairs.get("key"),
                      "reference": (probes.get("reference") or {}).get("name"),
                      "word2vec_matched": probes.get("word2vec_matched")}
-    answers["q6"] = {**geometry_answers(probes), "senses": senses_answers(probes), "comparisons": pairs.get("q6"),
+    n_resamples = results.get("settings", {}).get("n_resamples", 1000)
+    answers["q6"] = {**geometry_answers(probes), "senses": senses_answers(probes, n_resamples),
+                     "comparisons": pairs.get("q6"),
                      "best_layer": pairs.get("best_layer"),
-                     "logit_lens": logit_lens_answers(probes, results.get("settings", {}).get("n_resamples", 1000))}
+                     "logit_lens": logit_lens_answers(probes, n_resamples)}
     graph = graph_answers(probes, config)
     if graph:
         answers["q7"] = graph
     if probes.get("mixing"):  # results from before the many-sentence rollout have only the one example
         from .mixing import mixing_answers  # it reads per_layer from here
 
-        answers.setdefault("q7", {})["mixing"] = mixing_answers(probes["mixing"],
-                                                                results.get("settings", {}).get("n_resamples", 1000))
+        answers.setdefault("q7", {})["mixing"] = mixing_answers(probes["mixing"], n_resamples)
     return answers

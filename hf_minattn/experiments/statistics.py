@@ -11,7 +11,7 @@ No interval is computed here; this module only pairs the numbers and names the o
 
 import numpy as np
 
-from hf_minattn.stats import Interval, holm, mean_interval, paired_difference, t_test_p, tost
+from hf_minattn.stats import Interval, bootstrap_test, crossed_draws, holm, mean_interval, paired_difference, t_test_p, tost
 
 MIN_SEEDS_FOR_INTERVALS = 3
 ALPHA = 0.05
@@ -40,6 +40,16 @@ def tested(differences, margin: float = LOSS_MARGIN) -> dict:
     differences = np.asarray(differences, dtype=np.float64)
     d = mean_interval(differences).to_dict()
     d.update(p=float(t_test_p(differences)), margin=margin, tost=tost(differences, margin))
+    return decide(d, d["p"])
+
+
+def crossed_tested(differences, margin: float, n_resamples: int = 1000, n: int | None = None) -> dict:
+    """A stored comparison from a (seeds, items) matrix of paired differences, where the same items (sentences,
+    homonyms) were measured at every seed: `stats.crossed_draws`' percentile interval, p and TOST against `margin`.
+    `n`: the seeds behind it (default), or the items where one model is all there is. Verdict as `tested`'s."""
+    differences = np.asarray(differences, dtype=np.float64)
+    estimate, draws = crossed_draws(differences, n_resamples)
+    d = {**bootstrap_test(estimate, draws, margin, n or differences.shape[0]), "method": "crossed"}
     return decide(d, d["p"])
 
 
