@@ -222,3 +222,15 @@ def test_the_logit_lens_verdict_reads_the_interval_with_the_sentences_when_there
     assert "the last layer (layer 4)" in logit_lens_verdict(with_sentences)
     text = "\n".join(logit_lens_lines(with_sentences, lambda *a: ""))
     assert "seeds x sentences" in text and "40 sentences" in text and "forms" not in text
+
+
+def test_masked_token_counts_are_given_per_seed():
+    """Each seed draws its own masks, so each model is scored on its seed's count, not the first seed's."""
+    results = synthetic()
+    for i, row in enumerate(results["variants"]["full"]["seeds"]):
+        row["masked_tokens"] = 12000 + i
+    from hf_minattn.experiments.answers import scale_numbers
+
+    results["answers"]["scale"] = scale_numbers(results)
+    text = render_findings(results, {})
+    assert "masked tokens per model: 12000 at seed 0, 12001 at seed 1, 12002 at seed 2" in text

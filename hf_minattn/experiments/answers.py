@@ -30,6 +30,7 @@ def scale_numbers(results: dict) -> dict:
         "min_seeds": st.MIN_SEEDS_FOR_INTERVALS, "confidence_percent": round(100 * (1 - st.ALPHA)),
         "loss_margin": st.LOSS_MARGIN,
         "mask_draws": s["mask_draws"], "masked_tokens": full_seeds[0]["masked_tokens"],
+        "masked_tokens_by_seed": {row["seed"]: row["masked_tokens"] for row in full_seeds},
         "unigram_loss": results["unigram_loss"],
         # run_experiments resolves "auto" before training; None only in results.json files written before that
         "precision": {True: "bf16 autocast", False: "fp32"}.get(s.get("bf16"), "bf16 autocast where the hardware has it"),

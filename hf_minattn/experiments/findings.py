@@ -23,6 +23,15 @@ __all__ = ["render_findings", "rerender_findings", "load_results", "ci", "compar
            "q2_section", "q3_section", "q4_section", "q5_section", "q6_section", "q7_section"]
 
 
+def masked_tokens(scale: dict) -> str:
+    """How many masked tokens each model was scored on: the masks are drawn per seed, so the count is per seed."""
+    by_seed = scale.get("masked_tokens_by_seed")
+    if not by_seed:  # results from before the per-seed counts: the first seed's
+        return f"{scale['masked_tokens']} masked tokens per model at the first seed"
+    counts = ", ".join(f"{count} at seed {seed}" for seed, count in by_seed.items())
+    return f"masked tokens per model: {counts}"
+
+
 def scale_paragraph(results: dict) -> list[str]:
     scale, settings = results["answers"]["scale"], results["settings"]
     lines = [
@@ -30,7 +39,7 @@ def scale_paragraph(results: dict) -> list[str]:
         f"{scale['heads']} heads, vocabulary {scale['vocab_size']}), {scale['tokens_trained']} tokens trained "
         f"({scale['steps']} steps of {settings['batch_size']} x {settings['max_seq_length']}, {scale['precision']}), "
         f"{scale['seeds']} paired seeds.** Each model is scored on the whole validation set masked {scale['mask_draws']} times "
-        f"({scale['masked_tokens']} masked tokens per model). The floor: the unigram model (training-split token "
+        f"({masked_tokens(scale)}). The floor: the unigram model (training-split token "
         f"frequencies) scores {num(scale['unigram_loss'])} nats on the same masked tokens; a model has learned something "
         f"from context only as far as it is below that. Intervals are {scale['confidence_percent']}% t-intervals over "
         f"seeds (df = seeds - 1) of paired differences (same seed: same data order, masks and, where shapes agree, "
