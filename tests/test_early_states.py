@@ -51,3 +51,25 @@ def test_a_run_stopped_early_keeps_the_learning_rate_schedule_of_its_max_steps(t
     assert trainer.state.global_step == 4
     rates = [log["learning_rate"] for log in trainer.state.log_history if "learning_rate" in log]
     assert rates[-1] == pytest.approx(1e-3 * 7 / 10)  # linear decay to 0 at step 10, not at step 4
+
+
+@pytest.mark.slow
+def test_run_mlm_saves_the_early_grid_of_a_shuffled_label_control_that_stops_early(tokenizer_dir, tmp_path):
+    """run_mlm wires the three flags: the early states, model only, in early_states/; training ends at --stop_at_step
+    while the learning rate follows --max_steps; --shuffle_labels trains on the default corpus."""
+    import json
+
+    from helpers_training import tiny_argv
+
+    from hf_minattn.run_mlm import main
+
+    out = tmp_path / "control"
+    main(tiny_argv(out, tokenizer_dir, max_steps=8, save_steps=None, save_strategy="no", save_only_model="true",
+                   max_train_samples=64, shuffle_labels="true", stop_at_step=4, early_save_every=2,
+                   early_save_until=4, report_to="none", logging_steps=1))
+    assert checkpoints(early_states_folder(str(out))) == [2, 4] and checkpoints(out) == []
+    assert "optimizer.pt" not in os.listdir(os.path.join(early_states_folder(str(out)), "checkpoint-4"))
+    with open(out / "trainer_state.json") as f:
+        state = json.load(f)
+    assert state["global_step"] == 4
+    assert [log["learning_rate"] for log in state["log_history"] if "learning_rate" in log][-1] > 0
