@@ -5,6 +5,7 @@ stand-in of tests/hub_standin.py; huggingface_hub and transformers are real."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -110,18 +111,14 @@ def test_probe_by_hub_id_at_a_revision_reports_the_id_and_reads_that_revision(hu
 
 
 def test_view_loads_a_hub_id_at_a_revision(hub_ids, revisions):
+    """As PATH (the view alone) or as --model beside a model folder."""
     from hf_minattn.probes.serve import prepare
 
-    folder, encoder, page = prepare("org/tiny", revision="v2")
-    try:
+    for path, model in (("org/tiny", None), (str(revisions / "main"), "org/tiny")):
+        folder, encoder, page = prepare(path, model=model, revision="v2")
+        shutil.rmtree(folder)  # the page's temporary folder
         assert page == "index.html" and encoder.name == "org/tiny@v2" and encoder.model.config.num_hidden_layers == 1
         assert encoder.info()["model"] == "org/tiny@v2"
-    finally:
-        import shutil
-
-        shutil.rmtree(folder)
-    _, encoder, _ = prepare(str(revisions / "main"), model="org/tiny", revision="v2")
-    assert encoder.name == "org/tiny@v2"
 
 
 def test_reference_takes_a_folder_a_hub_id_or_minilm(hub_ids, revisions):

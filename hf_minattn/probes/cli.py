@@ -25,9 +25,7 @@ from .vectors import VECTOR_FORMATS
 def probe_parser():
     p = argparse.ArgumentParser(prog="hf-minattn probe", description="Probe an encoder's static vs contextual "
                                 "embeddings, attention heads and weights; write probes.json, figures and report.html.")
-    p.add_argument("model", help="a model folder or a Hub id ('org/name'), loadable with AutoModel/AutoTokenizer (fast "
-                   "tokenizer)")
-    p.add_argument("--revision", help="with a Hub id: the branch, tag or commit to load (default: the default branch)")
+    p.add_argument("model", help="a model folder or a Hub id ('org/name') that AutoModel and a fast AutoTokenizer load")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--corpus", help="UTF-8 text file, one paragraph or sentence per line")
     source.add_argument("--dataset",
@@ -52,7 +50,6 @@ def probe_parser():
                    help="a fully trained encoder (a folder or a Hub id) probed with the same protocol as a reference "
                         "column, or 'minilm' for the installed all-MiniLM-L6-v2 (off by default: it adds its own passes "
                         "over the vector corpus)")
-    p.add_argument("--reference-revision", help="with a Hub id as --reference: the branch, tag or commit to load")
     p.add_argument("--no-untrained", action="store_true",
                    help="skip the same architecture at initialisation (scored beside every benchmark by default)")
     p.add_argument("--contexts-per-word", type=int, default=DEFAULT_CONTEXTS_PER_WORD,
@@ -79,7 +76,14 @@ def probe_parser():
                    help="skip layer 0's QK/OV circuits against the embedding-similarity, co-occurrence and "
                         "initialisation hypotheses (MinAttn models only)")
     _output_arguments(p)
+    _revision_arguments(p)
     return p
+
+
+def _revision_arguments(p):
+    """Which version of a Hub id the model and the reference are read at (a folder has one)."""
+    p.add_argument("--revision", help="with a Hub id: the branch, tag or commit to load (default: the default branch)")
+    p.add_argument("--reference-revision", help="with a Hub id as --reference: the branch, tag or commit to load")
 
 
 def _output_arguments(p):
