@@ -327,3 +327,23 @@ def test_early_curves_measure_the_full_run_and_the_control_on_the_same_grid(tmp_
     head_dynamics.remove_early_states(folders, (0, 1))
     assert not (tmp_path / "full" / "seed0" / "early_states").exists() and not (control / "early_states").exists()
     assert (tmp_path / "full" / "seed0" / "checkpoint-2").is_dir()  # the saved states are another phase's
+
+
+@pytest.mark.slow
+def test_the_gain_of_a_state_is_scored_on_run_mlms_evaluation_masks(tokenizer_dir, one_thread):
+    """A model that predicts uniformly over the vocabulary loses exactly log(V) a token: its gain over the unigram
+    floor is the floor's cross-entropy minus log(V), negative, the same at every call of a seed."""
+    from transformers import AutoTokenizer
+
+    from hf_minattn.experiments.head_dynamics import gain_scorer
+
+    vocab = len(AutoTokenizer.from_pretrained(tokenizer_dir))
+    model = MinAttnForMaskedLM(tiny_config(vocab_size=vocab, max_position_embeddings=64, tie_word_embeddings=False))
+    with torch.no_grad():
+        model.lm_head.decoder.weight.zero_()
+        model.lm_head.bias.zero_()
+    gain = gain_scorer(str(tokenizer_dir), {"max_seq_length": 64, "mlm_probability": 0.3, "curve_eval_samples": 8,
+                                            "batch_size": 4})
+    first = gain(model.eval(), 0)
+    assert first < 0 and gain(model, 0) == first
+    assert -np.log(vocab) < first  # the unigram floor's cross-entropy is positive
