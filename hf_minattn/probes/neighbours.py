@@ -220,7 +220,7 @@ def _occurrence_vectors(model, tokenizer, items, batch_size, max_length):
 
 def sense_accuracy(model, tokenizer, homonyms=None, batch_size=64, n_resamples=1000, seed=0):
     """Can each layer tell a homonym's senses apart? `model`: any AutoModel encoder; `tokenizer`: its fast
-    tokenizer. `homonyms`: word -> sense -> sentences (default: the labelled set in senses_data.HOMONYMS, 12 words,
+    tokenizer. `homonyms`: word -> sense -> sentences (default: the labelled set in senses_data.HOMONYMS, 26 words,
     2 x 22 sentences each). Per layer, the leave-one-out nearest-centroid accuracy (see SenseAccuracy.note) on
     centred (All-but-the-Top) and raw vectors, with 95% intervals, against chance (the majority sense's share) and
     two controls that see no vectors: the word's position alone, and its position with the sentence's length.
