@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 CANDIDATES = 1000  # the most frequent words, always pooled: the neighbours' and the analogies' candidate answers
-DEFAULT_CONTEXTS_PER_WORD = 50  # benchmarks/bench_pooling.py: the smallest K within the bootstrap noise of full pooling
+DEFAULT_CONTEXTS_PER_WORD = 10  # benchmarks/bench_pooling.py: the smallest K within the bootstrap noise of full pooling
 
 
 def scored_words(normalise=str.lower, extra=()) -> set:

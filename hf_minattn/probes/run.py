@@ -51,6 +51,7 @@ class VectorCorpusStats:
     vocabulary_total: int  # distinct words
     min_contexts: int
     pooling: str = "mean over a word's pieces, then mean over its pooled occurrences (Bommasani et al. 2020)"
+    occurrences: str = "every occurrence"  # which occurrences are pooled, in words (the report's sentence)
     seconds: dict = field(default_factory=dict)  # encoder pass per system: "model", "untrained", "reference"
     tokens_per_second: dict = field(default_factory=dict)
 
@@ -297,6 +298,9 @@ def _probe_vectors(results, model, tokenizer, sentences, vector_corpus, settings
         source=vector_corpus.name, sentences=len(cw.words), windows=len(cw.windows), words=cw.running_words,
         tokens=cw.tokens, vocabulary=len(pooled.vocab), vocabulary_total=cw.vocabulary_total, min_contexts=min_count)
     stats.seconds["model"] = round(pooled.seconds, 2)
+    if selection is not None:
+        stats.occurrences = (f"the occurrences in at most {selection.contexts_per_word} sentences of each word a probe "
+                             "reads")
     with _Timer(timings, "word vectors", log):
         results.word_vectors = word_vectors(model, tokenizer, pooled, decontextualized=settings.decontextualized)
     others = _OtherVectors(encoded=encoded)

@@ -148,7 +148,7 @@ def analogy_sentence(res):
 def benchmarks_text(res):
     """Written from the intervals and coverage (see results.DECISION_RULE)."""
     vc = res.vector_corpus or {}
-    source = (f"Vectors pooled from every occurrence in {vc['source']} ({vc['words']} words; {vc['vocabulary']} words "
+    source = (f"Vectors pooled from {vc.get('occurrences', 'every occurrence')} in {vc['source']} ({vc['words']} words; {vc['vocabulary']} words "
               f"seen in >= {vc['min_contexts']} distinct sentences get vectors). ") if vc else ""
     parts = [similarity_sentence(res, bench) for bench in BENCHMARKS] + [analogy_sentence(res)]
     paired = any(score.versus for system in res.benchmarks.systems.values() for score in system.similarity.values())
