@@ -117,8 +117,10 @@ def dist(tmp_path_factory) -> Path:
     """The folder `make dist` wrote (an sdist and a wheel, twine-checked), run with this environment's python;
     `-o` keeps make from (re)creating the project's virtual environment."""
     out = tmp_path_factory.mktemp("dist")
+    # not the variables of a `make test` this runs under (its VENV, its job server)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     result = subprocess.run(["make", "-s", "-C", str(REPO), "dist", f"DIST={out}", f"PY={sys.executable}",
-                             "-o", ".venv/.installed"], capture_output=True, text=True, timeout=600)
+                             "-o", ".venv/.installed"], env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"make dist failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
     assert result.stdout.count("PASSED") == 2, result.stdout[-2000:]  # twine check: the sdist and the wheel
     return out
