@@ -34,6 +34,7 @@ from transformers.trainer_utils import sort_checkpoints
 
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
 from hf_minattn.arguments import MODEL_SIZES, DataTrainingArguments, MinAttnTrainingArguments, ModelArguments
+from hf_minattn.configuration_minattn import SPECIAL_TOKEN_ID_FIELDS
 from hf_minattn.data import (STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES, first_texts, lm_datasets, load_raw_datasets,
                              resolve_text_column)
 from hf_minattn.drift import DriftCallback
@@ -183,7 +184,7 @@ def build_model(model_args, config: MinAttnConfig, tokenizer, seed: int, source=
             model.resize_token_embeddings(len(tokenizer))
     else:
         config.vocab_size = len(tokenizer)
-        for name in ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id"):
+        for name in SPECIAL_TOKEN_ID_FIELDS:
             setattr(config, name, getattr(tokenizer, name))
         model = initial_model(config, seed)
     if model_args.freeze_embeddings:
