@@ -21,7 +21,8 @@ import json
 import os
 import time
 
-from hf_minattn.experiments.learning_rates import EXPLORATION_SEEDS, RULE, choose_learning_rates, study_rates
+from hf_minattn.experiments.learning_rates import (EXPLORATION_SEEDS, FOLLOWS_FULL, RULE, choose_learning_rates,
+                                                   study_rates)
 from hf_minattn.experiments.training import SETTINGS, VARIANTS, log, run_training, variant_arguments
 from hf_minattn.machine import machine_info
 
@@ -64,8 +65,8 @@ def table(chosen: dict) -> str:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="the quick preset (tiny models, 20 steps)")
-    parser.add_argument("--variants", nargs="+", default=[v.name for v in VARIANTS if v.trained],
-                        choices=[v.name for v in VARIANTS if v.trained])
+    studied = [v.name for v in VARIANTS if v.trained and v.name not in FOLLOWS_FULL]
+    parser.add_argument("--variants", nargs="+", default=studied, choices=studied)
     parser.add_argument("--work", default=os.path.join("outputs", "lr_study"), help="where the runs are kept")
     parser.add_argument("--out", help="results JSON (default: benchmarks/results/lr_study[-quick].json)")
     args = parser.parse_args(argv)

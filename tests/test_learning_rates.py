@@ -43,6 +43,8 @@ def test_the_preset_trains_each_variant_at_its_chosen_rate():
     settings = {**SETTINGS["quick"], "learning_rates": {"frozen_embeddings": 5e-4}}
     assert variant_learning_rate(settings, "frozen_embeddings") == 5e-4
     assert variant_learning_rate(settings, "full") == SETTINGS["quick"]["learning_rate"]
+    # the shuffled-label control matches the full run step for step, learning rate included
+    assert variant_learning_rate({**settings, "learning_rates": {"full": 7e-4}}, "shuffled_labels") == 7e-4
     args = common_arguments(settings, seed=0, variant="frozen_embeddings")
     assert args[args.index("--learning_rate") + 1] == "0.0005"
     frozen = next(v for v in VARIANTS if v.name == "frozen_embeddings")

@@ -15,6 +15,8 @@ import math
 import numpy as np
 
 EXPLORATION_SEEDS = (0, 1, 2)  # seeds 0-2 chose the recipe; the confirmation run uses others
+# A control that must match the full model step for step (Q4's shuffled labels) trains at the full model's rate.
+FOLLOWS_FULL = ("shuffled_labels",)
 RATE_FACTORS = (0.5, 1.0, 2.0)  # the study's rates: the preset's learning rate times these
 RULE = ("per variant, the lowest mean evaluation loss over the exploration seeds; a tie goes to the rate nearer the "
         "recipe's (log distance); no other seed is read")
@@ -52,5 +54,6 @@ def choose_learning_rates(rows, base: float, exploration_seeds=EXPLORATION_SEEDS
 
 def variant_learning_rate(settings: dict, variant_name: str) -> float:
     """The rate a preset trains `variant_name` at: its own from `settings["learning_rates"]` where the study chose one,
-    else the preset's."""
-    return (settings.get("learning_rates") or {}).get(variant_name, settings["learning_rate"])
+    the full model's for a control that follows it (FOLLOWS_FULL), else the preset's."""
+    rates = settings.get("learning_rates") or {}
+    return rates.get("full" if variant_name in FOLLOWS_FULL else variant_name, settings["learning_rate"])
