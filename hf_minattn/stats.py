@@ -153,15 +153,20 @@ def hierarchical_draws(statistic: Callable[..., float], groups: Sequence[Sequenc
     return estimate, draws
 
 
+def percentile_interval(estimate: float, draws, n: int, confidence: float, method: str) -> Interval:
+    """`estimate` with the central `confidence` share of its bootstrap `draws` as the interval."""
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(draws, [alpha, 1 - alpha])
+    return Interval(estimate, float(low), float(high), n, confidence, method)
+
+
 def hierarchical_bootstrap(statistic: Callable[..., float], groups: Sequence[Sequence], confidence: float = 0.95,
                            n_resamples: int = 1000, seed: int = 0) -> Interval:
     """`statistic` averaged over seeds with a percentile interval from `hierarchical_draws`: both sources of
     variation, the training seed and the choice of items, widen it (a bootstrap over one seed's pairs ignores the
     first). `n` is the number of seeds."""
     estimate, draws = hierarchical_draws(statistic, groups, n_resamples, seed)
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(draws, [alpha, 1 - alpha])
-    return Interval(estimate, float(low), float(high), len(groups), confidence, "hierarchical")
+    return percentile_interval(estimate, draws, len(groups), confidence, "hierarchical")
 
 
 def crossed_draws(values, n_resamples: int = 1000, seed: int = 0) -> tuple[float, np.ndarray]:
@@ -186,22 +191,22 @@ def crossed_bootstrap(values, confidence: float = 0.95, n_resamples: int = 1000,
     """The mean of a (seeds, items) matrix with a percentile interval from `crossed_draws`; `n` is the number of
     seeds. Both the seeds and the items are samples: the interval is as wide as either source of variation needs."""
     estimate, draws = crossed_draws(values, n_resamples, seed)
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(draws, [alpha, 1 - alpha])
-    return Interval(estimate, float(low), float(high), np.asarray(values).shape[0], confidence, "crossed")
+    return percentile_interval(estimate, draws, np.asarray(values).shape[0], confidence, "crossed")
 
 
-def bootstrap_test(estimate: float, draws: np.ndarray, margin: float, n: int, confidence: float = 0.95) -> dict:
+def bootstrap_test(estimate: float, draws: np.ndarray, margin: float, n: int, confidence: float = 0.95,
+                   method: str = "hierarchical") -> dict:
     """A difference's bootstrap draws as a test: the percentile interval, a two-sided p-value (twice the smaller
     share of draws on either side of 0, at least 1 / draws) and equivalence within +-margin (the 90% percentile
-    interval inside the margins, the bootstrap form of TOST at level 0.05). `n`: the seeds behind the draws."""
+    interval inside the margins, the bootstrap form of TOST at level 0.05). `n`: the seeds behind the draws; `method`:
+    the resampling that drew them ("hierarchical" or "crossed")."""
     draws = np.asarray(draws, dtype=np.float64)
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(draws, [alpha, 1 - alpha])
+    interval = percentile_interval(estimate, draws, n, confidence, method)
+    low, high = interval.low, interval.high
     p = min(1.0, max(2 * min(np.mean(draws <= 0), np.mean(draws >= 0)), 1 / draws.size))
     low90, high90 = np.quantile(draws, [0.05, 0.95])
     return {"estimate": float(estimate), "low": float(low), "high": float(high), "n": int(n),
-            "confidence": confidence, "method": "hierarchical", "df": None, "p": float(p), "margin": margin,
+            "confidence": confidence, "method": method, "df": None, "p": float(p), "margin": margin,
             "tost": {"equivalent": bool(-margin < low90 and high90 < margin), "low": float(low90), "high": float(high90),
                      "margin": margin}}
 

@@ -135,22 +135,26 @@ def probe_seeds(out, folders, settings, seeds, texts, device, figure_format) -> 
         write_outputs(results, probe_folder(out, name, seed), figure_format)
         keep_run(runs, results, name, seed, tokenizer, corpus[: settings["cooccurrence_sentences"]])
         if name == "full":  # word2vec at the model's own exposure, beside the tuned one
+            counted = (runs.get("word2vec_matched") or {}).get("corpus_tokens")  # the same corpus at every seed
             rows, runs["word2vec_matched"] = matched_word2vec(settings, tokenizer, corpus, corpus_words,
-                                                              results.word_vectors.vocab, seed)
+                                                              results.word_vectors.vocab, seed, counted)
             runs["vectors"][name, seed][1]["word2vec_matched"] = rows
         del model, results
     return runs
 
 
-def matched_word2vec(settings: dict, tokenizer, corpus, corpus_words, vocab, seed: int) -> tuple:
+def matched_word2vec(settings: dict, tokenizer, corpus, corpus_words, vocab, seed: int,
+                     corpus_tokens: int | None = None) -> tuple:
     """(rows aligned to `vocab`, what was matched) of a word2vec with the probes' settings but as many passes over
     the corpus as the model made: its training tokens (steps x batch x sequence length) over the corpus's tokens,
-    rounded, at least one. The tuned word2vec (20 epochs) sees about ten times the text a preset's model sees."""
+    rounded, at least one. The tuned word2vec (20 epochs) sees about ten times the text a preset's model sees.
+    `corpus_tokens`: the corpus's token count where already counted (it is the same at every seed)."""
     from dataclasses import replace
 
     from hf_minattn.probes.benchmarks import WORD2VEC_SETTINGS, cached_word2vec, word2vec_rows
 
-    corpus_tokens = sum(len(ids) for ids in tokenizer(list(corpus), add_special_tokens=False)["input_ids"])
+    if corpus_tokens is None:
+        corpus_tokens = sum(len(ids) for ids in tokenizer(list(corpus), add_special_tokens=False)["input_ids"])
     trained = settings["max_steps"] * settings["batch_size"] * settings["max_seq_length"]
     passes = trained / corpus_tokens
     w2v = replace(WORD2VEC_SETTINGS, epochs=max(1, round(passes)), seed=seed)

@@ -49,7 +49,7 @@ def crossed_tested(differences, margin: float, n_resamples: int = 1000, n: int |
     `n`: the seeds behind it (default), or the items where one model is all there is. Verdict as `tested`'s."""
     differences = np.asarray(differences, dtype=np.float64)
     estimate, draws = crossed_draws(differences, n_resamples)
-    d = {**bootstrap_test(estimate, draws, margin, n or differences.shape[0]), "method": "crossed"}
+    d = bootstrap_test(estimate, draws, margin, n or differences.shape[0], method="crossed")
     return decide(d, d["p"])
 
 
