@@ -19,7 +19,9 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from hf_minattn.experiments.learning_rates import (EXPLORATION_SEEDS, FOLLOWS_FULL, RULE, choose_learning_rates,
                                                    study_rates)
@@ -29,26 +31,47 @@ from hf_minattn.machine import machine_info
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_study(preset: str, variants, seeds, work: str) -> list[dict]:
+def run_study(preset: str, variants, seeds, work: str, parallel: int = 1) -> list[dict]:
     """One row {"variant", "learning_rate", "seed", "eval_loss", "seconds"} per run; the first run trains the
-    tokenizer every other run reads, as in the experiments."""
+    tokenizer every other run reads, as in the experiments, and the others then run `parallel` at a time with one
+    thread each, as the experiments train (training.train_variants). Jobs go variant by variant, so a study killed
+    part-way leaves whole variants behind."""
     settings = SETTINGS[preset]  # bf16 None: run_mlm's default, as the experiments train
     jobs = [(v, rate, seed) for v in VARIANTS if v.trained and v.name in variants
             for rate in study_rates(settings["learning_rate"]) for seed in seeds]
-    rows, tokenizer_dir = [], None
-    for i, (variant, rate, seed) in enumerate(jobs):
-        folder = os.path.join(work, variant.name, f"lr{rate:g}", f"seed{seed}")
-        results = os.path.join(folder, "eval_results.json")
+    folder_of = {job: os.path.join(work, job[0].name, f"lr{job[1]:g}", f"seed{job[2]}") for job in jobs}
+    finished = [job for job in jobs if os.path.isfile(os.path.join(folder_of[job], "eval_results.json"))]
+    tokenizer_dir = folder_of[finished[0]] if finished else None
+    seconds = {}
+
+    def train(job, threads=None):
+        variant, rate, seed = job
+        folder = folder_of[job]
+        if os.path.isdir(folder):  # killed before it finished: the study saves no checkpoints, so it starts again
+            shutil.rmtree(folder)
+        log(f"[{jobs.index(job) + 1}/{len(jobs)}] {variant.name}, learning rate {rate:g}, seed {seed}")
         start = time.perf_counter()
-        if not os.path.isfile(results):
-            log(f"[{i + 1}/{len(jobs)}] {variant.name}, learning rate {rate:g}, seed {seed}")
-            args = variant_arguments({**settings, "learning_rates": {variant.name: rate}}, variant, seed, folder,
-                                     tokenizer_dir, measurements=False)
-            run_training(args, os.path.join(work, "logs", f"{variant.name}-lr{rate:g}-seed{seed}.log"))
-        tokenizer_dir = tokenizer_dir or folder
-        with open(results) as f:
-            rows.append({"variant": variant.name, "learning_rate": rate, "seed": seed,
-                         "eval_loss": json.load(f)["eval_loss"], "seconds": round(time.perf_counter() - start, 1)})
+        args = variant_arguments({**settings, "learning_rates": {variant.name: rate}}, variant, seed, folder,
+                                 tokenizer_dir, measurements=False)
+        run_training(args, os.path.join(work, "logs", f"{variant.name}-lr{rate:g}-seed{seed}.log"), threads)
+        seconds[job] = round(time.perf_counter() - start, 1)
+
+    todo = [job for job in jobs if job not in finished]
+    if todo and tokenizer_dir is None:
+        first = todo.pop(0)
+        train(first)
+        tokenizer_dir = folder_of[first]
+    if parallel > 1:
+        with ThreadPoolExecutor(parallel) as pool:
+            list(pool.map(lambda job: train(job, threads=1), todo))  # list(): re-raise a failed run's error
+    else:
+        for job in todo:
+            train(job)
+    rows = []
+    for job in jobs:
+        with open(os.path.join(folder_of[job], "eval_results.json")) as f:
+            rows.append({"variant": job[0].name, "learning_rate": job[1], "seed": job[2],
+                         "eval_loss": json.load(f)["eval_loss"], "seconds": seconds.get(job)})
     return rows
 
 
@@ -68,12 +91,14 @@ def main(argv=None):
     studied = [v.name for v in VARIANTS if v.trained and v.name not in FOLLOWS_FULL]
     parser.add_argument("--variants", nargs="+", default=studied, choices=studied)
     parser.add_argument("--work", default=os.path.join("outputs", "lr_study"), help="where the runs are kept")
+    parser.add_argument("--parallel", type=int, help="runs side by side, one thread each (default: the preset's)")
     parser.add_argument("--out", help="results JSON (default: benchmarks/results/lr_study[-quick].json)")
     args = parser.parse_args(argv)
     preset = "quick" if args.quick else "full"
     seeds = EXPLORATION_SEEDS[:2] if args.quick else EXPLORATION_SEEDS  # the quick preset has 2 seeds
     start = time.perf_counter()
-    rows = run_study(preset, args.variants, seeds, os.path.join(args.work, preset))
+    parallel = min(args.parallel or SETTINGS[preset].get("parallel", 1), os.cpu_count() or 1)
+    rows = run_study(preset, args.variants, seeds, os.path.join(args.work, preset), parallel)
     base = SETTINGS[preset]["learning_rate"]
     chosen = choose_learning_rates(rows, base, seeds)
     out = args.out or os.path.join(HERE, "results", f"lr_study{'-quick' if args.quick else ''}.json")
