@@ -5,6 +5,8 @@ committed docs/findings/ exactly as committed."""
 import copy
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +14,9 @@ import pytest
 from test_experiments_probe_answers import probes
 from test_experiments_verdicts import NUMBER, stored_numbers, synthetic, with_loss_allocation
 
+import hf_minattn
 from hf_minattn.cli import main as cli_main
-from hf_minattn.experiments.findings import load_results, render_findings, rerender_findings
+from hf_minattn.experiments.findings import load_results, protocol_record, render_findings, rerender_findings
 from hf_minattn.experiments.findings_answers import ANSWERS, key_numbers
 from hf_minattn.experiments.findings_format import num, p_cell, p_value
 from hf_minattn.experiments.probe_answers import probe_answers
@@ -234,3 +237,68 @@ def test_masked_token_counts_are_given_per_seed():
     results["answers"]["scale"] = scale_numbers(results)
     text = render_findings(results, {})
     assert "masked tokens per model: 12000 at seed 0, 12001 at seed 1, 12002 at seed 2" in text
+
+
+COMMIT = "0123abcd" * 5  # a protocol commit, as git prints it
+
+
+def header(seeds, protocol) -> str:
+    """The line under FINDINGS.md's title for synthetic results at `seeds` (None: a results.json without "protocol")."""
+    results = synthetic()
+    results["seeds"] = list(seeds)
+    if protocol is not None:
+        results["protocol"] = protocol
+    return render_findings(results, {}).splitlines()[2]
+
+
+def test_the_header_says_confirmation_exploration_or_both_by_the_seeds_and_cites_the_protocol():
+    protocol = {"file": "docs/findings/PROTOCOL.md", "commit": COMMIT, "uncommitted_changes": False,
+                "exploration_seeds": [0, 1, 2]}
+    assert header((3, 4, 5, 6, 7), protocol) == ("**Confirmation run: seeds 3-7, none of which chose anything "
+                                                 f"(PROTOCOL.md at commit `{COMMIT}`).**")
+    explored = header((0, 1, 2), protocol)
+    assert explored.startswith("**Exploration run: seeds 0-2 chose the recipe and the learning rates; its verdicts "
+                               "are not confirmation (") and COMMIT in explored
+    mixed = header((1, 2, 3, 5), protocol)
+    assert "exploration seeds 1, 2 (they chose" in mixed and "confirmation seeds 3, 5 (they chose nothing)" in mixed
+    assert "its verdicts mix both" in mixed and "Confirmation run" not in mixed and "Exploration run" not in mixed
+    # the roles are the run's own protocol's: seed 3 explored under another one
+    assert header((3, 4), {**protocol, "exploration_seeds": [3]}).startswith("**Mixed run")
+    dirty = header((3, 4, 5), {**protocol, "uncommitted_changes": True})
+    assert f"`{COMMIT}`, with uncommitted changes to it" in dirty
+
+
+def test_a_run_without_a_protocol_commit_says_the_commit_is_unknown():
+    unknown = header((3, 4, 5), {"file": "docs/findings/PROTOCOL.md", "commit": None, "uncommitted_changes": None,
+                                 "exploration_seeds": [0, 1, 2]})
+    assert unknown.startswith("**Confirmation run: seeds 3-5") and "the protocol's commit is unknown" in unknown
+    assert "commit `" not in unknown
+    older = header((0, 1, 2), None)  # a results.json from before the protocol was recorded
+    assert older.startswith("**Exploration run") and "the protocol's commit is unknown" in older
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_the_protocol_commit_is_the_last_that_changed_the_protocol_file(tmp_path):
+    def git(*args):
+        return subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=test", "-c", "user.email=test@example.com",
+                               *args], check=True, capture_output=True, text=True).stdout.strip()
+
+    no_checkout = protocol_record(str(tmp_path))
+    assert no_checkout["commit"] is None and no_checkout["uncommitted_changes"] is None
+    git("init", "-q")
+    protocol = tmp_path / "docs" / "findings" / "PROTOCOL.md"
+    protocol.parent.mkdir(parents=True)
+    protocol.write_text("seeds 0-2 explore\n")
+    git("add", "."), git("commit", "-q", "-m", "protocol")
+    changed = git("rev-parse", "HEAD")
+    (tmp_path / "other.txt").write_text("a later commit that leaves the protocol alone\n")
+    git("add", "."), git("commit", "-q", "-m", "other")
+    assert protocol_record(str(tmp_path)) == {"file": "docs/findings/PROTOCOL.md", "commit": changed,
+                                              "uncommitted_changes": False, "exploration_seeds": [0, 1, 2]}
+    protocol.write_text("seeds 0-3 explore\n")
+    assert protocol_record(str(tmp_path))["uncommitted_changes"] is True
+    source = Path(hf_minattn.__file__).resolve().parents[1]  # by default, the source tree the package runs from
+    if source == FINDINGS.parents[1] and (source / ".git").exists():
+        last = subprocess.run(["git", "-C", str(FINDINGS.parents[1]), "log", "-1", "--format=%H", "--",
+                               "docs/findings/PROTOCOL.md"], capture_output=True, text=True).stdout.strip()
+        assert protocol_record()["commit"] == (last or None)

@@ -16,7 +16,7 @@ from .evaluation import (drift_summary, initialisation_agreement, input_ids_ever
                          loss_allocation_summary, mask_validation, row_drift, score_model, token_counts, trainer_metrics, word_embeddings)
 from .dynamics import remove_saved_states, saved_states, similarity_curves
 from .figures import make_figures
-from .findings import render_findings
+from .findings import protocol_record, render_findings
 from .head_dynamics import head_curves, remove_early_states
 from .probing import probe_variants
 from .training import (SETTINGS, VARIANTS, build_config, count_parameters, log, matched_intermediate_size,
@@ -193,7 +193,7 @@ def collect_results(out: str, folders: dict, settings: dict, seeds, measured: di
     results = {
         "command": command, "machine": machine_description(), "date": time.strftime("%Y-%m-%d"), "preset": preset,
         "corpus": WIKIPEDIA_CORPUS_DESCRIPTION,
-        "seeds": list(seeds), "settings": {**settings, "seeds": list(seeds)},
+        "seeds": list(seeds), "settings": {**settings, "seeds": list(seeds)}, "protocol": protocol_record(),
         "config": {k: config[k] for k in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                                           "intermediate_size", "max_position_embeddings", "position_embedding_type")},
         **parameter_counts(settings, scored["vocab_size"]),

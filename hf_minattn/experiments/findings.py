@@ -1,4 +1,5 @@
-"""FINDINGS.md from results.json: the seven answers first (one sentence each, chosen by a stored comparison's verdict
+"""FINDINGS.md from results.json: whether the run confirms (its seeds against the protocol's exploration seeds, and
+the protocol's commit), then the seven answers (one sentence each, chosen by a stored comparison's verdict
 via `statistics.verdict`: a difference after Holm's correction, equivalence by TOST within a stated margin, or
 unresolved), then one section per question opening with its answer and a table of its comparisons. Every number
 printed is one stored in results.json, rounded to 2-3 significant digits.
@@ -11,14 +12,16 @@ import glob
 import json
 import os
 import shutil
+import subprocess
 
 from .findings_answers import answers_summary
 from .findings_format import ci, compared, num
 from .findings_probes import head_dynamics_lines, probe_sections, q4_section, q5_section, q6_section, q7_section
 from .findings_training import (circuits_lines, loss_allocation_lines, loss_section, q1_section, q2_section,
                                 q3_section, similarity_lines)
+from .learning_rates import EXPLORATION_SEEDS
 
-__all__ = ["render_findings", "rerender_findings", "load_results", "ci", "compared", "circuits_lines",
+__all__ = ["render_findings", "rerender_findings", "load_results", "protocol_record", "run_kind", "seed_list", "ci", "compared", "circuits_lines",
            "head_dynamics_lines", "loss_allocation_lines", "similarity_lines", "subsets_line", "q1_section",
            "q2_section", "q3_section", "q4_section", "q5_section", "q6_section", "q7_section"]
 
@@ -76,11 +79,94 @@ def pairing_lines(results: dict) -> list[str]:
             "so variants share every module they have in common by name and shape; the rest differs by design).", ""]
 
 
+PROTOCOL = "docs/findings/PROTOCOL.md"  # which seeds explore and which confirm; relative to the source tree's root
+
+
+def protocol_record(root: str | None = None) -> dict:
+    """results.json's "protocol", taken when a run writes it: the protocol's file, the git commit that last changed it
+    and whether it has uncommitted changes (both None where `root`, by default the source tree the package runs from,
+    is no git checkout holding the file, or git is missing), and the exploration seeds the code knows."""
+    root = root or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+    def git(*args) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", root, *args, "--", PROTOCOL], capture_output=True, text=True,
+                                  timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = (git("log", "-1", "--format=%H") or None) if os.path.isfile(os.path.join(root, PROTOCOL)) else None
+    changes = git("status", "--porcelain") if commit else None
+    return {"file": PROTOCOL, "commit": commit, "uncommitted_changes": None if changes is None else bool(changes),
+            "exploration_seeds": list(EXPLORATION_SEEDS)}
+
+
+def seed_list(seeds) -> str:
+    """"seed 4", "seeds 3-7", "seeds 0, 2, 4-6": runs of consecutive seeds as ranges, as `--seeds` takes them."""
+    runs = []
+    for seed in sorted(seeds):
+        if runs and seed == runs[-1][1] + 1:
+            runs[-1][1] = seed
+        else:
+            runs.append([seed, seed])
+    parts = [f"{a}" if a == b else f"{a}, {b}" if b == a + 1 else f"{a}-{b}" for a, b in runs]
+    return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(parts)
+
+
+def protocol_citation(protocol: dict | None) -> str:
+    if not protocol:
+        return "the protocol's commit is unknown: results.json does not record it"
+    if not protocol.get("commit"):
+        return (f"the protocol's commit is unknown: the run was not made from a git checkout holding "
+                f"{os.path.basename(protocol['file'])}")
+    dirty = ", with uncommitted changes to it" if protocol.get("uncommitted_changes") else ""
+    return f"{os.path.basename(protocol['file'])} at commit `{protocol['commit']}`{dirty}"
+
+
+def run_kind(results: dict) -> str:
+    """Whether the run's verdicts confirm: its seeds split by the protocol into exploration seeds (they chose the
+    recipe and the learning rates) and confirmation seeds (they chose nothing), with the protocol's commit."""
+    protocol = results.get("protocol")
+    exploration = set((protocol or {}).get("exploration_seeds", EXPLORATION_SEEDS))
+    explored = [s for s in results["seeds"] if s in exploration]
+    confirming = [s for s in results["seeds"] if s not in exploration]
+    cited = protocol_citation(protocol)
+    if not explored:
+        return f"Confirmation run: {seed_list(confirming)}, none of which chose anything ({cited})"
+    if not confirming:
+        return (f"Exploration run: {seed_list(explored)} chose the recipe and the learning rates; its verdicts are "
+                f"not confirmation ({cited})")
+    return (f"Mixed run: exploration {seed_list(explored)} (they chose the recipe and the learning rates) and "
+            f"confirmation {seed_list(confirming)} (they chose nothing); its verdicts mix both, so none of them is "
+            f"confirmation ({cited})")
+
+
+EARLY_FIGURE = ("head_dynamics_early", "the divergence between heads per layer on the early grid, beside the "
+                                       "shuffled-label control")
+
+
+def figure_links(results: dict, figures: dict):
+    """fig(name, caption) for the section functions: the Markdown link of a figure drawn ("" for one not drawn). The
+    early grid's figure follows the heads-over-training figure, and only where the run has an early grid."""
+    early = ((results["answers"].get("q4") or {}).get("over_training") or {}).get("early")
+
+    def link(name: str, caption: str) -> str:
+        return f"\n![{caption}]({figures[name]})\n" if name in figures else ""
+
+    def fig(name: str, caption: str) -> str:
+        return link(name, caption) + (link(*EARLY_FIGURE) if name == "head_dynamics" and early else "")
+
+    return fig
+
+
 def render_findings(results: dict, figures: dict) -> str:
-    fig = lambda name, caption: f"\n![{caption}]({figures[name]})\n" if name in figures else ""  # noqa: E731
+    fig = figure_links(results, figures)
     scale = results["answers"]["scale"]
     lines = [
         "# Findings: what self-attention training does, measured",
+        "",
+        f"**{run_kind(results)}.**",
         "",
         *answers_summary(results),
         "",
