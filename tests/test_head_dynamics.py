@@ -11,12 +11,12 @@ import torch
 from conftest import TEXTS, tiny_config
 from test_experiments_probe_answers import CONFIG, SEEDS, probes
 from test_experiments_verdicts import NUMBER
-from test_findings import numbers_missing
+from test_findings import full_results, numbers_missing
 
 from hf_minattn import MinAttnForMaskedLM
 from hf_minattn.experiments import cli
 from hf_minattn.experiments.dynamics import remove_saved_states
-from hf_minattn.experiments.findings import head_dynamics_lines, q4_section
+from hf_minattn.experiments.findings import head_dynamics_lines, q4_section, render_findings
 from hf_minattn.experiments import head_dynamics
 from hf_minattn.experiments.findings_answers import q4_answer
 from hf_minattn.experiments.head_dynamics import (CONTROL, MEASURES, PLATEAU_GAIN, control_threshold, early_curves,
@@ -154,17 +154,22 @@ def test_the_control_sets_the_threshold_and_the_full_model_must_stay_above_it_by
 ESTEPS = [0, 20, 40, 60, 80, 100]
 
 
-def with_early(curves, specialised_at, exits_at):
+def with_early(curves, specialised_at, exits_at, layers=0):
     """`curves` with an early grid: per seed the control's divergence creeps up (largest change .01), the full model's
-    is the control's plus 0.1 from `specialised_at[i]`, and its gain over the floor jumps from 0 to 0.3 at
-    `exits_at[i]`."""
+    is the control's plus 0.1 from `specialised_at[i]` (None: never), and its gain over the floor jumps from 0 to 0.3
+    at `exits_at[i]` (None: never). With `layers`, each layer's divergence too, spread around the mean over layers."""
     seeds = {}
     for i, seed in enumerate(sorted(curves["seeds"])):
         control = [0.0, 0.01, 0.015, 0.02, 0.022, 0.024]
-        full = [c + (0.1 if s >= specialised_at[i] else 0.0) for s, c in zip(ESTEPS, control)]
-        gain = [-1.0] + [0.3 if s >= exits_at[i] else 0.0 for s in ESTEPS[1:]]
+        full = [c + (0.1 if specialised_at[i] is not None and s >= specialised_at[i] else 0.0)
+                for s, c in zip(ESTEPS, control)]
+        gain = [-1.0] + [0.3 if exits_at[i] is not None and s >= exits_at[i] else 0.0 for s in ESTEPS[1:]]
         seeds[seed] = {"full": {"within_layer_js": full, "gain_over_unigram": gain},
                        CONTROL: {"within_layer_js": control, "gain_over_unigram": [-1.0] + [-0.01] * 5}}
+        for run in seeds[seed].values():
+            if layers:
+                run["within_layer_js_by_layer"] = [[v * 2 * (l + 1) / (layers + 1) for l in range(layers)]
+                                                   for v in run["within_layer_js"]]
     return {**curves, "early": {"steps": ESTEPS, "every": 20, "until": 100, "control": CONTROL, "seeds": seeds}}
 
 
@@ -292,6 +297,73 @@ def test_the_figure_has_a_panel_per_measure_and_the_gain():
     assert len([t for t in titles if t]) == 6
 
 
+def early_figure(specialised_at, exits_at, layers):
+    """The early grid's figure of a synthetic run, through the public summary, and its axes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from hf_minattn.experiments.figures import head_dynamics_early
+
+    curves, results = synthetic((10, 10, 20), (30, 30, 40))
+    over = head_dynamics_summary(with_early(curves, specialised_at, exits_at, layers), results)
+    return plt, head_dynamics_early(plt, {"answers": {"q4": {"over_training": over}}}, None), over
+
+
+def test_the_early_figure_has_a_panel_per_layer_and_the_gain_with_both_runs_and_the_steps_marked(tmp_path):
+    from hf_minattn.probes.plots import save_figure
+
+    plt, fig, over = early_figure((20, 20, 40), (60, 60, 80), layers=3)
+    axes = fig.axes
+    assert [ax.get_title() for ax in axes] == [f"layer {l}: JS divergence between heads" for l in range(3)] + \
+        ["gain over the unigram floor (nats)"]
+    for layer, ax in enumerate(axes[:3]):
+        full, control, exit_line, specialised = ax.get_lines()  # two bands' lines, then the two marked steps
+        assert list(full.get_xdata()) == ESTEPS and list(control.get_xdata()) == ESTEPS
+        assert full.get_ydata()[-1] == pytest.approx(0.124 * 2 * (layer + 1) / 4)  # the mean over the three seeds
+        assert control.get_ydata()[-1] == pytest.approx(0.024 * 2 * (layer + 1) / 4)
+        assert list(exit_line.get_xdata()) == [pytest.approx(200 / 3, abs=1e-3)] * 2  # mean exit over seeds: 60, 60, 80
+        assert list(specialised.get_xdata()) == [pytest.approx(80 / 3, abs=1e-3)] * 2  # 20, 20, 40
+        assert len(ax.collections) == 2  # one band over seeds per run
+    assert len(axes[3].get_lines()) == 5  # full, control, the plateau threshold and the two steps
+    written = save_figure(fig, str(tmp_path / "head_dynamics_early.png"))
+    assert (tmp_path / "head_dynamics_early.png").stat().st_size > 1000 and written.endswith(".png")
+
+
+def test_the_early_figure_marks_only_the_steps_found_and_is_absent_without_an_early_grid():
+    from hf_minattn.experiments.figures import head_dynamics_early
+
+    plt, never, _ = early_figure((None, None, None), (60, 60, 80), layers=2)
+    assert len(never.axes) == 3 and all(len(ax.get_lines()) == 3 for ax in never.axes[:2])  # no specialisation line
+    still, flat = early_figure((20, 20, 40), (None, None, None), layers=2)[1:]
+    assert flat["early"]["plateau_exit"] is None and len(still.axes[0].get_lines()) == 3  # no exit line
+    older = early_figure((20, 20, 40), (60, 60, 80), layers=0)[1]  # early curves without the per-layer numbers
+    assert [ax.get_title() for ax in older.axes][0] == "mean over layers: JS divergence between heads"
+    assert len(older.axes) == 2
+    for figure in (never, still, older):
+        plt.close(figure)
+    curves, results = synthetic((10, 10, 20), (30, 30, 40))
+    over = head_dynamics_summary(curves, results)  # no early grid
+    assert head_dynamics_early(plt, {"answers": {"q4": {"over_training": over}}}, None) is None
+    assert head_dynamics_early(plt, {"answers": {"q4": {}}}, None) is None
+
+
+def test_findings_link_the_early_figure_only_where_the_run_has_an_early_grid():
+    curves, results = synthetic((10, 10, 20), (30, 30, 40))
+    findings = full_results()
+    figures = {"head_dynamics": "figures/head_dynamics.png", "head_dynamics_early": "figures/head_dynamics_early.png"}
+    link = "](figures/head_dynamics_early.png)"
+    findings["answers"]["q4"]["over_training"] = head_dynamics_summary(with_early(curves, (20, 20, 40), (60, 60, 80),
+                                                                                  layers=2), results)
+    q4 = render_findings(findings, figures).split("\n## ")[4]
+    assert q4.startswith("4. ") and q4.count(link) == 1
+    assert q4.index("](figures/head_dynamics.png)") < q4.index(link)  # after the heads over training
+    assert link not in render_findings(findings, {"head_dynamics": "figures/head_dynamics.png"})  # not drawn
+    findings["answers"]["q4"]["over_training"] = head_dynamics_summary(curves, results)  # no early grid
+    assert link not in render_findings(findings, figures)  # a figure kept from an older run is not linked
+
+
 def test_synthetic_summaries_do_not_change_their_inputs():
     curves, results = synthetic((10, 10, 20), (30, 30, 40))
     before = copy.deepcopy((curves, results))
@@ -324,6 +396,8 @@ def test_early_curves_measure_the_full_run_and_the_control_on_the_same_grid(tmp_
         assert full["within_layer_js"] == pytest.approx(ctrl["within_layer_js"]) and len(full["within_layer_js"]) == 3
         assert full["within_layer_js"][0] != full["within_layer_js"][2]
         assert full["gain_over_unigram"] == [0.5 + seed] * 3
+        by_layer = np.array(full["within_layer_js_by_layer"])  # (states, layers), for the early figure
+        assert by_layer.shape == (3, 2) and by_layer.mean(axis=1) == pytest.approx(full["within_layer_js"])
     head_dynamics.remove_early_states(folders, (0, 1))
     assert not (tmp_path / "full" / "seed0" / "early_states").exists() and not (control / "early_states").exists()
     assert (tmp_path / "full" / "seed0" / "checkpoint-2").is_dir()  # the saved states are another phase's

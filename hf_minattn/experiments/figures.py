@@ -180,6 +180,12 @@ def head_dynamics(plt, results, out):
     return draw_head_dynamics(plt, over) if over else None
 
 
+def head_dynamics_early(plt, results, out):
+    """Q4's early grid against the shuffled-label control (draw_early_grid); None for a run without one."""
+    over = results["answers"]["q4"].get("over_training") or {}
+    return draw_early_grid(plt, over["early"]) if over.get("early") else None
+
+
 CIRCUIT_HYPOTHESES = {"identity": "LN(E) LN(E)^T (W = I)", "cooccurrence": "co-occurrence PPMI",
                       "initial": "form at initialisation"}
 
@@ -275,6 +281,7 @@ FIGURES = (
     FigureSpec("word_similarity", word_similarity, from_probes=True),
     FigureSpec("head_diversity", head_diversity, from_probes=True),
     FigureSpec("head_dynamics", head_dynamics, from_probes=True),
+    FigureSpec("head_dynamics_early", head_dynamics_early, from_probes=True),
     FigureSpec("circuits", circuits, from_probes=True),
     FigureSpec("logit_lens", logit_lens, from_probes=True),
     FigureSpec("related_words", related_words, from_probes=True),
@@ -346,14 +353,55 @@ def draw_head_dynamics(plt, over: dict):
                           color=f"C{k}")
         if names == ("gain",):
             ax.axhline(over["plateau_gain"], color="grey", linewidth=0.8, label="plateau exit threshold")
-        for key, style in (("plateau_exit", "--"), ("specialisation", ":")):
-            if over.get(key):
-                ax.axvline(over[key]["estimate"], color="black", linestyle=style, linewidth=0.8,
-                           label=f"{key.replace('_', ' ')} (mean step)")
+        mark_exit_and_specialisation(ax, over)
         ax.set_title(title.format(heads=over["heads"], head_dim=over["head_dim"]), fontsize=8)
         ax.set_xlabel("training step", fontsize=8)
         ax.tick_params(labelsize=7)
         if ax is axes[0, 0] or len(names) > 1:
             ax.legend(fontsize=6)
     fig.suptitle(f"Heads during training, full model (mean over {over['seeds']} seeds, 95% t-interval)", fontsize=9)
+    return fig
+
+
+def mark_exit_and_specialisation(ax, summary: dict) -> None:
+    """Dashed: the mean plateau exit step, dotted: the mean specialisation step, each over the seeds where it was
+    found (none drawn where no seed has one); `summary` is head_dynamics_summary's or its "early" part."""
+    for key, style, found in (("plateau_exit", "--", "seeds_with_exit"), ("specialisation", ":", "seeds_specialised")):
+        if summary.get(key):
+            ax.axvline(summary[key]["estimate"], color="black", linestyle=style, linewidth=0.8,
+                       label=f"{key.replace('_', ' ')} (mean step, {summary[found]} of {summary['seeds']} seeds)")
+
+
+def draw_early_grid(plt, early: dict):
+    """Q4's early grid (head_dynamics.early_summary): per layer, the mean JS divergence between the layer's heads, the
+    full model beside the shuffled-label control trained step for step (mean over seeds, 95% t-interval as a band),
+    and last the gain over the unigram floor of both; marked as in draw_head_dynamics, the steps found on the grid.
+    Early curves from before the per-layer numbers give one panel, the mean over layers."""
+    steps, control = early["steps"], early["control"].replace("_", " ")
+    if early.get("divergence_by_layer") and early.get("control_divergence_by_layer"):
+        panels = [(f"layer {layer}", full, ctrl) for layer, (full, ctrl)
+                  in enumerate(zip(early["divergence_by_layer"], early["control_divergence_by_layer"]))]
+    else:
+        panels = [("mean over layers", early["divergence"], early["control_divergence"])]
+    fig, axes = plt.subplots(1, len(panels) + 1, figsize=(3.3 * (len(panels) + 1), 3.6), squeeze=False)
+    axes = axes[0]
+    for ax, (title, full, ctrl) in zip(axes, panels):
+        interval_band(ax, steps, full, markersize=3, color="C0", label="full model")
+        interval_band(ax, steps, ctrl, markersize=3, color="C1", label=f"control: {control}")
+        ax.set_title(f"{title}: JS divergence between heads", fontsize=8)
+        if ax is not axes[0]:
+            ax.sharey(axes[0])  # layers on one scale, to compare them
+    gain = axes[-1]
+    interval_band(gain, steps, early["gain"], markersize=3, color="C0", label="full model")
+    interval_band(gain, steps, early["control_gain"], markersize=3, color="C1", label=f"control: {control}")
+    gain.axhline(early["plateau_gain"], color="grey", linewidth=0.8, label="plateau exit threshold")
+    gain.set_title("gain over the unigram floor (nats)", fontsize=8)
+    for ax in axes:
+        mark_exit_and_specialisation(ax, early)
+        ax.set_xlabel("training step", fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes[0].legend(fontsize=6), gain.legend(fontsize=6)
+    fig.suptitle(f"Heads over the first {early['until']} steps, every {early['every']} (mean over {early['seeds']} "
+                 "seeds, 95% t-interval)\nspecialisation: the full model's divergence (mean over layers) stays above "
+                 "the control's by more than the control's largest step-to-step change", fontsize=8)
     return fig

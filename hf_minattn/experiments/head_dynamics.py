@@ -25,7 +25,8 @@ full run and its matched-step control `shuffled_labels` save every `early_save_e
 learning-rate schedule, but on masked targets permuted across each batch, so that its loss can learn token frequencies
 only: `masking.MLMCollator`), at each step, per seed:
 
-- the mean within-layer JS divergence of the full model and of the control, and their difference;
+- the mean within-layer JS divergence of the full model and of the control, and their difference (and each layer's,
+  which `figures.draw_early_grid` draws);
 - the gain over the unigram floor of each, scored from the saved state on the sequences and masks run_mlm's own
   evaluation used (`gain_scorer`), so that the loss curve is on the same grid.
 
@@ -193,8 +194,8 @@ def gain_scorer(tokenizer_dir: str, settings: dict):
 def early_curves(folders: dict, settings: dict, seeds, sentences) -> dict | None:
     """The mean within-layer JS divergence and the gain over the unigram floor at every early state of the full run
     and of the control (step 0: the seed's untrained model, the state both started from). Returns {"steps", "every",
-    "until", "control", "seeds": {seed: {variant: {"within_layer_js": [...], "gain_over_unigram": [...]}}}}, or None
-    when the runs saved no early states."""
+    "until", "control", "seeds": {seed: {variant: {"within_layer_js": [...], "within_layer_js_by_layer": [[per layer]
+    per step], "gain_over_unigram": [...]}}}}, or None when the runs saved no early states."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     from hf_minattn.early_states import early_states_folder
@@ -219,12 +220,13 @@ def early_curves(folders: dict, settings: dict, seeds, sentences) -> dict | None
                 raise ValueError(f"{variant} seed {seed} saved early states at steps {[s for s, _ in states]}, the "
                                  f"others at {result['steps']}")
             result["steps"] = [s for s, _ in states]
-            rows = {"within_layer_js": [], "gain_over_unigram": []}
+            rows = {"within_layer_js": [], "within_layer_js_by_layer": [], "gain_over_unigram": []}
             for _, path in states:
                 model = AutoModelForMaskedLM.from_pretrained(path).to(device).eval()
                 heads = head_statistics(model, tokenizer, sentences, max_sentences=len(sentences),
                                         js_sentences=len(sentences), batch_size=BATCH_SIZE, norm_weighting=False)
                 rows["within_layer_js"].append(float(np.mean(heads.within_layer_js)))
+                rows["within_layer_js_by_layer"].append(list(heads.within_layer_js))
                 rows["gain_over_unigram"].append(gain(model, seed))
             result["seeds"][seed][variant] = rows
     return result
@@ -272,7 +274,9 @@ def matched_specialisation_step(steps, full, control) -> int | None:
 def early_summary(early: dict) -> dict:
     """Over seeds, per early grid step: the divergence of the full model, of the control and their difference, and
     the gain over the unigram floor of each; per seed the threshold, the specialisation step and the plateau exit on
-    the grid; and specialisation - exit, paired over the seeds with both, tested with one grid step as the margin."""
+    the grid; and specialisation - exit, paired over the seeds with both, tested with one grid step as the margin.
+    Per layer, the divergence of each over seeds ("divergence_by_layer", "control_divergence_by_layer"; the rule
+    reads the mean over layers)."""
     steps, seeds, control = early["steps"], sorted(early["seeds"]), early["control"]
     runs = {s: early["seeds"][s] for s in seeds}
     by_seed = []
@@ -293,8 +297,20 @@ def early_summary(early: dict) -> dict:
         "control_divergence": over(control, "within_layer_js"),
         "divergence_minus_control": [_over_seeds(values) for values in difference],
         "gain": over("full", "gain_over_unigram"), "control_gain": over(control, "gain_over_unigram"),
+        "divergence_by_layer": by_layer([runs[s]["full"] for s in seeds]),
+        "control_divergence_by_layer": by_layer([runs[s][control] for s in seeds]),
         **exit_and_specialisation(by_seed, margin=early["every"]),
     }
+
+
+def by_layer(runs: list[dict]) -> list[list[dict | None]] | None:
+    """Per layer, per grid step, the within-layer divergence over seeds (`runs`: one variant's early numbers per
+    seed); None for early curves measured before the per-layer numbers were kept."""
+    if not all(run.get("within_layer_js_by_layer") for run in runs):
+        return None
+    grids = [run["within_layer_js_by_layer"] for run in runs]  # per seed: (steps, layers)
+    steps, layers = len(grids[0]), len(grids[0][0])
+    return [[_over_seeds([grid[i][layer] for grid in grids]) for i in range(steps)] for layer in range(layers)]
 
 
 def exit_and_specialisation(by_seed: list[dict], margin: int) -> dict:
