@@ -186,9 +186,10 @@ def run_training(args: list[str], log_path: str, threads: int | None = None) -> 
     """`python -m hf_minattn.run_mlm ARGS` in a fresh process (runs share no state), logged to a file; its loss
     lines are echoed as progress. `threads` caps the process's torch threads (for runs side by side)."""
     command = [sys.executable, "-m", "hf_minattn.run_mlm", *args]
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)} if threads else None
+    # Unbuffered: a run's lines reach its log file as they are printed, so a long run shows its progress.
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
-    with open(log_path, "w") as logfile:
+    with open(log_path, "w", buffering=1) as logfile:  # line-buffered
         logfile.write(" ".join(command) + "\n")
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         for line in process.stdout:
