@@ -53,7 +53,29 @@ def related(king_queen, king_dog):
                                                          "man/woman": 0.3, "man/river": 0.1}}
 
 
-def probes(full_accuracy=(0.8, 0.82, 0.81), q5_last_vs_untrained="higher", king=(0.6, 0.1), rollout_self=0.7):
+def with_reference(p, accuracy=0.85, vs_word2vec="higher", vs_static="higher"):
+    """The pretrained reference as the probes keep it: its sense accuracy on 26 homonyms (the last layer's per
+    homonym `accuracy` +- 0.02, chance 0.5) and its own word-pair scores and comparisons (stored verdicts)."""
+    p = copy.deepcopy(p)
+    words = [f"word{i}" for i in range(26)]
+    by_word = {w: [0.5] * 6 + [accuracy + 0.01 * (i % 5 - 2)] for i, w in enumerate(words)}
+    mean = float(np.mean([v[-1] for v in by_word.values()]))
+    p["reference"]["sense_accuracy"] = {
+        "words": words, "layers": list(range(7)), "accuracy": [0.5] * 6 + [mean], "chance": 0.5,
+        "accuracy_interval": [interval(0.5)] * 6 + [interval(mean)], "accuracy_by_word": by_word}
+    p["word_pairs"]["scores"]["wordsim353_read"]["minilm/static"] = interval(0.45)
+    p["word_pairs"]["reference"] = {
+        "name": "all-MiniLM-L6-v2", "layer": 6, "system": "minilm/layer_6", "static": "minilm/static",
+        "comparisons": {"vs_word2vec": comparison(0.25 if vs_word2vec == "higher" else -0.25, vs_word2vec),
+                        "vs_static": comparison(0.25 if vs_static == "higher" else -0.25, vs_static)}}
+    p["word_pairs"]["q5"].pop("reference_vs_word2vec")  # in the reference's own family now
+    return p
+
+
+def probes(full_accuracy=(0.8, 0.82, 0.81), q5_last_vs_untrained="higher", king=(0.6, 0.1), rollout_self=0.7,
+           reference=None):
+    """Synthetic probe summaries of 3 seeds; `reference`: with_reference's arguments, for the reference encoder's
+    senses and word pairs (None: its name alone, as results from before them)."""
     by_seed = {"full": {s: seed_summary(i, True, full_accuracy) for i, s in enumerate(SEEDS)},
                "untrained": {s: seed_summary(i, False, (0.55, 0.56, 0.54)) for i, s in enumerate(SEEDS)}}
     extras = {name: {s: {"related_words": {"static": related(*king), "layer_2": related(*king)},
@@ -74,13 +96,14 @@ def probes(full_accuracy=(0.8, 0.82, 0.81), q5_last_vs_untrained="higher", king=
                    "edges": {"king (2) -> queen (5)": 0.2 + 0.01 * i, "queen (5) -> king (2)": 0.15, "the (1) -> king (2)": 0.1,
                              "and (3) -> the (1)": 0.05, "the (4) -> queen (5)": 0.12, "[CLS] (0) -> the (1)": 0.01}}
                for i, s in enumerate(SEEDS)}
-    return {"by_seed": by_seed, "extras": extras, "rollout": rollout, "reference": {"name": "all-MiniLM-L6-v2"},
-            "head_divergence": {"full": {"seed_pairs": 3, "within_layer": [[0.3, 0.31, 0.32], [0.4, 0.41, 0.39]],
-                                         "matched": [[0.05, 0.06, 0.04], [0.38, 0.42, 0.41]]}},
-            "word_pairs": {"scores": scores, "q5": q5, "q6": {"last_vs_static": comparison(0.1, "higher"),
-                                                             "best_layer_vs_static": comparison(0.1, "higher")},
-                           "pairs": {"wordsim353": {"kept": 274, "total": 353}}, "margin": 0.05, "standard_error": 0.0606,
-                           "key": "wordsim353_read", "best_layer": 2}}
+    p = {"by_seed": by_seed, "extras": extras, "rollout": rollout, "reference": {"name": "all-MiniLM-L6-v2"},
+         "head_divergence": {"full": {"seed_pairs": 3, "within_layer": [[0.3, 0.31, 0.32], [0.4, 0.41, 0.39]],
+                                      "matched": [[0.05, 0.06, 0.04], [0.38, 0.42, 0.41]]}},
+         "word_pairs": {"scores": scores, "q5": q5, "q6": {"last_vs_static": comparison(0.1, "higher"),
+                                                          "best_layer_vs_static": comparison(0.1, "higher")},
+                        "pairs": {"wordsim353": {"kept": 274, "total": 353}}, "margin": 0.05, "standard_error": 0.0606,
+                        "key": "wordsim353_read", "best_layer": 2}}
+    return p if reference is None else with_reference(p, **reference)
 
 
 def answers(p):

@@ -312,8 +312,7 @@ def main(argv=None) -> int:
                                          "(default: the preset's)")
     parser.add_argument("--reference", choices=REFERENCES,
                         help="probe the pretrained all-MiniLM-L6-v2 beside the models ('minilm') or not ('none'). "
-                             "Default: the preset's; the full preset leaves it out (it adds two passes over the "
-                             "corpus), --quick and --scale include it")
+                             "Default: the preset's; every preset includes it (it adds two passes over the corpus)")
     parser.add_argument("--precision", choices=PRECISIONS,
                         help="training precision: fp32, bf16 autocast, or auto (bf16 where it is native: a GPU with "
                              "bf16, a CPU with AVX512-BF16/AMX). Default: the preset's: auto for the full preset and "

@@ -62,38 +62,79 @@ def q4_answer(results: dict) -> str:
 
 
 VERSUS = {"higher": "above", "lower": "below", "equivalent": "equivalent to", "unresolved": "not told apart from"}
+AT_SCALE = "in a model trained at scale"  # the reference encoder, beside ours in answers 5-7
+REFERENCE_DESCRIPTIONS = {
+    "all-MiniLM-L6-v2": "is six layers distilled from a larger model, then fine-tuned contrastively for sentence "
+                        "embeddings: trained at scale, but not a plain masked language model."}
+
+
+def parameter_count(n: int) -> str:
+    """2915456 -> "2.9M", 20000 -> "20k": two significant digits, for a sentence."""
+    for size, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if n >= size:
+            return f"{float(f'{n / size:.2g}'):g}{suffix}"
+    return str(n)
+
+
+def ours(results: dict) -> str:
+    """"in our 2.9M-parameter model at this scale", the full model's parameter count from results.json."""
+    n = (results["answers"].get("scale") or {}).get("parameters")
+    return f"in our {parameter_count(n)}-parameter model at this scale" if n else "in our model at this scale"
 
 
 def q5_answer(results: dict) -> str:
+    """Our last layer against the untrained model and word2vec; then, where the run has the reference encoder, its
+    last layer against word2vec and its own input embeddings."""
     q5 = results["answers"].get("q5")
     if not q5:
         return NOT_MEASURED
     comparisons, pairs = q5["comparisons"] or {}, (q5["pairs"] or {}).get("wordsim353", {})
-    matched = comparisons.get("last_vs_word2vec_matched")
-    return (f"Measured against human similarity judgements (WordSim-353, {pairs.get('kept')} of {pairs.get('total')} "
-            "pairs, both words in every vocabulary), the full model's last-layer vectors are "
-            f"{VERSUS[st.verdict(comparisons.get('last_vs_untrained'))]} the untrained model's and "
+    matched, ref = comparisons.get("last_vs_word2vec_matched"), q5.get("reference_scores")
+    text = (f"Measured against human similarity judgements (WordSim-353, {pairs.get('kept')} of {pairs.get('total')} "
+            "pairs, both words in every vocabulary), "
+            + (f"{ours(results)}, the last-layer vectors are " if ref else "the full model's last-layer vectors are ")
+            + f"{VERSUS[st.verdict(comparisons.get('last_vs_untrained'))]} the untrained model's and "
             f"{VERSUS[st.verdict(comparisons.get('last_vs_word2vec'))]} word2vec's"
             + (f" (tuned; {VERSUS[st.verdict(matched)]} a word2vec trained on as much text as the model)"
                if matched else ""))
+    if ref:
+        c = ref["comparisons"]
+        text += (f"; {AT_SCALE} ({ref['name']}), the last layer's are {VERSUS[st.verdict(c.get('vs_word2vec'))]} "
+                 f"word2vec's and {VERSUS[st.verdict(c.get('vs_static'))]} its own input embeddings'")
+    return text
+
+
+REFERENCE_SENSES = {"higher": "its last layer tells them apart above chance",
+                    "lower": "its last layer classifies them below chance",
+                    "equivalent": "its last layer is at chance on them",
+                    "unresolved": "whether its last layer tells them apart is not resolved"}
 
 
 def q6_answer(results: dict) -> str:
+    """Our last layer on the homonyms' senses against chance and the controls; then, where the run has the reference
+    encoder with its test over homonyms, its last layer against chance."""
     senses = (results["answers"].get("q6") or {}).get("senses")
     if not senses:
         return "Senses were not measured in this run"
+    ref = senses.get("reference") or {}
+    beside = "vs_chance" in ref  # "at this scale" is then said once, for our model
+    here = "" if beside else " at this scale"
     # with the homonyms as a sample too where the probes allow it: the interval a reader can generalise from
     c = {**senses["comparisons"], **(senses.get("comparisons_items") or {})}
     beats_controls = st.verdict(c["vs_position"]) == "higher" and st.verdict(c["vs_untrained"]) == "higher"
-    return {"higher": "Senses: the last layer tells a homonym's senses apart above chance"
+    text = {"higher": "the last layer tells a homonym's senses apart above chance"
                       + (", above the untrained model and above the control that sees only position and sentence "
                          "length" if beats_controls else
                          ", but not above both the untrained model and the control that sees only position and "
-                         "sentence length: that it comes from meaning is not shown at this scale"),
-            "lower": "Senses: the last layer classifies a homonym's senses below chance",
-            "equivalent": "Senses: the last layer is at chance on a homonym's senses (not at this scale)",
-            "unresolved": "Senses: not resolved at this scale whether the last layer tells a homonym's senses apart"
+                         f"sentence length: that it comes from meaning is not shown{here}"),
+            "lower": "the last layer classifies a homonym's senses below chance",
+            "equivalent": "the last layer is at chance on a homonym's senses" + ("" if beside else " (not at this scale)"),
+            "unresolved": f"not resolved{here} whether the last layer tells a homonym's senses apart"
             }[st.verdict(c["vs_chance"])]
+    if not beside:
+        return f"Senses: {text}"
+    return (f"Senses: {ours(results)}, {text}; {AT_SCALE} ({ref['name']}), "
+            f"{REFERENCE_SENSES[st.verdict(ref['vs_chance'])]}")
 
 
 def q7_answer(results: dict) -> str:
@@ -101,7 +142,7 @@ def q7_answer(results: dict) -> str:
     if not q7:
         return NOT_MEASURED
     if q7.get("mixing"):
-        return q7_mixing_answer(q7["mixing"])
+        return q7_mixing_answer(q7["mixing"], ours(results))
     share = q7["self_share"] or {}
     return ("Each head's attention weights are a weighted directed graph over the tokens, but a layer's edges are not "
             f"word-to-word relations: followed through the residual path and the layers (rollout, after layer "
@@ -115,20 +156,30 @@ KEEPS = {"higher": "more than", "lower": "less than", "equivalent": "as much as"
          "unresolved": "not measurably differently from"}
 
 
-def q7_mixing_answer(mixing: dict) -> str:
+def q7_mixing_answer(mixing: dict, in_ours: str = "in our model at this scale") -> str:
     """Q7 over many sentences: rollout with the residual weight measured from the layers' norms, against uniform
-    attention with the same weights and against the untrained model; the reference encoder beside it."""
+    attention with the same weights and against the untrained model; the reference encoder beside it. `in_ours`: how
+    the sentence names our model (`ours`)."""
     c = mixing["comparisons"]
     text = ("Each head's attention weights are a weighted directed graph over the tokens; followed through the "
             f"residual path and the layers (rollout over {mixing['sentences']} sentences, residual weights measured "
-            "from the layers' norms), attention in our model at this scale keeps a word to itself "
+            f"from the layers' norms), attention {in_ours} keeps a word to itself "
             f"{KEEPS[st.verdict(c['full_minus_uniform_measured'])]} uniform attention with the same residual weights "
             f"would, and {KEEPS[st.verdict(c['full_minus_untrained_measured'])]} the untrained model")
     ref = mixing.get("reference")
     if ref:
-        text += (f"; in a model trained at scale ({ref['name']}), "
+        text += (f"; {AT_SCALE} ({ref['name']}), "
                  f"{KEEPS[st.verdict(ref['measured']['minus_uniform'])]} uniform attention")
     return text
+
+
+def reference_name(results: dict) -> str | None:
+    """The reference encoder an answer sets beside ours, or None."""
+    a = results["answers"]
+    named = [(a.get("q5") or {}).get("reference_scores"), ((a.get("q6") or {}).get("senses") or {}).get("reference"),
+             ((a.get("q7") or {}).get("mixing") or {}).get("reference")]
+    return next((r["name"] for r in named if r and r.get("name") and (r.get("comparisons") or r.get("vs_chance")
+                                                                      or r.get("measured"))), None)
 
 
 # (number, heading, answer): the headings are the sections' anchors, which other documents link to.
@@ -147,23 +198,27 @@ def heading(number: int) -> str:
     return f"## {number}. {ANSWERS[number - 1][1]}"
 
 
+REFERENCE_SENSE_KEY = ("the model trained at scale - chance, homonyms", ("q6", "senses", "reference", "vs_chance"))
 # question -> (what, where in results["answers"]): the interval each answer rests on, printed beside it
 KEYS = {1: (("Spearman of a row's distance with its token's count", ("q1", "spearman_over_seeds")),),
         2: (("frozen - full loss with the capacity given back, nats", ("q2", "frozen_matched_minus_full")),),
         3: (("identity - full loss, nats", ("q3", "identity_minus_full")),),
         5: (("Spearman, last layer - untrained", ("q5", "comparisons", "last_vs_untrained")),
-            ("last layer - word2vec", ("q5", "comparisons", "last_vs_word2vec"))),
-        6: (("sense accuracy - chance", ("q6", "senses", "comparisons", "vs_chance")),),
+            ("last layer - word2vec", ("q5", "comparisons", "last_vs_word2vec")),
+            ("the model trained at scale's last layer", ("q5", "reference_scores", "rho")),
+            ("its last layer - word2vec", ("q5", "reference_scores", "comparisons", "vs_word2vec"))),
+        6: (("sense accuracy - chance", ("q6", "senses", "comparisons", "vs_chance")), REFERENCE_SENSE_KEY),
         7: (("a word's share of its own input", ("q7", "self_share")),)}
 # Where the answers hold comparisons with the items as a sample too (newer results), the answer rests on these
 ITEM_KEYS = {
     6: (("q6", "senses", "comparisons_items"),
         (("sense accuracy - chance, seeds x homonyms", ("q6", "senses", "comparisons_items", "vs_chance")),
-         ("- untrained model", ("q6", "senses", "comparisons_items", "vs_untrained")))),
+         ("- untrained model", ("q6", "senses", "comparisons_items", "vs_untrained")), REFERENCE_SENSE_KEY)),
     7: (("q7", "mixing"),
         (("a word's share of its own input", ("q7", "mixing", "measured", "full")),
          ("trained - uniform attention", ("q7", "mixing", "comparisons", "full_minus_uniform_measured")),
-         ("trained - untrained", ("q7", "mixing", "comparisons", "full_minus_untrained_measured")))),
+         ("trained - untrained", ("q7", "mixing", "comparisons", "full_minus_untrained_measured")),
+         ("the model trained at scale - uniform", ("q7", "mixing", "reference", "measured", "minus_uniform")))),
 }
 
 
@@ -193,4 +248,8 @@ def answers_summary(results: dict) -> list[str]:
     for number, question, answer in ANSWERS:
         anchor = "".join(c for c in f"{number}. {question}".lower() if c.isalnum() or c in " -_").replace(" ", "-")
         lines.append(f"{number}. [{question}](#{anchor}) {answer(results)}{key_numbers(results, number)}.")
+    name = reference_name(results)
+    if name:  # where FINDINGS first names it: what kind of model it is
+        lines += ["", f"{name}, the model trained at scale in these answers, "
+                  + REFERENCE_DESCRIPTIONS.get(name, "is the pretrained encoder probed beside ours.")]
     return lines

@@ -3,7 +3,7 @@ a graph), each opened by its answer and a table of its comparisons. A section fu
 (`results["answers"]["q4"]`, ...), so that it can be rendered from synthetic probe summaries."""
 
 from . import statistics as st
-from .findings_answers import VERSUS, opening
+from .findings_answers import REFERENCE_DESCRIPTIONS, VERSUS, opening
 from .findings_format import ci, compared, comparisons_table, details, df_cell, listed, num, p_cell, table
 
 
@@ -139,14 +139,24 @@ Q5_COMPARISONS = (("last_vs_untrained", "last layer - untrained last layer"), ("
                   ("last_vs_word2vec_matched", "last layer - word2vec at the model's exposure"))
 
 
+def reference_rows(ref: dict | None) -> list[tuple]:
+    """The reference encoder's own comparisons (its Holm family), as (label, comparison) rows."""
+    c = (ref or {}).get("comparisons") or {}
+    return [(f"{ref['name']}: last layer - word2vec", c.get("vs_word2vec")),
+            (f"{ref['name']}: last layer - its input embeddings", c.get("vs_static"))] if c else []
+
+
 def q5_section(q5: dict, results: dict, fig) -> list[str]:
-    comparisons = q5["comparisons"] or {}
+    comparisons, ref = q5["comparisons"] or {}, q5.get("reference_scores")
     lines = [
-        *opening({"answers": {"q5": q5}}, 5),
-        *comparisons_table([(label, comparisons.get(name)) for name, label in Q5_COMPARISONS], "Spearman"),
+        *opening({"answers": {"q5": q5, "scale": results["answers"].get("scale")}}, 5),
+        *comparisons_table([(label, comparisons.get(name)) for name, label in Q5_COMPARISONS] + reference_rows(ref),
+                           "Spearman"),
         "",
         f"Differences of Spearman correlations on the same pairs, by a hierarchical bootstrap over "
-        f"{results['answers']['scale']['seeds']} seeds and the pairs; cosines after All-but-the-Top wherever a space's "
+        f"{results['answers']['scale']['seeds']} seeds and the pairs"
+        + (f" ({ref['name']} is one model, the same at every seed: its own correlations are bootstrapped over the "
+           "pairs alone)" if ref else "") + "; cosines after All-but-the-Top wherever a space's "
         f"anisotropy baseline is above 0.1; a correlation on this many pairs has a standard error near "
         f"{num(q5['standard_error'])}, so differences below about twice that are beyond this measurement; "
         f"equivalence margin ±{num(q5['margin'])}.",
@@ -179,7 +189,11 @@ def q5_scores(q5: dict, results: dict) -> list[str]:
         systems.insert(5, (f"word2vec at the model's exposure ({matched['epochs']} epochs against "
                            f"{matched['tuned_epochs']}: the model made {num(matched['model_passes'])} passes)",
                            "word2vec_matched"))
-    if q5.get("reference"):
+    ref = q5.get("reference_scores")
+    if ref:
+        systems += [(f"{ref['name']} (pretrained reference), last layer (bootstrap over pairs)", ref["system"]),
+                    (f"{ref['name']}, input embeddings (bootstrap over pairs)", ref["static_system"])]
+    elif q5.get("reference"):  # results from before the reference's own scores
         systems.append((f"{q5['reference']} (pretrained reference, last layer)",
                         f"minilm/{_reference_last(scores, key)}"))
     subsets = {name: scores.get(f"wordsim353_{name}_read") for name in ("similarity", "relatedness")}
@@ -194,8 +208,9 @@ def q5_scores(q5: dict, results: dict) -> list[str]:
                      f"{q5['pairs']['wordsim353_similarity']['kept']} / {q5['pairs']['wordsim353_relatedness']['kept']} "
                      "pairs) are scored apart in the table.")
     if comparisons.get("last_vs_reference"):
+        against = (ref or {}).get("comparisons", {}).get("vs_word2vec") or comparisons.get("reference_vs_word2vec")
         lines.append(f"- Last layer against {q5['reference']}: {VERSUS[st.verdict(comparisons['last_vs_reference'])]}; "
-                     f"{q5['reference']} against word2vec: {VERSUS[st.verdict(comparisons['reference_vs_word2vec'])]}.")
+                     f"{q5['reference']} against word2vec: {VERSUS[st.verdict(against)]}.")
     return lines
 
 
@@ -225,11 +240,13 @@ def related_lines(q5: dict, results: dict) -> list[str]:
     return lines if rows or cooc else []
 
 
-def q6_section(q6: dict, fig) -> list[str]:
+def q6_section(q6: dict, fig, scale: dict | None = None) -> list[str]:
+    """Q6's section; `scale`: results["answers"]["scale"], for the answer's size of our model."""
     senses, comparisons = q6.get("senses"), q6.get("comparisons") or {}
     c = (senses or {}).get("comparisons") or {}
     items = (senses or {}).get("comparisons_items") or {}
-    lines = [*opening({"answers": {"q6": q6}}, 6),
+    ref = (senses or {}).get("reference") or {}
+    lines = [*opening({"answers": {"q6": q6, "scale": scale}}, 6),
              *comparisons_table([("sense accuracy - chance", c.get("vs_chance")),
                                  ("the same, seeds x homonyms", items.get("vs_chance")),
                                  ("sense accuracy - untrained model", c.get("vs_untrained")),
@@ -237,7 +254,9 @@ def q6_section(q6: dict, fig) -> list[str]:
                                  ("sense accuracy - position-and-length control", c.get("vs_position")),
                                  ("WordSim-353 Spearman, last layer - static", comparisons.get("last_vs_static")),
                                  (f"WordSim-353 Spearman, best layer ({q6.get('best_layer')}, chosen on these pairs, "
-                                  "so optimistic) - static", comparisons.get("best_layer_vs_static"))])]
+                                  "so optimistic) - static", comparisons.get("best_layer_vs_static"))]
+                                + ([(f"{ref['name']}, last layer: sense accuracy - chance, over its "
+                                     f"{ref['homonyms']} homonyms", ref["vs_chance"])] if ref.get("vs_chance") else []))]
     if senses:
         lines += ["", f"Leave-one-out nearest-centroid accuracy on {senses['words']} homonyms, {senses['occurrences']} "
                   f"labelled occurrences, vectors after All-but-the-Top: {ci(senses['accuracy'])} over seeds, raw "
@@ -254,8 +273,11 @@ def q6_section(q6: dict, fig) -> list[str]:
                   + compared(c["vs_position"], "better", "the same", "worse", "not told apart") + "."]
         if senses.get("reference"):
             r = senses["reference"]
-            lines.append(f"- The pretrained reference's last layer: {num(r['accuracy'])} [{num(r['interval']['low'])}, "
-                         f"{num(r['interval']['high'])}] (bootstrap over homonyms and contexts).")
+            lines.append(f"- {r.get('name') or 'The pretrained reference'}'s last layer: {num(r['accuracy'])} "
+                         f"[{num(r['interval']['low'])}, {num(r['interval']['high'])}] (bootstrap over homonyms and "
+                         "contexts)" + (f"; against chance ({num(r['chance'])}), over the homonyms: "
+                                        + compared(r["vs_chance"], "better", "the same", "worse", "not told apart")
+                                        if r.get("vs_chance") else "") + ".")
     lines += by_layer_lines(q6)
     lines += [*logit_lens_lines(q6.get("logit_lens"), fig),
               fig("full_geometry", "geometry by layer (first seed, for illustration)")]
@@ -320,11 +342,6 @@ def logit_lens_lines(lens: dict | None, fig) -> list[str]:
             fig("logit_lens", "gain over the unigram floor of every layer, decoded by the MLM head")]
 
 
-REFERENCE_DESCRIPTIONS = {
-    "all-MiniLM-L6-v2": "is six layers distilled from a larger model, then fine-tuned contrastively for sentence "
-                        "embeddings: trained at scale, but not a plain masked language model."}
-
-
 def q7_mixing_lines(mixing: dict) -> list[str]:
     """Q7 over many sentences: self-shares by residual weighting (crossed intervals over seeds and sentences), the
     measured residual weights per layer, and the comparisons."""
@@ -353,7 +370,8 @@ def q7_mixing_lines(mixing: dict) -> list[str]:
     return [*lines, *comparisons_table(rows, "self-share"), ""]
 
 
-def q7_section(q7: dict, fig) -> list[str]:
+def q7_section(q7: dict, fig, scale: dict | None = None) -> list[str]:
+    """Q7's section; `scale`: results["answers"]["scale"], for the answer's size of our model."""
     share = q7["self_share"]
     against_half = ("-" if not share else "above 0.5" if share["low"] > 0.5 else "below 0.5" if share["high"] < 0.5
                     else "includes 0.5")
@@ -363,7 +381,7 @@ def q7_section(q7: dict, fig) -> list[str]:
                           f"[{num((share or {}).get('low'))}, {num((share or {}).get('high'))}]",
                           df_cell(share), "-", against_half]])
     return [
-        *opening({"answers": {"q7": q7}}, 7),
+        *opening({"answers": {"q7": q7, "scale": scale}}, 7),
         *(["", *q7_mixing_lines(q7["mixing"])] if q7.get("mixing") else one_example),
         "",
         "Every row of a head's attention sums to one, so each head is a weighted directed graph over the tokens; but "
@@ -387,7 +405,7 @@ def probe_sections(results: dict, fig) -> list[str]:
     a = results["answers"]
     if "q4" not in a:
         return []
-    lines = [*q4_section(a["q4"], fig), *q5_section(a["q5"], results, fig), *q6_section(a["q6"], fig)]
+    lines = [*q4_section(a["q4"], fig), *q5_section(a["q5"], results, fig), *q6_section(a["q6"], fig, a.get("scale"))]
     if "q7" in a:
-        lines += q7_section(a["q7"], fig)
+        lines += q7_section(a["q7"], fig, a.get("scale"))
     return lines

@@ -116,6 +116,18 @@ def related_answers(probes: dict, last: str) -> dict:
     return out
 
 
+def reference_similarity(pairs: dict) -> dict | None:
+    """The reference encoder on the word pairs (`probing.reference_word_pairs`): its last layer's and its input
+    embeddings' Spearman (bootstrap over the pairs) and its comparisons; None where the run had no reference."""
+    ref = pairs.get("reference")
+    if not ref:
+        return None
+    scores = (pairs.get("scores") or {}).get(pairs["key"]) or {}
+    return {"name": ref["name"], "layer": ref["layer"], "system": ref["system"], "static_system": ref["static"],
+            "rho": scores.get(ref["system"]), "static_rho": scores.get(ref["static"]),
+            "comparisons": ref["comparisons"]}
+
+
 def homonym_level_comparisons(full: list, untrained: list, last: int, chance: float, n_resamples: int) -> dict:
     """The sense comparisons with the homonyms as a sample too: per seed and homonym, the last layer's accuracy, and
     its difference from chance and from the untrained model by a crossed bootstrap over seeds and homonyms (the
@@ -159,10 +171,23 @@ def senses_answers(probes: dict, n_resamples: int = 1000) -> dict | None:
     }
     if all(r.get("accuracy_by_word") for r in full + untrained):  # older probes kept no per-homonym accuracies
         answer["comparisons_items"] = homonym_level_comparisons(full, untrained, last, chance, n_resamples)
-    ref = (probes.get("reference") or {}).get("sense_accuracy")
-    if ref:
-        answer["reference"] = {"accuracy": _rounded(ref["accuracy"][-1]),
-                               "interval": ref["accuracy_interval"][-1], "layer": ref["layers"][-1]}
+    ref = probes.get("reference") or {}
+    if ref.get("sense_accuracy"):
+        answer["reference"] = reference_senses(ref["sense_accuracy"], ref.get("name"), n_resamples)
+    return answer
+
+
+def reference_senses(senses: dict, name: str | None, n_resamples: int = 1000) -> dict:
+    """The reference encoder's last layer on the homonyms: its accuracy with the probe's interval (homonyms, then
+    contexts) and, where the probe kept per-homonym accuracies, its difference from chance tested by a bootstrap over
+    the homonyms: one model, so the homonyms are its only sample (a test alone, unadjusted)."""
+    answer = {"name": name, "accuracy": _rounded(senses["accuracy"][-1]), "interval": senses["accuracy_interval"][-1],
+              "layer": senses["layers"][-1], "chance": _rounded(senses["chance"]), "homonyms": len(senses["words"])}
+    by_word = senses.get("accuracy_by_word")
+    if by_word:
+        differences = np.array([[by_word[w][-1] - senses["chance"] for w in senses["words"]]])  # (1 model, homonyms)
+        answer["vs_chance"] = {**st.crossed_tested(differences, ACCURACY_MARGIN, n_resamples, n=len(senses["words"])),
+                               "family_size": 1}
     return answer
 
 
@@ -271,6 +296,7 @@ def probe_answers(results: dict, probes: dict, config: dict) -> dict:
                      "comparisons": pairs.get("q5"), "pairs": pairs.get("pairs"), "margin": pairs.get("margin"),
                      "standard_error": pairs.get("standard_error"), "key": pairs.get("key"),
                      "reference": (probes.get("reference") or {}).get("name"),
+                     "reference_scores": reference_similarity(pairs),
                      "word2vec_matched": probes.get("word2vec_matched")}
     n_resamples = results.get("settings", {}).get("n_resamples", 1000)
     answers["q6"] = {**geometry_answers(probes), "senses": senses_answers(probes, n_resamples),

@@ -14,6 +14,7 @@ import numpy as np
 
 from hf_minattn.probes.cooccurrence import RELATED_PAIRS, cooccurrence_alignment, related_word_similarities  # noqa: F401
 
+from . import statistics as st
 from . import word_pairs
 from .mixing import mixing_over_seeds
 from .training import log
@@ -223,7 +224,8 @@ def probe_reference(out, settings, seeds, texts, device, figure_format) -> tuple
 
 def score_word_pairs(vectors, reference_vectors, reference, seeds, layers, normalise, settings) -> dict:
     """Every system on ONE pair set (words every vocabulary has, at every seed): Spearman with hierarchical
-    intervals, and the comparisons of questions 5 and 6 (Holm-adjusted families)."""
+    intervals, and the comparisons of questions 5 and 6 (Holm-adjusted families); the reference encoder's own
+    (`reference_word_pairs`) under "reference"."""
     from hf_minattn.probes.benchmarks import CommonBenchmarks
 
     vocabularies = [set(vocab) for vocab, _ in vectors.values()]
@@ -240,10 +242,10 @@ def score_word_pairs(vectors, reference_vectors, reference, seeds, layers, norma
             c = word_pairs.pair_cosines(bench, vocab, matrix)
             anisotropy.setdefault(system, {})[seed] = round(c.pop("anisotropy"), 4)
             cosines.setdefault(system, {})[seed] = c
+    ours = dict(cosines)  # the systems scored over seeds and pairs; the reference's over its pairs alone
     if reference_vectors is not None:
         vocab, sets = reference_vectors
-        ref_last = f"layer_{reference['num_layers']}"
-        for set_name in ("static", ref_last):
+        for set_name in ("static", f"layer_{reference['num_layers']}"):
             c = word_pairs.pair_cosines(bench, vocab, sets[set_name])
             anisotropy[f"{REFERENCE_NAME}/{set_name}"] = {s: round(c["anisotropy"], 4) for s in seeds}
             c.pop("anisotropy")
@@ -258,18 +260,40 @@ def score_word_pairs(vectors, reference_vectors, reference, seeds, layers, norma
         q5["last_vs_word2vec_matched"] = (f"full/{last}", "word2vec_matched", key)
     if reference_vectors is not None:
         q5["last_vs_reference"] = (f"full/{last}", f"{REFERENCE_NAME}/layer_{reference['num_layers']}", key)
-        q5["reference_vs_word2vec"] = (f"{REFERENCE_NAME}/layer_{reference['num_layers']}", "word2vec", key)
     if any(name == "frozen_embeddings" for name, _ in vectors):
         q5["last_vs_frozen"] = (f"full/{last}", f"frozen_embeddings/{last}", key)
-    q6 = {"last_vs_static": (f"full/{last}", "full/static", key),
-          "best_layer_vs_static": None}
-    scores = word_pairs.score(cosines, bench, seeds, n)
+    scores = word_pairs.score(ours, bench, seeds, n)
     best = best_contextual_layer(scores[key], layers)
-    q6["best_layer_vs_static"] = (f"full/layer_{best}", "full/static", key)
-    return {"pairs": bench.coverage(), "key": key, "last": last, "best_layer": best, "anisotropy": anisotropy,
-            "scores": scores, "q5": word_pairs.compare(cosines, bench, q5, seeds, n),
-            "q6": word_pairs.compare(cosines, bench, q6, seeds, n), "margin": word_pairs.RHO_MARGIN,
-            "standard_error": word_pairs.power_note(bench.coverage()["wordsim353"]["kept"])}
+    q6 = {"last_vs_static": (f"full/{last}", "full/static", key),
+          "best_layer_vs_static": (f"full/layer_{best}", "full/static", key)}
+    out = {"pairs": bench.coverage(), "key": key, "last": last, "best_layer": best, "anisotropy": anisotropy,
+           "scores": scores, "q5": word_pairs.compare(cosines, bench, q5, seeds, n),
+           "q6": word_pairs.compare(cosines, bench, q6, seeds, n), "margin": word_pairs.RHO_MARGIN,
+           "standard_error": word_pairs.power_note(bench.coverage()["wordsim353"]["kept"])}
+    if reference_vectors is not None:
+        reference_scores, out["reference"] = reference_word_pairs(cosines, bench, reference, seeds, key, n)
+        for benchmark, systems in reference_scores.items():
+            scores.setdefault(benchmark, {}).update(systems)
+    return out
+
+
+def reference_word_pairs(cosines: dict, bench, reference: dict, seeds, key: str, n_resamples: int) -> tuple:
+    """(scores, comparisons) of the reference encoder (`reference`: its summary, with "name" and "num_layers"), whose
+    cosines are in `cosines` at every seed. It is one model, the same at every seed: its Spearman correlations are
+    bootstrapped over the pairs alone (copies of it per seed would narrow the interval by the seeds' count). Its last
+    layer against word2vec (one per seed: hierarchical over seeds and pairs) and against its own input embeddings
+    (over the pairs alone), one Holm family of their own: they answer for the reference, not for our models."""
+    last, static = f"{REFERENCE_NAME}/layer_{reference['num_layers']}", f"{REFERENCE_NAME}/static"
+    one = list(seeds)[:1]
+    scores = word_pairs.score({system: {one[0]: cosines[system][one[0]]} for system in (static, last)}, bench, one,
+                              n_resamples)
+    own = word_pairs.compare(cosines, bench, {"vs_static": (last, static, key)}, one, n_resamples)
+    for d in [*own.values(), *(v for systems in scores.values() for v in systems.values())]:
+        d["n"] = d["pairs"]  # one model: the pairs are its only sample, so `n` counts them (as for items elsewhere)
+    comparisons = st.holm_family(
+        {**word_pairs.compare(cosines, bench, {"vs_word2vec": (last, "word2vec", key)}, seeds, n_resamples), **own})
+    return scores, {"name": reference["name"], "layer": reference["num_layers"], "system": last, "static": static,
+                    "comparisons": comparisons}
 
 
 def best_contextual_layer(scores: dict, layers: int) -> int:
