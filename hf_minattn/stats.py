@@ -84,22 +84,71 @@ def bootstrap_interval(
     return Interval(estimate, float(low), float(high), len(arrays[0]), confidence, "bootstrap")
 
 
-def spearman(x, y, axis: int = -1):
-    """Spearman's rho of x and y along `axis`, for many resamples at once: the Pearson correlation of their ranks
-    (ties get their average rank, as in scipy.stats.spearmanr). NaN where either is constant."""
-    rx, ry = stats.rankdata(x, axis=axis), stats.rankdata(y, axis=axis)
+def _rank_correlation(rx, ry, axis: int = -1):
+    """The Pearson correlation of two rank arrays along `axis`; NaN where either is constant."""
     rx = rx - rx.mean(axis=axis, keepdims=True)
     ry = ry - ry.mean(axis=axis, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         return (rx * ry).sum(axis=axis) / np.sqrt((rx * rx).sum(axis=axis) * (ry * ry).sum(axis=axis))
 
 
+def spearman(x, y, axis: int = -1):
+    """Spearman's rho of x and y along `axis`, for many resamples at once: the Pearson correlation of their ranks
+    (ties get their average rank, as in scipy.stats.spearmanr). NaN where either is constant."""
+    return _rank_correlation(stats.rankdata(x, axis=axis), stats.rankdata(y, axis=axis), axis)
+
+
+def _average_ranks(count):
+    """The average rank of each distinct value from how many copies of each there are, in sorted order (last axis):
+    the copies of a value take ranks (end - count + 1) .. end, end the cumulative count."""
+    return np.cumsum(count, axis=-1) - (count - 1) / 2
+
+
+def _resample_ranks(x):
+    """A function of item indices (..., n) returning `scipy.stats.rankdata(x[indices], axis=-1)` (ties averaged),
+    the same numbers, without sorting every resample: x is sorted once, and each row's ranks follow from how many
+    copies of each distinct value it drew (`_average_ranks`)."""
+    x = np.asarray(x, dtype=np.float64)
+    group = np.unique(x, return_inverse=True)[1].ravel()  # (n,) distinct value index, in sorted order
+    n_groups = int(group.max()) + 1
+    nan_group = group[np.isnan(x)][:1]  # NaN sorts last, as one value; rankdata gives its rows NaN ranks
+
+    def ranks(indices):
+        drawn = group[indices].reshape(-1, np.shape(indices)[-1])  # (rows, n)
+        rows = len(drawn)
+        offset = n_groups * np.arange(rows)[:, None]  # one bincount for all rows
+        count = np.bincount((drawn + offset).ravel(), minlength=rows * n_groups).reshape(rows, n_groups)
+        ranked = np.take_along_axis(_average_ranks(count), drawn, axis=1)
+        if nan_group.size:
+            ranked[(drawn == nan_group[0]).any(axis=1)] = np.nan
+        return ranked.reshape(np.shape(indices))
+
+    return ranks
+
+
+def spearman_of_resamples(y, *xs):
+    """A function of item indices (..., n), e.g. all of a bootstrap's resamples as one (resamples, n) array,
+    returning (len(xs), ...): Spearman's rho of each x in `xs` with y on those items, the numbers of
+    `spearman(x[indices], y[indices])`. Nothing is sorted per resample (`_resample_ranks`) and y is ranked once for
+    all xs, so a thousand resamples of a thousand pairs cost about what a few sorts do."""
+    if any(np.ndim(v) != 1 or len(v) != len(y) for v in xs + (y,)):
+        raise ValueError(f"spearman_of_resamples needs 1-D samples of equal length, got shapes "
+                         f"{[np.shape(v) for v in (y, *xs)]}")
+    rank_y, rank_xs = _resample_ranks(y), [_resample_ranks(x) for x in xs]
+
+    def rho(indices):
+        ry = rank_y(indices)
+        return np.stack([_rank_correlation(rank_x(indices), ry) for rank_x in rank_xs])
+
+    return rho
+
+
 def spearman_of_copies(x, y):
     """A function of `copies` (one count per item) returning Spearman's rho of x and y where item i appears copies[i]
     times: `spearman(np.repeat(x, copies), np.repeat(y, copies))` without building the repeated arrays (a bootstrap
     resample of items given as counts, e.g. pairs drawn through their tokens). The copies of a distinct value share
-    its average rank, cumulative counts in sorted order; rho is then the copy-weighted Pearson correlation of the
-    ranks. Sorting happens once here, so a resample costs O(items) instead of a sort of the repeated arrays."""
+    its average rank (`_average_ranks`); rho is then the copy-weighted Pearson correlation of the ranks. Sorting
+    happens once here, so a resample costs O(items) instead of a sort of the repeated arrays."""
     groups = [np.unique(np.asarray(v), return_inverse=True)[1].ravel() for v in (x, y)]  # (items,) distinct value index
 
     def rho(copies):
@@ -107,9 +156,7 @@ def spearman_of_copies(x, y):
         total = copies.sum()
         ranks = []
         for group in groups:
-            count = np.bincount(group, weights=copies)  # copies of each distinct value, in sorted order
-            average = np.cumsum(count) - (count - 1) / 2  # the mean of ranks (end - count + 1) .. end
-            r = average[group]
+            r = _average_ranks(np.bincount(group, weights=copies))[group]  # copies of each distinct value, sorted
             ranks.append(r - (copies * r).sum() / total)
         rx, ry = ranks
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -119,17 +166,38 @@ def spearman_of_copies(x, y):
 
 
 def spearman_interval(x: Sequence[float], y: Sequence[float], **kwargs) -> Interval:
-    """Spearman's rho between x and y (e.g. model cosines and human scores) with a bootstrap interval over pairs."""
-    return bootstrap_interval(spearman, x, y, vectorized=True, **kwargs)
+    """Spearman's rho between x and y (e.g. model cosines and human scores) with a bootstrap interval over pairs: the
+    draws of `bootstrap_interval(spearman, x, y)`, all resamples ranked at once (`spearman_of_resamples`)."""
+    rho = spearman_of_resamples(y, x)
+    return bootstrap_interval(lambda items, axis=-1: rho(items)[0], np.arange(len(x)), vectorized=True, **kwargs)
+
+
+def _hierarchical_indices(sizes, n_resamples: int, rng):
+    """The resampling of `hierarchical_draws`, all at once: (seeds (resamples, S), items, starts (resamples, S)).
+    Each resample draws S seeds with replacement, then the items of each drawn seed with replacement; `items` holds
+    them all in draw order, those of resample r's k-th drawn seed from starts[r, k] on. The values are those of one
+    `rng.integers(0, n, n)` call per drawn seed: integers() given an array of bounds takes the same values from the
+    generator's stream, so two calls a resample draw them, not 1 + S."""
+    n_seeds = len(sizes)
+    seeds = np.empty((n_resamples, n_seeds), dtype=np.int64)
+    items = []
+    for r in range(n_resamples):
+        seeds[r] = rng.integers(0, n_seeds, n_seeds)
+        drawn = sizes[seeds[r]]
+        items.append(rng.integers(0, np.repeat(drawn, drawn)))
+    lengths = sizes[seeds].ravel()
+    starts = (np.cumsum(lengths) - lengths).reshape(seeds.shape)
+    return seeds, np.concatenate(items), starts
 
 
 def hierarchical_draws(statistic: Callable[..., float], groups: Sequence[Sequence], n_resamples: int = 1000,
-                       seed: int = 0) -> tuple[float, np.ndarray]:
+                       seed: int = 0, vectorized: bool = False) -> tuple[float, np.ndarray]:
     """(estimate, bootstrap draws) of a two-level bootstrap: `groups` holds one tuple of equal-length arrays per seed
     (e.g. a system's cosines and the human scores of the word pairs scored at that seed). Each resample draws seeds
     with replacement, then, within each drawn seed, items (pairs) with replacement; a draw is the mean over the drawn
     seeds of `statistic(*arrays)`, as the estimate is over all seeds. Draws where the statistic is undefined (NaN,
-    e.g. a resample of tied scores) are dropped."""
+    e.g. a resample of tied scores) are dropped. `vectorized`: the statistic takes `axis=` and is called once per
+    seed on the item rows of every resample that drew it; the draws are the same either way."""
     groups = [tuple(np.asarray(a) for a in g) for g in groups]
     if not groups:
         raise ValueError("hierarchical_bootstrap needs at least one group (seed)")
@@ -138,15 +206,17 @@ def hierarchical_draws(statistic: Callable[..., float], groups: Sequence[Sequenc
             raise ValueError(f"group {i} must hold one or more arrays of equal length >= 2, got lengths "
                              f"{[len(a) for a in arrays]}")
     estimate = float(np.mean([statistic(*arrays) for arrays in groups]))
-    rng = np.random.default_rng(seed)
-    draws = np.empty(n_resamples)
-    for r in range(n_resamples):
-        values = []
-        for g in rng.integers(0, len(groups), len(groups)):  # seeds with replacement
-            arrays = groups[g]
-            items = rng.integers(0, len(arrays[0]), len(arrays[0]))  # then items within the seed
-            values.append(statistic(*(a[items] for a in arrays)))
-        draws[r] = np.mean(values)
+    sizes = np.array([len(arrays[0]) for arrays in groups])
+    seeds, items, starts = _hierarchical_indices(sizes, n_resamples, np.random.default_rng(seed))
+    values = np.empty(seeds.shape)  # (resamples, S): the statistic on each drawn seed's resampled items
+    for g, arrays in enumerate(groups):
+        drawn = seeds == g
+        rows = items[starts[drawn][:, None] + np.arange(sizes[g])]  # (times seed g was drawn, its items)
+        if vectorized:
+            values[drawn] = statistic(*(a[rows] for a in arrays), axis=-1)
+        else:
+            values[drawn] = [statistic(*(a[row] for a in arrays)) for row in rows]
+    draws = values.mean(axis=1)
     draws = draws[np.isfinite(draws)]
     if draws.size < n_resamples / 2:
         raise ValueError(f"the statistic was undefined in {n_resamples - draws.size} of {n_resamples} resamples")
@@ -161,11 +231,11 @@ def percentile_interval(estimate: float, draws, n: int, confidence: float, metho
 
 
 def hierarchical_bootstrap(statistic: Callable[..., float], groups: Sequence[Sequence], confidence: float = 0.95,
-                           n_resamples: int = 1000, seed: int = 0) -> Interval:
+                           n_resamples: int = 1000, seed: int = 0, vectorized: bool = False) -> Interval:
     """`statistic` averaged over seeds with a percentile interval from `hierarchical_draws`: both sources of
     variation, the training seed and the choice of items, widen it (a bootstrap over one seed's pairs ignores the
     first). `n` is the number of seeds."""
-    estimate, draws = hierarchical_draws(statistic, groups, n_resamples, seed)
+    estimate, draws = hierarchical_draws(statistic, groups, n_resamples, seed, vectorized)
     return percentile_interval(estimate, draws, len(groups), confidence, "hierarchical")
 
 

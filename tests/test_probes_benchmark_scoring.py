@@ -176,6 +176,21 @@ def test_paired_difference_defaults_to_1000_resamples_seed_0_and_95_percent():
     assert [got.estimate, got.low, got.high] == pytest.approx(list(ref), abs=1e-12) and got.confidence == 0.95
 
 
+def test_paired_difference_equals_the_per_resample_spearmanr_loop_on_tied_scores():
+    """Human scores and cosines with ties (as word-pair benchmarks have): the paired interval, all resamples ranked
+    at once, is that of a loop calling scipy.stats.spearmanr on each resample drawn by default_rng(seed)."""
+    rng = np.random.default_rng(6)
+    human = rng.integers(0, 11, 120) / 2  # 21 distinct scores
+    a = np.round(human + rng.normal(0, 1.5, 120), 1)
+    b = np.round(human + rng.normal(0, 3.0, 120), 1)
+    indices = np.random.default_rng(7).integers(0, 120, (300, 120))
+    draws = [spearmanr(a[i], human[i]).statistic - spearmanr(b[i], human[i]).statistic for i in indices]
+    got = paired_spearman_difference(a, b, human, n_resamples=300, seed=7)
+    expected = spearmanr(a, human).statistic - spearmanr(b, human).statistic
+    assert [got.estimate, got.low, got.high] == pytest.approx([expected, *np.quantile(draws, [0.025, 0.975])],
+                                                               abs=1e-12)
+
+
 @pytest.mark.filterwarnings("ignore::scipy.stats.DegenerateDataWarning")  # resamples of 3 pairs repeat a pair
 def test_three_pairs_are_enough_for_a_paired_difference():
     got = paired_spearman_difference([1.0, 2.0, 3.0], [3.0, 2.0, 1.0], [0.1, 0.5, 0.9], n_resamples=20)

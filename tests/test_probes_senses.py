@@ -8,6 +8,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+import torch
 from conftest import TEXTS, no_context_model, probe_results, tiny_config
 from transformers import BertConfig, BertModel
 
@@ -16,12 +17,13 @@ from hf_minattn.probes import senses_data
 from hf_minattn.probes.corpus import split_sentences
 from hf_minattn.probes.encode import encode_corpus
 from hf_minattn.probes.geometry import distinct_context_groups, geometry, static_word_vectors
-from hf_minattn.probes.neighbours import sense_accuracy, sense_scores
+from hf_minattn.probes.neighbours import labelled_occurrences, sense_accuracy, sense_scores
 from hf_minattn.probes.report.geometry import layer0_text
 from hf_minattn.probes.report.sense_accuracy import sense_accuracy_text
 from hf_minattn.probes.run import ProbeResults
 from hf_minattn.probes.senses_data import HOMONYMS, read_senses
 from hf_minattn.probes.vectors import all_but_the_top
+from hf_minattn.stats import hierarchical_bootstrap
 
 
 def test_labelled_file_has_24_homonyms_with_two_senses_of_22_contexts_each_containing_its_word():
@@ -64,6 +66,71 @@ def test_leave_one_out_nearest_centroid_known_answers():
     # the other way, so leave-one-out scores 0 (the known below-chance bias of leave-one-out on uninformative data)
     alternating = np.array([[1, 0], [0, 1], [0, 1], [1, 0]], dtype=float)
     assert accuracy(alternating, ["a", "a", "b", "b"]) == 0.0
+
+
+def _loo_by_loop(x, labels, cosine=True):
+    """Leave-one-out nearest centroid item by item: each item against every sense's centroid of the OTHER items
+    (a sense emptied by leaving it out: the zero vector), cosines rounded so that equal vectors tie."""
+    classes = sorted(set(labels))
+    scores = []
+    for i in range(len(x)):
+        sims = []
+        for c in classes:
+            others = [j for j in range(len(x)) if labels[j] == c and j != i]
+            centroid = x[others].mean(0) if others else np.zeros(x.shape[1])
+            denom = np.linalg.norm(centroid) * np.linalg.norm(x[i])
+            sims.append((centroid @ x[i] / denom if denom > 0 else 0.0) if cosine else -np.sum((centroid - x[i]) ** 2))
+        sims = np.round(sims, 10)
+        best = np.flatnonzero(sims == sims.max())
+        scores.append(1 / len(best) if classes.index(labels[i]) in best else 0.0)
+    return np.array(scores)
+
+
+def test_sense_scores_equal_the_item_by_item_leave_one_out_loop():
+    """All items are scored at once, with the numbers of the item-by-item loop: vectors from {-1, 0, 1} (exact ties,
+    zero vectors), a sense of a single occurrence, three senses; the interval is the hierarchical bootstrap of those
+    per-occurrence scores."""
+    rng = np.random.default_rng(5)
+    vectors = rng.integers(-1, 2, (60, 3)).astype(float)
+    words = np.array(["a"] * 14 + ["b"] * 30 + ["c"] * 16)
+    labels = np.array([0, 1] * 7 + [0, 1, 2] * 10 + [0] * 15 + [1])
+    expected = {w: _loo_by_loop(vectors[words == w], labels[words == w].tolist()) for w in ("a", "b", "c")}
+    accuracy, interval, by_word = sense_scores(vectors, words, labels, n_resamples=200, seed=1)
+    assert by_word == {w: float(s.mean()) for w, s in expected.items()}
+    assert len(set(by_word.values())) == 3 and 0 < min(by_word.values()) and max(by_word.values()) < 1
+    assert interval == hierarchical_bootstrap(np.mean, [(s,) for s in expected.values()], n_resamples=200, seed=1)
+    assert accuracy == interval.estimate
+
+
+def test_sense_accuracy_gives_each_sentence_its_own_vector(tokenizer):
+    """Sentences are encoded in batches of similar length, yet each occurrence keeps its own sentence's vector: the
+    per-word accuracies are those of the word's pieces pooled from each sentence encoded alone, and the position
+    control is the leave-one-out loop (Euclidean) on the word's index."""
+    homonyms = {"bank": {"river": ("she sat on the bank of the river and watched the water", "a bank of mud",
+                                   "the boat reached the bank", "the river runs past the bank where people walk"),
+                         "money": ("money in the bank", "the bank where people keep their money is on the hill",
+                                   "the bank lent money", "a bank gave the king gold")},
+                "king": {"royal": ("the king ruled the kingdom", "the queen and the king", "a king of gold"),
+                         "chess": ("move the king to safety now", "the king is in check on the board",
+                                   "the king and the castle moved")}}
+    model = MinAttnModel(tiny_config(vocab_size=len(tokenizer))).eval()
+    result = sense_accuracy(model, tokenizer, homonyms, batch_size=3, n_resamples=20)
+    items = labelled_occurrences(tokenizer, homonyms, 24)[0]
+    vectors = []  # (items, L+1, H): each sentence alone, no padding
+    for _, _, sentence, index, _ in items:
+        enc = tokenizer(sentence, truncation=True, max_length=24, return_tensors="pt")
+        with torch.no_grad():
+            states = torch.stack(model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
+                                       output_hidden_states=True).hidden_states)[:, 0]
+        vectors.append(states[:, [t for t, w in enumerate(enc.word_ids(0)) if w == index]].mean(1).numpy())
+    words, labels = [it[0] for it in items], [it[1] for it in items]
+    for layer, layer_vectors in enumerate(np.stack(vectors, 1)):
+        by_word = sense_scores(layer_vectors, words, labels, n_resamples=20)[2]
+        assert {w: result.raw_accuracy_by_word[w][layer] for w in by_word} == by_word
+    positions = np.array([[it[3]] for it in items], dtype=float)
+    expected = np.mean([_loo_by_loop(positions[np.array(words) == w], [l for x, l in zip(words, labels) if x == w],
+                                     cosine=False).mean() for w in homonyms])
+    assert result.position_accuracy == pytest.approx(expected)
 
 
 def _synthetic(rng, signal_scale, rogue=0.0, words=12, per_sense=20, dim=64):

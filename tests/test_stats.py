@@ -7,7 +7,7 @@ import pytest
 
 from hf_minattn.stats import (Interval, bootstrap_interval, bootstrap_test, crossed_bootstrap, hierarchical_bootstrap, hierarchical_draws,
                               holm, mean_interval, paired_difference, spearman, spearman_interval, spearman_of_copies,
-                              t_test_p, tost)
+                              spearman_of_resamples, t_test_p, tost)
 
 
 def test_t_interval_matches_the_textbook_formula():
@@ -193,6 +193,72 @@ def test_vectorised_spearman_is_scipys_and_gives_the_same_bootstrap_interval():
     fast = spearman_interval(a, b, n_resamples=300, seed=5)
     slow = bootstrap_interval(lambda u, v: spearmanr(u, v).statistic, a, b, n_resamples=300, seed=5)
     assert (fast.estimate, fast.low, fast.high) == pytest.approx((slow.estimate, slow.low, slow.high), abs=1e-12)
+
+
+def test_spearman_interval_equals_the_per_resample_spearmanr_loop_on_tied_data():
+    """All resamples are ranked at once, yet the interval is that of a loop calling scipy.stats.spearmanr on each
+    resample (the same item indices from the same seed, ties averaged), and the estimate is spearmanr's."""
+    from scipy.stats import spearmanr
+
+    rng = np.random.default_rng(8)
+    x = rng.integers(0, 6, 80).astype(float)  # six distinct values: heavy ties
+    y = np.round(x + rng.normal(0, 2, 80))  # ties too
+    for n_resamples, seed in ((400, 3), (250, 0)):
+        indices = np.random.default_rng(seed).integers(0, 80, (n_resamples, 80))  # scipy.stats.bootstrap's draws
+        low, high = np.quantile([spearmanr(x[i], y[i]).statistic for i in indices], [0.025, 0.975])
+        interval = spearman_interval(x, y, n_resamples=n_resamples, seed=seed)
+        assert interval.estimate == pytest.approx(spearmanr(x, y).statistic, abs=1e-12)
+        assert (interval.low, interval.high) == pytest.approx((low, high), abs=1e-12)
+
+
+def test_spearman_of_resamples_is_spearman_of_the_gathered_arrays_bit_for_bit():
+    """Ranking a resample by counting the copies of each distinct value drawn gives exactly the numbers of ranking the
+    gathered arrays: ties, a constant resample (NaN), a NaN score (NaN where drawn) and one item set alone."""
+    rng = np.random.default_rng(9)
+    y = rng.integers(0, 4, 30).astype(float)
+    x1, x2 = rng.normal(size=30), rng.integers(0, 3, 30).astype(float)
+    x2[5] = np.nan
+    indices = rng.integers(0, 30, (200, 30))
+    indices[0] = 7  # every item the same: constant
+    rho = spearman_of_resamples(y, x1, x2)(indices)
+    assert rho.shape == (2, 200) and np.isnan(rho[:, 0]).all()
+    for got, x in zip(rho, (x1, x2)):
+        np.testing.assert_array_equal(got, spearman(x[indices], y[indices], axis=-1))
+    assert np.isnan(rho[1][(indices == 5).any(axis=1)]).all() and np.isfinite(rho[1][~(indices == 5).any(axis=1)][1:]).all()
+    assert spearman_of_resamples(y, x1)(np.arange(30))[0] == spearman(x1, y)
+    with pytest.raises(ValueError, match="equal length"):
+        spearman_of_resamples(y, x1[:-1])
+
+
+def test_hierarchical_draws_equal_the_one_call_per_seed_loop():
+    """The draws are those of the plain loop (per resample: seeds with replacement, then one rng.integers call per
+    drawn seed for its items, the statistic on each, their mean), bit for bit, for seeds of unequal sizes, with the
+    statistic called row by row or vectorised over rows, NaN draws dropped alike."""
+    def reference(statistic, groups, n_resamples, seed):
+        rng = np.random.default_rng(seed)
+        draws = []
+        for _ in range(n_resamples):
+            values = []
+            for g in rng.integers(0, len(groups), len(groups)):
+                items = rng.integers(0, len(groups[g][0]), len(groups[g][0]))
+                values.append(statistic(*(a[items] for a in groups[g])))
+            draws.append(np.mean(values))
+        draws = np.array(draws)
+        return draws[np.isfinite(draws)]
+
+    rng = np.random.default_rng(4)
+    groups = [(rng.integers(0, 3, n).astype(float), rng.normal(size=n)) for n in (4, 7, 30, 31, 5)]
+
+    def mean_difference(a, b, axis=-1):
+        return np.mean(a - b, axis=axis)
+
+    for statistic in (mean_difference, spearman):  # spearman: NaN where a seed's drawn items tie
+        expected = reference(statistic, groups, 300, 2)
+        for vectorized in (False, True):
+            estimate, draws = hierarchical_draws(statistic, groups, 300, seed=2, vectorized=vectorized)
+            np.testing.assert_array_equal(draws, expected)
+            assert estimate == np.mean([statistic(*g) for g in groups])
+    assert reference(spearman, groups, 300, 2).size < 300  # some draws were NaN and dropped
 
 
 def test_spearman_of_copies_equals_spearman_of_the_repeated_arrays():

@@ -28,7 +28,7 @@ from gensim.models import KeyedVectors
 from gensim.test.utils import datapath
 from scipy.stats import spearmanr
 
-from hf_minattn.stats import Interval, bootstrap_interval, spearman, spearman_interval
+from hf_minattn.stats import Interval, bootstrap_interval, spearman_interval, spearman_of_resamples
 
 from .progress import progress
 from .results import BENCHMARKS
@@ -203,11 +203,14 @@ def paired_spearman_difference(scores_a, scores_b, human, n_resamples=1000, seed
     if len(h) < 3:
         raise ValueError(f"paired_spearman_difference needs at least 3 pairs, got {len(h)}")
 
-    def difference(x, y, z, axis=-1):  # every resample at once
-        return spearman(x, z, axis) - spearman(y, z, axis)
+    rho = spearman_of_resamples(h, a, b)  # every resample at once, the human scores ranked once for both
 
-    return bootstrap_interval(difference, a, b, h, confidence=confidence, n_resamples=n_resamples, seed=seed,
-                              vectorized=True)
+    def difference(items, axis=-1):
+        rho_a, rho_b = rho(items)
+        return rho_a - rho_b
+
+    return bootstrap_interval(difference, np.arange(len(h)), confidence=confidence, n_resamples=n_resamples,
+                              seed=seed, vectorized=True)
 
 
 def difference_on_pairs(cosines_a, cosines_b, human, n_resamples, seed):

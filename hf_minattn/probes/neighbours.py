@@ -111,27 +111,24 @@ class SenseAccuracy:
 
 
 def _loo_nearest_centroid(vectors, labels, cosine=True):
-    """Per item: 1 if its own sense's centroid (without it) is strictly the closest, 1/m if tied among m, else 0."""
+    """Per item: 1 if its own sense's centroid (without it) is strictly the closest, 1/m if tied among m, else 0.
+    Every item at once: item i's centroid of its own sense is (the sense's sum - x_i) / (its count - 1)."""
     x = np.asarray(vectors, dtype=np.float64)
-    labels = np.asarray(labels)
-    classes = sorted(set(labels.tolist()))
-    sums = {c: x[labels == c].sum(0) for c in classes}
-    counts = {c: int((labels == c).sum()) for c in classes}
-    scores = []
-    for i in range(len(x)):
-        sims = []
-        for c in classes:
-            n = counts[c] - (labels[i] == c)
-            centroid = (sums[c] - (x[i] if labels[i] == c else 0)) / max(n, 1)
-            if cosine:
-                denom = np.linalg.norm(centroid) * np.linalg.norm(x[i])
-                sims.append(float(centroid @ x[i] / denom) if denom > 0 else 0.0)
-            else:
-                sims.append(-float(np.sum((centroid - x[i]) ** 2)))
-        sims = np.round(np.array(sims), 10)  # equal vectors must tie exactly
-        best = np.flatnonzero(sims == sims.max())
-        scores.append(1.0 / len(best) if classes.index(labels[i]) in best else 0.0)
-    return np.array(scores)
+    classes, y = np.unique(np.asarray(labels), return_inverse=True)
+    y = y.ravel()
+    own = y[:, None] == np.arange(len(classes))  # (items, senses)
+    sums = np.stack([x[y == c].sum(0) for c in range(len(classes))])  # (senses, dim)
+    counts = np.maximum(np.bincount(y, minlength=len(classes)) - own, 1)  # an item alone in its sense: zero vector
+    centroids = (sums - own[..., None] * x[:, None]) / counts[..., None]  # (items, senses, dim)
+    if cosine:
+        denom = np.linalg.norm(centroids, axis=-1) * np.linalg.norm(x, axis=-1)[:, None]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sims = np.where(denom > 0, np.einsum("icd,id->ic", centroids, x) / denom, 0.0)
+    else:
+        sims = -((centroids - x[:, None]) ** 2).sum(-1)
+    sims = np.round(sims, 10)  # equal vectors must tie exactly
+    best = sims == sims.max(axis=1, keepdims=True)
+    return np.where(best[np.arange(len(x)), y], 1.0 / best.sum(axis=1), 0.0)
 
 
 def _find_word(enc, i, sentence, target, normalise):
@@ -157,7 +154,8 @@ def sense_scores(vectors, words, labels, n_resamples=1000, seed=0):
         raise ValueError(f"need (occurrences, dim) vectors and one word and label per occurrence, got shapes "
                          f"{vectors.shape}, {words.shape}, {labels.shape}")
     by_word = {w: _loo_nearest_centroid(vectors[words == w], labels[words == w]) for w in dict.fromkeys(words.tolist())}
-    interval = hierarchical_bootstrap(np.mean, [(s,) for s in by_word.values()], n_resamples=n_resamples, seed=seed)
+    interval = hierarchical_bootstrap(np.mean, [(s,) for s in by_word.values()], n_resamples=n_resamples, seed=seed,
+                                      vectorized=True)
     return interval.estimate, interval, {w: float(s.mean()) for w, s in by_word.items()}
 
 
@@ -202,20 +200,24 @@ def labelled_occurrences(tokenizer, homonyms, max_length):
 
 
 def _occurrence_vectors(model, tokenizer, items, batch_size, max_length):
-    """(L+1, items, H): each item's word vector per layer, its pieces mean-pooled."""
+    """(L+1, items, H): each item's word vector per layer, its pieces mean-pooled; batches of similar length, so
+    that little of the encoder's work goes to padding."""
     sentences = [s for _, _, s, _, _ in items]
+    lengths = [len(ids) for ids in tokenizer(sentences, truncation=True, max_length=max_length)["input_ids"]]
+    order = np.argsort(lengths, kind="stable")
     vectors = []  # per batch (L+1, b, H)
     model.eval()
     with torch.inference_mode():
         for start in range(0, len(items), batch_size):
-            batch = items[start : start + batch_size]
-            enc = tokenizer(sentences[start : start + batch_size], padding=True, truncation=True,
-                            max_length=max_length, return_tensors="pt")
+            batch = [items[i] for i in order[start : start + batch_size]]
+            enc = tokenizer([item[2] for item in batch], padding=True, truncation=True, max_length=max_length,
+                            return_tensors="pt")
             states = torch.stack(run_model(model, enc, output_hidden_states=True).hidden_states).float()
             b_idx = [b for b, item in enumerate(batch) for wid in enc.word_ids(b) if wid == item[3]]
             t_idx = [t for b, item in enumerate(batch) for t, wid in enumerate(enc.word_ids(b)) if wid == item[3]]
             vectors.append(pool_pieces(states[:, b_idx, t_idx], torch.tensor(b_idx), len(batch)))
-    return torch.cat(vectors, dim=1).numpy()
+    pooled = torch.cat(vectors, dim=1).numpy()
+    return pooled[:, np.argsort(order)]  # back in the order of `items`
 
 
 def sense_accuracy(model, tokenizer, homonyms=None, batch_size=64, n_resamples=1000, seed=0):
