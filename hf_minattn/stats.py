@@ -72,24 +72,48 @@ def bootstrap_interval(
     (paired: item i of every sample stays together, e.g. the two scores of one word pair). `vectorized`: the
     statistic takes `axis=` and computes every resample at once (as scipy.stats.bootstrap means it); the draws, hence
     the interval, are the same either way."""
+    intervals = bootstrap_intervals(statistic, *samples, confidence=confidence, n_resamples=n_resamples, seed=seed,
+                                    vectorized=vectorized)
+    if len(intervals) != 1:
+        raise ValueError(f"bootstrap_interval needs a statistic of one number, got {len(intervals)}; "
+                         f"bootstrap_intervals takes several")
+    return intervals[0]
+
+
+def bootstrap_intervals(
+    statistic: Callable, *samples: Sequence, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0,
+    vectorized: bool = False,
+) -> list[Interval]:
+    """`bootstrap_interval` of a statistic of several numbers ((k,) per resample; (k, resamples) when vectorized),
+    all from one draw of resamples: interval i is the one `bootstrap_interval` gives number i alone with the same
+    seed (the same resamples), for the cost of one draw. A number whose draws include NaN gets NaN bounds."""
     arrays = [np.asarray(s) for s in samples]
     if not arrays or any(len(a) != len(arrays[0]) for a in arrays):
         raise ValueError("bootstrap_interval needs one or more samples of equal length")
     if len(arrays[0]) < 2:
         raise ValueError(f"bootstrap_interval needs at least 2 items, got {len(arrays[0])}")
-    estimate = float(statistic(*arrays))
+    estimates = np.asarray(statistic(*arrays), dtype=np.float64).ravel()
     result = stats.bootstrap(arrays, statistic, paired=True, vectorized=vectorized, confidence_level=confidence,
                              n_resamples=n_resamples, method="percentile", rng=np.random.default_rng(seed))
-    low, high = result.confidence_interval
-    return Interval(estimate, float(low), float(high), len(arrays[0]), confidence, "bootstrap")
+    lows, highs = (np.ravel(bound) for bound in result.confidence_interval)
+    return [Interval(float(e), float(low), float(high), len(arrays[0]), confidence, "bootstrap")
+            for e, low, high in zip(estimates, lows, highs)]
+
+
+def _centred(ranks, axis: int = -1):
+    return ranks - ranks.mean(axis=axis, keepdims=True)
+
+
+def _correlation_of_centred(rx, ry, ry_squares, axis: int = -1):
+    """Pearson's r of centred arrays along `axis`, given ry's sum of squares (computed once for many rx)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (rx * ry).sum(axis=axis) / np.sqrt((rx * rx).sum(axis=axis) * ry_squares)
 
 
 def _rank_correlation(rx, ry, axis: int = -1):
     """The Pearson correlation of two rank arrays along `axis`; NaN where either is constant."""
-    rx = rx - rx.mean(axis=axis, keepdims=True)
-    ry = ry - ry.mean(axis=axis, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (rx * ry).sum(axis=axis) / np.sqrt((rx * rx).sum(axis=axis) * (ry * ry).sum(axis=axis))
+    rx, ry = _centred(rx, axis), _centred(ry, axis)
+    return _correlation_of_centred(rx, ry, (ry * ry).sum(axis=axis), axis)
 
 
 def spearman(x, y, axis: int = -1):
@@ -101,7 +125,12 @@ def spearman(x, y, axis: int = -1):
 def _average_ranks(count):
     """The average rank of each distinct value from how many copies of each there are, in sorted order (last axis):
     the copies of a value take ranks (end - count + 1) .. end, end the cumulative count."""
-    return np.cumsum(count, axis=-1) - (count - 1) / 2
+    average = np.cumsum(count, axis=-1, dtype=np.float64)
+    average *= 2  # in place, exact (whole numbers and halves): (2 end - count + 1) / 2 = end - (count - 1) / 2
+    average -= count
+    average += 1
+    average *= 0.5
+    return average
 
 
 def _resample_ranks(x):
@@ -114,13 +143,14 @@ def _resample_ranks(x):
     nan_group = group[np.isnan(x)][:1]  # NaN sorts last, as one value; rankdata gives its rows NaN ranks
 
     def ranks(indices):
-        drawn = group[indices].reshape(-1, np.shape(indices)[-1])  # (rows, n)
-        rows = len(drawn)
-        offset = n_groups * np.arange(rows)[:, None]  # one bincount for all rows
-        count = np.bincount((drawn + offset).ravel(), minlength=rows * n_groups).reshape(rows, n_groups)
-        ranked = np.take_along_axis(_average_ranks(count), drawn, axis=1)
+        flat = group[indices].reshape(-1, np.shape(indices)[-1])  # (rows, n) distinct value index
+        rows = len(flat)
+        nan_rows = (flat == nan_group[0]).any(axis=1) if nan_group.size else None
+        flat += n_groups * np.arange(rows)[:, None]  # (row, value) as one index: one bincount for all rows
+        count = np.bincount(flat.ravel(), minlength=rows * n_groups).reshape(rows, n_groups)
+        ranked = _average_ranks(count).ravel()[flat]
         if nan_group.size:
-            ranked[(drawn == nan_group[0]).any(axis=1)] = np.nan
+            ranked[nan_rows] = np.nan
         return ranked.reshape(np.shape(indices))
 
     return ranks
@@ -137,8 +167,9 @@ def spearman_of_resamples(y, *xs):
     rank_y, rank_xs = _resample_ranks(y), [_resample_ranks(x) for x in xs]
 
     def rho(indices):
-        ry = rank_y(indices)
-        return np.stack([_rank_correlation(rank_x(indices), ry) for rank_x in rank_xs])
+        ry = _centred(rank_y(indices))
+        ry_squares = (ry * ry).sum(axis=-1)
+        return np.stack([_correlation_of_centred(_centred(rank_x(indices)), ry, ry_squares) for rank_x in rank_xs])
 
     return rho
 

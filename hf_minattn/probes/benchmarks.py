@@ -28,7 +28,7 @@ from gensim.models import KeyedVectors
 from gensim.test.utils import datapath
 from scipy.stats import spearmanr
 
-from hf_minattn.stats import Interval, bootstrap_interval, spearman_interval, spearman_of_resamples
+from hf_minattn.stats import Interval, bootstrap_intervals, spearman_of_resamples
 
 from .progress import progress
 from .results import BENCHMARKS
@@ -181,14 +181,45 @@ def _rank_correlation_defined(cosines, human) -> bool:
     return len(human) >= 3 and np.ptp(cosines) > 0
 
 
+def _spearman_and_differences(scores, others, human):
+    """A statistic of item indices (..., n): rho(scores, human), then rho(scores) - rho(other) for each of `others`,
+    on the same resamples (what the systems share cancels out of a difference); every sample ranked once."""
+    rho = spearman_of_resamples(human, scores, *others)
+
+    def statistic(items, axis=-1):  # every resample at once
+        r = rho(items)
+        return np.concatenate([r[:1], r[:1] - r[1:]])
+
+    return statistic
+
+
+def spearman_with_differences(cosines, others, human, n_resamples, seed):
+    """(estimate, Interval dict) of Spearman's rho on the common pairs, and {name: Interval dict of rho(cosines) -
+    rho(others[name])} (`paired_spearman_difference`), all from ONE draw of resamples: the draws each would make
+    alone (the same seed, the same pairs), so the same numbers. NaN and None where rho is undefined (below 3 pairs,
+    constant cosines), None where too many resamples leave cosines constant for finite bounds."""
+    cosines, human = np.asarray(cosines, dtype=np.float64), np.asarray(human, dtype=np.float64)
+    compared = [name for name, other in others.items() if _rank_correlation_defined(other, human)]
+    differences = dict.fromkeys(others)
+    if not _rank_correlation_defined(cosines, human):
+        return float("nan"), None, differences
+    statistic = _spearman_and_differences(cosines, [np.asarray(others[name], dtype=np.float64) for name in compared],
+                                          human)
+    mine, *versus = bootstrap_intervals(statistic, np.arange(len(human)), n_resamples=n_resamples, seed=seed,
+                                        vectorized=True)
+    differences.update({name: _finite(interval) for name, interval in zip(compared, versus)})
+    return mine.estimate, _finite(mine), differences
+
+
+def _finite(interval):
+    """The Interval as a dict; None when a bound is not finite (resamples with constant cosines)."""
+    return interval.to_dict() if np.isfinite(interval.low) and np.isfinite(interval.high) else None
+
+
 def spearman_on_pairs(cosines, human, n_resamples, seed):
     """(estimate, Interval dict) on the common pairs; NaN and None below 3 pairs or for constant cosines."""
-    if not _rank_correlation_defined(cosines, human):
-        return float("nan"), None
-    interval = spearman_interval(cosines, human, n_resamples=n_resamples, seed=seed)
-    if not (np.isfinite(interval.low) and np.isfinite(interval.high)):  # resamples with constant cosines: no interval
-        return float(interval.estimate), None
-    return float(interval.estimate), interval.to_dict()
+    estimate, interval, _ = spearman_with_differences(cosines, {}, human, n_resamples, seed)
+    return estimate, interval
 
 
 def paired_spearman_difference(scores_a, scores_b, human, n_resamples=1000, seed=0, confidence=0.95) -> Interval:
@@ -202,25 +233,13 @@ def paired_spearman_difference(scores_a, scores_b, human, n_resamples=1000, seed
                          f"{a.shape}, {b.shape}, {h.shape}")
     if len(h) < 3:
         raise ValueError(f"paired_spearman_difference needs at least 3 pairs, got {len(h)}")
-
-    rho = spearman_of_resamples(h, a, b)  # every resample at once, the human scores ranked once for both
-
-    def difference(items, axis=-1):
-        rho_a, rho_b = rho(items)
-        return rho_a - rho_b
-
-    return bootstrap_interval(difference, np.arange(len(h)), confidence=confidence, n_resamples=n_resamples,
-                              seed=seed, vectorized=True)
+    return bootstrap_intervals(_spearman_and_differences(a, [b], h), np.arange(len(h)), confidence=confidence,
+                               n_resamples=n_resamples, seed=seed, vectorized=True)[1]
 
 
 def difference_on_pairs(cosines_a, cosines_b, human, n_resamples, seed):
     """Interval dict of rho(a) - rho(b) on the same pairs; None where either correlation is undefined."""
-    if not (_rank_correlation_defined(cosines_a, human) and _rank_correlation_defined(cosines_b, human)):
-        return None
-    interval = paired_spearman_difference(cosines_a, cosines_b, human, n_resamples=n_resamples, seed=seed)
-    if not (np.isfinite(interval.low) and np.isfinite(interval.high)):
-        return None
-    return interval.to_dict()
+    return spearman_with_differences(cosines_a, {"b": cosines_b}, human, n_resamples, seed)[2]["b"]
 
 
 class CommonBenchmarks:
@@ -253,29 +272,31 @@ class CommonBenchmarks:
         return {f"{bench}{suffix}": self._pair_cosines(bench, vocab, matrix)[0]
                 for bench in WORD_PAIRS for suffix, matrix in (("", vectors), ("_abtt", cleaned))}
 
-    def score(self, name, vocab, vectors, versus=None):
+    def score(self, name, vocab, vectors, versus=None, cosines=None):
         """BenchmarkScore of `vectors` (len(vocab), dim), rows in `vocab` order (most frequent first).
 
         `versus`: {other system: its `cosines(...)`} to compare with by `paired_spearman_difference` on the same
-        pairs; "word2vec" is compared raw and after All-but-the-Top, any other system raw only."""
+        pairs; "word2vec" is compared raw and after All-but-the-Top, any other system raw only. `cosines`: this set's
+        `cosines(vocab, vectors)` where already computed (e.g. as another set's `versus`)."""
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or len(vectors) != len(vocab):
             raise ValueError(f"vector set {name!r}: expected a ({len(vocab)}, dim) matrix, got shape {vectors.shape}")
-        values = {}
-        cosines = self.cosines(vocab, vectors)
+        values, compared = {}, {other: {} for other in versus or {}}
+        cosines = self.cosines(vocab, vectors) if cosines is None else cosines
         for bench in WORD_PAIRS:
             pairs = self.pairs[bench]
             values[f"{bench}_oov"] = 1 - len(pairs) / self.totals[bench]
             values[f"{bench}_pairs"], values[f"{bench}_total"] = len(pairs), self.totals[bench]
-            for suffix in ("", "_abtt"):
-                values[f"{bench}{suffix}"], values[f"{bench}{suffix}_interval"] = spearman_on_pairs(
-                    cosines[f"{bench}{suffix}"], self._human(bench), self.n_resamples, self.seed)
-        if versus:
-            values["versus"] = {
-                other: {key: difference_on_pairs(cosines[key], theirs[key], self._human(key), self.n_resamples,
-                                                 self.seed)
-                        for key in theirs if other == "word2vec" or not key.endswith("_abtt")}
-                for other, theirs in versus.items()}
+            for key in (bench, f"{bench}_abtt"):  # the interval and every comparison from one draw of resamples
+                theirs = {other: c[key] for other, c in (versus or {}).items()
+                          if key in c and (other == "word2vec" or not key.endswith("_abtt"))}
+                values[key], values[f"{key}_interval"], differences = spearman_with_differences(
+                    cosines[key], theirs, self._human(bench), self.n_resamples, self.seed)
+                for other, interval in differences.items():
+                    compared[other][key] = interval
+        if versus:  # in the order of each system's keys
+            values["versus"] = {other: {key: compared[other][key] for key in theirs if key in compared[other]}
+                                for other, theirs in versus.items()}
         values.update(self._analogies(vocab, vectors))
         return BenchmarkScore(vectors=name, **values)
 
@@ -359,22 +380,25 @@ def run_benchmarks(word_vectors, sentence_words=None, normalise=str.lower, word2
     common = set.intersection(*vocabularies)
     bench = CommonBenchmarks(common, normalise, n_resamples=n_resamples, seed=seed)
     results.pairs, results.analogy_questions = bench.coverage(), bench.question_counts()
-    # The cosines every system is compared with, pair by pair: word2vec's for all, random's and the untrained
-    # model's same set for the probed model's sets.
-    baselines = {other: bench.cosines(word_vectors.vocab, word_vectors.sets[other])
-                 for other in ("word2vec", "random") if other in word_vectors.sets}
-    systems = [("scores", word_vectors), ("untrained", untrained), ("reference", reference)]
-    jobs = [(key, name, v) for key, v in systems if v is not None for name in v.sets]
+    systems = {"scores": word_vectors, "untrained": untrained, "reference": reference}
+    cosines = {}  # (system, set) -> bench.cosines: each set's All-but-the-Top once, also where it is a baseline
+
+    def cosines_of(key, name):
+        if (key, name) not in cosines:
+            cosines[key, name] = bench.cosines(systems[key].vocab, systems[key].sets[name])
+        return cosines[key, name]
+
+    jobs = [(key, name, v) for key, v in systems.items() if v is not None for name in v.sets]
     scored = {"scores": [], "untrained": [], "reference": []}
     for key, name, v in progress(jobs, desc="benchmarks"):
-        versus = {}
-        if "word2vec" in baselines and not (key == "scores" and name == "word2vec"):
-            versus["word2vec"] = baselines["word2vec"]
+        versus = {}  # pair by pair against word2vec for all, random and the untrained model's same set for the probed
+        if "word2vec" in word_vectors.sets and not (key == "scores" and name == "word2vec"):
+            versus["word2vec"] = cosines_of("scores", "word2vec")
         if key == "scores" and name not in ("word2vec", "random"):
-            versus["random"] = baselines["random"]
+            versus["random"] = cosines_of("scores", "random")
             if untrained is not None and name in untrained.sets:
-                versus["untrained"] = bench.cosines(untrained.vocab, untrained.sets[name])
-        scored[key].append(bench.score(name, v.vocab, v.sets[name], versus=versus))
+                versus["untrained"] = cosines_of("untrained", name)
+        scored[key].append(bench.score(name, v.vocab, v.sets[name], versus=versus, cosines=cosines_of(key, name)))
         results.abtt_components[str(v.sets[name].shape[1])] = max(1, v.sets[name].shape[1] // 100)
     results.scores = scored["scores"]
     results.untrained = scored["untrained"] if untrained is not None else None
