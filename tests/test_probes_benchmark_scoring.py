@@ -13,7 +13,7 @@ from gensim.test.utils import datapath
 from scipy.stats import bootstrap, pearsonr, rankdata, spearmanr
 
 from hf_minattn.probes.benchmarks import (WORD_PAIRS, CommonBenchmarks, analogy_accuracy, difference_on_pairs,
-                                          paired_spearman_difference, spearman_on_pairs)
+                                          paired_spearman_difference, spearman_on_pairs, spearman_with_differences)
 
 GOOGLE = datapath("questions-words.txt")
 
@@ -205,6 +205,20 @@ def test_difference_uses_the_given_seed_and_resamples():
         _rho_difference, (a, b, human), 1000, 5))
     for (n, seed), ref in refs.items():
         assert _matches(difference_on_pairs(a, b, human, n, seed), ref)
+
+
+def test_one_draw_gives_the_interval_and_every_difference_as_apart():
+    """A set's interval and its differences with other systems, from one draw of resamples, are the numbers of
+    spearman_on_pairs and difference_on_pairs called one by one; a constant system's difference is None, and a
+    constant set gets NaN and no intervals at all."""
+    human, a, b = _noisy(5, 40)
+    others = {"b": b, "human": human, "constant": np.full(40, 0.5)}
+    estimate, interval, differences = spearman_with_differences(a, others, human, 150, 2)
+    assert (estimate, interval) == spearman_on_pairs(a, human, 150, 2)
+    assert differences == {name: difference_on_pairs(a, other, human, 150, 2) for name, other in others.items()}
+    assert differences["constant"] is None and differences["b"]["low"] != differences["human"]["low"]
+    nothing = spearman_with_differences(np.full(40, 0.5), others, human, 150, 2)
+    assert np.isnan(nothing[0]) and nothing[1:] == (None, dict.fromkeys(others))
 
 
 def test_no_paired_difference_is_bootstrapped_when_one_system_is_constant():

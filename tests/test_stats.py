@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from hf_minattn.stats import (Interval, bootstrap_interval, bootstrap_test, crossed_bootstrap, hierarchical_bootstrap, hierarchical_draws,
+from hf_minattn.stats import (Interval, bootstrap_interval, bootstrap_intervals, bootstrap_test, crossed_bootstrap, hierarchical_bootstrap, hierarchical_draws,
                               holm, mean_interval, paired_difference, spearman, spearman_interval, spearman_of_copies,
                               spearman_of_resamples, t_test_p, tost)
 
@@ -209,6 +209,30 @@ def test_spearman_interval_equals_the_per_resample_spearmanr_loop_on_tied_data()
         interval = spearman_interval(x, y, n_resamples=n_resamples, seed=seed)
         assert interval.estimate == pytest.approx(spearmanr(x, y).statistic, abs=1e-12)
         assert (interval.low, interval.high) == pytest.approx((low, high), abs=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::scipy.stats.DegenerateDataWarning")  # the NaN number, on purpose
+def test_bootstrap_intervals_are_each_numbers_bootstrap_interval_from_one_draw():
+    """A statistic of several numbers: each interval is the one bootstrap_interval gives that number alone with the
+    same seed, vectorised or not; a number undefined in some resamples gets NaN bounds without touching the others,
+    and bootstrap_interval refuses a statistic of several numbers."""
+    rng = np.random.default_rng(2)
+    x, y = rng.normal(size=25), rng.integers(0, 2, 25).astype(float)
+
+    def several(a, b, axis=-1):
+        spread = np.where(np.ptp(b, axis=axis) > 0, np.std(b, axis=axis), np.nan)  # NaN where b is constant
+        return np.stack([np.mean(a, axis=axis), np.median(a - b, axis=axis), spread])
+
+    both = bootstrap_intervals(several, x, y, n_resamples=300, seed=4, vectorized=True)
+    assert both == bootstrap_intervals(several, x, y, n_resamples=300, seed=4)
+    for k in (0, 1):
+        alone = bootstrap_interval(lambda a, b, axis=-1: several(a, b, axis)[k], x, y, n_resamples=300, seed=4,
+                                   vectorized=True)
+        assert both[k] == alone and np.isfinite([alone.low, alone.high]).all()
+    few = bootstrap_intervals(several, x[:3], y[:3], n_resamples=300, seed=4, vectorized=True)
+    assert np.isnan([few[2].low, few[2].high]).all() and np.isfinite([few[0].low, few[0].high]).all()
+    with pytest.raises(ValueError, match="one number"):
+        bootstrap_interval(several, x, y)
 
 
 def test_spearman_of_resamples_is_spearman_of_the_gathered_arrays_bit_for_bit():
