@@ -242,6 +242,8 @@ def hierarchical_draws(statistic: Callable[..., float], groups: Sequence[Sequenc
     values = np.empty(seeds.shape)  # (resamples, S): the statistic on each drawn seed's resampled items
     for g, arrays in enumerate(groups):
         drawn = seeds == g
+        if not drawn.any():
+            continue
         rows = items[starts[drawn][:, None] + np.arange(sizes[g])]  # (times seed g was drawn, its items)
         if vectorized:
             values[drawn] = statistic(*(a[rows] for a in arrays), axis=-1)
