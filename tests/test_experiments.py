@@ -143,6 +143,12 @@ def test_every_probe_ran_at_every_seed_and_the_comparisons_are_paired(run):
         assert c["method"] == "hierarchical" and c["n"] == len(seeds) and c["p_holm"] >= c["p"]
         assert c["verdict"] in ("higher", "lower", "equivalent", "unresolved")
     assert results["answers"]["q6"]["senses"]["comparisons"]["vs_chance"]["df"] == len(seeds) - 1
+    # the reference beside ours: one model, so its own intervals rest on its pairs and homonyms alone
+    reference = results["answers"]["q5"]["reference_scores"]
+    assert reference["rho"]["n"] == reference["rho"]["pairs"] and set(reference["comparisons"]) == {"vs_word2vec", "vs_static"}
+    senses = results["answers"]["q6"]["senses"]["reference"]
+    assert senses["vs_chance"]["method"] == "crossed" and senses["vs_chance"]["n"] == senses["homonyms"] > 2
+    assert "in a model trained at scale (all-MiniLM-L6-v2)" in run.findings.split("\n## ")[0]
     assert len(results["answers"]["q7"]["strongest"]) == 5
     mixing = results["answers"]["q7"]["mixing"]  # Q7 over many sentences, the reference beside ours
     assert mixing["sentences"] == 30 and mixing["seeds"] == len(seeds)

@@ -198,14 +198,15 @@ def heading(number: int) -> str:
     return f"## {number}. {ANSWERS[number - 1][1]}"
 
 
-REFERENCE_SENSE_KEY = ("the model trained at scale - chance, homonyms", ("q6", "senses", "reference", "vs_chance"))
+REFERENCE_SENSE_KEY = ("the model trained at scale: sense accuracy - chance, over homonyms",
+                       ("q6", "senses", "reference", "vs_chance"))
 # question -> (what, where in results["answers"]): the interval each answer rests on, printed beside it
 KEYS = {1: (("Spearman of a row's distance with its token's count", ("q1", "spearman_over_seeds")),),
         2: (("frozen - full loss with the capacity given back, nats", ("q2", "frozen_matched_minus_full")),),
         3: (("identity - full loss, nats", ("q3", "identity_minus_full")),),
         5: (("Spearman, last layer - untrained", ("q5", "comparisons", "last_vs_untrained")),
             ("last layer - word2vec", ("q5", "comparisons", "last_vs_word2vec")),
-            ("the model trained at scale's last layer", ("q5", "reference_scores", "rho")),
+            ("Spearman of the model trained at scale, last layer", ("q5", "reference_scores", "rho")),
             ("its last layer - word2vec", ("q5", "reference_scores", "comparisons", "vs_word2vec"))),
         6: (("sense accuracy - chance", ("q6", "senses", "comparisons", "vs_chance")), REFERENCE_SENSE_KEY),
         7: (("a word's share of its own input", ("q7", "self_share")),)}
@@ -218,7 +219,7 @@ ITEM_KEYS = {
         (("a word's share of its own input", ("q7", "mixing", "measured", "full")),
          ("trained - uniform attention", ("q7", "mixing", "comparisons", "full_minus_uniform_measured")),
          ("trained - untrained", ("q7", "mixing", "comparisons", "full_minus_untrained_measured")),
-         ("the model trained at scale - uniform", ("q7", "mixing", "reference", "measured", "minus_uniform")))),
+         ("the model trained at scale - uniform attention", ("q7", "mixing", "reference", "measured", "minus_uniform")))),
 }
 
 
