@@ -21,11 +21,11 @@ import json
 import os
 import shutil
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from hf_minattn.experiments.learning_rates import (EXPLORATION_SEEDS, FOLLOWS_FULL, RULE, choose_learning_rates,
                                                    study_rates)
-from hf_minattn.experiments.training import SETTINGS, VARIANTS, log, run_training, variant_arguments
+from hf_minattn.experiments.training import (SETTINGS, VARIANTS, log, run_side_by_side, run_training,
+                                             variant_arguments)
 from hf_minattn.machine import machine_info
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -61,12 +61,7 @@ def run_study(preset: str, variants, seeds, work: str, parallel: int = 1) -> lis
         first = todo.pop(0)
         train(first)
         tokenizer_dir = folder_of[first]
-    if parallel > 1:
-        with ThreadPoolExecutor(parallel) as pool:
-            list(pool.map(lambda job: train(job, threads=1), todo))  # list(): re-raise a failed run's error
-    else:
-        for job in todo:
-            train(job)
+    run_side_by_side(train, todo, parallel)
     rows = []
     for job in jobs:
         with open(os.path.join(folder_of[job], "eval_results.json")) as f:

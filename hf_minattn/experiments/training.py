@@ -271,6 +271,19 @@ def model_folder(out: str, variant: str, seed: int) -> str:
     return os.path.join(out, "models", variant, f"seed{seed}")
 
 
+def run_side_by_side(train, jobs, parallel: int) -> None:
+    """`train(job, threads=1)` for every job, `parallel` at a time (small models gain little from a second thread,
+    and the runs' start-up, mostly imports, overlaps), or `train(job)` one by one when `parallel` is 1."""
+    if parallel > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(parallel) as pool:
+            list(pool.map(lambda job: train(job, threads=1), jobs))  # list(): re-raise a failed run's error
+    else:
+        for job in jobs:
+            train(job)
+
+
 def train_variants(out: str, settings: dict, seeds) -> dict[str, dict[int, str]]:
     """Train every variant at every seed and save the untrained model of each seed; returns {variant: {seed:
     folder}}. Folders already finished are kept. The first run trains the tokenizer that every other run reads;
@@ -299,14 +312,7 @@ def train_variants(out: str, settings: dict, seeds) -> dict[str, dict[int, str]]
         train(todo[0])
         tokenizer_dir = folders[todo[0][1].name][todo[0][0]]
         todo = todo[1:]
-    if parallel > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(parallel) as pool:
-            list(pool.map(lambda job: train(job, threads=1), todo))  # list(): re-raise a failed run's error
-    else:
-        for job in todo:
-            train(job)
+    run_side_by_side(train, todo, parallel)
     for seed in seeds:
         if not os.path.isfile(os.path.join(folders["untrained"][seed], "config.json")):
             initialise_untrained(folders["untrained"][seed], folders["full"][seed], seed)
