@@ -280,17 +280,17 @@ def test_bad_arguments_are_refused_before_training(kwargs, error, tmp_path):
         run_experiments(**kwargs)
 
 
-def test_the_pretrained_reference_is_opt_in_for_the_full_preset():
-    """The full preset leaves all-MiniLM-L6-v2 out (its minutes keep the call within the hour); --reference minilm
-    adds it, --reference none removes it from the presets that have it, and the presets themselves stay as they are."""
+def test_every_preset_probes_the_pretrained_reference_unless_told_not_to():
+    """all-MiniLM-L6-v2 is in every preset (Q5-Q7 set its answer beside ours); --reference none removes it, and the
+    presets themselves stay as they are."""
     from hf_minattn.experiments.cli import preset_settings
     from hf_minattn.experiments.training import SETTINGS
 
-    assert preset_settings("full")["reference"] is None
-    assert preset_settings("full", "minilm")["reference"] == "minilm"
-    assert preset_settings("quick")["reference"] == "minilm" and preset_settings("quick", "none")["reference"] is None
-    assert SETTINGS["full"]["reference"] is None and SETTINGS["quick"]["reference"] == "minilm"
-    assert {k: v for k, v in preset_settings("full", "minilm").items() if k != "reference"} == \
+    for preset in ("quick", "full", "scale"):
+        assert preset_settings(preset)["reference"] == "minilm"
+        assert preset_settings(preset, "none")["reference"] is None
+        assert SETTINGS[preset]["reference"] == "minilm"
+    assert {k: v for k, v in preset_settings("full", "none").items() if k != "reference"} == \
         {k: v for k, v in SETTINGS["full"].items() if k != "reference"}
 
 
