@@ -165,7 +165,7 @@ class MinAttnAttention(nn.Module):
         query_key = qkv[:, :, :2]  # (B, T, 2, H, D)
         if position_embeddings is not None:  # rotary: turn queries and keys (never values) by their position
             cos, sin = position_embeddings  # (T, D) each
-            # Both in one pass: half the elementwise kernels of rotating them one by one, and twice as fast on CPU.
+            # Both in one pass: half the elementwise kernels of rotating them one by one (launches count on a GPU).
             query_key = apply_rotary(query_key, cos[:, None, None], sin[:, None, None])  # tables (T, 1, 1, D)
         query, key = query_key.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, H, T, D)
         value = qkv[:, :, 2].transpose(1, 2)  # (B, H, T, D)
