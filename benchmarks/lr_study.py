@@ -89,6 +89,8 @@ def main(argv=None):
     parser.add_argument("--parallel", type=int, help="runs side by side, one thread each (default: the preset's)")
     parser.add_argument("--out", help="results JSON (default: benchmarks/results/lr_study[-quick].json)")
     args = parser.parse_args(argv)
+    if args.parallel is not None and args.parallel < 1:
+        parser.error(f"--parallel must be a whole number >= 1, got {args.parallel}")
     preset = "quick" if args.quick else "full"
     seeds = EXPLORATION_SEEDS[:2] if args.quick else EXPLORATION_SEEDS  # the quick preset has 2 seeds
     start = time.perf_counter()
