@@ -11,8 +11,10 @@ evaluation loss (on the validation sample it evaluates during training) goes int
     python benchmarks/lr_study.py --quick             # the quick preset, to check that it runs (minutes)
     python benchmarks/lr_study.py --variants full frozen_embeddings_matched --out /tmp/lr.json
 
-Runs already finished in --work are kept, so a killed study resumes. Writes --out (default
-benchmarks/results/lr_study.json; --quick: lr_study-quick.json) and prints the table.
+Writes --out (default benchmarks/results/lr_study.json; --quick: lr_study-quick.json) after every finished run, so
+the committed file is the study's record: a study killed part-way, or continued on another day from a fresh clone,
+skips every run --out already holds at the same preset and precision (and any run finished in --work) and trains
+only the rest. The rates are chosen, and the table printed, once every run is in.
 """
 
 import argparse
@@ -20,29 +22,32 @@ import datetime
 import json
 import os
 import shutil
+import threading
 import time
 
 from hf_minattn.experiments.learning_rates import (EXPLORATION_SEEDS, FOLLOWS_FULL, RULE, choose_learning_rates,
                                                    study_rates)
 from hf_minattn.experiments.training import (SETTINGS, VARIANTS, log, run_side_by_side, run_training,
                                              variant_arguments)
-from hf_minattn.machine import machine_info
+from hf_minattn.machine import fast_bf16_available, machine_description, machine_info
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_study(preset: str, variants, seeds, work: str, parallel: int = 1) -> list[dict]:
-    """One row {"variant", "learning_rate", "seed", "eval_loss", "seconds"} per run; the first run trains the
-    tokenizer every other run reads, as in the experiments, and the others then run `parallel` at a time with one
-    thread each, as the experiments train (training.train_variants). Jobs go variant by variant, so a study killed
-    part-way leaves whole variants behind."""
+def run_study(preset: str, variants, seeds, work: str, parallel: int = 1, recorded=(), record=None) -> list[dict]:
+    """One row {"variant", "learning_rate", "seed", "eval_loss", "train_seconds", "machine"} per run; runs in
+    `recorded` (rows of an earlier study at the same preset and precision) are not trained again, and `record(rows)` is called with every
+    row so far after each run. The first run trains the tokenizer every other run reads, as in the experiments, and
+    the others then run `parallel` at a time with one thread each, as the experiments train
+    (training.train_variants). Jobs go variant by variant, so a study killed part-way leaves whole variants behind."""
     settings = SETTINGS[preset]  # bf16 None: run_mlm's default, as the experiments train
     jobs = [(v, rate, seed) for v in VARIANTS if v.trained and v.name in variants
             for rate in study_rates(settings["learning_rate"]) for seed in seeds]
     folder_of = {job: os.path.join(work, job[0].name, f"lr{job[1]:g}", f"seed{job[2]}") for job in jobs}
+    rows = {key(r): r for r in recorded}
     finished = [job for job in jobs if os.path.isfile(os.path.join(folder_of[job], "eval_results.json"))]
     tokenizer_dir = folder_of[finished[0]] if finished else None
-    seconds = {}
+    lock = threading.Lock()
 
     def train(job, threads=None):
         variant, rate, seed = job
@@ -50,24 +55,51 @@ def run_study(preset: str, variants, seeds, work: str, parallel: int = 1) -> lis
         if os.path.isdir(folder):  # killed before it finished: the study saves no checkpoints, so it starts again
             shutil.rmtree(folder)
         log(f"[{jobs.index(job) + 1}/{len(jobs)}] {variant.name}, learning rate {rate:g}, seed {seed}")
-        start = time.perf_counter()
         args = variant_arguments({**settings, "learning_rates": {variant.name: rate}}, variant, seed, folder,
                                  tokenizer_dir, measurements=False)
         run_training(args, os.path.join(work, "logs", f"{variant.name}-lr{rate:g}-seed{seed}.log"), threads)
-        seconds[job] = round(time.perf_counter() - start, 1)
+        keep(job)
 
-    todo = [job for job in jobs if job not in finished]
+    def keep(job):
+        with open(os.path.join(folder_of[job], "eval_results.json")) as f:
+            loss = json.load(f)["eval_loss"]
+        with open(os.path.join(folder_of[job], "train_results.json")) as f:
+            seconds = json.load(f)["train_runtime"]  # the run's own training clock
+        row = {"variant": job[0].name, "learning_rate": job[1], "seed": job[2], "eval_loss": loss,
+               "train_seconds": round(seconds, 1), "machine": machine_description()}
+        with lock:  # runs side by side finish on their own threads
+            rows[key(row)] = row
+            if record:
+                record(list(rows.values()))
+
+    for job in finished:
+        if (job[0].name, job[1], job[2]) not in rows:
+            keep(job)
+    todo = [job for job in jobs if (job[0].name, job[1], job[2]) not in rows]
     if todo and tokenizer_dir is None:
         first = todo.pop(0)
         train(first)
         tokenizer_dir = folder_of[first]
     run_side_by_side(train, todo, parallel)
-    rows = []
-    for job in jobs:
-        with open(os.path.join(folder_of[job], "eval_results.json")) as f:
-            rows.append({"variant": job[0].name, "learning_rate": job[1], "seed": job[2],
-                         "eval_loss": json.load(f)["eval_loss"], "seconds": seconds.get(job)})
-    return rows
+    return [rows[(job[0].name, job[1], job[2])] for job in jobs]
+
+
+def key(row: dict) -> tuple:
+    return row["variant"], float(row["learning_rate"]), int(row["seed"])
+
+
+def recorded_rows(path: str, preset: str, precision: str) -> list[dict]:
+    """The rows an earlier study wrote to `path`, if it ran the same preset at the same precision (else none: a
+    run in bf16 and one in fp32 are not the same measurement)."""
+    if not os.path.isfile(path):
+        return []
+    with open(path) as f:
+        study = json.load(f)
+    if (study.get("preset"), study.get("precision")) != (preset, precision):
+        log(f"{path} holds a study of preset {study.get('preset')!r} in {study.get('precision')}, not {preset!r} in "
+            f"{precision}: it is started again")
+        return []
+    return study["rows"]
 
 
 def table(chosen: dict) -> str:
@@ -93,17 +125,33 @@ def main(argv=None):
         parser.error(f"--parallel must be a whole number >= 1, got {args.parallel}")
     preset = "quick" if args.quick else "full"
     seeds = EXPLORATION_SEEDS[:2] if args.quick else EXPLORATION_SEEDS  # the quick preset has 2 seeds
+    bf16 = SETTINGS[preset]["bf16"]
+    precision = "bf16" if (fast_bf16_available() if bf16 is None else bf16) else "fp32"  # as run_mlm decides
     start = time.perf_counter()
     parallel = min(args.parallel or SETTINGS[preset].get("parallel", 1), os.cpu_count() or 1)
-    rows = run_study(preset, args.variants, seeds, os.path.join(args.work, preset), parallel)
     base = SETTINGS[preset]["learning_rate"]
-    chosen = choose_learning_rates(rows, base, seeds)
     out = args.out or os.path.join(HERE, "results", f"lr_study{'-quick' if args.quick else ''}.json")
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
-    with open(out, "w") as f:
-        json.dump({"date": datetime.date.today().isoformat(), "preset": preset, "base_learning_rate": base,
-                   "seeds": list(seeds), "rule": RULE, "rows": rows, "chosen": chosen,
-                   "minutes": round((time.perf_counter() - start) / 60, 1), "machine": machine_info()}, f, indent=1)
+    header = {"preset": preset, "precision": precision, "base_learning_rate": base, "seeds": list(seeds),
+              "rule": RULE}
+
+    def write(rows, chosen=None):
+        study = {"date": datetime.date.today().isoformat(), **header, "rows": rows,
+                 "complete": chosen is not None, "chosen": chosen,
+                 "minutes_this_call": round((time.perf_counter() - start) / 60, 1), "machine": machine_info()}
+        with open(out + ".tmp", "w") as f:
+            json.dump(study, f, indent=1)
+        os.replace(out + ".tmp", out)  # a study killed while writing keeps the previous record
+
+    everything = recorded_rows(out, preset, precision)  # --variants may name fewer variants than the record holds
+
+    def record(rows):
+        everything[:] = rows
+        write(rows)
+
+    rows = run_study(preset, args.variants, seeds, os.path.join(args.work, preset), parallel, everything, record)
+    chosen = choose_learning_rates(rows, base, seeds)
+    write(everything, chosen)
     print(table(chosen))
     print(f"written: {out}")
     return 0

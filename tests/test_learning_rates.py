@@ -54,3 +54,36 @@ def test_the_preset_trains_each_variant_at_its_chosen_rate():
     assert study_rates(2e-3) == [1e-3, 2e-3, 4e-3]
     with pytest.raises(ValueError, match="positive"):
         study_rates(0)
+
+
+@pytest.mark.slow
+def test_the_study_resumes_from_its_committed_record(tmp_path):
+    """benchmarks/lr_study.py writes its results file after every run and, started again from a fresh clone (no
+    work folder), trains only the runs that file lacks: the record is what carries a study across days."""
+    import importlib.util
+    import json
+    import os
+    import shutil
+
+    spec = importlib.util.spec_from_file_location("lr_study", os.path.join(os.path.dirname(__file__), "..",
+                                                                          "benchmarks", "lr_study.py"))
+    lr_study = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lr_study)
+    out, work = str(tmp_path / "lr.json"), tmp_path / "work"
+    argv = ["--quick", "--variants", "attention_only", "--parallel", "1", "--out", out, "--work", str(work)]
+    assert lr_study.main(argv) == 0
+    study = json.load(open(out))
+    assert study["complete"] and len(study["rows"]) == 6  # 3 rates x the quick preset's 2 exploration seeds
+    assert study["chosen"]["attention_only"]["learning_rate"] in [r["learning_rate"] for r in study["rows"]]
+    dropped = study["rows"].pop(4)
+    json.dump({**study, "complete": False, "chosen": None}, open(out, "w"))
+    shutil.rmtree(work)  # a fresh clone: only the committed record is left
+    assert lr_study.main(argv) == 0
+    trained = [root for root, _, files in os.walk(work) if "eval_results.json" in files]
+    assert trained == [str(work / "quick" / "attention_only" / f"lr{dropped['learning_rate']:g}" /
+                           f"seed{dropped['seed']}")]
+    again = json.load(open(out))
+    assert again["complete"] and len(again["rows"]) == 6
+    json.dump({**again, "precision": "another"}, open(out, "w"))  # a record of another precision is not reused
+    assert lr_study.recorded_rows(out, "quick", again["precision"]) == []
+    assert len(lr_study.recorded_rows(out, "quick", "another")) == 6
