@@ -81,7 +81,22 @@ def test_full_pooling_reproduces_every_occurrence_pooling(tokenizer):
         np.testing.assert_allclose(results.word_vectors.sets[f"layer_{layer}"], vectors, rtol=0, atol=1e-6)
     assert results.pooling == {"design": "every word, every sentence (full pooling)", "contexts_per_word": None,
                                "words": len(today.vocab), "sentences": len(SENTENCES),
-                               "sentences_total": len(SENTENCES)}
+                               "sentences_total": len(SENTENCES), "precision": "fp32"}
+
+
+def test_bf16_pooling_runs_the_model_under_autocast_and_keeps_fp32_sums(tokenizer):
+    """--bf16: the passes run in bf16 (the vectors move by bf16 rounding, not more), the pooled means stay fp32, and
+    probes.json says which precision ran."""
+    model = MinAttnModel(tiny_config(vocab_size=120)).eval()
+    fp32 = pool_corpus(model, tokenizer, SENTENCES, min_contexts=2, max_length=24)
+    bf16 = pool_corpus(model, tokenizer, SENTENCES, min_contexts=2, max_length=24, bf16=True)
+    assert bf16.vocab == fp32.vocab and bf16.contextual.dtype == np.float32
+    moved = np.abs(bf16.contextual - fp32.contextual).max()
+    assert 0 < moved < 0.05 * np.abs(fp32.contextual).max()  # bf16 keeps 8 bits of mantissa: ~0.4% a product
+    results = run_all_probes(model, tokenizer, SENTENCES[:6], ProbeSettings(**QUIET, full_pooling=True, bf16=True),
+                             corpus=SENTENCES, log=lambda m: None)
+    assert results.pooling["precision"] == "bf16 autocast"
+    np.testing.assert_allclose(results.word_vectors.sets["layer_2"], bf16.contextual[2], rtol=0, atol=1e-6)
 
 
 def test_probes_json_records_the_design(tokenizer, tmp_path):
@@ -103,6 +118,7 @@ def test_probes_json_records_the_design(tokenizer, tmp_path):
     ("contexts_per_word", 0, "--contexts-per-word must be at least 1, got 0"),
     ("contexts_per_word", 2.5, "--contexts-per-word must be an integer"),
     ("full_pooling", "yes", "--full-pooling must be True or False"),
+    ("bf16", 1, "--bf16 must be True or False"),
 ])
 def test_a_bad_pooling_setting_names_its_flag(field, value, message):
     with pytest.raises(ValueError, match=message):
@@ -114,5 +130,7 @@ def test_the_cli_flags_reach_the_settings():
     assert probe_settings(parse(["m", "--out", "o", "--contexts-per-word", "7"])).contexts_per_word == 7
     assert probe_settings(parse(["m", "--out", "o", "--full-pooling"])) == replace(
         probe_settings(parse(["m", "--out", "o"])), full_pooling=True)
+    assert probe_settings(parse(["m", "--out", "o", "--bf16"])) == replace(
+        probe_settings(parse(["m", "--out", "o"])), bf16=True)
     with pytest.raises(ValueError, match="--contexts-per-word must be at least 1"):
         probe_settings(parse(["m", "--out", "o", "--contexts-per-word", "0"]))

@@ -88,11 +88,13 @@ def select_contexts(words, targets, contexts_per_word, seed=0, candidates=CANDID
 
 
 def selection_for(words, normalise, settings):
-    """(ContextSelection or None for full pooling, probes.json's record of the design) of `words` (a CorpusWords)
+    """(ContextSelection or None for full pooling, probes.json's record of the design and the passes' precision) of
+    `words` (a CorpusWords)
     under `settings` (a ProbeSettings): the scored words, the neighbour probe's words and the sense word, each from at
     most settings.contexts_per_word sentences drawn with settings.seed."""
+    precision = {"precision": "bf16 autocast" if settings.bf16 else "fp32"}
     if settings.full_pooling:
-        return None, full_pooling_summary(words)
+        return None, {**full_pooling_summary(words), **precision}
     extra = (*settings.words, settings.sense_word or "")
     selection = select_contexts(words, scored_words(normalise, extra), settings.contexts_per_word, settings.seed)
-    return selection, selection.summary(len(words.words))
+    return selection, {**selection.summary(len(words.words)), **precision}

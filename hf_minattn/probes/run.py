@@ -293,7 +293,7 @@ def _probe_vectors(results, model, tokenizer, sentences, vector_corpus, settings
         cw = vector_corpus.words
         selection, results.pooling = selection_for(cw, word_normaliser(tokenizer), settings)
         pooled = pool_corpus(model, tokenizer, batch_size=settings.batch_size, max_length=max_length, words=cw,
-                             desc="pooling corpus (model)", selection=selection)
+                             desc="pooling corpus (model)", selection=selection, bf16=settings.bf16)
     stats = results.vector_corpus = VectorCorpusStats(
         source=vector_corpus.name, sentences=len(cw.words), windows=len(cw.windows), words=cw.running_words,
         tokens=cw.tokens, vocabulary=len(pooled.vocab), vocabulary_total=cw.vocabulary_total, min_contexts=min_count)
@@ -308,7 +308,7 @@ def _probe_vectors(results, model, tokenizer, sentences, vector_corpus, settings
         with _Timer(timings, "untrained model", log):
             fresh = initial_model(model.config, settings.seed, type(model)).eval().to(model.device)
             pooled_u = pool_corpus(fresh, tokenizer, words=cw, batch_size=settings.batch_size, max_length=max_length,
-                                   desc="pooling corpus (untrained)", selection=selection)
+                                   desc="pooling corpus (untrained)", selection=selection, bf16=settings.bf16)
             stats.seconds["untrained"] = round(pooled_u.seconds, 2)
             others.untrained = word_vectors(fresh, tokenizer, pooled_u, decontextualized=settings.decontextualized)
     if reference is not None:
@@ -317,7 +317,7 @@ def _probe_vectors(results, model, tokenizer, sentences, vector_corpus, settings
             ref_words = tokenize_words(ref_tokenizer, vector_corpus.sentences, min_contexts=min_count,
                                        max_length=max_length_for(ref_model, ref_tokenizer))
             pooled_r = pool_corpus(ref_model.eval(), ref_tokenizer, words=ref_words, batch_size=settings.batch_size,
-                                   desc="pooling corpus (reference)",
+                                   desc="pooling corpus (reference)", bf16=settings.bf16,
                                    selection=selection_for(ref_words, word_normaliser(ref_tokenizer), settings)[0])
             stats.seconds["reference"] = round(pooled_r.seconds, 2)
             stats.tokens_per_second["reference"] = round(pooled_r.tokens / max(pooled_r.seconds, 1e-9))
