@@ -274,9 +274,10 @@ def test_frozen_matched_variant_has_the_full_models_trainable_parameter_count():
     (dict(out=3), TypeError), (dict(out="x", preset="huge"), ValueError), (dict(out="x", seeds=[]), ValueError),
     (dict(out="x", seeds=[0, 0]), ValueError), (dict(out="x", seeds="0,1"), TypeError),
     (dict(out="x", seeds=[0, -1]), ValueError), (dict(out="x", reference="bert"), ValueError),
+    (dict(out="x", parallel=0), ValueError), (dict(out="x", parallel=True), ValueError),
 ])
 def test_bad_arguments_are_refused_before_training(kwargs, error, tmp_path):
-    with pytest.raises(error, match="out|preset|seeds|reference must be one of"):
+    with pytest.raises(error, match="out|preset|seeds|reference must be one of|parallel must be a whole number"):
         run_experiments(**kwargs)
 
 
@@ -292,6 +293,8 @@ def test_every_preset_probes_the_pretrained_reference_unless_told_not_to():
         assert SETTINGS[preset]["reference"] == "minilm"
     assert {k: v for k, v in preset_settings("full", "none").items() if k != "reference"} == \
         {k: v for k, v in SETTINGS["full"].items() if k != "reference"}
+    # --parallel changes how many runs train side by side, nothing else
+    assert preset_settings("full", parallel=16) == {**SETTINGS["full"], "parallel": 16}
 
 
 def test_the_training_precision_is_a_choice_that_reaches_run_mlm():

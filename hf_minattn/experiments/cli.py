@@ -98,10 +98,12 @@ REFERENCES = ("minilm", "none")  # the pretrained encoder probed beside the mode
 PRECISIONS = {"fp32": False, "bf16": True, "auto": None}  # run_mlm's --bf16 (None: bf16 where the hardware is fast)
 
 
-def preset_settings(preset: str, reference: str | None = None, precision: str | None = None) -> dict:
-    """The SETTINGS of `preset`, with the pretrained reference `reference` ("minilm", "none"; None: the preset's) and
+def preset_settings(preset: str, reference: str | None = None, precision: str | None = None,
+                    parallel: int | None = None) -> dict:
+    """The SETTINGS of `preset`, with the pretrained reference `reference` ("minilm", "none"; None: the preset's),
     the training precision `precision` ("fp32", "bf16", "auto": bf16 where the hardware makes it fast; None: the
-    preset's)."""
+    preset's) and `parallel` training runs side by side (None: the preset's; a GPU takes many: the same numbers,
+    sooner)."""
     if preset not in SETTINGS:
         raise ValueError(f"preset must be one of {sorted(SETTINGS)}, got {preset!r}")
     settings = dict(SETTINGS[preset])
@@ -113,15 +115,21 @@ def preset_settings(preset: str, reference: str | None = None, precision: str | 
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {list(PRECISIONS)} (or None: the preset's), got {precision!r}")
         settings["bf16"] = PRECISIONS[precision]
+    if parallel is not None:
+        if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+            raise ValueError(f"parallel must be a whole number >= 1 (training runs side by side), got {parallel!r}")
+        settings["parallel"] = parallel
     return settings
 
 
 def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "hf-minattn experiments",
-                    figure_format: str = "both", reference: str | None = None, precision: str | None = None) -> dict:
+                    figure_format: str = "both", reference: str | None = None, precision: str | None = None,
+                    parallel: int | None = None) -> dict:
     """Train, score, probe, answer; writes `out/results.json`, `out/FINDINGS.md` and `out/figures/` (every figure,
     the probes' too, as PNG, SVG or both: `figure_format`). `reference`: "minilm" probes all-MiniLM-L6-v2 on the
-    same corpus and pairs, "none" does not; None: the preset's choice (the full preset leaves it out)."""
-    settings, seeds = checked_arguments(out, preset, seeds, figure_format, reference, precision)
+    same corpus and pairs, "none" does not; None: the preset's choice (every preset probes it). `precision` and
+    `parallel`: as `preset_settings`."""
+    settings, seeds = checked_arguments(out, preset, seeds, figure_format, reference, precision, parallel)
     out = os.fspath(out)
     start = time.perf_counter()
     clock = PhaseClock()
@@ -134,14 +142,15 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
     return results
 
 
-def checked_arguments(out, preset, seeds, figure_format, reference, precision) -> tuple[dict, tuple[int, ...]]:
+def checked_arguments(out, preset, seeds, figure_format, reference, precision,
+                      parallel=None) -> tuple[dict, tuple[int, ...]]:
     """The settings of the call and its seeds, every argument checked (a TypeError or ValueError naming it) before
     any training; bf16 "auto" is resolved here as run_mlm would, so that results.json says which it was."""
     from hf_minattn.probes.plots import figure_suffixes
 
     if not isinstance(out, (str, os.PathLike)):
         raise TypeError(f"out must be a folder path, got {out!r}")
-    settings = preset_settings(preset, reference, precision)
+    settings = preset_settings(preset, reference, precision, parallel)
     if settings["bf16"] is None:
         settings["bf16"] = fast_bf16_available()
     figure_suffixes(figure_format)
@@ -318,6 +327,9 @@ def main(argv=None) -> int:
                              "bf16, a CPU with AVX512-BF16/AMX). Default: the preset's: auto for the full preset and "
                              "--scale, fp32 for --quick. bf16 trains 1.9x faster on such a CPU; past the plateau its "
                              "eval loss is within 1%% of fp32's (docs/recipe.md)")
+    parser.add_argument("--parallel", type=int,
+                        help="training runs side by side, one process each (default: the preset's, 2 on 2 cores; "
+                             "a GPU takes 16: the runs are small). The numbers do not depend on it")
     parser.add_argument("--figure-format", choices=FIGURE_FORMATS, default="both",
                         help="every figure as PNG, SVG or both (default: both; FINDINGS.md links the PNG when there "
                              "is one)")
@@ -328,9 +340,11 @@ def main(argv=None) -> int:
         (f" --seeds {args.seeds}" if args.seeds else "") + \
         (f" --reference {args.reference}" if args.reference else "") + \
         (f" --precision {args.precision}" if args.precision else "") + \
+        (f" --parallel {args.parallel}" if args.parallel else "") + \
         (f" --figure-format {args.figure_format}" if args.figure_format != "both" else "") + f" --out {args.out}"
     results = run_experiments(args.out, preset=preset, seeds=seeds, command=command,
-                              figure_format=args.figure_format, reference=args.reference, precision=args.precision)
+                              figure_format=args.figure_format, reference=args.reference, precision=args.precision,
+                              parallel=args.parallel)
     log(f"done in {results['minutes']} min")
     for what, where in (("findings", "FINDINGS.md"), ("figures", "figures"), ("models", "models"), ("probes", "probes")):
         log(f"{what + ':':10}{os.path.join(args.out, where)}")
