@@ -12,6 +12,7 @@ from test_findings import full_results, numbers_missing, section, summary_line
 
 from hf_minattn.experiments.findings import render_findings
 from hf_minattn.experiments.findings_answers import ANSWERS, parameter_count
+from hf_minattn.experiments.findings_format import df_cell
 from hf_minattn.experiments.probe_answers import probe_answers
 from hf_minattn.experiments.probing import REFERENCE_NAME, reference_word_pairs
 from hf_minattn.experiments.word_pairs import BENCHMARKS, score
@@ -142,6 +143,9 @@ def test_the_reference_is_one_model_bootstrapped_over_its_pairs_alone():
     c = ref["comparisons"]
     assert c["vs_word2vec"]["verdict"] == "higher" and c["vs_static"]["verdict"] == "higher"
     assert c["vs_static"]["n"] == 60 and c["vs_word2vec"]["n"] == len(SEEDS) and c["vs_static"]["family_size"] == 2
+    # the table's df column says how each was drawn: the pairs alone, or seeds and then pairs (word2vec: one a seed)
+    assert df_cell(c["vs_static"]) == "bootstrap over items" and df_cell(alone) == "bootstrap over items"
+    assert df_cell(c["vs_word2vec"]) == "hierarchical bootstrap"
     assert ref["system"] == last and ref["static"] == static and ref["layer"] == 6
 
 

@@ -58,7 +58,7 @@ def df_cell(d: dict | None) -> str:
     if not d:
         return "-"
     if d.get("method", "t") != "t":
-        return f"{d['method']} bootstrap"
+        return {"bootstrap": "bootstrap over items"}.get(d["method"], f"{d['method']} bootstrap")
     return "-" if d.get("df") is None else str(d["df"])
 
 

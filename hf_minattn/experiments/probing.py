@@ -290,6 +290,7 @@ def reference_word_pairs(cosines: dict, bench, reference: dict, seeds, key: str,
     own = word_pairs.compare(cosines, bench, {"vs_static": (last, static, key)}, one, n_resamples)
     for d in [*own.values(), *(v for systems in scores.values() for v in systems.values())]:
         d["n"] = d["pairs"]  # one model: the pairs are its only sample, so `n` counts them (as for items elsewhere)
+        d["method"] = "bootstrap"  # one seed: the hierarchical draw is a plain bootstrap over the pairs
     comparisons = st.holm_family(
         {**word_pairs.compare(cosines, bench, {"vs_word2vec": (last, "word2vec", key)}, seeds, n_resamples), **own})
     return scores, {"name": reference["name"], "layer": reference["num_layers"], "system": last, "static": static,
