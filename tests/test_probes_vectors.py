@@ -56,6 +56,25 @@ def test_windows_contexts_and_frequency_order(tokenizer):
     assert all(c >= 2 for c in words.contexts) and words.vocabulary_total >= len(words.vocab)
 
 
+def test_each_word_is_the_text_its_tokens_cover_across_windows(tokenizer):
+    """tokenize_words reads a word's characters from its tokens' offsets, window by window; that is what
+    `word_to_chars` gives for each word, with a word cut by a window boundary joined again (checked on the
+    default corpus's first sentences, accents and all, in windows short enough to cut words)."""
+    sentences = [*wikipedia_train_sentences(40), "Café naïveté: the Zürich-based régime's coördination ended."]
+    words = tokenize_words(tokenizer, sentences, max_length=12, min_contexts=1)
+    normalise = tokenizer.backend_tokenizer.normalizer.normalize_str
+    for s, sentence in enumerate(sentences):
+        batch = tokenizer(sentence, truncation=True, max_length=12, return_overflowing_tokens=True)
+        spans = {}
+        for i in range(len(batch["input_ids"])):
+            for w in {w for w in batch.word_ids(i) if w is not None}:
+                a, b = batch.word_to_chars(i, w)
+                spans[w] = (min(a, spans.get(w, (a, b))[0]), max(b, spans.get(w, (a, b))[1]))
+        expected = [normalise(sentence[slice(*spans[w])]).strip() if w in spans else ""
+                    for w in range(max(spans) + 1)]
+        assert words.words[s] == expected, sentence
+
+
 def test_layers_that_add_nothing_pool_to_the_static_vectors_across_windows(tokenizer):
     model = no_context_model()
     pooled = pool_corpus(model, tokenizer, [" ".join(SENTENCES[:6]), *SENTENCES], max_length=12, min_contexts=1)

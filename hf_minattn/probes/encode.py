@@ -7,6 +7,7 @@ at layer l is the mean over its occurrences. Layer 0 is `hidden_states[0]`, i.e.
 layer's output, which already includes position embeddings (and, in BERT, a LayerNorm).
 """
 
+import functools
 from collections import Counter
 from dataclasses import dataclass
 
@@ -213,6 +214,23 @@ def require_complete_overflow(tokenizer) -> None:
                          "0.23.1-0.23.2); install tokenizers>=0.23.3")
 
 
+def _add_word_spans(sentence_spans: list, ids: np.ndarray, offsets: np.ndarray) -> None:
+    """Widen `sentence_spans` (per word of one sentence: [start, end] characters, None for a pre-token with no
+    token) by one window: `ids` its tokens' word ids (-1: special), `offsets` (tokens, 2) their characters. A word's
+    span in a window runs from its first token's start to its last token's end (`word_to_chars`, without a call per
+    word); a word cut by a window boundary gets the union of its two parts."""
+    real = ids >= 0
+    word, start, end = ids[real], offsets[real, 0], offsets[real, 1]
+    if not word.size:
+        return
+    runs = np.r_[0, np.flatnonzero(np.diff(word)) + 1]  # a word's tokens are consecutive
+    lows, highs = np.minimum.reduceat(start, runs), np.maximum.reduceat(end, runs)
+    sentence_spans.extend([None] * (int(word.max()) + 1 - len(sentence_spans)))
+    for w, low, high in zip(word[runs].tolist(), lows.tolist(), highs.tolist()):
+        old = sentence_spans[w]
+        sentence_spans[w] = [low, high] if old is None else [min(old[0], low), max(old[1], high)]
+
+
 def tokenize_words(tokenizer, sentences, max_length=128, min_contexts=5):
     """Tokenize `sentences` once into windows of <= max_length tokens and count words (occurrences and distinct
     sentences); the vocabulary keeps words seen in >= `min_contexts` sentences, most frequent first."""
@@ -224,7 +242,8 @@ def tokenize_words(tokenizer, sentences, max_length=128, min_contexts=5):
     if isinstance(min_contexts, bool) or not isinstance(min_contexts, int) or min_contexts < 1:
         raise ValueError(f"min_contexts must be a positive integer, got {min_contexts!r}")
     require_complete_overflow(tokenizer)
-    normalise = word_normaliser(tokenizer)
+    # A corpus repeats its words: each distinct text is normalised once (a million calls become ~100k).
+    normalise = functools.lru_cache(maxsize=None)(word_normaliser(tokenizer))
     spans = [[] for _ in sentences]  # per sentence, per word: [start, end] characters (over all its windows)
     windows, window_sentence, window_word_ids = [], [], []
     chunk = 2048  # tokenize in chunks: bounded memory for the tokenizer's intermediate encodings
@@ -234,13 +253,9 @@ def tokenize_words(tokenizer, sentences, max_length=128, min_contexts=5):
         mapping = batch["overflow_to_sample_mapping"]
         for i, local in enumerate(mapping):
             s = start + local
-            ids = np.array([-1 if w is None else w for w in batch.word_ids(i)], dtype=np.int64)
-            sentence_spans = spans[s]
-            for w in np.unique(ids[ids >= 0]).tolist():
-                span = batch.word_to_chars(i, w)  # in this window only: a word cut by a boundary has two parts
-                sentence_spans.extend([None] * (w + 1 - len(sentence_spans)))  # None: a pre-token with no token
-                old = sentence_spans[w]
-                sentence_spans[w] = [span.start, span.end] if old is None else [min(old[0], span.start), max(old[1], span.end)]
+            encoding = batch.encodings[i]  # the tokenizers Encoding: its offsets without a per-word call
+            ids = np.array([-1 if w is None else w for w in encoding.word_ids], dtype=np.int64)
+            _add_word_spans(spans[s], ids, np.array(encoding.offsets, dtype=np.int64).reshape(-1, 2))
             windows.append(batch["input_ids"][i]), window_sentence.append(s), window_word_ids.append(ids)
     words = [[normalise(sentence[a:b]) if span else "" for span in ss for a, b in [span or (0, 0)]]
              for sentence, ss in zip(sentences, spans)]
