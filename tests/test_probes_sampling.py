@@ -59,6 +59,9 @@ def test_mev_baseline_groups_draw_from_the_random_sample_only():
     groups = baseline_groups(kept_sample, n_groups=300, size=9, seed=2)
     assert groups.shape == (300, 9)
     assert set(groups.ravel().tolist()) == set(np.flatnonzero(kept_sample).tolist())  # all of them, nothing else
+    assert all(len(set(g)) == 9 for g in groups.tolist())  # different occurrences in a group, as a word's contexts
+    with pytest.raises(ValueError, match="groups of 30 different occurrences, but the random sample holds 29"):
+        baseline_groups(kept_sample, size=30)
 
 
 @pytest.fixture(scope="module")

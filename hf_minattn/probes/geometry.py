@@ -77,10 +77,15 @@ def anisotropy(vectors, sentence_ids, n_pairs=2000, seed=0):
 
 
 def baseline_groups(kept_sample, n_groups=100, size=16, seed=0):
-    """(n_groups, size) indices of kept occurrences, each drawn uniformly (with replacement) from the random sample of
-    occurrences (`kept_sample` True): the matrices of the MEV baseline."""
+    """(n_groups, size) indices of kept occurrences from the random sample of occurrences (`kept_sample` True): the
+    matrices of the MEV baseline. Each group holds `size` different occurrences, as a word's group holds different
+    contexts: a row drawn twice would raise the first singular value's share and so the baseline."""
     sample = np.flatnonzero(kept_sample)
-    return sample[np.random.default_rng(seed).integers(0, len(sample), size=(n_groups, size))]
+    if size > len(sample):
+        raise ValueError(f"the MEV baseline needs groups of {size} different occurrences, but the random sample holds "
+                         f"{len(sample)}")
+    rng = np.random.default_rng(seed)
+    return rng.permuted(np.tile(sample, (n_groups, 1)), axis=1)[:, :size]  # (n_groups, size): a shuffle a row
 
 
 def self_similarity(unit_vectors):
