@@ -108,7 +108,8 @@ def table(chosen: dict) -> str:
              "|---|" + "---:|" * len(rates) + "---:|"]
     for name, c in chosen.items():
         cells = [f"{c['mean_loss'][str(r)]:.4f}" if str(r) in c["mean_loss"] else "-" for r in rates]
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {c['learning_rate']:g} |")
+        edge = f" ({c['edge']} studied)" if c.get("edge") else ""
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {c['learning_rate']:g}{edge} |")
     return "\n".join(lines)
 
 

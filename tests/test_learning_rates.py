@@ -21,6 +21,8 @@ def test_each_variant_gets_its_lowest_mean_loss():
     assert chosen["full"]["learning_rate"] == 2e-3 and chosen["frozen_embeddings"]["learning_rate"] == 1e-3
     assert chosen["full"]["mean_loss"]["0.004"] == pytest.approx(5.91)  # mean over seeds 0, 1, 2 of 5.9 + 0.01 s
     assert chosen["full"]["seeds"] == [0, 1, 2]
+    # where the choice lies in the grid: inside it, or at an end (a rate beyond it might do better still)
+    assert chosen["full"]["edge"] is None and chosen["frozen_embeddings"]["edge"] == "lowest"
 
 
 def test_confirmation_seeds_never_take_part_in_the_choice():

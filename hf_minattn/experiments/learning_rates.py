@@ -29,9 +29,10 @@ def study_rates(base: float, factors=RATE_FACTORS) -> list[float]:
 
 
 def choose_learning_rates(rows, base: float, exploration_seeds=EXPLORATION_SEEDS) -> dict:
-    """{variant: {"learning_rate", "mean_loss": {rate: mean over seeds}, "seeds"}} from study rows
+    """{variant: {"learning_rate", "mean_loss": {rate: mean over seeds}, "seeds", "edge"}} from study rows
     {"variant", "learning_rate", "seed", "eval_loss"}; only rows of `exploration_seeds` are read, and each rate of
-    a variant must have been run at every one of them (a missing run would bias the mean)."""
+    a variant must have been run at every one of them (a missing run would bias the mean). "edge" says where the
+    chosen rate lies in the grid studied: "lowest" or "highest" (a rate beyond it might be better still), or None."""
     exploration = set(exploration_seeds)
     kept = [r for r in rows if r["seed"] in exploration]
     if not kept:
@@ -47,8 +48,9 @@ def choose_learning_rates(rows, base: float, exploration_seeds=EXPLORATION_SEEDS
                                  f"every exploration seed {sorted(exploration)}")
         means = {rate: float(np.mean(list(by_seed.values()))) for rate, by_seed in by_rate.items()}
         best = min(means, key=lambda rate: (round(means[rate], 6), abs(math.log(rate / base))))
+        edge = None if len(means) < 2 else "lowest" if best == min(means) else "highest" if best == max(means) else None
         chosen[variant] = {"learning_rate": best, "mean_loss": {str(k): v for k, v in sorted(means.items())},
-                           "seeds": sorted(exploration)}
+                           "seeds": sorted(exploration), "edge": edge}
     return chosen
 
 
