@@ -4,10 +4,11 @@ Each trained variant of `hf-minattn experiments` is trained at the preset's lear
 the exploration seeds (0, 1, 2), exactly as the preset trains it (same steps, batch, warm-up, precision, matched
 capacity), without the saved states and loss allocation that only the later phases read. Each run's final
 evaluation loss (on the validation sample it evaluates during training) goes into the results, and the rule of
-`learning_rates.RULE` chooses a rate per variant. The choice is then written into the preset's `learning_rates`
+`learning_rates.RULE` chooses a rate per variant: where the best is at an end of the rates run, the next factor of 2
+beyond it is run too, and the choice made again (at most twice a variant). The choice is then written into the preset's `learning_rates`
 (hf_minattn/experiments/training.py) and into docs/findings/PROTOCOL.md, before any confirmation seed is run.
 
-    python benchmarks/lr_study.py                     # the full preset: 5 variants x 3 rates x 3 seeds
+    python benchmarks/lr_study.py                     # the full preset: 7 variants x 3 rates x 3 seeds, + extensions
     python benchmarks/lr_study.py --quick             # the quick preset, to check that it runs (minutes)
     python benchmarks/lr_study.py --variants full frozen_embeddings_matched --out /tmp/lr.json
 
@@ -25,8 +26,8 @@ import shutil
 import threading
 import time
 
-from hf_minattn.experiments.learning_rates import (EXPLORATION_SEEDS, FOLLOWS_FULL, RULE, choose_learning_rates,
-                                                   study_rates)
+from hf_minattn.experiments.learning_rates import (EXPLORATION_SEEDS, FOLLOWS_FULL, MAX_EXTENSIONS, RULE,
+                                                   choose_learning_rates, extension_rates, study_rates)
 from hf_minattn.experiments.training import (SETTINGS, VARIANTS, log, run_side_by_side, run_training,
                                              variant_arguments)
 from hf_minattn.machine import fast_bf16_available, machine_description, machine_info
@@ -34,15 +35,16 @@ from hf_minattn.machine import fast_bf16_available, machine_description, machine
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_study(preset: str, variants, seeds, work: str, parallel: int = 1, recorded=(), record=None) -> list[dict]:
-    """One row {"variant", "learning_rate", "seed", "eval_loss", "train_seconds", "machine"} per run; runs in
+def run_study(preset: str, rates: dict, seeds, work: str, parallel: int = 1, recorded=(), record=None) -> list[dict]:
+    """One row {"variant", "learning_rate", "seed", "eval_loss", "train_seconds", "machine"} per run of each
+    variant at each of its `rates` ({variant: [rates]}) and each seed; runs in
     `recorded` (rows of an earlier study at the same preset and precision) are not trained again, and `record(rows)` is called with every
     row so far after each run. The first run trains the tokenizer every other run reads, as in the experiments, and
     the others then run `parallel` at a time with one thread each, as the experiments train
     (training.train_variants). Jobs go variant by variant, so a study killed part-way leaves whole variants behind."""
     settings = SETTINGS[preset]  # bf16 None: run_mlm's default, as the experiments train
-    jobs = [(v, rate, seed) for v in VARIANTS if v.trained and v.name in variants
-            for rate in study_rates(settings["learning_rate"]) for seed in seeds]
+    jobs = [(v, rate, seed) for v in VARIANTS if v.trained and v.name in rates for rate in rates[v.name]
+            for seed in seeds]
     folder_of = {job: os.path.join(work, job[0].name, f"lr{job[1]:g}", f"seed{job[2]}") for job in jobs}
     rows = {key(r): r for r in recorded}
     finished = [job for job in jobs if os.path.isfile(os.path.join(folder_of[job], "eval_results.json"))]
@@ -150,8 +152,17 @@ def main(argv=None):
         everything[:] = rows
         write(rows)
 
-    rows = run_study(preset, args.variants, seeds, os.path.join(args.work, preset), parallel, everything, record)
-    chosen = choose_learning_rates(rows, base, seeds)
+    rates = {name: study_rates(base) for name in args.variants}
+    for _ in range(1 + MAX_EXTENSIONS):  # the grid, then each variant's rates beyond a best at its end
+        rows = run_study(preset, rates, seeds, os.path.join(args.work, preset), parallel, everything, record)
+        chosen = choose_learning_rates(rows, base, seeds)
+        more = extension_rates(chosen, rates)
+        for name, rate in more.items():
+            log(f"{name}: the best rate, {chosen[name]['learning_rate']:g}, is the {chosen[name]['edge']} run: "
+                f"{rate:g} next")
+            rates[name].append(rate)
+        if not more:
+            break
     write(everything, chosen)
     print(table(chosen))
     print(f"written: {out}")

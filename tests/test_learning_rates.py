@@ -3,8 +3,8 @@ trains each variant at."""
 
 import pytest
 
-from hf_minattn.experiments.learning_rates import (EXPLORATION_SEEDS, choose_learning_rates, study_rates,
-                                                   variant_learning_rate)
+from hf_minattn.experiments.learning_rates import (EXPLORATION_SEEDS, choose_learning_rates, extension_rates,
+                                                   study_rates, variant_learning_rate)
 from hf_minattn.experiments.training import SETTINGS, VARIANTS, common_arguments, variant_arguments
 
 
@@ -23,6 +23,23 @@ def test_each_variant_gets_its_lowest_mean_loss():
     assert chosen["full"]["seeds"] == [0, 1, 2]
     # where the choice lies in the grid: inside it, or at an end (a rate beyond it might do better still)
     assert chosen["full"]["edge"] is None and chosen["frozen_embeddings"]["edge"] == "lowest"
+
+
+def test_a_best_rate_at_an_end_of_the_grid_extends_it_by_a_factor_of_2_at_most_twice():
+    grid = {("full", 1e-3): 5.7, ("full", 2e-3): 5.8, ("full", 4e-3): 6.7,  # best at the lowest: 5e-4 next
+            ("attention_only", 1e-3): 6.3, ("attention_only", 2e-3): 6.2, ("attention_only", 4e-3): 6.1,  # highest
+            ("identity_qkv", 1e-3): 6.4, ("identity_qkv", 2e-3): 6.3, ("identity_qkv", 4e-3): 6.5}  # inside: done
+    rates = {v: study_rates(2e-3) for v in ("full", "attention_only", "identity_qkv")}
+    assert extension_rates(choose_learning_rates(rows(grid), base=2e-3), rates) == {"full": 5e-4,
+                                                                                  "attention_only": 8e-3}
+    rates["full"].append(5e-4)
+    worse = {**grid, ("full", 5e-4): 5.9}  # the lower rate is worse: 1e-3 is now inside the rates run
+    assert "full" not in extension_rates(choose_learning_rates(rows(worse), base=2e-3), rates)
+    better = {**grid, ("full", 5e-4): 5.6}
+    assert extension_rates(choose_learning_rates(rows(better), base=2e-3), rates)["full"] == 2.5e-4
+    rates["full"].append(2.5e-4)  # two rates beyond the grid: no third, even at the end again
+    best_again = {**better, ("full", 2.5e-4): 5.5}
+    assert "full" not in extension_rates(choose_learning_rates(rows(best_again), base=2e-3), rates)
 
 
 def test_confirmation_seeds_never_take_part_in_the_choice():
@@ -75,8 +92,11 @@ def test_the_study_resumes_from_its_committed_record(tmp_path):
     argv = ["--quick", "--variants", "attention_only", "--parallel", "1", "--out", out, "--work", str(work)]
     assert lr_study.main(argv) == 0
     study = json.load(open(out))
-    assert study["complete"] and len(study["rows"]) == 6  # 3 rates x the quick preset's 2 exploration seeds
-    assert study["chosen"]["attention_only"]["learning_rate"] in [r["learning_rate"] for r in study["rows"]]
+    rates = {r["learning_rate"] for r in study["rows"]}
+    assert {1e-3, 2e-3, 5e-4} <= rates and len(rates) <= 5  # the quick preset's grid, and at most 2 rates beyond
+    assert study["complete"] and len(study["rows"]) == 2 * len(rates)  # the quick preset's 2 exploration seeds
+    assert study["chosen"]["attention_only"]["learning_rate"] in rates
+    runs = len(study["rows"])
     dropped = study["rows"].pop(4)
     json.dump({**study, "complete": False, "chosen": None}, open(out, "w"))
     shutil.rmtree(work)  # a fresh clone: only the committed record is left
@@ -85,7 +105,7 @@ def test_the_study_resumes_from_its_committed_record(tmp_path):
     assert trained == [str(work / "quick" / "attention_only" / f"lr{dropped['learning_rate']:g}" /
                            f"seed{dropped['seed']}")]
     again = json.load(open(out))
-    assert again["complete"] and len(again["rows"]) == 6
+    assert again["complete"] and len(again["rows"]) == runs
     json.dump({**again, "precision": "another"}, open(out, "w"))  # a record of another precision is not reused
     assert lr_study.recorded_rows(out, "quick", again["precision"]) == []
-    assert len(lr_study.recorded_rows(out, "quick", "another")) == 6
+    assert len(lr_study.recorded_rows(out, "quick", "another")) == runs

@@ -7,7 +7,9 @@ each at its own best. The confirmation seeds never take part in the choice: `cho
 that holds none of the exploration seeds and ignores every other seed's row.
 
 Rule: per variant, the lowest mean evaluation loss over the exploration seeds (each run's final loss on the
-validation sample it evaluates during training); a tie goes to the rate nearer the recipe's (in log distance).
+validation sample it evaluates during training); a tie goes to the rate nearer the recipe's (in log distance). A
+best rate at either end of the rates run says that one beyond might do better, so the study then runs the next
+factor of 2 beyond it, on the same seeds, and chooses again (at most twice per variant).
 """
 
 import math
@@ -18,8 +20,10 @@ EXPLORATION_SEEDS = (0, 1, 2)  # seeds 0-2 chose the recipe; the confirmation ru
 # A control that must match the full model step for step (Q4's shuffled labels) trains at the full model's rate.
 FOLLOWS_FULL = ("shuffled_labels",)
 RATE_FACTORS = (0.5, 1.0, 2.0)  # the study's rates: the preset's learning rate times these
+MAX_EXTENSIONS = 2  # rates beyond the grid a variant may add, one factor of 2 at a time
 RULE = ("per variant, the lowest mean evaluation loss over the exploration seeds; a tie goes to the rate nearer the "
-        "recipe's (log distance); no other seed is read")
+        "recipe's (log distance); no other seed is read; a best rate at an end of the rates run adds the next factor "
+        f"of 2 beyond it and chooses again, at most {MAX_EXTENSIONS} times per variant")
 
 
 def study_rates(base: float, factors=RATE_FACTORS) -> list[float]:
@@ -52,6 +56,18 @@ def choose_learning_rates(rows, base: float, exploration_seeds=EXPLORATION_SEEDS
         chosen[variant] = {"learning_rate": best, "mean_loss": {str(k): v for k, v in sorted(means.items())},
                            "seeds": sorted(exploration), "edge": edge}
     return chosen
+
+
+def extension_rates(chosen: dict, rates: dict, factors=RATE_FACTORS) -> dict:
+    """{variant: the next rate to run} for each variant of `chosen` (choose_learning_rates) whose best rate is at an
+    end of the rates it ran (`rates`: {variant: [rates]}), until it has run MAX_EXTENSIONS beyond the grid."""
+    more = {}
+    for variant, c in chosen.items():
+        run = sorted(rates[variant])
+        if c["edge"] is None or len(run) - len(factors) >= MAX_EXTENSIONS:
+            continue
+        more[variant] = float(f"{run[0] / 2:.3g}") if c["edge"] == "lowest" else float(f"{run[-1] * 2:.3g}")
+    return more
 
 
 def variant_learning_rate(settings: dict, variant_name: str) -> float:
