@@ -157,3 +157,17 @@ def test_every_probe_ran_at_every_seed_and_the_comparisons_are_paired(run):
     assert mixing["comparisons"]["full_minus_uniform_measured"]["method"] == "crossed"
     # the command line is what the user typed; the folders are relative
     assert not any(p.startswith(str(out)) or os.path.isabs(p) for v in results["folders"].values() for p in v.values())
+
+
+def test_a_rerun_reads_every_probe_back_instead_of_probing_again(run):
+    """Each probed run keeps what the answers read of it beside its report (kept.json, kept.npz): a rerun into the
+    same folder (after a kill, say) reads it back, and the numbers are the first call's. Last in this module: it
+    rewrites the run's results.json."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["--quick", "--out", str(run.out)]) == 0
+    reused = re.findall(r"(\w+), seed (\d+): probed by an earlier call", printed.getvalue())
+    assert sorted(reused) == sorted((name, str(seed)) for seed in run.results["seeds"] for name in ("full", "untrained"))
+    again = json.loads((run.out / "results.json").read_text())
+    for key in ("by_seed", "extras", "word_pairs", "rollout", "word2vec_matched"):
+        assert again["probes"][key] == run.results["probes"][key], key

@@ -313,7 +313,7 @@ def main(argv=None) -> int:
 
     parser = argparse.ArgumentParser(prog="hf-minattn experiments", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", required=True, help="output folder (a rerun keeps the models already trained there)")
+    parser.add_argument("--out", required=True, help="output folder (a rerun keeps the models trained and probed there)")
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="tiny models, few steps, 2 seeds: minutes, for tests")
     size.add_argument("--scale", action="store_true", help="the preset sized for one GPU (runs on CPU too, slowly)")

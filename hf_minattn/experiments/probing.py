@@ -7,6 +7,7 @@ alignment and related-pair cosines (`probes.cooccurrence`), and heads matched ac
 Each run's full output is written to `out/probes/<variant>/seed<k>/` (probes.json, figures, report.html); results.json
 keeps per seed only the numbers the answers read (`summary`)."""
 
+import json
 import os
 from dataclasses import asdict
 
@@ -123,6 +124,9 @@ def probe_seeds(out, folders, settings, seeds, texts, device, figure_format) -> 
     corpus_words = None
     for i, (seed, name) in enumerate(jobs):
         folder = folders[name][seed]
+        if load_kept(probe_folder(out, name, seed), runs, name, seed):
+            log(f"[{i + 1}/{len(jobs)}] {name}, seed {seed}: probed by an earlier call, its numbers read back")
+            continue
         log(f"[{i + 1}/{len(jobs)}] probing {name}, seed {seed}, over {len(sentences)} sentences, word vectors from "
             f"{corpus_name}")
         model, tokenizer = load_encoder(folder, device=device)
@@ -140,8 +144,47 @@ def probe_seeds(out, folders, settings, seeds, texts, device, figure_format) -> 
             rows, runs["word2vec_matched"] = matched_word2vec(settings, tokenizer, corpus, corpus_words,
                                                               results.word_vectors.vocab, seed, counted)
             runs["vectors"][name, seed][1]["word2vec_matched"] = rows
+        save_kept(probe_folder(out, name, seed), runs, name, seed)
         del model, results
+    if runs["normalise"] is None:  # every run read back: the normalisation of the tokenizer they share
+        from transformers import AutoTokenizer
+
+        from hf_minattn.probes.encode import word_normaliser
+
+        runs["normalise"] = word_normaliser(AutoTokenizer.from_pretrained(folders[jobs[0][1]][jobs[0][0]]))
     return runs
+
+
+def save_kept(folder: str, runs: dict, name: str, seed: int) -> None:
+    """What keep_run kept of one probe run, into `folder` (kept.npz: its vector sets; kept.json, written last: the
+    rest), so that a rerun of the experiments reads it back instead of probing again (as training keeps its models)."""
+    vocab, sets = runs["vectors"][name, seed]
+    np.savez(os.path.join(folder, "kept.npz"), vocab=np.array(vocab), **{f"set_{k}": v for k, v in sets.items()})
+    full = name == "full"  # the rollout edges and the matched word2vec come with the full model's run
+    kept = {"summary": runs["by_seed"][name][seed], "extras": runs["extras"][name][seed], "layers": runs["layers"],
+            "rollout": runs["rollout"].get(seed) if full else None,
+            "word2vec_matched": runs.get("word2vec_matched") if full else None}
+    with open(os.path.join(folder, "kept.json.tmp"), "w") as f:
+        json.dump(kept, f, default=lambda x: x.item() if hasattr(x, "item") else x.tolist())
+    os.replace(os.path.join(folder, "kept.json.tmp"), os.path.join(folder, "kept.json"))  # whole, or not at all
+
+
+def load_kept(folder: str, runs: dict, name: str, seed: int) -> bool:
+    """Put what save_kept wrote in `folder` back into `runs`; False where no earlier call finished this run."""
+    if not os.path.isfile(os.path.join(folder, "kept.json")):
+        return False
+    with open(os.path.join(folder, "kept.json")) as f:
+        kept = json.load(f)
+    with np.load(os.path.join(folder, "kept.npz"), allow_pickle=False) as data:
+        sets = {key[len("set_"):]: data[key] for key in data.files if key.startswith("set_")}
+        runs["vectors"][name, seed] = (data["vocab"].tolist(), sets)
+    runs["by_seed"][name][seed], runs["extras"][name][seed] = kept["summary"], kept["extras"]
+    runs["layers"] = kept["layers"]
+    if kept["rollout"] is not None:
+        runs["rollout"][seed] = kept["rollout"]
+    if kept["word2vec_matched"] is not None:
+        runs["word2vec_matched"] = kept["word2vec_matched"]
+    return True
 
 
 def matched_word2vec(settings: dict, tokenizer, corpus, corpus_words, vocab, seed: int,
