@@ -136,8 +136,8 @@ def time_probe(k, out, bf16=False) -> dict:
     seconds = time.perf_counter() - start
     with open(os.path.join(out, "probes.json")) as f:
         probes = json.load(f)
-    return {"k": k, "bf16": bf16, "wall_seconds": round(seconds, 1), "timings": probes["timings"], "pooling": probes.get("pooling"),
-            "word2vec_read_from_cache": probes["benchmarks"].get("word2vec_cached")}
+    return {"k": k, "bf16": bf16, "wall_seconds": round(seconds, 1), "timings": probes["timings"],
+            "pooling": probes.get("pooling"), "word2vec_read_from_cache": probes["benchmarks"].get("word2vec_cached")}
 
 
 def print_table(result):
@@ -185,7 +185,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--cache", default="/tmp/bench_pooling_full.npz", help="the full pooling's vectors ('' = none)")
     parser.add_argument("--probe-k", type=int, help="also time a whole hf-minattn probe at this K (no sweep when "
                         "--ks is empty)")
-    parser.add_argument("--bf16", action="store_true", help="each K's pass in bf16 too, and the timed probe with --bf16")
+    parser.add_argument("--bf16", action="store_true",
+                        help="each K's pass in bf16 too, and the timed probe with --bf16")
     parser.add_argument("--no-full", action="store_true", help="skip the full pooling (no K is chosen)")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args(argv)

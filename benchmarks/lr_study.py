@@ -5,8 +5,9 @@ the exploration seeds (0, 1, 2), exactly as the preset trains it (same steps, ba
 capacity), without the saved states and loss allocation that only the later phases read. Each run's final
 evaluation loss (on the validation sample it evaluates during training) goes into the results, and the rule of
 `learning_rates.RULE` chooses a rate per variant: where the best is at an end of the rates run, the next factor of 2
-beyond it is run too, and the choice made again (at most twice a variant). The choice is then written into the preset's `learning_rates`
-(hf_minattn/experiments/training.py) and into docs/findings/PROTOCOL.md, before any confirmation seed is run.
+beyond it is run too, and the choice made again (at most twice a variant). The choice is then written into the
+preset's `learning_rates` (hf_minattn/experiments/training.py) and into docs/findings/PROTOCOL.md, before any
+confirmation seed is run.
 
     python benchmarks/lr_study.py                     # the full preset: 7 variants x 3 rates x 3 seeds, + extensions
     python benchmarks/lr_study.py --quick             # the quick preset, to check that it runs (minutes)
@@ -37,11 +38,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def run_study(preset: str, rates: dict, seeds, work: str, parallel: int = 1, recorded=(), record=None) -> list[dict]:
     """One row {"variant", "learning_rate", "seed", "eval_loss", "train_seconds", "machine"} per run of each
-    variant at each of its `rates` ({variant: [rates]}) and each seed; runs in
-    `recorded` (rows of an earlier study at the same preset and precision) are not trained again, and `record(rows)` is called with every
-    row so far after each run. The first run trains the tokenizer every other run reads, as in the experiments, and
-    the others then run `parallel` at a time with one thread each, as the experiments train
-    (training.train_variants). Jobs go variant by variant, so a study killed part-way leaves whole variants behind."""
+    variant at each of its `rates` ({variant: [rates]}) and each seed. Runs in `recorded` (rows of an earlier study
+    at the same preset and precision) are not trained again, and `record(rows)` is called with every row so far
+    after each run. The first run trains the tokenizer every other run reads, as in the experiments, and the others
+    then run `parallel` at a time with one thread each, as the experiments train (training.train_variants). Jobs go
+    variant by variant, so a study killed part-way leaves whole variants behind."""
     settings = SETTINGS[preset]  # bf16 None: run_mlm's default, as the experiments train
     jobs = [(v, rate, seed) for v in VARIANTS if v.trained and v.name in rates for rate in rates[v.name]
             for seed in seeds]
@@ -75,19 +76,24 @@ def run_study(preset: str, rates: dict, seeds, work: str, parallel: int = 1, rec
                 record(list(rows.values()))
 
     for job in finished:
-        if (job[0].name, job[1], job[2]) not in rows:
+        if job_key(job) not in rows:
             keep(job)
-    todo = [job for job in jobs if (job[0].name, job[1], job[2]) not in rows]
+    todo = [job for job in jobs if job_key(job) not in rows]
     if todo and tokenizer_dir is None:
         first = todo.pop(0)
         train(first)
         tokenizer_dir = folder_of[first]
     run_side_by_side(train, todo, parallel)
-    return [rows[(job[0].name, job[1], job[2])] for job in jobs]
+    return [rows[job_key(job)] for job in jobs]
 
 
 def key(row: dict) -> tuple:
     return row["variant"], float(row["learning_rate"]), int(row["seed"])
+
+
+def job_key(job: tuple) -> tuple:
+    variant, rate, seed = job
+    return variant.name, rate, seed
 
 
 def recorded_rows(path: str, preset: str, precision: str) -> list[dict]:
