@@ -58,7 +58,7 @@ def probe_parser():
     p.add_argument("--full-pooling", action="store_true",
                    help="pool every word of the vector corpus from every sentence (slower; --contexts-per-word unused)")
     p.add_argument("--bf16", action="store_true",
-                   help="pool the vector corpus under bf16 autocast: about 1.5x faster where the CPU (AVX512-BF16, "
+                   help="pool the vector corpus under bf16 autocast: passes about 1.75x faster where the CPU (AVX512-BF16, "
                         "AMX) or GPU has native bf16, much slower where it is emulated; the scores stay within their "
                         "bootstrap noise (benchmarks/NOTES.md)")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% intervals (at least 10)")

@@ -89,9 +89,8 @@ def select_contexts(words, targets, contexts_per_word, seed=0, candidates=CANDID
 
 def selection_for(words, normalise, settings):
     """(ContextSelection or None for full pooling, probes.json's record of the design and the passes' precision) of
-    `words` (a CorpusWords)
-    under `settings` (a ProbeSettings): the scored words, the neighbour probe's words and the sense word, each from at
-    most settings.contexts_per_word sentences drawn with settings.seed."""
+    `words` (a CorpusWords) under `settings` (a ProbeSettings): the scored words, the neighbour probe's words and the
+    sense word, each from at most settings.contexts_per_word sentences drawn with settings.seed."""
     precision = {"precision": "bf16 autocast" if settings.bf16 else "fp32"}
     if settings.full_pooling:
         return None, {**full_pooling_summary(words), **precision}

@@ -46,7 +46,7 @@ class ProbeSettings:
     # sentences drawn with `seed`; full_pooling: every word from every sentence (contexts_per_word unused)
     contexts_per_word: int = DEFAULT_CONTEXTS_PER_WORD
     full_pooling: bool = False
-    # the vector corpus's passes (the model's, the untrained twin's, the reference's) under bf16 autocast: about 1.5x
+    # the vector corpus's passes (the model's, the untrained twin's, the reference's) under bf16 autocast: about 1.75x
     # faster where bf16 is native, the benchmarks' scores within their bootstrap noise (benchmarks/NOTES.md)
     bf16: bool = False
     batch_size: int = 64
