@@ -109,3 +109,28 @@ def test_the_study_resumes_from_its_committed_record(tmp_path):
     json.dump({**again, "precision": "another"}, open(out, "w"))  # a record of another precision is not reused
     assert lr_study.recorded_rows(out, "quick", again["precision"]) == []
     assert len(lr_study.recorded_rows(out, "quick", "another")) == runs
+
+
+def test_the_preset_the_protocol_and_the_committed_study_agree():
+    """The full preset's per-variant rates, PROTOCOL.md's table and benchmarks/results/lr_study.json say the same:
+    while the study is under way no rate is set and the table says "pending"; once it is complete, each variant's
+    rate is the study's choice, in the preset and in the table."""
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    study = json.loads((root / "benchmarks" / "results" / "lr_study.json").read_text())
+    table = dict(re.findall(r"^\| (\w+) \|[^|\n]*\| ([^|\n]+) \|$", (root / "docs" / "findings" / "PROTOCOL.md")
+                            .read_text(), flags=re.M))
+    rates = SETTINGS["full"].get("learning_rates") or {}
+    studied = [v.name for v in VARIANTS if v.trained and v.name != "shuffled_labels"]
+    assert study["preset"] == "full" and set(studied) <= set(table)
+    if not rates:
+        assert all(table[name].startswith("pending") for name in studied)
+        return
+    assert study["complete"]
+    chosen = choose_learning_rates(study["rows"], study["base_learning_rate"], study["seeds"])
+    assert rates == {name: c["learning_rate"] for name, c in chosen.items()}
+    for name in studied:
+        assert table[name].split()[0] == f"{rates[name]:g}", name
