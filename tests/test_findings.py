@@ -22,6 +22,8 @@ from hf_minattn.experiments.findings_format import num, p_cell, p_value
 from hf_minattn.experiments.probe_answers import probe_answers
 
 FINDINGS = Path(__file__).resolve().parents[1] / "docs" / "findings"
+# The committed runs: the confirmation run in docs/findings and, once it is there, the exploration run beside it
+COMMITTED = [folder for folder in (FINDINGS, FINDINGS / "exploration") if (folder / "results.json").exists()]
 BELOW = "< 0.0001"  # a stored p of 0.0 (results.json keeps 4 decimals)
 
 
@@ -125,9 +127,10 @@ def test_every_number_in_the_synthetic_findings_is_in_the_results(results):
     assert len(NUMBER.findall(text)) > 100 and not numbers_missing(text, results)
 
 
-def test_every_number_in_the_committed_findings_is_in_its_results_json():
-    results = json.loads((FINDINGS / "results.json").read_text())
-    text = (FINDINGS / "FINDINGS.md").read_text()
+@pytest.mark.parametrize("folder", COMMITTED, ids=lambda folder: folder.name)
+def test_every_number_in_the_committed_findings_is_in_its_results_json(folder):
+    results = json.loads((folder / "results.json").read_text())
+    text = (folder / "FINDINGS.md").read_text()
     assert len(NUMBER.findall(text)) > 300 and not numbers_missing(text, results)
     # 2-3 significant digits: no number with more than 4 decimals (p-values and tiny values keep theirs)
     assert not [x for x in NUMBER.findall(text) if "." in x and len(x.split(".")[1].lstrip("0")) > 3]
@@ -148,18 +151,20 @@ def test_a_p_is_called_holm_adjusted_only_within_a_family():
     assert all(int(k) > 1 for k in re.findall(r"\(Holm, (\d+) tests\)", text)) and "unadjusted" in text
 
 
-def test_the_committed_findings_are_what_its_results_json_renders():
-    figures = {path.stem: f"figures/{path.name}" for path in sorted((FINDINGS / "figures").glob("*.svg"))}
-    figures.update({path.stem: f"figures/{path.name}" for path in sorted((FINDINGS / "figures").glob("*.png"))})
-    results = json.loads((FINDINGS / "results.json").read_text())
-    assert render_findings(results, figures) == (FINDINGS / "FINDINGS.md").read_text()
+@pytest.mark.parametrize("folder", COMMITTED, ids=lambda folder: folder.name)
+def test_the_committed_findings_are_what_its_results_json_renders(folder):
+    figures = {path.stem: f"figures/{path.name}" for path in sorted((folder / "figures").glob("*.svg"))}
+    figures.update({path.stem: f"figures/{path.name}" for path in sorted((folder / "figures").glob("*.png"))})
+    results = json.loads((folder / "results.json").read_text())
+    assert render_findings(results, figures) == (folder / "FINDINGS.md").read_text()
 
 
 @pytest.mark.slow
-def test_the_cli_rerenders_the_committed_findings_exactly(tmp_path):
+@pytest.mark.parametrize("folder", COMMITTED, ids=lambda folder: folder.name)
+def test_the_cli_rerenders_the_committed_findings_exactly(tmp_path, folder):
     """Drawn again from results.json (figures that need files it does not hold are kept from its folder)."""
-    assert cli_main(["findings", str(FINDINGS / "results.json"), "--out", str(tmp_path), "--figure-format", "png"]) == 0
-    assert (tmp_path / "FINDINGS.md").read_text() == (FINDINGS / "FINDINGS.md").read_text()
+    assert cli_main(["findings", str(folder / "results.json"), "--out", str(tmp_path), "--figure-format", "png"]) == 0
+    assert (tmp_path / "FINDINGS.md").read_text() == (folder / "FINDINGS.md").read_text()
     for link in re.findall(r"\]\((figures/[^)]+)\)", (tmp_path / "FINDINGS.md").read_text()):
         assert (tmp_path / link).stat().st_size > 1000, link
 
