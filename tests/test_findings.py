@@ -307,3 +307,20 @@ def test_the_protocol_commit_is_the_last_that_changed_the_protocol_file(tmp_path
         last = subprocess.run(["git", "-C", str(FINDINGS.parents[1]), "log", "-1", "--format=%H", "--",
                                "docs/findings/PROTOCOL.md"], capture_output=True, text=True).stdout.strip()
         assert protocol_record()["commit"] == (last or None)
+
+
+def test_the_loss_table_gives_each_variant_its_own_learning_rate():
+    """The rate each variant trained at, from the run's settings: the study's choice where the preset has one, the
+    preset's rate otherwise, the full model's for the control that follows it, none for the untrained model."""
+    results = full_results()
+
+    def rates(text):
+        return {row[0]: row[2] for line in text.splitlines() if line.startswith("| ")
+                and len(row := [c.strip() for c in line.strip("|").split("|")]) > 7 and row[2] != "learning rate"}
+
+    base = rates(render_findings(results, {}))
+    assert base["full"] == base["frozen_embeddings"] == num(results["settings"]["learning_rate"])
+    assert base["untrained"] == "-"
+    results["settings"] = {**results["settings"], "learning_rates": {"frozen_embeddings": 5e-4, "full": 1e-3}}
+    tuned = rates(render_findings(results, {}))
+    assert tuned["frozen_embeddings"] == "0.0005" and tuned["full"] == "0.001" and tuned["untrained"] == "-"

@@ -5,16 +5,19 @@ its comparisons; the details follow as short bullets, long series collapsed."""
 from . import statistics as st
 from .findings_answers import opening
 from .findings_format import ci, compared, comparisons_table, details, df_cell, num, p_cell, pct, table
+from .learning_rates import variant_learning_rate
 from .training import VARIANTS
 
 
 def loss_section(results: dict, fig) -> list[str]:
     losses, floors = results["answers"]["losses"], results["answers"]["floors"]
-    rows = [[v.name, v.description, ci(r["loss"]), ci(r["below_unigram"]), p_cell(r["below_unigram"]),
+    # each variant's own learning rate where the preset has them (the learning-rate study's choice), else the preset's
+    rows = [[v.name, v.description, num(variant_learning_rate(results["settings"], v.name)) if v.trained else "-",
+             ci(r["loss"]), ci(r["below_unigram"]), p_cell(r["below_unigram"]),
              ci(r["share_of_gain"]) if r["share_of_gain"] else "-", ci(r["accuracy"])]
             for v in VARIANTS if (r := losses.get(v.name))]
-    lines = table(["variant", "what it is", "validation loss (nats)", "unigram loss - loss", "p", "share of the full "
-                   "model's gain over the unigram floor (%)", "masked-token accuracy"], rows)
+    lines = table(["variant", "what it is", "learning rate", "validation loss (nats)", "unigram loss - loss", "p",
+                   "share of the full model's gain over the unigram floor (%)", "masked-token accuracy"], rows)
     lines += [
         "",
         "The full model "
