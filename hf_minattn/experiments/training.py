@@ -37,9 +37,10 @@ SETTINGS = {
     # with one thread each (11% more runs per minute than one at a time with two threads, measured in fp32 on 150
     # steps: 34 s against 38 s a run), then re-scoring, the word-similarity dynamics (10 saved states a run), the
     # floors and the probes of the full and the untrained model at every seed. Where the CPU has no native bf16 it
-    # trains in fp32, about twice as long. The `small` shape narrowed to hidden 128 (feed-forward 512) at learning
-    # rate 2e-3: with the untied output layer it learns more in the same minutes than hidden 256 (docs/recipe.md,
-    # "The experiments' recipe"). The pretrained reference (all-MiniLM-L6-v2) is probed on the same corpus, pairs,
+    # trains in fp32, about twice as long. The `small` shape narrowed to hidden 128 (feed-forward 512): with the untied
+    # output layer it learns more in the same minutes than hidden 256 (docs/recipe.md, "The experiments' recipe").
+    # Each variant trains at its own learning rate, the best of 2e-3 x 0.5, 1, 2 (and 2e-3 x 0.25 beyond the lowest)
+    # on the exploration seeds (benchmarks/lr_study.py). The pretrained reference (all-MiniLM-L6-v2) is probed on the same corpus, pairs,
     # homonyms and sentences, and answers 5-7 set it beside ours; its two passes over the corpus (5.3 minutes on
     # 2 CPU cores) are part of this preset's cost (`--reference none` leaves it out).
     "full": dict(model_size="small", config_overrides="hidden_size=128,intermediate_size=512", vocab_size=8192,
@@ -48,7 +49,11 @@ SETTINGS = {
                  eval_steps=120, curve_eval_samples=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000, vector_sentences=0,
                  dynamics_sentences=4000, head_sentences=200, bf16=None, cooccurrence_sentences=20000, parallel=2,
                  reference="minilm", n_resamples=1000, probed=("full", "untrained"), loss_allocation_every=15,
-                 loss_allocation_samples=16, early_save_every=20, early_save_until=400),
+                 loss_allocation_samples=16, early_save_every=20, early_save_until=400,
+                 # per variant, chosen by benchmarks/lr_study.py on seeds 0-2 (docs/findings/PROTOCOL.md)
+                 learning_rates={"full": 1e-3, "frozen_embeddings": 1e-3, "frozen_embeddings_matched": 1e-3,
+                                 "frozen_embeddings_gain": 1e-3, "identity_qkv": 1e-3, "qkv_from_identity": 2e-3,
+                                 "attention_only": 1e-3}),
     # Sized for one GPU (runs unchanged but slowly on CPU). On an H100 with 16 CPU cores (re-timed 2026-11-24,
     # benchmarks/NOTES.md): training 5.3 minutes for the 18 runs, then the probes, about 1.6 minutes a model. Probing
     # all five variants (15 models) made the call about 35 minutes, more than a 30-minute GPU loan; the questions'
