@@ -259,8 +259,9 @@ def header(seeds, protocol) -> str:
 def test_the_header_says_confirmation_exploration_or_both_by_the_seeds_and_cites_the_protocol():
     protocol = {"file": "docs/findings/PROTOCOL.md", "commit": COMMIT, "uncommitted_changes": False,
                 "exploration_seeds": [0, 1, 2]}
-    assert header((3, 4, 5, 6, 7), protocol) == ("**Confirmation run: seeds 3-7, none of which chose anything "
-                                                 f"(PROTOCOL.md at commit `{COMMIT}`).**")
+    assert header((3, 4, 5, 6, 7), protocol) == ("**Confirmation run: seeds 3-7, none of which chose anything (the "
+                                                 "exploration seeds 0-2 chose the recipe and the learning rates; "
+                                                 f"PROTOCOL.md at commit `{COMMIT}`).**")
     explored = header((0, 1, 2), protocol)
     assert explored.startswith("**Exploration run: seeds 0-2 chose the recipe and the learning rates; its verdicts "
                                "are not confirmation (") and COMMIT in explored

@@ -133,7 +133,8 @@ def run_kind(results: dict) -> str:
     confirming = [s for s in results["seeds"] if s not in exploration]
     cited = protocol_citation(protocol)
     if not explored:
-        return f"Confirmation run: {seed_list(confirming)}, none of which chose anything ({cited})"
+        return (f"Confirmation run: {seed_list(confirming)}, none of which chose anything (the exploration "
+                f"{seed_list(exploration)} chose the recipe and the learning rates; {cited})")
     if not confirming:
         return (f"Exploration run: {seed_list(explored)} chose the recipe and the learning rates; its verdicts are "
                 f"not confirmation ({cited})")
