@@ -326,3 +326,53 @@ def test_the_loss_table_gives_each_variant_its_own_learning_rate():
     results["settings"] = {**results["settings"], "learning_rates": {"frozen_embeddings": 5e-4, "full": 1e-3}}
     tuned = rates(render_findings(results, {}))
     assert tuned["frozen_embeddings"] == "0.0005" and tuned["full"] == "0.001" and tuned["untrained"] == "-"
+
+
+# The README's short answers are written by hand from the committed confirmation run: each phrase stands on the
+# stored verdicts listed with it, so a rerun that moves one of them fails here until the README says what it shows.
+README_ANSWERS = [
+    ("frozen random embeddings are worse, even with the capacity given back and one learned scale",
+     {"q2.frozen_matched_minus_full": "higher", "q2.frozen_gain_minus_full": "higher"}),
+    ("W = I at matched size is worse", {"q3.identity_minus_full": "higher"}),
+    ("the heads of every layer attend more differently after training",
+     {f"q4.js_trained_minus_init.layer_{layer}": "higher" for layer in range(4)}),
+    ("they specialise before the loss leaves its unigram plateau",
+     {"q4.over_training.early.specialisation_minus_exit": "lower"}),
+    ("its last layer is not told apart from the untrained model's, and is below a tuned word2vec",
+     {"q5.comparisons.last_vs_untrained": "unresolved", "q5.comparisons.last_vs_word2vec": "lower"}),
+    ("In all-MiniLM-L6-v2: yes, above word2vec", {"q5.reference_scores.comparisons.vs_word2vec": "higher"}),
+    ("above chance, above the untrained model and above a control that sees only position and sentence length",
+     {"q6.senses.comparisons.vs_chance": "higher", "q6.senses.comparisons_items.vs_untrained": "higher",
+      "q6.senses.comparisons.vs_position": "higher"}),
+    ("so does all-MiniLM-L6-v2, above chance", {"q6.senses.reference.vs_chance": "higher"}),
+    ("keeps a word to itself more than uniform attention would and less than the untrained model",
+     {"q7.mixing.comparisons.full_minus_uniform_measured": "higher",
+      "q7.mixing.comparisons.full_minus_untrained_measured": "lower"}),
+    ("all-MiniLM-L6-v2 more than uniform attention", {"q7.mixing.reference.measured.minus_uniform": "higher"}),
+]
+
+
+def stored_verdict(results: dict, path: str) -> str:
+    """The verdict at `path` ("q5.comparisons.last_vs_untrained") of results.json's answers; keys may hold dots."""
+    node, rest = results["answers"], path
+    while rest:
+        key = next(k for k in sorted(node, key=len, reverse=True) if rest == k or rest.startswith(k + "."))
+        node, rest = node[key], rest[len(key) + 1:]
+    return node["verdict"]
+
+
+@pytest.mark.parametrize("phrase, verdicts", README_ANSWERS, ids=[p[:40] for p, _ in README_ANSWERS])
+def test_the_readme_short_answers_say_what_the_committed_verdicts_say(phrase, verdicts):
+    readme = (FINDINGS.parents[1] / "README.md").read_text()
+    table = readme[readme.index("## Findings"):readme.index("## More")]
+    assert phrase in table, f"README's findings table lost {phrase!r}"
+    results = load_results(str(FINDINGS / "results.json"))
+    assert {path: stored_verdict(results, path) for path in verdicts} == verdicts
+
+
+def test_a_moved_verdict_is_seen_by_the_readme_check():
+    results = load_results(str(FINDINGS / "results.json"))
+    assert stored_verdict(results, "q5.comparisons.last_vs_untrained") == "unresolved"
+    moved = copy.deepcopy(results)
+    moved["answers"]["q5"]["comparisons"]["last_vs_untrained"]["verdict"] = "higher"
+    assert stored_verdict(moved, "q5.comparisons.last_vs_untrained") == "higher"
