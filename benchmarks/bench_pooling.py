@@ -6,6 +6,7 @@ over the default corpus's training split.
     python benchmarks/bench_pooling.py --quick         # the first 2,000 sentences
     python benchmarks/bench_pooling.py --probe-k 50    # also time a whole `hf-minattn probe` run at K = 50
     python benchmarks/bench_pooling.py --ks 10 --bf16 --no-full --probe-k 10   # bf16 against fp32 at K = 10, timed
+    python benchmarks/bench_pooling.py --twin --no-full --ks 2 3 5 10   # the untrained twin, each K against K = 10
 
 Every set layer_0..layer_L is scored by the package's own `CommonBenchmarks.score` (Spearman with its 95% bootstrap
 interval over pairs) on one common set of pairs: both words pooled under the K design and known to word2vec (the
@@ -35,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from hf_minattn.initialization import initial_model
 from hf_minattn.machine import machine_info
 from hf_minattn.probes.benchmarks import WORD_PAIRS, WORD2VEC_SETTINGS, CommonBenchmarks, cached_word2vec
 from hf_minattn.probes.corpus import wikipedia_train_sentences
@@ -188,14 +190,20 @@ def main(argv=None) -> dict:
     parser.add_argument("--bf16", action="store_true",
                         help="each K's pass in bf16 too, and the timed probe with --bf16")
     parser.add_argument("--no-full", action="store_true", help="skip the full pooling (no K is chosen)")
+    parser.add_argument("--twin", action="store_true",
+                        help="the untrained twin (the model's architecture at initialisation, as `hf-minattn probe` "
+                             "builds it) instead of the model; with --no-full each K is ruled against the largest")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args(argv)
 
-    name = "pooling-bf16" if args.no_full else "pooling-latest"
+    name = "pooling-twin" if args.twin else "pooling-bf16" if args.no_full else "pooling-latest"
     path = os.path.join(args.out, f"{name}{'-quick' if args.quick else ''}.json")
     result = json.load(open(path)) if os.path.isfile(path) and not args.ks else {}
     if args.ks:
         model, tokenizer, name = load_reference("minilm")
+        if args.twin:
+            model, name = initial_model(model.config, args.seed, type(model)).eval(), f"{name}, untrained twin"
+            args.cache = args.cache and args.cache.replace(".npz", "-twin.npz")
         sentences = wikipedia_train_sentences(2000 if args.quick else 0)
         print(f"{name} over {len(sentences):,} sentences of the default corpus's training split", flush=True)
         result = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "machine": machine_info(),
@@ -203,6 +211,14 @@ def main(argv=None) -> dict:
                   "precision": "fp32 and bf16 autocast" if args.bf16 else "fp32", "bf16_rule": BF16_RULE,
                   **sweep(model, tokenizer, sentences, args.ks, args.cache, args.bootstrap, args.seed, args.bf16,
                           not args.no_full)}
+        if args.twin and args.no_full:  # each K against the largest K's 95% bootstrap intervals
+            largest = result["k"][str(max(args.ks))]["scores"]
+            for k, row in result["k"].items():
+                row["within_largest_k_noise"] = within_noise(row["scores"], largest)
+                print(f"K = {k}: within the K = {max(args.ks)} pass's noise: {row['within_largest_k_noise']}")
+            result["chosen_k"] = min(int(k) for k, row in result["k"].items() if row["within_largest_k_noise"])
+            result["rule"] = RULE.replace("the full pooling's", f"the K = {max(args.ks)} pass's")
+            print(f"chosen K for the twin: {result['chosen_k']}")
         print_table(result)
     if args.probe_k:
         for bf16 in (False, True) if args.bf16 else (False,):

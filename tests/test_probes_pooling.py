@@ -114,7 +114,19 @@ def test_probes_json_records_the_design(tokenizer, tmp_path):
         load_probe_results(tmp_path))
 
 
+@pytest.mark.parametrize("twin_k", [1, 3])
+def test_the_untrained_twin_pools_from_its_own_number_of_contexts(tokenizer, twin_k):
+    model = MinAttnModel(tiny_config(vocab_size=120)).eval()
+    settings = ProbeSettings(**QUIET, untrained=True, contexts_per_word=3, twin_contexts_per_word=twin_k)
+    pooling = run_all_probes(model, tokenizer, SENTENCES[:6], settings, corpus=SENTENCES, log=lambda m: None).pooling
+    assert pooling["contexts_per_word"] == 3 and pooling["twin_contexts_per_word"] == twin_k
+    # fewer contexts a word, fewer sentences encoded; the same K, the same sentences as the model's pass
+    assert (pooling["twin_sentences"] < pooling["sentences"]) if twin_k < 3 else (
+        pooling["twin_sentences"] == pooling["sentences"])
+
+
 @pytest.mark.parametrize("field, value, message", [
+    ("twin_contexts_per_word", 0, "--twin-contexts-per-word must be at least 1, got 0"),
     ("contexts_per_word", 0, "--contexts-per-word must be at least 1, got 0"),
     ("contexts_per_word", 2.5, "--contexts-per-word must be an integer"),
     ("full_pooling", "yes", "--full-pooling must be True or False"),
@@ -128,6 +140,7 @@ def test_a_bad_pooling_setting_names_its_flag(field, value, message):
 def test_the_cli_flags_reach_the_settings():
     parse = probe_parser().parse_args
     assert probe_settings(parse(["m", "--out", "o", "--contexts-per-word", "7"])).contexts_per_word == 7
+    assert probe_settings(parse(["m", "--out", "o", "--twin-contexts-per-word", "4"])).twin_contexts_per_word == 4
     assert probe_settings(parse(["m", "--out", "o", "--full-pooling"])) == replace(
         probe_settings(parse(["m", "--out", "o"])), full_pooling=True)
     assert probe_settings(parse(["m", "--out", "o", "--bf16"])) == replace(

@@ -14,7 +14,7 @@ from hf_minattn.model_source import find_model, folder_name
 from .corpus import default_sentences, read_corpus_file, read_dataset, wikipedia_train_sentences
 from .loading import load_encoder, load_reference, resolve_device
 from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS
-from .pooling import DEFAULT_CONTEXTS_PER_WORD
+from .pooling import DEFAULT_CONTEXTS_PER_WORD, DEFAULT_TWIN_CONTEXTS_PER_WORD
 from .plots import FIGURE_FORMATS, compare_plots
 from .report import write_compare_report, write_outputs
 from .run import run_all_probes
@@ -55,6 +55,9 @@ def probe_parser():
     p.add_argument("--contexts-per-word", type=int, default=DEFAULT_CONTEXTS_PER_WORD,
                    help="pool each word a probe reads from at most this many sentences of the vector corpus "
                         f"(default {DEFAULT_CONTEXTS_PER_WORD}; see docs/probes.md)")
+    p.add_argument("--twin-contexts-per-word", type=int, default=DEFAULT_TWIN_CONTEXTS_PER_WORD,
+                   help="the same for the untrained twin's pass, a floor whose scores barely move with it "
+                        f"(default {DEFAULT_TWIN_CONTEXTS_PER_WORD}; see docs/probes.md)")
     p.add_argument("--full-pooling", action="store_true",
                    help="pool every word of the vector corpus from every sentence (slower; --contexts-per-word unused)")
     p.add_argument("--bf16", action="store_true",
@@ -156,6 +159,7 @@ def probe_settings(args) -> ProbeSettings:
         decontextualized=not args.no_decontextualized, untrained=not args.no_untrained, heads=not args.no_heads,
         logit_lens=not args.no_logit_lens, circuits=not args.no_circuits, weights=not args.no_weights,
         head_sentences=args.head_sentences, min_count=args.min_count, contexts_per_word=args.contexts_per_word,
+        twin_contexts_per_word=args.twin_contexts_per_word,
         full_pooling=args.full_pooling, bf16=args.bf16, batch_size=args.batch_size, seed=args.seed,
         bootstrap=args.bootstrap, mlm_probability=args.mlm_probability,
         ablation_mask_draws=args.ablation_mask_draws, trust_remote_code=args.trust_remote_code)

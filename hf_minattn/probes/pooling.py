@@ -16,6 +16,9 @@ import numpy as np
 
 CANDIDATES = 1000  # the most frequent words, always pooled: the neighbours' and the analogies' candidate answers
 DEFAULT_CONTEXTS_PER_WORD = 10  # benchmarks/bench_pooling.py: the smallest K within the bootstrap noise of full pooling
+# The untrained twin is a floor whose scores sit near 0: its pass costs as much as the model's, but at K = 2 every
+# benchmark's rho at every layer stays inside the 95% bootstrap interval of its K = 10 pass (bench_pooling.py --twin)
+DEFAULT_TWIN_CONTEXTS_PER_WORD = 2
 
 
 def scored_words(normalise=str.lower, extra=()) -> set:
@@ -87,13 +90,15 @@ def select_contexts(words, targets, contexts_per_word, seed=0, candidates=CANDID
                             sentences=np.array(sorted(kept), dtype=np.int64), occurrence=occurrence)
 
 
-def selection_for(words, normalise, settings):
+def selection_for(words, normalise, settings, contexts_per_word=None):
     """(ContextSelection or None for full pooling, probes.json's record of the design and the passes' precision) of
     `words` (a CorpusWords) under `settings` (a ProbeSettings): the scored words, the neighbour probe's words and the
-    sense word, each from at most settings.contexts_per_word sentences drawn with settings.seed."""
+    sense word, each from at most `contexts_per_word` (None: settings.contexts_per_word) sentences drawn with
+    settings.seed."""
     precision = {"precision": "bf16 autocast" if settings.bf16 else "fp32"}
     if settings.full_pooling:
         return None, {**full_pooling_summary(words), **precision}
     extra = (*settings.words, settings.sense_word or "")
-    selection = select_contexts(words, scored_words(normalise, extra), settings.contexts_per_word, settings.seed)
+    k = settings.contexts_per_word if contexts_per_word is None else contexts_per_word
+    selection = select_contexts(words, scored_words(normalise, extra), k, settings.seed)
     return selection, {**selection.summary(len(words.words)), **precision}

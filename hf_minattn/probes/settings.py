@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from hf_minattn.checks import check_bounds
 
 from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS
-from .pooling import DEFAULT_CONTEXTS_PER_WORD
+from .pooling import DEFAULT_CONTEXTS_PER_WORD, DEFAULT_TWIN_CONTEXTS_PER_WORD
 
 DEFAULT_EXAMPLES = ("The king and the queen walked their dog to the old castle.",
                     "The quick brown fox jumps over the lazy dog, and the dog sleeps.")
@@ -14,7 +14,8 @@ DEFAULT_EXAMPLES = ("The king and the queen walked their dog to the old castle."
 # The numbers of ProbeSettings, named as hf-minattn probe's flags: {field: (lowest, highest or None, lowest allowed?)}
 BOUNDS = {"head_sentences": (1, None, True), "min_count": (1, None, True), "bootstrap": (10, None, True),
           "mlm_probability": (0, 1, False), "ablation_mask_draws": (1, None, True), "batch_size": (1, None, True),
-          "ablation_sentences": (1, None, True), "seed": (0, None, True), "contexts_per_word": (1, None, True)}
+          "ablation_sentences": (1, None, True), "seed": (0, None, True), "contexts_per_word": (1, None, True),
+          "twin_contexts_per_word": (1, None, True)}
 SWITCHES = ("word2vec", "decontextualized", "untrained", "heads", "view", "ablation", "logit_lens", "circuits",
             "weights", "trust_remote_code", "full_pooling", "bf16")
 
@@ -45,6 +46,7 @@ class ProbeSettings:
     # the vector corpus's pooling (pooling.py): the words some probe reads, each from at most contexts_per_word
     # sentences drawn with `seed`; full_pooling: every word from every sentence (contexts_per_word unused)
     contexts_per_word: int = DEFAULT_CONTEXTS_PER_WORD
+    twin_contexts_per_word: int = DEFAULT_TWIN_CONTEXTS_PER_WORD  # the same for the untrained twin's pass
     full_pooling: bool = False
     # the vector corpus's passes (the model's, the untrained twin's, the reference's) under bf16 autocast: about 1.75x
     # faster where bf16 is native, the benchmarks' scores within their bootstrap noise (benchmarks/NOTES.md)
