@@ -52,18 +52,7 @@ def probe_parser():
                         "over the vector corpus)")
     p.add_argument("--no-untrained", action="store_true",
                    help="skip the same architecture at initialisation (scored beside every benchmark by default)")
-    p.add_argument("--contexts-per-word", type=int, default=DEFAULT_CONTEXTS_PER_WORD,
-                   help="pool each word a probe reads from at most this many sentences of the vector corpus "
-                        f"(default {DEFAULT_CONTEXTS_PER_WORD}; see docs/probes.md)")
-    p.add_argument("--twin-contexts-per-word", type=int, default=DEFAULT_TWIN_CONTEXTS_PER_WORD,
-                   help="the same for the untrained twin's pass, a floor whose scores barely move with it "
-                        f"(default {DEFAULT_TWIN_CONTEXTS_PER_WORD}; see docs/probes.md)")
-    p.add_argument("--full-pooling", action="store_true",
-                   help="pool every word of the vector corpus from every sentence (slower; --contexts-per-word unused)")
-    p.add_argument("--bf16", action="store_true",
-                   help="pool the vector corpus under bf16 autocast: passes about 1.75x faster where the CPU (AVX512-BF16, "
-                        "AMX) or GPU has native bf16, much slower where it is emulated; the scores stay within their "
-                        "bootstrap noise (benchmarks/NOTES.md)")
+    _pooling_arguments(p)
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% intervals (at least 10)")
     p.add_argument("--mlm-probability", type=float, default=0.15,
                    help="mask rate of the head-ablation and logit-lens losses: use the rate the model was trained "
@@ -85,6 +74,22 @@ def probe_parser():
     _output_arguments(p)
     _revision_arguments(p)
     return p
+
+
+def _pooling_arguments(p):
+    """How the vector corpus is pooled: which occurrences (pooling.py) and in which precision."""
+    p.add_argument("--contexts-per-word", type=int, default=DEFAULT_CONTEXTS_PER_WORD,
+                   help="pool each word a probe reads from at most this many sentences of the vector corpus "
+                        f"(default {DEFAULT_CONTEXTS_PER_WORD}; see docs/probes.md)")
+    p.add_argument("--twin-contexts-per-word", type=int, default=DEFAULT_TWIN_CONTEXTS_PER_WORD,
+                   help="the same for the untrained twin's pass, a floor whose scores barely move with it "
+                        f"(default {DEFAULT_TWIN_CONTEXTS_PER_WORD}; see docs/probes.md)")
+    p.add_argument("--full-pooling", action="store_true",
+                   help="pool every word of the vector corpus from every sentence (slower; --contexts-per-word unused)")
+    p.add_argument("--bf16", action="store_true",
+                   help="pool the vector corpus under bf16 autocast: passes about 1.75x faster where the CPU (AVX512-BF16, "
+                        "AMX) or GPU has native bf16, much slower where it is emulated; the scores stay within their "
+                        "bootstrap noise (benchmarks/NOTES.md)")
 
 
 def _revision_arguments(p):

@@ -274,15 +274,12 @@ def run_all_probes(model, tokenizer, sentences, settings=ProbeSettings(), *, mod
 
 
 def _untrained_vectors(results, model, tokenizer, words, full, max_length, settings):
-    """The untrained twin's word vectors: `model`'s architecture at initialisation, pooled over `words` (a CorpusWords)
-    in full (`full`) or from at most settings.twin_contexts_per_word sentences a word: a floor whose scores sit near
-    0 needs fewer contexts than the model (pooling.DEFAULT_TWIN_CONTEXTS_PER_WORD)."""
-    fresh = initial_model(model.config, settings.seed, type(model)).eval().to(model.device)
-    selection = None
+    """The untrained twin's word vectors, pooled over `words` in full or from settings.twin_contexts_per_word
+    sentences a word: a floor needs fewer contexts than the model (pooling.DEFAULT_TWIN_CONTEXTS_PER_WORD)."""
+    fresh, selection = initial_model(model.config, settings.seed, type(model)).eval().to(model.device), None
     if not full:
         selection = selection_for(words, word_normaliser(tokenizer), settings, settings.twin_contexts_per_word)[0]
-        results.pooling.update(twin_contexts_per_word=selection.contexts_per_word,
-                               twin_sentences=len(selection.sentences))
+        results.pooling.update(twin_contexts_per_word=selection.contexts_per_word, twin_sentences=len(selection.sentences))
     pooled = pool_corpus(fresh, tokenizer, words=words, batch_size=settings.batch_size, max_length=max_length,
                          desc="pooling corpus (untrained)", selection=selection, bf16=settings.bf16)
     results.vector_corpus.seconds["untrained"] = round(pooled.seconds, 2)
@@ -322,8 +319,7 @@ def _probe_vectors(results, model, tokenizer, sentences, vector_corpus, settings
     others = _OtherVectors(encoded=encoded)
     if settings.untrained:
         with _Timer(timings, "untrained model", log):
-            others.untrained = _untrained_vectors(results, model, tokenizer, cw, full=selection is None,
-                                                  max_length=max_length, settings=settings)
+            others.untrained = _untrained_vectors(results, model, tokenizer, cw, selection is None, max_length, settings)
     if reference is not None:
         ref_model, ref_tokenizer, others.reference_name = reference
         with _Timer(timings, "reference model", log):
