@@ -5,7 +5,7 @@ PIP := $(VENV)/bin/pip
 # torch is installed on its own first, so that the build TORCH names (a CPU wheel, say) is the one the package gets.
 TORCH ?= torch==2.13.0
 
-.PHONY: install chromium test test-fast dist demo bench experiments mutate clean
+.PHONY: install chromium test test-fast dist demo bench bench-gpu experiments mutate clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -53,6 +53,10 @@ demo: install
 # MinAttnForMaskedLM vs BertForMaskedLM, side by side in one process.
 bench: install
 	$(PY) benchmarks/bench_train.py --out benchmarks/results
+
+# On a CUDA GPU: fp32 and bf16 at batch 32 (with CUDA graphs and torch.compile on/off) and 128, then the GPU tests.
+bench-gpu: install
+	PYTHON=$(PY) bash benchmarks/gpu.sh benchmarks/results
 
 # Train the variants and answer the classic questions (QUICK=1: the tiny version the tests run; docs/experiments.md).
 experiments: install

@@ -165,8 +165,9 @@ def make_batches(blocks: torch.Tensor, steps: int, batch: int, tokenizer, seed: 
 # Steps
 
 
-def mlm_loss(model, inputs, labels, dense_head=False):
-    mask = torch.ones_like(inputs)  # what a collator gives for unpadded blocks; MinAttn turns it into no mask
+def mlm_loss(model, inputs, labels, dense_head=False, attention_mask=True):
+    # The all-ones mask is what a collator gives for unpadded blocks; MinAttn turns it into no mask.
+    mask = torch.ones_like(inputs) if attention_mask else None
     if dense_head:  # the lever off: full (B, T, V) logits as BERT computes them
         logits = model(input_ids=inputs, attention_mask=mask).logits
         return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
@@ -185,8 +186,8 @@ class StepLoop:
     Trainer's default (`optim="adamw_torch_fused"`), unless `fused=False` (torch's default on CPU: a loop over the
     parameters; it measured within 3% of the fused one, a lever below)."""
 
-    def __init__(self, model, steps, lr, bf16, dense_head=False, compile_model=False, fused=True):
-        self.model, self.bf16, self.dense_head = model, bf16, dense_head
+    def __init__(self, model, steps, lr, bf16, dense_head=False, compile_model=False, fused=True, attention_mask=True):
+        self.model, self.bf16, self.dense_head, self.attention_mask = model, bf16, dense_head, attention_mask
         self.forward_model = torch.compile(model) if compile_model else model
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, fused=fused)
         self.schedule = linear_schedule(self.optimizer, steps, warmup=max(1, steps // 10))
@@ -195,8 +196,10 @@ class StepLoop:
     def step(self, inputs, labels):
         self.model.train()
         start = time.perf_counter()
+        if inputs.is_cuda:  # a new step for CUDA graphs (mode "reduce-overhead"): last step's outputs may be reused
+            torch.compiler.cudagraph_mark_step_begin()
         with torch.autocast(inputs.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            loss = mlm_loss(self.forward_model, inputs, labels, self.dense_head)
+            loss = mlm_loss(self.forward_model, inputs, labels, self.dense_head, self.attention_mask)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
         self.optimizer.step()

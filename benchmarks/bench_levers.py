@@ -66,6 +66,19 @@ def rotary_in_compute_dtype(model: nn.Module) -> nn.Module:
     return model
 
 
+def lever_row(lever: str, precision: str, baseline: StepLoop, variant: StepLoop, batches, warmup) -> dict:
+    """One lever's row: the variant's first step timed alone (it holds any compilation), then the two loops
+    alternating over `batches`; variant / shipped < 1: the variant is faster."""
+    start = time.perf_counter()
+    variant.step(*batches[0])
+    first_step = time.perf_counter() - start
+    variant.times.clear()
+    times = time_pair({"shipped": baseline, "variant": variant}, batches, warmup)
+    print(f"  [{precision}] {lever}: variant/shipped step time = {times['variant'] / times['shipped']:.3f}", flush=True)
+    return {"lever": lever, "precision": precision, "shipped_s": times["shipped"], "variant_s": times["variant"],
+            "variant_over_shipped": times["variant"] / times["shipped"], "variant_first_step_s": first_step}
+
+
 def measure_levers(sizes, batches, warmup, lr, bf16=False, with_compile=True) -> list[dict]:
     """Each row: MinAttn as shipped vs MinAttn with one lever switched: "off" for the ones in the model (is each
     worth keeping?), "on" for the candidates (does it pay?). variant / shipped < 1: the variant is faster."""
@@ -76,16 +89,7 @@ def measure_levers(sizes, batches, warmup, lr, bf16=False, with_compile=True) ->
         baseline = StepLoop(build("minattn", sizes, **(model_kwargs or {})), len(batches), lr, bf16,
                             **(baseline_kwargs or {}))
         variant = StepLoop(variant_model, len(batches), lr, variant_bf16, **(variant_kwargs or {}))
-        start = time.perf_counter()
-        variant.step(*batches[0])
-        first_step = time.perf_counter() - start
-        variant.times.clear()
-        times = time_pair({"shipped": baseline, "variant": variant}, batches, warmup)
-        rows.append({"lever": lever, "precision": precision, "shipped_s": times["shipped"],
-                     "variant_s": times["variant"], "variant_over_shipped": times["variant"] / times["shipped"],
-                     "variant_first_step_s": first_step})
-        print(f"  [{precision}] {lever}: variant/shipped step time = {times['variant'] / times['shipped']:.3f}",
-              flush=True)
+        rows.append(lever_row(lever, precision, baseline, variant, batches, warmup))
 
     if not bf16:  # the levers already in the model, switched off (fp32, as measured before)
         pair("sparse MLM head -> dense (B,T,V) logits", build("minattn", sizes), {"dense_head": True})
@@ -115,6 +119,30 @@ def measure_levers(sizes, batches, warmup, lr, bf16=False, with_compile=True) ->
         if not bf16:
             pair("eager -> torch.compile (whole model)", build("minattn", sizes), {"compile_model": True})
     return rows
+
+
+def measure_gpu_levers(sizes, batches, warmup, lr, bf16, device) -> list[dict]:
+    """On a GPU a small model's step is mostly kernel launches and host waits. Each row: MinAttn as shipped (eager,
+    the all-ones attention_mask passed as a collator gives it) against
+    - the same model called without the mask (no host sync to test that it is all ones; the blocks are unpadded);
+    - its encoder compiled by inductor (fused kernels), and compiled with CUDA graphs (mode "reduce-overhead": the
+      encoder's forward and backward replayed as recorded graphs), both called without the mask (under compilation
+      the model keeps any mask it is given). The MLM head stays eager: sparse prediction has data-dependent shapes."""
+    precision = "bf16" if bf16 else "fp32"
+
+    def loop(model=None, **kwargs):
+        return StepLoop((model or build("minattn", sizes)).to(device), len(batches), lr, bf16, **kwargs)
+
+    def compiled(mode):
+        model = build("minattn", sizes)
+        model.minattn.compile(mode=mode)
+        return model
+
+    variants = {"eager, no attention_mask passed (no host sync for the mask)": loop(attention_mask=False),
+                "torch.compile of the encoder (default mode), no mask": loop(compiled("default"), attention_mask=False),
+                "CUDA graphs: torch.compile of the encoder, mode reduce-overhead, no mask":
+                    loop(compiled("reduce-overhead"), attention_mask=False)}
+    return [lever_row(lever, precision, loop(), variant, batches, warmup) for lever, variant in variants.items()]
 
 
 def profile_steps(sizes, batches, lr, bf16: bool, top: int = 12) -> list[dict]:
@@ -172,6 +200,12 @@ def add_levers(report: dict, sizes: dict, train_blocks, tokenizer, precisions: l
     lever_batches = make_batches(train_blocks, args.lever_steps, sizes["batch"], tokenizer, seed=3)
     measured = [p for p in precisions if "skipped" not in report["results"].get(p, {})]
     report["levers"] = []
+    if args.device.type == "cuda":  # the launch-bound levers; the CPU's levers were measured on the CPU
+        lever_batches = [tuple(t.to(args.device) for t in batch) for batch in lever_batches]
+        for precision in measured:
+            report["levers"] += measure_gpu_levers(sizes, lever_batches, min(5, args.lever_steps - 1), args.lr,
+                                                   precision == "bf16", args.device)
+        return report
     for precision in measured:
         report["levers"] += measure_levers(sizes, lever_batches, min(2, args.lever_steps - 1), args.lr,
                                            bf16=precision == "bf16", with_compile=not args.quick)

@@ -5,6 +5,7 @@ side in one process.
     python benchmarks/bench_train.py --quick              # smoke run with tiny sizes (under a minute)
     python benchmarks/bench_train.py --levers             # also time each speed lever on/off (see NOTES.md)
     python benchmarks/bench_train.py --batch 128          # on a GPU (picked by itself where there is one): bigger batches
+    bash benchmarks/gpu.sh                                # the GPU's set: batch 32 with the GPU levers, batch 128
 
 What is measured (for each precision):
 - training tokens/s: both models train on the same packed Wikipedia batches in the same order, alternating step by
@@ -22,11 +23,14 @@ What is measured (for each precision):
   by the step time, against the matmul peak timed in this run: one 1024^3 product (8192^3 on a GPU) after every pair
   of training steps, so that it sees the same machine load as the steps (median over steps of the per-step MFU).
 
-On a GPU every model runs its default attention kernel (sdpa: flash or memory-efficient attention), and every timing
-waits for the GPU to finish (`loss.item()` in a training step, `synchronize` elsewhere).
+On a GPU every model runs its default attention kernel (sdpa: flash or memory-efficient attention), every timing
+waits for the GPU to finish (`loss.item()` in a training step, `synchronize` elsewhere), and `--levers` times the
+launch-bound levers instead of the CPU's (`bench_levers.measure_gpu_levers`: the encoder in CUDA graphs or compiled,
+and no mask, each against MinAttn as shipped).
 
 Results go to `<out>/bench-<date>.json` and `<out>/latest.json` (`--quick`: `<out>/latest-quick.json` only; on a GPU
-`bench-cuda-<date>.json` and `latest-cuda.json`), and a markdown table is printed.
+`bench-cuda-<date>.json` and `latest-cuda.json`; `--only-levers`: `levers-<date>.json` and `levers-latest.json`, or
+`levers-cuda-...` on a GPU), and a markdown table is printed.
 """
 
 import argparse
@@ -247,8 +251,8 @@ def check_args(parser: argparse.ArgumentParser, args) -> tuple[dict, list[str]]:
     elif args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch sees no CUDA GPU here")
     args.device = torch.device(args.device)
-    if args.device.type == "cuda" and (args.levers or args.only_levers):
-        parser.error("the levers are measured on the CPU: add --device cpu")
+    if args.device.type == "cuda" and args.profile:
+        parser.error("--profile profiles the CPU's step: add --device cpu")
     if args.batch is not None and args.batch < 1:
         parser.error(f"--batch must be at least 1, got {args.batch}")
     sizes = dict(QUICK_SIZES if args.quick else SIZES)
@@ -329,8 +333,9 @@ def write_report(report: dict, args) -> Path:
     text = json.dumps(report, indent=1)
     # A full run is kept under its date; a --quick run only replaces latest-quick.json (its numbers mean nothing).
     # A GPU run has its own names, so that it never replaces the CPU figures NOTES.md quotes.
-    prefix = "levers" if args.only_levers else "bench-cuda" if args.device.type == "cuda" else "bench"
-    latest = "levers-latest" if args.only_levers else "latest-cuda" if args.device.type == "cuda" else "latest"
+    gpu = args.device.type == "cuda"
+    prefix = ("levers-cuda" if gpu else "levers") if args.only_levers else "bench-cuda" if gpu else "bench"
+    latest = ("levers-cuda-latest" if gpu else "levers-latest") if args.only_levers else "latest-cuda" if gpu else "latest"
     name = f"{prefix}-latest-quick.json" if args.quick and args.only_levers else f"{latest}-quick.json" \
         if args.quick else f"{prefix}-{stamp}.json"
     (out / name).write_text(text)

@@ -437,4 +437,4 @@ def test_bench_quick_run_on_a_gpu(bench, tmp_path):
     assert json.loads((tmp_path / "latest-cuda-quick.json").read_text())["device"] == "cuda"
     assert not (tmp_path / "latest-quick.json").exists()
     with pytest.raises(SystemExit):
-        bench.main(["--quick", "--levers", "--out", str(tmp_path)])  # the levers are measured on the CPU
+        bench.main(["--quick", "--levers", "--profile", "--out", str(tmp_path)])  # the profile is the CPU's step
