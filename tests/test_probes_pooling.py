@@ -110,16 +110,21 @@ def test_probes_json_records_the_design(tokenizer, tmp_path):
     assert pooling["words"] == len(results.word_vectors.vocab)
     assert 0 < pooling["sentences"] < pooling["sentences_total"] == len(SENTENCES)
     assert results.vector_corpus.vocabulary == len(results.word_vectors.vocab)
-    assert "pooled from the occurrences in at most 1 sentences of each word" in benchmarks_text(
-        load_probe_results(tmp_path))
+    text = benchmarks_text(load_probe_results(tmp_path))
+    assert "pooled from the occurrences in at most 1 sentences of each word a probe reads in " in text
+    assert "untrained model's" not in text  # no twin ran
 
 
 @pytest.mark.parametrize("twin_k", [1, 3])
 def test_the_untrained_twin_pools_from_its_own_number_of_contexts(tokenizer, twin_k):
     model = MinAttnModel(tiny_config(vocab_size=120)).eval()
     settings = ProbeSettings(**QUIET, untrained=True, contexts_per_word=3, twin_contexts_per_word=twin_k)
-    pooling = run_all_probes(model, tokenizer, SENTENCES[:6], settings, corpus=SENTENCES, log=lambda m: None).pooling
+    results = run_all_probes(model, tokenizer, SENTENCES[:6], settings, corpus=SENTENCES, log=lambda m: None)
+    pooling = results.pooling
     assert pooling["contexts_per_word"] == 3 and pooling["twin_contexts_per_word"] == twin_k
+    # the report's sentence names both numbers (the probe without the twin names one: the test above)
+    assert results.vector_corpus.occurrences == (f"the occurrences in at most 3 sentences of each word a probe reads "
+                                                 f"(the untrained model's: at most {twin_k})")
     # fewer contexts a word, fewer sentences encoded; the same K, the same sentences as the model's pass
     assert (pooling["twin_sentences"] < pooling["sentences"]) if twin_k < 3 else (
         pooling["twin_sentences"] == pooling["sentences"])

@@ -365,3 +365,16 @@ def test_a_words_contextual_vector_is_the_mean_of_its_occurrences(tokenizer):
                     occurrences.append(torch.stack([h[0, pieces].mean(0) for h in hidden]))  # (layers+1, C)
         expected = torch.stack(occurrences).mean(0).numpy()
         np.testing.assert_allclose(pooled.contextual[:, pooled.vocab.index(word)], expected, atol=1e-5)
+
+
+def test_the_probe_sentences_under_bf16_autocast_are_the_fp32_encoding_to_bf16_precision(tokenizer):
+    """encode_corpus(bf16=True) runs the model under bf16 autocast (what `hf-minattn probe --bf16` does): the pooled
+    vectors differ from fp32's only by bf16 rounding, not by being all equal; each sentence's IntraSim is kept and
+    averages to the corpus's."""
+    model = MinAttnModel(tiny_config(vocab_size=120)).eval()
+    fp32 = encode_corpus(model, tokenizer, SENTENCES, min_count=2)
+    bf16 = encode_corpus(model, tokenizer, SENTENCES, min_count=2, bf16=True)
+    assert not np.array_equal(bf16.contextual, fp32.contextual)  # autocast did run in bf16
+    np.testing.assert_allclose(bf16.contextual, fp32.contextual, atol=0.05)
+    assert fp32.intra_by_sentence.shape == (fp32.num_layers + 1, len(SENTENCES))
+    np.testing.assert_allclose(fp32.intra_by_sentence.mean(axis=1), fp32.intra_similarity, rtol=1e-6)

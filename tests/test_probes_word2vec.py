@@ -179,6 +179,9 @@ def test_word2vec_is_trained_once_per_corpus_and_settings_and_read_back_bit_for_
     _, _, cached = cached_word2vec([["a b", "c"]] * 20, replace(settings, min_count=1), str(tmp_path))
     _, _, cached = cached_word2vec([["a b", "c"]] * 20, replace(settings, min_count=1), str(tmp_path))
     assert not cached and len(trained) == 6
+    _, _, cached = cached_word2vec([["a\t", "c"]] * 20, replace(settings, min_count=1), str(tmp_path))  # at its end
+    _, _, cached = cached_word2vec([["a\t", "c"]] * 20, replace(settings, min_count=1), str(tmp_path))
+    assert not cached and len(trained) == 8
     monkeypatch.setenv(WORD2VEC_CACHE_ENV, "")
     assert word2vec_cache_dir() is None
     monkeypatch.setenv(WORD2VEC_CACHE_ENV, str(tmp_path / "elsewhere"))

@@ -75,6 +75,7 @@ class EncodedCorpus:
     kept_sample: np.ndarray  # (n_kept,) True for the uniform random sample of occurrences (baselines)
     kept: np.ndarray  # (layers+1, n_kept, hidden): vectors of the kept occurrences (for geometry)
     intra_similarity: np.ndarray  # (layers+1,): Ethayarajh's IntraSim averaged over sentences
+    intra_by_sentence: np.ndarray | None = None  # (layers+1, sentences): each sentence's IntraSim, in encoding order
 
     @property
     def num_layers(self):
@@ -111,8 +112,9 @@ def pool_pieces(hidden, word_index, n_words):
 
 
 def encode_corpus(model, tokenizer, sentences, batch_size=64, max_length=None, min_count=5,
-                  max_occurrences=16, baseline_sample=1000, seed=0, tokenized=None):
-    """Encode `sentences` with `model` (no_grad, batched by length) and pool pieces into words per layer."""
+                  max_occurrences=16, baseline_sample=1000, seed=0, tokenized=None, bf16=False):
+    """Encode `sentences` with `model` (no_grad, batched by length) and pool pieces into words per layer.
+    `bf16`: run the model under bf16 autocast (fast only where the CPU or GPU has native bf16); pooling stays fp32."""
     max_length = max_length or max_length_for(model, tokenizer)
     tokenized = tokenized or tokenize_corpus(tokenizer, sentences, max_length)
     index = tokenized.index
@@ -128,7 +130,8 @@ def encode_corpus(model, tokenizer, sentences, batch_size=64, max_length=None, m
     with torch.inference_mode():
         for batch_ids in progress(batches, desc="encoding corpus"):
             enc = tokenizer.pad({"input_ids": [tokenized.encodings[s] for s in batch_ids]}, return_tensors="pt")
-            out = run_model(model, enc, output_hidden_states=True)
+            with torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=bf16):
+                out = run_model(model, enc, output_hidden_states=True)
             states = torch.stack(out.hidden_states).float()  # (L+1, B, T, H)
             # Give every (sentence, word) of the batch one flat index, then pool its pieces.
             b_idx, t_idx, occ_idx, occ_word, occ_sent, occ_keep, offset = [], [], [], [], [], [], 0
@@ -162,6 +165,7 @@ def encode_corpus(model, tokenizer, sentences, batch_size=64, max_length=None, m
         kept_sample=torch.cat(kept_sample).numpy(),
         kept=torch.cat(kept, dim=1).numpy(),
         intra_similarity=torch.cat(intra, dim=1).mean(dim=1).numpy(),
+        intra_by_sentence=torch.cat(intra, dim=1).numpy(),
     )
 
 
@@ -214,21 +218,27 @@ def require_complete_overflow(tokenizer) -> None:
                          "0.23.1-0.23.2); install tokenizers>=0.23.3")
 
 
-def _add_word_spans(sentence_spans: list, ids: np.ndarray, offsets: np.ndarray) -> None:
-    """Widen `sentence_spans` (per word of one sentence: [start, end] characters, None for a pre-token with no
-    token) by one window: `ids` its tokens' word ids (-1: special), `offsets` (tokens, 2) their characters. A word's
-    span in a window runs from its first token's start to its last token's end (`word_to_chars`, without a call per
-    word); a word cut by a window boundary gets the union of its two parts."""
-    real = ids >= 0
-    word, start, end = ids[real], offsets[real, 0], offsets[real, 1]
+def _add_words(words: list, sentences, encodings, window_ids: list, window_sentence: list, normalise) -> None:
+    """Append to `words` (per sentence, per word: its normalised text; "" for a pre-token with no token) the words of
+    one tokenizer call: `encodings` its windows (tokenizers Encodings), `window_ids` (per window: word id of each
+    token, -1 special) and `window_sentence` (the sentence of each window). A word's text runs from its first token's
+    start to its last token's end (`word_to_chars`, without a call per word); a word cut by a window boundary gets
+    the union of its two parts. One numpy pass over the whole call: a window holds too few tokens to pay numpy's
+    cost per window, and the loop below runs once per word of the corpus."""
+    word = np.concatenate(window_ids)  # (tokens,)
+    sentence = np.repeat(window_sentence, [len(ids) for ids in window_ids])  # (tokens,)
+    offsets = np.array([o for e in encodings for o in e.offsets], dtype=np.int64).reshape(-1, 2)  # (tokens, 2)
+    real = word >= 0
+    word, sentence, offsets = word[real], sentence[real], offsets[real]
     if not word.size:
         return
-    runs = np.r_[0, np.flatnonzero(np.diff(word)) + 1]  # a word's tokens are consecutive
-    lows, highs = np.minimum.reduceat(start, runs), np.maximum.reduceat(end, runs)
-    sentence_spans.extend([None] * (int(word.max()) + 1 - len(sentence_spans)))
-    for w, low, high in zip(word[runs].tolist(), lows.tolist(), highs.tolist()):
-        old = sentence_spans[w]
-        sentence_spans[w] = [low, high] if old is None else [min(old[0], low), max(old[1], high)]
+    # A word's tokens are consecutive, also across the windows of its sentence (they follow each other).
+    runs = np.r_[0, np.flatnonzero((np.diff(word) != 0) | (np.diff(sentence) != 0)) + 1]
+    lows, highs = np.minimum.reduceat(offsets[:, 0], runs), np.maximum.reduceat(offsets[:, 1], runs)
+    for s, w, low, high in zip(sentence[runs].tolist(), word[runs].tolist(), lows.tolist(), highs.tolist()):
+        sentence_words = words[s]
+        sentence_words.extend([""] * (w - len(sentence_words)))  # pre-tokens without a token
+        sentence_words.append(normalise(sentences[s][low:high]))
 
 
 def tokenize_words(tokenizer, sentences, max_length=128, min_contexts=5):
@@ -244,21 +254,17 @@ def tokenize_words(tokenizer, sentences, max_length=128, min_contexts=5):
     require_complete_overflow(tokenizer)
     # A corpus repeats its words: each distinct text is normalised once (a million calls become ~100k).
     normalise = functools.lru_cache(maxsize=None)(word_normaliser(tokenizer))
-    spans = [[] for _ in sentences]  # per sentence, per word: [start, end] characters (over all its windows)
+    words = [[] for _ in sentences]  # per sentence, per word: its normalised text
     windows, window_sentence, window_word_ids = [], [], []
     chunk = 2048  # tokenize in chunks: bounded memory for the tokenizer's intermediate encodings
     for start in range(0, len(sentences), chunk):
         part = list(sentences[start : start + chunk])
         batch = tokenizer(part, truncation=True, max_length=max_length, return_overflowing_tokens=True)
-        mapping = batch["overflow_to_sample_mapping"]
-        for i, local in enumerate(mapping):
-            s = start + local
-            encoding = batch.encodings[i]  # the tokenizers Encoding: its offsets without a per-word call
-            ids = np.array([-1 if w is None else w for w in encoding.word_ids], dtype=np.int64)
-            _add_word_spans(spans[s], ids, np.array(encoding.offsets, dtype=np.int64).reshape(-1, 2))
-            windows.append(batch["input_ids"][i]), window_sentence.append(s), window_word_ids.append(ids)
-    words = [[normalise(sentence[a:b]) if span else "" for span in ss for a, b in [span or (0, 0)]]
-             for sentence, ss in zip(sentences, spans)]
+        first = len(windows)
+        for i, local in enumerate(batch["overflow_to_sample_mapping"]):
+            ids = np.array([-1 if w is None else w for w in batch.encodings[i].word_ids], dtype=np.int64)
+            windows.append(batch["input_ids"][i]), window_sentence.append(start + local), window_word_ids.append(ids)
+        _add_words(words, sentences, batch.encodings, window_word_ids[first:], window_sentence[first:], normalise)
     occurrences = Counter(w for ws in words for w in ws if w)
     if not occurrences:
         raise ValueError("the corpus has no words after tokenization")

@@ -47,6 +47,11 @@ class ContextSelection:
     sentences: np.ndarray  # (kept,) sentence indices, ascending
     occurrence: list  # per sentence: bool array over its words
 
+    def described(self, twin_contexts_per_word: int | None = None) -> str:
+        """Which occurrences are pooled, as the report's sentence says it; with the untrained twin's K where it runs."""
+        twin = "" if twin_contexts_per_word is None else f" (the untrained model's: at most {twin_contexts_per_word})"
+        return f"the occurrences in at most {self.contexts_per_word} sentences of each word a probe reads{twin}"
+
     def summary(self, total_sentences: int) -> dict:
         """What probes.json records of the design."""
         return {"design": f"scored words, at most {self.contexts_per_word} contexts each",

@@ -295,7 +295,7 @@ def _probe_vectors(results, model, tokenizer, sentences, vector_corpus, settings
     with _Timer(timings, "encode corpus", log):
         tokenized = tokenize_corpus(tokenizer, sentences, max_length)
         encoded = encode_corpus(model, tokenizer, sentences, batch_size=settings.batch_size, min_count=min_count,
-                                seed=settings.seed, tokenized=tokenized)
+                                seed=settings.seed, tokenized=tokenized, bf16=settings.bf16)
     results.corpus = CorpusStats(sentences=len(sentences), words=int(tokenized.counts.sum()),
                                  vocabulary=len(tokenized.vocab), tokens=sum(map(len, tokenized.encodings)),
                                  max_length=max_length)
@@ -312,8 +312,7 @@ def _probe_vectors(results, model, tokenizer, sentences, vector_corpus, settings
         tokens=cw.tokens, vocabulary=len(pooled.vocab), vocabulary_total=cw.vocabulary_total, min_contexts=min_count)
     stats.seconds["model"] = round(pooled.seconds, 2)
     if selection is not None:
-        stats.occurrences = (f"the occurrences in at most {selection.contexts_per_word} sentences of each word a probe "
-                             "reads")
+        stats.occurrences = selection.described(settings.twin_contexts_per_word if settings.untrained else None)
     with _Timer(timings, "word vectors", log):
         results.word_vectors = word_vectors(model, tokenizer, pooled, decontextualized=settings.decontextualized)
     others = _OtherVectors(encoded=encoded)

@@ -79,7 +79,9 @@ def cached_word2vec(sentence_words, settings, cache_dir=None):
     one bit for bit), named by the SHA-256 of the settings (seed included) and of the words."""
     cache_dir = cache_dir if cache_dir is not None else word2vec_cache_dir()
     words = [ws for ws in sentence_words if ws]
-    if not cache_dir or any(any(c.isspace() for c in w) for ws in words for w in ws):  # the format splits on spaces
+    # The format splits on whitespace: a word holding any is not cached. Checked once per distinct word (str.split
+    # gives [w] exactly when w has none), not per character of the corpus.
+    if not cache_dir or any(w.split() != [w] for w in set().union(*words) if w):
         start = time.perf_counter()
         kv = train_word2vec(words, settings)
         return kv, round(time.perf_counter() - start, 2), False
