@@ -335,7 +335,8 @@ def write_report(report: dict, args) -> Path:
     # A GPU run has its own names, so that it never replaces the CPU figures NOTES.md quotes.
     gpu = args.device.type == "cuda"
     prefix = ("levers-cuda" if gpu else "levers") if args.only_levers else "bench-cuda" if gpu else "bench"
-    latest = ("levers-cuda-latest" if gpu else "levers-latest") if args.only_levers else "latest-cuda" if gpu else "latest"
+    latest = (("levers-cuda-latest" if gpu else "levers-latest") if args.only_levers
+              else "latest-cuda" if gpu else "latest")
     name = f"{prefix}-latest-quick.json" if args.quick and args.only_levers else f"{latest}-quick.json" \
         if args.quick else f"{prefix}-{stamp}.json"
     (out / name).write_text(text)
