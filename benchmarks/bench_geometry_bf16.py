@@ -23,7 +23,7 @@ import numpy as np
 
 from hf_minattn.probes.corpus import default_sentences
 from hf_minattn.probes.encode import encode_corpus, tokenize_corpus
-from hf_minattn.probes.geometry import geometry, max_explainable_variance, scored_groups
+from hf_minattn.probes.geometry import geometry, max_explainable_variance, padded_groups, scored_groups
 from hf_minattn.probes.loading import load_reference
 from hf_minattn.stats import bootstrap_intervals
 
@@ -31,11 +31,7 @@ from hf_minattn.stats import bootstrap_intervals
 def per_word(encoded, layer, base):
     """(self-similarity, MEV, adjusted self-similarity) of each scored word at `layer`, as geometry computes their
     means (its `_layer_scorer`): occurrences as unit vectors, zero-padded to one batch."""
-    groups, eligible = scored_groups(encoded)
-    n_occ = np.array([len(groups[w]) for w in eligible])
-    padded = np.zeros((len(eligible), n_occ.max()), dtype=int)  # (words, max occurrences)
-    present = np.arange(n_occ.max())[None, :] < n_occ[:, None]
-    padded[present] = np.concatenate([groups[w] for w in eligible])
+    n_occ, padded, present = padded_groups(*scored_groups(encoded))  # padded: (words, max occurrences)
     vectors = encoded.kept[layer]
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     total = (unit[padded] * present[..., None]).sum(axis=1)

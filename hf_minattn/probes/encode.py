@@ -157,6 +157,7 @@ def encode_corpus(model, tokenizer, sentences, batch_size=64, max_length=None, m
             kept_sentence.append(torch.tensor(occ_sent)[mask]), kept_sample.append(occ_keep[mask] == 2)
 
     contextual = sums / torch.from_numpy(tokenized.counts).float()[None, :, None]
+    intra = torch.cat(intra, dim=1)  # (L+1, sentences)
     return EncodedCorpus(
         tokenized=tokenized,
         contextual=contextual.numpy(),
@@ -164,8 +165,8 @@ def encode_corpus(model, tokenizer, sentences, batch_size=64, max_length=None, m
         kept_sentence=torch.cat(kept_sentence).numpy(),
         kept_sample=torch.cat(kept_sample).numpy(),
         kept=torch.cat(kept, dim=1).numpy(),
-        intra_similarity=torch.cat(intra, dim=1).mean(dim=1).numpy(),
-        intra_by_sentence=torch.cat(intra, dim=1).numpy(),
+        intra_similarity=intra.mean(dim=1).numpy(),
+        intra_by_sentence=intra.numpy(),
     )
 
 

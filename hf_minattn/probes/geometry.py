@@ -183,15 +183,21 @@ def scored_groups(encoded, min_count=5, max_occurrences=16, min_contexts=5):
     return groups, eligible
 
 
-def _layer_scorer(encoded, groups, eligible, n_pairs, mev_groups, seed):
-    """score(vectors of the kept occurrences) -> (mean self-similarity, mean MEV, anisotropy baseline, MEV baseline,
-    per-word adjusted self-similarity)."""
-    # Zero-padded (words, max occurrences) index: zero rows change neither sums of unit vectors nor
-    # singular values, so every word is scored in one batched operation.
+def padded_groups(groups, eligible):
+    """(occurrences per word, (words, max occurrences) index of each word's kept occurrences, mask of the real
+    entries): zero-padded, since zero rows change neither sums of unit vectors nor singular values, so every word
+    is scored in one batched operation."""
     n_occ = np.array([len(groups[w]) for w in eligible])
     padded = np.zeros((len(eligible), n_occ.max()), dtype=int)
     present = np.arange(n_occ.max())[None, :] < n_occ[:, None]
     padded[present] = np.concatenate([groups[w] for w in eligible])
+    return n_occ, padded, present
+
+
+def _layer_scorer(encoded, groups, eligible, n_pairs, mev_groups, seed):
+    """score(vectors of the kept occurrences) -> (mean self-similarity, mean MEV, anisotropy baseline, MEV baseline,
+    per-word adjusted self-similarity)."""
+    n_occ, padded, present = padded_groups(groups, eligible)
     # Baselines from the uniform random sample of occurrences only, as in Ethayarajh (2019).
     sample = np.flatnonzero(encoded.kept_sample)
     random_groups = baseline_groups(encoded.kept_sample, mev_groups, int(round(n_occ.mean())), seed)
