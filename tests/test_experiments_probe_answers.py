@@ -11,6 +11,8 @@ from hf_minattn.experiments.probe_answers import probe_answers
 from hf_minattn.experiments.probing import best_contextual_layer
 from hf_minattn.experiments.word_pairs import BENCHMARKS, compare, score
 
+from helpers_benchmarks import Bench
+
 SEEDS = (0, 1, 2)
 CONFIG = {"num_hidden_layers": 2, "num_attention_heads": 2}
 
@@ -168,18 +170,9 @@ def test_rollout_edges_are_averaged_over_seeds_and_the_self_share_chooses_the_se
     assert "most of each word comes from the other words" in text("q7", probes(rollout_self=0.2))
 
 
-@pytest.mark.slow
 def test_word_pair_scores_and_paired_differences_have_known_answers():
     """A system whose cosines ARE the human scores has rho 1 at every seed and resample; one with random cosines is
     near 0; their difference is positive, and a system compared with itself differs by exactly 0."""
-
-    class Bench:
-        def __init__(self, human):
-            self.human = human
-
-        def _human(self, key):
-            return self.human
-
     rng = np.random.default_rng(0)
     human = rng.normal(size=60)
     keys = [f"{b}{suffix}" for b in BENCHMARKS for suffix in ("", "_read")]
@@ -197,6 +190,32 @@ def test_word_pair_scores_and_paired_differences_have_known_answers():
     assert family["better"]["family_size"] == 2 and family["better"]["p_holm"] >= family["better"]["p"]
     swapped = compare(cosines, bench, {"worse": ("noise", "perfect", "wordsim353_read")}, SEEDS, n_resamples=200)
     assert swapped["worse"]["verdict"] == "lower"
+
+
+def test_word_pair_intervals_are_those_of_scipys_spearman_on_each_resample():
+    """score and compare rank all the resamples of a seed at once; their draws must be those of scipy's spearmanr
+    called on each resample in turn (ties averaged: scores rounded to one decimal), hence the same intervals."""
+    from scipy.stats import spearmanr
+
+    from hf_minattn.stats import hierarchical_bootstrap, hierarchical_draws
+
+    rng = np.random.default_rng(1)
+    human = np.round(rng.normal(size=40), 1)
+    key = "wordsim353_read"
+    keys = [f"{b}{suffix}" for b in BENCHMARKS for suffix in ("", "_read")]
+    cosines = {name: {s: {k: np.round(human * weight + rng.normal(size=40), 1) for k in keys} for s in SEEDS}
+               for name, weight in (("a", 1.0), ("b", 0.3))}
+    rho = lambda c, h: spearmanr(c, h)[0]  # noqa: E731
+    scored = score(cosines, Bench(human), SEEDS, n_resamples=300)[key]["a"]
+    expected = hierarchical_bootstrap(rho, [(cosines["a"][s][key], human) for s in SEEDS], n_resamples=300)
+    # both rounded to 4 decimals, as the results keep them
+    assert (scored["estimate"], scored["low"], scored["high"]) == tuple(
+        round(x, 4) for x in (expected.estimate, expected.low, expected.high))
+    tested = compare(cosines, Bench(human), {"a_vs_b": ("a", "b", key)}, SEEDS, n_resamples=300)["a_vs_b"]
+    _, draws = hierarchical_draws(lambda a, b, h: rho(a, h) - rho(b, h),
+                                  [(cosines["a"][s][key], cosines["b"][s][key], human) for s in SEEDS], 300)
+    assert (tested["low"], tested["high"]) == pytest.approx(tuple(np.round(np.quantile(draws, [0.025, 0.975]), 4)),
+                                                            abs=1e-4)
 
 
 def test_the_best_layer_is_a_contextual_one():

@@ -1,4 +1,4 @@
-"""word2vec at the model's own exposure (experiments/probing.py `matched_word2vec`): as many passes over the corpus
+"""word2vec at the model's own exposure (experiments/word2vec.py `matched_word2vec`): as many passes over the corpus
 as the model made, and the Q5 answer saying how the model compares with it beside the tuned one."""
 
 import copy
@@ -8,7 +8,7 @@ from conftest import TEXTS
 from test_findings import full_results
 
 from hf_minattn.experiments.findings_answers import ANSWERS
-from hf_minattn.experiments.probing import matched_word2vec
+from hf_minattn.experiments.word2vec import matched_word2vec
 from hf_minattn.probes.benchmarks import WORD2VEC_SETTINGS
 from hf_minattn.probes.encode import tokenize_words
 

@@ -17,6 +17,8 @@ from hf_minattn.experiments.probe_answers import probe_answers
 from hf_minattn.experiments.probing import REFERENCE_NAME, reference_word_pairs
 from hf_minattn.experiments.word_pairs import BENCHMARKS, score
 
+from helpers_benchmarks import Bench
+
 AT_SCALE = "in a model trained at scale (all-MiniLM-L6-v2)"
 
 
@@ -111,16 +113,6 @@ def test_without_a_reference_the_answers_leave_the_clause_out():
     older = full_results()
     assert older["answers"]["q5"]["reference"] == "all-MiniLM-L6-v2"
     assert not any("trained at scale" in answer(n, older) for n in (5, 6))
-
-
-class Bench:
-    """CommonBenchmarks' interface over one set of synthetic human scores."""
-
-    def __init__(self, human):
-        self.human = human
-
-    def _human(self, key):
-        return self.human
 
 
 def test_the_reference_is_one_model_bootstrapped_over_its_pairs_alone():

@@ -18,6 +18,7 @@ from hf_minattn.probes.cooccurrence import RELATED_PAIRS, cooccurrence_alignment
 from . import statistics as st
 from . import word_pairs
 from .mixing import mixing_over_seeds
+from .word2vec import corpus_token_count, matched_word2vec, word2vecs_ahead
 from .training import log
 
 REFERENCE_NAME = "minilm"
@@ -28,6 +29,11 @@ PROBE_MIN_CONTEXTS = 5  # a word gets vectors when seen in >= 5 distinct sentenc
 
 def probe_folder(out: str, name: str, seed: int) -> str:
     return os.path.join(out, "probes", name, f"seed{seed}")
+
+
+def kept_file(out: str, name: str, seed: int) -> str:
+    """The file save_kept writes last: a probe run that finished (its numbers are read back, not probed again)."""
+    return os.path.join(probe_folder(out, name, seed), "kept.json")
 
 
 def summary(probe: dict) -> dict:
@@ -121,7 +127,7 @@ def probe_seeds(out, folders, settings, seeds, texts, device, figure_format) -> 
     runs = {"by_seed": {name: {} for name in settings["probed"]}, "extras": {name: {} for name in settings["probed"]},
             "vectors": {}, "rollout": {}, "layers": None, "normalise": None}
     jobs = [(seed, name) for seed in seeds for name in settings["probed"]]
-    corpus_words = None
+    corpus_words = corpus_tokens = None
     for i, (seed, name) in enumerate(jobs):
         folder = folders[name][seed]
         if load_kept(probe_folder(out, name, seed), runs, name, seed):
@@ -132,17 +138,20 @@ def probe_seeds(out, folders, settings, seeds, texts, device, figure_format) -> 
         model, tokenizer = load_encoder(folder, device=device)
         runs["normalise"] = runs["normalise"] or word_normaliser(tokenizer)
         # every variant shares the first run's tokenizer: the corpus is tokenized once (~10 s a model otherwise)
-        corpus_words = corpus_words or tokenize_words(tokenizer, corpus, max_length_for(model, tokenizer),
-                                                      min_contexts=PROBE_MIN_CONTEXTS)
+        if corpus_words is None:
+            corpus_words = tokenize_words(tokenizer, corpus, max_length_for(model, tokenizer),
+                                          min_contexts=PROBE_MIN_CONTEXTS)
+            corpus_tokens = corpus_token_count(tokenizer, corpus)
+            unprobed = [s for s, n in jobs[i:] if n == "full" and not os.path.isfile(kept_file(out, n, s))]
+            word2vecs_ahead(settings, unprobed, corpus_words.words, corpus_tokens)
         results = run_all_probes(model, tokenizer, sentences, variant_probe_settings(name, seed, settings),
                                  model_path=folder, corpus=corpus, corpus_name=corpus_name, corpus_words=corpus_words,
                                  log=lambda m: None)
         write_outputs(results, probe_folder(out, name, seed), figure_format)
         keep_run(runs, results, name, seed, tokenizer, corpus[: settings["cooccurrence_sentences"]])
         if name == "full":  # word2vec at the model's own exposure, beside the tuned one
-            counted = (runs.get("word2vec_matched") or {}).get("corpus_tokens")  # the same corpus at every seed
             rows, runs["word2vec_matched"] = matched_word2vec(settings, tokenizer, corpus, corpus_words,
-                                                              results.word_vectors.vocab, seed, counted)
+                                                              results.word_vectors.vocab, seed, corpus_tokens)
             runs["vectors"][name, seed][1]["word2vec_matched"] = rows
         save_kept(probe_folder(out, name, seed), runs, name, seed)
         del model, results
@@ -185,27 +194,6 @@ def load_kept(folder: str, runs: dict, name: str, seed: int) -> bool:
     if kept["word2vec_matched"] is not None:
         runs["word2vec_matched"] = kept["word2vec_matched"]
     return True
-
-
-def matched_word2vec(settings: dict, tokenizer, corpus, corpus_words, vocab, seed: int,
-                     corpus_tokens: int | None = None) -> tuple:
-    """(rows aligned to `vocab`, what was matched) of a word2vec with the probes' settings but as many passes over
-    the corpus as the model made: its training tokens (steps x batch x sequence length) over the corpus's tokens,
-    rounded, at least one. The tuned word2vec (20 epochs) sees about ten times the text a preset's model sees.
-    `corpus_tokens`: the corpus's token count where already counted (it is the same at every seed)."""
-    from dataclasses import replace
-
-    from hf_minattn.probes.benchmarks import WORD2VEC_SETTINGS, cached_word2vec, word2vec_rows
-
-    if corpus_tokens is None:
-        corpus_tokens = sum(len(ids) for ids in tokenizer(list(corpus), add_special_tokens=False)["input_ids"])
-    trained = settings["max_steps"] * settings["batch_size"] * settings["max_seq_length"]
-    passes = trained / corpus_tokens
-    w2v = replace(WORD2VEC_SETTINGS, epochs=max(1, round(passes)), seed=seed)
-    kv, _, _ = cached_word2vec(corpus_words.words, w2v)
-    return word2vec_rows(kv, vocab, seed), {"epochs": w2v.epochs, "model_passes": round(passes, 3),
-                                            "training_tokens": trained, "corpus_tokens": corpus_tokens,
-                                            "tuned_epochs": WORD2VEC_SETTINGS.epochs}
 
 
 def keep_run(runs: dict, results, name: str, seed: int, tokenizer, cooccurrence_corpus) -> None:

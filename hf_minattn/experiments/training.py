@@ -291,6 +291,13 @@ def run_side_by_side(train, jobs, parallel: int) -> None:
             train(job)
 
 
+def side_by_side_order(jobs: list) -> list:
+    """The (seed, Variant) jobs in the order the workers take them: the runs that stop early (the shuffled-label
+    control, a third of the steps) last, so that the workers finish together instead of one training a whole run
+    alone at the end; otherwise seed by seed, as listed."""
+    return sorted(jobs, key=lambda job: job[1].max_steps is not None)  # sorted() is stable
+
+
 def train_variants(out: str, settings: dict, seeds) -> dict[str, dict[int, str]]:
     """Train every variant at every seed and save the untrained model of each seed; returns {variant: {seed:
     folder}}. Folders already finished are kept. The first run trains the tokenizer that every other run reads;
@@ -319,7 +326,7 @@ def train_variants(out: str, settings: dict, seeds) -> dict[str, dict[int, str]]
         train(todo[0])
         tokenizer_dir = folders[todo[0][1].name][todo[0][0]]
         todo = todo[1:]
-    run_side_by_side(train, todo, parallel)
+    run_side_by_side(train, side_by_side_order(todo), parallel)
     for seed in seeds:
         if not os.path.isfile(os.path.join(folders["untrained"][seed], "config.json")):
             initialise_untrained(folders["untrained"][seed], folders["full"][seed], seed)

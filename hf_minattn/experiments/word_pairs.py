@@ -12,12 +12,11 @@ otherwise (`probes.cooccurrence.centred_space`'s rule).
 """
 
 import numpy as np
-from scipy.stats import rankdata
 
 from hf_minattn.probes.cooccurrence import ANISOTROPY_THRESHOLD, word_anisotropy
 
 from hf_minattn.probes.benchmarks import CommonBenchmarks
-from hf_minattn.stats import bootstrap_test, hierarchical_bootstrap, hierarchical_draws
+from hf_minattn.stats import bootstrap_test, hierarchical_bootstrap, hierarchical_draws, spearman
 
 from . import statistics as st
 
@@ -35,16 +34,14 @@ def pair_cosines(bench: CommonBenchmarks, vocab, vectors) -> dict:
     return cosines
 
 
-def _rho(cosines, human):
-    """Spearman's rho as Pearson's r of the ranks (ties averaged), as scipy computes it, without its overhead: the
-    bootstrap calls it hundreds of thousands of times."""
-    if np.ptp(cosines) == 0 or np.ptp(human) == 0:
-        return np.nan
-    return float(np.corrcoef(rankdata(cosines), rankdata(human))[0, 1])
+def _rho(cosines, human, axis=-1):
+    """Spearman's rho along `axis` (`stats.spearman`: ties averaged, NaN where either side is constant), for every
+    resample of a seed at once: the bootstrap draws hundreds of thousands of resamples."""
+    return spearman(cosines, human, axis=axis)
 
 
-def _difference(a, b, human):
-    return _rho(a, human) - _rho(b, human)
+def _difference(a, b, human, axis=-1):
+    return _rho(a, human, axis) - _rho(b, human, axis)
 
 
 def score(cosines: dict, bench: CommonBenchmarks, seeds, n_resamples: int = 1000) -> dict:
@@ -58,7 +55,7 @@ def score(cosines: dict, bench: CommonBenchmarks, seeds, n_resamples: int = 1000
         out[key] = {}
         for system, by_seed in cosines.items():
             groups = [(by_seed[s][key], human) for s in seeds if s in by_seed]
-            out[key][system] = {**hierarchical_bootstrap(_rho, groups, n_resamples=n_resamples).to_dict(),
+            out[key][system] = {**hierarchical_bootstrap(_rho, groups, n_resamples=n_resamples, vectorized=True).to_dict(),
                                 "pairs": len(human)}
     return out
 
@@ -75,7 +72,7 @@ def compare(cosines: dict, bench: CommonBenchmarks, pairs: dict, seeds, n_resamp
         groups = [(cosines[a][s][key], cosines[b][s][key], human) for s in seeds if s in cosines[a] and s in cosines[b]]
         if len(human) < 3 or not groups:
             continue
-        estimate, draws = hierarchical_draws(_difference, groups, n_resamples)
+        estimate, draws = hierarchical_draws(_difference, groups, n_resamples, vectorized=True)
         test = bootstrap_test(estimate, draws, RHO_MARGIN, n=len(groups))
         family[name] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in test.items() if k != "tost"}
         family[name]["tost"] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in test["tost"].items()}

@@ -82,16 +82,16 @@ def ppmi_matrix(sentences_words, vocab, window=5):
     pointwise mutual information log(p(a, b) / (p(a) p(b))) with the probabilities read off these counts
     (marginals = row sums), 0 where negative or never seen together. A word never pairs with itself."""
     index = {w: i for i, w in enumerate(vocab)}
+    # Every sentence's word ids in one array, each sentence followed by `window` -1s so that no pair crosses
+    # sentences; the pairs at distance d are then (ids[:-d], ids[d:]) for d = 1 .. window, counted at once.
+    gap = (None,) * window
+    ids = np.array([index.get(w, -1) for sentence in sentences_words for w in (*sentence, *gap)], dtype=np.int64)
     counts = np.zeros((len(vocab), len(vocab)))
-    for sentence in sentences_words:
-        ids = [index.get(w, -1) for w in sentence]
-        for position, i in enumerate(ids):
-            if i < 0:
-                continue
-            for j in ids[position + 1 : position + 1 + window]:
-                if j >= 0 and j != i:
-                    counts[i, j] += 1
-                    counts[j, i] += 1
+    for d in range(1, window + 1):
+        a, b = ids[:-d], ids[d:]
+        keep = (a >= 0) & (b >= 0) & (a != b)
+        np.add.at(counts, (a[keep], b[keep]), 1)
+        np.add.at(counts, (b[keep], a[keep]), 1)
     total = counts.sum()
     marginal = counts.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -1,0 +1,45 @@
+"""How the experiments share out two cores: the order the training runs take, and word2vec trained ahead of the
+probes, side by side, with the same vectors as one after another."""
+
+from dataclasses import replace
+
+import numpy as np
+
+from hf_minattn.experiments.word2vec import matched_word2vec_settings, word2vecs_ahead
+from hf_minattn.experiments.training import SETTINGS, VARIANTS, side_by_side_order
+from hf_minattn.probes.word2vec import WORD2VEC_CACHE_ENV, WORD2VEC_SETTINGS, cached_word2vec, train_word2vec
+
+
+def test_the_runs_that_stop_early_train_last_and_the_rest_keep_their_order():
+    jobs = [(seed, v) for seed in (3, 4) for v in VARIANTS if v.trained]
+    ordered = side_by_side_order(jobs)
+    assert sorted(ordered, key=jobs.index) == jobs  # the same jobs
+    early = [job for job in jobs if job[1].max_steps is not None]
+    assert early and ordered[-len(early):] == early
+    assert ordered[: -len(early)] == [job for job in jobs if job not in early]
+
+
+def test_word2vecs_trained_ahead_side_by_side_are_those_the_probes_would_train(tmp_path, monkeypatch):
+    """Both word2vecs of each seed (tuned and matched) land in the cache, two at a time on threads, and equal the
+    vectors of the same settings trained alone: one worker thread each, so the seed still fixes them."""
+    monkeypatch.setenv(WORD2VEC_CACHE_ENV, str(tmp_path))
+    rng = np.random.default_rng(0)
+    words = [[f"w{i}" for i in rng.integers(0, 40, 12)] for _ in range(300)]
+    settings = dict(SETTINGS["quick"], parallel=2)
+    corpus_tokens = 20 * 16 * 64 // 2  # two passes for the matched word2vec
+    word2vecs_ahead(settings, (0, 1), words, corpus_tokens)
+    assert len(list(tmp_path.glob("*.bin"))) == 4
+    for seed in (0, 1):
+        matched, passes = matched_word2vec_settings(settings, corpus_tokens, seed)
+        assert passes == 2 and matched.epochs == 2
+        for w2v in (replace(WORD2VEC_SETTINGS, seed=seed), matched):
+            kv, _, cached = cached_word2vec(words, w2v)
+            assert cached  # read back: trained ahead
+            np.testing.assert_array_equal(kv.vectors, train_word2vec(words, w2v).vectors)
+
+
+def test_without_a_cache_nothing_is_trained_ahead(tmp_path, monkeypatch):
+    monkeypatch.setenv(WORD2VEC_CACHE_ENV, "")
+    monkeypatch.chdir(tmp_path)
+    word2vecs_ahead(dict(SETTINGS["quick"], parallel=2), (0,), [["a", "b"]] * 10, 1000)
+    assert not list(tmp_path.rglob("*.bin"))
