@@ -33,7 +33,7 @@ SETTINGS = {
                   mixing_sentences=30,
                   loss_allocation_samples=8, early_save_every=2, early_save_until=10),
     # The committed runs (docs/findings, seeds 3-7; docs/findings/exploration, seeds 0-2) on 2 CPU cores with
-    # AVX512-BF16: 8 training runs a seed (about 15 minutes a seed; the default 3 seeds about 66 minutes in all,
+    # AVX512-BF16: 8 training runs a seed (about 16 minutes a seed; the default 3 seeds took 70 minutes in all,
     # docs/experiments.md, "Cost") of 1,200 steps x 16 x 128
     # tokens (2.5M tokens, about 1.3 passes over the default corpus's training split) in bf16 autocast, two at a time
     # with one thread each (11% more runs per minute than one at a time with two threads, measured in fp32 on 150
@@ -43,8 +43,8 @@ SETTINGS = {
     # output layer it learns more in the same minutes than hidden 256 (docs/recipe.md, "The experiments' recipe").
     # Each variant trains at its own learning rate, the best of 2e-3 x 0.5, 1 and 2 on the exploration seeds (and of
     # 5e-4 too where 1e-3 was best: benchmarks/lr_study.py). The pretrained reference (all-MiniLM-L6-v2) is probed on
-    # the same corpus, pairs, homonyms and sentences, and answers 5-7 set it beside ours; its two passes over the
-    # corpus (5.3 minutes on 2 CPU cores) are part of this preset's cost (`--reference none` leaves it out).
+    # the same corpus, pairs, homonyms and sentences, and answers 5-7 set it beside ours; its probe (about 2
+    # minutes on 2 CPU cores) is part of this preset's cost (`--reference none` leaves it out).
     "full": dict(model_size="small", config_overrides="hidden_size=128,intermediate_size=512", vocab_size=8192,
                  max_seq_length=128, batch_size=16, max_steps=1200, learning_rate=2e-3, warmup_steps=60,
                  weight_decay=0.0, mlm_probability=0.3,
