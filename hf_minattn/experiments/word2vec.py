@@ -11,15 +11,19 @@ def corpus_token_count(tokenizer, corpus) -> int:
     return sum(len(ids) for ids in tokenizer(list(corpus), add_special_tokens=False)["input_ids"])
 
 
+def training_tokens(settings: dict) -> int:
+    """The tokens a preset's model trains on: steps x batch x sequence length."""
+    return settings["max_steps"] * settings["batch_size"] * settings["max_seq_length"]
+
+
 def matched_word2vec_settings(settings: dict, corpus_tokens: int, seed: int):
     """(Word2VecSettings, the model's passes over the corpus): the probes' word2vec settings with as many epochs as
-    the model made passes: its training tokens (steps x batch x sequence length) over the corpus's tokens, rounded,
-    at least one."""
+    the model made passes: its training tokens over the corpus's tokens, rounded, at least one."""
     from dataclasses import replace
 
     from hf_minattn.probes.word2vec import WORD2VEC_SETTINGS
 
-    passes = settings["max_steps"] * settings["batch_size"] * settings["max_seq_length"] / corpus_tokens
+    passes = training_tokens(settings) / corpus_tokens
     return replace(WORD2VEC_SETTINGS, epochs=max(1, round(passes)), seed=seed), passes
 
 
@@ -34,10 +38,9 @@ def matched_word2vec(settings: dict, tokenizer, corpus, corpus_words, vocab, see
     corpus_tokens = corpus_tokens or corpus_token_count(tokenizer, corpus)
     w2v, passes = matched_word2vec_settings(settings, corpus_tokens, seed)
     kv, _, _ = cached_word2vec(corpus_words.words, w2v)
-    trained = settings["max_steps"] * settings["batch_size"] * settings["max_seq_length"]
-    return word2vec_rows(kv, vocab, seed), {"epochs": w2v.epochs, "model_passes": round(passes, 3),
-                                            "training_tokens": trained, "corpus_tokens": corpus_tokens,
-                                            "tuned_epochs": WORD2VEC_SETTINGS.epochs}
+    matched = {"epochs": w2v.epochs, "model_passes": round(passes, 3), "training_tokens": training_tokens(settings),
+               "corpus_tokens": corpus_tokens, "tuned_epochs": WORD2VEC_SETTINGS.epochs}
+    return word2vec_rows(kv, vocab, seed), matched
 
 
 def word2vecs_ahead(settings: dict, seeds, words, corpus_tokens: int) -> None:
