@@ -174,6 +174,22 @@ def load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpo
     return tokenizer
 
 
+def shared_tokenizer(argv) -> str:
+    """Only the start of the run that `argv` describes: its data loaded and tokenized into the datasets cache with the
+    tokenizer it would train (or read), which is saved into its --output_dir. For runs that share one tokenizer
+    (`--tokenizer_name` that folder): they can then all start at once instead of after the first. Returns the folder."""
+    model_args, data_args, training_args = parse_args(argv)
+    max_seq_length = sequence_length(data_args, build_config(model_args))
+    raw, data_description = load_raw_datasets(data_args, model_args.cache_dir)
+    text_column = resolve_text_column(raw, data_args.text_column_name, data_description)
+    tokenizer = load_or_train_tokenizer(model_args, training_args, raw, text_column, None, max_seq_length)
+    tokenizer.save_pretrained(training_args.output_dir)
+    # Read back as the runs will read it, so that the cached sequences are the ones their fingerprint finds.
+    tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
+    lm_datasets(raw, tokenizer, text_column, data_args, max_seq_length, training_args, data_description)
+    return training_args.output_dir
+
+
 def build_model(model_args, config: MinAttnConfig, tokenizer, seed: int, source=None) -> MinAttnForMaskedLM:
     if source is not None:
         model = AutoModelForMaskedLM.from_pretrained(**source.pretrained(), config=config, cache_dir=model_args.cache_dir,

@@ -38,6 +38,22 @@ def run(tmp_path_factory):
                            findings=(out / "FINDINGS.md").read_text())
 
 
+def test_every_run_reads_the_one_tokenizer_trained_before_the_runs(run):
+    """The tokenizer is trained once, before any run (so the first two runs start together), and every trained and
+    untrained model holds exactly its vocabulary: their input rows are comparable word for word."""
+    from transformers import AutoTokenizer
+
+    shared = run.out / "tokenizer"
+    vocab = AutoTokenizer.from_pretrained(shared).get_vocab()
+    assert "training the tokenizer every run reads" in run.printed
+    for variant in VARIANTS:
+        for seed in run.results["seeds"]:
+            assert AutoTokenizer.from_pretrained(run.out / "models" / variant.name / f"seed{seed}").get_vocab() == vocab
+            if variant.trained:
+                command = (run.out / "logs" / f"{variant.name}-seed{seed}.log").read_text().split("\n", 1)[0]
+                assert f"--tokenizer_name {shared}" in command, command
+
+
 def test_a_killed_runs_model_only_states_are_trained_again(run):
     """Model-only states cannot resume a run: the rerun trains that model again and says why."""
     assert not run.killed.exists() and "holds an unfinished run" in run.printed

@@ -137,7 +137,7 @@ def probe_seeds(out, folders, settings, seeds, texts, device, figure_format) -> 
             f"{corpus_name}")
         model, tokenizer = load_encoder(folder, device=device)
         runs["normalise"] = runs["normalise"] or word_normaliser(tokenizer)
-        # every variant shares the first run's tokenizer: the corpus is tokenized once (~10 s a model otherwise)
+        # every variant reads the one tokenizer (out/tokenizer): the corpus is tokenized once (~10 s a model otherwise)
         if corpus_words is None:
             corpus_words = tokenize_words(tokenizer, corpus, max_length_for(model, tokenizer),
                                           min_contexts=PROBE_MIN_CONTEXTS)

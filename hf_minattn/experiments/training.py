@@ -300,8 +300,8 @@ def side_by_side_order(jobs: list) -> list:
 
 def train_variants(out: str, settings: dict, seeds) -> dict[str, dict[int, str]]:
     """Train every variant at every seed and save the untrained model of each seed; returns {variant: {seed:
-    folder}}. Folders already finished are kept. The first run trains the tokenizer that every other run reads;
-    with `settings["parallel"]` > 1 the others then run that many at a time, one thread each (small models gain
+    folder}}. Folders already finished are kept. Every run reads one tokenizer, trained first (`shared_tokenizer`);
+    with `settings["parallel"]` > 1 the runs then go that many at a time, one thread each (small models gain
     little from a second thread, and the runs' start-up, mostly imports, overlaps)."""
     folders = {v.name: {seed: model_folder(out, v.name, seed) for seed in seeds} for v in VARIANTS}
     jobs = [(seed, v) for seed in seeds for v in VARIANTS if v.trained]
@@ -323,14 +323,23 @@ def train_variants(out: str, settings: dict, seeds) -> dict[str, dict[int, str]]
         log(f"  seed {seed}, {variant.name}: done in {time.perf_counter() - start:.0f}s")
 
     if todo and tokenizer_dir is None:
-        train(todo[0])
-        tokenizer_dir = folders[todo[0][1].name][todo[0][0]]
-        todo = todo[1:]
+        tokenizer_dir = shared_tokenizer(out, settings, todo[0][0])
     run_side_by_side(train, side_by_side_order(todo), parallel)
     for seed in seeds:
         if not os.path.isfile(os.path.join(folders["untrained"][seed], "config.json")):
             initialise_untrained(folders["untrained"][seed], folders["full"][seed], seed)
     return folders
+
+
+def shared_tokenizer(out: str, settings: dict, seed: int) -> str:
+    """The tokenizer every run reads, trained on the training split as the full run of `seed` would train it, into
+    out/tokenizer, with the sequences it cuts cached; then no run waits for another's tokenizer."""
+    from hf_minattn import run_mlm
+
+    folder = os.path.join(out, "tokenizer")
+    log(f"training the tokenizer every run reads: {folder}")
+    full = next(v for v in VARIANTS if v.name == "full")
+    return run_mlm.shared_tokenizer(variant_arguments(settings, full, seed, folder, measurements=False))
 
 
 def initialise_untrained(folder: str, full_folder: str, seed: int) -> None:
