@@ -155,8 +155,9 @@ def test_every_probe_ran_at_every_seed_and_the_comparisons_are_paired(run):
     comparisons = results["answers"]["q5"]["comparisons"]
     assert {"last_vs_word2vec", "last_vs_untrained", "last_vs_reference", "last_vs_word2vec_matched"} <= set(comparisons)
     assert probes["word2vec_matched"]["epochs"] >= 1 and probes["word2vec_matched"]["training_tokens"] == 20 * 16 * 64
-    if (os.cpu_count() or 1) >= 2:  # both word2vecs of each seed trained ahead, side by side; the probes read them
-        assert f"training {2 * len(seeds)} word2vecs for the probes, 2 at a time" in run.printed
+    if (os.cpu_count() or 1) >= 2:  # both word2vecs of each seed trained on the runs' workers; the probes read them
+        assert f"training the probes' {2 * len(seeds)} word2vecs with the runs, one thread each" in run.printed
+        assert "word2vecs for the probes, 2 at a time" not in run.printed  # nothing left for the probe phase
         assert all(probes["by_seed"]["full"][str(s)]["word2vec"]["word2vec_cached"] for s in seeds)
     for c in comparisons.values():
         assert c["method"] == "hierarchical" and c["n"] == len(seeds) and c["p_holm"] >= c["p"]

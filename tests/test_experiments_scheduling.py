@@ -6,7 +6,7 @@ from dataclasses import replace
 import numpy as np
 
 from hf_minattn.experiments.word2vec import matched_word2vec_settings, word2vecs_ahead
-from hf_minattn.experiments.training import SETTINGS, VARIANTS, side_by_side_order
+from hf_minattn.experiments.training import SETTINGS, VARIANTS, run_side_by_side, side_by_side_order
 from hf_minattn.probes.word2vec import WORD2VEC_CACHE_ENV, WORD2VEC_SETTINGS, cached_word2vec, train_word2vec
 
 
@@ -17,6 +17,18 @@ def test_the_runs_that_stop_early_train_last_and_the_rest_keep_their_order():
     early = [job for job in jobs if job[1].max_steps is not None]
     assert early and ordered[-len(early):] == early
     assert ordered[: -len(early)] == [job for job in jobs if job not in early]
+
+
+def test_later_work_runs_on_the_runs_workers_after_them_and_not_one_by_one():
+    """Side by side, every run gets one thread and the later phase's callables run after the runs are taken up; one
+    at a time, the runs keep their threads and the callables are left to their phase."""
+    for parallel, expected_also in ((2, 1), (1, 0)):
+        calls = []
+        run_side_by_side(lambda job, threads=None: calls.append((job, threads)), [1, 2, 3], parallel,
+                         also=[lambda: calls.append(("also", None))])
+        runs = [call for call in calls if call[0] != "also"]
+        assert sorted(runs) == [(job, 1 if parallel > 1 else None) for job in (1, 2, 3)]
+        assert calls.count(("also", None)) == expected_also
 
 
 def test_word2vecs_trained_ahead_side_by_side_are_those_the_probes_would_train(tmp_path, monkeypatch):
@@ -43,3 +55,22 @@ def test_without_a_cache_nothing_is_trained_ahead(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     word2vecs_ahead(dict(SETTINGS["quick"], parallel=2), (0,), [["a", "b"]] * 10, 1000)
     assert not list(tmp_path.rglob("*.bin"))
+
+
+def test_the_schedule_replay_gives_known_makespans():
+    """benchmarks/schedule_replay.py: whichever worker is free first takes the next task, and the saving it reports
+    is its two schedules' difference."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "schedule_replay.py"
+    spec = importlib.util.spec_from_file_location("schedule_replay", path)
+    replay = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(replay)
+    assert replay.makespan([3, 3, 2, 2, 2]) == 7  # 3 | 3, then 2 on each, then the last 2 on the first free
+    assert replay.makespan([5, 1, 1, 1, 1, 1]) == 5
+    assert replay.makespan([1], (4, 2)) == 3
+    result = replay.main()
+    before = result["before"]
+    assert before["minutes"] == round(before["training_minutes"] + before["word2vec_minutes"], 1)
+    assert abs(result["saved_minutes"] - (before["minutes"] - result["after_minutes"])) <= 0.1

@@ -21,6 +21,7 @@ from .head_dynamics import head_curves, remove_early_states
 from .probing import probe_variants
 from .training import (SETTINGS, VARIANTS, build_config, count_parameters, log, matched_intermediate_size,
                        train_variants, variant_named, variant_overrides)
+from .word2vec import word2vec_tasks
 
 
 def check_seeds(seeds) -> tuple[int, ...]:
@@ -172,7 +173,8 @@ class PhaseClock:
 def run_phases(out: str, settings: dict, seeds, figure_format: str, clock: PhaseClock) -> tuple[dict, dict]:
     """Train every variant at every seed, score, measure the similarity and head dynamics, probe; returns the model
     folders ({variant: {seed: folder}}) and what each phase measured."""
-    folders = train_variants(out, settings, seeds)
+    # The probes' word2vecs train on the runs' workers where one would wait for the other at the end.
+    folders = train_variants(out, settings, seeds, also=lambda tokenizer: word2vec_tasks(settings, seeds, tokenizer))
     clock.done("training")
     scored = evaluate(out, folders, settings, seeds)
     clock.done("scoring")

@@ -18,7 +18,7 @@ from hf_minattn.probes.cooccurrence import RELATED_PAIRS, cooccurrence_alignment
 from . import statistics as st
 from . import word_pairs
 from .mixing import mixing_over_seeds
-from .word2vec import corpus_token_count, matched_word2vec, word2vecs_ahead
+from .word2vec import corpus_token_count, matched_word2vec, probe_corpus_words, word2vecs_ahead
 from .training import log
 
 REFERENCE_NAME = "minilm"
@@ -118,7 +118,7 @@ def probe_seeds(out, folders, settings, seeds, texts, device, figure_format) -> 
     """Every probe on each probed variant at each seed, over `texts` = (probe sentences, vector corpus, its name);
     each run written to probe_folder(out, variant, seed). Returns {"by_seed", "extras", "vectors": {(variant, seed):
     (vocab, vector sets)}, "rollout": {seed: the full model's edges}, "layers", "normalise"}."""
-    from hf_minattn.probes.encode import tokenize_words, word_normaliser
+    from hf_minattn.probes.encode import word_normaliser
     from hf_minattn.probes.loading import load_encoder, max_length_for
     from hf_minattn.probes.report import write_outputs
     from hf_minattn.probes.run import run_all_probes
@@ -139,8 +139,7 @@ def probe_seeds(out, folders, settings, seeds, texts, device, figure_format) -> 
         runs["normalise"] = runs["normalise"] or word_normaliser(tokenizer)
         # every variant reads the one tokenizer (out/tokenizer): the corpus is tokenized once (~10 s a model otherwise)
         if corpus_words is None:
-            corpus_words = tokenize_words(tokenizer, corpus, max_length_for(model, tokenizer),
-                                          min_contexts=PROBE_MIN_CONTEXTS)
+            corpus_words = probe_corpus_words(tokenizer, corpus, max_length_for(model, tokenizer))
             corpus_tokens = corpus_token_count(tokenizer, corpus)
             unprobed = [s for s, n in jobs[i:] if n == "full" and not os.path.isfile(kept_file(out, n, s))]
             word2vecs_ahead(settings, unprobed, corpus_words.words, corpus_tokens)

@@ -278,14 +278,17 @@ def model_folder(out: str, variant: str, seed: int) -> str:
     return os.path.join(out, "models", variant, f"seed{seed}")
 
 
-def run_side_by_side(train, jobs, parallel: int) -> None:
+def run_side_by_side(train, jobs, parallel: int, also=()) -> None:
     """`train(job, threads=1)` for every job, `parallel` at a time (small models gain little from a second thread,
-    and the runs' start-up, mostly imports, overlaps), or `train(job)` one by one when `parallel` is 1."""
+    and the runs' start-up, mostly imports, overlaps), then the callables `also` on the same workers (work of a later
+    phase that fills the end, where one worker would wait for the other); or `train(job)` one by one when
+    `parallel` is 1, and `also` is left to its phase."""
     if parallel > 1:
         from concurrent.futures import ThreadPoolExecutor
 
+        tasks = [lambda job=job: train(job, threads=1) for job in jobs] + list(also)
         with ThreadPoolExecutor(parallel) as pool:
-            list(pool.map(lambda job: train(job, threads=1), jobs))  # list(): re-raise a failed run's error
+            list(pool.map(lambda task: task(), tasks))  # list(): re-raise a failed run's error
     else:
         for job in jobs:
             train(job)
@@ -298,11 +301,12 @@ def side_by_side_order(jobs: list) -> list:
     return sorted(jobs, key=lambda job: job[1].max_steps is not None)  # sorted() is stable
 
 
-def train_variants(out: str, settings: dict, seeds) -> dict[str, dict[int, str]]:
+def train_variants(out: str, settings: dict, seeds, also=None) -> dict[str, dict[int, str]]:
     """Train every variant at every seed and save the untrained model of each seed; returns {variant: {seed:
     folder}}. Folders already finished are kept. Every run reads one tokenizer, trained first (`shared_tokenizer`);
     with `settings["parallel"]` > 1 the runs then go that many at a time, one thread each (small models gain
-    little from a second thread, and the runs' start-up, mostly imports, overlaps)."""
+    little from a second thread, and the runs' start-up, mostly imports, overlaps), and `also(tokenizer folder)`'s
+    callables after them on the same workers (`run_side_by_side`)."""
     folders = {v.name: {seed: model_folder(out, v.name, seed) for seed in seeds} for v in VARIANTS}
     jobs = [(seed, v) for seed in seeds for v in VARIANTS if v.trained]
     done = [job for job in jobs if os.path.isfile(os.path.join(folders[job[1].name][job[0]], "eval_results.json"))]
@@ -324,7 +328,8 @@ def train_variants(out: str, settings: dict, seeds) -> dict[str, dict[int, str]]
 
     if todo and tokenizer_dir is None:
         tokenizer_dir = shared_tokenizer(out, settings, todo[0][0])
-    run_side_by_side(train, side_by_side_order(todo), parallel)
+    extra = also(tokenizer_dir) if also is not None and todo and parallel > 1 else []
+    run_side_by_side(train, side_by_side_order(todo), parallel, extra)
     for seed in seeds:
         if not os.path.isfile(os.path.join(folders["untrained"][seed], "config.json")):
             initialise_untrained(folders["untrained"][seed], folders["full"][seed], seed)

@@ -43,22 +43,71 @@ def matched_word2vec(settings: dict, tokenizer, corpus, corpus_words, vocab, see
     return word2vec_rows(kv, vocab, seed), matched
 
 
-def word2vecs_ahead(settings: dict, seeds, words, corpus_tokens: int) -> None:
-    """Train the word2vecs the full model's probes at `seeds` will read (the tuned one and the matched one of each
-    seed) into the word2vec cache, `settings["parallel"]` at a time, before the probes read them from it. Each
-    trains on one worker thread, so that its seed fixes it; one after another they left the second core idle for a
-    minute a seed. gensim trains outside the GIL, so threads suffice (2 side by side: 1.8x as fast on 2 cores, the
-    same vectors). Without a cache (HF_MINATTN_WORD2VEC_CACHE="") nothing is done here."""
-    from concurrent.futures import ThreadPoolExecutor
+def uncached_word2vecs(settings: dict, seeds, words, corpus_tokens: int) -> list:
+    """The settings of the word2vecs the full model's probes at `seeds` will read (the tuned one, then the matched
+    one, of each seed) that the word2vec cache does not hold yet; [] without a cache (HF_MINATTN_WORD2VEC_CACHE="")."""
     from dataclasses import replace
 
-    from hf_minattn.probes.word2vec import WORD2VEC_SETTINGS, cached_word2vec, word2vec_cache_dir
+    from hf_minattn.probes.word2vec import WORD2VEC_SETTINGS, is_cached, word2vec_cache_dir, word2vec_cache_path
 
-    jobs = [w2v for seed in seeds for w2v in (replace(WORD2VEC_SETTINGS, seed=seed),
-                                              matched_word2vec_settings(settings, corpus_tokens, seed)[0])]
+    cache_dir = word2vec_cache_dir()
+    words = [ws for ws in words if ws]
+    tuned = [replace(WORD2VEC_SETTINGS, seed=seed) for seed in seeds]
+    matched = [matched_word2vec_settings(settings, corpus_tokens, seed)[0] for seed in seeds]
+    return [w2v for w2v in tuned + matched  # the tuned ones (20 epochs) first: the longest first, the tails even
+            if (path := word2vec_cache_path(words, w2v, cache_dir)) is not None and not is_cached(path)]
+
+
+def word2vecs_ahead(settings: dict, seeds, words, corpus_tokens: int) -> None:
+    """Train the word2vecs the full model's probes at `seeds` will read into the word2vec cache,
+    `settings["parallel"]` at a time, before the probes read them from it (where the training phase left any:
+    `word2vec_tasks`). Each trains on one worker thread, so that its seed fixes it; one after another they left the
+    second core idle for a minute a seed. gensim trains outside the GIL, so threads suffice (2 side by side: 1.8x as
+    fast on 2 cores, the same vectors)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hf_minattn.probes.word2vec import cached_word2vec
+
+    jobs = uncached_word2vecs(settings, seeds, words, corpus_tokens)
     workers = min(settings.get("parallel", 1), os.cpu_count() or 1, len(jobs))
-    if word2vec_cache_dir() is None or workers < 2:
+    if workers < 2:
         return
     log(f"training {len(jobs)} word2vecs for the probes, {workers} at a time")
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(lambda w2v: cached_word2vec(words, w2v), jobs))  # list(): re-raise a failed run's error
+
+
+def probe_corpus_words(tokenizer, corpus, max_length: int):
+    """The probes' corpus as words (`tokenize_words`): what their word2vecs train on."""
+    from hf_minattn.probes.encode import tokenize_words
+
+    from .probing import PROBE_MIN_CONTEXTS
+
+    return tokenize_words(tokenizer, corpus, max_length, min_contexts=PROBE_MIN_CONTEXTS)
+
+
+def word2vec_tasks(settings: dict, seeds, tokenizer_dir: str) -> list:
+    """Callables that train the probes' word2vecs at `seeds` into the cache, longest first, for the training runs'
+    workers to take up where one would otherwise wait for the other (at the end); [] without a cache or with one
+    worker (the probes then train them as they need them). The corpus is the probes' (`probe_variants`), cut into
+    windows as they will cut it: the vectors are the ones they would train."""
+    from types import SimpleNamespace
+
+    from transformers import AutoTokenizer
+
+    from hf_minattn.probes.corpus import wikipedia_train_sentences
+    from hf_minattn.probes.loading import max_length_for
+    from hf_minattn.probes.word2vec import cached_word2vec, word2vec_cache_dir
+
+    from .training import base_overrides, build_config
+
+    if word2vec_cache_dir() is None or min(settings.get("parallel", 1), os.cpu_count() or 1) < 2:
+        return []
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    corpus = wikipedia_train_sentences(settings["vector_sentences"])
+    config = build_config(settings, base_overrides(settings), len(tokenizer))  # the full model's positions
+    words = probe_corpus_words(tokenizer, corpus, max_length_for(SimpleNamespace(config=config), tokenizer)).words
+    jobs = uncached_word2vecs(settings, seeds, words, corpus_token_count(tokenizer, corpus))
+    if jobs:
+        log(f"training the probes' {len(jobs)} word2vecs with the runs, one thread each")
+    return [lambda w2v=w2v: cached_word2vec(words, w2v) for w2v in jobs]

@@ -72,6 +72,23 @@ def word2vec_cache_dir() -> str | None:
     return str(default_cache_dir() / "word2vec")
 
 
+def word2vec_cache_path(words, settings, cache_dir) -> str | None:
+    """The file in `cache_dir` that holds `train_word2vec(words, settings)`, named by the SHA-256 of the settings (seed
+    included) and of the words (sentences of words, none empty); None where nothing is cached: no `cache_dir`, or a
+    word holding whitespace, which the binary format cannot keep."""
+    # Checked once per distinct word (str.split gives [w] exactly when w has none), not per character of the corpus.
+    if not cache_dir or any(w.split() != [w] for w in set().union(*words) if w):
+        return None
+    digest = hashlib.sha256(json.dumps(asdict(settings), sort_keys=True).encode())
+    for ws in words:
+        digest.update("\x1f".join(ws).encode() + b"\x1e")
+    return os.path.join(cache_dir, f"{digest.hexdigest()[:40]}.bin")
+
+
+def is_cached(path: str) -> bool:
+    return os.path.isfile(path) and os.path.isfile(path + ".json")  # the .json is written last
+
+
 def cached_word2vec(sentence_words, settings, cache_dir=None):
     """(KeyedVectors, training seconds, True if read from the cache) of `train_word2vec(sentence_words, settings)`,
     trained once per corpus and settings: the vectors are kept in `cache_dir` (default `word2vec_cache_dir()`; None
@@ -79,18 +96,12 @@ def cached_word2vec(sentence_words, settings, cache_dir=None):
     one bit for bit), named by the SHA-256 of the settings (seed included) and of the words."""
     cache_dir = cache_dir if cache_dir is not None else word2vec_cache_dir()
     words = [ws for ws in sentence_words if ws]
-    # The format splits on whitespace: a word holding any is not cached. Checked once per distinct word (str.split
-    # gives [w] exactly when w has none), not per character of the corpus.
-    if not cache_dir or any(w.split() != [w] for w in set().union(*words) if w):
+    path = word2vec_cache_path(words, settings, cache_dir)
+    if path is None:
         start = time.perf_counter()
         kv = train_word2vec(words, settings)
         return kv, round(time.perf_counter() - start, 2), False
-    digest = hashlib.sha256(json.dumps(asdict(settings), sort_keys=True).encode())
-    for ws in words:
-        digest.update("\x1f".join(ws).encode() + b"\x1e")
-    key = digest.hexdigest()[:40]
-    path = os.path.join(cache_dir, f"{key}.bin")
-    if os.path.isfile(path) and os.path.isfile(path + ".json"):  # the .json is written last
+    if is_cached(path):
         with open(path + ".json") as f:
             seconds = json.load(f)["seconds"]
         return KeyedVectors.load_word2vec_format(path, binary=True), seconds, True
