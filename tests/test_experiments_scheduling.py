@@ -25,7 +25,7 @@ def test_later_work_runs_on_the_runs_workers_after_them_and_not_one_by_one():
     for parallel, expected_also in ((2, 1), (1, 0)):
         calls = []
         run_side_by_side(lambda job, threads=None: calls.append((job, threads)), [1, 2, 3], parallel,
-                         also=[lambda: calls.append(("also", None))])
+                         also=lambda: [lambda: calls.append(("also", None))])
         runs = [call for call in calls if call[0] != "also"]
         assert sorted(runs) == [(job, 1 if parallel > 1 else None) for job in (1, 2, 3)]
         assert calls.count(("also", None)) == expected_also

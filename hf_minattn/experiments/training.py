@@ -278,17 +278,19 @@ def model_folder(out: str, variant: str, seed: int) -> str:
     return os.path.join(out, "models", variant, f"seed{seed}")
 
 
-def run_side_by_side(train, jobs, parallel: int, also=()) -> None:
+def run_side_by_side(train, jobs, parallel: int, also=None) -> None:
     """`train(job, threads=1)` for every job, `parallel` at a time (small models gain little from a second thread,
-    and the runs' start-up, mostly imports, overlaps), then the callables `also` on the same workers (work of a later
-    phase that fills the end, where one worker would wait for the other); or `train(job)` one by one when
-    `parallel` is 1, and `also` is left to its phase."""
+    and the runs' start-up, mostly imports, overlaps), then the callables that `also()` returns, on the same workers
+    (work of a later phase that fills the end, where one worker would wait for the other; `also()` itself runs once
+    the first runs have started). One at a time (`parallel` 1): `train(job)`, and `also` is left to its phase."""
     if parallel > 1:
         from concurrent.futures import ThreadPoolExecutor
 
-        tasks = [lambda job=job: train(job, threads=1) for job in jobs] + list(also)
         with ThreadPoolExecutor(parallel) as pool:
-            list(pool.map(lambda task: task(), tasks))  # list(): re-raise a failed run's error
+            futures = [pool.submit(train, job, threads=1) for job in jobs]
+            futures += [pool.submit(task) for task in (also() if also is not None else [])]
+            for future in futures:
+                future.result()  # re-raise a failed run's error
     else:
         for job in jobs:
             train(job)
@@ -328,7 +330,7 @@ def train_variants(out: str, settings: dict, seeds, also=None) -> dict[str, dict
 
     if todo and tokenizer_dir is None:
         tokenizer_dir = shared_tokenizer(out, settings, todo[0][0])
-    extra = also(tokenizer_dir) if also is not None and todo and parallel > 1 else []
+    extra = (lambda: also(tokenizer_dir)) if also is not None and todo else None
     run_side_by_side(train, side_by_side_order(todo), parallel, extra)
     for seed in seeds:
         if not os.path.isfile(os.path.join(folders["untrained"][seed], "config.json")):
