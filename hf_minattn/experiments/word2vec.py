@@ -44,8 +44,8 @@ def matched_word2vec(settings: dict, tokenizer, corpus, corpus_words, vocab, see
 
 
 def uncached_word2vecs(settings: dict, seeds, words, corpus_tokens: int) -> list:
-    """The settings of the word2vecs the full model's probes at `seeds` will read (the tuned one, then the matched
-    one, of each seed) that the word2vec cache does not hold yet; [] without a cache (HF_MINATTN_WORD2VEC_CACHE="")."""
+    """The settings of the word2vecs the full model's probes at `seeds` will read (every seed's tuned one, then every
+    seed's matched one) that the word2vec cache does not hold yet; [] without a cache (HF_MINATTN_WORD2VEC_CACHE="")."""
     from dataclasses import replace
 
     from hf_minattn.probes.word2vec import WORD2VEC_SETTINGS, is_cached, word2vec_cache_dir, word2vec_cache_path
