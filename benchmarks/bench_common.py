@@ -1,7 +1,8 @@
 """What the benchmark scripts share: the matched sizes, the models built as their own training scripts run them,
 the packed and masked Wikipedia batches, a plain training step loop, and the matrix-multiply peak that MFU is
 measured against. `bench_train.py` compares the models with these; `bench_levers.py`, `bench_probe.py`,
-`bench_trainer_overhead.py` and `bf16_precision.py` import them from here rather than from one another."""
+`bench_trainer_overhead.py`, `bench_rotary_inference.py` and `bf16_precision.py` import them from here rather than
+from one another."""
 
 import math
 import statistics

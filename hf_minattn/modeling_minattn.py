@@ -53,18 +53,20 @@ def rope_inverse_frequencies(head_dim: int, theta: float) -> torch.Tensor:
     return 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)  # (D/2,)
 
 
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    """(x1, x2) -> (-x2, x1) on the two halves of the last dimension: channel i is paired with i + D/2."""
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
-
-
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotate each channel pair of x (..., D) by its position's angle; cos, sin: (T, D), shaped to broadcast to x.
 
     For a query at position m and a key at position n, the rotated dot product depends on m - n only, which is
-    why rotary attention sees relative positions without any position signal in the token vectors."""
-    return torch.addcmul(x * cos, rotate_half(x), sin)  # x cos + rotate_half(x) sin, the sum fused into the product
+    why rotary attention sees relative positions without any position signal in the token vectors.
+
+    Channel i is paired with i + D/2: x cos + (-x2, x1) sin, with x = (x1, x2) its two halves. The second term is added
+    in place, half by half: two passes over x instead of four (no negated copy, no concatenation), and the same
+    result to the last bit as the concatenated form (tests/test_levers.py)."""
+    half = x.shape[-1] // 2
+    rotated = x * cos
+    rotated[..., :half].addcmul_(x[..., half:], sin[..., :half], value=-1)  # - x2 sin
+    rotated[..., half:].addcmul_(x[..., :half], sin[..., half:])  # + x1 sin
+    return rotated
 
 
 class MinAttnRotaryEmbedding(nn.Module):
@@ -165,6 +167,12 @@ class MinAttnAttention(nn.Module):
         query_key = qkv[:, :, :2]  # (B, T, 2, H, D)
         if position_embeddings is not None:  # rotary: turn queries and keys (never values) by their position
             cos, sin = position_embeddings  # (T, D) each
+            if not self.training:
+                # At inference the turn runs in the dtype of the products that read it (bf16 under autocast): fp32
+                # tables would promote queries and keys to fp32, and autocast would cast them back (about 8% of a
+                # bf16 forward, benchmarks/NOTES.md). Training keeps the tables in the residual stream's dtype: one
+                # rounding instead of three, and the arithmetic the committed runs were trained with.
+                cos, sin = cos.to(query_key.dtype), sin.to(query_key.dtype)
             # Both in one pass: half the elementwise kernels of rotating them one by one (launches count on a GPU).
             query_key = apply_rotary(query_key, cos[:, None, None], sin[:, None, None])  # tables (T, 1, 1, D)
         query, key = query_key.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, H, T, D)

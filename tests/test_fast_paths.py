@@ -280,6 +280,33 @@ def test_bench_levers_change_what_they_name(bench):
     assert cos.dtype == sin.dtype == torch.bfloat16
 
 
+def test_bench_rotary_inference_times_the_two_table_dtypes_it_names(bench, tmp_path, monkeypatch):
+    """bench_rotary_inference.py's "before" path turns queries and keys with fp32 tables under bf16 autocast, its
+    "now" path (the model in eval mode) with bf16 ones, and both give the same fp32 forward; its record holds the
+    three models' medians and the paired ratios."""
+    import json
+
+    from hf_minattn import modeling_minattn
+
+    rotary = importlib.import_module("bench_rotary_inference")  # benchmarks/ is on the path once bench_train is loaded
+    tables = []
+    original = modeling_minattn.apply_rotary
+    monkeypatch.setattr(modeling_minattn, "apply_rotary", lambda x, cos, sin: tables.append(cos.dtype) or original(x, cos, sin))
+    model, inputs = bench.build("minattn", bench.QUICK_SIZES), torch.randint(5, 500, (2, 16))
+    for fp32_tables, bf16, expected in ((True, True, torch.float32), (False, True, torch.bfloat16),
+                                        (True, False, torch.float32), (False, False, torch.float32)):
+        tables.clear()
+        rotary.forward_seconds(model, inputs, bf16=bf16, fp32_tables=fp32_tables)
+        assert tables == [expected] * bench.QUICK_SIZES["layers"], (fp32_tables, bf16)
+    monkeypatch.undo()
+    report = rotary.main(["--quick", "--rounds", "2", "--out", str(tmp_path)])
+    saved = json.loads((tmp_path / "rotary-inference-quick.json").read_text())
+    assert saved["precisions"].keys() == {"fp32", "bf16"} and saved["rounds"] == 2
+    for result in report["precisions"].values():
+        assert set(result["median_ms"]) == {rotary.NOW, rotary.BEFORE, "BERT"}
+        assert all(ms > 0 for ms in result["median_ms"].values()) and result["now_over_before_speed"] > 0
+
+
 def test_recipe_sweep_pairs_settings_by_seed(tmp_path):
     """Differences are taken seed by seed: a setting 0.1 nat better on every seed differs from the reference even
     though the seeds scatter by more than that; one no better on average does not."""
@@ -346,6 +373,7 @@ def test_bf16_precision_groups_the_fused_qkv_gradient_by_head_matrices():
     ("bench_train.py", ["--quick", "--batch", "0"], "--batch must be at least 1, got 0"),
     ("recipe_sweep.py", ["--paired", "fp32", "--verdict", "bf16", "--tolerance", "0"], "--tolerance must be a positive"),
     ("bf16_precision.py", ["--grad-batches", "1"], "--grad-batches must be at least 2"),
+    ("bench_rotary_inference.py", ["--rounds", "0"], "--rounds must be at least 1, got 0"),
     ("bf16_precision.py", ["--checkpoints", "60,0"], "--checkpoints must be steps >= 0 in increasing order"),
 ])
 def test_benchmark_scripts_reject_bad_flags_by_name(script, argv, message):

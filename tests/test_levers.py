@@ -34,6 +34,57 @@ def test_rope_matches_the_complex_rotation_formula():
     assert torch.allclose(apply_rotary(x, *rope_tables(11, 8)), reference_rope(x), atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rope_in_place_halves_give_the_concatenated_form_to_the_last_bit(dtype):
+    # x cos + rotate_half(x) sin with rotate_half = (-x2, x1) built as a new tensor, the sum fused into the product
+    # (addcmul) as the model computed it before: trained checkpoints give the same outputs as then.
+    def concatenated(x, cos, sin):
+        x1, x2 = x.chunk(2, dim=-1)
+        return torch.addcmul(x * cos, torch.cat((-x2, x1), dim=-1), sin)
+
+    qkv = torch.randn(3, 11, 3, 2, 8, dtype=dtype)  # (B, T, 3, H, D) as the attention's fused projection gives it
+    cos, sin = (table.to(dtype)[:, None, None] for table in rope_tables(11, 8))  # (T, 1, 1, D)
+    ours, textbook = (qkv[:, :, :2].clone().requires_grad_(True) for _ in range(2))  # queries and keys
+    grad = torch.randn(3, 11, 2, 2, 8, dtype=dtype)
+    rotated, expected = apply_rotary(ours, cos, sin), concatenated(textbook, cos, sin)
+    rotated.backward(grad), expected.backward(grad)
+    assert torch.equal(rotated, expected) and torch.equal(ours.grad, textbook.grad)
+    assert not torch.equal(rotated, ours.detach())  # it did turn them
+
+
+def test_rope_turns_in_bf16_at_inference_under_autocast_and_in_fp32_in_training(monkeypatch):
+    """At inference (eval mode) under bf16 autocast, queries and keys are turned in bf16, the dtype the attention's
+    products read, not promoted to fp32 by fp32 tables; training keeps fp32 tables, and fp32 stays fp32."""
+    from hf_minattn import modeling_minattn
+
+    turned = []
+    original = modeling_minattn.apply_rotary
+
+    def recording(x, cos, sin):
+        turned.append((x.dtype, cos.dtype))
+        return original(x, cos, sin)
+
+    monkeypatch.setattr(modeling_minattn, "apply_rotary", recording)
+    model = MinAttnForMaskedLM(tiny_config(position_embedding_type="rope", hidden_size=32))  # no dropout
+    ids = torch.randint(5, model.config.vocab_size, (2, 9))
+
+    def turn_dtypes(training, bf16):
+        turned.clear()
+        model.train(training)
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            logits = model(input_ids=ids).logits
+        assert len(turned) == model.config.num_hidden_layers
+        return set(turned), logits.float()
+
+    bf16 = torch.bfloat16
+    assert turn_dtypes(training=False, bf16=True)[0] == {(bf16, bf16)}
+    assert turn_dtypes(training=True, bf16=True)[0] == {(bf16, torch.float32)}  # promoted: one rounding
+    (fp32_eval, reference), (fp32_train, same) = turn_dtypes(False, False), turn_dtypes(True, False)
+    assert fp32_eval == fp32_train == {(torch.float32, torch.float32)} and torch.equal(reference, same)
+    fast = turn_dtypes(training=False, bf16=True)[1]
+    assert torch.allclose(fast, reference, atol=0.05 * reference.abs().max().item())  # bf16 noise, not another model
+
+
 def test_rope_dot_products_depend_only_on_relative_position():
     D, T = 16, 40
     q, k = torch.randn(D), torch.randn(D)
