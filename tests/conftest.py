@@ -97,8 +97,8 @@ def wiki():
 
 @pytest.fixture(scope="session")
 def tokenizer_dir(wiki, tmp_path_factory):
-    """A small WordPiece tokenizer trained once per session (training one is not deterministic, and the
-    resume test needs the same ids in both runs)."""
+    """A small WordPiece tokenizer trained once per session, so that the tests share one vocabulary (and its
+    ids) without training it again."""
     from hf_minattn import train_tokenizer
 
     path = tmp_path_factory.mktemp("tokenizer")
