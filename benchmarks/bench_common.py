@@ -4,6 +4,7 @@ measured against. `bench_train.py` compares the models with these; `bench_levers
 `bench_trainer_overhead.py`, `bench_rotary_inference.py` and `bf16_precision.py` import them from here rather than
 from one another."""
 
+import itertools
 import math
 import statistics
 import time
@@ -223,22 +224,40 @@ def eval_loss(model, batches, bf16):
     return total / count
 
 
+def balanced_orders(names, rounds: int) -> list[tuple]:
+    """The order of the models in each of `rounds` rounds: every permutation in turn, so that over each n! rounds
+    every model runs in every position equally often. Timing one model three times in three positions gave
+    positions up to 3-4% apart in no fixed direction (benchmarks/NOTES.md); with orders that only flip, the middle
+    model of three would never run first or last."""
+    orders = list(itertools.permutations(names))
+    return [orders[r % len(orders)] for r in range(rounds)]
+
+
+def round_robin_times(runs: dict, rounds: int) -> dict[str, list[float]]:
+    """{name: the seconds `runs[name]()` returned in each of `rounds` rounds}, the models taking turns within a round
+    in `balanced_orders`, after one warm-up round: a change in the machine's load hits all of them alike, and round
+    r's times can be compared model against model."""
+    for run in runs.values():
+        run()
+    times = {name: [] for name in runs}
+    for order in balanced_orders(list(runs), rounds):
+        for name in order:
+            times[name].append(runs[name]())
+    return times
+
+
 @torch.no_grad()
 def inference_times(models: dict, inputs, bf16, repeats) -> dict[str, list[float]]:
-    """{name: seconds of one forward in each of `repeats` rounds} (eval mode, no labels), after one warm-up round.
-    The models take turns within a round and the order flips every round, so that a change in the machine's load
-    hits all of them alike and round r's times can be compared model against model."""
+    """{name: seconds of one forward in each of `repeats` rounds} (eval mode, no labels), by `round_robin_times`."""
+    def forward_seconds(model):
+        synchronize(inputs.device)
+        start = time.perf_counter()
+        with torch.autocast(inputs.device.type, dtype=torch.bfloat16, enabled=bf16):
+            model(input_ids=inputs, attention_mask=torch.ones_like(inputs))
+        synchronize(inputs.device)
+        return time.perf_counter() - start
+
     for model in models.values():
         model.eval()
-    times = {name: [] for name in models}
-    names = list(models)
-    for r in range(repeats + 1):
-        for name in names if r % 2 == 0 else names[::-1]:
-            synchronize(inputs.device)
-            start = time.perf_counter()
-            with torch.autocast(inputs.device.type, dtype=torch.bfloat16, enabled=bf16):
-                models[name](input_ids=inputs, attention_mask=torch.ones_like(inputs))
-            synchronize(inputs.device)
-            if r > 0:  # the first round is warm-up
-                times[name].append(time.perf_counter() - start)
-    return times
+    return round_robin_times({name: lambda model=model: forward_seconds(model) for name, model in models.items()},
+                             repeats)

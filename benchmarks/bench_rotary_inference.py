@@ -1,6 +1,6 @@
 """Inference with the rotary tables in the products' dtype (what MinAttn does in eval mode since 2026-11-27) against
-the tables in fp32 (what it did before, and still does in training), beside BERT, in rounds that alternate the
-models. Under bf16 autocast, fp32 tables promote the bf16 queries and keys to fp32 and autocast casts them back for
+the tables in fp32 (what it did before, and still does in training), beside BERT, in rounds that take the models
+in every order in turn (`bench_common.round_robin_times`). Under bf16 autocast, fp32 tables promote the bf16 queries and keys to fp32 and autocast casts them back for
 the attention's products; in fp32 both paths are the same. Prints and saves the medians and the paired ratios.
 
     python benchmarks/bench_rotary_inference.py [--quick] [--rounds 30] [--out benchmarks/results]
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from bench_common import QUICK_SIZES, SIZES, build
+from bench_common import QUICK_SIZES, SIZES, build, round_robin_times
 
 BEFORE = "MinAttn, rotary tables fp32 (before)"
 NOW = "MinAttn, rotary tables in the products' dtype (now)"
@@ -38,12 +38,7 @@ def measure(sizes: dict, bf16: bool, rounds: int) -> dict:
     runs = {NOW: lambda: forward_seconds(minattn, inputs, bf16, False),
             BEFORE: lambda: forward_seconds(minattn, inputs, bf16, True),
             "BERT": lambda: forward_seconds(bert, inputs, bf16, False)}
-    times = {name: [] for name in runs}
-    for r in range(rounds + 1):
-        for name in list(runs) if r % 2 == 0 else list(runs)[::-1]:
-            seconds = runs[name]()
-            if r:  # round 0 is warm-up
-                times[name].append(seconds)
+    times = round_robin_times(runs, rounds)
 
     def paired(name, reference):  # > 1: `name` is faster
         return statistics.median(ref / t for t, ref in zip(times[name], times[reference]))
@@ -56,7 +51,7 @@ def measure(sizes: dict, bf16: bool, rounds: int) -> dict:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run in seconds")
-    parser.add_argument("--rounds", type=int, default=30, help="timed rounds per precision (default 30)")
+    parser.add_argument("--rounds", type=int, default=30, help="timed rounds per precision (default 30: five of each order of the three)")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     args = parser.parse_args(argv)
     if args.rounds < 1:

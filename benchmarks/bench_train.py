@@ -12,8 +12,9 @@ What is measured (for each precision):
   step (the order flips every step, so drift in the machine's load hits both alike); median over the steps after
   the warm-up. The speed-up is the median of the per-step ratios (see `summarize_training`). These same steps
   give the quality comparison: eval loss on the validation split afterwards.
-- inference tokens/s: forward only, no labels, eval mode, alternating (the order flips every round); the median of
-  `--infer-repeats` rounds (default 20), with the interquartile range of the rounds. The speed-up is the median of
+- inference tokens/s: forward only, no labels, eval mode, taking turns (every order of the models in turn, so that
+  each runs in each position equally often: `bench_common.balanced_orders`); the median of
+  `--infer-repeats` rounds (default 24: four of each order of three models), with the interquartile range of the rounds. The speed-up is the median of
   the per-round ratios, as for training; `infer_speedup_of_medians` keeps the ratio of the two tok/s figures.
 - peak training memory: a fresh subprocess per model runs a few training steps; we report the growth of the peak
   resident set size (VmHWM in /proc/self/status) over the RSS just before the first step, i.e. activations,
@@ -236,8 +237,8 @@ def make_parser() -> argparse.ArgumentParser:
                         help="with --levers: also profile MinAttn's training step in each precision (top operators)")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--eval-blocks", type=int, default=128, help="validation blocks for the eval loss")
-    parser.add_argument("--infer-repeats", type=int, default=20,
-                        help="inference rounds, after one warm-up round (default 20, quick 3): median and quartiles")
+    parser.add_argument("--infer-repeats", type=int, default=24,
+                        help="inference rounds, after one warm-up round (default 24, quick 3): median and quartiles")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     parser.add_argument("--_memory-worker", nargs=4, help=argparse.SUPPRESS)
     return parser

@@ -280,6 +280,23 @@ def test_bench_levers_change_what_they_name(bench):
     assert cos.dtype == sin.dtype == torch.bfloat16
 
 
+def test_bench_rounds_put_every_model_in_every_position_equally_often(bench):
+    """The inference rounds take the models in every order in turn: over 6 rounds each of three models runs once
+    first, once second and once last (orders that only flip would keep the middle one in the middle); the times
+    come back per model in round order."""
+    common = importlib.import_module("bench_common")  # on the path once bench_train is loaded
+    orders = common.balanced_orders(["a", "b", "c"], 6)
+    assert len(set(orders)) == 6
+    for position in range(3):
+        assert sorted(order[position] for order in orders) == ["a", "b", "c"]
+    assert common.balanced_orders(["a", "b"], 3) == [("a", "b"), ("b", "a"), ("a", "b")]
+    calls = []
+    runs = {name: (lambda name=name: calls.append(name) or len(calls)) for name in "abc"}
+    times = common.round_robin_times(runs, 6)
+    assert calls[:3] == ["a", "b", "c"] and len(calls) == 3 + 18  # one warm-up round, not timed
+    assert times["a"] == [calls.index("a", 3 + 3 * r) + 1 for r in range(6)]
+
+
 def test_bench_rotary_inference_times_the_two_table_dtypes_it_names(bench, tmp_path, monkeypatch):
     """bench_rotary_inference.py's "before" path turns queries and keys with fp32 tables under bf16 autocast, its
     "now" path (the model in eval mode) with bf16 ones, and both give the same fp32 forward; its record holds the
