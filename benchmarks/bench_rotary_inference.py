@@ -1,7 +1,8 @@
 """Inference with the rotary tables in the products' dtype (what MinAttn does in eval mode since 2026-11-27) against
 the tables in fp32 (what it did before, and still does in training), beside BERT, in rounds that take the models
-in every order in turn (`bench_common.round_robin_times`). Under bf16 autocast, fp32 tables promote the bf16 queries and keys to fp32 and autocast casts them back for
-the attention's products; in fp32 both paths are the same. Prints and saves the medians and the paired ratios.
+in every order in turn (`bench_common.round_robin_times`). Under bf16 autocast, fp32 tables promote the bf16 queries
+and keys to fp32 and autocast casts them back for the attention's products; in fp32 both paths are the same. Prints
+and saves the medians and the paired ratios.
 
     python benchmarks/bench_rotary_inference.py [--quick] [--rounds 30] [--out benchmarks/results]
 """
@@ -34,7 +35,8 @@ def forward_seconds(model, inputs, bf16: bool, fp32_tables: bool) -> float:
 
 def measure(sizes: dict, bf16: bool, rounds: int) -> dict:
     minattn, bert = build("minattn", sizes), build("bert", sizes).eval()
-    inputs = torch.randint(5, sizes["vocab"], (sizes["batch"], sizes["seq"]), generator=torch.Generator().manual_seed(0))
+    generator = torch.Generator().manual_seed(0)
+    inputs = torch.randint(5, sizes["vocab"], (sizes["batch"], sizes["seq"]), generator=generator)  # (B, T)
     runs = {NOW: lambda: forward_seconds(minattn, inputs, bf16, False),
             BEFORE: lambda: forward_seconds(minattn, inputs, bf16, True),
             "BERT": lambda: forward_seconds(bert, inputs, bf16, False)}
@@ -51,7 +53,8 @@ def measure(sizes: dict, bf16: bool, rounds: int) -> dict:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run in seconds")
-    parser.add_argument("--rounds", type=int, default=30, help="timed rounds per precision (default 30: five of each order of the three)")
+    parser.add_argument("--rounds", type=int, default=30,
+                        help="timed rounds per precision (default 30: five of each order of the three)")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     args = parser.parse_args(argv)
     if args.rounds < 1:

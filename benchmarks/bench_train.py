@@ -13,9 +13,9 @@ What is measured (for each precision):
   the warm-up. The speed-up is the median of the per-step ratios (see `summarize_training`). These same steps
   give the quality comparison: eval loss on the validation split afterwards.
 - inference tokens/s: forward only, no labels, eval mode, taking turns (every order of the models in turn, so that
-  each runs in each position equally often: `bench_common.balanced_orders`); the median of
-  `--infer-repeats` rounds (default 24: four of each order of three models), with the interquartile range of the rounds. The speed-up is the median of
-  the per-round ratios, as for training; `infer_speedup_of_medians` keeps the ratio of the two tok/s figures.
+  each runs in each position equally often: `bench_common.balanced_orders`); the median of `--infer-repeats` rounds
+  (default 24: four of each order of three models), with the interquartile range of the rounds. The speed-up is the
+  median of the per-round ratios, as for training; `infer_speedup_of_medians` keeps the ratio of the two tok/s figures.
 - peak training memory: a fresh subprocess per model runs a few training steps; we report the growth of the peak
   resident set size (VmHWM in /proc/self/status) over the RSS just before the first step, i.e. activations,
   gradients, optimizer state and allocator slack, but not the Python/torch runtime or the weights. On a GPU: the

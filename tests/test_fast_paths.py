@@ -281,14 +281,14 @@ def test_bench_levers_change_what_they_name(bench):
 
 
 def test_bench_rounds_put_every_model_in_every_position_equally_often(bench):
-    """The inference rounds take the models in every order in turn: over 6 rounds each of three models runs once
-    first, once second and once last (orders that only flip would keep the middle one in the middle); the times
-    come back per model in round order."""
+    """The inference rounds take the models in every order in turn: over the 6 orders of three models each runs
+    twice first, twice second and twice last (orders that only flip would keep the middle one in the middle); the
+    times come back per model in round order."""
     common = importlib.import_module("bench_common")  # on the path once bench_train is loaded
     orders = common.balanced_orders(["a", "b", "c"], 6)
     assert len(set(orders)) == 6
     for position in range(3):
-        assert sorted(order[position] for order in orders) == ["a", "b", "c"]
+        assert sorted(order[position] for order in orders) == ["a", "a", "b", "b", "c", "c"]
     assert common.balanced_orders(["a", "b"], 3) == [("a", "b"), ("b", "a"), ("a", "b")]
     calls = []
     runs = {name: (lambda name=name: calls.append(name) or len(calls)) for name in "abc"}
@@ -308,7 +308,8 @@ def test_bench_rotary_inference_times_the_two_table_dtypes_it_names(bench, tmp_p
     rotary = importlib.import_module("bench_rotary_inference")  # benchmarks/ is on the path once bench_train is loaded
     tables = []
     original = modeling_minattn.apply_rotary
-    monkeypatch.setattr(modeling_minattn, "apply_rotary", lambda x, cos, sin: tables.append(cos.dtype) or original(x, cos, sin))
+    monkeypatch.setattr(modeling_minattn, "apply_rotary",
+                        lambda x, cos, sin: tables.append(cos.dtype) or original(x, cos, sin))  # records the tables
     model, inputs = bench.build("minattn", bench.QUICK_SIZES), torch.randint(5, 500, (2, 16))
     for fp32_tables, bf16, expected in ((True, True, torch.float32), (False, True, torch.bfloat16),
                                         (True, False, torch.float32), (False, False, torch.float32)):
