@@ -299,7 +299,7 @@ def test_bench_rounds_put_every_model_in_every_position_equally_often(bench):
 
 def test_bench_rotary_inference_times_the_two_table_dtypes_it_names(bench, tmp_path, monkeypatch):
     """bench_rotary_inference.py's "before" path turns queries and keys with fp32 tables under bf16 autocast, its
-    "now" path (the model in eval mode) with bf16 ones, and both give the same fp32 forward; its record holds the
+    "now" path (the model in eval mode) with bf16 ones, and in fp32 both use fp32 tables; its record holds the
     three models' medians and the paired ratios."""
     import json
 
