@@ -179,15 +179,40 @@ def test_every_probe_ran_at_every_seed_and_the_comparisons_are_paired(run):
     assert not any(p.startswith(str(out)) or os.path.isabs(p) for v in results["folders"].values() for p in v.values())
 
 
-def test_a_rerun_reads_every_probe_back_instead_of_probing_again(run):
-    """Each probed run keeps what the answers read of it beside its report (kept.json, kept.npz): a rerun into the
-    same folder (after a kill, say) reads it back, and the numbers are the first call's. Last in this module: it
-    rewrites the run's results.json."""
+def test_scoring_is_kept_with_what_it_was_computed_from(run):
+    """scoring.json keeps the re-scored numbers beside their key: the seeds, the settings scoring reads, and each
+    model file's size and time. A model written again, or another setting, gives another key (and a new scoring)."""
+    from hf_minattn.experiments.cli import scoring_key
+    from hf_minattn.experiments.training import SETTINGS
+
+    kept = json.loads((run.out / "scoring.json").read_text())
+    folders = {name: {int(s): str(run.out / p) for s, p in v.items()} for name, v in run.results["folders"].items()}
+    seeds, settings = run.results["seeds"], dict(SETTINGS["quick"])
+    assert kept["key"] == scoring_key(folders, settings, seeds)
+    assert kept["scored"]["epochs_touched"] == run.results["epochs_touched"]
+    assert scoring_key(folders, {**settings, "mask_draws": 2}, seeds) != kept["key"]
+    model = os.path.join(folders["attention_only"][seeds[-1]], "model.safetensors")
+    info = os.stat(model)
+    os.utime(model, ns=(info.st_atime_ns, info.st_mtime_ns + 1))
+    try:
+        assert scoring_key(folders, settings, seeds) != kept["key"]
+    finally:
+        os.utime(model, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+def test_a_rerun_reads_every_probe_and_the_scoring_back_instead_of_computing_them_again(run):
+    """Each probed run keeps what the answers read of it beside its report (kept.json, kept.npz), and the scoring
+    phase its numbers in scoring.json: a rerun into the same folder (after a kill, say) reads them back, and the
+    numbers are the first call's. Last in this module: it rewrites the run's results.json."""
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         assert main(["--quick", "--out", str(run.out)]) == 0
     reused = re.findall(r"(\w+), seed (\d+): probed by an earlier call", printed.getvalue())
     assert sorted(reused) == sorted((name, str(seed)) for seed in run.results["seeds"] for name in ("full", "untrained"))
+    assert "scoring: read back from scoring.json" in printed.getvalue()
+    assert "scoring seed" not in printed.getvalue()
     again = json.loads((run.out / "results.json").read_text())
     for key in ("by_seed", "extras", "word_pairs", "rollout", "word2vec_matched"):
         assert again["probes"][key] == run.results["probes"][key], key
+    for key in ("variants", "rows", "unigram", "epochs_touched", "pairing"):
+        assert again[key] == run.results[key], key

@@ -176,7 +176,7 @@ def run_phases(out: str, settings: dict, seeds, figure_format: str, clock: Phase
     # The probes' word2vecs train on the runs' workers where one would wait for the other at the end.
     folders = train_variants(out, settings, seeds, also=lambda tokenizer: word2vec_tasks(settings, seeds, tokenizer))
     clock.done("training")
-    scored = evaluate(out, folders, settings, seeds)
+    scored = scoring(out, folders, settings, seeds)
     clock.done("scoring")
     # Both dynamics phases read the saved states; they are deleted only once both have cached their numbers.
     dynamics = similarity_dynamics(out, folders, settings, seeds, remove_states=False)
@@ -247,6 +247,36 @@ def write_results(results: dict, out: str, figure_format: str) -> None:
         json.dump(results, f, indent=1, allow_nan=False, default=str)
     with open(os.path.join(out, "FINDINGS.md"), "w") as f:
         f.write(render_findings(results, figures))
+
+
+SCORING_SETTINGS = ("max_seq_length", "mlm_probability", "mask_draws", "max_steps", "batch_size", "curve_eval_samples")
+
+
+def scoring_key(folders: dict, settings: dict, seeds) -> dict:
+    """What `evaluate`'s numbers are computed from: the seeds, the settings it reads, and the size and modification
+    time of every model it scores (a model trained again is a new file)."""
+    def stamp(folder):
+        info = os.stat(os.path.join(folder, "model.safetensors"))
+        return [info.st_size, info.st_mtime_ns]
+
+    return {"seeds": list(seeds), "settings": {k: settings[k] for k in SCORING_SETTINGS},
+            "models": {name: {str(seed): stamp(folders[name][seed]) for seed in seeds} for name in sorted(folders)}}
+
+
+def scoring(out: str, folders: dict, settings: dict, seeds) -> dict:
+    """`evaluate`'s numbers, kept in `out/scoring.json` beside what they were computed from (`scoring_key`): a rerun
+    (after a kill in a later phase, say) reads them back instead of scoring every model again."""
+    path, key = os.path.join(out, "scoring.json"), scoring_key(folders, settings, seeds)
+    if os.path.isfile(path) and os.path.isfile(os.path.join(out, "rows.npz")):
+        with open(path) as f:
+            kept = json.load(f)
+        if kept["key"] == key:
+            log("scoring: read back from scoring.json (every model as an earlier call scored it)")
+            return int_seed_keys(kept["scored"])
+    scored = evaluate(out, folders, settings, seeds)
+    with open(path, "w") as f:
+        json.dump({"key": key, "scored": scored}, f, default=str)  # default=str as collect_results
+    return scored
 
 
 def similarity_dynamics(out: str, folders: dict, settings: dict, seeds, remove_states: bool = True) -> dict:
