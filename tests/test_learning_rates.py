@@ -89,7 +89,7 @@ def test_the_study_resumes_from_its_committed_record(tmp_path):
     lr_study = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(lr_study)
     out, work = str(tmp_path / "lr.json"), tmp_path / "work"
-    argv = ["--quick", "--variants", "attention_only", "--parallel", "1", "--out", out, "--work", str(work)]
+    argv = ["--quick", "--variants", "attention_only", "--parallel", "2", "--out", out, "--work", str(work)]
     assert lr_study.main(argv) == 0
     study = json.load(open(out))
     rates = {r["learning_rate"] for r in study["rows"]}
