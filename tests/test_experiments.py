@@ -201,18 +201,19 @@ def test_scoring_is_kept_with_what_it_was_computed_from(run):
 
 
 def test_a_rerun_reads_every_probe_and_the_scoring_back_instead_of_computing_them_again(run):
-    """Each probed run keeps what the answers read of it beside its report (kept.json, kept.npz), and the scoring
-    phase its numbers in scoring.json: a rerun into the same folder (after a kill, say) reads them back, and the
-    numbers are the first call's. Last in this module: it rewrites the run's results.json."""
+    """Each probed run, the reference encoder's too, keeps what the answers read of it beside its report (kept.json,
+    kept.npz), and the scoring phase its numbers in scoring.json: a rerun into the same folder (after a kill, say)
+    reads them back, and the numbers are the first call's. Last in this module: it rewrites the run's results.json."""
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         assert main(["--quick", "--out", str(run.out)]) == 0
     reused = re.findall(r"(\w+), seed (\d+): probed by an earlier call", printed.getvalue())
     assert sorted(reused) == sorted((name, str(seed)) for seed in run.results["seeds"] for name in ("full", "untrained"))
     assert "scoring: read back from scoring.json" in printed.getvalue()
+    assert re.search(r"the reference encoder [\w-]+: probed by an earlier call", printed.getvalue())
     assert "scoring seed" not in printed.getvalue()
     again = json.loads((run.out / "results.json").read_text())
-    for key in ("by_seed", "extras", "word_pairs", "rollout", "word2vec_matched"):
+    for key in ("by_seed", "extras", "word_pairs", "rollout", "word2vec_matched", "reference"):
         assert again["probes"][key] == run.results["probes"][key], key
     for key in ("variants", "rows", "unigram", "epochs_touched", "pairing"):
         assert again[key] == run.results[key], key

@@ -163,29 +163,46 @@ def probe_seeds(out, folders, settings, seeds, texts, device, figure_format) -> 
     return runs
 
 
+def write_kept(folder: str, record: dict, arrays: dict) -> None:
+    """`arrays` into folder/kept.npz, then `record` into folder/kept.json, written last (whole, or not at all): what a
+    rerun of the experiments reads back instead of probing again (as training keeps its models)."""
+    np.savez(os.path.join(folder, "kept.npz"), **arrays)
+    with open(os.path.join(folder, "kept.json.tmp"), "w") as f:
+        json.dump(record, f, default=lambda x: x.item() if hasattr(x, "item") else x.tolist())
+    os.replace(os.path.join(folder, "kept.json.tmp"), os.path.join(folder, "kept.json"))
+
+
+def read_kept(folder: str) -> tuple[dict, tuple] | None:
+    """(record, (vocab, vector sets)) that write_kept wrote in `folder` with `vector_arrays`; None where no earlier
+    call finished it."""
+    if not os.path.isfile(os.path.join(folder, "kept.json")):
+        return None
+    with open(os.path.join(folder, "kept.json")) as f:
+        record = json.load(f)
+    with np.load(os.path.join(folder, "kept.npz"), allow_pickle=False) as data:
+        sets = {key[len("set_"):]: data[key] for key in data.files if key.startswith("set_")}
+        return record, (data["vocab"].tolist(), sets)
+
+
+def vector_arrays(vocab, sets: dict) -> dict:
+    return {"vocab": np.array(vocab), **{f"set_{k}": v for k, v in sets.items()}}
+
+
 def save_kept(folder: str, runs: dict, name: str, seed: int) -> None:
-    """What keep_run kept of one probe run, into `folder` (kept.npz: its vector sets; kept.json, written last: the
-    rest), so that a rerun of the experiments reads it back instead of probing again (as training keeps its models)."""
-    vocab, sets = runs["vectors"][name, seed]
-    np.savez(os.path.join(folder, "kept.npz"), vocab=np.array(vocab), **{f"set_{k}": v for k, v in sets.items()})
+    """What keep_run kept of one probe run, into `folder` (write_kept: its vector sets, and the rest)."""
     full = name == "full"  # the rollout edges and the matched word2vec come with the full model's run
     kept = {"summary": runs["by_seed"][name][seed], "extras": runs["extras"][name][seed], "layers": runs["layers"],
             "rollout": runs["rollout"].get(seed) if full else None,
             "word2vec_matched": runs.get("word2vec_matched") if full else None}
-    with open(os.path.join(folder, "kept.json.tmp"), "w") as f:
-        json.dump(kept, f, default=lambda x: x.item() if hasattr(x, "item") else x.tolist())
-    os.replace(os.path.join(folder, "kept.json.tmp"), os.path.join(folder, "kept.json"))  # whole, or not at all
+    write_kept(folder, kept, vector_arrays(*runs["vectors"][name, seed]))
 
 
 def load_kept(folder: str, runs: dict, name: str, seed: int) -> bool:
     """Put what save_kept wrote in `folder` back into `runs`; False where no earlier call finished this run."""
-    if not os.path.isfile(os.path.join(folder, "kept.json")):
+    found = read_kept(folder)
+    if found is None:
         return False
-    with open(os.path.join(folder, "kept.json")) as f:
-        kept = json.load(f)
-    with np.load(os.path.join(folder, "kept.npz"), allow_pickle=False) as data:
-        sets = {key[len("set_"):]: data[key] for key in data.files if key.startswith("set_")}
-        runs["vectors"][name, seed] = (data["vocab"].tolist(), sets)
+    kept, runs["vectors"][name, seed] = found
     runs["by_seed"][name][seed], runs["extras"][name][seed] = kept["summary"], kept["extras"]
     runs["layers"] = kept["layers"]
     if kept["rollout"] is not None:
@@ -236,6 +253,11 @@ def probe_reference(out, settings, seeds, texts, device, figure_format) -> tuple
     from hf_minattn.probes.run import run_all_probes
     from hf_minattn.probes.settings import ProbeSettings
 
+    folder = os.path.join(out, "probes", REFERENCE_NAME)
+    found = read_kept(folder) if settings.get("reference") else None
+    if found is not None:
+        log(f"the reference encoder {found[0]['reference']['name']}: probed by an earlier call, its numbers read back")
+        return found[0]["reference"], found[1]
     ref = settings_reference(settings, device)
     if ref is None:
         return None, None
@@ -247,9 +269,11 @@ def probe_reference(out, settings, seeds, texts, device, figure_format) -> tuple
                                    logit_lens=False, circuits=False)  # no MLM head in the sentence encoder
     results = run_all_probes(model, tokenizer, sentences, probe_settings, corpus=corpus, corpus_name=corpus_name,
                              log=lambda m: None)
-    write_outputs(results, os.path.join(out, "probes", REFERENCE_NAME), figure_format)
+    write_outputs(results, folder, figure_format)
     reference = {**summary(results.to_dict()), "name": ref_name, "num_layers": model.config.num_hidden_layers}
-    return reference, (results.word_vectors.vocab, dict(results.word_vectors.sets))
+    vectors = (results.word_vectors.vocab, dict(results.word_vectors.sets))
+    write_kept(folder, {"reference": reference}, vector_arrays(*vectors))
+    return reference, vectors
 
 
 def score_word_pairs(vectors, reference_vectors, reference, seeds, layers, normalise, settings) -> dict:
