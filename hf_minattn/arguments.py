@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
-from hf_minattn.checks import check_bounds
+from hf_minattn.checks import check_bounds, check_output_folder
 from hf_minattn.configuration_minattn import MinAttnConfig
 from hf_minattn.data import (STREAM_EVAL_SEQUENCES, STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES,
                              STREAM_VALIDATION_TEXTS, check_text_file)
@@ -227,6 +227,7 @@ class MinAttnTrainingArguments(TrainingArguments):
                             "adam_epsilon": (0, None, True), "adam_beta1": (0, 1, True), "adam_beta2": (0, 1, True),
                             "per_device_train_batch_size": (1, None, True), "per_device_eval_batch_size": (1, None, True),
                             "gradient_accumulation_steps": (1, None, True), "max_train_minutes": (0, None, False)})
+        check_output_folder(self.output_dir, "--output_dir")
         if self.do_train and self.max_steps <= 0 and self.num_train_epochs <= 0:
             raise ValueError(f"nothing to train: --max_steps {self.max_steps} and --num_train_epochs "
                              f"{self.num_train_epochs:g}; give --max_steps > 0 or --num_train_epochs > 0")

@@ -16,3 +16,13 @@ def check_bounds(arguments, bounds: dict, separator: str = "_") -> None:
             expected = (f"{'at least' if low_allowed else 'above'} {low}" if high is None
                         else f"in {'[' if low_allowed else '('}{low}, {high})")
             raise ValueError(f"--{name.replace('_', separator)} must be {expected}, got {value}")
+
+
+def check_output_folder(path, flag: str) -> None:
+    """A ValueError naming `flag` when `path` is an existing file: an output folder must be a folder (new, or one an
+    earlier call wrote), and finding out only when the first file is written would lose the work before it."""
+    import os
+
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"{flag} {os.fspath(path)!r} is a file; expected a folder (a new one, or one an earlier call "
+                         "wrote)")

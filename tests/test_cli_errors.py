@@ -102,3 +102,23 @@ def _save_tiny_model(folder):
     tokenizer = train_tokenizer(default_sentences(50), vocab_size=200, model_max_length=24, show_progress=False)
     MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer))).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
+
+
+def test_an_output_path_that_is_a_file_is_refused_before_any_work(tmp_path, capsys):
+    """--out / --output_dir naming an existing file: one line naming the flag and the path, before a model is loaded
+    or trained (the probe found out only when it wrote its vectors, after all its work), and the file untouched."""
+    from hf_minattn.arguments import MinAttnTrainingArguments
+    from hf_minattn.cli import main
+
+    afile = tmp_path / "notes.txt"
+    afile.write_text("mine")
+    model = tmp_path / "model"
+    _save_tiny_model(model)
+    for argv, flag in ((["probe", str(model), "--out", str(afile)], "--out"),
+                       (["compare", str(tmp_path), "--out", str(afile)], "--out"),
+                       (["experiments", "--quick", "--out", str(afile)], "out")):
+        assert main(argv) == 2
+        assert f": error: {flag} '{afile}' is a file; expected a folder" in capsys.readouterr().err, argv
+    with pytest.raises(ValueError, match=r"--output_dir '.*notes\.txt' is a file; expected a folder"):
+        MinAttnTrainingArguments(output_dir=str(afile))
+    assert afile.read_text() == "mine"

@@ -281,6 +281,14 @@ def test_bad_arguments_are_refused_before_training(kwargs, error, tmp_path):
         run_experiments(**kwargs)
 
 
+def test_an_output_path_that_is_a_file_is_refused_by_name(tmp_path):
+    afile = tmp_path / "results.txt"
+    afile.write_text("not a folder")
+    with pytest.raises(ValueError, match=r"out '.*results\.txt' is a file; expected a folder"):
+        run_experiments(out=str(afile))
+    assert afile.read_text() == "not a folder"
+
+
 def test_every_preset_probes_the_pretrained_reference_unless_told_not_to():
     """all-MiniLM-L6-v2 is in every preset (Q5-Q7 set its answer beside ours); --reference none removes it, and the
     presets themselves stay as they are."""

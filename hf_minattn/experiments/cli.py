@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from hf_minattn.checks import check_output_folder
 from hf_minattn.data import WIKIPEDIA_CORPUS_DESCRIPTION
 from hf_minattn.machine import fast_bf16_available, machine_description
 
@@ -151,6 +152,7 @@ def checked_arguments(out, preset, seeds, figure_format, reference, precision,
 
     if not isinstance(out, (str, os.PathLike)):
         raise TypeError(f"out must be a folder path, got {out!r}")
+    check_output_folder(out, "out")
     settings = preset_settings(preset, reference, precision, parallel)
     if settings["bf16"] is None:
         settings["bf16"] = fast_bf16_available()

@@ -8,7 +8,7 @@ import sys
 import time
 from dataclasses import replace
 
-from hf_minattn.checks import check_bounds
+from hf_minattn.checks import check_bounds, check_output_folder
 from hf_minattn.model_source import find_model, folder_name
 
 from .corpus import default_sentences, read_corpus_file, read_dataset, wikipedia_train_sentences
@@ -172,6 +172,7 @@ def probe_settings(args) -> ProbeSettings:
 
 def probe_main(argv=None):
     args = probe_parser().parse_args(argv)
+    check_output_folder(args.out, "--out")
     settings = probe_settings(args)
     formats = vector_formats(args.vectors_format)
     start = time.perf_counter()
@@ -200,6 +201,7 @@ def compare_main(argv=None):
     p.add_argument("--out", default="compare", help="output folder (default: ./compare)")
     _figure_format_argument(p)
     args = p.parse_args(argv)
+    check_output_folder(args.out, "--out")
     results = {}
     for folder in args.dirs:
         path = os.path.join(folder, "probes.json")
