@@ -3,6 +3,8 @@ results.json, without training (after a change to how the findings are written, 
 
 import argparse
 
+from hf_minattn.checks import check_output_folder
+
 from .findings import rerender_findings
 
 
@@ -15,6 +17,8 @@ def main(argv=None) -> int:
     parser.add_argument("--figure-format", choices=FIGURE_FORMATS, default="both",
                         help="every figure as PNG, SVG or both (default: both; FINDINGS.md links the PNG when there is one)")
     args = parser.parse_args(argv)
+    if args.out is not None:
+        check_output_folder(args.out, "--out")
     written = rerender_findings(args.results, args.out, args.figure_format)
     print(f"findings: {written['findings']} ({len(written['figures'])} figures)")
     return 0
