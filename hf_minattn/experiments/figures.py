@@ -91,8 +91,10 @@ def row_drift(plt, results, out):
         return None
     rows = np.load(rows_path)
     fig, ax = plt.subplots(figsize=(6.5, 4))
-    ax.scatter(rows["counts"] + 1, rows["full_drift"], s=2, alpha=0.4, label="full")
-    ax.scatter(rows["counts"] + 1, rows["frozen_drift"], s=2, alpha=0.4, label="frozen_embeddings")
+    # One point per vocabulary row: as SVG paths, 8,192 rows made a 2.4 MB file. Rasterized, the points are one
+    # embedded image and the axes, ticks and labels stay vector.
+    ax.scatter(rows["counts"] + 1, rows["full_drift"], s=2, alpha=0.4, label="full", rasterized=True)
+    ax.scatter(rows["counts"] + 1, rows["frozen_drift"], s=2, alpha=0.4, label="frozen_embeddings", rasterized=True)
     ax.set_xscale("log"), ax.set_xlabel("training-split count + 1"), ax.set_ylabel("||e_final - e_init||")
     ax.legend(fontsize=7)
     return fig

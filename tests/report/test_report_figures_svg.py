@@ -7,6 +7,7 @@ import os
 import re
 import xml.etree.ElementTree as ET
 
+import numpy as np
 import pytest
 
 from hf_minattn.probes import plots
@@ -211,6 +212,21 @@ def test_experiment_figures_follow_the_format(tmp_path):
     assert sorted(os.listdir(tmp_path / "figures")) == sorted(os.path.basename(p) for p in paths.values())
     for p in paths.values():
         assert svg_root(tmp_path / p).tag.endswith("svg")
+
+
+def test_the_row_drift_svg_holds_its_points_as_one_image_and_stays_small(tmp_path):
+    """8,192 vocabulary rows as SVG paths made a 2.4 MB figure; rasterized, the points are one embedded image."""
+    from test_experiments_verdicts import synthetic
+
+    from hf_minattn.experiments.figures import make_figures
+
+    rng = np.random.default_rng(0)
+    counts = rng.integers(0, 5000, 8192)
+    np.savez(tmp_path / "rows.npz", counts=counts, full_drift=rng.random(8192), frozen_drift=rng.random(8192))
+    paths = make_figures(synthetic(), str(tmp_path), "svg")
+    svg = tmp_path / paths["row_drift"]
+    images = [e for e in svg_root(svg).iter() if e.tag.endswith("image")]
+    assert len(images) == 1 and os.path.getsize(svg) < 300_000, os.path.getsize(svg)
 
 
 @pytest.mark.parametrize("scored", [("king/queen", "king/dog"), ()])
