@@ -46,6 +46,11 @@ def test_every_run_reads_the_one_tokenizer_trained_before_the_runs(run):
     shared = run.out / "tokenizer"
     vocab = AutoTokenizer.from_pretrained(shared).get_vocab()
     assert "training the tokenizer every run reads" in run.printed
+    # each finished run says how many are done and the training time left; the last, none
+    done = re.findall(r"(\d+) of (\d+) runs done(?:, about (\d+) min of training left)?", run.printed)
+    runs = len(run.results["seeds"]) * sum(v.trained for v in VARIANTS)
+    assert sorted(int(k) for k, _, _ in done) == list(range(1, runs + 1)) and {n for _, n, _ in done} == {str(runs)}
+    assert all((m == "") == (int(k) == runs) for k, _, m in done)  # the time left on every line but the last
     for variant in VARIANTS:
         for seed in run.results["seeds"]:
             assert AutoTokenizer.from_pretrained(run.out / "models" / variant.name / f"seed{seed}").get_vocab() == vocab

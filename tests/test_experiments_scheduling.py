@@ -6,7 +6,8 @@ from dataclasses import replace
 import numpy as np
 
 from hf_minattn.experiments.word2vec import matched_word2vec_settings, word2vecs_ahead
-from hf_minattn.experiments.training import SETTINGS, VARIANTS, run_side_by_side, side_by_side_order
+from hf_minattn.experiments.training import (SETTINGS, VARIANTS, run_side_by_side, run_steps, side_by_side_order,
+                                             training_minutes_left, variant_named)
 from hf_minattn.probes.word2vec import WORD2VEC_CACHE_ENV, WORD2VEC_SETTINGS, cached_word2vec, train_word2vec
 
 
@@ -17,6 +18,15 @@ def test_the_runs_that_stop_early_train_last_and_the_rest_keep_their_order():
     early = [job for job in jobs if job[1].max_steps is not None]
     assert early and ordered[-len(early):] == early
     assert ordered[: -len(early)] == [job for job in jobs if job not in early]
+
+
+def test_the_training_time_left_is_the_steps_left_at_the_finished_runs_pace():
+    full = SETTINGS["full"]
+    assert run_steps(full, variant_named("full")) == full["max_steps"] == 1200
+    assert run_steps(full, variant_named("shuffled_labels")) == full["early_save_until"] == 400
+    # two runs of 1,200 steps took 240 s and 300 s: 0.225 s a step; 3,000 steps left, two at a time
+    assert training_minutes_left([(1200, 240.0), (1200, 300.0)], 3000, 2) == 0.225 * 3000 / 2 / 60
+    assert training_minutes_left([(400, 90.0)], 0, 2) == 0
 
 
 def test_later_work_runs_on_the_runs_workers_after_them_and_not_one_by_one():

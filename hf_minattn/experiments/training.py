@@ -250,7 +250,7 @@ def variant_arguments(settings: dict, variant: Variant, seed: int, folder: str, 
     if variant.shuffle_labels:
         args += ["--shuffle_labels", "true"]
     if variant.max_steps is not None:
-        args += ["--stop_at_step", str(settings[variant.max_steps])]
+        args += ["--stop_at_step", str(run_steps(settings, variant))]
     if measurements and variant.loss_allocation:  # Lan et al.'s LCA on a fixed batch of validation sequences
         args += ["--loss_allocation", "true", "--loss_allocation_every", str(settings["loss_allocation_every"]),
                  "--loss_allocation_samples", str(settings["loss_allocation_samples"])]
@@ -296,6 +296,18 @@ def run_side_by_side(train, jobs, parallel: int, also=None) -> None:
             train(job)
 
 
+def run_steps(settings: dict, variant: Variant) -> int:
+    """The steps `variant` trains for: the preset's, or the SETTINGS entry that stops it early."""
+    return settings[variant.max_steps] if variant.max_steps is not None else settings["max_steps"]
+
+
+def training_minutes_left(finished: list, steps_left: int, parallel: int) -> float:
+    """Minutes of training left: `steps_left` (those of the runs not finished, whole: an upper bound) at the seconds
+    per step of the `finished` runs ([(steps, seconds)]), `parallel` runs at a time."""
+    steps, seconds = map(sum, zip(*finished))
+    return seconds / steps * steps_left / parallel / 60
+
+
 def side_by_side_order(jobs: list) -> list:
     """The (seed, Variant) jobs in the order the workers take them: the runs that stop early (the shuffled-label
     control, a third of the steps) last, so that the workers finish together instead of one training a whole run
@@ -316,6 +328,8 @@ def train_variants(out: str, settings: dict, seeds, also=None) -> dict[str, dict
     tokenizer_dir = folders[done[0][1].name][done[0][0]] if done else None
     parallel = min(settings.get("parallel", 1), os.cpu_count() or 1)  # each run side by side has one CPU thread
 
+    finished = []  # (steps, seconds) of the runs this call finished, for the time left
+
     def train(job, threads=None):
         seed, variant = job
         folder = folders[variant.name][seed]
@@ -326,7 +340,11 @@ def train_variants(out: str, settings: dict, seeds, also=None) -> dict[str, dict
         start = time.perf_counter()
         args = variant_arguments(settings, variant, seed, folder, tokenizer_dir)
         run_training(args, os.path.join(out, "logs", f"{variant.name}-seed{seed}.log"), threads)
-        log(f"  seed {seed}, {variant.name}: done in {time.perf_counter() - start:.0f}s")
+        seconds = time.perf_counter() - start
+        finished.append((run_steps(settings, variant), seconds))
+        left = sum(run_steps(settings, v) for _, v in todo) - sum(steps for steps, _ in finished)
+        remaining = f", about {training_minutes_left(finished, left, parallel):.0f} min of training left" if left else ""
+        log(f"  seed {seed}, {variant.name}: done in {seconds:.0f}s; {len(finished)} of {len(todo)} runs done{remaining}")
 
     if todo and tokenizer_dir is None:
         tokenizer_dir = shared_tokenizer(out, settings, todo[0][0])
