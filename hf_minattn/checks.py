@@ -1,5 +1,7 @@
-"""Checks of user-given numbers shared by the training arguments and the probe settings: each fails at once with
-the flag's name, before any data is read or any model loaded."""
+"""Checks of user-given numbers and output folders shared by the training arguments, the probes and the experiments:
+each fails at once with the flag's name, before any data is read or any model loaded."""
+
+import os
 
 
 def check_bounds(arguments, bounds: dict, separator: str = "_") -> None:
@@ -21,8 +23,6 @@ def check_bounds(arguments, bounds: dict, separator: str = "_") -> None:
 def check_output_folder(path, flag: str) -> None:
     """A ValueError naming `flag` when `path` is an existing file: an output folder must be a folder (new, or one an
     earlier call wrote), and finding out only when the first file is written would lose the work before it."""
-    import os
-
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"{flag} {os.fspath(path)!r} is a file; expected a folder (a new one, or one an earlier call "
                          "wrote)")

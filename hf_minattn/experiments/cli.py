@@ -257,9 +257,10 @@ SCORING_SETTINGS = ("max_seq_length", "mlm_probability", "mask_draws", "max_step
 def scoring_key(folders: dict, settings: dict, seeds) -> dict:
     """What `evaluate`'s numbers are computed from: the seeds, the settings it reads, and the size and modification
     time of every model it scores (a model trained again is a new file)."""
-    def stamp(folder):  # every weights file (one, or the shards of a large model)
+    def stamp(folder):  # every weights file (one, or the shards of a large model): [name, size, time]
         names = sorted(n for n in os.listdir(folder) if n.startswith("model") and n.endswith(".safetensors"))
-        return [[n, os.stat(os.path.join(folder, n)).st_size, os.stat(os.path.join(folder, n)).st_mtime_ns] for n in names]
+        stats = [os.stat(os.path.join(folder, n)) for n in names]
+        return [[n, info.st_size, info.st_mtime_ns] for n, info in zip(names, stats)]
 
     return {"seeds": list(seeds), "settings": {k: settings[k] for k in SCORING_SETTINGS},
             "models": {name: {str(seed): stamp(folders[name][seed]) for seed in seeds} for name in sorted(folders)}}
