@@ -4,6 +4,7 @@ probes, side by side, with the same vectors as one after another."""
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from hf_minattn.experiments.word2vec import matched_word2vec_settings, word2vecs_ahead
 from hf_minattn.experiments.training import (SETTINGS, VARIANTS, run_side_by_side, run_steps, side_by_side_order,
@@ -24,8 +25,8 @@ def test_the_training_time_left_is_the_steps_left_at_the_finished_runs_pace():
     full = SETTINGS["full"]
     assert run_steps(full, variant_named("full")) == full["max_steps"] == 1200
     assert run_steps(full, variant_named("shuffled_labels")) == full["early_save_until"] == 400
-    # two runs of 1,200 steps took 240 s and 300 s: 0.225 s a step; 3,000 steps left, two at a time
-    assert training_minutes_left([(1200, 240.0), (1200, 300.0)], 3000, 2) == 0.225 * 3000 / 2 / 60
+    # two runs of 1,200 steps took 240 s and 300 s: 0.225 s a step; 3,000 steps left, two at a time: 337.5 s
+    assert training_minutes_left([(1200, 240.0), (1200, 300.0)], 3000, 2) == pytest.approx(5.625)
     assert training_minutes_left([(400, 90.0)], 0, 2) == 0
 
 
