@@ -177,7 +177,7 @@ def run(name: str, extra: str, tokens: int, evals: int) -> dict:
     return record
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="*", help="NAME=ARGS: a run's name and its extra run_mlm.py arguments")
     parser.add_argument("--tokens", type=int, default=1_000_000, help="training tokens per run")
@@ -190,7 +190,7 @@ def main():
                              "--tolerance %%, 95%% t-interval over the paired seeds)")
     parser.add_argument("--control", help="with --verdict: the reference trained again with a tiny perturbation")
     parser.add_argument("--tolerance", type=float, default=1.0, help="with --verdict: percent (default 1)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.markdown:
         print(markdown_table(args.out))
         return

@@ -1,6 +1,10 @@
 """Shared fixtures: tiny MinAttn configs with odd sizes, a WordPiece tokenizer trained on real text, and the
 training data of the run_mlm tests (the Wikipedia sample, a tokenizer, local text files)."""
 
+import importlib.util
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -33,6 +37,19 @@ def tiny_config(**overrides) -> MinAttnConfig:
     )
     values.update(overrides)
     return MinAttnConfig(**values)
+
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def benchmark_script(name: str):
+    """benchmarks/NAME.py loaded as a module, its sibling modules importable as when it runs as a script."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def padded_batch(vocab_size: int = 99):

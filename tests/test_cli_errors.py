@@ -1,5 +1,6 @@
-"""Bad input on the command line, through the installed console scripts: one line naming the value and what was
-expected, a non-zero exit, no traceback, and an existing output folder left as it was."""
+"""Bad input on the command line: one line naming the value and what was expected, a non-zero exit, no traceback,
+and an existing output folder left as it was. Each command runs in this process as its console script runs it
+(`run_reporting_errors`); `test_traceback_on_request` runs the installed `hf-minattn` itself."""
 
 import subprocess
 import sys
@@ -8,8 +9,6 @@ from pathlib import Path
 import pytest
 
 from conftest import tiny_config
-
-pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 HF_MINATTN = Path(sys.executable).parent / "hf-minattn"  # the console script installed beside this Python
@@ -24,11 +23,10 @@ def out(tmp_path):
     return folder
 
 
-def fails_cleanly(command, out, *expected):
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert result.returncode == 2, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+def refused_cleanly(returncode, stderr, out, *expected):
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert returncode == 2, stderr[-2000:]
+    assert "Traceback" not in stderr, stderr[-2000:]
     assert ": error: " in lines[-1], lines[-1]
     for text in expected:
         assert text in lines[-1], lines[-1]
@@ -36,47 +34,61 @@ def fails_cleanly(command, out, *expected):
     assert (out / "keep.txt").read_text() == "earlier results"
 
 
+def fails_cleanly(capsys, argv, out, *expected):
+    """`run_mlm.py ARGS` or `hf-minattn ARGS` (argv[0]), run as the console scripts run it, is refused cleanly. A
+    traceback would fail the test as an exception."""
+    from hf_minattn.cli import main, run_reporting_errors
+    from hf_minattn.run_mlm import main as run_mlm
+
+    program, *args = argv
+    capsys.readouterr()  # what came before
+    code = run_reporting_errors(run_mlm, args, prog="run_mlm.py") if program == "run_mlm.py" else main(args)
+    refused_cleanly(code, capsys.readouterr().err, out, *expected)
+
+
 def run_mlm(out, train_file):
-    return [sys.executable, str(REPO / "training" / "run_mlm.py"), "--output_dir", str(out), "--model_size", "tiny",
-            "--train_file", str(train_file), "--max_steps", "2"]
+    return ["run_mlm.py", "--output_dir", str(out), "--model_size", "tiny", "--train_file", str(train_file),
+            "--max_steps", "2"]
 
 
-def test_run_mlm_missing_train_file(tmp_path, out):
+def test_run_mlm_missing_train_file(tmp_path, out, capsys):
     missing = tmp_path / "nope.txt"
-    fails_cleanly(run_mlm(out, missing), out, "run_mlm.py: error: --train_file", str(missing), "expected a UTF-8 text file")
+    fails_cleanly(capsys, run_mlm(out, missing), out, "run_mlm.py: error: --train_file", str(missing), "expected a UTF-8 text file")
 
 
-def test_run_mlm_whitespace_only_corpus(tmp_path, out):
+def test_run_mlm_whitespace_only_corpus(tmp_path, out, capsys):
     blank = tmp_path / "blank.txt"
     blank.write_text(" \n\t\n\n")
-    fails_cleanly(run_mlm(out, blank), out, str(blank), "empty or only whitespace")
+    fails_cleanly(capsys, run_mlm(out, blank), out, str(blank), "empty or only whitespace")
 
 
-def test_run_mlm_and_probe_refuse_a_non_utf8_file(tmp_path, out):
+def test_run_mlm_and_probe_refuse_a_non_utf8_file(tmp_path, out, capsys):
     latin1 = tmp_path / "latin1.txt"
     latin1.write_bytes("Le café est très bon.\n".encode("latin-1"))
-    fails_cleanly(run_mlm(out, latin1), out, str(latin1), "is not UTF-8 text (byte 0xe9 at offset 6)")
+    fails_cleanly(capsys, run_mlm(out, latin1), out, str(latin1), "is not UTF-8 text (byte 0xe9 at offset 6)")
     model = tmp_path / "model"
     _save_tiny_model(model)
-    fails_cleanly([str(HF_MINATTN), "probe", str(model), "--corpus", str(latin1), "--out", str(out)], out,
+    fails_cleanly(capsys, ["hf-minattn", "probe", str(model), "--corpus", str(latin1), "--out", str(out)], out,
                   "hf-minattn probe: error: --corpus", "is not UTF-8 text")
 
 
-def test_probe_missing_model_folder(tmp_path, out):
-    fails_cleanly([str(HF_MINATTN), "probe", str(tmp_path / "no_model"), "--out", str(out)], out,
+def test_probe_missing_model_folder(tmp_path, out, capsys):
+    fails_cleanly(capsys, ["hf-minattn", "probe", str(tmp_path / "no_model"), "--out", str(out)], out,
                   "hf-minattn probe: error:", "no_model", "not a folder")
 
 
-def test_probe_refuses_an_unknown_vectors_format_before_any_work(tmp_path, out):
+def test_probe_refuses_an_unknown_vectors_format_before_any_work(tmp_path, out, capsys):
     model = tmp_path / "model"
     _save_tiny_model(model)
-    fails_cleanly([str(HF_MINATTN), "probe", str(model), "--vectors-format", "binary,npy", "--out", str(out)], out,
+    fails_cleanly(capsys, ["hf-minattn", "probe", str(model), "--vectors-format", "binary,npy", "--out", str(out)], out,
                   "hf-minattn probe: error: --vectors-format takes comma-separated formats of ['binary', 'text', "
                   "'kv'], got 'binary,npy'")
 
 
+@pytest.mark.slow  # two runs of the installed console script, each importing torch
 def test_traceback_on_request(tmp_path, out):
-    """HF_MINATTN_TRACEBACK=1: the same bad input raises with its traceback (for debugging) instead of one line."""
+    """The installed `hf-minattn`: HF_MINATTN_TRACEBACK=1 makes the same bad input raise with its traceback (for
+    debugging); without it, one line."""
     import os
 
     command = [str(HF_MINATTN), "probe", str(tmp_path / "no_model"), "--out", str(out)]
@@ -84,14 +96,15 @@ def test_traceback_on_request(tmp_path, out):
                             env={**os.environ, "HF_MINATTN_TRACEBACK": "1"})
     assert result.returncode == 1 and "Traceback (most recent call last)" in result.stderr
     assert "no_model" in result.stderr.splitlines()[-1] and ": error: " not in result.stderr
-    fails_cleanly(command, out, "no_model")  # and without it, one line
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    refused_cleanly(result.returncode, result.stderr, out, "hf-minattn probe: error:", "no_model")
 
 
-def test_probe_corrupt_config(tmp_path, out):
+def test_probe_corrupt_config(tmp_path, out, capsys):
     model = tmp_path / "model"
     _save_tiny_model(model)
     (model / "config.json").write_text('{"model_type": "minattn", ')
-    fails_cleanly([str(HF_MINATTN), "probe", str(model), "--out", str(out)], out,
+    fails_cleanly(capsys, ["hf-minattn", "probe", str(model), "--out", str(out)], out,
                   "hf-minattn probe: error:", str(model / "config.json"), "not a valid JSON file")
 
 

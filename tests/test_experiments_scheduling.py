@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from conftest import benchmark_script
 
 from hf_minattn.experiments.word2vec import matched_word2vec_settings, word2vecs_ahead
 from hf_minattn.experiments.training import (SETTINGS, VARIANTS, run_side_by_side, run_steps, side_by_side_order,
@@ -71,13 +72,7 @@ def test_without_a_cache_nothing_is_trained_ahead(tmp_path, monkeypatch):
 def test_the_schedule_replay_gives_known_makespans():
     """benchmarks/schedule_replay.py: whichever worker is free first takes the next task, and the saving it reports
     is its two schedules' difference."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "schedule_replay.py"
-    spec = importlib.util.spec_from_file_location("schedule_replay", path)
-    replay = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(replay)
+    replay = benchmark_script("schedule_replay")
     assert replay.makespan([3, 3, 2, 2, 2]) == 7  # 3 | 3, then 2 on each, then the last 2 on the first free
     assert replay.makespan([5, 1, 1, 1, 1, 1]) == 5
     assert replay.makespan([1], (4, 2)) == 3

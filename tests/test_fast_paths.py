@@ -5,18 +5,14 @@ No test here asserts a time: the speed of each path is measured by benchmarks/be
 
 import copy
 import importlib
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import tiny_config
+from conftest import benchmark_script, tiny_config
 from hf_minattn import MinAttnForMaskedLM, MinAttnModel
-
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_train.py"
 
 
 def grads_of(model):
@@ -196,10 +192,7 @@ def test_bf16_on_cpu_takes_the_eager_attention_path():
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_train", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("bench_train")
 
 
 def test_bench_masks_as_training_does_seeded(bench, tokenizer):
@@ -330,9 +323,7 @@ def test_recipe_sweep_pairs_settings_by_seed(tmp_path):
     though the seeds scatter by more than that; one no better on average does not."""
     import json
 
-    spec = importlib.util.spec_from_file_location("recipe_sweep", BENCH.parent / "recipe_sweep.py")
-    sweep = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sweep)
+    sweep = benchmark_script("recipe_sweep")
     path = tmp_path / "runs.jsonl"
     base = {43: 0.8, 44: 1.0, 45: 0.9}
     runs = [("ref", base), ("better", {s: g + 0.1 + 0.01 * (s - 44) for s, g in base.items()}),
@@ -361,15 +352,7 @@ def test_recipe_sweep_pairs_settings_by_seed(tmp_path):
 def test_bf16_precision_groups_the_fused_qkv_gradient_by_head_matrices():
     """benchmarks/bf16_precision.py reports errors per parameter group: the fused QKV gradient's rows split into
     W_Q, W_K, W_V as the model lays them out (`get_head_weights`), and a relative error of 0 only for equal gradients."""
-    import sys
-
-    sys.path.insert(0, str(BENCH.parent))  # the script imports bench_train as its sibling
-    try:
-        spec = importlib.util.spec_from_file_location("bf16_precision", BENCH.parent / "bf16_precision.py")
-        precision = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(precision)
-    finally:
-        sys.path.remove(str(BENCH.parent))
+    precision = benchmark_script("bf16_precision")
     model = MinAttnForMaskedLM(tiny_config(hidden_size=32))
     input_ids, labels = batch()
     model(input_ids, labels=labels).loss.backward()
@@ -385,7 +368,6 @@ def test_bf16_precision_groups_the_fused_qkv_gradient_by_head_matrices():
     assert all(abs(e - 0.01) < 1e-6 for e in precision.relative_error(shifted, fp32).values())
 
 
-@pytest.mark.slow  # a Python process per script, each importing torch
 @pytest.mark.parametrize("script, argv, message", [
     ("bench_train.py", ["--quick", "--profile"], "--profile profiles the lever batches"),
     ("bench_train.py", ["--quick", "--batch", "0"], "--batch must be at least 1, got 0"),
@@ -394,14 +376,12 @@ def test_bf16_precision_groups_the_fused_qkv_gradient_by_head_matrices():
     ("bench_rotary_inference.py", ["--rounds", "0"], "--rounds must be at least 1, got 0"),
     ("bf16_precision.py", ["--checkpoints", "60,0"], "--checkpoints must be steps >= 0 in increasing order"),
 ])
-def test_benchmark_scripts_reject_bad_flags_by_name(script, argv, message):
+def test_benchmark_scripts_reject_bad_flags_by_name(script, argv, message, capsys):
     """Before any data is loaded or model trained, the bad flag is named (argparse's exit 2)."""
-    import subprocess
-    import sys
-
-    result = subprocess.run([sys.executable, str(BENCH.parent / script), *argv], capture_output=True, text=True,
-                            timeout=120)
-    assert result.returncode == 2 and message in result.stderr, result.stderr[-500:]
+    with pytest.raises(SystemExit) as exit:
+        benchmark_script(script.removesuffix(".py")).main(argv)
+    error = capsys.readouterr().err
+    assert exit.value.code == 2 and message in error, error[-500:]
 
 
 def test_equal_step_verdict_is_chosen_by_the_numbers(tmp_path):
@@ -409,9 +389,7 @@ def test_equal_step_verdict_is_chosen_by_the_numbers(tmp_path):
     and a seed that differs by more than every seed of the control is named."""
     import json
 
-    spec = importlib.util.spec_from_file_location("recipe_sweep", BENCH.parent / "recipe_sweep.py")
-    sweep = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sweep)
+    sweep = benchmark_script("recipe_sweep")
     reference = {0: 6.0, 1: 6.1, 2: 6.2}
 
     def verdict(candidate: dict, control: dict | None = None) -> str:

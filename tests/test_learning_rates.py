@@ -2,6 +2,7 @@
 trains each variant at."""
 
 import pytest
+from conftest import benchmark_script
 
 from hf_minattn.experiments.learning_rates import (EXPLORATION_SEEDS, choose_learning_rates, extension_rates,
                                                    study_rates, variant_learning_rate)
@@ -79,15 +80,11 @@ def test_the_preset_trains_each_variant_at_its_chosen_rate():
 def test_the_study_resumes_from_its_committed_record(tmp_path):
     """benchmarks/lr_study.py writes its results file after every run and, started again from a fresh clone (no
     work folder), trains only the runs that file lacks: the record is what carries a study across days."""
-    import importlib.util
     import json
     import os
     import shutil
 
-    spec = importlib.util.spec_from_file_location("lr_study", os.path.join(os.path.dirname(__file__), "..",
-                                                                          "benchmarks", "lr_study.py"))
-    lr_study = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(lr_study)
+    lr_study = benchmark_script("lr_study")
     out, work = str(tmp_path / "lr.json"), tmp_path / "work"
     argv = ["--quick", "--variants", "attention_only", "--parallel", "2", "--out", out, "--work", str(work)]
     assert lr_study.main(argv) == 0

@@ -8,6 +8,7 @@ from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
+from conftest import benchmark_script
 from scipy.stats import spearmanr
 
 from hf_minattn.probes.report.benchmark import benchmarks_text
@@ -213,13 +214,7 @@ def test_the_settings_constant_is_the_committed_selection():
 
 
 def selection_script():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("word2vec_selection",
-                                                  os.path.join(ROOT, "benchmarks", "word2vec_selection.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("word2vec_selection")
 
 
 def test_the_selection_rule_breaks_ties_towards_fewer_epochs():

@@ -7,6 +7,7 @@ alignment and related-pair cosines (`probes.cooccurrence`), and heads matched ac
 Each run's full output is written to `out/probes/<variant>/seed<k>/` (probes.json, figures, report.html); results.json
 keeps per seed only the numbers the answers read (`summary`)."""
 
+import functools
 import json
 import os
 from dataclasses import asdict
@@ -88,13 +89,14 @@ def probe_variants(out: str, folders: dict, settings: dict, seeds, figure_format
     corpus = wikipedia_train_sentences(settings["vector_sentences"])
     corpus_name = f"the default corpus's training split ({len(corpus)} sentences; `hf_minattn.data.load_wikipedia_corpus`)"
     runs = probe_seeds(out, folders, settings, seeds, (sentences, corpus, corpus_name), device, figure_format)
-    reference, reference_vectors = probe_reference(out, settings, seeds, (sentences, corpus, corpus_name), device,
+    encoder = functools.cache(lambda: settings_reference(settings, device))  # loaded once, where first needed
+    reference, reference_vectors = probe_reference(out, settings, seeds, (sentences, corpus, corpus_name), encoder,
                                                    figure_format)
     pairs = score_word_pairs(runs["vectors"], reference_vectors, reference, seeds, runs["layers"], runs["normalise"],
                              settings)
     divergence = head_divergence_over_seeds(folders, settings, seeds, sentences, device)
     circuits = circuits_over_seeds(folders, settings, seeds, corpus)
-    mixing = mixing_over_seeds(folders, settings, seeds, sentences, settings_reference(settings, device), device)
+    mixing = mixing_over_seeds(folders, settings, seeds, sentences, encoder(), device)
     return {"by_seed": runs["by_seed"], "extras": runs["extras"], "word_pairs": pairs, "head_divergence": divergence,
             "reference": reference, "rollout": runs["rollout"], "circuits": circuits, "mixing": mixing,
             "word2vec_matched": runs.get("word2vec_matched"), "corpus": {"sentences": len(corpus), "probe_sentences": len(sentences), "name": corpus_name}}
@@ -246,9 +248,10 @@ def settings_reference(settings: dict, device) -> tuple | None:
         return None
 
 
-def probe_reference(out, settings, seeds, texts, device, figure_format) -> tuple:
+def probe_reference(out, settings, seeds, texts, encoder, figure_format) -> tuple:
     """(summary, (vocab, vector sets)) of the pretrained reference encoder probed like the variants on `texts`, or
-    (None, None) without one."""
+    (None, None) without one. `encoder()`: its (model, tokenizer, name), or None (`settings_reference`), called only
+    when no earlier call's probe is kept."""
     from hf_minattn.probes.report import write_outputs
     from hf_minattn.probes.run import run_all_probes
     from hf_minattn.probes.settings import ProbeSettings
@@ -258,7 +261,7 @@ def probe_reference(out, settings, seeds, texts, device, figure_format) -> tuple
     if found is not None:
         log(f"the reference encoder {found[0]['reference']['name']}: probed by an earlier call, its numbers read back")
         return found[0]["reference"], found[1]
-    ref = settings_reference(settings, device)
+    ref = encoder()
     if ref is None:
         return None, None
     sentences, corpus, corpus_name = texts
