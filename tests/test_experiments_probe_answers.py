@@ -135,6 +135,19 @@ def test_head_verdicts_follow_their_intervals():
     assert "In no layer is a head measurably closer" in flipped
 
 
+def test_a_role_that_only_a_later_seed_has_counts_zero_at_the_earlier_seeds():
+    """Role counts line up with the seeds: a role first seen at the second seed is 0 at the first, and its mean is
+    over every seed (the counts were once listed from the first seed that had the role, so FINDINGS printed 'self
+    1, 0, 0' for seeds with 0, 0, 1, 0, 0)."""
+    p = probes()
+    p["by_seed"]["full"][SEEDS[1]]["heads"]["roles"] = [["self", "none"], ["none", "cls"]]
+    q4 = answers(p)["q4"]
+    assert q4["role_counts"]["self"] == [0, 1, 0] and q4["role_counts"]["previous"] == [1, 0, 1]
+    assert all(len(counts) == len(SEEDS) for counts in q4["role_counts"].values())
+    assert q4["role_counts_mean"]["self"]["estimate"] == pytest.approx(1 / 3, abs=1e-4) and q4["role_counts_mean"]["self"]["n"] == 3
+    assert "previous 1, 0, 1" in text("q4", p) and "self 0, 1, 0" in text("q4", p)
+
+
 def test_word_similarity_verdict_follows_its_interval():
     base = text("q5", probes())
     assert "last-layer vectors are above the untrained model's and equivalent to word2vec's" in base

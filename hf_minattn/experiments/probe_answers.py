@@ -45,14 +45,12 @@ def heads_answers(probes: dict) -> dict:
         "uniform_entropy": _rounded(full[0]["heads"]["uniform_entropy"]),
         "heads": layers * full[0]["heads"]["num_heads"], "role_min_mass": full[0]["heads"].get("role_min_mass"),
     }
-    # Roles (Clark et al.: raw attention mass, a role only at >= role_min_mass), counted per seed.
-    roles = {}
-    for r in full:
-        labels = [role for layer in r["heads"]["roles"] for role in layer]
-        for role in set(labels) | set(roles):
-            roles.setdefault(role, []).append(labels.count(role))
-    answer["role_counts"] = {role: counts for role, counts in sorted(roles.items())}
-    answer["role_counts_mean"] = {role: over_seeds(counts) for role, counts in sorted(roles.items())}
+    # Roles (Clark et al.: raw attention mass, a role only at >= role_min_mass), counted at every seed: a role no head
+    # of a seed has counts 0 there, so each list has one count per seed, in the seeds' order.
+    labels = [[role for layer in r["heads"]["roles"] for role in layer] for r in full]
+    roles = {role: [seed_labels.count(role) for seed_labels in labels] for role in sorted(set().union(*labels))}
+    answer["role_counts"] = roles
+    answer["role_counts_mean"] = {role: over_seeds(counts) for role, counts in roles.items()}
     # Ablation: per seed, the costliest head (its role and mass), and per layer the summed cost.
     costliest, layer_cost = [], []
     for seed, r in zip(sorted(probes["by_seed"]["full"]), full):
