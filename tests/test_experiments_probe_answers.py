@@ -124,8 +124,8 @@ def test_head_verdicts_follow_their_intervals():
     base = text("q4", probes())
     assert "Training makes the heads of 2 of 2 layers attend more differently" in base
     assert "In 1 of 2 layers a head is closer to its match in another run" in base  # layer 0 only
-    assert "seed 0 L0H0 +0.5 nats" in base and "role previous (mass 0.6)" in base
-    assert "previous 1, 1, 1" in base and "none 2, 2, 2" in base
+    assert "| 0 | L0H0 | +0.5 | 0.05 | 900 | previous | 0.6 |" in base  # the costliest head of seed 0
+    assert "| previous | 1, 1, 1 | 1 [1, 1] |" in base and "| none | 2, 2, 2 | 2 [2, 2] |" in base
     same = probes()
     for s in SEEDS:  # trained within-layer divergence equal to the untrained one's
         same["by_seed"]["full"][s]["heads"]["within_layer_js"] = list(same["by_seed"]["untrained"][s]["heads"]["within_layer_js"])
@@ -145,7 +145,7 @@ def test_a_role_that_only_a_later_seed_has_counts_zero_at_the_earlier_seeds():
     assert q4["role_counts"]["self"] == [0, 1, 0] and q4["role_counts"]["previous"] == [1, 0, 1]
     assert all(len(counts) == len(SEEDS) for counts in q4["role_counts"].values())
     assert q4["role_counts_mean"]["self"]["estimate"] == pytest.approx(1 / 3, abs=1e-4) and q4["role_counts_mean"]["self"]["n"] == 3
-    assert "previous 1, 0, 1" in text("q4", p) and "self 0, 1, 0" in text("q4", p)
+    assert "| previous | 1, 0, 1 |" in text("q4", p) and "| self | 0, 1, 0 | 0.333 [" in text("q4", p)
 
 
 def test_word_similarity_verdict_follows_its_interval():

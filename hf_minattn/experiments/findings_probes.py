@@ -27,19 +27,8 @@ def q4_section(q4: dict, fig) -> list[str]:
         "",
         f"- Mean attention entropy: {ci(q4['entropy_trained'])} trained, {ci(q4['entropy_init'])} at initialisation "
         f"(uniform attention: {num(q4['uniform_entropy'])}).",
-        f"- Roles as Clark et al. report them: a head has a role when it gives at least {num(q4['role_min_mass'])} of "
-        "its attention (mean over queries) to one kind of target; counts per seed out of "
-        f"{q4['heads']} heads: " + "; ".join(f"{role} {listed(counts)}" for role, counts in q4["role_counts"].items())
-        + ".",
+        *role_lines(q4),
     ]
-    if q4.get("costliest_head"):
-        lines.append(
-            f"- The head whose removal costs most (masked-LM loss increase when its output is zeroed, at the training "
-            f"mask rate {num(q4['ablation_mlm_probability'])}), per seed: "
-            + "; ".join(f"seed {c['seed']} {c['head']} +{num(c['increase'])} nats (±{num(c['interval95'])} over "
-                        f"{c['masked_tokens']} masked tokens), role {c['role']}"
-                        + (f" (mass {num(c['mass'])})" if c["mass"] is not None else "") for c in q4["costliest_head"])
-            + f"; mean over seeds {ci(q4['costliest_increase'])}.")
     if div:
         closer = [l for l in range(layers) if st.verdict(div["within_minus_matched"][f"layer_{l}"]) == "higher"]
         lines.append(
@@ -52,6 +41,24 @@ def q4_section(q4: dict, fig) -> list[str]:
                               "heads of its own layer") + ".")
     lines.append(fig("head_diversity", "head diversity"))
     return lines + head_dynamics_lines(q4.get("over_training"), fig)
+
+
+def role_lines(q4: dict) -> list[str]:
+    """Q4's head roles (Clark et al.) and, per seed, the head whose removal costs most: two tables."""
+    means = q4.get("role_counts_mean") or {}
+    lines = ["", f"Roles as Clark et al. report them: a head has a role when it gives at least {num(q4['role_min_mass'])} "
+             f"of its attention (mean over queries) to one kind of target. Heads of each role, out of {q4['heads']}:",
+             *table(["role", "heads, seed by seed", "mean over seeds"],
+                    [[role, listed(counts), ci(means.get(role))] for role, counts in q4["role_counts"].items()])]
+    if q4.get("costliest_head"):
+        lines += ["", "The head whose removal costs most at each seed: the masked-LM loss increase when its output is "
+                  f"zeroed, at the training mask rate {num(q4['ablation_mlm_probability'])} (mean over seeds "
+                  f"{ci(q4['costliest_increase'])} nats):",
+                  *table(["seed", "head", "loss increase (nats)", "± (95%)", "masked tokens", "role", "role mass"],
+                         [[str(c["seed"]), c["head"], f"+{num(c['increase'])}", num(c["interval95"]),
+                           str(c["masked_tokens"]), c["role"], num(c["mass"]) if c["mass"] is not None else "-"]
+                          for c in q4["costliest_head"]])]
+    return lines + [""]
 
 
 MEASURE_NAMES = (("heads_with_role", "heads with a role"), ("max_role_mass", "largest role mass, mean over heads"),
