@@ -183,7 +183,11 @@ def similarity_lines(results: dict) -> list[str]:
     if not sim:
         return []
     last = f"layer_{results['config']['num_hidden_layers']}"
-    moved = {1: "rose", 0: "no change was resolved", -1: "fell"}
+    def moved(change):  # frozen static vectors are the same at every step: say so, not "not resolved"
+        if change["estimate"] == change["low"] == change["high"] == 0:
+            return "unchanged at every seed"
+        return {1: "rose", 0: "no change was resolved", -1: "fell"}[st.sign(change)]
+
     pairs = dynamics["pairs"]
     lines = ["", f"- Word similarity during training (WordSim-353 Spearman on the {pairs['kept']} of {pairs['total']} "
              f"pairs whose words occur in >= {dynamics['min_contexts']} of {dynamics['sentences']} training sentences; "
@@ -196,7 +200,7 @@ def similarity_lines(results: dict) -> list[str]:
             if x["change"] is None:
                 continue
             series.append((f"{variant}, {label}", x))
-            lines.append(f"  - {variant}, {label}: {moved[st.sign(x['change'])]}, from {ci(x['spearman'][0])} to "
+            lines.append(f"  - {variant}, {label}: {moved(x['change'])}, from {ci(x['spearman'][0])} to "
                          f"{ci(x['spearman'][-1])} at step {x['steps'][-1]} (change {ci(x['change'])}).")
     end = sim.get("full_minus_frozen", {}).get(last)
     if end is not None:
