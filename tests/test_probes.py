@@ -379,6 +379,54 @@ def test_all_probes_run_on_another_architecture(tokenizer, monkeypatch):
     assert all(set(entry["graphs"]) == {"attention", "rollout"} for entry in view["sentences"])
 
 
+def test_head_ablation_on_an_architecture_the_layouts_do_not_know_is_skipped_with_a_note(tokenizer, monkeypatch):
+    """A masked LM whose attention layout the table lacks (DeBERTa's, say): zeroing one head needs that layout, so the
+    ablation is skipped with the layout's message as a note, and the rest of the run, the logit lens included, goes on
+    (it used to end the whole probe with that message)."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    from hf_minattn.probes import ProbeSettings, layouts, run_all_probes
+
+    model = BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
+                                       num_attention_heads=4, intermediate_size=40, max_position_embeddings=24)).eval()
+    monkeypatch.setattr(layouts, "LAYOUTS", ())
+    results = run_all_probes(model, tokenizer, SENTENCES, ProbeSettings(min_count=2, word2vec=False, untrained=False),
+                             log=lambda message: None)
+    assert results.head_ablation is None
+    assert any(note.startswith("head ablation skipped: don't know where BertForMaskedLM keeps") for note in results.notes)
+    assert results.logit_lens is not None and results.heads is not None
+
+
+def test_words_without_tokens_are_left_out_of_the_sense_probe_and_the_probe_sentences():
+    """A tokenizer can give a word an index but no token (characters it cannot encode, dropped by a byte-level BPE
+    trained without the byte alphabet): the homonym is still found in its sentences, and the probe sentences' words
+    are those with tokens (word_to_chars of a word without tokens used to end the probe with a TypeError)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from hf_minattn.probes.neighbours import labelled_occurrences
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer, backend.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
+    backend.train_from_iterator(TEXTS, trainers.BpeTrainer(vocab_size=200, special_tokens=["<s>", "</s>", "<pad>"]))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
+    sentence = "They rowed to the bank (я) and sat on the grass."  # no text had "я": its word has no token
+    word_ids = [w for w in tokenizer(sentence).word_ids() if w is not None]
+    assert sorted(set(word_ids)) != list(range(max(word_ids) + 1))  # a gap: the case this test is about
+    tokenized = tokenize_corpus(tokenizer, [sentence])
+    # "(я)" is three pre-tokens: " (" keeps the token of its space (its text is then ""), "я" and ")" have none
+    assert tokenized.words[0] == ["They", "rowed", "to", "the", "bank", "", "and", "sat", "on", "the", "grass", "."]
+    assert sorted({w for w in tokenized.word_ids[0] if w is not None}) == list(range(len(tokenized.words[0])))
+    homonyms = {"bank": {"river": [sentence, "She sat on the bank of the river."],
+                         "money": ["The bank kept their money.", "He took money from the bank."]}}
+    items, skipped, left_out = labelled_occurrences(tokenizer, homonyms, max_length=64)
+    assert skipped == [] and left_out == 0 and len(items) == 4
+    word, sense, text, index, n_words = items[0]
+    assert (word, sense, text) == ("bank", "river", sentence)
+    start, end = tokenizer([sentence]).word_to_chars(0, index)
+    assert sentence[start:end].strip() == "bank"
+
+
 def test_dataset_folder_as_corpus(tmp_path):
     import datasets
 

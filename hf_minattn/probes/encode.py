@@ -53,10 +53,13 @@ def tokenize_corpus(tokenizer, sentences, max_length=128):
     words, word_ids = [], []
     for i, sentence in enumerate(sentences):
         ids = batch.word_ids(i)
-        n_words = max((w for w in ids if w is not None), default=-1) + 1
-        spans = [batch.word_to_chars(i, w) for w in range(n_words)]
+        # Words numbered by the tokens that have them: a pre-token can have no token (characters the vocabulary
+        # cannot encode, dropped), and its number would leave a word without pieces.
+        present = sorted({w for w in ids if w is not None})
+        number = {w: k for k, w in enumerate(present)}
+        spans = [batch.word_to_chars(i, w) for w in present]
         words.append([normalise(sentence[s.start : s.end]) for s in spans])
-        word_ids.append(ids)
+        word_ids.append([None if w is None else number[w] for w in ids])
     counter = Counter(w for ws in words for w in ws)
     if not counter:
         raise ValueError("the corpus has no words after tokenization")

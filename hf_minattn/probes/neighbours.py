@@ -132,14 +132,16 @@ def _loo_nearest_centroid(vectors, labels, cosine=True):
 
 
 def _find_word(enc, i, sentence, target, normalise):
-    """(indices of the words of sentence i that are `target`, number of words the tokenizer kept)."""
-    n_words = max((w for w in enc.word_ids(i) if w is not None), default=-1) + 1
+    """(indices of the words of sentence i that are `target`, number of words the tokenizer kept). Word indices can
+    skip numbers (a byte-level BPE gives the spaces before punctuation a word index but no token), so only the words
+    that have tokens are read."""
+    words = sorted({w for w in enc.word_ids(i) if w is not None})
     hits = []
-    for w in range(n_words):
+    for w in words:
         span = enc.word_to_chars(i, w)
         if normalise(sentence[span.start : span.end]) == target:
             hits.append(w)
-    return hits, n_words
+    return hits, (words[-1] + 1 if words else 0)
 
 
 def sense_scores(vectors, words, labels, n_resamples=1000, seed=0):

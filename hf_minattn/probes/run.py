@@ -404,7 +404,10 @@ def _probe_masked_lm(results, mlm, reason, tokenizer, sentences, vector_corpus, 
             if mlm is None:
                 notes.append(f"head ablation skipped: {reason}")
             else:
-                results.head_ablation = head_ablation(mlm, tokenizer, sentences, **masking)
+                try:  # zeroing one head needs to know where its output enters W_O
+                    results.head_ablation = head_ablation(mlm, tokenizer, sentences, **masking)
+                except UnsupportedArchitecture as error:
+                    notes.append(f"head ablation skipped: {error}")
     if settings.logit_lens:
         with _Timer(timings, "logit lens", log):
             if mlm is None:
