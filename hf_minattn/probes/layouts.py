@@ -44,6 +44,16 @@ class UnsupportedArchitecture(ValueError):
     """The probes do not know where this architecture keeps its per-head projections."""
 
 
+def unless_unsupported(notes: list, what: str, compute):
+    """compute(), or None and the note "WHAT skipped: ..." where the layout table does not know the model (the probe
+    run goes on without that probe)."""
+    try:
+        return compute()
+    except UnsupportedArchitecture as error:
+        notes.append(f"{what} skipped: {error}")
+        return None
+
+
 def _conv1d_class():
     try:
         from transformers.pytorch_utils import Conv1D

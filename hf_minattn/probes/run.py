@@ -25,6 +25,7 @@ from .neighbours import nearest_neighbours, sense_accuracy, word_in_contexts
 from .pooling import selection_for
 from .settings import DEFAULT_EXAMPLES, ProbeSettings  # noqa: F401 (DEFAULT_EXAMPLES: serve.py imports it from here)
 from .vectors import word_vectors
+from .layouts import unless_unsupported
 from .weights import UnsupportedArchitecture, initial_model, weight_spectra
 
 
@@ -403,11 +404,9 @@ def _probe_masked_lm(results, mlm, reason, tokenizer, sentences, vector_corpus, 
         with _Timer(timings, "head ablation", log):
             if mlm is None:
                 notes.append(f"head ablation skipped: {reason}")
-            else:
-                try:  # zeroing one head needs to know where its output enters W_O
-                    results.head_ablation = head_ablation(mlm, tokenizer, sentences, **masking)
-                except UnsupportedArchitecture as error:
-                    notes.append(f"head ablation skipped: {error}")
+            else:  # zeroing one head needs to know where its output enters W_O
+                results.head_ablation = unless_unsupported(notes, "head ablation", lambda: head_ablation(
+                    mlm, tokenizer, sentences, **masking))
     if settings.logit_lens:
         with _Timer(timings, "logit lens", log):
             if mlm is None:
@@ -417,10 +416,9 @@ def _probe_masked_lm(results, mlm, reason, tokenizer, sentences, vector_corpus, 
                 ids = _token_ids(tokenizer, vector_corpus.sentences, vector_corpus.token_ids)
                 unigram = UnigramFloor.from_token_ids(ids, len(tokenizer))
                 notes.append(f"logit lens: the unigram floor counts the tokens of {vector_corpus.name}")
-            try:  # the ablation's sentences, seed and masking: the same masked tokens
-                results.logit_lens = measure_logit_lens(mlm, tokenizer, sentences, unigram=unigram, **masking)
-            except UnsupportedArchitecture as error:
-                notes.append(f"logit lens skipped: {error}")
+            # the ablation's sentences, seed and masking: the same masked tokens
+            results.logit_lens = unless_unsupported(notes, "logit lens", lambda: measure_logit_lens(
+                mlm, tokenizer, sentences, unigram=unigram, **masking))
 
 
 def _probe_weights(results, model, mlm, tokenizer, vector_corpus, settings, log):
@@ -429,10 +427,7 @@ def _probe_weights(results, model, mlm, tokenizer, vector_corpus, settings, log)
     timings, notes, seed = results.timings, results.notes, settings.seed
     if settings.weights:
         with _Timer(timings, "weights", log):
-            try:
-                results.weights = weight_spectra(model, seed=seed)
-            except UnsupportedArchitecture as error:
-                notes.append(f"weights probe skipped: {error}")
+            results.weights = unless_unsupported(notes, "weights probe", lambda: weight_spectra(model, seed=seed))
     if not settings.circuits:
         return
     with _Timer(timings, "circuits", log):
