@@ -427,6 +427,31 @@ def test_words_without_tokens_are_left_out_of_the_sense_probe_and_the_probe_sent
     assert sentence[start:end].strip() == "bank"
 
 
+def test_a_gpt2_style_model_without_padding_cls_or_sep_tokens_is_probed(tmp_path):
+    """GPT-2's tokenizer has no padding token and no [CLS] or [SEP]: loading gives it its end-of-text token to pad
+    with (the attention mask hides padding), the heads' [CLS]/[SEP] statistics are 0 rather than an error, and the
+    probes run (padding used to fail with transformers' "Asking to pad but the tokenizer does not have a padding
+    token", then the head statistics with a TypeError)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import GPT2Config, GPT2Model, PreTrainedTokenizerFast
+
+    from hf_minattn.probes import ProbeSettings, run_all_probes
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer, backend.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
+    backend.train_from_iterator(TEXTS, trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"],
+                                                           initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|endoftext|>").save_pretrained(tmp_path)
+    GPT2Model(GPT2Config(vocab_size=300, n_embd=32, n_layer=2, n_head=4, n_positions=64)).save_pretrained(tmp_path)
+    model, tokenizer = load_encoder(str(tmp_path))
+    assert tokenizer.pad_token == "<|endoftext|>" and tokenizer.cls_token is None and tokenizer.sep_token is None
+    results = run_all_probes(model, tokenizer, SENTENCES, ProbeSettings(min_count=2, word2vec=False, untrained=False),
+                             log=lambda message: None)
+    stats = results.heads.stats
+    assert np.all(np.array(stats["cls"]) == 0) and np.all(np.array(stats["sep"]) == 0)
+    assert np.array(stats["self"]).shape == (2, 4) and results.geometry is not None
+
+
 def test_dataset_folder_as_corpus(tmp_path):
     import datasets
 

@@ -90,8 +90,12 @@ def punctuation_ids(tokenizer):
 
 
 def token_kinds(tokenizer, input_ids, punct_ids):
-    """Boolean (B, T) masks of [CLS], [SEP] and punctuation tokens."""
-    return {"cls": input_ids == tokenizer.cls_token_id, "sep": input_ids == tokenizer.sep_token_id,
+    """Boolean (B, T) masks of [CLS], [SEP] and punctuation tokens; all False for a token the tokenizer lacks (GPT-2
+    has neither [CLS] nor [SEP])."""
+    def equal(token_id):
+        return input_ids == token_id if token_id is not None else torch.zeros_like(input_ids, dtype=torch.bool)
+
+    return {"cls": equal(tokenizer.cls_token_id), "sep": equal(tokenizer.sep_token_id),
             "punctuation": torch.isin(input_ids, punct_ids)}
 
 

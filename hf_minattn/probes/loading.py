@@ -29,7 +29,20 @@ def load_encoder(path, attn_implementation=None, trust_remote_code=False, device
     with hub_errors(source.name, source.revision):
         model = AutoModel.from_pretrained(**source.pretrained(), trust_remote_code=trust_remote_code, **kwargs)
         tokenizer = AutoTokenizer.from_pretrained(**source.pretrained(), trust_remote_code=trust_remote_code)
-    return model.to(device).eval(), require_fast_tokenizer(tokenizer)
+    return model.to(device).eval(), with_pad_token(require_fast_tokenizer(tokenizer))
+
+
+def with_pad_token(tokenizer):
+    """`tokenizer`, given a padding token where it has none (GPT-2's): the probes batch sentences of several lengths,
+    and the attention mask hides the padding whatever its id, so its end-of-text (or unknown) token serves, as
+    transformers' own examples set it."""
+    if tokenizer.pad_token is None:
+        stand_in = next((t for t in (tokenizer.eos_token, tokenizer.unk_token, tokenizer.sep_token) if t), None)
+        if stand_in is None:
+            raise ValueError(f"the tokenizer of {tokenizer.name_or_path!r} has no padding token, and no end-of-text, "
+                             f"unknown or separator token to pad with; give it a pad_token and save it again")
+        tokenizer.pad_token = stand_in
+    return tokenizer
 
 
 def model_inputs(model, batch):
