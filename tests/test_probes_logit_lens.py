@@ -34,6 +34,14 @@ def _masked_lm(kind, tokenizer):
     if kind == "bert":
         return BertForMaskedLM(BertConfig(vocab_size=V, hidden_size=36, num_hidden_layers=2, num_attention_heads=4,
                                           intermediate_size=37, max_position_embeddings=24)).eval()
+    if kind in ("albert", "electra"):  # factorised embeddings, 20 wide under a hidden size of 36
+        import transformers
+
+        name = "Albert" if kind == "albert" else "Electra"
+        config = getattr(transformers, f"{name}Config")(vocab_size=V, embedding_size=20, hidden_size=36,
+                                                        num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+                                                        max_position_embeddings=24)
+        return getattr(transformers, f"{name}ForMaskedLM")(config).eval()
     return DistilBertForMaskedLM(DistilBertConfig(vocab_size=V, dim=36, n_layers=2, n_heads=4, hidden_dim=37,
                                                   max_position_embeddings=24)).eval()
 
@@ -51,7 +59,7 @@ def _by_hand(model, tokenizer):
     return torch.cat(losses).double().numpy(), torch.cat(correct).double().numpy(), torch.cat(targets).numpy()
 
 
-@pytest.mark.parametrize("kind", ["pre", "post", "bert", "distilbert"])
+@pytest.mark.parametrize("kind", ["pre", "post", "bert", "distilbert", "albert", "electra"])
 def test_the_last_layer_decodes_to_the_models_own_logits(tokenizer, kind):
     model = _masked_lm(kind, tokenizer)
     lens = logit_lens(model, tokenizer, SENTENCES, **MASKING)

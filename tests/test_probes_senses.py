@@ -221,8 +221,11 @@ def test_static_layer_equals_layer_zero_without_a_position_signal(tokenizer):
     moved = geometry(enc2, min_count=2, static=static_word_vectors(positioned, enc2.tokenized), model=positioned)
     assert moved.static["adjusted_self_similarity"] != pytest.approx(moved.adjusted_self_similarity[0], abs=1e-3)
     assert "same scale" in moved.layer0_note
+    narrow = geometry(encoded, min_count=2, static=static[:, :3])  # a factorised embedding (ALBERT, ELECTRA)
+    assert narrow.static["self_similarity"] == pytest.approx(1.0, abs=1e-5) and narrow.adjusted_self_similarity == \
+        result.adjusted_self_similarity  # the layers' scores do not read the static vectors
     with pytest.raises(ValueError, match="static must be"):
-        geometry(encoded, min_count=2, static=static[:, :3])
+        geometry(encoded, min_count=2, static=static[:3])
 
 
 def test_sense_accuracy_sentence_follows_the_interval():

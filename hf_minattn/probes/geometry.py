@@ -215,11 +215,13 @@ def _layer_scorer(encoded, groups, eligible, n_pairs, mev_groups, seed):
 
 
 def _static_scores(score, static, encoded):
-    """The scores of the word embeddings alone (`static`: (vocab words, hidden)), keyed as GeometryResults.static."""
+    """The scores of the word embeddings alone (`static`: (vocab words, embedding width)), keyed as
+    GeometryResults.static. Each score is computed within its own space, so the width can differ from the hidden
+    size (ALBERT and ELECTRA factorise their embeddings: 128 wide under a hidden size of 256 in ELECTRA-small)."""
     static = np.asarray(static, dtype=np.float32)
-    expected = (len(encoded.tokenized.vocab), encoded.kept.shape[-1])
-    if static.shape != expected:
-        raise ValueError(f"static must be (vocab words, hidden) = {expected}, got {static.shape}")
+    if static.ndim != 2 or len(static) != len(encoded.tokenized.vocab):
+        raise ValueError(f"static must be (vocab words, embedding width) with {len(encoded.tokenized.vocab)} rows, "
+                         f"got {static.shape}")
     self_sim, mev, base, mev_base, _ = score(static[encoded.kept_word])
     intra = static_intra_similarity(static, encoded.tokenized)
     return {"self_similarity": self_sim, "intra_similarity": intra, "mev": mev, "anisotropy": base,

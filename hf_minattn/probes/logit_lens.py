@@ -63,6 +63,9 @@ MLM_HEADS = {
     "lm_head": lambda model, hidden: model.lm_head(hidden),  # MinAttn, RoBERTa (dense, gelu, norm, decoder)
     "cls": lambda model, hidden: model.cls(hidden),  # BERT: BertOnlyMLMHead (transform, then decoder)
     "vocab_projector": _distilbert_head,  # DistilBERT: four modules, applied in its forward's order
+    "predictions": lambda model, hidden: model.predictions(hidden),  # ALBERT: AlbertMLMHead
+    # ELECTRA's generator: its transform (dense, gelu, norm), then the decoder
+    "generator_lm_head": lambda model, hidden: model.generator_lm_head(model.generator_predictions(hidden)),
 }
 
 
