@@ -452,6 +452,21 @@ def test_a_gpt2_style_model_without_padding_cls_or_sep_tokens_is_probed(tmp_path
     assert np.array(stats["self"]).shape == (2, 4) and results.geometry is not None
 
 
+def test_a_model_that_pools_tokens_between_blocks_is_refused_by_name(tokenizer):
+    """The Funnel Transformer shortens the sequence between blocks: the probes, which need one vector per token at
+    every layer, refuse it with one line saying so (it used to end in torch.stack's RuntimeError)."""
+    from transformers import FunnelConfig, FunnelModel
+
+    from hf_minattn.probes import ProbeSettings, run_all_probes
+
+    model = FunnelModel(FunnelConfig(vocab_size=len(tokenizer), d_model=32, n_head=4, d_head=8, d_inner=40,
+                                     block_sizes=[1, 1], num_decoder_layers=1)).eval()
+    with pytest.raises(ValueError, match=r"FunnelModel's layers give hidden states of different lengths \(\[\d+, \d+, "
+                                         r"\d+"):
+        run_all_probes(model, tokenizer, SENTENCES, ProbeSettings(min_count=2, word2vec=False, untrained=False),
+                       log=lambda message: None)
+
+
 def test_dataset_folder_as_corpus(tmp_path):
     import datasets
 

@@ -56,6 +56,11 @@ def run_model(model, batch, **kwargs):
     """`model(**batch, **kwargs)` on the model's device, with every tensor of the output back on the CPU, where
     the probes pool and count (so that `--device cuda` needs nothing else)."""
     output = model(**model_inputs(model, batch), **kwargs)
+    lengths = [h.shape[1] for h in getattr(output, "hidden_states", None) or ()]
+    if len(set(lengths)) > 1:
+        raise ValueError(f"{type(model).__name__}'s layers give hidden states of different lengths ({lengths} tokens), "
+                         "as a model that pools tokens between blocks does (the Funnel Transformer); the probes need one "
+                         "vector per token at every layer")
     return type(output)(**{k: _to_cpu(v) for k, v in output.items()})
 
 
