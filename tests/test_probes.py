@@ -467,6 +467,18 @@ def test_a_model_that_pools_tokens_between_blocks_is_refused_by_name(tokenizer):
                        log=lambda message: None)
 
 
+def test_an_encoder_decoder_model_is_refused_when_loaded(tokenizer, tmp_path):
+    """T5 is loaded by AutoModel as an encoder-decoder: refused by name when loaded, before any probe (its forward
+    used to fail asking for decoder inputs: "You must specify exactly one of input_ids or inputs_embeds")."""
+    from transformers import T5Config, T5Model
+
+    T5Model(T5Config(vocab_size=len(tokenizer), d_model=32, d_kv=8, d_ff=40, num_layers=1, num_heads=4,
+                     decoder_start_token_id=0)).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match=rf"{tmp_path} is an encoder-decoder model \(T5Model\); the probes read"):
+        load_encoder(str(tmp_path))
+
+
 def test_dataset_folder_as_corpus(tmp_path):
     import datasets
 

@@ -29,6 +29,9 @@ def load_encoder(path, attn_implementation=None, trust_remote_code=False, device
     with hub_errors(source.name, source.revision):
         model = AutoModel.from_pretrained(**source.pretrained(), trust_remote_code=trust_remote_code, **kwargs)
         tokenizer = AutoTokenizer.from_pretrained(**source.pretrained(), trust_remote_code=trust_remote_code)
+    if getattr(model.config, "is_encoder_decoder", False):
+        raise ValueError(f"{source.name} is an encoder-decoder model ({type(model).__name__}); the probes read the "
+                         "layers of an encoder-only (BERT-like) or decoder-only (GPT-2-like) model")
     return model.to(device).eval(), with_pad_token(require_fast_tokenizer(tokenizer))
 
 
