@@ -370,14 +370,22 @@ def first_texts(dataset, column: str, n: int):
 
 
 def resolve_text_column(raw: datasets.DatasetDict, name: str | None, description: str = "the data") -> str:
-    """The column holding the text (`name`, else "text", else the first), checked to hold text in both splits."""
+    """The column holding the text (`name`, else "text", else the first column of strings, else the first), checked
+    to hold text in both splits."""
     columns = column_names(raw["train"])
     if name is None:
-        name = "text" if "text" in columns else columns[0]
+        features = raw["train"].features or {}  # a stream may not know its features before reading
+        strings = [c for c in columns if getattr(features.get(c), "dtype", None) in ("string", "large_string")]
+        name = "text" if "text" in columns else (strings or columns)[0]
     elif name not in columns:
         raise ValueError(f"--text_column_name {name!r} is not a column of the training data; available columns: {columns}")
     for split in ("train", "validation"):
-        if not any(t and not t.isspace() for t in first_texts(raw[split], name, STREAM_VALIDATION_TEXTS)):
+        texts = first_texts(raw[split], name, STREAM_VALIDATION_TEXTS)
+        other = next((t for t in texts if t is not None and not isinstance(t, str)), None)
+        if other is not None:
+            raise ValueError(f"column {name!r} holds {type(other).__name__} values such as {other!r}, not text "
+                             f"({description}); name the text column with --text_column_name (columns: {columns})")
+        if not any(t and not t.isspace() for t in texts):
             raise ValueError(f"The {split} split of {description} has no text in column {name!r}")
     return name
 

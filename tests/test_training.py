@@ -341,6 +341,23 @@ def test_unknown_text_column_lists_the_columns(tmp_path):
         main(tiny_argv(tmp_path / "out", train_file=tmp_path / "data.csv", text_column_name="content"))
 
 
+def test_the_text_column_is_the_first_column_of_strings_and_a_column_of_numbers_is_refused(tmp_path):
+    """A CSV whose first column holds numbers: without --text_column_name the text column is the first column of
+    strings; naming the numbers is refused by name (both used to end in AttributeError: 'int' object has no
+    attribute 'isspace')."""
+    import datasets
+
+    from hf_minattn.data import resolve_text_column
+
+    rows = {"id": list(range(20)), "body": [f"some text here {i}" for i in range(20)]}
+    raw = datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows),
+                                "validation": datasets.Dataset.from_dict(rows)})
+    assert resolve_text_column(raw, None) == "body"
+    with pytest.raises(ValueError, match=r"column 'id' holds int values such as 0, not text \(the data\); name the "
+                                         r"text column with --text_column_name \(columns: \['id', 'body'\]\)"):
+        resolve_text_column(raw, "id")
+
+
 def test_max_seq_length_above_positions(text_files, tmp_path):
     with pytest.raises(ValueError, match=r"--max_seq_length 100 .*max_position_embeddings \(64\)"):
         main(tiny_argv(tmp_path / "out", train_file=text_files / "train.txt", max_seq_length=100))
