@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
-from hf_minattn.checks import check_bounds, check_output_folder
+from hf_minattn.checks import check_bounds, check_output_folder, check_parquet_file, check_text_file
 from hf_minattn.configuration_minattn import MinAttnConfig
 from hf_minattn.data import (STREAM_EVAL_SEQUENCES, STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES,
-                             STREAM_VALIDATION_TEXTS, check_text_file)
+                             STREAM_VALIDATION_TEXTS)
 from hf_minattn.machine import accelerator_available, fast_bf16_available
 from hf_minattn.tokenization import SPECIAL_TOKENS
 
@@ -96,7 +96,7 @@ class DataTrainingArguments:
         default=None, metadata={"help": "A dataset on the Hub, e.g. 'wikitext' (needs the network). Unset: the embedded Wikipedia corpus (hf_minattn.data.load_wikipedia_corpus)."}
     )
     dataset_config_name: str | None = field(default=None, metadata={"help": "Configuration of --dataset_name, e.g. 'wikitext-103-raw-v1'."})
-    train_file: str | None = field(default=None, metadata={"help": "Training data: a .txt (one text per line), .json/.jsonl or .csv file."})
+    train_file: str | None = field(default=None, metadata={"help": "Training data: a .txt (one text per line), .json/.jsonl, .csv or .parquet file."})
     validation_file: str | None = field(
         default=None, metadata={"help": "Validation data, same formats. Unset: --validation_split_percentage of the training data."}
     )
@@ -144,9 +144,10 @@ class DataTrainingArguments:
             path = getattr(self, name)
             if path is None:
                 continue
-            if path.rsplit(".", 1)[-1] not in ("txt", "json", "jsonl", "csv"):
-                raise ValueError(f"--{name} {path!r}: expected a .txt, .json, .jsonl or .csv file")
-            check_text_file(path, f"--{name}")
+            extension = path.rsplit(".", 1)[-1]
+            if extension not in ("txt", "json", "jsonl", "csv", "parquet"):
+                raise ValueError(f"--{name} {path!r}: expected a .txt, .json, .jsonl, .csv or .parquet file")
+            (check_parquet_file if extension == "parquet" else check_text_file)(path, f"--{name}")
         if self.validation_file is not None and self.train_file is None:
             raise ValueError("--validation_file needs --train_file")
         if self.dataset_name is not None and self.train_file is not None:

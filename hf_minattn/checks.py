@@ -1,6 +1,7 @@
-"""Checks of user-given numbers and output folders shared by the training arguments, the probes and the experiments:
-each fails at once with the flag's name, before any data is read or any model loaded."""
+"""Checks of user-given numbers, input files and output folders shared by the training arguments, the probes and the
+experiments: each fails at once with the flag's name, before any data is read or any model loaded."""
 
+import codecs
 import os
 
 
@@ -26,3 +27,43 @@ def check_output_folder(path, flag: str) -> None:
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"{flag} {os.fspath(path)!r} is a file; expected a folder (a new one, or one an earlier call "
                          "wrote)")
+
+
+def check_text_file(path, what: str = "file") -> str:
+    """Raise a one-line error naming `path` unless it is an existing file of UTF-8 text with something other
+    than whitespace in it (`what` names the option, e.g. "--train_file"); returns the path."""
+    if not os.path.isfile(path):
+        kind = "a folder" if os.path.isdir(path) else "no such file"
+        raise FileNotFoundError(f"{what} {path!r}: {kind}; expected a UTF-8 text file")
+    decoder, has_text, offset = codecs.getincrementaldecoder("utf-8")(), False, 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            try:
+                text = decoder.decode(chunk)
+            except UnicodeDecodeError as error:
+                raise ValueError(f"{what} {path!r} is not UTF-8 text (byte 0x{chunk[error.start]:02x} at offset "
+                                 f"{offset + error.start}); expected a UTF-8 text file") from None
+            has_text = has_text or bool(text.strip())
+            offset += len(chunk)
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} {path!r} ends in the middle of a UTF-8 character; expected a UTF-8 text file") from None
+    if not has_text:
+        raise ValueError(f"{what} {path!r} is empty or only whitespace; expected text to train on or probe")
+    return path
+
+
+def check_parquet_file(path, what: str = "file") -> str:
+    """Raise a one-line error naming `path` unless it is an existing Parquet file (its schema is read, not its rows);
+    returns the path."""
+    import pyarrow.parquet
+
+    if not os.path.isfile(path):
+        kind = "a folder" if os.path.isdir(path) else "no such file"
+        raise FileNotFoundError(f"{what} {path!r}: {kind}; expected a Parquet file")
+    try:
+        pyarrow.parquet.read_schema(path)
+    except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
+        raise ValueError(f"{what} {path!r} is not a Parquet file ({error})") from None
+    return path

@@ -22,7 +22,6 @@ Both loaders parse once and cache the result under `$HF_DATASETS_CACHE/hf_minatt
 """
 
 import bz2
-import codecs
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -266,31 +265,6 @@ def load_wikipedia_corpus(validation_percentage: int = 5, cache_dir: str | os.Pa
     path = cache_dir / (f"wikipedia_corpus-v{CORPUS_CACHE_VERSION}-sample{CACHE_VERSION}-summaries{version}"
                         f"-val{validation_percentage}")
     return _load_cached(path, lambda: _build_wikipedia_corpus(sample))
-
-
-def check_text_file(path, what: str = "file") -> str:
-    """Raise a one-line error naming `path` unless it is an existing file of UTF-8 text with something other
-    than whitespace in it (`what` names the option, e.g. "--train_file"); returns the path."""
-    if not os.path.isfile(path):
-        kind = "a folder" if os.path.isdir(path) else "no such file"
-        raise FileNotFoundError(f"{what} {path!r}: {kind}; expected a UTF-8 text file")
-    decoder, has_text, offset = codecs.getincrementaldecoder("utf-8")(), False, 0
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            try:
-                text = decoder.decode(chunk)
-            except UnicodeDecodeError as error:
-                raise ValueError(f"{what} {path!r} is not UTF-8 text (byte 0x{chunk[error.start]:02x} at offset "
-                                 f"{offset + error.start}); expected a UTF-8 text file") from None
-            has_text = has_text or bool(text.strip())
-            offset += len(chunk)
-    try:
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        raise ValueError(f"{what} {path!r} ends in the middle of a UTF-8 character; expected a UTF-8 text file") from None
-    if not has_text:
-        raise ValueError(f"{what} {path!r} is empty or only whitespace; expected text to train on or probe")
-    return path
 
 
 # ---------------------------------------------------------------------------------------------------------------

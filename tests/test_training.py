@@ -358,6 +358,22 @@ def test_the_text_column_is_the_first_column_of_strings_and_a_column_of_numbers_
         resolve_text_column(raw, "id")
 
 
+def test_a_parquet_file_trains_and_a_file_that_is_not_parquet_is_refused_by_name(tmp_path):
+    """--train_file takes Parquet, the format of the Hub's datasets (its first column of strings is the text), and a
+    .parquet file that is something else is refused before anything is built."""
+    import datasets
+
+    rows = {"id": list(range(200)), "body": [f"the king and the queen ruled the land, year {i}." for i in range(200)]}
+    datasets.Dataset.from_dict(rows).to_parquet(str(tmp_path / "data.parquet"))
+    main(tiny_argv(tmp_path / "out", train_file=tmp_path / "data.parquet", max_steps=2))
+    assert read_json(tmp_path / "out" / "trainer_state.json")["global_step"] == 2
+    assert "local files: data.parquet" in (tmp_path / "out" / "README.md").read_text()  # the card names the data
+    (tmp_path / "fake.parquet").write_text("id,body\n1,text\n")
+    with pytest.raises(ValueError, match=r"--train_file '.*fake\.parquet' is not a Parquet file"):
+        main(tiny_argv(tmp_path / "out2", train_file=tmp_path / "fake.parquet"))
+    assert not (tmp_path / "out2").exists()
+
+
 def test_max_seq_length_above_positions(text_files, tmp_path):
     with pytest.raises(ValueError, match=r"--max_seq_length 100 .*max_position_embeddings \(64\)"):
         main(tiny_argv(tmp_path / "out", train_file=text_files / "train.txt", max_seq_length=100))

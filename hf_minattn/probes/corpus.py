@@ -31,7 +31,7 @@ def _require(sentences, source):
 
 def read_corpus_file(path, max_sentences=2000, what="corpus file"):
     """A UTF-8 text file, one paragraph (or sentence) per line."""
-    from hf_minattn.data import check_text_file
+    from hf_minattn.checks import check_text_file
 
     check_text_file(path, what)
     with open(path, encoding="utf-8") as f:
