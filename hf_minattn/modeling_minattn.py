@@ -401,6 +401,8 @@ class MinAttnModel(MinAttnPreTrainedModel):
         if input_ids is not None:
             if input_ids.dim() != 2:
                 raise ValueError(f"input_ids must have shape (batch, sequence), got {tuple(input_ids.shape)}")
+            if input_ids.is_floating_point() or input_ids.is_complex() or input_ids.dtype == torch.bool:
+                raise TypeError(f"input_ids must be integer token ids, got a tensor of {input_ids.dtype}")
             # A check on the values, not the shapes: skipped while traced or exported (it cannot be a graph op).
             if not is_traced() and input_ids.numel() and (input_ids.min() < 0 or input_ids.max() >= self.config.vocab_size):
                 bad = input_ids[(input_ids < 0) | (input_ids >= self.config.vocab_size)][0].item()
@@ -411,6 +413,8 @@ class MinAttnModel(MinAttnPreTrainedModel):
                 raise ValueError(f"inputs_embeds must have shape (batch, sequence, {self.config.hidden_size}), "
                                  f"got {tuple(inputs_embeds.shape)}")
             shape = tuple(inputs_embeds.shape[:2])
+        if not is_traced() and 0 in shape:
+            raise ValueError(f"the input is empty (batch, sequence) = {shape}: expected at least one token")
         if self.config.position_embedding_type in ("learned", "sinusoidal") and shape[1] > self.config.max_position_embeddings:
             raise ValueError(f"Sequence length {shape[1]} is longer than max_position_embeddings="
                              f"{self.config.max_position_embeddings}; truncate the input")

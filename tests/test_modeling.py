@@ -563,6 +563,18 @@ def test_neither_or_both_inputs(small_model):
     assert small_model(inputs_embeds=torch.randn(1, 6, 36)).logits.shape == (1, 6, 99)
 
 
+def test_float_token_ids_and_an_empty_input_are_refused_by_name(small_model):
+    """Token ids given as floats (a tensor built from a float list) and an input without tokens: a TypeError and a
+    ValueError naming them, not torch's embedding or reshape errors."""
+    with pytest.raises(TypeError, match=r"input_ids must be integer token ids, got a tensor of torch\.float32"):
+        small_model(torch.tensor([[5.0, 6.0, 7.0]]))
+    with pytest.raises(ValueError, match=r"the input is empty \(batch, sequence\) = \(1, 0\)"):
+        small_model(torch.zeros((1, 0), dtype=torch.long))
+    with pytest.raises(ValueError, match=r"the input is empty \(batch, sequence\) = \(0, 6\)"):
+        small_model(inputs_embeds=torch.randn(0, 6, 36))
+    assert small_model(torch.tensor([[5, 6, 7]], dtype=torch.int32)).logits.shape == (1, 3, 99)  # int32 ids are ids
+
+
 def test_truncated_or_corrupt_safetensors_names_the_file(tmp_path):
     MinAttnForMaskedLM(tiny_config()).save_pretrained(tmp_path)
     weights = tmp_path / "model.safetensors"
