@@ -421,7 +421,7 @@ def test_error_bars_and_the_interval_band_draw_the_interval_ends():
 
 
 @pytest.mark.parametrize("text, seeds", [("0,1,2", (0, 1, 2)), ("3-7", (3, 4, 5, 6, 7)), ("0, 3-5", (0, 3, 4, 5)),
-                                         ("9", (9,))])
+                                         ("9,12", (9, 12))])
 def test_seeds_parse_from_lists_and_ranges(text, seeds):
     from hf_minattn.experiments.cli import parse_seeds
 
@@ -430,7 +430,7 @@ def test_seeds_parse_from_lists_and_ranges(text, seeds):
 
 @pytest.mark.parametrize("text, message", [("a,b", "non-negative integers and ranges"), ("7-3", "runs backwards"),
                                            ("0,1,1", "distinct"), ("3-5,4", "distinct"), ("", "non-negative"),
-                                           ("-1", "non-negative")])
+                                           ("-1", "non-negative"), ("4", "at least 2 are needed")])
 def test_bad_seeds_are_named_before_anything_runs(text, message, tmp_path):
     from hf_minattn.experiments.cli import main
 

@@ -33,6 +33,9 @@ def check_seeds(seeds) -> tuple[int, ...]:
         raise ValueError(f"seeds must be one or more non-negative integers, got {seeds!r}")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct, got {seeds!r}")
+    if len(seeds) < 2:  # one seed would train and probe everything, then have no interval to give
+        raise ValueError(f"seeds: every comparison is paired over seeds, so at least 2 are needed (3 or more for "
+                         f"intervals), got {seeds!r}")
     return seeds
 
 
