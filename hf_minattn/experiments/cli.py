@@ -356,7 +356,7 @@ def main(argv=None) -> int:
     size.add_argument("--quick", action="store_true", help="tiny models, few steps, 2 seeds: minutes, for tests")
     size.add_argument("--scale", action="store_true", help="the preset sized for one GPU (runs on CPU too, slowly)")
     parser.add_argument("--seeds", help="seeds as a comma-separated list and/or ranges, e.g. 0,1,2 or 3-7 "
-                                         "(default: the preset's)")
+                                         "(at least 2, paired; 3 or more for intervals; default: the preset's)")
     parser.add_argument("--reference", choices=REFERENCES,
                         help="probe the pretrained all-MiniLM-L6-v2 beside the models ('minilm') or not ('none'). "
                              "Default: the preset's; every preset includes it (it adds two passes over the corpus)")
