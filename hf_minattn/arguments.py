@@ -172,7 +172,7 @@ class MinAttnTrainingArguments(TrainingArguments):
     bf16: bool | None = field(
         default=None,
         metadata={"help": "bf16 autocast. Default: on where it is fast (GPU with bf16, CPU with AVX512-BF16 or AMX), "
-                  "else off. `--bf16 false` turns it off, `--bf16 true` forces it on."},
+                  "else off (and off under --fp16). `--bf16 false` turns it off, `--bf16 true` forces it on."},
     )
     report_to: None | str | list[str] = field(default="tensorboard", metadata={"help": "Where to log: 'tensorboard', 'none', 'all', ..."})
     logging_steps: float = field(default=10, metadata={"help": "Log (and record embedding drift) every X optimizer steps."})
@@ -232,8 +232,8 @@ class MinAttnTrainingArguments(TrainingArguments):
         if self.do_train and self.max_steps <= 0 and self.num_train_epochs <= 0:
             raise ValueError(f"nothing to train: --max_steps {self.max_steps} and --num_train_epochs "
                              f"{self.num_train_epochs:g}; give --max_steps > 0 or --num_train_epochs > 0")
-        if self.bf16 is None:
-            self.bf16 = fast_bf16_available()
+        if self.bf16 is None:  # auto: never beside an fp16 the user asked for
+            self.bf16 = fast_bf16_available() and not self.fp16
         # On a machine with no accelerator, transformers needs use_cpu to accept bf16 and, under
         # `accelerate launch --multi_gpu` or torchrun, to set up DDP over gloo (else each process trains alone).
         if not accelerator_available():

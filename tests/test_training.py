@@ -374,6 +374,20 @@ def test_a_parquet_file_trains_and_a_file_that_is_not_parquet_is_refused_by_name
     assert not (tmp_path / "out2").exists()
 
 
+def test_fp16_asked_for_turns_the_automatic_bf16_off(tmp_path, monkeypatch):
+    """bf16 is on by default where it is fast; asking for fp16 must not then meet transformers' "At most one of fp16
+    and bf16 can be True" about a bf16 the user never asked for."""
+    from hf_minattn import arguments
+    from hf_minattn.arguments import MinAttnTrainingArguments
+
+    monkeypatch.setattr(arguments, "fast_bf16_available", lambda: True)  # a machine where bf16 is fast
+    assert MinAttnTrainingArguments(output_dir=str(tmp_path / "a")).bf16
+    half = MinAttnTrainingArguments(output_dir=str(tmp_path / "b"), fp16=True)
+    assert half.fp16 and not half.bf16
+    with pytest.raises(ValueError, match="At most one of fp16 and bf16"):  # both asked for: still refused
+        MinAttnTrainingArguments(output_dir=str(tmp_path / "c"), fp16=True, bf16=True)
+
+
 def test_max_seq_length_above_positions(text_files, tmp_path):
     with pytest.raises(ValueError, match=r"--max_seq_length 100 .*max_position_embeddings \(64\)"):
         main(tiny_argv(tmp_path / "out", train_file=text_files / "train.txt", max_seq_length=100))
