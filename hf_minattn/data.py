@@ -360,7 +360,8 @@ def resolve_text_column(raw: datasets.DatasetDict, name: str | None, description
             raise ValueError(f"column {name!r} holds {type(other).__name__} values such as {other!r}, not text "
                              f"({description}); name the text column with --text_column_name (columns: {columns})")
         if not any(t and not t.isspace() for t in texts):
-            raise ValueError(f"The {split} split of {description} has no text in column {name!r}")
+            what = "is empty" if len(texts) == 0 else f"has no text in column {name!r}"
+            raise ValueError(f"The {split} split of {description} {what}")
     return name
 
 

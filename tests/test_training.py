@@ -356,6 +356,10 @@ def test_the_text_column_is_the_first_column_of_strings_and_a_column_of_numbers_
     with pytest.raises(ValueError, match=r"column 'id' holds int values such as 0, not text \(the data\); name the "
                                          r"text column with --text_column_name \(columns: \['id', 'body'\]\)"):
         resolve_text_column(raw, "id")
+    # a split with no rows (a stream of fewer texts than it holds out for validation) says so
+    raw["train"] = datasets.Dataset.from_dict({"id": [], "body": []})
+    with pytest.raises(ValueError, match=r"^The train split of the data is empty$"):
+        resolve_text_column(raw, "body")
 
 
 def test_a_parquet_file_trains_and_a_file_that_is_not_parquet_is_refused_by_name(tmp_path):
