@@ -50,7 +50,11 @@ def unless_unsupported(notes: list, what: str, compute):
     try:
         return compute()
     except UnsupportedArchitecture as error:
-        notes.append(f"{what} skipped: {error}")
+        # the layout's modules (the message after its first ": ", the same for the bare and the masked-LM model) are
+        # listed once
+        said = any(str(error).split(": ", 1)[-1] in note for note in notes)
+        notes.append(f"{what} skipped: " + ("the attention layout named above is not in the table" if said
+                                             else str(error)))
         return None
 
 
