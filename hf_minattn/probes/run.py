@@ -166,7 +166,8 @@ def _token_ids(tokenizer, sentences, cache, limit=None):
     per run: `cache` (a list) holds the ids of the longest prefix tokenized so far."""
     sentences = list(sentences)[:limit]
     if len(sentences) > len(cache):
-        cache.extend(tokenizer(sentences[len(cache):], add_special_tokens=False)["input_ids"])
+        # counts over whole sentences: the tokenizer's warning about lengths past the model's is noise here
+        cache.extend(tokenizer(sentences[len(cache):], add_special_tokens=False, verbose=False)["input_ids"])
     return cache[:len(sentences)]
 
 
