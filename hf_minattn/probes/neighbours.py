@@ -133,8 +133,8 @@ def _loo_nearest_centroid(vectors, labels, cosine=True):
 
 def _find_word(enc, i, sentence, target, normalise):
     """(indices of the words of sentence i that are `target`, number of words the tokenizer kept). Word indices can
-    skip numbers (a byte-level BPE gives the spaces before punctuation a word index but no token), so only the words
-    that have tokens are read."""
+    skip numbers (a pre-token whose characters the vocabulary cannot encode is dropped, and keeps no token), so only
+    the words that have tokens are read."""
     words = sorted({w for w in enc.word_ids(i) if w is not None})
     hits = []
     for w in words:
