@@ -485,6 +485,21 @@ def test_an_encoder_decoder_model_is_refused_when_loaded(tokenizer, tmp_path):
         load_encoder(str(tmp_path))
 
 
+def test_a_checkpoint_saved_in_bf16_is_probed_in_fp32(tokenizer, tmp_path):
+    """transformers 5 loads a checkpoint in the dtype it was saved in; the probes load it in fp32, so that their
+    numbers do not depend on how the model was stored (computing in bf16 is `--bf16`'s choice)."""
+    from transformers import BertConfig, BertModel
+
+    saved = BertModel(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                 intermediate_size=40, max_position_embeddings=24)).to(torch.bfloat16)
+    saved.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    model, _ = load_encoder(str(tmp_path))
+    assert model.dtype == torch.float32
+    torch.testing.assert_close(model.embeddings.word_embeddings.weight,
+                               saved.embeddings.word_embeddings.weight.float(), rtol=0, atol=0)
+
+
 def test_dataset_folder_as_corpus(tmp_path):
     import datasets
 

@@ -3,6 +3,8 @@
 import inspect
 from contextlib import contextmanager
 
+import torch
+
 from transformers import AutoModel, AutoTokenizer
 
 from hf_minattn.model_source import ModelSource, find_model, hub_errors
@@ -27,7 +29,10 @@ def load_encoder(path, attn_implementation=None, trust_remote_code=False, device
     source = path if isinstance(path, ModelSource) else find_model(path, revision)
     kwargs = {"attn_implementation": attn_implementation} if attn_implementation else {}
     with hub_errors(source.name, source.revision):
-        model = AutoModel.from_pretrained(**source.pretrained(), trust_remote_code=trust_remote_code, **kwargs)
+        # fp32 whatever the checkpoint was saved in (transformers 5 would keep a bf16 or fp16 checkpoint in it): the
+        # probes' numbers do not depend on how a model was stored; `--bf16` is the way to compute in bf16
+        model = AutoModel.from_pretrained(**source.pretrained(), trust_remote_code=trust_remote_code,
+                                          dtype=torch.float32, **kwargs)
         tokenizer = AutoTokenizer.from_pretrained(**source.pretrained(), trust_remote_code=trust_remote_code)
     if getattr(model.config, "is_encoder_decoder", False):
         raise ValueError(f"{source.name} is an encoder-decoder model ({type(model).__name__}); the probes read the "

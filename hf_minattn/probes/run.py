@@ -151,7 +151,7 @@ def masked_lm_for(model, model_path=None, mlm_model=None, trust_remote_code=Fals
 
     try:
         mlm, info = AutoModelForMaskedLM.from_pretrained(model_path, trust_remote_code=trust_remote_code,
-                                                         output_loading_info=True)
+                                                         dtype=model.dtype, output_loading_info=True)  # as the encoder
     except (ValueError, OSError, KeyError) as error:
         return None, f"{model_path} does not load as a masked LM ({error})"
     if info.get("missing_keys"):
