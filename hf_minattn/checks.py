@@ -29,12 +29,16 @@ def check_output_folder(path, flag: str) -> None:
                          "wrote)")
 
 
+def _require_file(path, what: str, expected: str) -> None:
+    if not os.path.isfile(path):
+        kind = "a folder" if os.path.isdir(path) else "no such file"
+        raise FileNotFoundError(f"{what} {path!r}: {kind}; expected {expected}")
+
+
 def check_text_file(path, what: str = "file") -> str:
     """Raise a one-line error naming `path` unless it is an existing file of UTF-8 text with something other
     than whitespace in it (`what` names the option, e.g. "--train_file"); returns the path."""
-    if not os.path.isfile(path):
-        kind = "a folder" if os.path.isdir(path) else "no such file"
-        raise FileNotFoundError(f"{what} {path!r}: {kind}; expected a UTF-8 text file")
+    _require_file(path, what, "a UTF-8 text file")
     decoder, has_text, offset = codecs.getincrementaldecoder("utf-8")(), False, 0
     with open(path, "rb") as f:
         while chunk := f.read(1 << 20):
@@ -59,9 +63,7 @@ def check_parquet_file(path, what: str = "file") -> str:
     returns the path."""
     import pyarrow.parquet
 
-    if not os.path.isfile(path):
-        kind = "a folder" if os.path.isdir(path) else "no such file"
-        raise FileNotFoundError(f"{what} {path!r}: {kind}; expected a Parquet file")
+    _require_file(path, what, "a Parquet file")
     try:
         pyarrow.parquet.read_schema(path)
     except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError

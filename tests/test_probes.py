@@ -380,6 +380,19 @@ def test_all_probes_run_on_another_architecture(tokenizer, monkeypatch):
     assert all(set(entry["graphs"]) == {"attention", "rollout"} for entry in view["sentences"])
 
 
+def byte_level_bpe(vocab_size, special_tokens, byte_alphabet=False):
+    """A GPT-2/RoBERTa-style byte-level BPE trained on TEXTS; without `byte_alphabet` it cannot encode (and drops)
+    characters those texts lack."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer, backend.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
+    alphabet = pre_tokenizers.ByteLevel.alphabet() if byte_alphabet else []
+    backend.train_from_iterator(TEXTS, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special_tokens,
+                                                           initial_alphabet=alphabet))
+    return backend
+
+
 def test_head_ablation_on_an_architecture_the_layouts_do_not_know_is_skipped_with_a_note(tokenizer, monkeypatch):
     """A masked LM whose attention layout the table lacks (DeBERTa's, say): zeroing one head needs that layout, so the
     ablation is skipped with a note, and the rest of the run, the logit lens included, goes on (it used to end the
@@ -406,15 +419,12 @@ def test_words_without_tokens_are_left_out_of_the_sense_probe_and_the_probe_sent
     """A tokenizer can give a word an index but no token (characters it cannot encode, dropped by a byte-level BPE
     trained without the byte alphabet): the homonym is still found in its sentences, and the probe sentences' words
     are those with tokens (word_to_chars of a word without tokens used to end the probe with a TypeError)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     from hf_minattn.probes.neighbours import labelled_occurrences
 
-    backend = Tokenizer(models.BPE())
-    backend.pre_tokenizer, backend.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
-    backend.train_from_iterator(TEXTS, trainers.BpeTrainer(vocab_size=200, special_tokens=["<s>", "</s>", "<pad>"]))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=byte_level_bpe(200, ["<s>", "</s>", "<pad>"]), bos_token="<s>",
+                                        eos_token="</s>", pad_token="<pad>")
     sentence = "They rowed to the bank (я) and sat on the grass."  # no text had "я": its word has no token
     word_ids = [w for w in tokenizer(sentence).word_ids() if w is not None]
     assert sorted(set(word_ids)) != list(range(max(word_ids) + 1))  # a gap: the case this test is about
@@ -437,15 +447,11 @@ def test_a_gpt2_style_model_without_padding_cls_or_sep_tokens_is_probed(tmp_path
     with (the attention mask hides padding), the heads' [CLS]/[SEP] statistics are 0 rather than an error, and the
     probes run (padding used to fail with transformers' "Asking to pad but the tokenizer does not have a padding
     token", then the head statistics with a TypeError)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import GPT2Config, GPT2Model, PreTrainedTokenizerFast
 
     from hf_minattn.probes import ProbeSettings, run_all_probes
 
-    backend = Tokenizer(models.BPE())
-    backend.pre_tokenizer, backend.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
-    backend.train_from_iterator(TEXTS, trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"],
-                                                           initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    backend = byte_level_bpe(300, ["<|endoftext|>"], byte_alphabet=True)
     PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|endoftext|>").save_pretrained(tmp_path)
     GPT2Model(GPT2Config(vocab_size=300, n_embd=32, n_layer=2, n_head=4, n_positions=64)).save_pretrained(tmp_path)
     model, tokenizer = load_encoder(str(tmp_path))

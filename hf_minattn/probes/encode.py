@@ -43,6 +43,12 @@ def word_normaliser(tokenizer):
     return lambda word: normalise(word).strip()
 
 
+def words_with_tokens(word_ids) -> list:
+    """The word indices that some token has, in order. Indices can skip numbers: a pre-token whose characters the
+    vocabulary cannot encode is dropped and keeps no token."""
+    return sorted({w for w in word_ids if w is not None})
+
+
 def tokenize_corpus(tokenizer, sentences, max_length=128):
     """Tokenize once; words are the tokenizer's own pre-tokens, so pieces map to words via word_ids()."""
     require_fast_tokenizer(tokenizer)
@@ -53,9 +59,7 @@ def tokenize_corpus(tokenizer, sentences, max_length=128):
     words, word_ids = [], []
     for i, sentence in enumerate(sentences):
         ids = batch.word_ids(i)
-        # Words numbered by the tokens that have them: a pre-token can have no token (characters the vocabulary
-        # cannot encode, dropped), and its number would leave a word without pieces.
-        present = sorted({w for w in ids if w is not None})
+        present = words_with_tokens(ids)  # renumbered 0.. below: a skipped number would be a word without pieces
         number = {w: k for k, w in enumerate(present)}
         spans = [batch.word_to_chars(i, w) for w in present]
         words.append([normalise(sentence[s.start : s.end]) for s in spans])

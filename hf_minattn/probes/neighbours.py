@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .encode import pool_pieces, tokenize_corpus, word_normaliser
+from .encode import pool_pieces, tokenize_corpus, word_normaliser, words_with_tokens
 from .loading import max_length_for, run_model
 
 DEFAULT_WORDS = ("king", "queen", "dog", "the")
@@ -132,10 +132,9 @@ def _loo_nearest_centroid(vectors, labels, cosine=True):
 
 
 def _find_word(enc, i, sentence, target, normalise):
-    """(indices of the words of sentence i that are `target`, number of words the tokenizer kept). Word indices can
-    skip numbers (a pre-token whose characters the vocabulary cannot encode is dropped, and keeps no token), so only
-    the words that have tokens are read."""
-    words = sorted({w for w in enc.word_ids(i) if w is not None})
+    """(indices of the words of sentence i that are `target`, number of words the tokenizer kept); only the words
+    that have tokens are read (`words_with_tokens`)."""
+    words = words_with_tokens(enc.word_ids(i))
     hits = []
     for w in words:
         span = enc.word_to_chars(i, w)
