@@ -36,8 +36,10 @@ class Interval:
         """+1 if the interval is above 0, -1 if below, 0 if it contains 0."""
         return 0 if not self.excludes_zero() else (1 if self.low > 0 else -1)
 
-    def to_dict(self, digits: int = 4) -> dict:
-        return {k: round(v, digits) if isinstance(v, float) else v for k, v in asdict(self).items()}
+    def to_dict(self, digits: int | None = 4) -> dict:
+        """The fields as a dict, floats rounded to `digits` (None: exact, for a verdict still to be decided)."""
+        return {k: round(v, digits) if isinstance(v, float) and digits is not None else v
+                for k, v in asdict(self).items()}
 
 
 def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:

@@ -229,6 +229,9 @@ def test_word_pair_intervals_are_those_of_scipys_spearman_on_each_resample():
                                   [(cosines["a"][s][key], cosines["b"][s][key], human) for s in SEEDS], 300)
     assert (tested["low"], tested["high"]) == pytest.approx(tuple(np.round(np.quantile(draws, [0.025, 0.975]), 4)),
                                                             abs=1e-4)
+    # Holm adjusts the exact p (the share of draws on the far side of 0, at least 1 / draws), not a rounded one
+    exact_p = min(1.0, max(2 * min(np.mean(draws <= 0), np.mean(draws >= 0)), 1 / draws.size))
+    assert tested["p"] == exact_p and tested["p_holm"] == exact_p and round(exact_p, 4) != exact_p
 
 
 def test_the_best_layer_is_a_contextual_one():

@@ -69,6 +69,17 @@ def test_a_tested_comparison_stores_exact_p_values_and_tost():
     assert d["tost"] == st.tost(np.array(differences), 0.05)
 
 
+def test_the_verdict_reads_the_exact_interval_not_a_rounded_one():
+    """An interval whose low end is 0.00003 excludes 0 (and its p is just under 0.05): "higher". Rounded to 4
+    decimals first, its low end would read 0.0 and the verdict "unresolved"."""
+    from scipy.stats import t
+
+    spread = np.array([-1.0, 0.0, 1.0])  # mean 0, standard error 1 / sqrt(3)
+    half_width = t.ppf(0.975, df=2) / np.sqrt(3)
+    d = st.tested(spread + half_width + 3e-5, margin=0.05)
+    assert 0 < d["low"] < 5e-5 and d["p"] < st.ALPHA and d["verdict"] == "higher"
+
+
 def test_holm_adjusts_the_exact_p_values_not_rounded_ones():
     """The family is adjusted from the stored, unrounded p-values."""
     family = st.holm_family({"a": st.tested([0.1, 0.2, 0.4]), "b": st.tested([1.0, 2.0, 3.0]),

@@ -36,9 +36,10 @@ def unigram_values(results: dict) -> dict[int, float]:
 def tested(differences, margin: float = LOSS_MARGIN) -> dict:
     """A stored comparison from paired differences (one per seed): the 95% t-interval (with df), the t-test p-value
     and TOST against `margin`. The verdict is set here as if the comparison were alone; `holm_family` revises it.
-    p-values are stored unrounded: Holm adjusts the exact values, and only the documents round them for print."""
+    Nothing is rounded: Holm adjusts the exact p-values, the verdict reads the exact interval, and only the results
+    file and the documents round them."""
     differences = np.asarray(differences, dtype=np.float64)
-    d = mean_interval(differences).to_dict()
+    d = mean_interval(differences).to_dict(digits=None)
     d.update(p=float(t_test_p(differences)), margin=margin, tost=tost(differences, margin))
     return decide(d, d["p"])
 
