@@ -280,3 +280,38 @@ def test_view_serves_a_probe_folder_with_the_model_it_probed(probe_folder):
     (probe_folder / "probe_copy").mkdir(exist_ok=True)
     shutil.copy(probe_folder / "probe" / "report.html", probe_folder / "probe_copy")
     assert prepare(str(probe_folder / "probe_copy"))[1] is None
+
+
+def test_graphs_and_figures_show_tokens_as_their_tokenizer_writes_them(tokenizer):
+    """A byte-level BPE (RoBERTa's, GPT-2's) writes "bank" as the token "Ġbank" and "é" as two byte tokens: the view's
+    nodes and the figures show "bank" (as bertviz does), a byte token as it is, and a word-level graph the words as
+    the sentence writes them ("café"); WordPiece's "##" pieces keep their marker."""
+    from test_probes import byte_level_bpe
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    from hf_minattn.probes.attention_flow import rollout_graph
+    from hf_minattn.probes.heads import attention_examples, attention_graph
+    from hf_minattn.probes.results import HeadExample, shown_tokens
+
+    byte_level = PreTrainedTokenizerFast(tokenizer_object=byte_level_bpe(400, ["<pad>"], byte_alphabet=True),
+                                         pad_token="<pad>")
+    model = BertModel(BertConfig(vocab_size=400, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                 intermediate_size=40, max_position_embeddings=32)).eval()
+    sentence = "The café is on the river bank"
+    [example], _ = attention_examples(model, byte_level, [sentence], norm_weighting=False)
+    assert "Ġbank" in example.tokens and "Ã" in example.tokens  # the case this test is about
+    labels = attention_graph(example, level="token")["nodes"]
+    assert [node["label"] for node in labels] == example.labels == shown_tokens(example)
+    assert example.labels[example.tokens.index("Ġbank")] == "bank" and "Ã" in example.labels
+    assert all(label == "Ġ" or not label.startswith("Ġ") for label in example.labels)  # a lone space stays "Ġ"
+    words = ["The", "café", "is", "on", "the", "river", "bank"]
+    assert [node["label"] for node in attention_graph(example)["nodes"]] == words
+    assert [node["label"] for node in rollout_graph(example)["nodes"]] == words
+    # probes.json keeps the labels for the report's figures; a file from before them shows the tokens
+    saved = HeadExample.from_dict({"sentence": sentence, "tokens": example.tokens, "attention": example.attention,
+                                   "labels": example.labels})
+    assert shown_tokens(saved) == example.labels
+    assert shown_tokens(HeadExample(sentence, example.tokens, example.attention)) == example.tokens
+    # WordPiece: the continuation marker stays, specials as they are
+    [pieces], _ = attention_examples(model, tokenizer, ["An unbelievable example."], norm_weighting=False)
+    assert pieces.labels == pieces.tokens and any(t.startswith("##") for t in pieces.tokens)

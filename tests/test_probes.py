@@ -88,7 +88,7 @@ def test_head_statistics_on_a_real_model(tokenizer):
     js = np.array(result.js_divergence)
     assert js.shape == (L * H, L * H) and np.allclose(np.diag(js), 0, atol=1e-6) and (js <= np.log(2) + 1e-6).all()
     graph = attention_graph(result.examples[0], threshold=0.0)
-    assert [n["label"] for n in graph["nodes"]] == ["[CLS]", "the", "king", "and", "the", "queen", ".", "[SEP]"]
+    assert [n["label"] for n in graph["nodes"]] == ["[CLS]", "The", "king", "and", "the", "queen", ".", "[SEP]"]
     assert {e["head"] for e in graph["edges"]} == {0, 1, 2, 3, "mean"}
     json.dumps(graph)
 

@@ -143,7 +143,8 @@ def _relation_graph(example, matrices, weighting, layers, **graph_options):
     one 'head' (so the word pooling and thresholds are the same), keeping the head-mean edges, with each edge's layer
     renumbered to `layers`."""
     single = AttentionExample(sentence=example.sentence, tokens=example.tokens, word_ids=example.word_ids,
-                              attention=np.asarray(matrices)[:, None].tolist())  # (layers, 1, n, n)
+                              attention=np.asarray(matrices)[:, None].tolist(),  # (layers, 1, n, n)
+                              labels=example.labels, words=example.words)
     graph = attention_graph(single, **graph_options)
     graph["edges"] = [{**edge, "layer": layers[edge["layer"]]} for edge in graph["edges"] if edge["head"] == "mean"]
     return {**graph, "weighting": weighting, "layers": list(layers),

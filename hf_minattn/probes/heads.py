@@ -31,6 +31,7 @@ import torch
 from .attention_norms import attention_modules, capture_attention_inputs, norm_weighted, transformed_value_norms
 from .loading import eager_attention, max_length_for, run_model
 from .progress import progress
+from .results import shown_tokens
 from .weights import UnsupportedArchitecture, head_weights
 
 STATISTICS = ("entropy", "self", "previous", "next", "cls", "sep", "punctuation")
@@ -48,6 +49,29 @@ class AttentionExample:
     # architecture is not supported. value_norms: ||f_h(x_j)|| (layers, heads, T).
     norm_weighted: list | None = None
     value_norms: list | None = None
+    # What figures and graphs show: each token as its tokenizer decodes it alone ("Ġbank" -> "bank"; see
+    # token_labels), and each word id's text in the sentence. None in examples made without a tokenizer.
+    labels: list | None = None
+    words: list | None = None
+
+
+def token_labels(tokenizer, tokens) -> list:
+    """Each token as text to show, as bertviz shows it: the tokenizer's own decoding of the token alone, so a
+    byte-level "Ġbank" reads "bank" and SentencePiece's "▁bank" too, while WordPiece keeps "##ing". A token that alone
+    decodes to nothing readable (a space, one byte of a character) is shown as it is."""
+    labels = []
+    for token in tokens:
+        text = tokenizer.convert_tokens_to_string([token]).strip()
+        labels.append(text if text and "\ufffd" not in text else token)
+    return labels
+
+
+def sentence_words(encoding, sentence) -> list:
+    """The text of each word id of a one-sentence encoding, in the sentence ("" for an id without tokens)."""
+    ids = [w for w in encoding.word_ids(0) if w is not None]
+    spans = {w: encoding.word_to_chars(0, w) for w in set(ids)}
+    # strip: a byte-level word's span includes the space before it
+    return [sentence[spans[w][0]:spans[w][1]].strip() if w in spans else "" for w in range(max(ids, default=-1) + 1)]
 
 
 @dataclass
@@ -268,8 +292,10 @@ def attention_example(model, tokenizer, sentence, max_length, inputs=None):
     attention inputs captured by capture_attention_inputs. Call within eager_attention and inference_mode."""
     enc = tokenizer(sentence, truncation=True, max_length=max_length, return_tensors="pt")
     att = torch.stack(run_model(model, enc, output_attentions=True).attentions)[:, 0]  # (L, H, T, T)
-    example = AttentionExample(sentence=sentence, tokens=tokenizer.convert_ids_to_tokens(enc["input_ids"][0]),
-                               word_ids=enc.word_ids(0), attention=att.round(decimals=4).tolist())
+    tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0])
+    example = AttentionExample(sentence=sentence, tokens=tokens, word_ids=enc.word_ids(0),
+                               attention=att.round(decimals=4).tolist(), labels=token_labels(tokenizer, tokens),
+                               words=sentence_words(enc, sentence))
     if inputs is not None:
         norms = torch.stack(transformed_value_norms(model, inputs))[:, 0]  # (L, H, T)
         example.norm_weighted = norm_weighted(att, norms).round(decimals=4).tolist()
@@ -362,13 +388,15 @@ def attention_graph(example, threshold=None, level="word", relative_threshold=GR
     if weights is None:
         raise ValueError("this example has no norm-weighted attention (architecture not supported); use weighting='attention'")
     attention = torch.as_tensor(weights)  # (L, H, T, T)
-    tokens = example.tokens
+    tokens = shown_tokens(example)
     if level == "word":
         attention, owner = word_level_attention(attention, example.word_ids)
         labels = {}
-        for t, o in enumerate(owner.tolist()):
-            piece = tokens[t].removeprefix("##")
-            labels[o] = labels.get(o, "") + piece
+        for t, (o, w) in enumerate(zip(owner.tolist(), example.word_ids)):
+            if w is not None and example.words:  # the word as the sentence writes it
+                labels[o] = example.words[w]
+            else:  # a special token, or an example without its words: its pieces joined
+                labels[o] = labels.get(o, "") + tokens[t].removeprefix("##")
         tokens = [labels[i] for i in range(len(labels))]
     n = len(tokens)
     cut = threshold if threshold is not None else relative_threshold / n

@@ -203,6 +203,12 @@ class HeadExample(Part):
     tokens: list
     attention: list
     norm_weighted: list | None = None
+    labels: list | None = None  # the tokens as figures show them (heads.token_labels); None in older files
+
+
+def shown_tokens(example) -> list:
+    """The tokens of an example (a HeadExample, or heads.AttentionExample) as figures and graphs label them."""
+    return getattr(example, "labels", None) or example.tokens
 
 
 @dataclass

@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..plots import save_figure
+from ..results import shown_tokens
 from .page import Section
 
 
@@ -89,8 +90,8 @@ def attention_example_plot(r, path, index=0, figure_format=None):
             ax.text(k * step + (n - 1) / 2, l * step + gap - 0.6, f"layer {l} head {k}", ha="center", va="bottom",
                     fontsize=7)
     # Tokens label the bottom row of panels and the left column.
-    ax.set_xticks([k * step + t for k in range(H) for t in range(n)], ex.tokens * H, rotation=90, fontsize=5)
-    ax.set_yticks([l * step + gap + t for l in range(L) for t in range(n)], ex.tokens * L, fontsize=5)
+    ax.set_xticks([k * step + t for k in range(H) for t in range(n)], shown_tokens(ex) * H, rotation=90, fontsize=5)
+    ax.set_yticks([l * step + gap + t for l in range(L) for t in range(n)], shown_tokens(ex) * L, fontsize=5)
     ax.tick_params(length=0)
     for side in ax.spines.values():
         side.set_visible(False)

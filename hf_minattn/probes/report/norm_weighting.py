@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..plots import save_figure
+from ..results import shown_tokens
 from .head_roles import ROLE_LABELS
 from .heads import HEAD_STATS, target_object
 from .page import Section
@@ -141,8 +142,8 @@ def attention_norm_example_plot(r, path, index=0, figure_format=None):
             ax.imshow(values[l], cmap="Blues", vmin=0, vmax=min(1.0, 4.0 / n))
             ax.set_title(f"layer {l} {name}", fontsize=7)
             ax.set_xticks(range(n)), ax.set_yticks(range(n))
-            ax.set_xticklabels(ex.tokens if row == 1 else [], rotation=90, fontsize=5)
-            ax.set_yticklabels(ex.tokens if l == 0 else [], fontsize=5)
+            ax.set_xticklabels(shown_tokens(ex) if row == 1 else [], rotation=90, fontsize=5)
+            ax.set_yticklabels(shown_tokens(ex) if l == 0 else [], fontsize=5)
     fig.suptitle(f"head mean; colour scale saturates at 4/n = {4.0 / n:.2f} (uniform = 1/n)", fontsize=9)
     return save_figure(fig, path, figure_format)
 
