@@ -99,6 +99,10 @@ class MLMCollator(TrainerCallback):
         inputs, labels = mask_tokens(self.masker, torch.tensor([example["input_ids"]]), generator, **optional)
         return inputs[0], labels[0]
 
+    def mask_inputs(self, example: dict, stream: int, index: int) -> torch.Tensor:
+        """The model inputs of `example` masked as in `stream` (an epoch), a (T,) tensor."""
+        return self._mask(example, stream, index)[0]
+
     def mask_example(self, example: dict, stream: int, index: int) -> dict:
         inputs, labels = self._mask(example, stream, index)
         return {"input_ids": inputs.tolist(), "attention_mask": [1] * len(inputs), "labels": labels.tolist()}

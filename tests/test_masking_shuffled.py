@@ -48,3 +48,27 @@ def test_the_control_masks_as_the_normal_collator_and_keeps_the_targets_but_not_
     assert (a["labels"][masked] == b["labels"][masked]).float().mean() < 0.2
     assert torch.equal(control(features)["labels"], b["labels"])  # deterministic per (seed, epoch, indices)
     assert not torch.equal(collators(tokenizer, seed=1)[1](features)["labels"], b["labels"])
+
+
+def test_the_ids_ever_masked_in_are_those_the_training_collator_feeds(tokenizer_dir):
+    """`input_ids_ever_masked_in` (the rows that could get a gradient, for the drift probe) replays the masking of
+    every epoch: it holds exactly the ids of the training batches the collator makes, random replacements included,
+    and a new epoch's draws can add ids."""
+    import datasets
+    from transformers import AutoTokenizer
+
+    from hf_minattn.experiments.evaluation import Splits, input_ids_ever_masked_in
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    rows = batch(tokenizer, rows=12, length=20)
+    train = datasets.Dataset.from_list([{"input_ids": row["input_ids"]} for row in rows])
+    args = SimpleNamespace(mlm_probability=0.3, whole_word_mask=False)
+    splits = Splits(train, None, tokenizer, args)
+    collator = MLMCollator(tokenizer, args, seed=4)
+    fed = set()
+    for epoch in range(2):
+        collator.epoch = epoch
+        fed |= set(collator(rows)["input_ids"].flatten().tolist())
+        seen = input_ids_ever_masked_in(splits, seed=4, epochs=epoch + 1, vocab_size=len(tokenizer))
+        assert set(np.flatnonzero(seen).tolist()) == fed
+    assert fed - {i for row in rows for i in row["input_ids"]}  # random replacements are among them

@@ -178,11 +178,12 @@ def input_ids_ever_masked_in(splits: Splits, seed: int, epochs: int, vocab_size:
     from hf_minattn.masking import MLMCollator
 
     collator = MLMCollator(splits.tokenizer, splits.data_args, seed=seed)
-    seen = np.zeros(vocab_size, dtype=bool)
+    seen = torch.zeros(vocab_size, dtype=torch.bool)
+    examples = list(splits.train)  # once: reading rows of a Dataset one by one costs more than masking them
     for epoch in range(epochs):
-        for i in range(len(splits.train)):
-            seen[collator.mask_example(splits.train[i], epoch, i)["input_ids"]] = True
-    return seen
+        for i, example in enumerate(examples):
+            seen[collator.mask_inputs(example, epoch, i)] = True
+    return seen.numpy()
 
 
 def row_drift(trained: np.ndarray, initial: np.ndarray, counts: np.ndarray, ever_input: np.ndarray | None) -> dict:
