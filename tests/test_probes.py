@@ -410,7 +410,7 @@ def test_head_ablation_on_an_architecture_the_layouts_do_not_know_is_skipped_wit
     # the layout's modules are listed once, in the first note that meets it; the later ones point to it
     skipped = [note for note in results.notes if "skipped" in note]
     assert skipped[0].startswith("norm-weighted attention skipped: don't know where BertForMaskedLM keeps")
-    assert "head ablation skipped: the attention layout named above is not in the table" in skipped
+    assert "head ablation skipped: the attention layout does not fit, as said above" in skipped
     assert sum("attention.self.query (Linear)" in note for note in results.notes) == 1
     assert results.logit_lens is not None and results.heads is not None
 
@@ -476,6 +476,67 @@ def test_a_model_that_pools_tokens_between_blocks_is_refused_by_name(tokenizer):
                                          r"\d+"):
         run_all_probes(model, tokenizer, SENTENCES, ProbeSettings(min_count=2, word2vec=False, untrained=False),
                        log=lambda message: None)
+
+
+def test_attention_that_is_not_token_by_token_skips_the_attention_probes_only(tokenizer):
+    """Longformer's sliding window gives (batch, heads, T, window + 1) attention weights: the attention probes are
+    skipped with a note naming the shape, and the others run (the head statistics used to end the whole probe with
+    a RuntimeError about tensor sizes)."""
+    from transformers import LongformerConfig, LongformerForMaskedLM
+
+    from hf_minattn.probes import ProbeSettings, run_all_probes
+
+    model = LongformerForMaskedLM(LongformerConfig(
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=40,
+        attention_window=[4, 4], max_position_embeddings=80, pad_token_id=tokenizer.pad_token_id)).eval()
+    results = run_all_probes(model, tokenizer, SENTENCES, ProbeSettings(min_count=2, word2vec=False, untrained=False),
+                             log=lambda message: None)
+    assert results.heads is None and results.attention_view is None and results.attention_graph is None
+    skipped = [note for note in results.notes if note.startswith("attention probes skipped")]
+    assert len(skipped) == 1 and "LongformerForMaskedLM returns attention weights of shape (" in skipped[0]
+    assert results.geometry is not None and results.head_ablation is not None and results.logit_lens is not None
+
+
+def test_heads_are_counted_from_the_attention_weights_and_other_head_shapes_are_skipped(tokenizer):
+    """ConvBERT gives half its configured heads to attention (head_ratio 2): the head statistics and the view count
+    the heads the weights have, and the probes that split W_Q/W_K/W_V/W_O by the configured heads (norm weighting,
+    head ablation, weights) are skipped with the shapes named (they used to end the report with an IndexError)."""
+    from transformers import ConvBertConfig, ConvBertForMaskedLM
+
+    from hf_minattn.probes import ProbeSettings, run_all_probes
+
+    model = ConvBertForMaskedLM(ConvBertConfig(vocab_size=len(tokenizer), hidden_size=32, embedding_size=32,
+                                               num_hidden_layers=2, num_attention_heads=4, intermediate_size=40,
+                                               max_position_embeddings=64)).eval()
+    results = run_all_probes(model, tokenizer, SENTENCES, ProbeSettings(min_count=2, word2vec=False, untrained=False),
+                             log=lambda message: None)
+    assert np.array(results.heads.stats["self"]).shape == (2, 2) and (results.heads.num_heads, model.config.num_attention_heads) == (2, 4)
+    assert results.attention_view["num_heads"] == 2
+    assert results.head_ablation is None and results.weights is None and results.heads.examples[0].norm_weighted is None
+    assert any("query maps 32 -> 16 features where 4 heads" in note for note in results.notes)
+    assert "weights probe skipped: the attention layout does not fit, as said above" in results.notes
+
+
+def test_a_model_without_a_position_limit_is_probed(tokenizer, tmp_path):
+    """XLNet's config gives max_position_embeddings = -1 (relative positions, no limit): the probes read at most 128
+    tokens, as for any model (the -1 used to reach the tokenizer's truncation, an OverflowError). It has no masked-LM
+    class: the note says so in one line, not with transformers' list of every model type."""
+    from transformers import XLNetConfig, XLNetModel
+
+    from hf_minattn.probes import ProbeSettings, run_all_probes
+    from hf_minattn.probes.loading import max_length_for
+    from hf_minattn.probes.run import masked_lm_for
+
+    model = XLNetModel(XLNetConfig(vocab_size=len(tokenizer), d_model=32, n_layer=2, n_head=4, d_inner=40)).eval()
+    assert model.config.max_position_embeddings == -1 and max_length_for(model, tokenizer) == min(
+        128, tokenizer.model_max_length)
+    results = run_all_probes(model, tokenizer, SENTENCES, ProbeSettings(min_count=2, word2vec=False, untrained=False),
+                             log=lambda message: None)
+    assert results.geometry is not None and np.array(results.heads.stats["self"]).shape == (2, 4)
+    model.save_pretrained(tmp_path)
+    mlm, reason = masked_lm_for(model, str(tmp_path))
+    assert mlm is None and "does not load as a masked LM (Unrecognized configuration class" in reason
+    assert "\n" not in reason and "Model type should be one of" not in reason
 
 
 def test_an_encoder_decoder_model_is_refused_when_loaded(tokenizer, tmp_path):

@@ -53,8 +53,11 @@ def view_sentences(tokenizer, examples, sentences, n=VIEW_SENTENCES, max_tokens=
 def attention_view(model, tokenizer, sentences, model_name=None) -> tuple:
     """The view's data for `sentences` (a dict in the schema VIEW_SCHEMA) and the notes of the norm weighting."""
     examples, notes = attention_examples(model, tokenizer, sentences)
+    # the heads as the weights have them (ConvBERT's attention has fewer than its config's num_attention_heads)
+    layers, heads = (len(examples[0].attention), len(examples[0].attention[0])) if examples else (
+        model.config.num_hidden_layers, model.config.num_attention_heads)
     view = {"schema": VIEW_SCHEMA, "model": model_name or model.config.name_or_path or type(model).__name__,
-            "num_layers": model.config.num_hidden_layers, "num_heads": model.config.num_attention_heads,
+            "num_layers": layers, "num_heads": heads,
             "level": VIEW_LEVEL, "max_tokens": max_length_for(model, tokenizer),
             "weightings": [w for w in WEIGHTINGS if w != "norm" or examples and examples[0].norm_weighted is not None],
             "sentences": [view_entry(e) for e in examples]}

@@ -340,7 +340,7 @@ def head_statistics(model, tokenizer, sentences, examples=(), max_sentences=200,
     if totals.queries == 0:
         raise ValueError("no sentences to compute attention statistics on")
     js = (js_sum / js_queries).clamp(min=0).numpy()
-    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
+    L, H = len(att), att[0].shape[1]  # from the weights: ConvBERT's attention has fewer heads than its config's
     stats, relative = totals.means(), totals.relative_to_uniform()
     roles = head_roles(stats, relative)
     result = HeadResults(num_layers=L, num_heads=H, sentences=totals.sentences, tokens=totals.queries,

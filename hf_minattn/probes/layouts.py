@@ -53,8 +53,7 @@ def unless_unsupported(notes: list, what: str, compute):
         # the layout's modules (the message after its first ": ", the same for the bare and the masked-LM model) are
         # listed once
         said = any(str(error).split(": ", 1)[-1] in note for note in notes)
-        notes.append(f"{what} skipped: " + ("the attention layout named above is not in the table" if said
-                                             else str(error)))
+        notes.append(f"{what} skipped: " + ("the attention layout does not fit, as said above" if said else str(error)))
         return None
 
 
@@ -217,6 +216,7 @@ def layout_head_weights(model, table=None):
 def layout_attention_modules(model, table=None):
     """Per layer {"input": module whose forward input is x, "output": W_O module, "value_bias": b_V (head_dim x heads,
     head-major) or None}."""
+    layout_head_weights(model, table)  # the heads' shapes checked as for the weights probe (ConvBERT's do not fit)
     layout, resolved = find_layout(model, table)
     C = model.config.hidden_size
     out = []

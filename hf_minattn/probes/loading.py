@@ -69,7 +69,21 @@ def run_model(model, batch, **kwargs):
         raise ValueError(f"{type(model).__name__}'s layers give hidden states of different lengths ({lengths} tokens), "
                          "as a model that pools tokens between blocks does (the Funnel Transformer); the probes need one "
                          "vector per token at every layer")
+    _check_attentions(model, output, batch["input_ids"].shape[-1])
     return type(output)(**{k: _to_cpu(v) for k, v in output.items()})
+
+
+class UnsupportedAttention(ValueError):
+    """The model's attention weights are not one weight per pair of tokens; the attention probes are skipped."""
+
+
+def _check_attentions(model, output, length):
+    for attention in getattr(output, "attentions", None) or ():
+        if not hasattr(attention, "shape") or attention.dim() != 4 or tuple(attention.shape[-2:]) != (length, length):
+            shape = tuple(attention.shape) if hasattr(attention, "shape") else type(attention).__name__
+            raise UnsupportedAttention(
+                f"{type(model).__name__} returns attention weights of shape {shape} for {length} tokens, not one weight "
+                f"per pair of tokens (batch, heads, {length}, {length}), as sliding-window attention does (Longformer)")
 
 
 def _to_cpu(value):
@@ -94,7 +108,7 @@ def resolve_device(device: str | None) -> str:
 
 def max_length_for(model, tokenizer, cap=128):
     limits = [cap, getattr(model.config, "max_position_embeddings", None), tokenizer.model_max_length]
-    return int(min(x for x in limits if x))
+    return int(min(x for x in limits if x and x > 0))  # XLNet's config says -1: no limit
 
 
 @contextmanager

@@ -19,7 +19,7 @@ from .geometry import geometry, static_word_vectors
 from .head_ablation import head_ablation, is_masked_lm
 from .attention_view import attention_view, view_sentences
 from .heads import attention_graph, head_statistics
-from .loading import max_length_for
+from .loading import UnsupportedAttention, max_length_for
 from .logit_lens import logit_lens as measure_logit_lens
 from .neighbours import nearest_neighbours, sense_accuracy, word_in_contexts
 from .pooling import selection_for
@@ -85,14 +85,12 @@ class ProbeResults:
     # written to attention_view.json and into report.html, not into probes.json (a few hundred kB a sentence)
     attention_view: dict = field(default=None, repr=False, metadata={"json": False})
     vector_corpus: VectorCorpusStats | None = None
-    # which occurrences the vectors are pooled from: {"design", "contexts_per_word", "words", "sentences" (encoded),
-    # "sentences_total"} (pooling.py)
+    # which occurrences the vectors are pooled from (pooling.py): {design, contexts_per_word, words, sentences, ...}
     pooling: dict | None = None
     provenance: dict = field(default_factory=dict)  # versions, date, seed, corpus, arguments: see run_provenance
     timings: dict = field(default_factory=dict)  # seconds per probe
     notes: list = field(default_factory=list)
-    # The vector sets themselves are exported as KeyedVectors files, not into probes.json.
-    word_vectors: object = field(default=None, repr=False, metadata={"json": False})
+    word_vectors: object = field(default=None, repr=False, metadata={"json": False})  # written as KeyedVectors files
 
     def to_dict(self):
         return {f.name: _jsonable(asdict(v) if hasattr(v, "__dataclass_fields__") else v)
@@ -153,7 +151,7 @@ def masked_lm_for(model, model_path=None, mlm_model=None, trust_remote_code=Fals
         mlm, info = AutoModelForMaskedLM.from_pretrained(model_path, trust_remote_code=trust_remote_code,
                                                          dtype=model.dtype, output_loading_info=True)  # as the encoder
     except (ValueError, OSError, KeyError) as error:
-        return None, f"{model_path} does not load as a masked LM ({error})"
+        return None, f"{model_path} does not load as a masked LM ({str(error).splitlines()[0]})"  # not the long list
     if info.get("missing_keys"):
         missing = sorted(info["missing_keys"])
         return None, (f"{model_path} has no trained masked-LM head (missing {len(missing)} weights, e.g. {missing[0]}); "
@@ -262,7 +260,11 @@ def run_all_probes(model, tokenizer, sentences, settings=ProbeSettings(), *, mod
     others = _probe_vectors(results, model, tokenizer, sentences, vector_corpus, settings, reference, log)
     _probe_words(results, model, tokenizer, vector_corpus, others, settings, log)
     if settings.heads:
-        _probe_attention(results, model, tokenizer, sentences, settings, log)
+        try:
+            _probe_attention(results, model, tokenizer, sentences, settings, log)
+        except UnsupportedAttention as error:
+            results.heads = results.attention_view = None
+            results.notes.append(f"attention probes skipped: {error}")
     mlm, reason = None, None
     if (settings.heads and settings.ablation) or settings.logit_lens or settings.circuits:
         with _Timer(results.timings, "load masked LM", log):  # once: for the ablation, the lens and the circuits
