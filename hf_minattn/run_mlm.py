@@ -43,7 +43,7 @@ from hf_minattn.initialization import initial_model
 from hf_minattn.loss_allocation import LossAllocationCallback
 from hf_minattn.masking import MLMCollator, mask_once, with_example_index
 from hf_minattn.model_card import card_facts
-from hf_minattn.model_source import ModelSource, find_model
+from hf_minattn.model_source import ModelSource, check_minattn_checkpoint, find_model
 from hf_minattn.sentence_embedding import write_sentence_transformers_files
 from hf_minattn.trainer import MinAttnTrainer, metrics_computer, preprocess_logits_for_metrics
 from hf_minattn.unigram import UnigramFloor
@@ -74,6 +74,7 @@ def parse_args(argv=None):
 def build_config(model_args: ModelArguments, source: ModelSource | None = None) -> MinAttnConfig:
     """The config of the model `source` (found from --model_name_or_path), or of the size preset with its overrides."""
     if source is not None:
+        check_minattn_checkpoint(source)
         return MinAttnConfig.from_pretrained(**source.pretrained(), cache_dir=model_args.cache_dir)
     config = MinAttnConfig(**MODEL_SIZES[model_args.model_size])
     if model_args.config_overrides:

@@ -72,6 +72,22 @@ def test_run_mlm_and_probe_refuse_a_non_utf8_file(tmp_path, out, capsys):
                   "hf-minattn probe: error: --corpus", "is not UTF-8 text")
 
 
+def test_run_mlm_refuses_a_checkpoint_of_another_model(tmp_path, out, capsys):
+    """run_mlm.py continues training MinAttn: a BERT checkpoint as --model_name_or_path is refused by its model type
+    (transformers used to build a MinAttnConfig from its config.json with a warning, and a new MinAttn model was
+    trained in place of the BERT named)."""
+    from transformers import BertConfig
+
+    bert = tmp_path / "bert"
+    BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2).save_pretrained(bert)
+    text = tmp_path / "text.txt"
+    text.write_text("the king and the queen.\n" * 20)
+    argv = ["run_mlm.py", "--output_dir", str(out), "--model_name_or_path", str(bert), "--train_file", str(text),
+            "--max_steps", "2"]
+    fails_cleanly(capsys, argv, out, f"--model_name_or_path {str(bert)!r} is a 'bert' checkpoint",
+                  "continues training a MinAttn model")
+
+
 def test_probe_missing_model_folder(tmp_path, out, capsys):
     fails_cleanly(capsys, ["hf-minattn", "probe", str(tmp_path / "no_model"), "--out", str(out)], out,
                   "hf-minattn probe: error:", "no_model", "not a folder")
