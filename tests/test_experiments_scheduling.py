@@ -80,3 +80,25 @@ def test_the_schedule_replay_gives_known_makespans():
     before = result["before"]
     assert before["minutes"] == round(before["training_minutes"] + before["word2vec_minutes"], 1)
     assert abs(result["saved_minutes"] - (before["minutes"] - result["after_minutes"])) <= 0.1
+
+
+def test_a_phase_kept_in_its_file_is_read_back_unless_it_was_measured_for_something_else(tmp_path):
+    """cached_json: the first call measures and writes; a rerun reads the file back (as its read_back converts it);
+    numbers read_back rejects (other seeds, other models) are measured again; a phase that measures nothing writes
+    nothing."""
+    from hf_minattn.experiments.cli import cached_json
+
+    path, calls = str(tmp_path / "phase.json"), []
+
+    def measure(value):
+        calls.append(value)
+        return {"seeds": {0: value}}
+
+    def read_back(kept):  # JSON gives string keys back: the reader turns them into seeds
+        return {"seeds": {int(s): v for s, v in kept["seeds"].items()}} if kept["seeds"] else None
+
+    assert cached_json(path, read_back, lambda: measure(1.5)) == {"seeds": {0: 1.5}} and calls == [1.5]
+    assert cached_json(path, read_back, lambda: measure(2.5)) == {"seeds": {0: 1.5}} and calls == [1.5]  # read back
+    assert cached_json(path, lambda kept: None, lambda: measure(3.5)) == {"seeds": {0: 3.5}} and calls == [1.5, 3.5]
+    empty = str(tmp_path / "none.json")
+    assert cached_json(empty, read_back, lambda: None) is None and not (tmp_path / "none.json").exists()

@@ -269,38 +269,49 @@ def scoring_key(folders: dict, settings: dict, seeds) -> dict:
             "models": {name: {str(seed): stamp(folders[name][seed]) for seed in seeds} for name in sorted(folders)}}
 
 
+def cached_json(path: str, read_back, compute, **dump_options):
+    """A phase's numbers kept in `path` so that a rerun reads them instead of measuring again: read_back(the file's
+    JSON) where the file exists, unless it returns None (measured for other seeds or models); else compute(), written
+    to `path` (nothing written when it returns None)."""
+    if os.path.isfile(path):
+        with open(path) as f:
+            kept = read_back(json.load(f))
+        if kept is not None:
+            return kept
+    value = compute()
+    if value is not None:
+        with open(path, "w") as f:
+            json.dump(value, f, **dump_options)
+    return value
+
+
 def scoring(out: str, folders: dict, settings: dict, seeds) -> dict:
     """`evaluate`'s numbers, kept in `out/scoring.json` beside what they were computed from (`scoring_key`): a rerun
     (after a kill in a later phase, say) reads them back instead of scoring every model again."""
-    path, key = os.path.join(out, "scoring.json"), scoring_key(folders, settings, seeds)
-    if os.path.isfile(path) and os.path.isfile(os.path.join(out, "rows.npz")):
-        with open(path) as f:
-            kept = json.load(f)
-        if kept["key"] == key:
-            log("scoring: read back from scoring.json (every model as an earlier call scored it)")
-            return int_seed_keys(kept["scored"])
-    scored = evaluate(out, folders, settings, seeds)
-    with open(path, "w") as f:
-        json.dump({"key": key, "scored": scored}, f, default=str)  # default=str as collect_results
-    return scored
+    key = scoring_key(folders, settings, seeds)
+
+    def read_back(kept):
+        if kept["key"] != key or not os.path.isfile(os.path.join(out, "rows.npz")):
+            return None
+        log("scoring: read back from scoring.json (every model as an earlier call scored it)")
+        return {"key": key, "scored": int_seed_keys(kept["scored"])}
+
+    return cached_json(os.path.join(out, "scoring.json"), read_back,
+                       lambda: {"key": key, "scored": evaluate(out, folders, settings, seeds)},
+                       default=str)["scored"]  # default=str as collect_results
 
 
 def similarity_dynamics(out: str, folders: dict, settings: dict, seeds, remove_states: bool = True) -> dict:
     """Word similarity at every saved state (dynamics.similarity_curves), kept in `out/similarity_dynamics.json`:
     the saved states are deleted once scored (unless `remove_states` is False: another phase still reads them), so a
     rerun reads the numbers back."""
-    path = os.path.join(out, "similarity_dynamics.json")
-    if os.path.isfile(path):
-        with open(path) as f:
-            curves = json.load(f)
+    def read_back(curves):
         curves["variants"] = {name: {**v, "seeds": {int(s): x for s, x in v["seeds"].items()}}
                               for name, v in curves["variants"].items()}
-        if sorted(curves["variants"]["full"]["seeds"]) == sorted(seeds):
-            return curves
-    curves = similarity_curves(folders, settings, seeds, remove_states=remove_states)
-    with open(path, "w") as f:
-        json.dump(curves, f, indent=1)
-    return curves
+        return curves if sorted(curves["variants"]["full"]["seeds"]) == sorted(seeds) else None
+
+    return cached_json(os.path.join(out, "similarity_dynamics.json"), read_back,
+                       lambda: similarity_curves(folders, settings, seeds, remove_states=remove_states), indent=1)
 
 
 def head_dynamics(out: str, folders: dict, settings: dict, seeds) -> dict | None:
@@ -311,20 +322,17 @@ def head_dynamics(out: str, folders: dict, settings: dict, seeds) -> dict | None
 
     from .head_dynamics import SENTENCES
 
-    path = os.path.join(out, "head_dynamics.json")
-    if os.path.isfile(path):
-        with open(path) as f:
-            curves = json.load(f)
+    def read_back(curves):
         curves["seeds"] = {int(s): x for s, x in curves["seeds"].items()}
-        if sorted(curves["seeds"]) == sorted(seeds):
-            return curves
-    if not all(saved_states(folders["full"][seed]) for seed in seeds):
-        log("heads during training: the full run's saved states were already deleted; no head dynamics")
-        return None
-    curves = head_curves(folders, settings, seeds, default_sentences(SENTENCES))
-    with open(path, "w") as f:
-        json.dump(curves, f, indent=1)
-    return curves
+        return curves if sorted(curves["seeds"]) == sorted(seeds) else None
+
+    def measure():
+        if not all(saved_states(folders["full"][seed]) for seed in seeds):
+            log("heads during training: the full run's saved states were already deleted; no head dynamics")
+            return None
+        return head_curves(folders, settings, seeds, default_sentences(SENTENCES))
+
+    return cached_json(os.path.join(out, "head_dynamics.json"), read_back, measure, indent=1)
 
 
 def int_seed_keys(value):
