@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
-from hf_minattn.checks import check_bounds, check_output_folder, check_parquet_file, check_text_file
+from hf_minattn.checks import check_bounds, check_data_file, check_output_folder
 from hf_minattn.configuration_minattn import MinAttnConfig
 from hf_minattn.data import (STREAM_EVAL_SEQUENCES, STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES,
                              STREAM_VALIDATION_TEXTS)
@@ -144,10 +144,7 @@ class DataTrainingArguments:
             path = getattr(self, name)
             if path is None:
                 continue
-            extension = path.rsplit(".", 1)[-1]
-            if extension not in ("txt", "json", "jsonl", "csv", "parquet"):
-                raise ValueError(f"--{name} {path!r}: expected a .txt, .json, .jsonl, .csv or .parquet file")
-            (check_parquet_file if extension == "parquet" else check_text_file)(path, f"--{name}")
+            check_data_file(path, f"--{name}")
         if self.validation_file is not None and self.train_file is None:
             raise ValueError("--validation_file needs --train_file")
         if self.dataset_name is not None and self.train_file is not None:

@@ -69,3 +69,22 @@ def check_parquet_file(path, what: str = "file") -> str:
     except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
         raise ValueError(f"{what} {path!r} is not a Parquet file ({error})") from None
     return path
+
+
+DATA_FILE_BUILDERS = {"txt": "text", "json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet"}
+
+
+def data_file_builder(path, what: str = "file") -> str:
+    """The `datasets` builder that reads the data file `path`, by its extension; a ValueError naming `what` for an
+    extension it does not read."""
+    extension = os.fspath(path).rsplit(".", 1)[-1].lower()
+    if extension not in DATA_FILE_BUILDERS:
+        raise ValueError(f"{what} {os.fspath(path)!r}: expected a .txt, .json, .jsonl, .csv or .parquet file")
+    return DATA_FILE_BUILDERS[extension]
+
+
+def check_data_file(path, what: str = "file") -> str:
+    """data_file_builder(path), once the file is checked: a readable Parquet file, or UTF-8 text for the others."""
+    builder = data_file_builder(path, what)
+    (check_parquet_file if builder == "parquet" else check_text_file)(path, what)
+    return builder

@@ -35,6 +35,8 @@ from pathlib import Path
 
 import datasets
 
+from hf_minattn.checks import data_file_builder
+
 WIKI_DUMP = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 
 # Bump when the parsing or the split changes, so stale caches are not reused.
@@ -299,9 +301,8 @@ def load_raw_datasets(data_args, cache_dir: str | None) -> tuple[datasets.Datase
         data_files = {"train": data_args.train_file}
         if data_args.validation_file is not None:
             data_files["validation"] = data_args.validation_file
-        extension = data_args.train_file.rsplit(".", 1)[-1]
-        builder = {"txt": "text", "jsonl": "json"}.get(extension, extension)
-        raw = datasets.load_dataset(builder, data_files=data_files, cache_dir=cache_dir, streaming=data_args.streaming)
+        raw = datasets.load_dataset(data_file_builder(data_args.train_file), data_files=data_files, cache_dir=cache_dir,
+                                    streaming=data_args.streaming)
         description = "local files: " + ", ".join(os.path.basename(f) for f in data_files.values())
     else:
         # --validation_split_percentage picks the sample's articles held out; the summaries are all training text.
@@ -321,6 +322,14 @@ def load_raw_datasets(data_args, cache_dir: str | None) -> tuple[datasets.Datase
         raw = datasets.DatasetDict({"train": split["train"], "validation": split["test"]})
         description += f", the last {pct}% held out for validation"
     return raw, description
+
+
+def default_text_column(dataset) -> str:
+    """The column a text is read from when none is named: "text", else the first column of strings, else the first."""
+    columns = column_names(dataset)
+    features = dataset.features or {}  # a stream may not know its features before reading
+    strings = [c for c in columns if getattr(features.get(c), "dtype", None) in ("string", "large_string")]
+    return "text" if "text" in columns else (strings or columns)[0]
 
 
 def is_empty(dataset) -> bool:
@@ -348,9 +357,7 @@ def resolve_text_column(raw: datasets.DatasetDict, name: str | None, description
     to hold text in both splits."""
     columns = column_names(raw["train"])
     if name is None:
-        features = raw["train"].features or {}  # a stream may not know its features before reading
-        strings = [c for c in columns if getattr(features.get(c), "dtype", None) in ("string", "large_string")]
-        name = "text" if "text" in columns else (strings or columns)[0]
+        name = default_text_column(raw["train"])
     elif name not in columns:
         raise ValueError(f"--text_column_name {name!r} is not a column of the training data; available columns: {columns}")
     for split in ("train", "validation"):

@@ -576,6 +576,32 @@ def test_dataset_folder_as_corpus(tmp_path):
     assert read_dataset(str(tmp_path / "d")) == SENTENCES[:3]
 
 
+def test_a_data_file_as_dataset_reads_its_text_column(tmp_path):
+    """--dataset takes a data file as run_mlm's --train_file does (it used to answer "Couldn't find any data file" for
+    a file that exists): the text is the "text" column, else the first column of strings; a named column that is
+    missing or not text, and a file of another kind, are refused by name."""
+    import json
+
+    import datasets
+
+    from hf_minattn.probes.corpus import read_dataset
+
+    jsonl = tmp_path / "corpus.jsonl"
+    jsonl.write_text("".join(json.dumps({"id": i, "body": text}) + "\n" for i, text in enumerate(TEXTS[:3])))
+    assert read_dataset(str(jsonl)) == SENTENCES[:3]
+    parquet = tmp_path / "corpus.parquet"
+    datasets.Dataset.from_dict({"text": TEXTS[:2]}).to_parquet(str(parquet))
+    assert read_dataset(str(parquet)) == SENTENCES[:2]
+    with pytest.raises(ValueError, match=r"--text-column 'text' is not a column of .*corpus.jsonl; its columns: \['id', 'body'\]"):
+        read_dataset(str(jsonl), column="text")
+    with pytest.raises(ValueError, match=r"column 'id' of .*corpus.jsonl holds int values such as 0, not text"):
+        read_dataset(str(jsonl), column="id")
+    other = tmp_path / "corpus.xml"
+    other.write_text("<text>the king</text>")
+    with pytest.raises(ValueError, match=r"--dataset '.*corpus.xml': expected a .txt, .json, .jsonl, .csv or .parquet"):
+        read_dataset(str(other))
+
+
 def test_report_sentences_state_the_thresholds_the_run_used():
     """The report's thresholds come from probes.json: the geometry word filter (min_contexts, --min-count), the
     ratio a head role needs and the attention-graph cut; none is written into the sentence by hand."""

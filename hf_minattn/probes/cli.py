@@ -28,10 +28,10 @@ def probe_parser():
     p.add_argument("model", help="a model folder or a Hub id ('org/name') that AutoModel and a fast AutoTokenizer load")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--corpus", help="UTF-8 text file, one paragraph or sentence per line")
-    source.add_argument("--dataset",
-                        help="a datasets folder (save_to_disk) or a dataset name that datasets.load_dataset accepts")
-    p.add_argument("--split", default="validation", help="dataset split (default: validation)")
-    p.add_argument("--text-column", default="text")
+    source.add_argument("--dataset", help="a datasets folder (save_to_disk), a data file (.txt, .csv, .json, .jsonl, "
+                        ".parquet) or a dataset name that datasets.load_dataset accepts")
+    p.add_argument("--split", default="validation", help="dataset split (default: validation, else the first)")
+    p.add_argument("--text-column", help="the dataset's text column (default: 'text', else the first of strings)")
     p.add_argument("--max-sentences", type=int, default=2000, help="probe sentences (default 2000; 0 = all)")
     p.add_argument("--words", nargs="*", default=[], help=f"probe words, added to {' '.join(DEFAULT_WORDS)}")
     p.add_argument("--sense-word", default=DEFAULT_SENSE_WORD, help="word followed across --sense-sentence's")

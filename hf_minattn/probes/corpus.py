@@ -38,19 +38,33 @@ def read_corpus_file(path, max_sentences=2000, what="corpus file"):
         return _require(split_sentences((line for line in f if line.strip()), max_sentences), path)
 
 
-def read_dataset(name_or_path, split="validation", column="text", max_sentences=2000):
-    """A `datasets` dataset saved with save_to_disk, or any name `load_dataset` resolves offline."""
+def read_dataset(name_or_path, split="validation", column=None, max_sentences=2000):
+    """A `datasets` dataset saved with save_to_disk, a data file (.txt, .csv, .json, .jsonl, .parquet) or any name
+    `load_dataset` resolves; `split` where it has one (else its first split); `column` its text (None: "text", else
+    its first column of strings)."""
     import os
 
     import datasets
 
+    from hf_minattn.checks import check_data_file
+    from hf_minattn.data import default_text_column
+
     if os.path.isdir(name_or_path):
         data = datasets.load_from_disk(name_or_path)
+    elif os.path.isfile(name_or_path):
+        data = datasets.load_dataset(check_data_file(name_or_path, "--dataset"), data_files=name_or_path)
     else:
         data = datasets.load_dataset(name_or_path)
     if isinstance(data, datasets.DatasetDict):
         data = data[split] if split in data else next(iter(data.values()))
-    return _require(split_sentences(data[column], max_sentences), name_or_path)
+    column = column or default_text_column(data)
+    if column not in data.column_names:
+        raise ValueError(f"--text-column {column!r} is not a column of {name_or_path}; its columns: {data.column_names}")
+    other = next((t for t in data[column][:100] if t is not None and not isinstance(t, str)), None)
+    if other is not None:
+        raise ValueError(f"column {column!r} of {name_or_path} holds {type(other).__name__} values such as {other!r}, "
+                         f"not text; name the text column with --text-column (columns: {data.column_names})")
+    return _require(split_sentences((t for t in data[column] if t), max_sentences), name_or_path)
 
 
 def default_sentences(max_sentences=2000):
