@@ -612,8 +612,8 @@ class MinAttnForSequenceClassification(MinAttnPreTrainedModel):
     ) -> SequenceClassifierOutput:
         r"""
         labels (`torch.LongTensor` of shape `(batch_size,)`, *optional*): class indices (cross-entropy), or floats
-            when `num_labels == 1` (mean squared error), or multi-hot floats with
-            `problem_type="multi_label_classification"`.
+            when `num_labels == 1` (mean squared error), or multi-hot floats (binary cross-entropy). Without a
+            `config.problem_type`, the labels set it, as in BERT.
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         kwargs.pop("num_items_in_batch", None)  # the classification loss is a mean over the batch
@@ -630,12 +630,16 @@ class MinAttnForSequenceClassification(MinAttnPreTrainedModel):
 
         loss = None
         if labels is not None:
-            if self.config.problem_type == "multi_label_classification":
-                loss = F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
-            elif self.num_labels == 1:
-                loss = F.mse_loss(logits.squeeze(-1), labels.to(logits.dtype))
-            else:
+            if self.config.problem_type is None:  # as BERT infers it: one output regresses, class ids classify
+                integer = labels.dtype in (torch.long, torch.int)
+                self.config.problem_type = ("regression" if self.num_labels == 1 else
+                                            "single_label_classification" if integer else "multi_label_classification")
+            if self.config.problem_type == "regression":
+                loss = F.mse_loss(logits.squeeze(-1) if self.num_labels == 1 else logits, labels.to(logits.dtype))
+            elif self.config.problem_type == "single_label_classification":
                 loss = F.cross_entropy(logits, labels.view(-1))
+            else:
+                loss = F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
 
         output = SequenceClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions

@@ -319,6 +319,25 @@ def test_sequence_classification_trains():
     assert torch.isfinite(out.loss) and model.classifier.weight.grad.abs().sum() > 0
 
 
+@pytest.mark.parametrize("num_labels, labels, problem, loss", [
+    (3, torch.tensor([0, 2]), "single_label_classification",
+     lambda logits, y: torch.nn.functional.cross_entropy(logits, y)),
+    (3, torch.tensor([[0.0, 1.0, 1.0], [1.0, 0.0, 0.0]]), "multi_label_classification",
+     lambda logits, y: torch.nn.functional.binary_cross_entropy_with_logits(logits, y)),
+    (1, torch.tensor([0.5, -1.0]), "regression", lambda logits, y: torch.nn.functional.mse_loss(logits[:, 0], y)),
+])
+def test_the_classification_loss_follows_the_labels_as_berts_does(num_labels, labels, problem, loss):
+    """Without a problem_type in the config, the labels choose the loss as in BERT: class ids cross-entropy,
+    multi-hot floats binary cross-entropy (they used to go to cross-entropy and fail in torch), one output mean
+    squared error; the choice is kept in the config."""
+    model = MinAttnForSequenceClassification(tiny_config(num_labels=num_labels)).eval()
+    input_ids, attention_mask = padded_batch()
+    assert model.config.problem_type is None
+    out = model(input_ids, attention_mask=attention_mask, labels=labels)
+    assert model.config.problem_type == problem
+    torch.testing.assert_close(out.loss, loss(out.logits, labels))
+
+
 def test_seeded_models_are_identical():
     set_seed(123)
     a = MinAttnForMaskedLM(tiny_config())
