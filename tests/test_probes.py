@@ -576,6 +576,24 @@ def test_dataset_folder_as_corpus(tmp_path):
     assert read_dataset(str(tmp_path / "d")) == SENTENCES[:3]
 
 
+@pytest.mark.parametrize("arguments, message", [
+    (lambda m, t: (t, m, SENTENCES), "model must be a transformers model (AutoModel.from_pretrained), got "),
+    (lambda m, t: (m, "bert", SENTENCES), "tokenizer must be a fast tokenizer (AutoTokenizer.from_pretrained), got str"),
+    (lambda m, t: (m, t, SENTENCES[0]), "sentences must be a list of strings, got str"),
+    (lambda m, t: (m, t, [SENTENCES[0], None]), "sentences must be a list of strings; sentence 1 is a NoneType: None"),
+    (lambda m, t: (m, t, [3]), "sentences must be a list of strings; sentence 0 is a int: 3"),
+])
+def test_run_all_probes_names_an_argument_of_the_wrong_kind_before_any_work(tokenizer, arguments, message):
+    """A Python caller who swaps the model and the tokenizer, or passes one sentence as a string (it used to be read
+    character by character until the vector corpus refused it), gets a TypeError naming the argument at once."""
+    from hf_minattn.probes import ProbeSettings, run_all_probes
+
+    model = MinAttnModel(tiny_config(vocab_size=len(tokenizer))).eval()
+    with pytest.raises(TypeError, match=re.escape(message)):
+        run_all_probes(*arguments(model, tokenizer), ProbeSettings(min_count=2, word2vec=False),
+                       log=lambda line: pytest.fail(f"work started: {line}"))
+
+
 def test_a_data_file_as_dataset_reads_its_text_column(tmp_path):
     """--dataset takes a data file as run_mlm's --train_file does (it used to answer "Couldn't find any data file" for
     a file that exists): the text is the "text" column, else the first column of strings; a named column that is

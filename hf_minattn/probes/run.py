@@ -23,7 +23,7 @@ from .loading import UnsupportedAttention, max_length_for
 from .logit_lens import logit_lens as measure_logit_lens
 from .neighbours import nearest_neighbours, sense_accuracy, word_in_contexts
 from .pooling import selection_for
-from .settings import DEFAULT_EXAMPLES, ProbeSettings  # noqa: F401 (DEFAULT_EXAMPLES: serve.py imports it from here)
+from .settings import DEFAULT_EXAMPLES, ProbeSettings, check_probe_arguments  # noqa: F401 (DEFAULT_EXAMPLES: serve.py imports it from here)
 from .vectors import word_vectors
 from .layouts import unless_unsupported
 from .weights import UnsupportedArchitecture, initial_model, weight_spectra
@@ -242,10 +242,7 @@ def run_all_probes(model, tokenizer, sentences, settings=ProbeSettings(), *, mod
     vector corpus). `provenance`: what the caller adds to the run's record (e.g. the command line; see
     `run_provenance`). `log`: where progress lines go.
     """
-    if not isinstance(settings, ProbeSettings):
-        raise TypeError(f"settings must be a ProbeSettings, got {type(settings).__name__}")
-    if reference is not None and not (isinstance(reference, tuple) and len(reference) == 3):
-        raise TypeError(f"reference must be a (model, tokenizer, name) tuple, got {type(reference).__name__}")
+    check_probe_arguments(model, tokenizer, sentences, settings, reference)
     model.eval()
     vector_corpus = _VectorCorpus(sentences if corpus is None else corpus, corpus_name or (
         "the probe sentences" if corpus is None else "the given corpus"), corpus_words)

@@ -80,3 +80,24 @@ class ProbeSettings:
         for name in ("sense_word", "model_name"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise ValueError(f"{name} must be a string or None, got {getattr(self, name)!r}")
+
+
+def check_probe_arguments(model, tokenizer, sentences, settings, reference=None) -> None:
+    """What `run_all_probes` is given, checked before any work: a TypeError naming the argument that is not what
+    it needs (a model and tokenizer swapped, one sentence as a string, a sentence that is not a string)."""
+    from transformers import PreTrainedModel
+
+    if not isinstance(model, PreTrainedModel):
+        raise TypeError(f"model must be a transformers model (AutoModel.from_pretrained), got {type(model).__name__}")
+    if not getattr(tokenizer, "is_fast", False):
+        raise TypeError(f"tokenizer must be a fast tokenizer (AutoTokenizer.from_pretrained), got "
+                        f"{type(tokenizer).__name__}")
+    if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)):
+        raise TypeError(f"sentences must be a list of strings, got {type(sentences).__name__}")
+    bad = next(((i, s) for i, s in enumerate(sentences) if not isinstance(s, str)), None)
+    if bad is not None:
+        raise TypeError(f"sentences must be a list of strings; sentence {bad[0]} is a {type(bad[1]).__name__}: {bad[1]!r}")
+    if not isinstance(settings, ProbeSettings):
+        raise TypeError(f"settings must be a ProbeSettings, got {type(settings).__name__}")
+    if reference is not None and not (isinstance(reference, tuple) and len(reference) == 3):
+        raise TypeError(f"reference must be a (model, tokenizer, name) tuple, got {type(reference).__name__}")
