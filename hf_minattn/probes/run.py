@@ -23,7 +23,8 @@ from .loading import UnsupportedAttention, max_length_for
 from .logit_lens import logit_lens as measure_logit_lens
 from .neighbours import nearest_neighbours, sense_accuracy, word_in_contexts
 from .pooling import selection_for
-from .settings import DEFAULT_EXAMPLES, ProbeSettings, check_probe_arguments  # noqa: F401 (DEFAULT_EXAMPLES: serve.py imports it from here)
+# DEFAULT_EXAMPLES: serve.py imports it from here
+from .settings import DEFAULT_EXAMPLES, ProbeSettings, check_probe_arguments  # noqa: F401
 from .vectors import word_vectors
 from .layouts import unless_unsupported
 from .weights import UnsupportedArchitecture, initial_model, weight_spectra

@@ -85,9 +85,9 @@ class ProbeSettings:
 def check_probe_arguments(model, tokenizer, sentences, settings, reference=None) -> None:
     """What `run_all_probes` is given, checked before any work: a TypeError naming the argument that is not what
     it needs (a model and tokenizer swapped, one sentence as a string, a sentence that is not a string)."""
-    from transformers import PreTrainedModel
+    import torch
 
-    if not isinstance(model, PreTrainedModel):
+    if not isinstance(model, torch.nn.Module) or not hasattr(model, "config"):  # a wrapper (PEFT's) passes
         raise TypeError(f"model must be a transformers model (AutoModel.from_pretrained), got {type(model).__name__}")
     if not getattr(tokenizer, "is_fast", False):
         raise TypeError(f"tokenizer must be a fast tokenizer (AutoTokenizer.from_pretrained), got "
