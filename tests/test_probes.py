@@ -463,6 +463,23 @@ def test_a_gpt2_style_model_without_padding_cls_or_sep_tokens_is_probed(tmp_path
     assert np.array(stats["self"]).shape == (2, 4) and results.geometry is not None
 
 
+def test_a_special_token_beyond_the_models_embeddings_is_refused_when_loaded(tokenizer, tmp_path):
+    """A token added to the tokenizer without resizing the model (here a padding token of its own) has no embedding
+    row: refused by name when loaded (torch's "index out of range" used to come at the first padded batch)."""
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    tokenizer.save_pretrained(tmp_path)
+    BertModel(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                         intermediate_size=40)).save_pretrained(tmp_path)
+    assert load_encoder(str(tmp_path))[0].config.vocab_size == len(tokenizer)  # as saved, it loads
+    grown = AutoTokenizer.from_pretrained(tmp_path)
+    grown.add_special_tokens({"additional_special_tokens": ["<extra>"]})
+    grown.save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match=rf"special token '<extra>' the id {len(tokenizer)}, but the model's input "
+                                         rf"embeddings have {len(tokenizer)} rows"):
+        load_encoder(str(tmp_path))
+
+
 def test_a_model_that_pools_tokens_between_blocks_is_refused_by_name(tokenizer):
     """The Funnel Transformer shortens the sequence between blocks: the probes, which need one vector per token at
     every layer, refuse it with one line saying so (it used to end in torch.stack's RuntimeError)."""

@@ -56,6 +56,14 @@ def _gpt2():
                                 embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=1, eos_token_id=2))
 
 
+def _llama():
+    from transformers import LlamaConfig, LlamaModel
+
+    return LlamaModel(LlamaConfig(vocab_size=VOCAB, hidden_size=C, num_hidden_layers=L, num_attention_heads=H,
+                                  num_key_value_heads=H, intermediate_size=37, max_position_embeddings=40,
+                                  attention_bias=True, bos_token_id=1, eos_token_id=2))
+
+
 def _minattn(**overrides):
     return lambda: MinAttnModel(tiny_config(vocab_size=VOCAB, hidden_size=C, num_attention_heads=H, **overrides))
 
@@ -83,6 +91,12 @@ def _gpt2_oracle(layer):  # pre-norm: ln_1 then c_attn (Conv1D)
     return dict(x=layer.ln_1, output=layer.attn.c_proj, **_fused(layer.attn.c_attn.bias))
 
 
+def _llama_oracle(layer):  # pre-norm: input_layernorm (RMSNorm) then q_proj/k_proj/v_proj; rotary as ModernBERT's
+    a = layer.self_attn
+    return dict(x=layer.input_layernorm, q=a.q_proj.bias, k=a.k_proj.bias, v=a.v_proj.bias, output=a.o_proj,
+                attention=a)
+
+
 def _minattn_oracle(layer):  # pre-norm (the default): attention_norm then attention.qkv_proj
     qkv = layer.attention.qkv_proj
     biases = _fused(qkv.bias) if qkv is not None else dict(q=None, k=None, v=None)
@@ -99,6 +113,7 @@ ARCHITECTURES = {
     "distilbert": (_distilbert, lambda m: m.transformer.layer, _distilbert_oracle, "DistilBERT-style", False),
     "modernbert": (_modernbert, lambda m: m.layers, _modernbert_oracle, "ModernBERT-style", False),
     "gpt2": (_gpt2, lambda m: m.h, _gpt2_oracle, "GPT-2-style", True),
+    "llama": (_llama, lambda m: m.layers, _llama_oracle, "Llama-style", True),
     "minattn": (_minattn(), lambda m: m.layers, _minattn_oracle, "get_head_weights()", False),
 }
 
@@ -134,7 +149,7 @@ def _run(model, name, input_ids):
             with_kwargs=True))
         handles.append(oracle["output"].register_forward_hook(
             lambda m, args, out, i=i: seen["output"].__setitem__(i, out)))
-        if "attention" in oracle:  # ModernBERT: the rotary cos, sin its attention receives
+        if "attention" in oracle:  # ModernBERT, Llama: the rotary cos, sin its attention receives
             handles.append(oracle["attention"].register_forward_pre_hook(
                 lambda m, args, kwargs, i=i: seen["rotary"].__setitem__(i, kwargs["position_embeddings"]),
                 with_kwargs=True))
@@ -328,3 +343,11 @@ def test_a_matching_layout_with_other_shapes_is_refused():
     model.h[0].attn.c_proj = nn.Linear(C, C)  # not a Conv1D: GPT-2's names, but not its layout
     with pytest.raises(UnsupportedArchitecture, match="GPT2Model"):
         head_weights(model)
+    from transformers import LlamaConfig, LlamaModel
+
+    grouped = LlamaModel(LlamaConfig(vocab_size=VOCAB, hidden_size=C, num_hidden_layers=L, num_attention_heads=H,
+                                     num_key_value_heads=2, intermediate_size=37))  # keys and values shared by 2 heads
+    with pytest.raises(UnsupportedArchitecture, match=r"Llama-style .* layer 0's key maps 32 -> 16 features"):
+        head_weights(grouped)
+    with pytest.raises(UnsupportedArchitecture, match="grouped-query attention"):
+        attention_modules(grouped)  # so the norm weighting and the ablation are skipped too

@@ -28,8 +28,10 @@ config's own names (GPT-2: n_head, n_embd; DistilBERT: n_heads, dim).
 | DistilBERT | transformer.layer   | attention.q_lin / k_lin / v_lin          | attention.out_lin      | v_lin     |
 | ModernBERT | layers              | attn.Wqkv (fused; input after attn_norm) | attn.Wo                | Wqkv      |
 | GPT-2      | h                   | attn.c_attn (fused Conv1D; after ln_1)   | attn.c_proj (Conv1D)   | c_attn    |
+| Llama      | layers              | self_attn.q_proj / k_proj / v_proj       | self_attn.o_proj       | v_proj    |
 
-BERT-style covers BERT, RoBERTa, XLM-R, ELECTRA and MiniLM (a BertModel). Any other layout raises
+BERT-style covers BERT, RoBERTa, XLM-R, ELECTRA and MiniLM (a BertModel); Llama-style, decoders with its names whose
+keys and values are not shared across heads (grouped-query attention is refused by its shapes). Any other layout raises
 `UnsupportedArchitecture` naming the attention-like modules of the model's first layer, so a new row is easy to add.
 """
 
@@ -99,6 +101,8 @@ LAYOUTS = (
            output="attn.Wo"),
     Layout("GPT-2-style (h[i].attn.c_attn fused Conv1D, attn.c_proj)", layers="h", qkv="attn.c_attn",
            output="attn.c_proj", conv1d=True),
+    Layout("Llama-style (layers[i].self_attn.q_proj/k_proj/v_proj, self_attn.o_proj)", layers="layers",
+           query="self_attn.q_proj", key="self_attn.k_proj", value="self_attn.v_proj", output="self_attn.o_proj"),
 )
 
 

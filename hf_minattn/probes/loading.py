@@ -37,7 +37,22 @@ def load_encoder(path, attn_implementation=None, trust_remote_code=False, device
     if getattr(model.config, "is_encoder_decoder", False):
         raise ValueError(f"{source.name} is an encoder-decoder model ({type(model).__name__}); the probes read the "
                          "layers of an encoder-only (BERT-like) or decoder-only (GPT-2-like) model")
-    return model.to(device).eval(), with_pad_token(require_fast_tokenizer(tokenizer))
+    tokenizer = with_pad_token(require_fast_tokenizer(tokenizer))
+    check_special_ids(model, tokenizer, source.name)
+    return model.to(device).eval(), tokenizer
+
+
+def check_special_ids(model, tokenizer, name):
+    """A ValueError when a special token's id has no row in the model's input embeddings (a token added to the
+    tokenizer without resizing the model): torch would fail with "index out of range" at the first batch it pads."""
+    embeddings = model.get_input_embeddings()
+    rows = getattr(embeddings, "num_embeddings", None)
+    beyond = [(t, i) for t, i in zip(tokenizer.all_special_tokens, tokenizer.all_special_ids) if rows and i >= rows]
+    if beyond:
+        token, index = beyond[0]
+        raise ValueError(f"the tokenizer of {name} gives its special token {token!r} the id {index}, but the model's "
+                         f"input embeddings have {rows} rows (ids 0-{rows - 1}); resize them "
+                         "(model.resize_token_embeddings(len(tokenizer))) or use the model's own tokenizer")
 
 
 def with_pad_token(tokenizer):
