@@ -56,12 +56,14 @@ def _gpt2():
                                 embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=1, eos_token_id=2))
 
 
-def _llama():
-    from transformers import LlamaConfig, LlamaModel
+def _llama(key_value_heads=H):
+    def make():
+        from transformers import LlamaConfig, LlamaModel
 
-    return LlamaModel(LlamaConfig(vocab_size=VOCAB, hidden_size=C, num_hidden_layers=L, num_attention_heads=H,
-                                  num_key_value_heads=H, intermediate_size=37, max_position_embeddings=40,
-                                  attention_bias=True, bos_token_id=1, eos_token_id=2))
+        return LlamaModel(LlamaConfig(vocab_size=VOCAB, hidden_size=C, num_hidden_layers=L, num_attention_heads=H,
+                                      num_key_value_heads=key_value_heads, intermediate_size=37,
+                                      max_position_embeddings=40, attention_bias=True, bos_token_id=1, eos_token_id=2))
+    return make
 
 
 def _minattn(**overrides):
@@ -93,8 +95,13 @@ def _gpt2_oracle(layer):  # pre-norm: ln_1 then c_attn (Conv1D)
 
 def _llama_oracle(layer):  # pre-norm: input_layernorm (RMSNorm) then q_proj/k_proj/v_proj; rotary as ModernBERT's
     a = layer.self_attn
-    return dict(x=layer.input_layernorm, q=a.q_proj.bias, k=a.k_proj.bias, v=a.v_proj.bias, output=a.o_proj,
-                attention=a)
+
+    def per_query_head(bias):  # grouped-query: query head h reads key/value head h // (H / key-value heads)
+        shared = bias.view(-1, D)
+        return torch.cat([shared[h // (H // shared.shape[0])] for h in range(H)])
+
+    return dict(x=layer.input_layernorm, q=a.q_proj.bias, k=per_query_head(a.k_proj.bias),
+                v=per_query_head(a.v_proj.bias), output=a.o_proj, attention=a)
 
 
 def _minattn_oracle(layer):  # pre-norm (the default): attention_norm then attention.qkv_proj
@@ -113,7 +120,8 @@ ARCHITECTURES = {
     "distilbert": (_distilbert, lambda m: m.transformer.layer, _distilbert_oracle, "DistilBERT-style", False),
     "modernbert": (_modernbert, lambda m: m.layers, _modernbert_oracle, "ModernBERT-style", False),
     "gpt2": (_gpt2, lambda m: m.h, _gpt2_oracle, "GPT-2-style", True),
-    "llama": (_llama, lambda m: m.layers, _llama_oracle, "Llama-style", True),
+    "llama": (_llama(), lambda m: m.layers, _llama_oracle, "Llama-style", True),
+    "llama_grouped_query": (_llama(key_value_heads=2), lambda m: m.layers, _llama_oracle, "Llama-style", True),
     "minattn": (_minattn(), lambda m: m.layers, _minattn_oracle, "get_head_weights()", False),
 }
 
@@ -343,11 +351,10 @@ def test_a_matching_layout_with_other_shapes_is_refused():
     model.h[0].attn.c_proj = nn.Linear(C, C)  # not a Conv1D: GPT-2's names, but not its layout
     with pytest.raises(UnsupportedArchitecture, match="GPT2Model"):
         head_weights(model)
-    from transformers import LlamaConfig, LlamaModel
-
-    grouped = LlamaModel(LlamaConfig(vocab_size=VOCAB, hidden_size=C, num_hidden_layers=L, num_attention_heads=H,
-                                     num_key_value_heads=2, intermediate_size=37))  # keys and values shared by 2 heads
-    with pytest.raises(UnsupportedArchitecture, match=r"Llama-style .* layer 0's key maps 32 -> 16 features"):
+    grouped = _model("llama_grouped_query")
+    grouped.config.num_key_value_heads = 3  # keys of 2 heads, but the config says 3
+    with pytest.raises(UnsupportedArchitecture, match=r"4 query heads do not share 3 key/value heads evenly"):
         head_weights(grouped)
-    with pytest.raises(UnsupportedArchitecture, match="grouped-query attention"):
+    grouped.config.num_key_value_heads = 4
+    with pytest.raises(UnsupportedArchitecture, match=r"Llama-style .* layer 0's key maps 32 -> 16 features"):
         attention_modules(grouped)  # so the norm weighting and the ablation are skipped too

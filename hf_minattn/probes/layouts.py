@@ -30,8 +30,8 @@ config's own names (GPT-2: n_head, n_embd; DistilBERT: n_heads, dim).
 | GPT-2      | h                   | attn.c_attn (fused Conv1D; after ln_1)   | attn.c_proj (Conv1D)   | c_attn    |
 | Llama      | layers              | self_attn.q_proj / k_proj / v_proj       | self_attn.o_proj       | v_proj    |
 
-BERT-style covers BERT, RoBERTa, XLM-R, ELECTRA and MiniLM (a BertModel); Llama-style, decoders with its names whose
-keys and values are not shared across heads (grouped-query attention is refused by its shapes). Any other layout raises
+BERT-style covers BERT, RoBERTa, XLM-R, ELECTRA and MiniLM (a BertModel); Llama-style, decoders with its names (Llama,
+Gemma, Mistral, Qwen 2), grouped-query attention included: each query head gets the key and value head it shares. Any other layout raises
 `UnsupportedArchitecture` naming the attention-like modules of the model's first layer, so a new row is easy to add.
 """
 
@@ -190,13 +190,31 @@ def _weight(module, layout, out_features, model, role, layer):
         raise UnsupportedArchitecture(
             f"{type(model).__name__} matches {layout.name}, but layer {layer}'s {role} maps {weight.shape[1]} -> "
             f"{weight.shape[0]} features where {model.config.num_attention_heads} heads of the hidden size {C} need "
-            f"{C} -> {out_features} (grouped-query attention or heads of another size are not supported)")
+            f"{C} -> {out_features} (heads of another size are not supported)")
     return weight
+
+
+def _key_value_heads(model, H):
+    """The heads that keys and values have: fewer than the queries' under grouped-query attention (Llama 3, Mistral,
+    Qwen 2: config.num_key_value_heads), each shared by H / that many query heads in turn."""
+    kv = getattr(model.config, "num_key_value_heads", None) or H
+    if H % kv:
+        raise UnsupportedArchitecture(f"{type(model).__name__}: {H} query heads do not share {kv} key/value heads "
+                                      "evenly")
+    return kv
+
+
+def _shared(weight, kv, H):
+    """(kv * D, ...) key or value rows -> (H * D, ...): query head h reads key/value head h // (H / kv), as
+    transformers' repeat_kv gives it (a copy where kv < H, else the weight itself)."""
+    if kv == H:
+        return weight
+    return weight.view(kv, -1, *weight.shape[1:]).repeat_interleave(H // kv, dim=0).flatten(0, 1)
 
 
 def layout_head_weights(model, table=None):
     """Per layer {"W_Q", "W_K", "W_V": (heads, head_dim, hidden), "W_O": (heads, hidden, head_dim)} (views of the
-    model's weights where it has them), and the layout's name."""
+    model's weights where it has them; copies of key/value heads that query heads share), and the layout's name."""
     layout, resolved = find_layout(model, table)
     H, D, C = _geometry(model)
     heads = []
@@ -209,8 +227,11 @@ def layout_head_weights(model, table=None):
                 qkv = _weight(modules["qkv"], layout, 3 * C, model, "fused Q/K/V projection", i)  # (3C, C)
                 W_Q, W_K, W_V = qkv.view(3, H, D, C).unbind(0)  # rows [q | k | v], each head-major: (H, D, C) each
         else:
-            W_Q, W_K, W_V = (_weight(modules[role], layout, C, model, role, i).view(H, D, C)  # (C, C) -> (H, D, C)
-                             for role in ("query", "key", "value"))
+            kv = _key_value_heads(model, H)
+            W_Q = _weight(modules["query"], layout, C, model, "query", i)
+            W_K, W_V = (_shared(_weight(modules[role], layout, kv * D, model, role, i), kv, H)
+                        for role in ("key", "value"))
+            W_Q, W_K, W_V = (w.view(H, D, C) for w in (W_Q, W_K, W_V))  # (C, C) -> (H, D, C)
         W_O = _weight(modules["output"], layout, C, model, "output projection", i)  # (C out, C in = heads x D)
         heads.append({"W_Q": W_Q, "W_K": W_K, "W_V": W_V,
                       "W_O": W_O.view(C, H, D).permute(1, 0, 2)})  # (C, H, D) -> (H, C, D): columns of head h
@@ -222,7 +243,7 @@ def layout_attention_modules(model, table=None):
     head-major) or None}."""
     layout_head_weights(model, table)  # the heads' shapes checked as for the weights probe (ConvBERT's do not fit)
     layout, resolved = find_layout(model, table)
-    C = model.config.hidden_size
+    H, _, C = _geometry(model)
     out = []
     for modules in resolved:
         if layout.qkv:
@@ -230,6 +251,7 @@ def layout_attention_modules(model, table=None):
             # the fused bias is [b_q | b_k | b_v] like the weight's rows: (3C,) -> b_v (C,), head h at h*D:(h+1)*D
             bias = None if fused is None or fused.bias is None else fused.bias.detach()[2 * C:3 * C]
         else:
-            bias = None if modules["value"].bias is None else modules["value"].bias.detach()
+            value = modules["value"].bias
+            bias = None if value is None else _shared(value.detach(), _key_value_heads(model, H), H)
         out.append({"input": modules["input"], "output": modules["output"], "value_bias": bias})
     return out
