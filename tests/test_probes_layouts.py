@@ -66,6 +66,14 @@ def _llama(key_value_heads=H):
     return make
 
 
+def _gpt_neox():
+    from transformers import GPTNeoXConfig, GPTNeoXModel
+
+    return GPTNeoXModel(GPTNeoXConfig(vocab_size=VOCAB, hidden_size=C, num_hidden_layers=L, num_attention_heads=H,
+                                      intermediate_size=37, max_position_embeddings=40, rotary_pct=1.0,
+                                      bos_token_id=1, eos_token_id=2))
+
+
 def _minattn(**overrides):
     return lambda: MinAttnModel(tiny_config(vocab_size=VOCAB, hidden_size=C, num_attention_heads=H, **overrides))
 
@@ -104,6 +112,13 @@ def _llama_oracle(layer):  # pre-norm: input_layernorm (RMSNorm) then q_proj/k_p
                 v=per_query_head(a.v_proj.bias), output=a.o_proj, attention=a)
 
 
+def _gpt_neox_oracle(layer):  # pre-norm: input_layernorm then query_key_value, whose rows are (head, q/k/v, D)
+    a = layer.attention
+    q, k, v = (torch.cat([a.query_key_value.bias[(3 * h + part) * D:(3 * h + part + 1) * D] for h in range(H)])
+               for part in range(3))
+    return dict(x=layer.input_layernorm, q=q, k=k, v=v, output=a.dense, attention=a)
+
+
 def _minattn_oracle(layer):  # pre-norm (the default): attention_norm then attention.qkv_proj
     qkv = layer.attention.qkv_proj
     biases = _fused(qkv.bias) if qkv is not None else dict(q=None, k=None, v=None)
@@ -122,6 +137,7 @@ ARCHITECTURES = {
     "gpt2": (_gpt2, lambda m: m.h, _gpt2_oracle, "GPT-2-style", True),
     "llama": (_llama(), lambda m: m.layers, _llama_oracle, "Llama-style", True),
     "llama_grouped_query": (_llama(key_value_heads=2), lambda m: m.layers, _llama_oracle, "Llama-style", True),
+    "gpt_neox": (_gpt_neox, lambda m: m.layers, _gpt_neox_oracle, "GPT-NeoX-style", True),
     "minattn": (_minattn(), lambda m: m.layers, _minattn_oracle, "get_head_weights()", False),
 }
 
@@ -157,7 +173,7 @@ def _run(model, name, input_ids):
             with_kwargs=True))
         handles.append(oracle["output"].register_forward_hook(
             lambda m, args, out, i=i: seen["output"].__setitem__(i, out)))
-        if "attention" in oracle:  # ModernBERT, Llama: the rotary cos, sin its attention receives
+        if "attention" in oracle:  # ModernBERT, Llama, GPT-NeoX: the rotary cos, sin its attention receives
             handles.append(oracle["attention"].register_forward_pre_hook(
                 lambda m, args, kwargs, i=i: seen["rotary"].__setitem__(i, kwargs["position_embeddings"]),
                 with_kwargs=True))

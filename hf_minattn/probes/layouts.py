@@ -21,18 +21,20 @@ above (so grouped-query attention or heads of another size are refused rather th
 hidden size come from `config.num_attention_heads` and `config.hidden_size`, which transformers maps to each
 config's own names (GPT-2: n_head, n_embd; DistilBERT: n_heads, dim).
 
-| layout     | layers (base model) | Q, K, V (from each layer)                | W_O                    | x enters  |
-|------------|---------------------|------------------------------------------|------------------------|-----------|
-| MinAttn    | layers              | attention.qkv_proj (fused; None: I)      | attention.o_proj       | attention |
-| BERT-style | encoder.layer       | attention.self.query / key / value       | attention.output.dense | value     |
-| DistilBERT | transformer.layer   | attention.q_lin / k_lin / v_lin          | attention.out_lin      | v_lin     |
-| ModernBERT | layers              | attn.Wqkv (fused; input after attn_norm) | attn.Wo                | Wqkv      |
-| GPT-2      | h                   | attn.c_attn (fused Conv1D; after ln_1)   | attn.c_proj (Conv1D)   | c_attn    |
-| Llama      | layers              | self_attn.q_proj / k_proj / v_proj       | self_attn.o_proj       | v_proj    |
+| layout     | layers (base model) | Q, K, V (from each layer)                  | W_O                    | x enters        |
+|------------|---------------------|--------------------------------------------|------------------------|-----------------|
+| MinAttn    | layers              | attention.qkv_proj (fused; None: I)        | attention.o_proj       | attention       |
+| BERT-style | encoder.layer       | attention.self.query / key / value         | attention.output.dense | value           |
+| DistilBERT | transformer.layer   | attention.q_lin / k_lin / v_lin            | attention.out_lin      | v_lin           |
+| ModernBERT | layers              | attn.Wqkv (fused; input after attn_norm)   | attn.Wo                | Wqkv            |
+| GPT-2      | h                   | attn.c_attn (fused Conv1D; after ln_1)     | attn.c_proj (Conv1D)   | c_attn          |
+| Llama      | layers              | self_attn.q_proj / k_proj / v_proj         | self_attn.o_proj       | v_proj          |
+| GPT-NeoX   | layers              | attention.query_key_value (fused, by head) | attention.dense        | query_key_value |
 
 BERT-style covers BERT, RoBERTa, XLM-R, ELECTRA and MiniLM (a BertModel); Llama-style, decoders with its names (Llama,
-Gemma, Mistral, Qwen 2), grouped-query attention included: each query head gets the key and value head it shares. Any other layout raises
-`UnsupportedArchitecture` naming the attention-like modules of the model's first layer, so a new row is easy to add.
+Gemma, Mistral, Qwen 2), grouped-query attention included: each query head gets the key and value head it shares;
+GPT-NeoX-style, Pythia. Any other layout raises `UnsupportedArchitecture` naming the attention-like modules of the
+model's first layer, so a new row is easy to add.
 """
 
 from dataclasses import dataclass
@@ -78,6 +80,7 @@ class Layout:
     qkv: str | None = None  # or one fused projection (q, k, v stacked along the output)
     input: str | None = None  # the module whose forward input is x; default: `value` or `qkv`
     conv1d: bool = False  # weights stored (in, out) (transformers' Conv1D), not nn.Linear's (out, in)
+    qkv_per_head: bool = False  # the fused rows are head by head, [q_h | k_h | v_h] (GPT-NeoX), not [q | k | v]
     identity_if_absent: bool = False  # `qkv` may be None: W_Q = W_K = W_V = I
 
     @property
@@ -103,6 +106,8 @@ LAYOUTS = (
            output="attn.c_proj", conv1d=True),
     Layout("Llama-style (layers[i].self_attn.q_proj/k_proj/v_proj, self_attn.o_proj)", layers="layers",
            query="self_attn.q_proj", key="self_attn.k_proj", value="self_attn.v_proj", output="self_attn.o_proj"),
+    Layout("GPT-NeoX-style (layers[i].attention.query_key_value fused head by head, attention.dense)",
+           layers="layers", qkv="attention.query_key_value", output="attention.dense", qkv_per_head=True),
 )
 
 
@@ -225,7 +230,10 @@ def layout_head_weights(model, table=None):
                 W_Q = W_K = W_V = identity
             else:
                 qkv = _weight(modules["qkv"], layout, 3 * C, model, "fused Q/K/V projection", i)  # (3C, C)
-                W_Q, W_K, W_V = qkv.view(3, H, D, C).unbind(0)  # rows [q | k | v], each head-major: (H, D, C) each
+                if layout.qkv_per_head:
+                    W_Q, W_K, W_V = qkv.view(H, 3, D, C).unbind(1)  # rows [q_h | k_h | v_h] head by head
+                else:
+                    W_Q, W_K, W_V = qkv.view(3, H, D, C).unbind(0)  # rows [q | k | v], each head-major
         else:
             kv = _key_value_heads(model, H)
             W_Q = _weight(modules["query"], layout, C, model, "query", i)
@@ -248,8 +256,10 @@ def layout_attention_modules(model, table=None):
     for modules in resolved:
         if layout.qkv:
             fused = modules["qkv"]
-            # the fused bias is [b_q | b_k | b_v] like the weight's rows: (3C,) -> b_v (C,), head h at h*D:(h+1)*D
-            bias = None if fused is None or fused.bias is None else fused.bias.detach()[2 * C:3 * C]
+            # the fused bias is ordered like the weight's rows: b_v (C,), head h at h*D:(h+1)*D
+            bias = None if fused is None or fused.bias is None else fused.bias.detach()
+            if bias is not None:
+                bias = bias.view(H, 3, -1)[:, 2].reshape(C) if layout.qkv_per_head else bias[2 * C:3 * C]
         else:
             value = modules["value"].bias
             bias = None if value is None else _shared(value.detach(), _key_value_heads(model, H), H)
