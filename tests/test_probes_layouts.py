@@ -277,6 +277,20 @@ def test_zero_head_removes_exactly_that_heads_term(name):
     torch.testing.assert_close(ablated["output"][0], intact["output"][0], atol=0, rtol=0)
 
 
+def test_queries_and_keys_normalised_per_head_skip_the_weights_probe_only():
+    """Qwen 3 normalises each head's queries and keys after q_proj and k_proj (q_norm, k_norm): its names are
+    Llama's, so the table reads its heads, and the norm weighting (W_V, W_O) holds, but W_Q^T W_K is not the form
+    its attention computes: the weights probe refuses it by name rather than report those circuits."""
+    from transformers import Qwen3Config, Qwen3Model
+
+    model = Qwen3Model(Qwen3Config(vocab_size=VOCAB, hidden_size=C, num_hidden_layers=L, num_attention_heads=H,
+                                   num_key_value_heads=2, head_dim=D, intermediate_size=37))
+    assert len(head_weights(model)[0]) == L and len(attention_modules(model)) == L
+    with pytest.raises(UnsupportedArchitecture, match=r"Qwen3Model normalises each head's queries and keys after W_Q "
+                                                      r"and W_K \(layers.0.self_attn.q_norm and 3 more\)"):
+        weight_spectra(model)
+
+
 def test_gpt2_conv1d_weights_are_transposed():
     """Conv1D stores (in, out): head h's query is columns h*D:(h+1)*D of c_attn.weight, its value columns 2C + h*D..,
     and its W_O rows h*D:(h+1)*D of c_proj.weight; the forward computes x @ weight + bias."""

@@ -89,7 +89,16 @@ def _circuit_spectra(heads):
     return CircuitSpectra(**out)
 
 
+# Modules that normalise each head's queries and keys after W_Q and W_K (Qwen 3, Gemma 3, OLMo 2, Cohere, Phi's option)
+QUERY_KEY_NORMS = ("q_norm", "k_norm", "q_layernorm", "k_layernorm")
+
+
 def weight_spectra(model, compare_with_init=True, seed=0):
+    normed = [name for name, _ in model.named_modules() if name.rsplit(".", 1)[-1] in QUERY_KEY_NORMS]
+    if normed:  # the OV circuits would be right, the QK ones not: the probe reports both, so it does not run
+        raise UnsupportedArchitecture(f"{type(model).__name__} normalises each head's queries and keys after W_Q and "
+                                      f"W_K ({normed[0]} and {len(normed) - 1} more), so W_Q,h^T W_K,h is not the form "
+                                      "its attention computes")
     heads, source = head_weights(model)
     heads = [{k: None if w is None else w.cpu() for k, w in layer.items()} for layer in heads]
     result = WeightResults(source=source, head_dim=heads[0]["W_Q"].shape[1], trained=circuit_spectra(heads))
