@@ -5,9 +5,10 @@ the value bias b_V) and head ablation (W_O, whose input holds the heads' outputs
 modules here. `LAYOUTS` is a tuple of `Layout`s, tried in order; each names, as attribute paths,
 
 - `layers`: the list of layers, from `model.base_model` (the bare encoder inside any task model);
-- from each layer, either separate projections `query`, `key`, `value` (each hidden -> hidden) or one fused `qkv`
-  (hidden -> 3 * hidden, output rows [0, C) = W_Q, [C, 2C) = W_K, [2C, 3C) = W_V), and `output` (W_O, hidden ->
-  hidden, its input the heads' outputs concatenated: head h at channels h*D:(h+1)*D);
+- from each layer, either separate projections `query`, `key`, `value` (each hidden -> hidden; keys and values
+  hidden -> kv_heads * head_dim under grouped-query attention) or one fused `qkv` (hidden -> 3 * hidden, output rows
+  [0, C) = W_Q, [C, 2C) = W_K, [2C, 3C) = W_V; with `qkv_per_head`, rows 3hD:(3h+3)D = head h's q, k, v), and
+  `output` (W_O, hidden -> hidden, its input the heads' outputs concatenated: head h at channels h*D:(h+1)*D);
 - `input`: the module whose forward input is x, the input of the attention sublayer (after the LayerNorm in a
   pre-norm model, the layer input in a post-norm one); by default the value (or fused) projection itself;
 - `conv1d`: the projections are transformers' `Conv1D` (GPT-2), whose weight is stored (in, out), the transpose of
@@ -17,9 +18,9 @@ modules here. `LAYOUTS` is a tuple of `Layout`s, tried in order; each names, as 
 Inside every projection, head h owns output rows h*D:(h+1)*D of each of Q, K, V (D = hidden / heads): this is how
 every architecture here splits its projections into heads (`.view(..., heads, head_dim)`). A layout matches when
 all its paths exist in the first layer and are modules of the right kind; its weights must then have the shapes
-above (so grouped-query attention or heads of another size are refused rather than misread). The head count and
-hidden size come from `config.num_attention_heads` and `config.hidden_size`, which transformers maps to each
-config's own names (GPT-2: n_head, n_embd; DistilBERT: n_heads, dim).
+above (so heads of another size are refused rather than misread). The head count and hidden size come from
+`config.num_attention_heads` and `config.hidden_size`, which transformers maps to each config's own names (GPT-2:
+n_head, n_embd; DistilBERT: n_heads, dim), and the key/value heads from `config.num_key_value_heads` where it has one.
 
 | layout     | layers (base model) | Q, K, V (from each layer)                  | W_O                    | x enters        |
 |------------|---------------------|--------------------------------------------|------------------------|-----------------|
