@@ -7,7 +7,6 @@ exceptions (and transformers' OSError raised from one) are turned into a FileNot
 the id and the revision; `hf-minattn` and `run_mlm.py` print that in one line (`hf_minattn.cli.run_reporting_errors`).
 """
 
-import json
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -82,17 +81,6 @@ def find_model(name, revision=None, cache_dir=None) -> ModelSource:
         config = hf_hub_download(name, "config.json", revision=revision, cache_dir=cache_dir)
     folder = os.path.dirname(config)  # the cache's snapshots/<commit>/ folder
     return ModelSource(name, folder, revision, os.path.basename(folder))
-
-
-def check_minattn_checkpoint(source: ModelSource) -> None:
-    """A ValueError unless the config.json of `source` is a MinAttn one (transformers would build a MinAttnConfig
-    from any config.json, with a warning, and so train a new MinAttn model in place of the one named)."""
-    with open(os.path.join(source.folder, "config.json"), encoding="utf-8") as f:
-        model_type = json.load(f).get("model_type")
-    if model_type != "minattn":
-        raise ValueError(f"--model_name_or_path {source.name!r} is a {model_type!r} checkpoint; run_mlm.py continues "
-                         "training a MinAttn model (model_type 'minattn'). Leave it unset to train one from scratch, "
-                         "or train other models with transformers' own run_mlm.py example")
 
 
 # (huggingface_hub's exception, the error the user gets, its message); the first match wins, so a subclass

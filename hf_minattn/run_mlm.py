@@ -43,7 +43,7 @@ from hf_minattn.initialization import initial_model
 from hf_minattn.loss_allocation import LossAllocationCallback
 from hf_minattn.masking import MLMCollator, mask_once, with_example_index
 from hf_minattn.model_card import card_facts
-from hf_minattn.model_source import ModelSource, check_minattn_checkpoint, find_model
+from hf_minattn.model_source import ModelSource, find_model
 from hf_minattn.sentence_embedding import write_sentence_transformers_files
 from hf_minattn.trainer import MinAttnTrainer, metrics_computer, preprocess_logits_for_metrics
 from hf_minattn.unigram import UnigramFloor
@@ -69,6 +69,17 @@ def parse_args(argv=None):
     if len(argv) == 1 and argv[0].endswith(".json"):
         return parser.parse_json_file(json_file=os.path.abspath(argv[0]))
     return parser.parse_args_into_dataclasses(args=argv)
+
+
+def check_minattn_checkpoint(source: ModelSource) -> None:
+    """A ValueError unless the config.json of `source` is a MinAttn one (transformers would build a MinAttnConfig
+    from any config.json, with a warning, and so train a new MinAttn model in place of the one named)."""
+    with open(os.path.join(source.folder, "config.json"), encoding="utf-8") as f:
+        model_type = json.load(f).get("model_type")
+    if model_type != "minattn":
+        raise ValueError(f"--model_name_or_path {source.name!r} is a {model_type!r} checkpoint; run_mlm.py continues "
+                         "training a MinAttn model (model_type 'minattn'). Leave it unset to train one from scratch, "
+                         "or train other models with transformers' own run_mlm.py example")
 
 
 def build_config(model_args: ModelArguments, source: ModelSource | None = None) -> MinAttnConfig:

@@ -222,6 +222,12 @@ def layout_head_weights(model, table=None):
     """Per layer {"W_Q", "W_K", "W_V": (heads, head_dim, hidden), "W_O": (heads, hidden, head_dim)} (views of the
     model's weights where it has them; copies of key/value heads that query heads share), and the layout's name."""
     layout, resolved = find_layout(model, table)
+    return _head_weights(model, layout, resolved), layout.name
+
+
+def _head_weights(model, layout, resolved) -> list:
+    """layout_head_weights' per-layer weights from a layout already found; UnsupportedArchitecture where a weight's
+    shape does not split into the configured heads."""
     H, D, C = _geometry(model)
     heads = []
     for i, modules in enumerate(resolved):
@@ -244,14 +250,14 @@ def layout_head_weights(model, table=None):
         W_O = _weight(modules["output"], layout, C, model, "output projection", i)  # (C out, C in = heads x D)
         heads.append({"W_Q": W_Q, "W_K": W_K, "W_V": W_V,
                       "W_O": W_O.view(C, H, D).permute(1, 0, 2)})  # (C, H, D) -> (H, C, D): columns of head h
-    return heads, layout.name
+    return heads
 
 
 def layout_attention_modules(model, table=None):
     """Per layer {"input": module whose forward input is x, "output": W_O module, "value_bias": b_V (head_dim x heads,
     head-major) or None}."""
-    layout_head_weights(model, table)  # the heads' shapes checked as for the weights probe (ConvBERT's do not fit)
     layout, resolved = find_layout(model, table)
+    _head_weights(model, layout, resolved)  # the heads' shapes checked as for the weights probe (ConvBERT's do not fit)
     H, _, C = _geometry(model)
     out = []
     for modules in resolved:
