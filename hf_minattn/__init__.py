@@ -9,12 +9,14 @@ from transformers import (
     AutoModel,
     AutoModelForMaskedLM,
     AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
 )
 
 from .configuration_minattn import MinAttnConfig
 from .modeling_minattn import (
     MinAttnForMaskedLM,
     MinAttnForSequenceClassification,
+    MinAttnForTokenClassification,
     MinAttnModel,
     MinAttnPreTrainedModel,
 )
@@ -26,17 +28,20 @@ AutoConfig.register(MinAttnConfig.model_type, MinAttnConfig)
 AutoModel.register(MinAttnConfig, MinAttnModel)
 AutoModelForMaskedLM.register(MinAttnConfig, MinAttnForMaskedLM)
 AutoModelForSequenceClassification.register(MinAttnConfig, MinAttnForSequenceClassification)
+AutoModelForTokenClassification.register(MinAttnConfig, MinAttnForTokenClassification)
 
 MinAttnConfig.register_for_auto_class()
 MinAttnModel.register_for_auto_class("AutoModel")
 MinAttnForMaskedLM.register_for_auto_class("AutoModelForMaskedLM")
 MinAttnForSequenceClassification.register_for_auto_class("AutoModelForSequenceClassification")
+MinAttnForTokenClassification.register_for_auto_class("AutoModelForTokenClassification")
 
 __all__ = [
     "MinAttnConfig",
     "MinAttnModel",
     "MinAttnForMaskedLM",
     "MinAttnForSequenceClassification",
+    "MinAttnForTokenClassification",
     "MinAttnPreTrainedModel",
     "train_tokenizer",
 ]

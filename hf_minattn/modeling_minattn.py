@@ -17,7 +17,12 @@ from transformers import PreTrainedModel
 from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.modeling_layers import GradientCheckpointingLayer
-from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput, SequenceClassifierOutput
+from transformers.modeling_outputs import (
+    BaseModelOutput,
+    MaskedLMOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from .configuration_minattn import MinAttnConfig
@@ -354,6 +359,7 @@ class MinAttnPreTrainedModel(PreTrainedModel):
                 "AutoModel": "modeling_minattn.MinAttnModel",
                 "AutoModelForMaskedLM": "modeling_minattn.MinAttnForMaskedLM",
                 "AutoModelForSequenceClassification": "modeling_minattn.MinAttnForSequenceClassification",
+                "AutoModelForTokenClassification": "modeling_minattn.MinAttnForTokenClassification",
             }
         return super().save_pretrained(save_directory, *args, **kwargs)
 
@@ -587,8 +593,8 @@ class MinAttnForMaskedLM(MinAttnPreTrainedModel):
         return output if return_dict else output.to_tuple()
 
 
-class MinAttnForSequenceClassification(MinAttnPreTrainedModel):
-    """The encoder plus a linear classifier on the final [CLS] vector (first position)."""
+class MinAttnClassifierModel(MinAttnPreTrainedModel):
+    """What the two classifiers share: the encoder, dropout and a linear layer to `config.num_labels` outputs."""
 
     def __init__(self, config: MinAttnConfig):
         super().__init__(config)
@@ -598,6 +604,14 @@ class MinAttnForSequenceClassification(MinAttnPreTrainedModel):
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
+
+
+class MinAttnForSequenceClassification(MinAttnClassifierModel):
+    """The encoder plus a linear classifier on the final [CLS] vector (first position)."""
+
+    # Its loss is a mean over the batch: the Trainer must divide it by the gradient-accumulation steps itself, which
+    # it skips for a forward that takes **kwargs unless told so here.
+    accepts_loss_kwargs = False
 
     def forward(
         self,
@@ -616,7 +630,7 @@ class MinAttnForSequenceClassification(MinAttnPreTrainedModel):
             `config.problem_type`, the labels set it, as in BERT.
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
-        kwargs.pop("num_items_in_batch", None)  # the classification loss is a mean over the batch
+        kwargs.pop("num_items_in_batch", None)  # a mean over the batch; the Trainer divides it (accepts_loss_kwargs)
         outputs = self.minattn(
             input_ids,
             attention_mask=attention_mask,
@@ -647,9 +661,57 @@ class MinAttnForSequenceClassification(MinAttnPreTrainedModel):
         return output if return_dict else output.to_tuple()
 
 
+class MinAttnForTokenClassification(MinAttnClassifierModel):
+    """The encoder plus a linear classifier on every token's final vector (named entities, parts of speech)."""
+
+    def forward(
+        self,
+        input_ids=None,
+        attention_mask=None,
+        inputs_embeds=None,
+        labels=None,
+        output_attentions=None,
+        output_hidden_states=None,
+        return_dict=None,
+        **kwargs,
+    ) -> TokenClassifierOutput:
+        r"""
+        labels (`torch.LongTensor` of shape `(batch_size, sequence_length)`, *optional*): each token's class index,
+            -100 where no label counts (special tokens, padding, a word's later pieces).
+        num_items_in_batch (passed by the Trainer): the number of labelled tokens in the whole accumulated batch;
+            the loss is then summed and divided by it, so gradient accumulation gives the same loss as one big batch
+            (as for the masked LM).
+        """
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        num_items = kwargs.pop("num_items_in_batch", None)
+        outputs = self.minattn(
+            input_ids,
+            attention_mask=attention_mask,
+            inputs_embeds=inputs_embeds,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            **kwargs,
+        )
+        logits = self.classifier(self.dropout(outputs.last_hidden_state))  # (B, T, num_labels)
+
+        loss = None
+        if labels is not None:
+            if num_items is None:
+                num_items = max(int((labels != -100).sum()), 1)
+            flat_logits = logits.view(-1, self.num_labels).float()  # (B*T, num_labels)
+            loss = F.cross_entropy(flat_logits, labels.view(-1), ignore_index=-100, reduction="sum") / num_items
+
+        output = TokenClassifierOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+        return output if return_dict else output.to_tuple()
+
+
 __all__ = [
     "MinAttnPreTrainedModel",
     "MinAttnModel",
     "MinAttnForMaskedLM",
     "MinAttnForSequenceClassification",
+    "MinAttnForTokenClassification",
 ]

@@ -20,6 +20,7 @@ IGNORE_PATTERNS = ["_*", "checkpoint-*", "*.tmp", ".git/*", ".cache/*", "trainin
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
 # The Hub's pipeline for each class a MinAttn folder can hold (config.json "architectures").
 PIPELINE_TAGS = {"MinAttnForMaskedLM": "fill-mask", "MinAttnForSequenceClassification": "text-classification",
+                 "MinAttnForTokenClassification": "token-classification",
                  "MinAttnModel": "feature-extraction"}
 
 

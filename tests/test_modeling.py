@@ -15,6 +15,7 @@ from transformers import (
     AutoModel,
     AutoModelForMaskedLM,
     AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
     AutoTokenizer,
     Trainer,
     TrainingArguments,
@@ -28,6 +29,7 @@ from hf_minattn import (
     MinAttnConfig,
     MinAttnForMaskedLM,
     MinAttnForSequenceClassification,
+    MinAttnForTokenClassification,
     MinAttnModel,
     train_tokenizer,
 )
@@ -246,20 +248,32 @@ def test_the_sparse_prediction_argument_overrides_the_config_for_one_call(config
     assert model.config.sparse_prediction is configured
 
 
-def test_gradient_accumulation_matches_one_big_batch(tmp_path, tokenizer):
+# How each head is labelled in the accumulation test: per token (odd real positions), or one class per text.
+HEAD_LABELS = {
+    MinAttnForMaskedLM: lambda ids, mask, row: [t if real and i % 2 == 1 else -100
+                                                for i, (t, real) in enumerate(zip(ids, mask))],
+    MinAttnForTokenClassification: lambda ids, mask, row: [i % 3 if real and i % 2 == 1 else -100
+                                                           for i, real in enumerate(mask)],
+    MinAttnForSequenceClassification: lambda ids, mask, row: row % 3,
+}
+
+
+@pytest.mark.parametrize("head", HEAD_LABELS, ids=lambda head: head.__name__)
+def test_gradient_accumulation_matches_one_big_batch(tmp_path, tokenizer, head):
     """Two micro-batches of 2 with accumulation must take the same step as one batch of 4, although the
-    micro-batches hold different numbers of labelled tokens (a mean per micro-batch would weight them wrongly)."""
+    micro-batches hold different numbers of labelled tokens (a mean per micro-batch would weight them wrongly). The
+    classifier's loss is a mean per batch: the Trainer must divide it by the accumulation steps (it did not, since
+    the forward takes **kwargs, and the accumulated step was twice as long)."""
     texts = ["the king", "the king and the queen ruled the kingdom", "a dog", "a dog barked at the cat"]
     encodings = tokenizer(texts, padding="max_length", max_length=16)
-    dataset = []
-    for ids, mask in zip(encodings["input_ids"], encodings["attention_mask"]):
-        labels = [token if (real and i % 2 == 1) else -100 for i, (token, real) in enumerate(zip(ids, mask))]
-        dataset.append({"input_ids": ids, "attention_mask": mask, "labels": labels})
-    assert len({sum(l != -100 for l in example["labels"]) for example in dataset}) > 1
+    dataset = [{"input_ids": ids, "attention_mask": mask, "labels": HEAD_LABELS[head](ids, mask, row)}
+               for row, (ids, mask) in enumerate(zip(encodings["input_ids"], encodings["attention_mask"]))]
+    if head is not MinAttnForSequenceClassification:
+        assert len({sum(l != -100 for l in example["labels"]) for example in dataset}) > 1
 
     def train(batch_size, accumulation):
         set_seed(0)
-        model = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer)))
+        model = head(tiny_config(vocab_size=len(tokenizer), num_labels=3))
         args = TrainingArguments(
             output_dir=str(tmp_path / f"b{batch_size}"), per_device_train_batch_size=batch_size,
             gradient_accumulation_steps=accumulation, max_steps=1, report_to=[], save_strategy="no",
@@ -273,7 +287,7 @@ def test_gradient_accumulation_matches_one_big_batch(tmp_path, tokenizer):
         return model.minattn.embeddings.word_embeddings.weight.detach().clone()
 
     set_seed(0)
-    initial = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer))).minattn.embeddings.word_embeddings.weight
+    initial = head(tiny_config(vocab_size=len(tokenizer), num_labels=3)).minattn.embeddings.word_embeddings.weight
     big, accumulated = train(4, 1), train(2, 2)
     assert not torch.allclose(big, initial)  # the step did something
     torch.testing.assert_close(big, accumulated, atol=1e-6, rtol=1e-5)
@@ -317,6 +331,22 @@ def test_sequence_classification_trains():
     out = model(input_ids, attention_mask=attention_mask, labels=torch.tensor([0, 1]))
     out.loss.backward()
     assert torch.isfinite(out.loss) and model.classifier.weight.grad.abs().sum() > 0
+
+
+def test_token_classification_loss_is_the_mean_over_labelled_tokens():
+    """One class per token; -100 (padding, special tokens) is left out of the mean, and with the Trainer's
+    num_items_in_batch the loss is the sum over this micro-batch divided by the whole batch's count."""
+    model = MinAttnForTokenClassification(tiny_config(num_labels=5)).eval()
+    input_ids, attention_mask = padded_batch()
+    labels = torch.randint(0, 5, (2, 9))
+    labels[1, 5:] = -100
+    labels[0, 0] = -100
+    out = model(input_ids, attention_mask=attention_mask, labels=labels)
+    assert out.logits.shape == (2, 9, 5)
+    kept = labels != -100
+    torch.testing.assert_close(out.loss, torch.nn.functional.cross_entropy(out.logits[kept], labels[kept]))
+    summed = model(input_ids, attention_mask=attention_mask, labels=labels, num_items_in_batch=40).loss
+    torch.testing.assert_close(summed, out.loss * kept.sum() / 40)
 
 
 @pytest.mark.parametrize("num_labels, labels, problem, loss", [
@@ -425,10 +455,14 @@ def test_checkpoint_carries_code_and_complete_auto_map(tmp_path):
         "AutoModel": "modeling_minattn.MinAttnModel",
         "AutoModelForMaskedLM": "modeling_minattn.MinAttnForMaskedLM",
         "AutoModelForSequenceClassification": "modeling_minattn.MinAttnForSequenceClassification",
+        "AutoModelForTokenClassification": "modeling_minattn.MinAttnForTokenClassification",
     }
     assert type(AutoModel.from_pretrained(tmp_path)) is MinAttnModel
     assert type(AutoModelForSequenceClassification.from_pretrained(tmp_path, num_labels=2)).__name__ == (
         "MinAttnForSequenceClassification"
+    )
+    assert type(AutoModelForTokenClassification.from_pretrained(tmp_path, num_labels=2)).__name__ == (
+        "MinAttnForTokenClassification"
     )
 
 
@@ -544,6 +578,21 @@ def test_fill_mask_and_feature_extraction_pipelines(tmp_path, tokenizer):
     features = extract("the king and the queen")
     n_tokens = len(tokenizer("the king and the queen")["input_ids"])
     assert torch.tensor(features).shape == (1, n_tokens, 36)
+
+
+def test_token_classification_pipeline_labels_each_word(tmp_path, tokenizer):
+    """A token-classification folder runs in transformers' pipeline, its labels named from the config's id2label:
+    a model whose classifier always prefers class 1 tags every word of the sentence with that name."""
+    model = MinAttnForTokenClassification(tiny_config(vocab_size=len(tokenizer), num_labels=3,
+                                                      id2label={0: "O", 1: "ROYAL", 2: "ANIMAL"}))
+    with torch.no_grad():
+        model.classifier.bias.copy_(torch.tensor([0.0, 50.0, 0.0]))
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    tagger = pipeline("token-classification", model=str(tmp_path), tokenizer=str(tmp_path))
+    tags = tagger("the king and the queen")
+    assert [tag["word"] for tag in tags] == ["the", "king", "and", "the", "queen"]
+    assert {tag["entity"] for tag in tags} == {"ROYAL"}
 
 
 # ---------------------------------------------------------------- bad input

@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 from hub_standin import hub  # noqa: F401 (the Hub stand-in fixture, shared with test_hub_ids.py)
 
-from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, MinAttnForSequenceClassification, train_tokenizer
+from hf_minattn import (
+    MinAttnConfig,
+    MinAttnForMaskedLM,
+    MinAttnForSequenceClassification,
+    MinAttnForTokenClassification,
+    train_tokenizer,
+)
 from hf_minattn.cli import main as cli_main
 from hf_minattn.model_card import CardFacts, validate_model_card, write_model_card
 from hf_minattn.push import check_model_folder, push_folder
@@ -80,7 +86,8 @@ def test_repo_id_is_checked(model_dir):
 
 
 @pytest.mark.parametrize("model_class, pipeline_tag", [(MinAttnForMaskedLM, "fill-mask"),
-                                                        (MinAttnForSequenceClassification, "text-classification")])
+                                                        (MinAttnForSequenceClassification, "text-classification"),
+                                                        (MinAttnForTokenClassification, "token-classification")])
 def test_bare_save_pretrained_folder_gets_a_minimal_valid_card(tmp_path, capsys, model_class, pipeline_tag):
     folder = tmp_path / "bare"
     model_class(MinAttnConfig(vocab_size=50, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
