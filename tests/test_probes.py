@@ -514,6 +514,40 @@ def test_attention_that_is_not_token_by_token_skips_the_attention_probes_only(to
     assert results.geometry is not None and results.head_ablation is not None and results.logit_lens is not None
 
 
+def _bigbird(tokenizer):
+    from transformers import BigBirdConfig, BigBirdForMaskedLM
+
+    return BigBirdForMaskedLM(BigBirdConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
+                                            num_attention_heads=4, intermediate_size=40, max_position_embeddings=64,
+                                            attention_type="block_sparse", block_size=4, num_random_blocks=2))
+
+
+def _squeezebert(tokenizer):
+    from transformers import SqueezeBertConfig, SqueezeBertForMaskedLM
+
+    return SqueezeBertForMaskedLM(SqueezeBertConfig(vocab_size=len(tokenizer), hidden_size=32, embedding_size=32,
+                                                    num_hidden_layers=2, num_attention_heads=4, intermediate_size=40,
+                                                    max_position_embeddings=64))
+
+
+@pytest.mark.parametrize("make, said", [
+    (_bigbird, "BigBirdForMaskedLM returns no attention weights when asked for them (output_attentions=True)"),
+    (_squeezebert, "SqueezeBertForMaskedLM returns attention weights from -"),
+])
+def test_attention_weights_that_are_not_shares_skip_the_attention_probes_only(tokenizer, make, said):
+    """BigBird configured for block-sparse attention returns an empty tuple of attention weights, and SqueezeBERT its
+    scores before the softmax (negative values): the attention probes are skipped with a note saying what came back, and the others run (BigBird ended
+    the probe with an IndexError, SqueezeBERT with "attention weights must be finite and >= 0" from the rollout)."""
+    from hf_minattn.probes import ProbeSettings, run_all_probes
+
+    results = run_all_probes(make(tokenizer).eval(), tokenizer, SENTENCES,
+                             ProbeSettings(min_count=2, word2vec=False, untrained=False), log=lambda message: None)
+    assert results.heads is None and results.attention_view is None and results.attention_graph is None
+    skipped = [note for note in results.notes if note.startswith("attention probes skipped")]
+    assert len(skipped) == 1 and said in skipped[0]
+    assert results.geometry is not None and results.logit_lens is not None
+
+
 def test_heads_are_counted_from_the_attention_weights_and_other_head_shapes_are_skipped(tokenizer):
     """ConvBERT gives half its configured heads to attention (head_ratio 2): the head statistics and the view count
     the heads the weights have, and the probes that split W_Q/W_K/W_V/W_O by the configured heads (norm weighting,

@@ -89,6 +89,17 @@ def _distilbert_oracle(layer):
     return dict(x=lambda h: h, q=a.q_lin.bias, k=a.k_lin.bias, v=a.v_lin.bias, output=a.out_lin)
 
 
+def _deberta_v2_oracle(layer):  # post-norm, as BERT; the content term only (the test model has no relative terms)
+    a = layer.attention.self
+    return dict(x=lambda h: h, q=a.query_proj.bias, k=a.key_proj.bias, v=a.value_proj.bias,
+                output=layer.attention.output.dense)
+
+
+def _mpnet_oracle(layer):  # post-norm; W_O inside the self-attention module
+    a = layer.attention.attn
+    return dict(x=lambda h: h, q=a.q.bias, k=a.k.bias, v=a.v.bias, output=a.o)
+
+
 def _fused(bias):  # q, k, v stacked along the output: [b_q | b_k | b_v]
     return dict(q=bias[:C], k=bias[C:2 * C], v=bias[2 * C:])
 
@@ -133,6 +144,11 @@ ARCHITECTURES = {
     "electra": (_bert_like("ElectraConfig", "ElectraModel", embedding_size=16), lambda m: m.encoder.layer,
                 _bert_oracle, "BERT-style", False),
     "distilbert": (_distilbert, lambda m: m.transformer.layer, _distilbert_oracle, "DistilBERT-style", False),
+    # DeBERTa's position-to-content and content-to-position terms off: the oracle's softmax is of the content term
+    "deberta_v2": (_bert_like("DebertaV2Config", "DebertaV2Model", relative_attention=False, pos_att_type=[],
+                              position_biased_input=True), lambda m: m.encoder.layer, _deberta_v2_oracle,
+                   "DeBERTa-v2-style", False),
+    "mpnet": (_bert_like("MPNetConfig", "MPNetModel"), lambda m: m.encoder.layer, _mpnet_oracle, "MPNet-style", False),
     "modernbert": (_modernbert, lambda m: m.layers, _modernbert_oracle, "ModernBERT-style", False),
     "gpt2": (_gpt2, lambda m: m.h, _gpt2_oracle, "GPT-2-style", True),
     "llama": (_llama(), lambda m: m.layers, _llama_oracle, "Llama-style", True),
@@ -150,7 +166,9 @@ def _model(name):
     model.set_attn_implementation("eager")
     with torch.no_grad():
         for param_name, param in model.named_parameters():
-            if param_name.endswith("bias"):
+            if "relative_attention_bias" in param_name:  # MPNet's position bias, added to the scores: left at 0
+                param.zero_()
+            elif param_name.endswith("bias"):
                 param.normal_(0, 0.5)
             elif param.dim() >= 2:
                 param.normal_(0, 0.3)

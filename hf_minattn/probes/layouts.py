@@ -27,14 +27,18 @@ n_head, n_embd; DistilBERT: n_heads, dim), and the key/value heads from `config.
 | MinAttn    | layers              | attention.qkv_proj (fused; None: I)        | attention.o_proj       | attention       |
 | BERT-style | encoder.layer       | attention.self.query / key / value         | attention.output.dense | value           |
 | DistilBERT | transformer.layer   | attention.q_lin / k_lin / v_lin            | attention.out_lin      | v_lin           |
+| DeBERTa-v2 | encoder.layer       | attention.self.query_proj / key_proj / ... | attention.output.dense | value_proj      |
+| MPNet      | encoder.layer       | attention.attn.q / k / v                   | attention.attn.o       | v               |
 | ModernBERT | layers              | attn.Wqkv (fused; input after attn_norm)   | attn.Wo                | Wqkv            |
 | GPT-2      | h                   | attn.c_attn (fused Conv1D; after ln_1)     | attn.c_proj (Conv1D)   | c_attn          |
 | Llama      | layers              | self_attn.q_proj / k_proj / v_proj         | self_attn.o_proj       | v_proj          |
 | GPT-NeoX   | layers              | attention.query_key_value (fused, by head) | attention.dense        | query_key_value |
 
-BERT-style covers BERT, RoBERTa, XLM-R, ELECTRA and MiniLM (a BertModel); Llama-style, decoders with its names (Llama,
-Gemma, Mistral, Qwen 2), grouped-query attention included: each query head gets the key and value head it shares;
-GPT-NeoX-style, Pythia. Any other layout raises `UnsupportedArchitecture` naming the attention-like modules of the
+BERT-style covers BERT, RoBERTa, XLM-R, ELECTRA and MiniLM (a BertModel); DeBERTa-v2-style, DeBERTa v2 and v3, whose
+scores add position terms (content-to-position, position-to-content) to the content term that W_Q^T W_K gives;
+MPNet-style, MPNet (all-mpnet-base-v2), whose scores add a relative position bias; Llama-style, decoders with its
+names (Llama, Gemma, Mistral, Qwen 2), grouped-query attention included: each query head gets the key and value head
+it shares; GPT-NeoX-style, Pythia. Any other layout raises `UnsupportedArchitecture` naming the attention-like modules of the
 model's first layer, so a new row is easy to add.
 """
 
@@ -101,6 +105,11 @@ LAYOUTS = (
            output="attention.output.dense"),
     Layout("DistilBERT-style (attention.q_lin/k_lin/v_lin/out_lin)", layers="transformer.layer",
            query="attention.q_lin", key="attention.k_lin", value="attention.v_lin", output="attention.out_lin"),
+    Layout("DeBERTa-v2-style (attention.self.query_proj/key_proj/value_proj, attention.output.dense; W_Q^T W_K is its "
+           "content-to-content term)", layers="encoder.layer", query="attention.self.query_proj",
+           key="attention.self.key_proj", value="attention.self.value_proj", output="attention.output.dense"),
+    Layout("MPNet-style (attention.attn.q/k/v/o)", layers="encoder.layer", query="attention.attn.q",
+           key="attention.attn.k", value="attention.attn.v", output="attention.attn.o"),
     Layout("ModernBERT-style (layers[i].attn.Wqkv fused, attn.Wo)", layers="layers", qkv="attn.Wqkv",
            output="attn.Wo"),
     Layout("GPT-2-style (h[i].attn.c_attn fused Conv1D, attn.c_proj)", layers="h", qkv="attn.c_attn",

@@ -84,7 +84,8 @@ def run_model(model, batch, **kwargs):
         raise ValueError(f"{type(model).__name__}'s layers give hidden states of different lengths ({lengths} tokens), "
                          "as a model that pools tokens between blocks does (the Funnel Transformer); the probes need one "
                          "vector per token at every layer")
-    _check_attentions(model, output, batch["input_ids"].shape[-1])
+    if kwargs.get("output_attentions"):
+        _check_attentions(model, output, batch)
     return type(output)(**{k: _to_cpu(v) for k, v in output.items()})
 
 
@@ -92,13 +93,26 @@ class UnsupportedAttention(ValueError):
     """The model's attention weights are not one weight per pair of tokens; the attention probes are skipped."""
 
 
-def _check_attentions(model, output, length):
-    for attention in getattr(output, "attentions", None) or ():
+def _check_attentions(model, output, batch):
+    """Attention weights as the attention probes read them: one tensor per layer, one weight per pair of tokens, each
+    a share (finite, >= 0) between real tokens; else UnsupportedAttention saying what the model returned."""
+    name, length = type(model).__name__, batch["input_ids"].shape[-1]
+    attentions = getattr(output, "attentions", None)
+    if not attentions:  # BigBird, for one, returns an empty tuple
+        raise UnsupportedAttention(f"{name} returns no attention weights when asked for them (output_attentions=True)")
+    real = batch.get("attention_mask", torch.ones_like(batch["input_ids"])).bool().to(attentions[0].device)  # (B, T)
+    pairs = (real[:, :, None] & real[:, None, :])[:, None]  # (B, 1, T, T): query and key both real tokens
+    for attention in attentions:
         if not hasattr(attention, "shape") or attention.dim() != 4 or tuple(attention.shape[-2:]) != (length, length):
             shape = tuple(attention.shape) if hasattr(attention, "shape") else type(attention).__name__
             raise UnsupportedAttention(
-                f"{type(model).__name__} returns attention weights of shape {shape} for {length} tokens, not one weight "
+                f"{name} returns attention weights of shape {shape} for {length} tokens, not one weight "
                 f"per pair of tokens (batch, heads, {length}, {length}), as sliding-window attention does (Longformer)")
+        shares = attention.masked_select(pairs)
+        if not (shares.isfinite().all() and shares.min() >= 0):
+            raise UnsupportedAttention(
+                f"{name} returns attention weights from {float(shares.min()):.3g} to {float(shares.max()):.3g}, not "
+                f"shares of each query's attention (finite and >= 0): scores before the softmax, it seems")
 
 
 def _to_cpu(value):
