@@ -43,7 +43,7 @@ from hf_minattn.initialization import initial_model
 from hf_minattn.loss_allocation import LossAllocationCallback
 from hf_minattn.masking import MLMCollator, mask_once, with_example_index
 from hf_minattn.model_card import card_facts
-from hf_minattn.model_source import ModelSource, find_model
+from hf_minattn.model_source import ModelSource, find_model, hub_errors
 from hf_minattn.sentence_embedding import write_sentence_transformers_files
 from hf_minattn.trainer import MinAttnTrainer, metrics_computer, preprocess_logits_for_metrics
 from hf_minattn.unigram import UnigramFloor
@@ -179,8 +179,10 @@ def load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpo
             else:
                 tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
     else:
-        tokenizer = AutoTokenizer.from_pretrained(**pretrained, cache_dir=model_args.cache_dir,
-                                                  trust_remote_code=model_args.trust_remote_code)
+        # a Hub id that cannot be fetched (missing, offline) is one line naming it, as for --model_name_or_path
+        with hub_errors(pretrained["pretrained_model_name_or_path"], pretrained.get("revision"), model_args.cache_dir):
+            tokenizer = AutoTokenizer.from_pretrained(**pretrained, cache_dir=model_args.cache_dir,
+                                                      trust_remote_code=model_args.trust_remote_code)
     if tokenizer.mask_token is None:
         raise ValueError(f"The tokenizer ({tokenizer_path}) has no mask token; masked-LM training needs one")
     return tokenizer

@@ -180,6 +180,28 @@ def test_run_mlm_refuses_a_missing_hub_id_before_making_its_output_folder(hub_id
     assert not out.exists()
 
 
+@pytest.mark.parametrize("tokenizer, offline, expected", [
+    ("org/nope", False, "'org/nope' is not a local folder and was not found on the Hub (http://127.0.0.1:"),
+    ("org/no-config", True, "'org/no-config' is not a local folder nor in the local cache"),
+    ("./no/such/folder", False, "--tokenizer_name './no/such/folder' is not a folder, nor a Hub id"),
+])
+def test_run_mlm_names_a_tokenizer_it_cannot_load_in_one_line(hub_ids, revisions, tmp_path, capsys, monkeypatch,
+                                                              tokenizer, offline, expected):
+    """--tokenizer_name takes a folder or a Hub id, as --model_name_or_path does, and one that cannot be loaded is
+    one line naming it (a missing id, the Hub offline), not transformers' advice about offline mode; a path that is
+    neither is refused before any data is read."""
+    from hf_minattn.cli import run_reporting_errors
+    from hf_minattn.run_mlm import main as run_mlm
+
+    if offline:
+        go_offline(monkeypatch)
+    argv = ["--output_dir", str(tmp_path / "run"), "--tokenizer_name", tokenizer, "--train_file",
+            str(revisions / "corpus.txt"), "--max_steps", "1", "--report_to", "none"]
+    assert run_reporting_errors(run_mlm, argv, prog="run_mlm.py") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("run_mlm.py: error: ") and expected in err[-1], err
+
+
 @pytest.mark.slow  # trains
 def test_run_mlm_continues_a_hub_model_at_a_revision(hub_ids, revisions, tmp_path):
     from hf_minattn.run_mlm import main as run_mlm
