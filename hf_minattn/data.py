@@ -352,20 +352,28 @@ def first_texts(dataset, column: str, n: int):
     return dataset[column]
 
 
+def check_text_column(dataset, name: str, flag: str, description: str) -> list:
+    """The first texts of column `name` of `dataset` (all of them, or the first of a stream), checked to be a column
+    of strings (None allowed); else a ValueError naming the column, `flag` (the option that names it) and the
+    columns there are."""
+    columns = column_names(dataset)
+    if name not in columns:
+        raise ValueError(f"{flag} {name!r} is not a column of {description}; its columns: {columns}")
+    texts = first_texts(dataset, name, STREAM_VALIDATION_TEXTS)
+    other = next((t for t in texts if t is not None and not isinstance(t, str)), None)
+    if other is not None:
+        raise ValueError(f"column {name!r} of {description} holds {type(other).__name__} values such as {other!r}, "
+                         f"not text; name the text column with {flag} (columns: {columns})")
+    return texts
+
+
 def resolve_text_column(raw: datasets.DatasetDict, name: str | None, description: str = "the data") -> str:
     """The column holding the text (`name`, else "text", else the first column of strings, else the first), checked
     to hold text in both splits."""
-    columns = column_names(raw["train"])
     if name is None:
         name = default_text_column(raw["train"])
-    elif name not in columns:
-        raise ValueError(f"--text_column_name {name!r} is not a column of the training data; available columns: {columns}")
     for split in ("train", "validation"):
-        texts = first_texts(raw[split], name, STREAM_VALIDATION_TEXTS)
-        other = next((t for t in texts if t is not None and not isinstance(t, str)), None)
-        if other is not None:
-            raise ValueError(f"column {name!r} holds {type(other).__name__} values such as {other!r}, not text "
-                             f"({description}); name the text column with --text_column_name (columns: {columns})")
+        texts = check_text_column(raw[split], name, "--text_column_name", f"the {split} split of {description}")
         if not any(t and not t.isspace() for t in texts):
             what = "is empty" if len(texts) == 0 else f"has no text in column {name!r}"
             raise ValueError(f"The {split} split of {description} {what}")

@@ -353,9 +353,13 @@ def test_the_text_column_is_the_first_column_of_strings_and_a_column_of_numbers_
     raw = datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows),
                                 "validation": datasets.Dataset.from_dict(rows)})
     assert resolve_text_column(raw, None) == "body"
-    with pytest.raises(ValueError, match=r"column 'id' holds int values such as 0, not text \(the data\); name the "
-                                         r"text column with --text_column_name \(columns: \['id', 'body'\]\)"):
+    with pytest.raises(ValueError, match=r"column 'id' of the train split of the data holds int values such as 0, not "
+                                         r"text; name the text column with --text_column_name \(columns: \['id', "
+                                         r"'body'\]\)"):
         resolve_text_column(raw, "id")
+    with pytest.raises(ValueError, match=r"--text_column_name 'title' is not a column of the train split of the data; "
+                                         r"its columns: \['id', 'body'\]"):
+        resolve_text_column(raw, "title")
     # a split with no rows (a stream of fewer texts than it holds out for validation) says so
     raw["train"] = datasets.Dataset.from_dict({"id": [], "body": []})
     with pytest.raises(ValueError, match=r"^The train split of the data is empty$"):

@@ -47,7 +47,7 @@ def read_dataset(name_or_path, split="validation", column=None, max_sentences=20
     import datasets
 
     from hf_minattn.checks import check_data_file
-    from hf_minattn.data import default_text_column
+    from hf_minattn.data import check_text_column, default_text_column
 
     if os.path.isdir(name_or_path):
         data = datasets.load_from_disk(name_or_path)
@@ -57,14 +57,8 @@ def read_dataset(name_or_path, split="validation", column=None, max_sentences=20
         data = datasets.load_dataset(name_or_path)
     if isinstance(data, datasets.DatasetDict):
         data = data[split] if split in data else next(iter(data.values()))
-    column = column or default_text_column(data)
-    if column not in data.column_names:
-        raise ValueError(f"--text-column {column!r} is not a column of {name_or_path}; its columns: {data.column_names}")
-    other = next((t for t in data[column][:100] if t is not None and not isinstance(t, str)), None)
-    if other is not None:
-        raise ValueError(f"column {column!r} of {name_or_path} holds {type(other).__name__} values such as {other!r}, "
-                         f"not text; name the text column with --text-column (columns: {data.column_names})")
-    return _require(split_sentences((t for t in data[column] if t), max_sentences), name_or_path)
+    texts = check_text_column(data, column or default_text_column(data), "--text-column", name_or_path)
+    return _require(split_sentences((t for t in texts if t), max_sentences), name_or_path)
 
 
 def default_sentences(max_sentences=2000):
