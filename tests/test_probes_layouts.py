@@ -100,6 +100,27 @@ def _mpnet_oracle(layer):  # post-norm; W_O inside the self-attention module
     return dict(x=lambda h: h, q=a.q.bias, k=a.k.bias, v=a.v.bias, output=a.o)
 
 
+def _albert_oracle(layer):  # post-norm, as BERT; the module may serve several layers
+    a = layer.attention
+    return dict(x=lambda h: h, q=a.query.bias, k=a.key.bias, v=a.value.bias, output=a.dense)
+
+
+def _albert(groups):
+    def make():
+        from transformers import AlbertConfig, AlbertModel
+
+        return AlbertModel(AlbertConfig(vocab_size=VOCAB, embedding_size=16, hidden_size=C, num_hidden_layers=L,
+                                        num_hidden_groups=groups, num_attention_heads=H, intermediate_size=37,
+                                        max_position_embeddings=40, hidden_dropout_prob=0.0,
+                                        attention_probs_dropout_prob=0.0))
+    return make
+
+
+def _albert_layers(model):  # layer i runs group int(i / (L / groups))'s one layer
+    groups = model.encoder.albert_layer_groups
+    return [groups[int(i / (L / len(groups)))].albert_layers[0] for i in range(L)]
+
+
 def _fused(bias):  # q, k, v stacked along the output: [b_q | b_k | b_v]
     return dict(q=bias[:C], k=bias[C:2 * C], v=bias[2 * C:])
 
@@ -149,6 +170,8 @@ ARCHITECTURES = {
                               position_biased_input=True), lambda m: m.encoder.layer, _deberta_v2_oracle,
                    "DeBERTa-v2-style", False),
     "mpnet": (_bert_like("MPNetConfig", "MPNetModel"), lambda m: m.encoder.layer, _mpnet_oracle, "MPNet-style", False),
+    "albert": (_albert(groups=1), _albert_layers, _albert_oracle, "ALBERT-style", False),  # one layer run L times
+    "albert_two_groups": (_albert(groups=2), _albert_layers, _albert_oracle, "ALBERT-style", False),
     "modernbert": (_modernbert, lambda m: m.layers, _modernbert_oracle, "ModernBERT-style", False),
     "gpt2": (_gpt2, lambda m: m.h, _gpt2_oracle, "GPT-2-style", True),
     "llama": (_llama(), lambda m: m.layers, _llama_oracle, "Llama-style", True),
@@ -180,28 +203,42 @@ def _layer_input(args, kwargs):
 
 
 def _run(model, name, input_ids):
-    """The model's attentions, each layer's input and each oracle output module's output, on `input_ids`."""
+    """The model's attentions, each layer's input and each oracle output module's output, on `input_ids`. Each
+    hooked module records its calls in order; layer i gets the call of its module that the layers before it using
+    the same module leave (ALBERT's layers share one module; elsewhere each module runs once)."""
     layers = ARCHITECTURES[name][1](model)
     oracles = [ARCHITECTURES[name][2](layer) for layer in layers]
-    seen = {"layer_input": [None] * L, "output": [None] * L, "rotary": [None] * L}
-    handles = []
-    for i, (layer, oracle) in enumerate(zip(layers, oracles)):
+    calls, handles = {}, []  # (what, id(module)) -> values in call order
+
+    def record(what, module, value):
+        calls.setdefault((what, id(module)), []).append(value)
+
+    hooked = set()
+    for layer, oracle in zip(layers, oracles):
+        if id(layer) in hooked:
+            continue
+        hooked.add(id(layer))
         handles.append(layer.register_forward_pre_hook(
-            lambda m, args, kwargs, i=i: seen["layer_input"].__setitem__(i, _layer_input(args, kwargs)),
-            with_kwargs=True))
-        handles.append(oracle["output"].register_forward_hook(
-            lambda m, args, out, i=i: seen["output"].__setitem__(i, out)))
+            lambda m, args, kwargs: record("layer_input", m, _layer_input(args, kwargs)), with_kwargs=True))
+        handles.append(oracle["output"].register_forward_hook(lambda m, args, out: record("output", m, out)))
         if "attention" in oracle:  # ModernBERT, Llama, GPT-NeoX: the rotary cos, sin its attention receives
             handles.append(oracle["attention"].register_forward_pre_hook(
-                lambda m, args, kwargs, i=i: seen["rotary"].__setitem__(i, kwargs["position_embeddings"]),
-                with_kwargs=True))
+                lambda m, args, kwargs: record("rotary", m, kwargs["position_embeddings"]), with_kwargs=True))
     try:
         with torch.no_grad(), capture_attention_inputs(model) as inputs:
             attentions = model(input_ids=input_ids, output_attentions=True).attentions
-            seen["table_input"] = list(inputs)
+            table_input = list(inputs)
     finally:
         for handle in handles:
             handle.remove()
+    seen, used = {"table_input": table_input}, {}
+    for what, module_of in (("layer_input", lambda i: layers[i]), ("output", lambda i: oracles[i]["output"]),
+                            ("rotary", lambda i: oracles[i].get("attention"))):
+        seen[what] = []
+        for i in range(L):
+            key = (what, id(module_of(i)))
+            seen[what].append(calls[key][used.get(key, 0)] if key in calls else None)
+            used[key] = used.get(key, 0) + 1
     return attentions, seen, oracles
 
 

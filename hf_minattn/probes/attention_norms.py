@@ -33,11 +33,11 @@ def capture_attention_inputs(model):
     """Within the block, `inputs[layer]` is the latest (B, T, C) input x of each layer's attention sublayer."""
     modules = attention_modules(model)
     inputs = [None] * len(modules)
-    handles = []
-    for layer, entry in enumerate(modules):
-        def hook(module, args, kwargs, layer=layer):
-            inputs[layer] = (args[0] if args else kwargs["hidden_states"]).detach()
-        handles.append(entry["input"].register_forward_pre_hook(hook, with_kwargs=True))
+
+    def hook(layer, args, kwargs):
+        inputs[layer] = (args[0] if args else kwargs["hidden_states"]).detach()
+
+    handles = layouts.hook_layers(model, [entry["input"] for entry in modules], hook)
     try:
         yield inputs
     finally:

@@ -17,6 +17,7 @@ from hf_minattn.stats import mean_interval
 
 from .attention_norms import attention_modules
 from .heads import sentence_batches
+from .layouts import hook_layers
 from .loading import max_length_for, run_model
 from .progress import progress
 from .weights import UnsupportedArchitecture
@@ -53,18 +54,20 @@ def zero_head(model, layer, head):
     if not (0 <= layer < L and 0 <= head < H):
         raise ValueError(f"(layer, head) must lie in [0, {L}) x [0, {H}), got ({layer}, {head})")
     D = model.config.hidden_size // H
-    output = attention_modules(model)[layer]["output"]
 
-    def hook(module, args):
+    def hook(called, args, kwargs):
+        if called != layer:  # W_O of another layer (ALBERT's layers share one)
+            return None
         x = args[0].clone()
         x[..., head * D:(head + 1) * D] = 0
-        return (x, *args[1:])
+        return (x, *args[1:]), kwargs
 
-    handle = output.register_forward_pre_hook(hook)
+    handles = hook_layers(model, [entry["output"] for entry in attention_modules(model)], hook)
     try:
         yield model
     finally:
-        handle.remove()
+        for handle in handles:
+            handle.remove()
 
 
 def masked_batches(tokenizer, sentences, max_length, batch_size, mlm_probability, seed, mask_draws=1):

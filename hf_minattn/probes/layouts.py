@@ -29,6 +29,7 @@ n_head, n_embd; DistilBERT: n_heads, dim), and the key/value heads from `config.
 | DistilBERT | transformer.layer   | attention.q_lin / k_lin / v_lin            | attention.out_lin      | v_lin           |
 | DeBERTa-v2 | encoder.layer       | attention.self.query_proj / key_proj / ... | attention.output.dense | value_proj      |
 | MPNet      | encoder.layer       | attention.attn.q / k / v                   | attention.attn.o       | v               |
+| ALBERT     | albert_layer_groups | attention.query / key / value (shared)     | attention.dense        | value           |
 | ModernBERT | layers              | attn.Wqkv (fused; input after attn_norm)   | attn.Wo                | Wqkv            |
 | GPT-2      | h                   | attn.c_attn (fused Conv1D; after ln_1)     | attn.c_proj (Conv1D)   | c_attn          |
 | Llama      | layers              | self_attn.q_proj / k_proj / v_proj         | self_attn.o_proj       | v_proj          |
@@ -38,10 +39,13 @@ BERT-style covers BERT, RoBERTa, XLM-R, ELECTRA and MiniLM (a BertModel); DeBERT
 scores add position terms (content-to-position, position-to-content) to the content term that W_Q^T W_K gives;
 MPNet-style, MPNet (all-mpnet-base-v2), whose scores add a relative position bias; Llama-style, decoders with its
 names (Llama, Gemma, Mistral, Qwen 2), grouped-query attention included: each query head gets the key and value head
-it shares; GPT-NeoX-style, Pythia. Any other layout raises `UnsupportedArchitecture` naming the attention-like modules of the
+it shares; GPT-NeoX-style, Pythia. ALBERT's layers share their modules (`layer_order`: layer i runs group
+int(i / (layers / groups))'s one layer), so hooks on them go through `hook_layers`, which tells the layers apart by
+the order of the calls. Any other layout raises `UnsupportedArchitecture` naming the attention-like modules of the
 model's first layer, so a new row is easy to add.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -87,6 +91,9 @@ class Layout:
     conv1d: bool = False  # weights stored (in, out) (transformers' Conv1D), not nn.Linear's (out, in)
     qkv_per_head: bool = False  # the fused rows are head by head, [q_h | k_h | v_h] (GPT-NeoX), not [q | k | v]
     identity_if_absent: bool = False  # `qkv` may be None: W_Q = W_K = W_V = I
+    # the layers in the order they run, from model.base_model, where `layers` is not that list (ALBERT's layers share
+    # their modules); None: `layers` itself
+    layer_order: Callable | None = None
 
     @property
     def projections(self):
@@ -95,6 +102,16 @@ class Layout:
     @property
     def input_path(self):
         return self.input or self.qkv or self.value
+
+
+def _albert_order(base_model):
+    """ALBERT's layers as they run: layer i is the layer of group int(i / (layers / groups)), as AlbertTransformer
+    picks it; None where a group holds several layers (no released ALBERT does)."""
+    config = base_model.config
+    if config.inner_group_num != 1:
+        return None
+    groups, n = base_model.encoder.albert_layer_groups, config.num_hidden_layers
+    return [groups[int(i / (n / config.num_hidden_groups))].albert_layers[0] for i in range(n)]
 
 
 LAYOUTS = (
@@ -110,6 +127,9 @@ LAYOUTS = (
            key="attention.self.key_proj", value="attention.self.value_proj", output="attention.output.dense"),
     Layout("MPNet-style (attention.attn.q/k/v/o)", layers="encoder.layer", query="attention.attn.q",
            key="attention.attn.k", value="attention.attn.v", output="attention.attn.o"),
+    Layout("ALBERT-style (albert_layer_groups[g].albert_layers[0].attention.query/key/value/dense, shared by the "
+           "layers of group g)", layers="encoder.albert_layer_groups", layer_order=_albert_order,
+           query="attention.query", key="attention.key", value="attention.value", output="attention.dense"),
     Layout("ModernBERT-style (layers[i].attn.Wqkv fused, attn.Wo)", layers="layers", qkv="attn.Wqkv",
            output="attn.Wo"),
     Layout("GPT-2-style (h[i].attn.c_attn fused Conv1D, attn.c_proj)", layers="h", qkv="attn.c_attn",
@@ -147,6 +167,8 @@ def _resolve(layer, layout):
 def _layer_list(model, layout):
     try:
         layers = attrgetter(layout.layers)(model.base_model)
+        if layout.layer_order is not None:  # the layers as they run (a module may come more than once)
+            layers = layout.layer_order(model.base_model)
     except AttributeError:
         return None
     return layers if isinstance(layers, (nn.ModuleList, list, tuple)) and len(layers) > 0 else None
@@ -225,6 +247,25 @@ def _shared(weight, kv, H):
     if kv == H:
         return weight
     return weight.view(kv, -1, *weight.shape[1:]).repeat_interleave(H // kv, dim=0).flatten(0, 1)
+
+
+def hook_layers(model, modules, hook):
+    """Forward pre-hooks (with kwargs) calling hook(layer, args, kwargs) when `modules[layer]` runs, for every layer;
+    its return value replaces the module's (args, kwargs) as a pre-hook's does. A module that several layers share
+    (ALBERT) is hooked once: its k-th call in a forward of `model` is the k-th layer that uses it. Returns the handles
+    to remove."""
+    users = {}  # id(module) -> (module, the layers that run it, in order)
+    for layer, module in enumerate(modules):
+        users.setdefault(id(module), (module, []))[1].append(layer)
+    calls = dict.fromkeys(users, 0)
+    handles = [model.register_forward_pre_hook(lambda *_: calls.update(dict.fromkeys(calls, 0)))]
+    for key, (module, layers) in users.items():
+        def dispatch(_, args, kwargs, key=key, layers=layers):
+            layer = layers[calls[key] % len(layers)]
+            calls[key] += 1
+            return hook(layer, args, kwargs)
+        handles.append(module.register_forward_pre_hook(dispatch, with_kwargs=True))
+    return handles
 
 
 def layout_head_weights(model, table=None):
