@@ -605,6 +605,14 @@ class MinAttnClassifierModel(MinAttnPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
+    def _check_class_ids(self, labels):
+        """Class indices lie in [0, num_labels), or are -100 (no label); else a ValueError naming one that does not,
+        rather than torch's error from inside the loss."""
+        outside = labels[(labels != -100) & ((labels < 0) | (labels >= self.num_labels))]
+        if outside.numel():
+            raise ValueError(f"labels holds class {int(outside[0])}, outside [0, num_labels={self.num_labels}) "
+                             "(-100 marks an example or token without a label)")
+
 
 class MinAttnForSequenceClassification(MinAttnClassifierModel):
     """The encoder plus a linear classifier on the final [CLS] vector (first position)."""
@@ -651,6 +659,7 @@ class MinAttnForSequenceClassification(MinAttnClassifierModel):
             if self.config.problem_type == "regression":
                 loss = F.mse_loss(logits.squeeze(-1) if self.num_labels == 1 else logits, labels.to(logits.dtype))
             elif self.config.problem_type == "single_label_classification":
+                self._check_class_ids(labels)
                 loss = F.cross_entropy(logits, labels.view(-1))
             else:
                 loss = F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
@@ -697,6 +706,10 @@ class MinAttnForTokenClassification(MinAttnClassifierModel):
 
         loss = None
         if labels is not None:
+            if labels.shape != logits.shape[:2]:
+                raise ValueError(f"labels has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])} (one "
+                                 "class index per token)")
+            self._check_class_ids(labels)
             if num_items is None:
                 num_items = max(int((labels != -100).sum()), 1)
             flat_logits = logits.view(-1, self.num_labels).float()  # (B*T, num_labels)

@@ -349,6 +349,24 @@ def test_token_classification_loss_is_the_mean_over_labelled_tokens():
     torch.testing.assert_close(summed, out.loss * kept.sum() / 40)
 
 
+@pytest.mark.parametrize("head, labels, message", [
+    (MinAttnForTokenClassification, torch.full((2, 9), 3), "labels holds class 3, outside [0, num_labels=3)"),
+    (MinAttnForTokenClassification, torch.full((2, 9), -2), "labels holds class -2, outside [0, num_labels=3)"),
+    (MinAttnForTokenClassification, torch.zeros(2, dtype=torch.long), "labels has shape (2,), expected (2, 9)"),
+    (MinAttnForSequenceClassification, torch.tensor([0, 7]), "labels holds class 7, outside [0, num_labels=3)"),
+])
+def test_class_labels_outside_the_classes_name_the_class(head, labels, message):
+    """A class index the classifier does not have, or token labels of another shape, is a ValueError naming it, not
+    torch's error from inside the loss; -100 (no label) is allowed."""
+    model = head(tiny_config(num_labels=3)).eval()
+    input_ids, attention_mask = padded_batch()
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model(input_ids, attention_mask=attention_mask, labels=labels)
+    fine = torch.full((2, 9), -100) if head is MinAttnForTokenClassification else torch.tensor([-100, 2])
+    fine[0, ...] = 1
+    assert torch.isfinite(model(input_ids, attention_mask=attention_mask, labels=fine).loss)
+
+
 @pytest.mark.parametrize("num_labels, labels, problem, loss", [
     (3, torch.tensor([0, 2]), "single_label_classification",
      lambda logits, y: torch.nn.functional.cross_entropy(logits, y)),
