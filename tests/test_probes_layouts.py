@@ -66,6 +66,22 @@ def _llama(key_value_heads=H):
     return make
 
 
+def _opt():
+    from transformers import OPTConfig, OPTModel
+
+    return OPTModel(OPTConfig(vocab_size=VOCAB, hidden_size=C, num_hidden_layers=L, num_attention_heads=H, ffn_dim=37,
+                              max_position_embeddings=40, word_embed_proj_dim=C, dropout=0.0, attention_dropout=0.0,
+                              pad_token_id=1, bos_token_id=2, eos_token_id=2))
+
+
+def _phi():  # rotary over the whole head (partial_rotary_factor 1), so that the oracle's rotation is Llama's
+    from transformers import PhiConfig, PhiModel
+
+    return PhiModel(PhiConfig(vocab_size=VOCAB, hidden_size=C, num_hidden_layers=L, num_attention_heads=H,
+                              intermediate_size=37, max_position_embeddings=40, partial_rotary_factor=1.0,
+                              resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0, bos_token_id=1, eos_token_id=2))
+
+
 def _gpt_neox():
     from transformers import GPTNeoXConfig, GPTNeoXModel
 
@@ -144,6 +160,17 @@ def _llama_oracle(layer):  # pre-norm: input_layernorm (RMSNorm) then q_proj/k_p
                 v=per_query_head(a.v_proj.bias), output=a.o_proj, attention=a)
 
 
+def _opt_oracle(layer):  # pre-norm: self_attn_layer_norm then q_proj/k_proj/v_proj, learned positions
+    a = layer.self_attn
+    return dict(x=layer.self_attn_layer_norm, q=a.q_proj.bias, k=a.k_proj.bias, v=a.v_proj.bias, output=a.out_proj)
+
+
+def _phi_oracle(layer):  # pre-norm: input_layernorm then q_proj/k_proj/v_proj (the MLP reads the same input)
+    a = layer.self_attn
+    return dict(x=layer.input_layernorm, q=a.q_proj.bias, k=a.k_proj.bias, v=a.v_proj.bias, output=a.dense,
+                attention=a)
+
+
 def _gpt_neox_oracle(layer):  # pre-norm: input_layernorm then query_key_value, whose rows are (head, q/k/v, D)
     a = layer.attention
     q, k, v = (torch.cat([a.query_key_value.bias[(3 * h + part) * D:(3 * h + part + 1) * D] for h in range(H)])
@@ -176,6 +203,8 @@ ARCHITECTURES = {
     "gpt2": (_gpt2, lambda m: m.h, _gpt2_oracle, "GPT-2-style", True),
     "llama": (_llama(), lambda m: m.layers, _llama_oracle, "Llama-style", True),
     "llama_grouped_query": (_llama(key_value_heads=2), lambda m: m.layers, _llama_oracle, "Llama-style", True),
+    "opt": (_opt, lambda m: m.decoder.layers, _opt_oracle, "OPT-style", True),
+    "phi": (_phi, lambda m: m.layers, _phi_oracle, "Phi-style", True),
     "gpt_neox": (_gpt_neox, lambda m: m.layers, _gpt_neox_oracle, "GPT-NeoX-style", True),
     "minattn": (_minattn(), lambda m: m.layers, _minattn_oracle, "get_head_weights()", False),
 }

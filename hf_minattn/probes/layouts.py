@@ -33,13 +33,15 @@ n_head, n_embd; DistilBERT: n_heads, dim), and the key/value heads from `config.
 | ModernBERT | layers              | attn.Wqkv (fused; input after attn_norm)   | attn.Wo                | Wqkv            |
 | GPT-2      | h                   | attn.c_attn (fused Conv1D; after ln_1)     | attn.c_proj (Conv1D)   | c_attn          |
 | Llama      | layers              | self_attn.q_proj / k_proj / v_proj         | self_attn.o_proj       | v_proj          |
+| OPT        | decoder.layers      | self_attn.q_proj / k_proj / v_proj         | self_attn.out_proj     | v_proj          |
+| Phi        | layers              | self_attn.q_proj / k_proj / v_proj         | self_attn.dense        | v_proj          |
 | GPT-NeoX   | layers              | attention.query_key_value (fused, by head) | attention.dense        | query_key_value |
 
 BERT-style covers BERT, RoBERTa, XLM-R, ELECTRA and MiniLM (a BertModel); DeBERTa-v2-style, DeBERTa v2 and v3, whose
 scores add position terms (content-to-position, position-to-content) to the content term that W_Q^T W_K gives;
 MPNet-style, MPNet (all-mpnet-base-v2), whose scores add a relative position bias; Llama-style, decoders with its
 names (Llama, Gemma, Mistral, Qwen 2), grouped-query attention included: each query head gets the key and value head
-it shares; GPT-NeoX-style, Pythia. ALBERT's layers share their modules (`layer_order`: layer i runs group
+it shares; OPT-style, OPT; Phi-style, Phi 1 and 2; GPT-NeoX-style, Pythia. ALBERT's layers share their modules (`layer_order`: layer i runs group
 int(i / (layers / groups))'s one layer), so hooks on them go through `hook_layers`, which tells the layers apart by
 the order of the calls. Any other layout raises `UnsupportedArchitecture` naming the attention-like modules of the
 model's first layer, so a new row is easy to add.
@@ -136,6 +138,10 @@ LAYOUTS = (
            output="attn.c_proj", conv1d=True),
     Layout("Llama-style (layers[i].self_attn.q_proj/k_proj/v_proj, self_attn.o_proj)", layers="layers",
            query="self_attn.q_proj", key="self_attn.k_proj", value="self_attn.v_proj", output="self_attn.o_proj"),
+    Layout("OPT-style (decoder.layers[i].self_attn.q_proj/k_proj/v_proj/out_proj)", layers="decoder.layers",
+           query="self_attn.q_proj", key="self_attn.k_proj", value="self_attn.v_proj", output="self_attn.out_proj"),
+    Layout("Phi-style (layers[i].self_attn.q_proj/k_proj/v_proj/dense)", layers="layers", query="self_attn.q_proj",
+           key="self_attn.k_proj", value="self_attn.v_proj", output="self_attn.dense"),
     Layout("GPT-NeoX-style (layers[i].attention.query_key_value fused head by head, attention.dense)",
            layers="layers", qkv="attention.query_key_value", output="attention.dense", qkv_per_head=True),
 )
