@@ -82,7 +82,8 @@ class ModelArguments:
             raise ValueError("--config_overrides can't be used with --model_name_or_path (the saved config is used as is)")
         if self.model_revision is not None and self.model_name_or_path is None:
             raise ValueError(f"--model_revision {self.model_revision!r} needs --model_name_or_path (a Hub id)")
-        if self.tokenizer_name is not None and not os.path.isdir(self.tokenizer_name) and not is_hub_id(self.tokenizer_name):
+        tokenizer = self.tokenizer_name
+        if tokenizer is not None and not os.path.isdir(tokenizer) and not is_hub_id(tokenizer):
             raise FileNotFoundError(f"--tokenizer_name {self.tokenizer_name!r} is not a folder, nor a Hub id ('name' or "
                                     "'org/name'); pass a folder written by save_pretrained() or a Hub id")
         if self.model_size not in MODEL_SIZES:  # the command line offers only these; a JSON file may say anything

@@ -41,10 +41,10 @@ BERT-style covers BERT, RoBERTa, XLM-R, ELECTRA and MiniLM (a BertModel); DeBERT
 scores add position terms (content-to-position, position-to-content) to the content term that W_Q^T W_K gives;
 MPNet-style, MPNet (all-mpnet-base-v2), whose scores add a relative position bias; Llama-style, decoders with its
 names (Llama, Gemma, Mistral, Qwen 2), grouped-query attention included: each query head gets the key and value head
-it shares; OPT-style, OPT; Phi-style, Phi 1 and 2; GPT-NeoX-style, Pythia. ALBERT's layers share their modules (`layer_order`: layer i runs group
-int(i / (layers / groups))'s one layer), so hooks on them go through `hook_layers`, which tells the layers apart by
-the order of the calls. Any other layout raises `UnsupportedArchitecture` naming the attention-like modules of the
-model's first layer, so a new row is easy to add.
+it shares; OPT-style, OPT; Phi-style, Phi 1 and 2; GPT-NeoX-style, Pythia. ALBERT's layers share their modules
+(`layer_order`: layer i runs group int(i / (layers / groups))'s one layer), so hooks on them go through `hook_layers`,
+which tells the layers apart by the order of the calls. Any other layout raises `UnsupportedArchitecture` naming the
+attention-like modules of the model's first layer, so a new row is easy to add.
 """
 
 from collections.abc import Callable

@@ -109,10 +109,10 @@ def _check_attentions(model, output, batch):
                 f"{name} returns attention weights of shape {shape} for {length} tokens, not one weight "
                 f"per pair of tokens (batch, heads, {length}, {length}), as sliding-window attention does (Longformer)")
         shares = attention.masked_select(pairs)
-        if not (shares.isfinite().all() and shares.min() >= 0):
+        if shares.numel() and not (shares.isfinite().all() and shares.min() >= 0):
             raise UnsupportedAttention(
                 f"{name} returns attention weights from {float(shares.min()):.3g} to {float(shares.max()):.3g}, not "
-                f"shares of each query's attention (finite and >= 0): scores before the softmax, it seems")
+                f"shares of each query's attention (finite and >= 0), such as scores before the softmax")
 
 
 def _to_cpu(value):
