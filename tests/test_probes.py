@@ -571,12 +571,13 @@ def test_heads_are_counted_from_the_attention_weights_and_other_head_shapes_are_
 def test_a_model_without_a_position_limit_is_probed(tokenizer, tmp_path):
     """XLNet's config gives max_position_embeddings = -1 (relative positions, no limit): the probes read at most 128
     tokens, as for any model (the -1 used to reach the tokenizer's truncation, an OverflowError). It has no masked-LM
-    class: the note says so in one line, not with transformers' list of every model type."""
+    class, and its language-model head (XLNetLMHeadModel) sees the tokens after each position: a checkpoint without
+    that head's weights is said to lack them in one line, and the head itself is refused as no next-token LM."""
     from transformers import XLNetConfig, XLNetModel
 
     from hf_minattn.probes import ProbeSettings, run_all_probes
     from hf_minattn.probes.loading import max_length_for
-    from hf_minattn.probes.run import masked_lm_for
+    from hf_minattn.probes.head_ablation import language_model_for
 
     model = XLNetModel(XLNetConfig(vocab_size=len(tokenizer), d_model=32, n_layer=2, n_head=4, d_inner=40)).eval()
     assert model.config.max_position_embeddings == -1 and max_length_for(model, tokenizer) == min(
@@ -585,9 +586,17 @@ def test_a_model_without_a_position_limit_is_probed(tokenizer, tmp_path):
                              log=lambda message: None)
     assert results.geometry is not None and np.array(results.heads.stats["self"]).shape == (2, 4)
     model.save_pretrained(tmp_path)
-    mlm, reason = masked_lm_for(model, str(tmp_path))
-    assert mlm is None and "does not load as a masked LM (Unrecognized configuration class" in reason
+    mlm, reason = language_model_for(model, str(tmp_path))
+    assert mlm is None and "has no trained language-model head (missing 1 weights, e.g. lm_loss.bias)" in reason
     assert "\n" not in reason and "Model type should be one of" not in reason
+    from transformers import XLNetLMHeadModel
+
+    from hf_minattn.probes.head_ablation import head_ablation
+    from hf_minattn.probes.weights import UnsupportedArchitecture
+
+    with pytest.raises(UnsupportedArchitecture, match="XLNetLMHeadModel's predictions change with the tokens after "
+                                                      "them: it is no next-token LM"):
+        head_ablation(XLNetLMHeadModel(model.config).eval(), tokenizer, SENTENCES[:4])
 
 
 def test_an_encoder_decoder_model_is_refused_when_loaded(tokenizer, tmp_path):

@@ -11,7 +11,7 @@ from hf_minattn.probes.corpus import default_sentences  # noqa: E402
 from hf_minattn.probes.heads import head_statistics  # noqa: E402
 from hf_minattn.probes.loading import load_encoder  # noqa: E402
 from hf_minattn.probes.neighbours import sense_accuracy  # noqa: E402
-from hf_minattn.probes.run import masked_lm_for  # noqa: E402
+from hf_minattn.probes.head_ablation import language_model_for  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -36,5 +36,5 @@ def test_senses_separate_above_chance_and_ablation_is_skipped_without_an_mlm_hea
     # a pretrained encoder beats the controls that see no vectors (in corpus sentences position and length differ
     # between senses, so those controls are above 0.5)
     assert result.accuracy_interval[-1]["low"] > max(result.position_accuracy, result.length_accuracy)
-    mlm, reason = masked_lm_for(model, str(minilm.get_model_path()))
+    mlm, reason = language_model_for(model, str(minilm.get_model_path()))
     assert mlm is None and "no trained masked-LM head" in reason

@@ -56,7 +56,8 @@ def probe_parser():
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% intervals (at least 10)")
     p.add_argument("--mlm-probability", type=float, default=0.15,
                    help="mask rate of the head-ablation and logit-lens losses: use the rate the model was trained "
-                        "at (BERT and run_mlm's default 0.15; the experiments train at 0.3)")
+                        "at (BERT and run_mlm's default 0.15; the experiments train at 0.3); a decoder is scored on "
+                        "every next token, unmasked")
     p.add_argument("--ablation-mask-draws", type=int, default=1,
                    help="independent masks per sentence for the head-ablation and logit-lens losses (more: narrower "
                         "intervals)")
@@ -67,7 +68,8 @@ def probe_parser():
     p.add_argument("--no-heads", action="store_true")
     p.add_argument("--no-weights", action="store_true")
     p.add_argument("--no-logit-lens", action="store_true",
-                   help="skip decoding every layer through the masked-LM head (masked LMs only)")
+                   help="skip decoding every layer through the model's head (a masked LM's, or a decoder's "
+                        "next-token head)")
     p.add_argument("--no-circuits", action="store_true",
                    help="skip layer 0's QK/OV circuits against the embedding-similarity, co-occurrence and "
                         "initialisation hypotheses (MinAttn models only)")

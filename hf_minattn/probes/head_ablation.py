@@ -1,10 +1,13 @@
-"""Which heads does a masked LM need? Per-head ablation: the increase of the masked-LM loss when one head's output
-is zeroed (its slice of the input of W_O; b_O kept), on the same masked tokens for every head, with a 95% t-interval
+"""Which heads does a language model need? Per-head ablation: the increase of the model's loss when one head's
+output is zeroed (its slice of the input of W_O; b_O kept), on the same tokens for every head, with a 95% t-interval
 over tokens. Sign: increase = loss with the head zeroed - loss intact, so > 0 means the model needs the head.
 `zero_head` is the ablation itself, usable on its own; `ablation_over_seeds` gives per-head intervals over seeds.
 
-Mask at the rate the model was trained with (`mlm_probability`; the experiments train at 0.3, BERT at 0.15): with
-more of the context masked, a head's contribution changes.
+The tokens scored (`scored_batches`, shared with the logit lens) are what the model's head predicts: masked tokens
+for a masked LM (`*ForMaskedLM`), masked at the rate it was trained with (`mlm_probability`; the experiments train at
+0.3, BERT at 0.15: with more of the context masked, a head's contribution changes); every next token for a
+next-token LM (`*ForCausalLM`, GPT-2's `*LMHeadModel`), checked first to predict from the tokens before a position
+only. `language_model_for` finds that model for an encoder probed without its head.
 """
 
 from contextlib import contextmanager
@@ -34,15 +37,59 @@ class HeadAblation:
     base_loss: float  # mean cross-entropy (nats) with every head on
     loss_increase: list  # (layers, heads): loss with the head zeroed - base loss (nats; > 0: the model needs the head)
     interval95: list  # (layers, heads): half-width of the 95% t-interval over tokens (df = masked_tokens - 1)
-    mlm_probability: float = 0.15
+    mlm_probability: float | None = 0.15  # None: a next-token LM (nothing masked)
     mask_draws: int = 1
+    objective: str = "masked"  # or "next-token": what the scored tokens are (masked_tokens then counts those)
     note: str = ("Masking: each non-special token replaced by the mask token with probability mlm_probability (at "
                  "least one per sentence; no 80/10/10 split), mask_draws independent draws from the seed, shared by "
                  "every ablation. The interval treats masked tokens as independent (tokens of one sentence are not).")
 
 
+NEXT_TOKEN_NOTE = ("Scored: every next token of each sentence that is a real, non-special token, predicted from the "
+                   "tokens before it; nothing is masked. The interval treats those tokens as independent (tokens of "
+                   "one sentence are not).")
+
+
 def is_masked_lm(model):
     return type(model).__name__.endswith("ForMaskedLM")
+
+
+def lm_objective(model):
+    """What the model's head predicts: "masked" for a *ForMaskedLM, "next-token" for a *ForCausalLM or GPT-2's
+    *LMHeadModel (scored_batches checks that it predicts from the tokens before a position only), else None."""
+    if is_masked_lm(model):
+        return "masked"
+    return "next-token" if type(model).__name__.endswith(("ForCausalLM", "LMHeadModel")) else None
+
+
+def language_model_for(model, model_path=None, lm_model=None, trust_remote_code=False):
+    """(language model, None) for head ablation and the logit lens, or (None, why not): `lm_model` if given, `model`
+    if it is one, else the checkpoint at `model_path` loaded with AutoModelForMaskedLM (or, for an architecture with
+    no masked LM, AutoModelForCausalLM) if it has trained head weights."""
+    if lm_model is not None:
+        ok = lm_objective(lm_model) is not None
+        return (lm_model.eval(), None) if ok else (None, f"{type(lm_model).__name__} is not a masked or next-token LM")
+    if lm_objective(model):
+        return model, None
+    if model_path is None:
+        return None, f"{type(model).__name__} has no masked-LM head and no checkpoint path was given to load one"
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
+
+    errors = []
+    for auto in (AutoModelForMaskedLM, AutoModelForCausalLM):
+        try:
+            lm, info = auto.from_pretrained(model_path, trust_remote_code=trust_remote_code, dtype=model.dtype,
+                                            output_loading_info=True)  # in the encoder's dtype
+            break
+        except (ValueError, OSError, KeyError) as error:
+            errors.append(str(error).splitlines()[0])  # the first line: not transformers' list of every model type
+    else:
+        return None, f"{model_path} does not load as a masked LM ({errors[0]}), nor as a next-token LM"
+    if info.get("missing_keys"):
+        missing, kind = sorted(info["missing_keys"]), "masked-LM" if is_masked_lm(lm) else "language-model"
+        return None, (f"{model_path} has no trained {kind} head (missing {len(missing)} weights, e.g. {missing[0]}); "
+                      "a randomly initialised head would make the loss meaningless")
+    return lm.to(model.device).eval(), None
 
 
 @contextmanager
@@ -93,6 +140,56 @@ def masked_batches(tokenizer, sentences, max_length, batch_size, mlm_probability
     return batches
 
 
+def next_token_batches(tokenizer, sentences, max_length, batch_size):
+    """[(encoding, chosen (B, T) bool, labels (B, T))] over the sentences: at every real position whose next position
+    holds a real, non-special token, that token is the label (labels[:, t] = input_ids[:, t + 1]), as a causal LM's
+    loss scores it; left or right padding alike."""
+    batches = []
+    for _, enc in sentence_batches(tokenizer, sentences, max_length, batch_size):
+        ids, real = enc["input_ids"], enc["attention_mask"].bool()
+        special = torch.tensor([tokenizer.get_special_tokens_mask(row, already_has_special_tokens=True)
+                                for row in ids.tolist()]).bool()
+        chosen = real & (real & ~special).roll(-1, dims=1)
+        chosen[:, -1] = False  # the last position has no next token (roll brought the first one round)
+        batches.append((enc, chosen, ids.roll(-1, dims=1)))
+    return batches
+
+
+def check_next_token(model, enc):
+    """A next-token LM's prediction at a position must not change when a later token does; a head on a bidirectional
+    encoder (XLNet's, or BERT's without is_decoder) would read the answer. UnsupportedArchitecture if it does."""
+    one = {key: value[:1] for key, value in enc.items()}
+    real = one["attention_mask"][0].bool()
+    last = int(real.nonzero().max())  # the last real position, with left or right padding
+    before = real.clone()
+    before[last:] = False
+    if not before.any():
+        return
+    intact = run_model(model, one).logits[0, before]
+    one["input_ids"] = one["input_ids"].clone()
+    one["input_ids"][0, last] = (one["input_ids"][0, last] + 1) % model.config.vocab_size
+    changed = run_model(model, one).logits[0, before]
+    if not torch.allclose(intact.float(), changed.float(), atol=1e-4, rtol=1e-3):
+        raise UnsupportedArchitecture(f"{type(model).__name__}'s predictions change with the tokens after them: it is "
+                                      "no next-token LM (its head would read the answer), and it has no masked-LM head")
+
+
+def scored_batches(model, tokenizer, sentences, max_length, batch_size, mlm_probability, seed, mask_draws):
+    """(batches, objective): the tokens the model's head is scored on, as (encoding, chosen, labels) batches: masked
+    tokens for a masked LM (`masked_batches`), every next token for a next-token LM (`next_token_batches`, after
+    `check_next_token`). UnsupportedArchitecture for a model that is neither."""
+    objective = lm_objective(model)
+    if objective == "masked":
+        return masked_batches(tokenizer, sentences, max_length, batch_size, mlm_probability, seed, mask_draws), objective
+    if objective is None:
+        raise UnsupportedArchitecture(f"scoring needs a masked LM (a *ForMaskedLM class) or a next-token LM (a "
+                                      f"*ForCausalLM class), got {type(model).__name__}; load it with "
+                                      "AutoModelForMaskedLM")
+    batches = next_token_batches(tokenizer, sentences, max_length, batch_size)
+    check_next_token(model, batches[0][0])
+    return batches, objective
+
+
 def _token_losses(model, batches):
     losses = []
     for enc, chosen, labels in batches:
@@ -111,22 +208,23 @@ def check_masking(mlm_probability, mask_draws, draws_name="mask_draws"):
 
 def head_ablation(model, tokenizer, sentences, max_sentences=64, batch_size=16, mlm_probability=0.15, seed=0,
                   mask_draws=1):
-    """Per head, the increase of the masked-LM loss when that head's output is zeroed, on the same masked tokens:
-    loss with the head zeroed - loss intact (nats), with a 95% t-interval over the masked tokens.
-    `model` must be a masked LM (`*ForMaskedLM`); pass the `mlm_probability` it was trained with.
-    Cost: (layers x heads + 1) x mask_draws forward passes over the sentences."""
-    if not is_masked_lm(model):
-        raise UnsupportedArchitecture(f"head ablation needs a masked-LM model (a *ForMaskedLM class), got "
-                                      f"{type(model).__name__}; load it with AutoModelForMaskedLM")
+    """Per head, the increase of the model's loss when that head's output is zeroed, on the same tokens: loss with
+    the head zeroed - loss intact (nats), with a 95% t-interval over the tokens. `model` is a masked LM
+    (`*ForMaskedLM`: pass the `mlm_probability` it was trained with) or a next-token LM (scored_batches).
+    Cost: (layers x heads + 1) x mask_draws forward passes over the sentences (one draw for a next-token LM)."""
+    if lm_objective(model) is None:
+        raise UnsupportedArchitecture(f"head ablation needs a masked-LM model (a *ForMaskedLM class) or a next-token "
+                                      f"LM (a *ForCausalLM class), got {type(model).__name__}; load it with "
+                                      "AutoModelForMaskedLM")
     check_masking(mlm_probability, mask_draws)
     sentences = list(sentences)[:max_sentences]
     if not sentences:
         raise ValueError("no sentences to measure head ablation on")
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     model.eval()
-    batches = masked_batches(tokenizer, sentences, max_length_for(model, tokenizer), batch_size, mlm_probability, seed,
-                             mask_draws)
     with torch.inference_mode():
+        batches, objective = scored_batches(model, tokenizer, sentences, max_length_for(model, tokenizer), batch_size,
+                                            mlm_probability, seed, mask_draws)
         base = _token_losses(model, batches)
         increase, interval = np.zeros((L, H)), np.full((L, H), np.nan)
         for layer in range(L):
@@ -137,9 +235,11 @@ def head_ablation(model, tokenizer, sentences, max_sentences=64, batch_size=16, 
                 if len(diff) > 1:
                     t = mean_interval(diff.numpy())
                     interval[layer, head] = t.high - t.estimate
+    masked = objective == "masked"
     return HeadAblation(num_layers=L, num_heads=H, sentences=len(sentences), masked_tokens=len(base),
                         base_loss=float(base.mean()), loss_increase=increase.tolist(), interval95=interval.tolist(),
-                        mlm_probability=mlm_probability, mask_draws=mask_draws)
+                        mlm_probability=mlm_probability if masked else None, mask_draws=mask_draws if masked else 1,
+                        objective=objective, **({} if masked else {"note": NEXT_TOKEN_NOTE}))
 
 
 def ablation_over_seeds(ablations):

@@ -1,16 +1,17 @@
-"""Which layer already predicts the masked token? The logit lens (nostalgebraist 2020, "interpreting GPT: the logit
-lens") for masked LMs: each layer's hidden state at the masked positions is decoded through the model's own final
-norm (where the architecture has one after its last block) and MLM head, and scored as the model's output would be:
-mean cross-entropy (nats) with a 95% t-interval over masked tokens, top-1 accuracy and, given a unigram floor, the
-gain over it (floor - loss, nats; > 0: the layer predicts better than token frequencies alone).
+"""Which layer already predicts the token? The logit lens (nostalgebraist 2020, "interpreting GPT: the logit lens"):
+each layer's hidden state at the scored positions (the masked ones of a masked LM, every position of a next-token
+LM) is decoded through the model's own final norm (where the architecture has one after its last block) and output
+head, and scored as the model's output would be: mean cross-entropy (nats) with a 95% t-interval over the scored
+tokens, top-1 accuracy and, given a unigram floor, the gain over it (floor - loss, nats; > 0: the layer predicts
+better than token frequencies alone).
 
 Layer 0 is the embedding output, layer l the output of block l. Decoding the last layer gives the model's own logits
 (checked on every batch). The other layers are read through a head trained on the last layer only: a high loss there
 says that this head cannot read the layer, not that the layer lacks the information (a decoder trained per layer,
 the "tuned lens" of Belrose et al. 2023, reads more).
 
-Masks: `masked_batches` of the head ablation; with the same sentences, batch size, seed, rate and draws the masked
-tokens are the same, and the last layer's loss is the ablation's base loss.
+Tokens: `scored_batches` of the head ablation; with the same sentences, batch size, seed, rate and draws they are
+the same, and the last layer's loss is the ablation's base loss.
 """
 
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ import torch.nn.functional as F
 
 from hf_minattn.stats import mean_interval
 
-from .head_ablation import check_masking, is_masked_lm, masked_batches
+from .head_ablation import NEXT_TOKEN_NOTE, check_masking, is_masked_lm, lm_objective, scored_batches
 from .loading import max_length_for, run_model
 from .weights import UnsupportedArchitecture
 
@@ -43,8 +44,9 @@ class LogitLens:
     # were given, and how many masked tokens each has: the sentences are the sample (tokens of one are not independent)
     sentence_gain: list | None = None
     sentence_tokens: list | None = None
-    mlm_probability: float = 0.15
+    mlm_probability: float | None = 0.15  # None: a next-token LM (nothing masked)
     mask_draws: int = 1
+    objective: str = "masked"  # or "next-token": what the scored tokens are (masked_tokens then counts those)
     note: str = ("Layer 0 is the embedding output (hidden_states[0], before any block), layer l the output of block "
                  "l. Every layer is decoded through the model's final norm (where it has one after the last block) "
                  "and MLM head, which were trained on the last layer only: a high loss at a lower layer means this "
@@ -52,6 +54,12 @@ class LogitLens:
                  "head ablation: each non-special token replaced by the mask token with probability mlm_probability "
                  "(at least one per sentence), mask_draws draws from the seed. The interval treats masked tokens as "
                  "independent (tokens of one sentence are not).")
+
+
+LENS_NEXT_TOKEN_NOTE = ("Layer 0 is the embedding output (hidden_states[0], before any block), layer l the output of "
+                        "block l. Every layer is decoded through the model's final norm and output layer, which were "
+                        "trained on the last layer only: a high loss at a lower layer means this head cannot read it, "
+                        "not that the information is absent (the logit-lens caveat). " + NEXT_TOKEN_NOTE)
 
 
 def _distilbert_head(model, hidden):
@@ -70,12 +78,16 @@ MLM_HEADS = {
 
 
 def mlm_head(model):
-    """The masked LM's head as a function of hidden states (N, C) -> logits (N, V); UnsupportedArchitecture, naming
-    the class, for a model with no MLM head or one kept where MLM_HEADS does not look."""
+    """The language model's head as a function of hidden states (N, C) -> logits (N, V): a next-token LM's output
+    layer, or a masked LM's whole head; UnsupportedArchitecture, naming the class, for a model with no such head or
+    an MLM head kept where MLM_HEADS does not look."""
     name = type(model).__name__
-    if not is_masked_lm(model) or model.get_output_embeddings() is None:
-        raise UnsupportedArchitecture(f"the logit lens needs a *ForMaskedLM model with an MLM head; {name} has none. "
-                                      "Load a checkpoint that has trained head weights with AutoModelForMaskedLM")
+    if lm_objective(model) is None or model.get_output_embeddings() is None:
+        raise UnsupportedArchitecture(f"the logit lens needs a *ForMaskedLM model with an MLM head; {name} has none "
+                                      "(nor is it a next-token LM). Load a checkpoint that has trained head weights "
+                                      "with AutoModelForMaskedLM")
+    if not is_masked_lm(model):  # decoders project the final hidden state with the output layer alone
+        return model.get_output_embeddings()
     for attribute, head in MLM_HEADS.items():
         if hasattr(model, attribute):
             return lambda hidden: head(model, hidden)
@@ -83,10 +95,21 @@ def mlm_head(model):
                                   "logit_lens.MLM_HEADS")
 
 
+# Where a pre-norm model keeps the norm after its last block: MinAttn and ModernBERT, GPT-2, Llama (Mistral, Gemma,
+# Qwen), GPT-NeoX, Phi, OPT
+FINAL_NORMS = ("final_norm", "ln_f", "norm", "final_layer_norm", "final_layernorm", "decoder.final_layer_norm")
+
+
 def final_norm(model):
-    """The norm applied after the last block (MinAttn pre-norm's `final_norm`), or None (post-norm models: MinAttn
-    post-norm, BERT, DistilBERT, RoBERTa). hidden_states[-1] has already been through it, the others not."""
-    return getattr(model.base_model, "final_norm", None)
+    """The norm applied after the last block (FINAL_NORMS), or None (post-norm models: MinAttn post-norm, BERT,
+    DistilBERT, RoBERTa). hidden_states[-1] has already been through it, the others not."""
+    for path in FINAL_NORMS:
+        module = model.base_model
+        for name in path.split("."):
+            module = getattr(module, name, None)
+        if isinstance(module, torch.nn.Module):
+            return module
+    return None
 
 
 def _check_last_layer(model, decoded, logits):
@@ -118,10 +141,11 @@ def _half_width(values):
 
 def logit_lens(model, tokenizer, sentences, max_sentences=64, batch_size=16, mlm_probability=0.15, seed=0,
                mask_draws=1, unigram=None) -> LogitLens:
-    """Masked-token loss (nats, with a 95% t-interval over tokens) and top-1 accuracy of every layer's hidden state
-    decoded through the model's final norm and MLM head; layer 0 = embedding output. `model` must be a masked LM
-    (`*ForMaskedLM`); pass the `mlm_probability` it was trained with. `unigram`: a `hf_minattn.unigram.UnigramFloor`
-    (or its log-probs) for the floor and the gain per layer. Cost: mask_draws forward passes over the sentences."""
+    """Loss on the scored tokens (nats, with a 95% t-interval over tokens) and top-1 accuracy of every layer's hidden
+    state decoded through the model's final norm and head; layer 0 = embedding output. `model` is a masked LM
+    (`*ForMaskedLM`: pass the `mlm_probability` it was trained with) or a next-token LM (head_ablation.scored_batches).
+    `unigram`: a `hf_minattn.unigram.UnigramFloor` (or its log-probs) for the floor and the gain per layer. Cost:
+    mask_draws forward passes over the sentences (one for a next-token LM)."""
     check_masking(mlm_probability, mask_draws)
     head = mlm_head(model)
     log_probs = _floor_log_probs(unigram)
@@ -130,11 +154,11 @@ def logit_lens(model, tokenizer, sentences, max_sentences=64, batch_size=16, mlm
         raise ValueError("no sentences to run the logit lens on")
     norm = final_norm(model)
     model.eval()
-    batches = masked_batches(tokenizer, sentences, max_length_for(model, tokenizer), batch_size, mlm_probability, seed,
-                             mask_draws)
-    losses, correct, targets = [], [], []  # per batch: (layers + 1, N) and (N,), N = the batch's masked tokens
-    owners = _token_sentences(batches, sentences)
+    losses, correct, targets = [], [], []  # per batch: (layers + 1, N) and (N,), N = the batch's scored tokens
     with torch.inference_mode():
+        batches, objective = scored_batches(model, tokenizer, sentences, max_length_for(model, tokenizer), batch_size,
+                                            mlm_probability, seed, mask_draws)
+        owners = _token_sentences(batches, sentences)
         for enc, chosen, labels in batches:
             output = run_model(model, enc, output_hidden_states=True)
             last = len(output.hidden_states) - 1
@@ -155,10 +179,12 @@ def logit_lens(model, tokenizer, sentences, max_sentences=64, batch_size=16, mlm
     losses = torch.cat(losses, dim=1).double().numpy()  # (layers + 1, masked tokens)
     correct = torch.cat(correct, dim=1).double().numpy()
     targets = torch.cat(targets).numpy()
+    masked = objective == "masked"
     lens = LogitLens(num_layers=last, sentences=len(sentences), masked_tokens=len(targets),
                      loss=losses.mean(1).tolist(), accuracy=correct.mean(1).tolist(),
-                     interval95=[_half_width(x) for x in losses], mlm_probability=mlm_probability,
-                     mask_draws=mask_draws)
+                     interval95=[_half_width(x) for x in losses], mlm_probability=mlm_probability if masked else None,
+                     mask_draws=mask_draws if masked else 1, objective=objective,
+                     **({} if masked else {"note": LENS_NEXT_TOKEN_NOTE}))
     if log_probs is not None:
         if targets.max() >= len(log_probs):
             raise ValueError(f"the unigram floor covers {len(log_probs)} token ids but a masked token has id "

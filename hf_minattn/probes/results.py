@@ -252,6 +252,7 @@ class HeadAblation(Part):
     masked_tokens: int | None = None
     sentences: int | None = None
     mlm_probability: float | None = None
+    objective: str = "masked"  # or "next-token" (a decoder's head)
 
     @classmethod
     def from_dict(cls, d):
@@ -274,6 +275,7 @@ class SavedLogitLens(Part):
     gain: list | None = None
     gain_interval95: list | None = None
     mlm_probability: float | None = None
+    objective: str = "masked"  # or "next-token" (a decoder's head)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from .circuits import circuit_hypotheses
 from .drift import drift_results
 from .encode import CorpusWords, encode_corpus, pool_corpus, tokenize_corpus, tokenize_words, word_normaliser
 from .geometry import geometry, static_word_vectors
-from .head_ablation import head_ablation, is_masked_lm
+from .head_ablation import head_ablation, language_model_for
 from .attention_view import attention_view, view_sentences
 from .heads import attention_graph, head_statistics
 from .loading import UnsupportedAttention, max_length_for
@@ -136,30 +136,6 @@ def run_provenance(seed, model_path, corpus_name, probe_sentences, extra=None) -
             "probe_sentences": probe_sentences, "versions": versions, **(extra or {})}
 
 
-def masked_lm_for(model, model_path=None, mlm_model=None, trust_remote_code=False):
-    """(masked-LM model, None) for head ablation and the logit lens, or (None, why not): `mlm_model` if given, `model`
-    if it is one, else the checkpoint at `model_path` loaded with AutoModelForMaskedLM if it has trained masked-LM
-    head weights."""
-    if mlm_model is not None:
-        return (mlm_model.eval(), None) if is_masked_lm(mlm_model) else (None, f"{type(mlm_model).__name__} is not a masked LM")
-    if is_masked_lm(model):
-        return model, None
-    if model_path is None:
-        return None, f"{type(model).__name__} has no masked-LM head and no checkpoint path was given to load one"
-    from transformers import AutoModelForMaskedLM
-
-    try:
-        mlm, info = AutoModelForMaskedLM.from_pretrained(model_path, trust_remote_code=trust_remote_code,
-                                                         dtype=model.dtype, output_loading_info=True)  # as the encoder
-    except (ValueError, OSError, KeyError) as error:
-        return None, f"{model_path} does not load as a masked LM ({str(error).splitlines()[0]})"  # not the long list
-    if info.get("missing_keys"):
-        missing = sorted(info["missing_keys"])
-        return None, (f"{model_path} has no trained masked-LM head (missing {len(missing)} weights, e.g. {missing[0]}); "
-                      "a randomly initialised head would make the loss meaningless")
-    return mlm.to(model.device).eval(), None
-
-
 def _token_ids(tokenizer, sentences, cache, limit=None):
     """Token ids (no special tokens) of the first `limit` sentences (None: all), each sentence tokenized at most once
     per run: `cache` (a list) holds the ids of the longest prefix tokenized so far."""
@@ -236,8 +212,8 @@ def run_all_probes(model, tokenizer, sentences, settings=ProbeSettings(), *, mod
     `corpus_name` in the results, where word2vec is also trained. `corpus_words`: `encode.tokenize_words` of that
     corpus with this tokenizer, this model's maximum length and `settings.min_count`, when the caller probes several
     models that share a tokenizer (it is then tokenized once). `model_path`: the model's folder, for its drift record
-    and, when `model` has no masked-LM head, the masked LM of the head ablation, the logit lens and the circuits
-    (`mlm_model`: that masked LM itself). `reference`: (model, fast tokenizer, name) of a fully trained encoder
+    and, when `model` has no masked-LM head, the masked LM (or, for a decoder, the next-token LM) of the head
+    ablation, the logit lens and the circuits (`mlm_model`: that language model itself). `reference`: (model, fast tokenizer, name) of a fully trained encoder
     (`loading.load_reference`) probed with the same protocol on the same corpus. `unigram`: a
     `hf_minattn.unigram.UnigramFloor` of the training tokens for the lens's floor and gain (default: counted from the
     vector corpus). `provenance`: what the caller adds to the run's record (e.g. the command line; see
@@ -266,7 +242,7 @@ def run_all_probes(model, tokenizer, sentences, settings=ProbeSettings(), *, mod
     mlm, reason = None, None
     if (settings.heads and settings.ablation) or settings.logit_lens or settings.circuits:
         with _Timer(results.timings, "load masked LM", log):  # once: for the ablation, the lens and the circuits
-            mlm, reason = masked_lm_for(model, model_path, mlm_model, settings.trust_remote_code)
+            mlm, reason = language_model_for(model, model_path, mlm_model, settings.trust_remote_code)
     _probe_masked_lm(results, mlm, reason, tokenizer, sentences, vector_corpus, settings, unigram, log)
     _probe_weights(results, model, mlm, tokenizer, vector_corpus, settings, log)
     if model_path is not None:
@@ -397,7 +373,7 @@ def _probe_attention(results, model, tokenizer, sentences, settings, log):
 
 def _probe_masked_lm(results, mlm, reason, tokenizer, sentences, vector_corpus, settings, unigram, log):
     """results.head_ablation and .logit_lens on `mlm` (None: skipped for `reason`), on the same masked tokens: the
-    masked-LM loss per zeroed head, and every layer decoded by the masked-LM head."""
+    masked-LM (or next-token) loss per zeroed head, and every layer decoded by the model's head."""
     timings, notes = results.timings, results.notes
     masking = dict(seed=settings.seed, mlm_probability=settings.mlm_probability,
                    mask_draws=settings.ablation_mask_draws, max_sentences=settings.ablation_sentences)

@@ -36,8 +36,8 @@ class ProbeSettings:
     untrained: bool = False  # the same architecture re-initialised with `seed`, scored beside every benchmark number
     heads: bool = True  # attention statistics on head_sentences sentences, the examples' graphs, rollout and flow
     view: bool = True  # the interactive attention view's data (the examples, then short probe sentences), with heads
-    ablation: bool = True  # masked-LM loss per zeroed head on ablation_sentences sentences, with heads
-    logit_lens: bool = True  # every layer decoded through the masked-LM head, on the ablation's masked tokens
+    ablation: bool = True  # masked-LM (a decoder: next-token) loss per zeroed head on ablation_sentences, with heads
+    logit_lens: bool = True  # every layer decoded through the model's head, on the ablation's tokens
     circuits: bool = True  # layer 0's QK/OV circuits against named hypotheses (MinAttn models only)
     weights: bool = True  # singular value spectra of the attention weights, against initialisation
     head_sentences: int = 200
@@ -57,7 +57,7 @@ class ProbeSettings:
     bootstrap: int = 1000  # resamples of every bootstrap interval (the circuits' at most 200)
     mlm_probability: float = 0.15  # mask rate of the ablation and lens losses: the rate the model was trained at
     ablation_mask_draws: int = 1  # independent masks per sentence for those losses
-    trust_remote_code: bool = False  # for loading the masked LM from the model's folder
+    trust_remote_code: bool = False  # for loading the masked (or next-token) LM from the model's folder
 
     def __post_init__(self):
         for name in BOUNDS:

@@ -220,12 +220,38 @@ def test_head_ablation_headline_follows_the_intervals(r):
     assert "head 1-3 (no clear role)" in head_ablation_headline(typed(r))
 
 
-def _lens(loss, floor=None, half_width=0.1):
+def _lens(loss, floor=None, half_width=0.1, objective=None):
+    extra = {} if objective is None else {"objective": objective, "mlm_probability": None}
     return probe_results(logit_lens={"num_layers": len(loss) - 1, "sentences": 8, "masked_tokens": 40, "loss": loss,
                            "accuracy": [0.1] * len(loss), "interval95": [0.1] * len(loss), "mlm_probability": 0.3,
                            "mask_draws": 1, "floor": floor,
                            "gain": None if floor is None else [floor - x for x in loss],
-                           "gain_interval95": None if floor is None else [half_width] * len(loss)})
+                           "gain_interval95": None if floor is None else [half_width] * len(loss), **extra})
+
+
+def test_the_lens_and_the_ablation_name_what_a_decoder_predicts():
+    """The same numbers from a decoder (objective "next-token") speak of the next word and its tokens, not of masked
+    ones, and give no masking rate; files without an objective are a masked LM's."""
+    from hf_minattn.probes.report.head_ablation import head_ablation_text
+    from hf_minattn.probes.report.logit_lens import logit_lens_text
+
+    decoder = _lens([5.0, 4.0, 3.0], floor=4.5, objective="next-token")
+    assert logit_lens_headline(decoder).startswith(
+        "Layer 1 is the first that, read through the output head, guesses the next word better than word frequencies "
+        "alone (gain 0.50 ± 0.10 nats")
+    text = logit_lens_text(decoder)
+    assert "at 40 predicted next tokens of 8 sentences, decoded" in text and "masking rate" not in text
+    assert "masked" not in logit_lens_text(decoder) and "masked tokens of 8 sentences (masking rate 0.3)" in (
+        logit_lens_text(_lens([5.0, 4.0, 3.0], floor=4.5)))
+    ablation = {"num_layers": 1, "num_heads": 2, "sentences": 8, "masked_tokens": 40, "base_loss": 4.0,
+                "loss_increase": [[0.5, 0.0]], "interval95": [[0.1, 0.1]], "mlm_probability": None,
+                "objective": "next-token"}
+    r = probe_results(head_ablation=ablation)
+    assert "zeroing one raises the next-word loss beyond its 95% interval" in head_ablation_headline(r)
+    assert head_ablation_text(r).startswith("Next-token loss 4.000 nats on 40 predicted next tokens of 8 sentences; ")
+    masked = probe_results(head_ablation={**ablation, "objective": "masked", "mlm_probability": 0.3})
+    assert head_ablation_text(masked).startswith("Masked-LM loss 4.000 nats on 40 masked tokens of 8 sentences "
+                                                 "(masking rate 0.3); ")
 
 
 def test_logit_lens_headline_follows_the_gain_over_the_floor():

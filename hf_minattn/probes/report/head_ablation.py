@@ -1,4 +1,5 @@
-"""Per-head ablation: which heads does the model need? The masked-LM loss increase when one head is zeroed."""
+"""Per-head ablation: which heads does the model need? The loss increase (masked-LM or next-token) when one head is
+zeroed."""
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -6,6 +7,7 @@ import numpy as np
 from ..plots import layer_by_head, save_figure
 from .head_roles import ROLE_LABELS, role_label, saved_roles
 from .page import Section
+from .words import predicted
 
 
 def _ablation(r):
@@ -29,10 +31,12 @@ def head_ablation_text(r):
     H = ablation.num_heads
     verdict = (f"{beyond} of {inc.size} heads raise the loss beyond their 95% interval: removing them costs the model"
                if beyond else "No single head raises the loss beyond its 95% interval: no head is needed alone")
-    rate = ablation.mlm_probability
+    rate, words = ablation.mlm_probability, predicted(ablation)
     role = f" (role: {role_label(role, min_mass)})" if role else ""
-    return (f"Masked-LM loss {ablation.base_loss:.3f} nats on {ablation.masked_tokens} masked tokens of {ablation.sentences} "
-            f"sentences{f' (masking rate {rate:g})' if rate is not None else ''}; zeroing head {k // H}-{k % H}{role} "
+    loss = words["loss"][:1].upper() + words["loss"][1:]
+    return (f"{loss} {ablation.base_loss:.3f} nats on {ablation.masked_tokens} {words['tokens']} "
+            f"of {ablation.sentences} sentences{f' (masking rate {rate:g})' if rate is not None else ''}; zeroing head "
+            f"{k // H}-{k % H}{role} "
             f"raises it most, by {inc.flat[k]:.3f} ± {ci.flat[k]:.3f} nats. {verdict}.")
 
 
@@ -40,10 +44,11 @@ def head_ablation_headline(r):
     inc, ci, k, beyond, role, _ = _ablation(r)
     H = r.head_ablation.num_heads
     head = f"head {k // H}-{k % H}" + (f" ({ROLE_LABELS.get(role, 'no clear role')})" if role else "")
+    word = predicted(r.head_ablation)["word"]
     if beyond:
-        return (f"{beyond} of {inc.size} heads matter on their own: zeroing one raises the masked-word loss beyond "
+        return (f"{beyond} of {inc.size} heads matter on their own: zeroing one raises the {word} loss beyond "
                 f"its 95% interval; the costliest is {head}, +{inc.flat[k]:.2f} nats.")
-    return (f"No single head is needed on its own at this scale: zeroing any one leaves the masked-word loss within "
+    return (f"No single head is needed on its own at this scale: zeroing any one leaves the {word} loss within "
             f"its 95% interval (largest rise {inc.flat[k]:+.2f} ± {ci.flat[k]:.2f} nats, {head}).")
 
 
@@ -70,8 +75,8 @@ def head_ablation_plot(r, path, figure_format=None):
     values = np.array(ablation.loss_increase)
     fig, ax = plt.subplots(figsize=(0.6 * ablation.num_heads + 2.5, 0.5 * ablation.num_layers + 1.8))
     bound = max(float(np.abs(values).max()), 1e-6)
-    layer_by_head(fig, ax, values, f"masked-LM loss increase when one head is zeroed (base {ablation.base_loss:.3f} "
-                   "nats)", cmap="RdBu_r", vmin=-bound, vmax=bound)
+    layer_by_head(fig, ax, values, f"{predicted(ablation)['loss']} increase when one head is zeroed (base "
+                   f"{ablation.base_loss:.3f} nats)", cmap="RdBu_r", vmin=-bound, vmax=bound)
     for (layer, head), v in np.ndenumerate(values):
         ax.text(head, layer, f"{v:.3f}", ha="center", va="center", fontsize=6)
     return save_figure(fig, path, figure_format)
@@ -81,4 +86,5 @@ SECTION = Section(
     name="head_ablation", title="Per-head ablation", needs="head_ablation", question="Which heads does the model need?",
     reads="results",
     headline=head_ablation_headline, text=head_ablation_text, tables=head_ablation_tables, figure=head_ablation_plot,
-    alt="Heat map over layer and head: masked-LM loss increase when that head is zeroed")
+    alt="Heat map over layer and head: the loss increase (masked-LM, or next-token for a decoder) when that head is "
+        "zeroed")

@@ -1,12 +1,12 @@
-"""The logit lens (nostalgebraist 2020): from which layer can the model guess a masked word? Every layer decoded
-through the masked-LM head, against the unigram floor."""
+"""The logit lens (nostalgebraist 2020): from which layer can the model guess a masked word (or, for a decoder, the
+next word)? Every layer decoded through the model's head, against the unigram floor."""
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from ..plots import save_figure
 from .page import Section
-from .words import cell
+from .words import cell, predicted
 
 
 def _lens_gain(lens):
@@ -23,10 +23,11 @@ def logit_lens_text(r):
     """The loss by layer, and the first layer whose gain over the unigram floor has its 95% interval above 0 (or
     that no layer's has); without a floor, no verdict."""
     lens = r.logit_lens
-    loss, accuracy = lens.loss, lens.accuracy
+    loss, accuracy, words = lens.loss, lens.accuracy, predicted(lens)
     last, lowest = len(loss) - 1, int(np.argmin(loss))
-    text = (f"Every layer's hidden state at {lens.masked_tokens} masked tokens of {lens.sentences} sentences "
-            f"(masking rate {lens.mlm_probability:g}), decoded through the model's final head: loss by layer "
+    rate = f" (masking rate {lens.mlm_probability:g})" if lens.mlm_probability is not None else ""
+    text = (f"Every layer's hidden state at {lens.masked_tokens} {words['tokens']} of {lens.sentences} sentences{rate}, "
+            f"decoded through the model's final head: loss by layer "
             + ", ".join(f"{layer}: {x:.2f}" for layer, x in enumerate(loss)) + f" nats (lowest at layer {lowest}), "
             f"top-1 accuracy {accuracy[0]:.2f} at layer 0 and {accuracy[-1]:.2f} at layer {last}. ")
     caveat = (" Lower layers are read through a head trained on the last one: a high loss there need not mean the "
@@ -40,7 +41,7 @@ def logit_lens_text(r):
         best = int(np.nanargmax(gain))
         return text + (f"No layer's loss is below {floor} beyond its 95% interval (largest gain {gain[best]:+.2f} ± "
                        f"{ci[best]:.2f} nats, at layer {best}): read through its head, no layer, not even the output, "
-                       "predicts masked tokens better than token frequencies alone.") + caveat
+                       f"predicts {words['tokens']} better than token frequencies alone.") + caveat
     first = below[0]
     return text + (f"The loss first goes below {floor} beyond its 95% interval at layer {first} (gain {gain[first]:.2f} ± "
                    f"{ci[first]:.2f} nats); at the last layer the gain is {gain[-1]:+.2f} ± {ci[-1]:.2f} nats. "
@@ -50,23 +51,23 @@ def logit_lens_text(r):
 
 def logit_lens_headline(r):
     lens = r.logit_lens
-    gains = _lens_gain(lens)
+    gains, words = _lens_gain(lens), predicted(lens)
+    head, guess = f"read through the {words['head']}", f"guesses {words['words']}"
     if gains is None:
         lowest = int(np.argmin(lens.loss))
-        return (f"Read through the masked-word head, layer {lowest} guesses masked words best "
-                f"({lens.loss[lowest]:.2f} nats); no word-frequency floor was given to compare with.")
+        return (f"{head[:1].upper()}{head[1:]}, layer {lowest} {guess} best ({lens.loss[lowest]:.2f} nats); no "
+                "word-frequency floor was given to compare with.")
     gain, ci, below = gains
     if not below:
         best = int(np.nanargmax(gain))
-        return (f"Not resolved at this scale: no layer, read through the masked-word head, guesses masked words "
-                f"better than word frequencies alone (largest gain {gain[best]:+.2f} ± {ci[best]:.2f} nats, layer "
-                f"{best}).")
+        return (f"Not resolved at this scale: no layer, {head}, {guess} better than word frequencies alone (largest "
+                f"gain {gain[best]:+.2f} ± {ci[best]:.2f} nats, layer {best}).")
     first = below[0]
     if first == 0:
-        return (f"Even layer 0, read through the masked-word head, guesses masked words better than word frequencies "
-                f"alone (gain {gain[0]:.2f} ± {ci[0]:.2f} nats; last layer {gain[-1]:+.2f}).")
-    return (f"Layer {first} is the first that, read through the masked-word head, guesses masked words better than "
-            f"word frequencies alone (gain {gain[first]:.2f} ± {ci[first]:.2f} nats; last layer {gain[-1]:+.2f}).")
+        return (f"Even layer 0, {head}, {guess} better than word frequencies alone (gain {gain[0]:.2f} ± "
+                f"{ci[0]:.2f} nats; last layer {gain[-1]:+.2f}).")
+    return (f"Layer {first} is the first that, {head}, {guess} better than word frequencies alone (gain "
+            f"{gain[first]:.2f} ± {ci[first]:.2f} nats; last layer {gain[-1]:+.2f}).")
 
 
 def logit_lens_tables(r):
@@ -90,8 +91,9 @@ def plot_logit_lens(lens, path, figure_format=None):
         return None
     layers = np.arange(len(lens.loss))
     fig, (loss, accuracy) = plt.subplots(1, 2, figsize=(10, 3.8))
+    words = predicted(lens)
     loss.errorbar(layers, lens.loss, yerr=[np.nan if v is None else v for v in lens.interval95], marker="o",
-                  capsize=3, label="masked-token loss (95% interval)")
+                  capsize=3, label=f"loss on the {words['tokens']} (95% interval)")
     if lens.floor is not None:
         loss.axhline(lens.floor, linestyle="--", color="grey", label=f"unigram floor ({lens.floor:.2f})")
     loss.set_ylabel("cross-entropy (nats)")
@@ -100,7 +102,7 @@ def plot_logit_lens(lens, path, figure_format=None):
     accuracy.plot(layers, lens.accuracy, marker="o", color="k")
     accuracy.set_ylim(bottom=0)
     accuracy.set_ylabel("top-1 accuracy")
-    accuracy.set_title(f"{lens.masked_tokens} masked tokens", fontsize=10)
+    accuracy.set_title(f"{lens.masked_tokens} {words['tokens']}", fontsize=10)
     for ax in (loss, accuracy):
         ax.set_xticks(layers)  # whole layers
         ax.set_xlabel("layer (0 = embedding output)")
@@ -112,11 +114,12 @@ def logit_lens_plot(r, path, figure_format=None):
     return plot_logit_lens(r.logit_lens, path, figure_format)
 
 
-# after the head ablation: both are masked-LM losses on the same tokens
+# after the head ablation: both are the model's losses on the same tokens
 SECTION = Section(
-    name="logit_lens", title="The logit lens: every layer through the masked-LM head (nostalgebraist 2020)",
-    needs="logit_lens", question="From which layer can the model guess a masked word?",
+    name="logit_lens", title="The logit lens: every layer through the model's own head (nostalgebraist 2020)",
+    needs="logit_lens", question="From which layer can the model guess a masked word (a decoder: the next word)?",
     reads="results",
     headline=logit_lens_headline, text=logit_lens_text, tables=logit_lens_tables, figure=logit_lens_plot,
-    alt="Line charts by layer: masked-token loss of each layer decoded through the masked-LM head, with 95% intervals "
-        "and the unigram floor as a dashed line (left), and top-1 accuracy (right)")
+    alt="Line charts by layer: the loss of each layer decoded through the model's head (on masked tokens, or a "
+        "decoder's next tokens), with 95% intervals and the unigram floor as a dashed line (left), and top-1 accuracy "
+        "(right)")

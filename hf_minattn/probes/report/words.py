@@ -16,3 +16,18 @@ def differ(a, b, decimals=2):
 def lower(a, b, decimals=2):
     """a below b, by at least the precision shown."""
     return a < b and differ(a, b, decimals)
+
+
+# What a language model's head is scored on, in the words of the head-ablation and logit-lens sections: the masked
+# tokens of a masked LM, each next token of a decoder (the `objective` of those results)
+PREDICTED = {
+    "masked": {"loss": "masked-LM loss", "tokens": "masked tokens", "words": "masked words", "word": "masked-word",
+               "head": "masked-word head"},
+    "next-token": {"loss": "next-token loss", "tokens": "predicted next tokens", "words": "the next word",
+                   "word": "next-word", "head": "output head"},
+}
+
+
+def predicted(part) -> dict:
+    """PREDICTED's words for a head-ablation or logit-lens result (older files: masked)."""
+    return PREDICTED[getattr(part, "objective", None) or "masked"]
