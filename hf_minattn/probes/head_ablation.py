@@ -157,8 +157,10 @@ def next_token_batches(tokenizer, sentences, max_length, batch_size):
 
 def check_next_token(model, enc):
     """A next-token LM's prediction at a position must not change when a later token does; a head on a bidirectional
-    encoder (XLNet's, or BERT's without is_decoder) would read the answer. UnsupportedArchitecture if it does."""
-    one = {key: value[:1] for key, value in enc.items()}
+    encoder (XLNet's, or BERT's without is_decoder) would read the answer. UnsupportedArchitecture if it does. Read
+    on the batch's longest sentence."""
+    row = int(enc["attention_mask"].sum(1).argmax())
+    one = {key: value[row:row + 1] for key, value in enc.items()}
     real = one["attention_mask"][0].bool()
     last = int(real.nonzero().max())  # the last real position, with left or right padding
     before = real.clone()
@@ -186,7 +188,7 @@ def scored_batches(model, tokenizer, sentences, max_length, batch_size, mlm_prob
                                       f"*ForCausalLM class), got {type(model).__name__}; load it with "
                                       "AutoModelForMaskedLM")
     batches = next_token_batches(tokenizer, sentences, max_length, batch_size)
-    check_next_token(model, batches[0][0])
+    check_next_token(model, batches[-1][0])  # the longest sentences come last
     return batches, objective
 
 
