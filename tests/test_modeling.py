@@ -611,6 +611,10 @@ def test_token_classification_pipeline_labels_each_word(tmp_path, tokenizer):
     tags = tagger("the king and the queen")
     assert [tag["word"] for tag in tags] == ["the", "king", "and", "the", "queen"]
     assert {tag["entity"] for tag in tags} == {"ROYAL"}
+    # grouped into entities with character offsets from the fast tokenizer: one span over the whole sentence
+    grouped = pipeline("token-classification", model=str(tmp_path), tokenizer=str(tmp_path),
+                       aggregation_strategy="simple")("the king and the queen")
+    assert [(g["entity_group"], g["start"], g["end"]) for g in grouped] == [("ROYAL", 0, 22)]
 
 
 # ---------------------------------------------------------------- bad input
