@@ -2,7 +2,6 @@
 as in transformers' examples/pytorch/language-modeling/run_mlm.py). Every value is checked when the dataclass is
 built, so that a bad one fails at once, with the flag's name, before any data is read or any tokenizer trained."""
 
-import os
 from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
@@ -12,7 +11,7 @@ from hf_minattn.configuration_minattn import MinAttnConfig
 from hf_minattn.data import (STREAM_EVAL_SEQUENCES, STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES,
                              STREAM_VALIDATION_TEXTS)
 from hf_minattn.machine import accelerator_available, fast_bf16_available
-from hf_minattn.model_source import is_hub_id
+from hf_minattn.model_source import require_folder_or_hub_id
 from hf_minattn.tokenization import SPECIAL_TOKENS
 
 
@@ -82,10 +81,8 @@ class ModelArguments:
             raise ValueError("--config_overrides can't be used with --model_name_or_path (the saved config is used as is)")
         if self.model_revision is not None and self.model_name_or_path is None:
             raise ValueError(f"--model_revision {self.model_revision!r} needs --model_name_or_path (a Hub id)")
-        tokenizer = self.tokenizer_name
-        if tokenizer is not None and not os.path.isdir(tokenizer) and not is_hub_id(tokenizer):
-            raise FileNotFoundError(f"--tokenizer_name {self.tokenizer_name!r} is not a folder, nor a Hub id ('name' or "
-                                    "'org/name'); pass a folder written by save_pretrained() or a Hub id")
+        if self.tokenizer_name is not None:
+            require_folder_or_hub_id(self.tokenizer_name, "--tokenizer_name")
         if self.model_size not in MODEL_SIZES:  # the command line offers only these; a JSON file may say anything
             raise ValueError(f"--model_size must be one of {list(MODEL_SIZES)}, got {self.model_size!r}")
         # the vocabulary holds the special tokens and at least one more

@@ -62,6 +62,14 @@ def is_hub_id(name: str) -> bool:
     return True
 
 
+def require_folder_or_hub_id(name: str, what: str, holding: str = "") -> None:
+    """A FileNotFoundError naming `what` (e.g. "--tokenizer_name") when `name` is neither a local folder nor a Hub
+    id, which from_pretrained would only report after trying the Hub."""
+    if not os.path.isdir(name) and not is_hub_id(name):
+        raise FileNotFoundError(f"{what} {name!r} is not a folder, nor a Hub id ('name' or 'org/name'); pass a folder "
+                                f"written by save_pretrained(){holding} or a Hub id")
+
+
 def find_model(name, revision=None, cache_dir=None) -> ModelSource:
     """The ModelSource of `name`: a local folder written by save_pretrained(), or a Hub id at `revision` (a branch,
     tag or commit; None: the default branch) whose config.json is fetched now (or read from the cache, offline)."""
@@ -73,10 +81,7 @@ def find_model(name, revision=None, cache_dir=None) -> ModelSource:
         if not os.path.isfile(os.path.join(name, "config.json")):
             raise FileNotFoundError(f"{name!r} has no config.json; is it a save_pretrained() folder?")
         return ModelSource(name, name)
-    if not is_hub_id(name):
-        raise FileNotFoundError(f"model path {name!r} is not a folder, nor a Hub id ('name' or 'org/name'); pass a "
-                                "folder written by save_pretrained() (config.json, weights and tokenizer files) or a "
-                                "Hub id")
+    require_folder_or_hub_id(name, "model path", " (config.json, weights and tokenizer files)")
     with hub_errors(name, revision, cache_dir):
         config = hf_hub_download(name, "config.json", revision=revision, cache_dir=cache_dir)
     folder = os.path.dirname(config)  # the cache's snapshots/<commit>/ folder
