@@ -16,8 +16,13 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
+# The suite runs in WORKERS processes (pytest-xdist; auto: one per CPU core), one test file each at a time (module
+# fixtures run once) and one torch thread each (tests/conftest.py): about 7 minutes on 2 cores, against 11 in one.
+WORKERS ?= auto
+XDIST = -n $(WORKERS) --dist loadfile
+
 test: install chromium
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q $(XDIST) tests
 
 # The browser tests (tests/test_attention_view.py) drive Debian's chromium with Playwright; they are skipped, saying
 # why, only where it cannot be installed.
@@ -30,7 +35,7 @@ chromium:
 
 # The edit loop: everything but the tests marked slow (real training runs, subprocesses).
 test-fast: install
-	$(PY) -m pytest -q -m "not slow" tests
+	$(PY) -m pytest -q $(XDIST) -m "not slow" tests
 
 # An sdist and a wheel in $(DIST) (the wheel built from the sdist, so a file the sdist leaves out is missing from the
 # wheel too), their metadata checked. tests/test_wheel.py runs this target and installs the wheel in a fresh venv.

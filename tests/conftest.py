@@ -2,6 +2,7 @@
 training data of the run_mlm tests (the Wikipedia sample, a tokenizer, local text files)."""
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -9,6 +10,12 @@ import pytest
 import torch
 
 from hf_minattn import MinAttnConfig, train_tokenizer
+
+# Under pytest-xdist (`make test` runs a worker per core) the workers share the cores: one torch thread each, in
+# the worker and in the processes its tests start, so that two workers on 2 cores do not run four threads.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
+    os.environ["OMP_NUM_THREADS"] = "1"
 
 # A few sentences of real English (about the classic probe words), enough for a tiny vocabulary.
 TEXTS = [
