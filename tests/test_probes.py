@@ -512,6 +512,9 @@ def test_attention_that_is_not_token_by_token_skips_the_attention_probes_only(to
     skipped = [note for note in results.notes if note.startswith("attention probes skipped")]
     assert len(skipped) == 1 and "LongformerForMaskedLM returns attention weights of shape (" in skipped[0]
     assert results.geometry is not None and results.head_ablation is not None and results.logit_lens is not None
+    # its attention reads (tokens, batch, hidden), padded to its window: the circuits refuse it rather than misread
+    refused = "circuits skipped: LongformerForMaskedLM's layer-0 attention reads an input of shape"
+    assert results.circuits is None and any(note.startswith(refused) for note in results.notes)
 
 
 def _bigbird(tokenizer):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import tiny_config
-from transformers import BertConfig, BertModel
+from test_probes_layouts import _t5_encoder
 
 from hf_minattn import MinAttnForMaskedLM, MinAttnModel
 from hf_minattn.probes.circuits import (
@@ -176,7 +176,8 @@ def test_tokens_by_frequency_without_special_ids():
     assert ids.tolist() == [1, 5, 6] and "No token counts" in how  # 0, 2, 3, 4: pad, cls, sep, mask
 
 
-@pytest.mark.parametrize("kind, phrase", [("learned", "token part alone"), ("rope", "same position")])
+@pytest.mark.parametrize("kind, phrase", [("learned", "averages each token's input over positions 1-16"),
+                                          ("rope", "same position")])
 def test_note_says_how_positions_were_treated(kind, phrase):
     assert phrase in circuit_hypotheses(small(position_embedding_type=kind), **FAST).note
 
@@ -194,10 +195,8 @@ def test_bad_inputs_name_the_value():
         circuit_hypotheses(model, counts=np.ones(98))
     with pytest.raises(ValueError, match=r"\(40, 40\).* got shape \(3, 3\)"):
         circuit_hypotheses(model, cooccurrence=np.ones((3, 3)), **FAST)
-    bert = BertModel(BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                intermediate_size=20))
-    with pytest.raises(UnsupportedArchitecture, match="BertModel"):
-        circuit_hypotheses(bert)
+    with pytest.raises(UnsupportedArchitecture, match="T5EncoderModel"):  # a layout the table does not know
+        circuit_hypotheses(_t5_encoder())
 
 
 def test_identity_initialised_projection_starts_as_the_identity_hypothesis():

@@ -35,7 +35,7 @@ def capture_attention_inputs(model):
     inputs = [None] * len(modules)
 
     def hook(layer, args, kwargs):
-        inputs[layer] = (args[0] if args else kwargs["hidden_states"]).detach()
+        inputs[layer] = layouts.sublayer_input(args, kwargs).detach()
 
     handles = layouts.hook_layers(model, [entry["input"] for entry in modules], hook)
     try:

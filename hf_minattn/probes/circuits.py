@@ -1,7 +1,9 @@
 """Are W_Q and W_K the embedding matrix in disguise? Layer 0's circuits at token level against named hypotheses.
 
-The attention of layer 0 reads X = LN(E[t]) for a token t (E: the word-embedding matrix; LN: the LayerNorm the model
-applies before that attention). For each head h and the N most frequent tokens:
+The attention of layer 0 reads X = LN(E[t]) for a token t (E: the word-embedding matrix; LN: the norm the model
+applies before that attention), plus a position vector where the model adds one before that norm. X is taken from the
+model itself (layer 0's attention input, found by the layout table of layouts.py), so any architecture of that
+table works: MinAttn, BERT-style encoders, GPT-2, Llama, ... For each head h and the N most frequent tokens:
 
 - the QK form A_h = (X W_Q,h^T + b_Q,h)(X W_K,h^T + b_K,h)^T, (N, N): A_h[i, j] is the logit of query token i for
   key token j before the model's scaling by 1/sqrt(head_dim), which no rank-based number here depends on. It is
@@ -25,12 +27,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from hf_minattn.stats import bootstrap_interval, spearman_of_copies
 
+from . import layouts
+from .attention_norms import attention_modules
 from .cooccurrence import ppmi_matrix
-from .weights import UnsupportedArchitecture
+from .weights import UnsupportedArchitecture, head_weights
 from .weights import initial_model as fresh_model
 
 SPECIAL_ID_FIELDS = ("pad_token_id", "unk_token_id", "cls_token_id", "sep_token_id", "mask_token_id", "bos_token_id",
@@ -58,14 +61,12 @@ class Circuits:
     note: str = ""
 
 
-def _encoder(model):
-    """The MinAttnModel inside `model` (bare or with a head), or UnsupportedArchitecture naming the class."""
-    base = getattr(model, "base_model", None)
-    model_type = getattr(getattr(model, "config", None), "model_type", None)
-    if model_type != "minattn" or not hasattr(base, "get_head_weights"):
-        raise UnsupportedArchitecture(f"circuit_hypotheses reads layer 0 of a MinAttn model (MinAttnModel or "
-                                      f"MinAttnForMaskedLM), got {type(model).__name__}")
-    return base
+def _layer0(model):
+    """Layer 0's {"W_Q", "W_K", "W_V": (H, D, C), "W_O": (H, C, D)} weights and {"b_Q", "b_K", "b_V": (H, D) or None}
+    biases, float64 on the CPU; UnsupportedArchitecture where the layout table does not know the model."""
+    weights = {name: w.detach().double().cpu() for name, w in head_weights(model)[0][0].items()}
+    biases = {name: None if b is None else b.double().cpu() for name, b in layouts.layout_head_biases(model)[0].items()}
+    return weights, biases
 
 
 def _as_counts(counts, vocab_size):
@@ -83,14 +84,15 @@ def _as_counts(counts, vocab_size):
     return counts
 
 
-def select_tokens(model, counts=None, n_tokens=1000):
+def select_tokens(model, counts=None, n_tokens=1000, special_ids=()):
     """(ids (N,) LongTensor, how they were chosen): the `n_tokens` most frequent non-special ids by `counts` ((V,)
     counts or a UnigramFloor; ids never counted are left out), most frequent first, ties by id. Without counts: the
-    first `n_tokens` non-special ids (the config's pad/unk/cls/sep/mask/bos/eos ids are special)."""
+    first `n_tokens` non-special ids. Special: the config's pad/unk/cls/sep/mask/bos/eos ids and `special_ids` (a
+    tokenizer's `all_special_ids`: a BERT config names only its pad id)."""
     if isinstance(n_tokens, bool) or not isinstance(n_tokens, int) or n_tokens < 2:
         raise ValueError(f"n_tokens must be an integer >= 2 (pairs of tokens are compared), got {n_tokens!r}")
     config = model.config
-    special = {getattr(config, name, None) for name in SPECIAL_ID_FIELDS} - {None}
+    special = ({getattr(config, name, None) for name in SPECIAL_ID_FIELDS} | set(special_ids)) - {None}
     if counts is None:
         ids = [i for i in range(config.vocab_size) if i not in special][:n_tokens]
         how = (f"No token counts were given: the tokens are the first {len(ids)} non-special ids, not the most "
@@ -105,28 +107,71 @@ def select_tokens(model, counts=None, n_tokens=1000):
     return torch.tensor(ids), how
 
 
+POSITIONS = 16  # where the stream holds position vectors, X averages positions 1..16 (0 is [CLS]'s or a BOS's)
+
+
+class _Captured(Exception):
+    """Raised once layer 0's attention input is seen: nothing after it is needed."""
+
+
+def position_inputs(model, ids, batch_size=256):
+    """(N, P, C) float64 on the CPU: layer 0's attention input for each token of `ids` repeated along a sequence, at
+    positions 1..P (P = POSITIONS, fewer where the model has fewer positions), as the model computes it: embeddings,
+    any position and token-type vectors, and the norm before that attention. Layer 0's attention input depends only
+    on the token and its position, so the other tokens of the sequence do not matter."""
+    limit = getattr(model.config, "max_position_embeddings", None)
+    length = POSITIONS + 1 if not limit else max(2, min(POSITIONS + 1, limit - 2))  # RoBERTa's positions start at 2
+    modules = [entry["input"] for entry in attention_modules(model)]
+    captured = []
+
+    def hook(layer, args, kwargs):
+        if layer == 0:
+            captured.append(layouts.sublayer_input(args, kwargs).detach())
+            raise _Captured
+
+    device = next(model.parameters()).device
+    handles = layouts.hook_layers(model, modules, hook)
+    try:
+        with torch.inference_mode():
+            for chunk in ids.split(batch_size):
+                batch = chunk.to(device)[:, None].expand(-1, length)  # (B, T): each token repeated
+                try:
+                    model(input_ids=batch, attention_mask=torch.ones_like(batch))
+                except _Captured:
+                    pass
+    finally:
+        for handle in handles:
+            handle.remove()
+    if not captured:
+        raise UnsupportedArchitecture(f"{type(model).__name__} never ran layer 0's attention input module")
+    x = torch.cat(captured)
+    if x.dim() != 3 or x.shape[:2] != (len(ids), length):  # Longformer's attention reads (T, B, C), padded
+        raise UnsupportedArchitecture(f"{type(model).__name__}'s layer-0 attention reads an input of shape "
+                                      f"{tuple(x.shape)} for {len(ids)} sequences of {length} tokens, not (sequences, "
+                                      "tokens, hidden)")
+    return x[:, 1:].double().cpu()  # (N, P, C): positions 1..P
+
+
+def position_spread(inputs):
+    """How much layer 0's attention input of a token varies with its position: ||inputs - mean over positions|| /
+    ||inputs|| over (N, P, C) `inputs`; 0 where the stream holds no position vectors (rotary, none)."""
+    return float((inputs - inputs.mean(1, keepdim=True)).norm() / inputs.norm().clamp_min(1e-300))
+
+
 def attention_inputs(model, ids):
-    """X = LN(E[ids]), (N, C) float64 on the CPU: layer 0's attention input for each token where the stream holds no
-    position vector. LN is the norm the model applies before that attention, with its weights: the block's
-    `attention_norm` (pre-norm) or the embeddings' `norm` (post-norm, where attention reads the embedding output)."""
-    base = _encoder(model)
-    E = base.embeddings.word_embeddings.weight.detach()[ids.to(base.device)].double().cpu()  # (N, C)
-    norm = base.embeddings.norm if model.config.norm_placement == "post" else base.layers[0].attention_norm
-    weight, bias = norm.weight.detach().double().cpu(), norm.bias.detach().double().cpu()
-    return F.layer_norm(E, (E.shape[-1],), weight, bias, norm.eps)
+    """X, (N, C) float64 on the CPU: layer 0's attention input of each token, averaged over positions 1..P
+    (`position_inputs`); where the stream holds no position vectors every position gives the same, X = LN(E[t])."""
+    return position_inputs(model, ids).mean(1)
 
 
 def _projections(model, X):
     """Head-wise queries, keys and values of X (N, C) at layer 0: three (H, N, D) float64 tensors, biases included."""
-    base = _encoder(model)
-    H = model.config.num_attention_heads
-    D = X.shape[-1] // H
-    heads = base.get_head_weights()[0]  # W_Q, W_K, W_V: (H, D, C), with q_h = W_Q[h] @ x
-    qkv_proj = base.layers[0].attention.qkv_proj  # None in the identity variant: no bias either
-    bias = (torch.zeros(3, H, 1, D, dtype=torch.float64) if qkv_proj is None or qkv_proj.bias is None
-            else qkv_proj.bias.detach().double().cpu().view(3, H, 1, D))  # fused layout: [b_Q; b_K; b_V], head-major
-    return [torch.einsum("hdc,nc->hnd", heads[name].double().cpu(), X) + bias[k]  # (H, N, D)
-            for k, name in enumerate(("W_Q", "W_K", "W_V"))]
+    weights, biases = _layer0(model)
+    projected = []
+    for w, b in (("W_Q", "b_Q"), ("W_K", "b_K"), ("W_V", "b_V")):
+        heads = torch.einsum("hdc,nc->hnd", weights[w], X)  # q_h = W_Q[h] @ x
+        projected.append(heads if biases[b] is None else heads + biases[b][:, None, :])
+    return projected
 
 
 def qk_forms(model, ids):
@@ -145,25 +190,26 @@ def identity_forms(model, ids):
 
 
 def unembedding(model):
-    """(W_U (V, C) float64 or None, where it came from): the masked-LM decoder weight, or for a bare encoder with
-    tied embeddings the word embeddings themselves (which the decoder shares)."""
+    """(W_U (V, E) float64 or None, where it came from): the output layer of a language model's head, or for a bare
+    encoder with tied embeddings the word embeddings themselves (which its head would share)."""
     decoder = model.get_output_embeddings()
     if decoder is not None:
-        return decoder.weight.detach().double().cpu(), "the masked-LM decoder"
-    if model.config.tie_word_embeddings:
-        return _encoder(model).embeddings.word_embeddings.weight.detach().double().cpu(), "the tied word embeddings"
+        return decoder.weight.detach().double().cpu(), "the output layer of the language-model head"
+    if getattr(model.config, "tie_word_embeddings", False):
+        return model.get_input_embeddings().weight.detach().double().cpu(), "the tied word embeddings"
     return None, None
 
 
 def _ov_factors(model, ids):
-    """(L, R), (H, N, D) and (H, D, N), with M_h = L_h R_h = W_U[ids] W_O,h W_V,h X^T; None without a W_U."""
+    """(L, R), (H, N, D) and (H, D, N), with M_h = L_h R_h = W_U[ids] W_O,h W_V,h X^T; None without a W_U of the
+    hidden size."""
     W_U, _ = unembedding(model)
-    if W_U is None:
+    if W_U is None or W_U.shape[1] != model.config.hidden_size:
         return None
     X = attention_inputs(model, ids)
-    heads = _encoder(model).get_head_weights()[0]
-    left = torch.einsum("nc,hcd->hnd", W_U[ids], heads["W_O"].double().cpu())  # (H, N, D)
-    right = torch.einsum("hdc,nc->hdn", heads["W_V"].double().cpu(), X)  # (H, D, N)
+    weights, _ = _layer0(model)
+    left = torch.einsum("nc,hcd->hnd", W_U[ids], weights["W_O"])  # (H, N, D)
+    right = torch.einsum("hdc,nc->hdn", weights["W_V"], X)  # (H, D, N)
     return left, right
 
 
@@ -231,23 +277,21 @@ def token_bootstrap_spearman(form, hypothesis, rows, cols, n_resamples=200, seed
 
 
 def _check_same_architecture(model, other):
-    _encoder(other)
     keys = ("vocab_size", "hidden_size", "num_attention_heads")
     if any(getattr(model.config, k) != getattr(other.config, k) for k in keys):
         raise ValueError("initial_model must have the same architecture: "
                          + ", ".join(f"{k} {getattr(model.config, k)} vs {getattr(other.config, k)}" for k in keys))
 
 
-def _position_note(config):
-    kind = config.position_embedding_type
-    if kind == "rope":
-        return ("Positions are rotary: the stream holds no position vector, and A_h is the logit between a query and a "
-                "key at the same position (the rotations cancel); at other distances rope turns channel pairs.")
-    if kind == "none":
-        return "The model has no positions: X is exactly what layer 0's attention reads."
-    where = "before the embeddings' LayerNorm" if config.norm_placement == "post" else "to the residual stream"
-    return (f"With {kind} positions the stream holds E[t] + P[position], added {where}; X uses the token part alone, "
-            "LN(E[t]) (a position whose vector were 0), so the position-token cross terms of the logits are left out.")
+def _position_note(spread, positions):
+    """What X is with respect to positions, from `position_spread` over `positions` positions."""
+    if spread < 1e-6:
+        return ("Layer 0's attention input holds no position vector (rotary or no positions): X is each token's own, "
+                "and A_h is the logit between a query and a key at the same position (under rotary positions the "
+                "rotations cancel there; at other distances they turn channel pairs).")
+    return (f"Layer 0's attention input holds position vectors (they move it by {spread:.0%} of its norm): X averages "
+            f"each token's input over positions 1-{positions}, so the position-token cross terms of the logits are "
+            "averaged over those positions.")
 
 
 def _check_arguments(n_resamples, max_pairs, window):
@@ -259,14 +303,19 @@ def _check_arguments(n_resamples, max_pairs, window):
         raise ValueError(f"window must be a positive integer (tokens), got {window!r}")
 
 
-def _qk_notes(config, how, max_pairs, n_resamples):
+def _qk_notes(model, ids, how, max_pairs, n_resamples):
     """What the QK numbers are, for Circuits.note: the tokens, X, positions, projection, scale and correlations."""
+    config = model.config
     D = config.hidden_size // config.num_attention_heads
+    inputs = position_inputs(model, ids[:50])  # (50, P, C): enough tokens to see whether positions move X
+    _, biases = _layer0(model)
     projection = ("W_Q = W_K = W_V = I (qkv_projection='identity'): Q_h = K_h = X_h, so A_h is the identity "
-                  "hypothesis itself." if config.qkv_projection == "identity" else
-                  "The Q/K biases are included." if config.qkv_bias else "The projection has no biases.")
-    return [how, f"X = LN(E[t]) with the {'embeddings' if config.norm_placement == 'post' else 'first block'}'s "
-            f"LayerNorm ({config.norm_placement}-norm). {_position_note(config)} {projection}",
+                  "hypothesis itself." if getattr(config, "qkv_projection", None) == "identity" else
+                  "The Q/K biases are included." if biases["b_Q"] is not None or biases["b_K"] is not None else
+                  "The projection has no biases.")
+    return [how, "X is what layer 0's attention reads for each token: its embedding through the norm before that "
+            f"attention, as the model computes it. {_position_note(position_spread(inputs), inputs.shape[1])} "
+            f"{projection}",
             f"The model scales A_h by 1/sqrt(head_dim) = {D**-0.5:.4g} before the softmax; no number here depends on "
             "that scale.",
             f"Identity and initial: Spearman's rho over ordered token pairs i != j (at most {max_pairs}, drawn once; "
@@ -276,15 +325,19 @@ def _qk_notes(config, how, max_pairs, n_resamples):
 
 def _add_ov_scores(result, model, ids, notes):
     """result.ov_copying and .ov_self_rank from the factors of M_h, or a note where the model has no W_U."""
-    factors = _ov_factors(model, ids)
-    if factors is None:
+    W_U, source = unembedding(model)
+    if W_U is None:
         notes.append("OV scores skipped: a bare encoder with untied embeddings has no unembedding W_U.")
         return
-    left, right = factors
+    if W_U.shape[1] != model.config.hidden_size:
+        notes.append(f"OV scores skipped: the unembedding W_U reads {W_U.shape[1]} features, not the hidden size "
+                     f"{model.config.hidden_size} (factorised embeddings, as ALBERT's).")
+        return
+    left, right = _ov_factors(model, ids)
     result.ov_copying = [positive_eigen_share(left[h], right[h]) for h in range(result.num_heads)]
     result.ov_self_rank = [diagonal_rank(left[h] @ right[h], dim=0) for h in range(result.num_heads)]
-    notes.append(f"OV: W_U is {unembedding(model)[1]}; the masked-LM head's dense/activation/LayerNorm, later "
-                 "layers, the final norm and every bias (b_V, b_O, the decoder's) are left out: the direct path.")
+    notes.append(f"OV: W_U is {source}; the head's own transform (dense, activation, norm) where it has one, later "
+                 "layers, the final norm and every bias (b_V, b_O, the output layer's) are left out: the direct path.")
 
 
 def _add_cooccurrence(result, forms, cooccurrence, window, max_pairs, rng, bootstrap, notes):
@@ -313,9 +366,9 @@ def _add_cooccurrence(result, forms, cooccurrence, window, max_pairs, rng, boots
 
 
 def circuit_hypotheses(model, counts=None, n_tokens=1000, initial_model=None, cooccurrence=None, n_resamples=200,
-                       seed=0, window=5, max_pairs=20_000) -> Circuits:
+                       seed=0, window=5, max_pairs=20_000, special_ids=()) -> Circuits:
     """Layer 0's QK form of each head against the identity, co-occurrence and initialisation hypotheses, and its OV
-    copying score, on the `n_tokens` most frequent tokens (see `select_tokens` for `counts`).
+    copying score, on the `n_tokens` most frequent tokens (see `select_tokens` for `counts` and `special_ids`).
 
     `initial_model`: the same architecture at initialisation (True: re-created from the config with `seed`,
     `hf_minattn.initialization.initial_model`), or None.
@@ -324,12 +377,12 @@ def circuit_hypotheses(model, counts=None, n_tokens=1000, initial_model=None, co
     here; None: not compared. Each correlation uses at most `max_pairs` token pairs, drawn once with `seed`; its
     interval is a bootstrap over tokens with `n_resamples` resamples.
     """
-    _encoder(model)
+    _layer0(model)  # UnsupportedArchitecture first, for a layout the table does not know
     _check_arguments(n_resamples, max_pairs, window)
     config = model.config
     H = config.num_attention_heads
     D = config.hidden_size // H
-    ids, how = select_tokens(model, counts, n_tokens)
+    ids, how = select_tokens(model, counts, n_tokens, special_ids)
     rng = np.random.default_rng(seed)
     Q, K, _ = _projections(model, attention_inputs(model, ids))  # each (H, N, D)
     forms = (Q @ K.transpose(1, 2)).numpy()  # (H, N, N): A_h, as qk_forms
@@ -346,7 +399,7 @@ def circuit_hypotheses(model, counts=None, n_tokens=1000, initial_model=None, co
         qk_self_rank=[diagonal_rank(torch.from_numpy(forms[h]), dim=1) for h in range(H)],
         ov_copying=None, ov_self_rank=None, pairs={"identity": len(rows)},
     )
-    notes = _qk_notes(config, how, max_pairs, n_resamples)
+    notes = _qk_notes(model, ids, how, max_pairs, n_resamples)
     _add_ov_scores(result, model, ids, notes)
     if initial_model is not None and initial_model is not False:
         initial = fresh_model(model.config, seed, type(model)).eval() if initial_model is True else initial_model

@@ -274,6 +274,12 @@ def hook_layers(model, modules, hook):
     return handles
 
 
+def sublayer_input(args, kwargs):
+    """x, (B, T, C), from a forward pre-hook's arguments of a layout's `input` module (positional, or `hidden_states`
+    as transformers' attention modules take it)."""
+    return args[0] if args else kwargs["hidden_states"]
+
+
 def layout_head_weights(model, table=None):
     """Per layer {"W_Q", "W_K", "W_V": (heads, head_dim, hidden), "W_O": (heads, hidden, head_dim)} (views of the
     model's weights where it has them; copies of key/value heads that query heads share), and the layout's name."""
@@ -309,22 +315,38 @@ def _head_weights(model, layout, resolved) -> list:
     return heads
 
 
+def _head_biases(model, layout, modules):
+    """{"b_Q", "b_K", "b_V": (C,) or None} of one layer, ordered like the heads' rows (head h at h*D:(h+1)*D; key and
+    value biases copied for the query heads that share them)."""
+    H, _, C = _geometry(model)
+    if layout.qkv:
+        fused = modules["qkv"]
+        if fused is None or fused.bias is None:
+            return dict.fromkeys(("b_Q", "b_K", "b_V"))
+        bias = fused.bias.detach()  # ordered like the weight's rows
+        parts = bias.view(H, 3, -1).unbind(1) if layout.qkv_per_head else bias.view(3, C).unbind(0)
+        return {name: part.reshape(C) for name, part in zip(("b_Q", "b_K", "b_V"), parts)}
+    kv = _key_value_heads(model, H)
+    biases = {}
+    for name, role in (("b_Q", "query"), ("b_K", "key"), ("b_V", "value")):
+        bias = modules[role].bias
+        biases[name] = None if bias is None else bias.detach() if role == "query" else _shared(bias.detach(), kv, H)
+    return biases
+
+
+def layout_head_biases(model, table=None):
+    """Per layer {"b_Q", "b_K", "b_V": (heads, head_dim) or None where the projection has no bias}."""
+    layout, resolved = find_layout(model, table)
+    _head_weights(model, layout, resolved)  # the heads' shapes checked as for the weights probe
+    H, D, _ = _geometry(model)
+    return [{name: None if bias is None else bias.view(H, D) for name, bias in _head_biases(model, layout, m).items()}
+            for m in resolved]
+
+
 def layout_attention_modules(model, table=None):
     """Per layer {"input": module whose forward input is x, "output": W_O module, "value_bias": b_V (head_dim x heads,
     head-major) or None}."""
     layout, resolved = find_layout(model, table)
     _head_weights(model, layout, resolved)  # the heads' shapes checked as for the weights probe (ConvBERT's do not fit)
-    H, _, C = _geometry(model)
-    out = []
-    for modules in resolved:
-        if layout.qkv:
-            fused = modules["qkv"]
-            # the fused bias is ordered like the weight's rows: b_v (C,), head h at h*D:(h+1)*D
-            bias = None if fused is None or fused.bias is None else fused.bias.detach()
-            if bias is not None:
-                bias = bias.view(H, 3, -1)[:, 2].reshape(C) if layout.qkv_per_head else bias[2 * C:3 * C]
-        else:
-            value = modules["value"].bias
-            bias = None if value is None else _shared(value.detach(), _key_value_heads(model, H), H)
-        out.append({"input": modules["input"], "output": modules["output"], "value_bias": bias})
-    return out
+    return [{"input": modules["input"], "output": modules["output"],
+             "value_bias": _head_biases(model, layout, modules)["b_V"]} for modules in resolved]

@@ -27,7 +27,7 @@ from .pooling import selection_for
 from .settings import DEFAULT_EXAMPLES, ProbeSettings, check_probe_arguments  # noqa: F401
 from .vectors import word_vectors
 from .layouts import unless_unsupported
-from .weights import UnsupportedArchitecture, initial_model, weight_spectra
+from .weights import initial_model, weight_spectra
 
 
 @dataclass
@@ -412,13 +412,13 @@ def _probe_weights(results, model, mlm, tokenizer, vector_corpus, settings, log)
         # needs; a bare encoder with tied embeddings uses its word embeddings
         target = model if mlm is None else mlm
         seqs = _token_ids(tokenizer, vector_corpus.sentences, vector_corpus.token_ids, CIRCUIT_SENTENCES)
-        try:  # counts over the model's embedding rows (config.vocab_size), where the lens uses len(tokenizer)
-            counts = UnigramFloor.from_token_ids(seqs, target.config.vocab_size)
-            results.circuits = circuit_hypotheses(target, counts=counts, initial_model=True, cooccurrence=seqs,
-                                                  n_resamples=min(settings.bootstrap, 200), seed=seed)
+        # counts over the model's embedding rows (config.vocab_size), where the lens uses len(tokenizer)
+        counts = UnigramFloor.from_token_ids(seqs, target.config.vocab_size)
+        results.circuits = unless_unsupported(notes, "circuits", lambda: circuit_hypotheses(
+            target, counts=counts, initial_model=True, cooccurrence=seqs, n_resamples=min(settings.bootstrap, 200),
+            seed=seed, special_ids=tokenizer.all_special_ids))
+        if results.circuits is not None:
             notes.append(f"circuits: token counts and co-occurrences (within {results.circuits.window} tokens) "
                          f"from {len(seqs)} sentences of {vector_corpus.name} (the first {CIRCUIT_SENTENCES:,} at "
                          f"most); initial = {type(target).__name__} re-created from its config, each module "
                          f"drawn from seed {seed} and its name")
-        except UnsupportedArchitecture as error:
-            notes.append(f"circuits skipped: {error}")

@@ -38,7 +38,7 @@ class ProbeSettings:
     view: bool = True  # the interactive attention view's data (the examples, then short probe sentences), with heads
     ablation: bool = True  # masked-LM (a decoder: next-token) loss per zeroed head on ablation_sentences, with heads
     logit_lens: bool = True  # every layer decoded through the model's head, on the ablation's tokens
-    circuits: bool = True  # layer 0's QK/OV circuits against named hypotheses (MinAttn models only)
+    circuits: bool = True  # layer 0's QK/OV circuits against named hypotheses
     weights: bool = True  # singular value spectra of the attention weights, against initialisation
     head_sentences: int = 200
     ablation_sentences: int = 64
