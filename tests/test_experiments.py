@@ -174,6 +174,9 @@ def test_every_probe_ran_at_every_seed_and_the_comparisons_are_paired(run):
     senses = results["answers"]["q6"]["senses"]["reference"]
     assert senses["vs_chance"]["method"] == "crossed" and senses["vs_chance"]["n"] == senses["homonyms"] > 2
     assert "in a model trained at scale (all-MiniLM-L6-v2)" in run.findings.split("\n## ")[0]
+    circuits = results["answers"]["q3_circuits"]["reference"]  # its layer-0 circuits, beside ours in Q3
+    assert circuits["heads"] == 12 and len(circuits["identity"]) == 12 and circuits["copies"] is not None
+    assert "- In a model trained at scale (all-MiniLM-L6-v2, measured the same way on its own" in run.findings
     assert len(results["answers"]["q7"]["strongest"]) == 5
     mixing = results["answers"]["q7"]["mixing"]  # Q7 over many sentences, the reference beside ours
     assert mixing["sentences"] == 30 and mixing["seeds"] == len(seeds)

@@ -313,3 +313,34 @@ def test_the_circuits_sentence_follows_the_identity_correlation_over_seeds():
     assert "rank token pairs against the embedding similarity" in lines((-0.2, -0.25, -0.3))
     assert "still closer" not in lines((-0.3, -0.35, -0.32), (0.2, 0.25, 0.22), (0.0, 0.01, -0.01))  # near 0: neither
     assert circuits_lines(answers(probes())["q3_circuits"]) == []  # probes without circuits: no line
+
+
+def with_reference_circuits(p, identity, ov_copying=(0.9, 0.1, -0.8)):
+    """The reference encoder's layer-0 circuits as probing.reference_circuits keeps them: 3 heads whose identity
+    intervals are `identity` ((low, high) each) and whose OV scores are `ov_copying` (self ranks 1: top)."""
+    p = with_circuits(p, (0.2, 0.3, 0.25))
+    heads = [{"estimate": (low + high) / 2, "low": low, "high": high, "n": 400} for low, high in identity]
+    p["reference"] = {**(p.get("reference") or {}), "name": "all-MiniLM-L6-v2", "circuits": {
+        "num_heads": 3, "identity": heads, "cooccurrence": None, "initial": None, "ov_copying": list(ov_copying),
+        "ov_self_rank": [1.0, 1.0, 1.0], "pairs": {"identity": 999}, "tokens": 400}}
+    return p
+
+
+def test_the_reference_encoders_circuits_sentence_follows_its_head_intervals():
+    """Q3 sets the model trained at scale beside ours: how many of its layer-0 heads follow the embedding similarity
+    (interval above 0; above 0.5: closely) and how many OV circuits copy, each head chosen by its own interval."""
+    from hf_minattn.experiments.findings import circuits_lines
+
+    def line(*args):
+        return [x for x in circuits_lines(answers(with_reference_circuits(probes(), *args))["q3_circuits"])
+                if "all-MiniLM-L6-v2" in x]
+
+    (two,) = line([(0.6, 0.7), (0.05, 0.2), (-0.1, 0.1)])
+    assert two.startswith("- In a model trained at scale (all-MiniLM-L6-v2, measured the same way on its own 400 "
+                          "most frequent tokens): in layer 0, 2 of 3 heads choose what to attend to by how similar "
+                          "the token embeddings are (1 closely); 1 of 3 copy the token they attend to into their output")
+    assert two.endswith("its heads' correlations run from 0.00 to 0.65.")
+    (none,) = line([(-0.1, 0.1), (-0.3, -0.1), (-0.05, 0.02)], (0.1, 0.1, 0.1))
+    assert "in layer 0, none of the 3 heads is shown to choose" in none and "none copies the token" in none
+    assert not [x for x in circuits_lines(answers(with_circuits(probes(), (0.2, 0.3, 0.25)))["q3_circuits"])
+                if "trained at scale" in x]  # a run without the reference's circuits: no line

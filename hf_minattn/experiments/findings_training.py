@@ -3,7 +3,7 @@ updates, frozen embeddings, W_Q/W_K and identity projections). Each section open
 its comparisons; the details follow as short bullets, long series collapsed."""
 
 from . import statistics as st
-from .findings_answers import opening
+from .findings_answers import AT_SCALE, opening
 from .findings_format import ci, compared, comparisons_table, details, df_cell, num, p_cell, pct, table
 from .learning_rates import variant_learning_rate
 from .training import VARIANTS
@@ -286,9 +286,24 @@ def circuits_lines(c: dict | None) -> list[str]:
                                  ("normal start - start at I, correlation with LN(E) LN(E)^T", delta),
                                  ("W = I itself (a check of the probe: 1 by construction)",
                                   (c.get("identity_qkv") or {}).get("identity"))])]
+    lines += reference_circuits_lines(c.get("reference"))
     if start and delta:
         lines += ["", "- The normally initialised model's form against the one started at W = I: "
                   + (compared(delta, "closer to the embedding similarity", "as close", "further from it", "not told apart")
                      if identity and identity["n"] >= st.MIN_SEEDS_FOR_INTERVALS else "no verdict from fewer than 3 seeds")
                   + "."]
     return lines
+
+
+def reference_circuits_lines(ref: dict | None) -> list[str]:
+    """The reference encoder's layer-0 circuits, measured as ours on the same corpus, in the report's words: how many
+    of its heads follow the embedding similarity (interval above 0) and copy, each head chosen by its interval."""
+    if not ref:
+        return []
+    from hf_minattn.probes.report.circuits import headline_text
+
+    headline = headline_text(ref["heads"], ref["follow"], ref["closely"], ref["copies"])
+    spread = (f"; its heads' correlations run from {ref['range'][0]:.2f} to {ref['range'][1]:.2f}" if ref["range"]
+              else "")
+    return ["", f"- {AT_SCALE[0].upper() + AT_SCALE[1:]} ({ref['name']}, measured the same way on its own "
+            f"{ref['tokens']} most frequent tokens): {headline[0].lower() + headline[1:-1]}{spread}."]

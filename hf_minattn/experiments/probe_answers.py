@@ -5,6 +5,8 @@ hierarchical bootstrap over seeds and pairs; comparisons are tested and Holm-adj
 head 2 of one run to head 2 of another), so head-level numbers are summarised per seed first (counts of roles, the
 costliest head) and only those summaries are averaged."""
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from hf_minattn.stats import crossed_bootstrap, mean_interval
@@ -267,6 +269,15 @@ def circuits_answers(probes: dict) -> dict | None:
     first = circuits["full"][sorted(circuits["full"])[0]]
     answer["heads"], answer["tokens"] = first["num_heads"], first.get("tokens")
     answer["pairs"] = (first.get("pairs") or {}).get("identity")
+    reference = probes.get("reference") or {}
+    if reference.get("circuits"):  # the encoder trained at scale, measured the same way (one model: no seeds)
+        from hf_minattn.probes.report.circuits import head_counts
+
+        ref = reference["circuits"]
+        estimates = [r["estimate"] for r in ref["identity"] if r["estimate"] is not None]
+        answer["reference"] = {**ref, "name": reference["name"],
+                               "range": [min(estimates), max(estimates)] if estimates else None,
+                               **head_counts(SimpleNamespace(**ref, token_ids=range(ref["tokens"])))}
     return answer
 
 

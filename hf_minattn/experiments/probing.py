@@ -58,6 +58,15 @@ def summary(probe: dict) -> dict:
     }
 
 
+def reference_circuits(circuits) -> dict | None:
+    """What Q3 reads of the reference encoder's layer-0 circuits (`probes.circuits.Circuits`): the per-head
+    correlations and OV scores, and how many tokens they were measured on (not the tokens themselves)."""
+    if circuits is None:
+        return None
+    keep = ("num_heads", "identity", "cooccurrence", "initial", "ov_copying", "ov_self_rank", "pairs")
+    return {**{k: getattr(circuits, k) for k in keep}, "tokens": len(circuits.token_ids)}
+
+
 def rollout_edges(results, layer: int) -> dict | None:
     """{"sentence", "edges": {"source (i) -> target (j)": weight}, "self_share"} of the rollout at `layer` of the first
     attention example, between different words: EVERY edge (threshold 0), so that weights can be averaged over seeds
@@ -269,11 +278,12 @@ def probe_reference(out, settings, seeds, texts, encoder, figure_format) -> tupl
     log(f"probing the reference encoder {ref_name} over the same sentences and corpus")
     probe_settings = ProbeSettings(model_name=ref_name, seed=seeds[0], bootstrap=PROBE_RESAMPLES, word2vec=False,
                                    heads=False, weights=False, ablation=False, decontextualized=False,
-                                   logit_lens=False, circuits=False)  # no MLM head in the sentence encoder
+                                   logit_lens=False)  # no MLM head in the sentence encoder; its circuits for Q3
     results = run_all_probes(model, tokenizer, sentences, probe_settings, corpus=corpus, corpus_name=corpus_name,
                              log=lambda m: None)
     write_outputs(results, folder, figure_format)
-    reference = {**summary(results.to_dict()), "name": ref_name, "num_layers": model.config.num_hidden_layers}
+    reference = {**summary(results.to_dict()), "name": ref_name, "num_layers": model.config.num_hidden_layers,
+                 "circuits": reference_circuits(results.circuits)}
     vectors = (results.word_vectors.vocab, dict(results.word_vectors.sets))
     write_kept(folder, {"reference": reference}, vector_arrays(*vectors))
     return reference, vectors

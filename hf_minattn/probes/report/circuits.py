@@ -64,6 +64,11 @@ def _circuit_head(c, h):
             "ov": ov}
 
 
+def head_kinds(c):
+    """`_circuit_head` for every head of `c` (a Circuits, SavedCircuits or anything with their fields)."""
+    return [_circuit_head(c, h) for h in range(c.num_heads)]
+
+
 def circuits_text(r):
     """One sentence per head of layer 0, each chosen by its numbers: its QK logits against the embedding similarity
     (the identity hypothesis), co-occurrence and its initial form; its OV circuit copying, suppressing or neither.
@@ -108,20 +113,27 @@ def circuits_text(r):
 def circuits_headline(r):
     """How many heads of layer 0 choose by embedding similarity (interval above 0), how many clearly (above
     CIRCUIT_FOLLOWS); how many OV circuits copy."""
-    c = r.circuits
-    H = c.num_heads
-    kinds = [_circuit_head(c, h) for h in range(H)]
-    follow = sum(k["qk"] in ("reproduces", "partly") for k in kinds)
-    clearly = sum(k["qk"] == "reproduces" for k in kinds)
+    return headline_text(**head_counts(r.circuits))
+
+
+def head_counts(c):
+    """{"heads", "follow" (interval above 0), "closely" (above CIRCUIT_FOLLOWS), "copies" (None: no OV scores)}."""
+    kinds = head_kinds(c)
+    return {"heads": c.num_heads, "follow": sum(k["qk"] in ("reproduces", "partly") for k in kinds),
+            "closely": sum(k["qk"] == "reproduces" for k in kinds),
+            "copies": sum(k["ov"] == "copies" for k in kinds) if c.ov_copying else None}
+
+
+def headline_text(heads, follow, closely, copies):
+    """The sentence of `head_counts`."""
     if follow:
-        text = (f"In layer 0, {follow} of {H} heads choose what to attend to by how similar the token embeddings are"
-                + (f" ({clearly} closely)" if clearly else " (only partly)"))
+        text = (f"In layer 0, {follow} of {heads} heads choose what to attend to by how similar the token embeddings "
+                "are" + (f" ({closely} closely)" if closely else " (only partly)"))
     else:
-        text = (f"In layer 0, none of the {H} heads is shown to choose what to attend to by embedding similarity "
+        text = (f"In layer 0, none of the {heads} heads is shown to choose what to attend to by embedding similarity "
                 "(every interval includes 0 or is below it)")
-    if c.ov_copying:
-        copies = sum(k["ov"] == "copies" for k in kinds)
-        text += (f"; {copies} of {H} copy the token they attend to into their output" if copies else
+    if copies is not None:
+        text += (f"; {copies} of {heads} copy the token they attend to into their output" if copies else
                  "; none copies the token it attends to into its output")
     return text + "."
 
