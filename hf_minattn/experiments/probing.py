@@ -267,7 +267,7 @@ def probe_reference(out, settings, seeds, texts, encoder, figure_format) -> tupl
 
     folder = os.path.join(out, "probes", REFERENCE_NAME)
     found = read_kept(folder) if settings.get("reference") else None
-    if found is not None:
+    if found is not None and "circuits" in found[0]["reference"]:  # kept before Q3 read its circuits: probed again
         log(f"the reference encoder {found[0]['reference']['name']}: probed by an earlier call, its numbers read back")
         return found[0]["reference"], found[1]
     ref = encoder()
