@@ -72,7 +72,7 @@ def probe_parser():
                         "next-token head)")
     p.add_argument("--no-circuits", action="store_true",
                    help="skip layer 0's QK/OV circuits against the embedding-similarity, co-occurrence and "
-                        "initialisation hypotheses (MinAttn models only)")
+                        "initialisation hypotheses (any architecture of the layout table)")
     _output_arguments(p)
     _revision_arguments(p)
     return p
