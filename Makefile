@@ -16,10 +16,11 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-# The suite runs in WORKERS processes (pytest-xdist; auto: one per CPU core), one test file each at a time (module
-# fixtures run once) and one torch thread each (tests/conftest.py): about 7 minutes on 2 cores, against 11 in one.
+# The suite runs in WORKERS processes (pytest-xdist; auto: one per CPU core, at most 8, each holding torch and
+# transformers in memory), one test file each at a time (module fixtures run once) and one torch thread each
+# (tests/conftest.py): about 7 minutes on 2 cores, against 11 in one.
 WORKERS ?= auto
-XDIST = -n $(WORKERS) --dist loadfile
+XDIST = -n $(WORKERS) --maxprocesses 8 --dist loadfile
 
 test: install chromium
 	$(PY) -m pytest -q $(XDIST) tests
