@@ -126,12 +126,22 @@ def test_compare_cli_puts_probe_folders_side_by_side(probed, tmp_path):
     out = probed
     odd = tmp_path / "b<script>x"  # a folder name is data too: escaped in compare.html
     odd.mkdir()
-    shutil.copy(out / "probes.json", odd)
+    probes = json.loads((out / "probes.json").read_text())
+    (odd / "probes.json").write_text(json.dumps({**probes, "circuits": None}))  # a run with --no-circuits
     assert main(["compare", str(out), str(out), str(odd), "--out", str(tmp_path / "cmp")]) == 0
     assert (tmp_path / "cmp" / "compare.html").stat().st_size > 1000
     compare = (tmp_path / "cmp" / "compare.html").read_text()
     assert_page_layout(compare, {"geometry", "benchmarks"})
     assert "<td>b&lt;script&gt;x</td>" in compare
+    # each row says how many of its layer-0 heads' intervals lie above 0 (and above 0.5), and how many OV circuits
+    # copy (score above 0.5, a token's own logit within a tenth of chance); "-" without circuits
+    c = probes["circuits"]
+    chance = (len(c["token_ids"]) + 1) / 2
+    follow = sum(r["low"] is not None and r["low"] > 0 for r in c["identity"])
+    closely = sum(r["low"] is not None and r["low"] > 0.5 for r in c["identity"])
+    copies = sum(s > 0.5 and rank < 0.1 * chance for s, rank in zip(c["ov_copying"], c["ov_self_rank"]))
+    assert compare.count(f"<td>{follow} of {c['num_heads']} ({closely} closely); {copies} copy</td>") == 2
+    assert "<td>-</td>" in compare
     assert (tmp_path / "cmp" / "compare_geometry.png").exists()
 
 

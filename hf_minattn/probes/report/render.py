@@ -8,6 +8,7 @@ import os
 from ..plots import all_plots
 from ..results import SavedProbeResults
 from .benchmark import best_cell
+from .circuits import head_counts
 from .page import Probes, provenance_html, render, render_section, section_page
 from .sections import SECTIONS
 
@@ -33,11 +34,21 @@ COMPARE_ALT = {"geometry": "Line chart: baseline-adjusted self-similarity by lay
 
 
 def _compare_row(name, res):
-    """compare.html's row of one model (SavedProbeResults): its size, adjusted self-similarity by layer and best
-    benchmark scores."""
+    """compare.html's row of one model (SavedProbeResults): its size, adjusted self-similarity by layer, best
+    benchmark scores and what its layer-0 circuits follow."""
     return [name, res.model_class, res.num_layers, res.num_heads, res.hidden_size,
             " → ".join(f"{a:.2f}" for a in res.geometry.adjusted_self_similarity),
-            *[best_cell(res, key) for key in ("wordsim353", "simlex999")]]
+            *[best_cell(res, key) for key in ("wordsim353", "simlex999")], _circuits_cell(res.circuits)]
+
+
+def _circuits_cell(circuits):
+    """How many of layer 0's heads follow the embedding similarity (interval above 0), how many closely, and how
+    many OV circuits copy, as `circuits_headline` counts them; "-" for a run without circuits."""
+    if circuits is None:
+        return "-"
+    counts = head_counts(circuits)
+    cell = f"{counts['follow']} of {counts['heads']} ({counts['closely']} closely)"
+    return cell if counts["copies"] is None else f"{cell}; {counts['copies']} copy"
 
 
 def _compare_answers(results):
