@@ -2,6 +2,7 @@
 the seven answers with a figure, trains a model with run_mlm, probes it and shows its attention view inline."""
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -91,3 +92,13 @@ def test_the_notebook_trains_probes_and_shows_the_attention_view(executed):
     assert "outputs/tutorial/minattn-tutorial" in probes  # the trained model is the one probed
     pages = [html for cell in nb.cells for html in texts(cell, "text/html") if "<iframe srcdoc=" in html]
     assert len(pages) == 1 and "hf_minattn/attention-view/1" in pages[0]
+
+
+@pytest.mark.slow
+def test_the_circuits_cell_answers_for_the_trained_model_and_the_model_trained_at_scale(executed):
+    """One headline each, chosen by the heads' intervals: the trained model's 4 heads, all-MiniLM-L6-v2's 12."""
+    nb, _ = executed
+    shown = texts(tagged(nb, "circuits"), "text/markdown")
+    assert len(shown) == 2
+    assert re.match(r"\*\*your model\*\*: In layer 0, (\d+ of|none of the) 4 heads", shown[0]), shown[0]
+    assert re.match(r"\*\*all-MiniLM-L6-v2\*\*: In layer 0, (\d+ of|none of the) 12 heads", shown[1]), shown[1]
