@@ -11,6 +11,7 @@ from conftest import TEXTS, probe_results
 from test_probes_layouts import ARCHITECTURES, C, D, H, VOCAB, _model, _per_head, _run
 
 from hf_minattn.probes.circuits import POSITIONS, attention_inputs, circuit_hypotheses, ov_forms, qk_forms
+from hf_minattn.probes.report.circuits import _sentences
 from hf_minattn.probes.weights import head_weights
 
 # where layer 0's attention input carries no position vector: rotary positions (and MinAttn's tiny config's default)
@@ -39,6 +40,10 @@ def test_the_circuits_read_layer_0s_own_input_and_biases(name):
     result = circuit_hypotheses(model, n_tokens=20, n_resamples=10)
     assert ("holds position vectors" in result.note) == moved
     assert len(result.identity) == H and result.head_dim == D
+    # where the attention adds terms of its own to these logits, the sentences the report shows say they are left out
+    others = {"deberta_v2": "content-to-position and position-to-content", "mpnet": "a relative position bias"}
+    shown = _sentences(result.note, 3)
+    assert ("to these logits, left out here" in shown) == (name in others) and others.get(name, "") in shown
 
 
 def _randomised(model):

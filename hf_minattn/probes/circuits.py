@@ -283,15 +283,19 @@ def _check_same_architecture(model, other):
                          + ", ".join(f"{k} {getattr(model.config, k)} vs {getattr(other.config, k)}" for k in keys))
 
 
-def _position_note(spread, positions):
-    """What X is with respect to positions, from `position_spread` over `positions` positions."""
+def _position_note(spread, positions, other_terms=""):
+    """What X is with respect to positions, from `position_spread` over `positions` positions, in one sentence; with
+    `other_terms`, what the attention adds to the logits besides A_h (DeBERTa's, MPNet's position terms)."""
+    left_out = f"; {other_terms} to these logits, left out here" if other_terms else ""
+    if spread < 1e-6 and other_terms:
+        return f"Layer 0's attention input holds no position vector: X is each token's own{left_out}."
     if spread < 1e-6:
         return ("Layer 0's attention input holds no position vector (rotary or no positions): X is each token's own, "
                 "and A_h is the logit between a query and a key at the same position (under rotary positions the "
                 "rotations cancel there; at other distances they turn channel pairs).")
     return (f"Layer 0's attention input holds position vectors (they move it by {spread:.0%} of its norm): X averages "
             f"each token's input over positions 1-{positions}, so the position-token cross terms of the logits are "
-            "averaged over those positions.")
+            f"averaged over those positions{left_out}.")
 
 
 def _check_arguments(n_resamples, max_pairs, window):
@@ -313,9 +317,9 @@ def _qk_notes(model, ids, how, max_pairs, n_resamples):
                   "hypothesis itself." if getattr(config, "qkv_projection", None) == "identity" else
                   "The Q/K biases are included." if biases["b_Q"] is not None or biases["b_K"] is not None else
                   "The projection has no biases.")
+    positions = _position_note(position_spread(inputs), inputs.shape[1], layouts.find_layout(model)[0].other_terms)
     return [how, "X is what layer 0's attention reads for each token: its embedding through the norm before that "
-            f"attention, as the model computes it. {_position_note(position_spread(inputs), inputs.shape[1])} "
-            f"{projection}",
+            f"attention, as the model computes it. {positions} {projection}",
             f"The model scales A_h by 1/sqrt(head_dim) = {D**-0.5:.4g} before the softmax; no number here depends on "
             "that scale.",
             f"Identity and initial: Spearman's rho over ordered token pairs i != j (at most {max_pairs}, drawn once; "

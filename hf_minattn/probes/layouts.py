@@ -96,6 +96,8 @@ class Layout:
     # the layers in the order they run, from model.base_model, where `layers` is not that list (ALBERT's layers share
     # their modules); None: `layers` itself
     layer_order: Callable | None = None
+    # what the attention adds to the query-key logits (x W_Q^T + b_Q)(x W_K^T + b_K)^T, besides rotary turns; "": none
+    other_terms: str = ""
 
     @property
     def projections(self):
@@ -126,9 +128,11 @@ LAYOUTS = (
            query="attention.q_lin", key="attention.k_lin", value="attention.v_lin", output="attention.out_lin"),
     Layout("DeBERTa-v2-style (attention.self.query_proj/key_proj/value_proj, attention.output.dense; W_Q^T W_K is its "
            "content-to-content term)", layers="encoder.layer", query="attention.self.query_proj",
-           key="attention.self.key_proj", value="attention.self.value_proj", output="attention.output.dense"),
+           key="attention.self.key_proj", value="attention.self.value_proj", output="attention.output.dense",
+           other_terms="DeBERTa adds content-to-position and position-to-content terms (where its config has them)"),
     Layout("MPNet-style (attention.attn.q/k/v/o)", layers="encoder.layer", query="attention.attn.q",
-           key="attention.attn.k", value="attention.attn.v", output="attention.attn.o"),
+           key="attention.attn.k", value="attention.attn.v", output="attention.attn.o",
+           other_terms="MPNet adds a relative position bias"),
     Layout("ALBERT-style (albert_layer_groups[g].albert_layers[0].attention.query/key/value/dense, shared by the "
            "layers of group g)", layers="encoder.albert_layer_groups", layer_order=_albert_order,
            query="attention.query", key="attention.key", value="attention.value", output="attention.dense"),
