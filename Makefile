@@ -18,7 +18,7 @@ install: $(VENV)/.installed
 
 # The suite runs in WORKERS processes (pytest-xdist; auto: one per CPU core, at most 8, each holding torch and
 # transformers in memory), one test file each at a time (module fixtures run once) and one torch thread each
-# (tests/conftest.py): about 7 minutes on 2 cores, against 11 in one.
+# (tests/conftest.py): about 7.5 minutes on 2 cores, against 11.5 in one.
 WORKERS ?= auto
 XDIST = -n $(WORKERS) --maxprocesses 8 --dist loadfile
 
