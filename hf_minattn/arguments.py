@@ -118,6 +118,9 @@ class DataTrainingArguments:
     line_by_line: bool = field(
         default=False, metadata={"help": "One sequence per line of text (padded, truncated), instead of concatenating texts and cutting chunks."}
     )
+    pad_to_max_length: bool = field(
+        default=False, metadata={"help": "With --line_by_line: pad every sequence to --max_seq_length, so that every batch has the same shape (compiled or CUDA-graph training), as transformers' run_mlm.py does. Without it batches are padded to their longest sequence."}
+    )
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenization and grouping."})
     overwrite_cache: bool = field(default=False, metadata={"help": "Recompute the tokenized datasets instead of reading the cache."})
     max_train_samples: int | None = field(default=None, metadata={"help": "Keep only this many training sequences (debugging, quick runs)."})
@@ -157,6 +160,9 @@ class DataTrainingArguments:
         check_bounds(self, {"mlm_probability": (0, 1, False), "max_seq_length": (3, None, True),  # [CLS] a token [SEP]
                             "max_train_samples": (1, None, True), "max_eval_samples": (1, None, True),
                             "preprocessing_num_workers": (1, None, True)})
+        if self.pad_to_max_length and not self.line_by_line:
+            raise ValueError("--pad_to_max_length pads the sequences of --line_by_line; concatenated texts are cut into "
+                             "sequences of --max_seq_length tokens already: add --line_by_line or drop it")
         if self.whole_word_mask and self.line_by_line:
             # DataCollatorForLanguageModeling(whole_word_mask=True) needs equal-length inputs with offset mappings.
             raise ValueError("--whole_word_mask works on concatenated texts only; drop --line_by_line")

@@ -391,7 +391,8 @@ def tokenize_and_group(raw, tokenizer, text_column, data_args, max_seq_length, t
     if data_args.line_by_line:
         def tokenize(examples):
             lines = [line for line in examples[text_column] if line and not line.isspace()]
-            return tokenizer(lines, truncation=True, max_length=max_seq_length, **extra)
+            return tokenizer(lines, truncation=True, max_length=max_seq_length, **extra,
+                             padding="max_length" if data_args.pad_to_max_length else False)
     else:
         # Each text gets [CLS] ... [SEP]; the concatenation is then cut into equal chunks. Texts longer than
         # the model are expected here, so the tokenizer's length warning is noise.

@@ -105,7 +105,7 @@ class MLMCollator(TrainerCallback):
 
     def mask_example(self, example: dict, stream: int, index: int) -> dict:
         inputs, labels = self._mask(example, stream, index)
-        return {"input_ids": inputs.tolist(), "attention_mask": [1] * len(inputs), "labels": labels.tolist()}
+        return {"input_ids": inputs.tolist(), "attention_mask": attention_of(example), "labels": labels.tolist()}
 
     def __call__(self, features):
         if "labels" in features[0]:  # masked once already (the validation set): only pad
@@ -118,10 +118,15 @@ class MLMCollator(TrainerCallback):
             masked = [(inputs, shuffled) for (inputs, _), shuffled in zip(masked, labels)]
         if len({len(inputs) for inputs, _ in masked}) == 1:  # equal lengths (concatenated texts): nothing to pad
             input_ids = torch.stack([inputs for inputs, _ in masked])  # (B, T)
-            return {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids),
+            return {"input_ids": input_ids, "attention_mask": torch.tensor([attention_of(f) for f in features]),
                     "labels": torch.stack([labels for _, labels in masked])}
-        return self.pad([{"input_ids": inputs.tolist(), "attention_mask": [1] * len(inputs), "labels": labels.tolist()}
-                         for inputs, labels in masked])
+        return self.pad([{"input_ids": inputs.tolist(), "attention_mask": attention_of(f), "labels": labels.tolist()}
+                         for f, (inputs, labels) in zip(features, masked)])
+
+
+def attention_of(example: dict) -> list:
+    """The example's own attention mask (0 at the padding of --pad_to_max_length), or all ones."""
+    return list(example.get("attention_mask") or [1] * len(example["input_ids"]))
 
 
 def mask_once(dataset: datasets.Dataset, collator: MLMCollator) -> datasets.Dataset:

@@ -319,6 +319,33 @@ def test_default_corpus_frozen_embeddings_identity_qkv_line_by_line(tokenizer_di
     assert "gensim" in (out / "README.md").read_text()
 
 
+def test_pad_to_max_length_gives_every_line_the_same_length_and_the_model_never_sees_its_padding(
+        tokenizer_dir, text_files, tmp_path):
+    """--line_by_line --pad_to_max_length: every sequence has --max_seq_length tokens; in the training batches and
+    the masked validation set the padding has attention 0 and is never a target. Without the flag each line keeps
+    its own length; without --line_by_line the flag is refused by name."""
+    from hf_minattn.masking import MLMCollator, mask_once
+
+    files = {"train": str(text_files / "train.txt"), "validation": str(text_files / "validation.txt")}
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    grouped = {}
+    for pad in (False, True):
+        _, data_args, training_args = parse_args(tiny_argv(tmp_path / "out", tokenizer_dir, train_file=files["train"],
+                                                           line_by_line=True, pad_to_max_length=pad or None))
+        grouped[pad] = tokenize_and_group(datasets.load_dataset("text", data_files=files), tokenizer, "text",
+                                          data_args, 128, training_args)
+    lengths = {pad: {len(ids) for ids in g["train"]["input_ids"]} for pad, g in grouped.items()}
+    assert lengths[True] == {128} and len(lengths[False]) > 1 and max(lengths[False]) <= 128
+    collator = MLMCollator(tokenizer, data_args, seed=0)
+    train = [{**grouped[True]["train"][i], "example_index": i} for i in range(16)]
+    for batch in (collator(train), collator(list(mask_once(grouped[True]["validation"], collator))[:16])):
+        padding = batch["input_ids"] == tokenizer.pad_token_id
+        assert batch["input_ids"].shape[1] == 128 and padding.any()
+        assert (batch["attention_mask"] == ~padding).all() and (batch["labels"][padding] == -100).all()
+    with pytest.raises(ValueError, match="--pad_to_max_length pads the sequences of --line_by_line"):
+        parse_args(tiny_argv(tmp_path / "out", train_file=files["train"], pad_to_max_length=True))
+
+
 # --- errors before training -------------------------------------------------------------------------------
 
 
