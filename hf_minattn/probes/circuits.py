@@ -183,8 +183,10 @@ def qk_forms(model, ids):
 
 def identity_forms(model, ids):
     """X_h X_h^T for every head, (H, N, N): the QK form head h would have with W_Q = W_K = I (no biases)."""
-    X = attention_inputs(model, ids)
-    H = model.config.num_attention_heads
+    return _identity_forms(attention_inputs(model, ids), model.config.num_attention_heads)
+
+
+def _identity_forms(X, H):
     X_heads = X.view(len(X), H, -1).transpose(0, 1)  # (H, N, D): head h's channels h*D:(h+1)*D
     return X_heads @ X_heads.transpose(1, 2)  # (H, N, N)
 
@@ -200,13 +202,12 @@ def unembedding(model):
     return None, None
 
 
-def _ov_factors(model, ids):
-    """(L, R), (H, N, D) and (H, D, N), with M_h = L_h R_h = W_U[ids] W_O,h W_V,h X^T; None without a W_U of the
-    hidden size."""
+def _ov_factors(model, ids, X):
+    """(L, R), (H, N, D) and (H, D, N), with M_h = L_h R_h = W_U[ids] W_O,h W_V,h X^T (X: the tokens' attention
+    inputs, `attention_inputs`); None without a W_U of the hidden size."""
     W_U, _ = unembedding(model)
     if W_U is None or W_U.shape[1] != model.config.hidden_size:
         return None
-    X = attention_inputs(model, ids)
     weights, _ = _layer0(model)
     left = torch.einsum("nc,hcd->hnd", W_U[ids], weights["W_O"])  # (H, N, D)
     right = torch.einsum("hdc,nc->hdn", weights["W_V"], X)  # (H, D, N)
@@ -216,7 +217,7 @@ def _ov_factors(model, ids):
 def ov_forms(model, ids):
     """M_h = W_U W_O,h W_V,h X^T on the N tokens, (H, N, N): column j = the logits source token j writes through head
     h (biases, the head's dense/LN transform and later layers left out); None where the model has no W_U."""
-    factors = _ov_factors(model, ids)
+    factors = _ov_factors(model, ids, attention_inputs(model, ids))
     return None if factors is None else factors[0] @ factors[1]
 
 
@@ -307,11 +308,12 @@ def _check_arguments(n_resamples, max_pairs, window):
         raise ValueError(f"window must be a positive integer (tokens), got {window!r}")
 
 
-def _qk_notes(model, ids, how, max_pairs, n_resamples):
-    """What the QK numbers are, for Circuits.note: the tokens, X, positions, projection, scale and correlations."""
+def _qk_notes(model, inputs, how, max_pairs, n_resamples):
+    """What the QK numbers are, for Circuits.note: the tokens, X, positions, projection, scale and correlations;
+    `inputs` (N, P, C) from `position_inputs`."""
     config = model.config
     D = config.hidden_size // config.num_attention_heads
-    inputs = position_inputs(model, ids[:50])  # (50, P, C): enough tokens to see whether positions move X
+    inputs = inputs[:50]  # the 50 most frequent tokens: enough to see whether positions move X
     _, biases = _layer0(model)
     projection = ("W_Q = W_K = W_V = I (qkv_projection='identity'): Q_h = K_h = X_h, so A_h is the identity "
                   "hypothesis itself." if getattr(config, "qkv_projection", None) == "identity" else
@@ -327,7 +329,7 @@ def _qk_notes(model, ids, how, max_pairs, n_resamples):
             "counts as often as both its tokens are drawn)."]
 
 
-def _add_ov_scores(result, model, ids, notes):
+def _add_ov_scores(result, model, ids, X, notes):
     """result.ov_copying and .ov_self_rank from the factors of M_h, or a note where the model has no W_U."""
     W_U, source = unembedding(model)
     if W_U is None:
@@ -337,7 +339,7 @@ def _add_ov_scores(result, model, ids, notes):
         notes.append(f"OV scores skipped: the unembedding W_U reads {W_U.shape[1]} features, not the hidden size "
                      f"{model.config.hidden_size} (factorised embeddings, as ALBERT's).")
         return
-    left, right = _ov_factors(model, ids)
+    left, right = _ov_factors(model, ids, X)
     result.ov_copying = [positive_eigen_share(left[h], right[h]) for h in range(result.num_heads)]
     result.ov_self_rank = [diagonal_rank(left[h] @ right[h], dim=0) for h in range(result.num_heads)]
     notes.append(f"OV: W_U is {source}; the head's own transform (dense, activation, norm) where it has one, later "
@@ -388,9 +390,11 @@ def circuit_hypotheses(model, counts=None, n_tokens=1000, initial_model=None, co
     D = config.hidden_size // H
     ids, how = select_tokens(model, counts, n_tokens, special_ids)
     rng = np.random.default_rng(seed)
-    Q, K, _ = _projections(model, attention_inputs(model, ids))  # each (H, N, D)
+    inputs = position_inputs(model, ids)  # (N, P, C), once: X and the note's position measure
+    X = inputs.mean(1)  # as attention_inputs
+    Q, K, _ = _projections(model, X)  # each (H, N, D)
     forms = (Q @ K.transpose(1, 2)).numpy()  # (H, N, N): A_h, as qk_forms
-    identity = identity_forms(model, ids).numpy()  # (H, N, N)
+    identity = _identity_forms(X, H).numpy()  # (H, N, N), as identity_forms
     rows, cols = qk_pairs(len(ids), max_pairs, rng)
 
     def bootstrap(form, hypothesis, pair_rows=rows, pair_cols=cols):
@@ -403,8 +407,8 @@ def circuit_hypotheses(model, counts=None, n_tokens=1000, initial_model=None, co
         qk_self_rank=[diagonal_rank(torch.from_numpy(forms[h]), dim=1) for h in range(H)],
         ov_copying=None, ov_self_rank=None, pairs={"identity": len(rows)},
     )
-    notes = _qk_notes(model, ids, how, max_pairs, n_resamples)
-    _add_ov_scores(result, model, ids, notes)
+    notes = _qk_notes(model, inputs, how, max_pairs, n_resamples)
+    _add_ov_scores(result, model, ids, X, notes)
     if initial_model is not None and initial_model is not False:
         initial = fresh_model(model.config, seed, type(model)).eval() if initial_model is True else initial_model
         _check_same_architecture(model, initial)
