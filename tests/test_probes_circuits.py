@@ -1,6 +1,7 @@
 """Known answers for the layer-0 circuit probe (hf_minattn/probes/circuits.py)."""
 
 import copy
+import re
 
 import numpy as np
 import pytest
@@ -195,6 +196,9 @@ def test_bad_inputs_name_the_value():
         circuit_hypotheses(model, counts=np.ones(98))
     with pytest.raises(ValueError, match=r"\(40, 40\).* got shape \(3, 3\)"):
         circuit_hypotheses(model, cooccurrence=np.ones((3, 3)), **FAST)
+    for bad in (5, "[CLS]", [1.5]):
+        with pytest.raises(ValueError, match=r"special_ids must be token ids .* got " + re.escape(repr(bad))):
+            circuit_hypotheses(model, special_ids=bad)
     with pytest.raises(UnsupportedArchitecture, match="T5EncoderModel"):  # a layout the table does not know
         circuit_hypotheses(_t5_encoder())
 

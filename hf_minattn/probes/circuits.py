@@ -91,6 +91,10 @@ def select_tokens(model, counts=None, n_tokens=1000, special_ids=()):
     tokenizer's `all_special_ids`: a BERT config names only its pad id)."""
     if isinstance(n_tokens, bool) or not isinstance(n_tokens, int) or n_tokens < 2:
         raise ValueError(f"n_tokens must be an integer >= 2 (pairs of tokens are compared), got {n_tokens!r}")
+    if (isinstance(special_ids, (str, bytes)) or not hasattr(special_ids, "__iter__")
+            or not all(isinstance(i, (int, np.integer)) for i in special_ids)):
+        raise ValueError(f"special_ids must be token ids (integers, e.g. a tokenizer's all_special_ids), got "
+                         f"{special_ids!r}")
     config = model.config
     special = ({getattr(config, name, None) for name in SPECIAL_ID_FIELDS} | set(special_ids)) - {None}
     if counts is None:
