@@ -188,11 +188,11 @@ def spearman_of_copies(x, y):
         copies = np.asarray(copies, dtype=np.float64)
         total = copies.sum()
         ranks = []
-        for group in groups:
-            r = _average_ranks(np.bincount(group, weights=copies))[group]  # copies of each distinct value, sorted
-            ranks.append(r - (copies * r).sum() / total)
-        rx, ry = ranks
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore"):  # no copies at all (a resample drew no pair): NaN
+            for group in groups:
+                r = _average_ranks(np.bincount(group, weights=copies))[group]  # copies of each distinct value, sorted
+                ranks.append(r - (copies * r).sum() / total)
+            rx, ry = ranks
             return (copies * rx * ry).sum() / np.sqrt((copies * rx * rx).sum() * (copies * ry * ry).sum())
 
     return rho

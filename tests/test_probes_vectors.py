@@ -259,6 +259,24 @@ def test_benchmark_plot_draws_a_score_whose_interval_is_undefined(tmp_path):
     assert "WordSim-353" in benchmarks_text(SavedProbeResults.from_dict(results))
 
 
+def test_the_analogy_panel_says_not_scored_where_no_question_was_scored():
+    """A vocabulary too small for any analogy question leaves every analogy score empty: the panel says so instead
+    of drawing an empty legend (matplotlib's "No artists with labels" warning); with scores it draws the legend."""
+    import matplotlib.pyplot as plt
+    from hf_minattn.probes.report.benchmark import _analogy_panel
+
+    for scored in (True, False):
+        results = _results(layer=(0.6, 0.5, 0.7), word2vec=(0.3, 0.2, 0.4), untrained=(0.1, 0.0, 0.2))
+        for s in results["benchmarks"]["scores"] + results["benchmarks"]["untrained"]:
+            if not scored:
+                s.update(analogy=None, analogy_semantic=None, analogy_syntactic=None)
+        fig, ax = plt.subplots()
+        _analogy_panel(ax, SavedProbeResults.from_dict(results).benchmarks)
+        assert (ax.get_legend() is not None) == scored
+        assert ("not scored" in [t.get_text() for t in ax.texts]) != scored
+        plt.close(fig)
+
+
 def test_a_bootstrap_without_bounds_is_saved_as_no_interval():
     """Three pairs: some resamples repeat one pair, their Spearman is undefined and so are the bounds."""
     from hf_minattn.probes.benchmarks import spearman_on_pairs

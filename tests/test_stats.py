@@ -1,6 +1,7 @@
 """Intervals on synthetic data with a known answer."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -303,6 +304,9 @@ def test_spearman_of_copies_equals_spearman_of_the_repeated_arrays():
         else:
             assert rho == pytest.approx(spearmanr(repeated_x, repeated_y).statistic, abs=1e-12)
     assert np.isnan(spearman_of_copies([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])([0, 2, 0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a resample without any pair is NaN, not a RuntimeWarning
+        assert np.isnan(spearman_of_copies([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])([0, 0, 0]))
 
 
 def test_small_samples_and_the_stored_fields_of_an_interval():

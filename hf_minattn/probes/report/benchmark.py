@@ -317,10 +317,7 @@ def benchmarks_plot(r, path, figure_format=None):
         cov = f", {pairs['kept']}/{pairs['total']} pairs" if pairs else ""
         ax.set_title(f"{NAMES[bench]} (Spearman, 95% CI{cov})", fontsize=9)
         ax.set_xlabel("layer")
-        if ax.get_legend_handles_labels()[0]:  # a probes.json from before the subsets has none to draw
-            ax.legend(fontsize=6)
-        else:
-            ax.text(0.5, 0.5, "not scored", ha="center", va="center", transform=ax.transAxes)
+        _legend_or_not_scored(ax)  # a probes.json from before the subsets has none to draw
     _analogy_panel(axes[2], b)
     return save_figure(fig, path, figure_format)
 
@@ -342,7 +339,15 @@ def _analogy_panel(ax, b):
     ax.set_title(f"Google analogies, 3CosAdd ({q.get('semantic', '?')} sem. / {q.get('syntactic', '?')} syn. questions)",
                  fontsize=9)
     ax.set_xlabel("layer")
-    ax.legend(fontsize=6)
+    _legend_or_not_scored(ax)  # a vocabulary too small for any question has none to draw
+
+
+def _legend_or_not_scored(ax):
+    """The panel's legend, or "not scored" across it where nothing was drawn."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=6)
+    else:
+        ax.text(0.5, 0.5, "not scored", ha="center", va="center", transform=ax.transAxes)
 
 
 def benchmarks_tables(r):
