@@ -48,9 +48,11 @@ def scale_paragraph(results: dict) -> list[str]:
         f"seeds (df = seeds - 1) of paired differences (same seed: same data order, masks and, where shapes agree, "
         "initial weights), or bootstrap intervals where the table says so. Within each question's family of comparisons "
         "the p-values are Holm-adjusted, and the tables say so (\"Holm, k tests\"); a p of a test that stands alone is "
-        "marked unadjusted. A difference is called one only when its adjusted p is below 0.05, \"equivalent\" only when "
-        f"a TOST test puts it within ±{num(scale['loss_margin'])} nat (or the margin the table gives), and anything else "
-        "is \"not resolved at this scale\".",
+        "marked unadjusted. A difference is called one only when its adjusted p is below 0.05 and its 95% interval "
+        f"excludes 0, \"equivalent\" only when a TOST test puts it within ±{num(scale['loss_margin'])} nat (or the "
+        "margin the table gives), and anything else is \"not resolved at this scale\". The printed intervals are "
+        "not adjusted: one that just excludes 0 can stand beside \"not resolved\" when Holm's adjustment leaves its p "
+        "above 0.05.",
     ]
     if not scale["enough_seeds"]:
         lines.append(f"\n**Only {scale['seeds']} seeds: intervals need >= {scale['min_seeds']} seeds to be "

@@ -3,7 +3,7 @@ sentence opens the findings' summary and its question's section. Each function r
 and returns the sentence without its bold markers; `ANSWERS` is the ordered registry."""
 
 from . import statistics as st
-from .findings_format import ci, compared
+from .findings_format import caveat, ci, compared
 
 NOT_MEASURED = "Not measured in this run (results.json has no probe answers)"
 
@@ -54,6 +54,10 @@ def q4_answer(results: dict) -> str:
             "they specialise as the loss leaves its unigram plateau",
             "they specialise before the loss leaves its unigram plateau",
             "whether they specialise before, as or after the loss leaves its unigram plateau is not resolved")
+        own = st.own_start_step(early)  # the same timing read against the heads' own start
+        if st.verdict(early["specialisation_minus_exit"]) == "lower" and (own is None
+                                                                          or own >= early["plateau_exit"]["low"]):
+            timing += " (but not read against the heads' own start: then not before it)"
     return ("From a random initialisation, then gradient descent. "
             + (f"Training makes the heads of {len(apart)} of {layers} layers attend more differently from each other "
                "than at initialisation" if apart else
@@ -66,6 +70,15 @@ AT_SCALE = "in a model trained at scale"  # the reference encoder, beside ours i
 REFERENCE_DESCRIPTIONS = {
     "all-MiniLM-L6-v2": "is six layers distilled from a larger model, then fine-tuned contrastively for sentence "
                         "embeddings: trained at scale, but not a plain masked language model."}
+
+
+WORD2VECS, OWN_INPUTS = "word2vec's", "its own input embeddings'"  # possessives, as the sentences compare them
+
+
+def _versus(d: dict | None, what: str) -> str:
+    """"above word2vec's", "not told apart from the untrained model's (its unadjusted ...)": the verdict's word, what
+    it is compared with, then the caveat its numbers add."""
+    return f"{VERSUS[st.verdict(d)]} {what}{caveat(d)}"
 
 
 def parameter_count(n: int) -> str:
@@ -90,17 +103,16 @@ def q5_answer(results: dict) -> str:
         return NOT_MEASURED
     comparisons, pairs = q5["comparisons"] or {}, (q5["pairs"] or {}).get("wordsim353", {})
     matched, ref = comparisons.get("last_vs_word2vec_matched"), q5.get("reference_scores")
+    untrained = _versus(comparisons.get("last_vs_untrained"), "the untrained model's")
     text = (f"Measured against human similarity judgements (WordSim-353, {pairs.get('kept')} of {pairs.get('total')} "
             "pairs, both words in every vocabulary), "
             + (f"{ours(results)}, the last-layer vectors are " if ref else "the full model's last-layer vectors are ")
-            + f"{VERSUS[st.verdict(comparisons.get('last_vs_untrained'))]} the untrained model's and "
-            f"{VERSUS[st.verdict(comparisons.get('last_vs_word2vec'))]} word2vec's"
-            + (f" (tuned; {VERSUS[st.verdict(matched)]} a word2vec trained on as much text as the model)"
-               if matched else ""))
+            + f"{untrained} and {_versus(comparisons.get('last_vs_word2vec'), WORD2VECS)}"
+            + (f" (tuned; {_versus(matched, 'a word2vec trained on as much text as the model')})" if matched else ""))
     if ref:
         c = ref["comparisons"]
-        text += (f"; {AT_SCALE} ({ref['name']}), the last layer's are {VERSUS[st.verdict(c.get('vs_word2vec'))]} "
-                 f"word2vec's and {VERSUS[st.verdict(c.get('vs_static'))]} its own input embeddings'")
+        text += (f"; {AT_SCALE} ({ref['name']}), the last layer's are {_versus(c.get('vs_word2vec'), WORD2VECS)} "
+                 f"and {_versus(c.get('vs_static'), OWN_INPUTS)}")
     return text
 
 
@@ -158,19 +170,41 @@ KEEPS = {"higher": "more than", "lower": "less than", "equivalent": "as much as"
 
 def q7_mixing_answer(mixing: dict, in_ours: str = "in our model at this scale") -> str:
     """Q7 over many sentences: rollout with the residual weight measured from the layers' norms, against uniform
-    attention with the same weights and against the untrained model; the reference encoder beside it. `in_ours`: how
-    the sentence names our model (`ours`)."""
+    attention with the same weights and against the untrained model (and, where the fixed weight 0.5 turns that
+    comparison around, what it says there); the reference encoder beside it. `in_ours`: how the sentence names our
+    model (`ours`)."""
     c = mixing["comparisons"]
+    untrained = c["full_minus_untrained_measured"]
     text = ("Each head's attention weights are a weighted directed graph over the tokens; followed through the "
             f"residual path and the layers (rollout over {mixing['sentences']} sentences, residual weights measured "
             f"from the layers' norms), attention {in_ours} keeps a word to itself "
             f"{KEEPS[st.verdict(c['full_minus_uniform_measured'])]} uniform attention with the same residual weights "
-            f"would, and {KEEPS[st.verdict(c['full_minus_untrained_measured'])]} the untrained model")
+            f"would{caveat(c['full_minus_uniform_measured'])}, and {KEEPS[st.verdict(untrained)]} the untrained "
+            f"model{caveat(untrained)}{_fixed_weight_clause(mixing)}")
     ref = mixing.get("reference")
     if ref:
         text += (f"; {AT_SCALE} ({ref['name']}), "
-                 f"{KEEPS[st.verdict(ref['measured']['minus_uniform'])]} uniform attention")
+                 f"{KEEPS[st.verdict(ref['measured']['minus_uniform'])]} uniform attention"
+                 f"{caveat(ref['measured']['minus_uniform'])}")
     return text
+
+
+def _fixed_weight_clause(mixing: dict) -> str:
+    """Where trained - untrained at the fixed residual weight 0.5 has another verdict than at the measured weights:
+    that verdict, and which model's layers measure the larger residual weights (every layer's interval apart)."""
+    c = mixing["comparisons"]
+    half, measured = c.get("full_minus_untrained_half"), c["full_minus_untrained_measured"]
+    if half is None or st.verdict(half) == st.verdict(measured):
+        return ""
+    weights = mixing.get("residual_weight") or {}
+    trained, untrained = weights.get("full") or [], weights.get("untrained") or []
+    larger = ""
+    if trained and len(trained) == len(untrained):
+        if all(u["low"] > t["high"] for t, u in zip(trained, untrained)):
+            larger = ", whose layers measure larger residual weights"
+        elif all(t["low"] > u["high"] for t, u in zip(trained, untrained)):
+            larger = ", whose layers measure smaller residual weights"
+    return f"{larger} (with the residual weight fixed at 0.5 in both: {KEEPS[st.verdict(half)]} it)"
 
 
 def reference_name(results: dict) -> str | None:
@@ -202,7 +236,8 @@ REFERENCE_SENSE_KEY = ("the model trained at scale: sense accuracy - chance, ove
                        ("q6", "senses", "reference", "vs_chance"))
 # question -> (what, where in results["answers"]): the interval each answer rests on, printed beside it
 KEYS = {1: (("Spearman of a row's distance with its token's count", ("q1", "spearman_over_seeds")),),
-        2: (("frozen - full loss with the capacity given back, nats", ("q2", "frozen_matched_minus_full")),),
+        2: (("frozen - full loss with the capacity given back, nats", ("q2", "frozen_matched_minus_full")),
+            ("with one learned scale - full", ("q2", "frozen_gain_minus_full"))),
         3: (("identity - full loss, nats", ("q3", "identity_minus_full")),),
         5: (("Spearman, last layer - untrained", ("q5", "comparisons", "last_vs_untrained")),
             ("last layer - word2vec", ("q5", "comparisons", "last_vs_word2vec")),
@@ -214,11 +249,14 @@ KEYS = {1: (("Spearman of a row's distance with its token's count", ("q1", "spea
 ITEM_KEYS = {
     6: (("q6", "senses", "comparisons_items"),
         (("sense accuracy - chance, seeds x homonyms", ("q6", "senses", "comparisons_items", "vs_chance")),
-         ("- untrained model", ("q6", "senses", "comparisons_items", "vs_untrained")), REFERENCE_SENSE_KEY)),
+         ("- untrained model", ("q6", "senses", "comparisons_items", "vs_untrained")),
+         ("- position-and-length control, over seeds alone", ("q6", "senses", "comparisons", "vs_position")),
+         REFERENCE_SENSE_KEY)),
     7: (("q7", "mixing"),
         (("a word's share of its own input", ("q7", "mixing", "measured", "full")),
          ("trained - uniform attention", ("q7", "mixing", "comparisons", "full_minus_uniform_measured")),
          ("trained - untrained", ("q7", "mixing", "comparisons", "full_minus_untrained_measured")),
+         ("trained - untrained, residual weight 0.5", ("q7", "mixing", "comparisons", "full_minus_untrained_half")),
          ("the model trained at scale - uniform attention", ("q7", "mixing", "reference", "measured", "minus_uniform")))),
 }
 

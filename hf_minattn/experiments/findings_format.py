@@ -93,14 +93,29 @@ def details(summary: str, lines: list[str]) -> list[str]:
     return ["", "<details>", f"<summary>{summary}</summary>", "", *lines, "", "</details>"]
 
 
+def caveat(d: dict | None) -> str:
+    """What a verdict's word leaves out that its own numbers show, as " (...)"; "" where nothing is left out:
+    - a difference smaller than its margin: "higher"/"lower" whose TOST test also finds it within the margin;
+    - an unresolved difference whose unadjusted 95% interval excludes 0: Holm's adjustment decided it."""
+    if not d or "verdict" not in d or d.get("low") is None or d.get("high") is None:
+        return ""
+    if d["verdict"] in ("higher", "lower") and (d.get("tost") or {}).get("equivalent"):
+        return f" (by less than the ±{num(d['margin'])} margin: a TOST test puts the difference inside it)"
+    k = d.get("family_size") or 1
+    if d["verdict"] == "unresolved" and (d["low"] > 0 or d["high"] < 0) and k > 1:
+        return (f" (its unadjusted 95% interval excludes 0, but Holm's adjustment for {k} tests leaves p "
+                f"{p_value(d['p_holm'])})")
+    return ""
+
+
 def compared(diff: dict, worse: str, same: str, better: str, unresolved: str | None = None) -> str:
     """The phrase for a stored comparison a - b by its verdict: "higher" (a worse), "lower" (a better), "equivalent"
     (`same`, with the TOST margin), "unresolved" (`unresolved`, default: `same` is NOT claimed, the data cannot tell)."""
     verdict = st.verdict(diff)
     if verdict == "higher":
-        return worse
+        return worse + caveat(diff)
     if verdict == "lower":
-        return better
+        return better + caveat(diff)
     if verdict == "equivalent":
         small = diff["low"] > 0 or diff["high"] < 0  # inside the margins, yet its own interval excludes 0
         if small:
@@ -108,7 +123,7 @@ def compared(diff: dict, worse: str, same: str, better: str, unresolved: str | N
                     f"[{num(diff['low'])}, {num(diff['high'])}] excludes 0, a difference smaller than the margin")
         return f"{same} (equivalent within ±{num(diff['margin'])} by a TOST test)"
     margin = f" nor equivalence within ±{num(diff['margin'])}" if diff and diff.get("margin") else ""
-    return unresolved or f"not resolved at this scale (neither a difference{margin})"
+    return (unresolved or f"not resolved at this scale (neither a difference{margin})") + caveat(diff)
 
 
 def listed(values) -> str:

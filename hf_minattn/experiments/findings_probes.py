@@ -33,10 +33,11 @@ def q4_section(q4: dict, fig) -> list[str]:
         closer = [l for l in range(layers) if st.verdict(div["within_minus_matched"][f"layer_{l}"]) == "higher"]
         lines.append(
             "- Heads across seeds: each head matched to the most similar head of the same layer in another seed's "
-            f"model (Hungarian matching on their Jensen-Shannon divergence, {div['seed_pairs']} pairs of seeds, which "
-            "share seeds, so the intervals are somewhat too narrow). "
+            f"model (Hungarian matching on their Jensen-Shannon divergence, {div['seed_pairs']} pairs of seeds). The "
+            f"pairs share seeds, yet the intervals treat them as {div['seed_pairs']} independent ones: they are too "
+            "narrow, so read these rows as a description, not a test. "
             + (f"In {len(closer)} of {layers} layers a head is closer to its match in another run than to the other "
-               "heads of its own layer: those heads' behaviours are reproduced by training, not accidents of the start"
+               "heads of its own layer: those heads' behaviours recur from seed to seed"
                if closer else "In no layer is a head measurably closer to its match in another run than to the other "
                               "heads of its own layer") + ".")
     lines.append(fig("head_diversity", "head diversity"))
@@ -47,7 +48,9 @@ def role_lines(q4: dict) -> list[str]:
     """Q4's head roles (Clark et al.) and, per seed, the head whose removal costs most: two tables."""
     means = q4.get("role_counts_mean") or {}
     lines = ["", f"Roles as Clark et al. report them: a head has a role when it gives at least {num(q4['role_min_mass'])} "
-             f"of its attention (mean over queries) to one kind of target. Heads of each role, out of {q4['heads']}:",
+             f"of its attention (mean over queries) to one kind of target, on the probe's sentences (the heads over "
+             "training, further down, are measured on fewer fixed sentences: their counts differ). Heads of each role, "
+             f"out of {q4['heads']}:",
              *table(["role", "heads, seed by seed", "mean over seeds"],
                     [[role, listed(counts), ci(means.get(role))] for role, counts in q4["role_counts"].items()])]
     if q4.get("costliest_head"):
@@ -133,10 +136,32 @@ def early_timing_lines(e: dict) -> list[str]:
         f"{ci(e['plateau_exit'])}; specialisation: step {ci(e['specialisation'])}.)",
         *comparisons_table([(f"specialisation - exit, paired over {e['paired_seeds']} seeds",
                              e["specialisation_minus_exit"])], "steps"),
+        *own_start_lines(e),
         *details(f"Divergence between heads and gain over the unigram floor on the early grid (mean over {e['seeds']} "
                  "seeds, 95% t-interval)",
                  table(["step", "full", "control", "full - control", "gain (nats)"], rows)),
     ]
+
+
+def own_start_lines(e: dict) -> list[str]:
+    """The early timing read against the model's own start instead of the control (not in the protocol): where the
+    control's divergence falls below its step-0 interval, part of the full model's excess over it is that fall. The
+    step from which the full model's divergence (mean over seeds) stays above its own step-0 interval, against the
+    plateau exit."""
+    ctrl, steps, step = e["control_divergence"], e["steps"], st.own_start_step(e)
+    lowest = min(range(len(steps)), key=lambda i: ctrl[i]["estimate"])
+    fall = (f"the control's divergence falls from {num(ctrl[0]['estimate'])} at step {steps[0]} to "
+            f"{num(ctrl[lowest]['estimate'])} at step {steps[lowest]}, so part of the early excess over it is that "
+            "fall. " if ctrl[lowest]["high"] < ctrl[0]["low"] else "")
+    exit_ = e["plateau_exit"]
+    if step is None:
+        where = "the full model's divergence does not stay above its step-0 interval on this grid"
+    else:
+        order = ("before" if step < exit_["low"] else "after" if step > exit_["high"] else "as")
+        where = (f"the full model's divergence stays above its own step-0 interval from step {step} on, {order} "
+                 f"the plateau exit (step {ci(exit_)})")
+    return ["", f"Read against the heads' own start instead (not in PROTOCOL.md, added after the run): {fall}"
+                f"{where[0].upper()}{where[1:]} (mean over seeds, 95% t-intervals, the table below)."]
 
 
 Q5_COMPARISONS = (("last_vs_untrained", "last layer - untrained last layer"), ("last_vs_word2vec", "last layer - word2vec"),
@@ -164,8 +189,9 @@ def q5_section(q5: dict, results: dict, fig) -> list[str]:
         f"{results['answers']['scale']['seeds']} seeds and the pairs"
         + (f" ({ref['name']} is one model, the same at every seed: its own correlations are bootstrapped over the "
            "pairs alone)" if ref else "") + "; cosines after All-but-the-Top wherever a space's "
-        f"anisotropy baseline is above 0.1; a correlation on this many pairs has a standard error near "
-        f"{num(q5['standard_error'])}, so differences below about twice that are beyond this measurement; "
+        f"anisotropy baseline is above 0.1; one correlation on this many pairs has a standard error near "
+        f"{num(q5['standard_error'])}; the differences, paired on the same pairs, are measured more finely, as their "
+        "intervals show; "
         f"equivalence margin ±{num(q5['margin'])}.",
         *q5_scores(q5, results),
         *related_lines(q5, results),
@@ -275,9 +301,13 @@ def q6_section(q6: dict, fig, scale: dict | None = None) -> list[str]:
                   + (" with the homonyms as a sample too (seeds alone: "
                      + compared(c["vs_untrained"], "better", "the same", "worse", "not told apart") + ")"
                      if items else "")
-                  + "; against the stronger control that sees no vectors (the word's place in its sentence, with the "
-                  f"sentence's length: {num(senses['position_accuracy'])}): "
-                  + compared(c["vs_position"], "better", "the same", "worse", "not told apart") + "."]
+                  + "; against the control that sees no vectors (the word's place in its sentence, with the "
+                  f"sentence's length: {num(senses['position_accuracy'])}, "
+                  + ("above" if senses["position_accuracy"] > senses["untrained_accuracy"]["estimate"] else "below")
+                  + " the untrained model's): "
+                  + compared(c["vs_position"], "better", "the same", "worse", "not told apart")
+                  + (" over seeds alone (this control gives no accuracy per homonym to resample)"
+                     if items and "vs_position" not in items else "") + "."]
         if senses.get("reference"):
             r = senses["reference"]
             lines.append(f"- {r.get('name') or 'The pretrained reference'}'s last layer: {num(r['accuracy'])} "
@@ -299,12 +329,12 @@ def by_layer_lines(q6: dict) -> list[str]:
                ("untrained", q6["adjusted_self_similarity_init"])]
     columns = [(name, values) for name, values in columns if values]
     reference = q6.get("reference_adjusted_self_similarity")
-    layers = max(len(values) for _, values in columns)
+    layers = max(len(values) for _, values in columns + [("reference", reference or [])])  # a deeper reference too
     rows = [[str(layer), *(ci(values[layer]) if layer < len(values) else "-" for _, values in columns)]
             + ([num(reference[layer]) if layer < len(reference) else "-"] if reference else [])
             for layer in range(layers)]
     return ["", f"By layer (embedding output first; {q6['words_scored']} words scored for self-similarity; mean over "
-            "seeds, 95% t-interval):",
+            "seeds, 95% t-interval; the pretrained reference is one model, its every layer shown, without interval):",
             *table(["layer", *(name for name, _ in columns)] + (["pretrained reference"] if reference else []), rows)]
 
 

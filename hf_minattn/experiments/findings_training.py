@@ -113,7 +113,7 @@ def loss_allocation_lines(lca: dict | None, fig) -> list[str]:
              f"{lca['every']} optimizer steps, the change of the loss on a fixed batch of validation sequences is shared "
              "out over the parameters as the path integral of gradient x update, by Simpson's rule). The loss fell by "
              f"{ci(lca['fall'])} nats; the allocations add up to the observed change within "
-             f"{num(lca['relative_error_max'])} of it (largest relative error over seeds). How much each group's updates "
+             f"{pct(100 * lca['relative_error_max'])} of it (the largest relative error over seeds). How much each group's updates "
              "lowered it (mean over seeds; negative: they raised it):",
              *table(["group", "lowered the loss by (nats)", "95% interval", "df", "p", "share of the fall", "verdict"],
                     [[GROUP_NAMES.get(name, name), num(x["estimate"]), f"[{num(x['low'])}, {num(x['high'])}]",
@@ -268,8 +268,9 @@ def circuits_lines(c: dict | None) -> list[str]:
     elif identity["low"] > 0:
         verdict = "The trained W_Q/W_K of layer 0 partly follow the embedding similarity (W_Q = W_K = I's form), " \
                   "but far from reproduce it"
-    elif identity["high"] < 0:
-        verdict = "The trained W_Q/W_K of layer 0 rank token pairs against the embedding similarity"
+    elif identity["high"] < 0:  # "weakly" while the whole interval lies above -0.3
+        verdict = (f"The trained W_Q/W_K of layer 0 rank token pairs {'weakly ' if identity['low'] > -0.3 else ''}"
+                   "against the embedding similarity")
     else:
         verdict = "The trained W_Q/W_K of layer 0 compute something other than the embedding similarity (the " \
                   "correlation's interval includes 0)"

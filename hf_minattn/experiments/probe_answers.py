@@ -293,6 +293,15 @@ def graph_answers(probes: dict, config: dict) -> dict | None:
             "self_share": over_seeds([r["self_share"] for r in rollout]), "seeds": len(rollout)}
 
 
+def holm_q4(q4: dict) -> dict:
+    """PROTOCOL.md's Q4 family: the layers' trained - untrained divergences and, where the early grid ran, the timing
+    (specialisation - plateau exit), Holm-adjusted together in place. Returns q4."""
+    timing = ((q4.get("over_training") or {}).get("early") or {}).get("specialisation_minus_exit")
+    if timing is not None and "p" in timing:
+        st.holm_family({**q4["js_trained_minus_init"], "timing": timing})  # the same dicts: adjusted in place
+    return q4
+
+
 def probe_answers(results: dict, probes: dict, config: dict) -> dict:
     last = f"layer_{config['num_hidden_layers']}"
     pairs = probes.get("word_pairs") or {}
@@ -301,6 +310,7 @@ def probe_answers(results: dict, probes: dict, config: dict) -> dict:
         from .head_dynamics import head_dynamics_summary
 
         answers["q4"]["over_training"] = head_dynamics_summary(results["head_dynamics"], results)
+        holm_q4(answers["q4"])
     answers["q5"] = {**related_answers(probes, last), "word_pairs": pairs.get("scores"),
                      "comparisons": pairs.get("q5"), "pairs": pairs.get("pairs"), "margin": pairs.get("margin"),
                      "standard_error": pairs.get("standard_error"), "key": pairs.get("key"),

@@ -1,0 +1,126 @@
+"""FINDINGS' sentences say what their own numbers show, and each flips when the numbers do: the Holm caveat beside an
+unadjusted interval that excludes 0, a difference below its margin, Q7 at the fixed residual weight, Q4's timing
+read against the heads' own start, and the labels a reviewer asked for. Every case starts from the committed
+confirmation run's results.json and moves one number."""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from hf_minattn.experiments.findings_answers import q4_answer, q5_answer, q7_answer
+from hf_minattn.experiments.findings_format import caveat
+from hf_minattn.experiments.findings_probes import by_layer_lines, own_start_lines
+from hf_minattn.experiments.probe_answers import holm_q4
+
+RESULTS = Path(__file__).resolve().parent.parent / "docs" / "findings" / "results.json"
+
+
+@pytest.fixture
+def results():
+    return json.loads(RESULTS.read_text())
+
+
+def comparison(estimate, low, high, verdict, family_size=7, p_holm=0.1, equivalent=False, margin=0.05):
+    return {"estimate": estimate, "low": low, "high": high, "n": 5, "verdict": verdict, "family_size": family_size,
+            "p_holm": p_holm, "p": p_holm / family_size, "margin": margin,
+            "tost": {"equivalent": equivalent, "margin": margin}}
+
+
+def test_the_caveat_names_holm_only_where_the_unadjusted_interval_excludes_0():
+    assert "Holm's adjustment for 7 tests leaves p 0.1" in caveat(comparison(0.1, 0.001, 0.19, "unresolved"))
+    assert caveat(comparison(0.1, -0.01, 0.19, "unresolved")) == ""  # the interval itself includes 0
+    assert caveat(comparison(0.1, 0.001, 0.19, "unresolved", family_size=1)) == ""  # no adjustment to blame
+    assert "margin" in caveat(comparison(0.008, 0.007, 0.009, "higher", p_holm=0.001, equivalent=True, margin=0.02))
+    assert caveat(comparison(0.08, 0.07, 0.09, "higher", p_holm=0.001)) == ""
+    assert caveat(None) == ""
+
+
+def test_q5_says_why_an_interval_beside_not_told_apart_excludes_0(results):
+    assert "not told apart from the untrained model's (its unadjusted 95% interval excludes 0" in q5_answer(results)
+    moved = copy.deepcopy(results)
+    moved["answers"]["q5"]["comparisons"]["last_vs_untrained"]["low"] = -0.01
+    assert "not told apart from the untrained model's and below" in q5_answer(moved)
+
+
+def test_q7_gives_the_fixed_weight_where_it_turns_the_comparison_around(results):
+    text = q7_answer(results)
+    assert "less than the untrained model, whose layers measure larger residual weights" in text
+    assert "(with the residual weight fixed at 0.5 in both: more than it)" in text
+    same = copy.deepcopy(results)
+    same["answers"]["q7"]["mixing"]["comparisons"]["full_minus_untrained_half"]["verdict"] = "lower"
+    assert "fixed at 0.5" not in q7_answer(same) and "less than the untrained model;" in q7_answer(same)
+    swapped = copy.deepcopy(results)
+    weights = swapped["answers"]["q7"]["mixing"]["residual_weight"]
+    weights["full"], weights["untrained"] = weights["untrained"], weights["full"]
+    assert "whose layers measure smaller residual weights" in q7_answer(swapped)
+
+
+def test_q7_says_when_the_reference_differs_by_less_than_the_margin(results):
+    assert "more than uniform attention (by less than the ±0.02 margin" in q7_answer(results)
+    wider = copy.deepcopy(results)
+    wider["answers"]["q7"]["mixing"]["reference"]["measured"]["minus_uniform"]["tost"]["equivalent"] = False
+    assert q7_answer(wider).endswith("more than uniform attention")
+
+
+def early_grid(results):
+    return results["answers"]["q4"]["over_training"]["early"]
+
+
+def test_q4_timing_is_read_against_the_heads_own_start_too(results):
+    early = early_grid(results)
+    assert "stays above its own step-0 interval from step 60 on, before the plateau exit" in own_start_lines(early)[1]
+    assert "the control's divergence falls from 0.0023" in own_start_lines(early)[1]
+    assert "but not read against the heads' own start" not in q4_answer(results)
+    late = copy.deepcopy(results)
+    for step in early_grid(late)["divergence"][:8]:  # steps 0-140 at the start's level: the rise comes at 160
+        step.update(low=0.0022, high=0.0024)
+    assert "from step 160 on, after the plateau exit" in own_start_lines(early_grid(late))[1]
+    assert q4_answer(late).endswith("(but not read against the heads' own start: then not before it)")
+
+
+def test_the_q4_family_holds_the_timing_beside_the_layers(results):
+    q4 = copy.deepcopy(results["answers"]["q4"])
+    timing = q4["over_training"]["early"]["specialisation_minus_exit"]
+    timing["p"] = 1e-12  # the smallest of the five: Holm multiplies it by 5
+    holm_q4(q4)
+    assert timing["family_size"] == 5 and q4["js_trained_minus_init"]["layer_0"]["family_size"] == 5
+    assert timing["p_holm"] == pytest.approx(5e-12)
+    alone = copy.deepcopy(results["answers"]["q4"])
+    del alone["over_training"]["early"]  # no early grid: the layers stay a family of 4
+    assert holm_q4(alone)["js_trained_minus_init"]["layer_0"]["family_size"] == 4
+
+
+def test_the_by_layer_table_shows_every_layer_of_a_deeper_reference(results):
+    q6 = results["answers"]["q6"]
+    rows = [line for line in by_layer_lines(q6) if line.startswith("| ")][2:]
+    assert len(rows) == len(q6["reference_adjusted_self_similarity"]) == 7
+    assert rows[-1].startswith("| 6 | - | - | - | 0.6")
+
+
+def test_the_position_control_is_placed_against_the_untrained_model_by_the_numbers(results):
+    from hf_minattn.experiments.findings_probes import q6_section
+
+    def line(r):
+        return next(l for l in q6_section(r["answers"]["q6"], lambda *a: "") if "sees no vectors" in l)
+
+    assert "length: 0.629, below the untrained model's): better over seeds alone" in line(results)
+    moved = copy.deepcopy(results)
+    moved["answers"]["q6"]["senses"]["position_accuracy"] = 0.8
+    assert "length: 0.8, above the untrained model's)" in line(moved)
+
+
+def test_the_readme_margin_phrase_stands_on_the_stored_tost(results):
+    """README's short answers that rest on more than a verdict (test_findings checks those): all-MiniLM-L6-v2's excess
+    over uniform attention below the margin (the stored TOST), the untrained model's larger residual weights, and
+    the Holm adjustment behind Q5's "not told apart"."""
+    readme = (RESULTS.parents[2] / "README.md").read_text()
+    assert "all-MiniLM-L6-v2 more than uniform attention, by less than the 0.02 margin" in readme
+    tested = results["answers"]["q7"]["mixing"]["reference"]["measured"]["minus_uniform"]
+    assert tested["tost"]["equivalent"] and tested["margin"] == 0.02
+    assert "less than the untrained model, whose layers weigh their residual path more" in readme
+    weights = results["answers"]["q7"]["mixing"]["residual_weight"]
+    assert all(u["low"] > t["high"] for t, u in zip(weights["full"], weights["untrained"]))
+    q5 = results["answers"]["q5"]["comparisons"]["last_vs_untrained"]  # README: "after Holm's adjustment"
+    assert q5["verdict"] == "unresolved" and q5["low"] > 0 and q5["p_holm"] >= 0.05
