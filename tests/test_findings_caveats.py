@@ -11,7 +11,8 @@ import pytest
 
 from hf_minattn.experiments.findings_answers import q4_answer, q5_answer, q7_answer
 from hf_minattn.experiments.findings_format import caveat
-from hf_minattn.experiments.findings_probes import by_layer_lines, own_start_lines
+from hf_minattn.experiments.findings_heads import own_start_lines
+from hf_minattn.experiments.findings_probes import by_layer_lines
 from hf_minattn.experiments.probe_answers import holm_q4
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "findings" / "results.json"
@@ -124,3 +125,17 @@ def test_the_readme_margin_phrase_stands_on_the_stored_tost(results):
     assert all(u["low"] > t["high"] for t, u in zip(weights["full"], weights["untrained"]))
     q5 = results["answers"]["q5"]["comparisons"]["last_vs_untrained"]  # README: "after Holm's adjustment"
     assert q5["verdict"] == "unresolved" and q5["low"] > 0 and q5["p_holm"] >= 0.05
+
+
+def test_the_whole_runs_grid_is_reported_beside_the_early_one(results):
+    from hf_minattn.experiments.findings_heads import coarse_beside_early
+
+    over = results["answers"]["q4"]["over_training"]
+    line = coarse_beside_early(over)[1]
+    assert "every 120 steps" in line and "specialisation - exit 0 [0, 0] steps" in line
+    assert line.endswith("cannot order the two within one of its steps, hence the early grid above.")
+    before = copy.deepcopy(over)
+    before["specialisation_minus_exit"].update(estimate=-240.0, low=-300.0, high=-180.0, verdict="lower")
+    assert coarse_beside_early(before)[1].endswith("As on the early grid above.")
+    before["early"]["specialisation_minus_exit"]["verdict"] = "higher"
+    assert coarse_beside_early(before)[1].endswith("Unlike the early grid above.")

@@ -5,8 +5,9 @@ unresolved), then one section per question opening with its answer and a table o
 printed is one stored in results.json, rounded to 2-3 significant digits.
 
 One module per job: `findings_format` (numbers, intervals, tables), `findings_answers` (the seven sentences),
-`findings_training` (losses, questions 1-3), `findings_probes` (questions 4-7); this module puts them together and
-re-renders a committed results.json (`rerender_findings`, behind `hf-minattn findings`)."""
+`findings_training` (losses, questions 1-3), `findings_heads` (question 4), `findings_probes` (questions 5-7); this
+module puts them together and re-renders a committed results.json (`rerender_findings`, behind `hf-minattn
+findings`)."""
 
 import glob
 import json
@@ -16,7 +17,8 @@ import subprocess
 
 from .findings_answers import answers_summary
 from .findings_format import ci, compared, num
-from .findings_probes import head_dynamics_lines, probe_sections, q4_section, q5_section, q6_section, q7_section
+from .findings_heads import head_dynamics_lines, q4_section
+from .findings_probes import probe_sections, q5_section, q6_section, q7_section
 from .findings_training import (circuits_lines, loss_allocation_lines, loss_section, q1_section, q2_section,
                                 q3_section, similarity_lines)
 from .learning_rates import EXPLORATION_SEEDS
