@@ -338,10 +338,11 @@ def test_the_reference_encoders_circuits_sentence_follows_its_head_intervals():
 
     (two,) = line([(0.6, 0.7), (0.05, 0.2), (-0.1, 0.1)])
     assert two.startswith("- In a model trained at scale (all-MiniLM-L6-v2, measured the same way on its own 400 "
-                          "most frequent tokens): in layer 0, 2 of 3 heads choose what to attend to by how similar "
-                          "the token embeddings are (1 closely); 1 of 3 copy the token they attend to into their output")
+                          "most frequent tokens): in layer 0, the query-key logits of 2 of 3 heads correlate with "
+                          "how similar the token embeddings are (1 closely); 1 of 3 copy the token they attend to into "
+                          "their output")
     assert two.endswith("its heads' correlations run from 0.00 to 0.65.")
     (none,) = line([(-0.1, 0.1), (-0.3, -0.1), (-0.05, 0.02)], (0.1, 0.1, 0.1))
-    assert "in layer 0, none of the 3 heads is shown to choose" in none and "none copies the token" in none
+    assert "in layer 0, the query-key logits of none of the 3 heads are shown" in none and "none copies the" in none
     assert not [x for x in circuits_lines(answers(with_circuits(probes(), (0.2, 0.3, 0.25)))["q3_circuits"])
                 if "trained at scale" in x]  # a run without the reference's circuits: no line

@@ -100,5 +100,6 @@ def test_the_circuits_cell_answers_for_the_trained_model_and_the_model_trained_a
     nb, _ = executed
     shown = texts(tagged(nb, "circuits"), "text/markdown")
     assert len(shown) == 2
-    assert re.match(r"\*\*your model\*\*: In layer 0, (\d+ of|none of the) 4 heads", shown[0]), shown[0]
-    assert re.match(r"\*\*all-MiniLM-L6-v2\*\*: In layer 0, (\d+ of|none of the) 12 heads", shown[1]), shown[1]
+    counted = r"In layer 0, the query-key logits of (\d+ of|none of the) {} heads"
+    assert re.match(r"\*\*your model\*\*: " + counted.format(4), shown[0]), shown[0]
+    assert re.match(r"\*\*all-MiniLM-L6-v2\*\*: " + counted.format(12), shown[1]), shown[1]

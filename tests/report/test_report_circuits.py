@@ -52,12 +52,12 @@ def text(**changes):
      "partly"),
     (interval(0.4, 0.3, 0.5), "Head 0's W_Q/W_K partly follow the embedding similarity (ρ = 0.40 [0.30, 0.50])",
      "reproduce"),
-    (interval(0.05, -0.1, 0.2), "Head 0 attends by something other than embedding similarity (ρ = 0.05 [-0.10, "
-     "0.20]: the interval includes 0)", "W_Q/W_K"),
-    (interval(-0.3, -0.4, -0.2), "Head 0 attends by something other than embedding similarity (ρ = -0.30 [-0.40, "
-     "-0.20]: the interval is below 0)", "W_Q/W_K"),
-    (interval(None, None, None), "Head 0 attends by something other than embedding similarity (ρ undefined: "
-     "constant logits)", "W_Q/W_K"),
+    (interval(0.05, -0.1, 0.2), "Head 0's query-key logits are not shown to follow embedding similarity (ρ = 0.05 "
+     "[-0.10, 0.20]: the interval includes 0)", "W_Q/W_K"),
+    (interval(-0.3, -0.4, -0.2), "Head 0's query-key logits rank token pairs against embedding similarity (ρ = "
+     "-0.30 [-0.40, -0.20])", "W_Q/W_K"),
+    (interval(None, None, None), "Head 0's logits are constant: no ranking to compare with embedding similarity",
+     "W_Q/W_K"),
 ])
 def test_the_identity_sentence_follows_the_interval(identity, expected, absent):
     sentence = text(identity=identity, initial=None)
@@ -85,8 +85,8 @@ def test_the_initial_form_is_named_when_its_interval_is_above_the_identity_one()
 @pytest.mark.parametrize("copying, rank, expected", [
     (0.8, 2.0, "its OV circuit copies: a token it attends to raises that token's own logit (score 0.80, a token's "
                "own logit ranked 2.0 of 99 on average, chance 50.0)"),
-    (0.8, 6.0, "its OV circuit does no copying (score 0.80"),  # own logit not within 0.1 x chance = 5.0
-    (0.3, 1.0, "its OV circuit does no copying (score 0.30"),
+    (0.8, 6.0, "its OV circuit leans to copying, but a token's own logit does not rank near the top (score 0.80"),
+    (0.3, 1.0, "its OV circuit neither copies nor suppresses (score 0.30"),
     (-0.8, 98.0, "its OV circuit suppresses: a token it attends to lowers its own logit (score -0.80"),
 ])
 def test_the_ov_sentence_follows_the_copying_score_and_the_own_rank(copying, rank, expected):
@@ -104,6 +104,11 @@ def test_the_text_ends_with_the_tokens_and_positions_of_the_note():
                              "with the first block's LayerNorm (pre-norm). Positions are rotary: the stream holds no "
                              "position vector.")
     assert "1/sqrt(head_dim)" not in sentence
+    ov = "OV: W_U is the tied word embeddings; later layers are left out: the direct path."
+    note = f"{NOTE} Identity and initial: Spearman's rho. {ov} Co-occurrence: PPMI."
+    noted = lambda **changes: circuits_text(probe_results(circuits={**circuits(**changes), "note": note}))  # noqa: E731
+    assert noted().endswith("position vector. " + ov)  # the OV scores' unembedding named after the note
+    assert "OV:" not in noted(ov_copying=None)  # no OV scores: no word on their W_U
 
 
 def test_the_figure_and_the_report_section_from_a_dict(tmp_path):

@@ -85,6 +85,23 @@ def test_geometry_headline_follows_the_trend(r):
     assert "does not fall from 0.50" in geometry_text(typed(r))  # the details paragraph follows the same rule
 
 
+def test_geometry_headline_names_a_lowest_layer_below_the_last(r):
+    assert "then up again" not in geometry_headline(typed(r))  # falls to the last layer
+    r["geometry"]["adjusted_self_similarity"] = [0.92, 0.58, 0.40, 0.51, 0.48]
+    assert "(adjusted self-similarity 0.92 at layer 0, 0.48 at layer 4; lowest 0.40 at layer 2, then up again)" \
+        in geometry_headline(typed(r))
+
+
+def test_layer0_against_the_word_alone_is_read_at_the_precision_shown(r):
+    from hf_minattn.probes.report.geometry import layer0_text
+
+    assert "The position signal does not measurably change how alike" in layer0_text(typed(r))  # 0.920 and 0.920
+    r["geometry"]["adjusted_self_similarity"][0] = 0.85
+    assert "The position signal makes a word's occurrences less alike" in layer0_text(typed(r))
+    r["geometry"]["adjusted_self_similarity"][0] = 0.99
+    assert "The position signal makes a word's occurrences more alike" in layer0_text(typed(r))
+
+
 def test_bands_headline_asks_whether_the_frequent_words_vary_most(r):
     bands = r["geometry"]["adjusted_self_similarity_by_band"]
     assert bands_headline(typed(r)).startswith("No: at the last layer the most frequent words change less with "
@@ -106,23 +123,24 @@ def _paired(r, system, other, bench, estimate, low, high):
 def test_benchmarks_headline_follows_the_paired_intervals(r):
     text = benchmarks_headline(typed(r))
     assert text == ("The best vectors here (layer 4, averaged over each word's sentences) agree with human similarity "
-                    "judgements better than random vectors and the same model before training, but worse than "
-                    "word2vec trained on the same text (WordSim-353 Spearman 0.29, word2vec 0.60).")
+                    "judgements better than random vectors and the same model at random initialisation, but worse than "
+                    "word2vec trained on the probe's corpus (WordSim-353 Spearman 0.29, word2vec 0.60).")
     # swap the last layer's and word2vec's scores: the paired difference changes sign, and so does the claim
     scores = {s["vectors"]: s for s in r["benchmarks"]["scores"]}
     scores["layer_4"]["wordsim353"], scores["word2vec"]["wordsim353"] = 0.60, 0.29
     _paired(r, "layer_4", "word2vec", "wordsim353", 0.31, 0.19, 0.44)
     text = benchmarks_headline(typed(r))
-    assert "better than word2vec trained on the same text, random vectors and the same model before training" in text
+    assert ("better than word2vec trained on the probe's corpus, random vectors and the same model at random "
+            "initialisation") in text
     assert "worse than" not in text and "(WordSim-353 Spearman 0.60, word2vec 0.29)" in text
     # an interval that includes 0: no claim either way
     _paired(r, "layer_4", "word2vec", "wordsim353", 0.05, -0.04, 0.14)
-    assert "; no clear difference from word2vec trained on the same text at this scale" in benchmarks_headline(typed(r))
+    assert "; no clear difference from word2vec trained on the probe's corpus at this scale" in benchmarks_headline(typed(r))
     _paired(r, "layer_4", "random", "wordsim353", 0.05, -0.04, 0.14)
     scores["layer_4"]["versus"]["untrained"]["wordsim353"].update(estimate=0.0, low=-0.1, high=0.1)
     assert benchmarks_headline(typed(r)).startswith(
         "The best vectors here (layer 4, averaged over each word's sentences) are not told apart from word2vec "
-        "trained on the same text, random vectors and the same model before training at this scale")
+        "trained on the probe's corpus, random vectors and the same model at random initialisation at this scale")
 
 
 def test_benchmarks_table_states_each_verdict(r):
@@ -325,22 +343,25 @@ def test_weights_headline_follows_the_rank_against_initialisation(r):
     assert "no copy of the model at initialisation was measured" in weights_headline(typed(r))
 
 
-def _circuits(identity, ov_copying=0.8):
+def _circuits(identity, ov_copying=0.8, own_rank=2.0):
     interval = lambda e, lo, hi: {"estimate": e, "low": lo, "high": hi}  # noqa: E731
     return probe_results(circuits={"layer": 0, "num_heads": 2, "head_dim": 9, "token_ids": list(range(1, 100)),
                          "identity": [interval(*identity), interval(0.05, -0.1, 0.2)],
                          "cooccurrence": None, "initial": None, "qk_positive": [0.9, 0.5], "qk_self_rank": [3.0, 40.0],
-                         "ov_copying": [ov_copying, 0.1], "ov_self_rank": [2.0, 40.0], "note": ""})
+                         "ov_copying": [ov_copying, 0.1], "ov_self_rank": [own_rank, 40.0], "note": ""})
 
 
 def test_circuits_headline_counts_the_heads_by_their_intervals():
     assert circuits_headline(_circuits((0.7, 0.6, 0.8))) == (
-        "In layer 0, 1 of 2 heads choose what to attend to by how similar the token embeddings are (1 closely); 1 of "
-        "2 copy the token they attend to into their output.")
-    assert "(only partly)" in circuits_headline(_circuits((0.4, 0.3, 0.5)))
+        "In layer 0, the query-key logits of 1 of 2 heads correlate with how similar the token embeddings are (1 "
+        "closely); 1 of 2 copy the token they attend to into their output.")
+    assert "(weakly: no interval above 0.5)" in circuits_headline(_circuits((0.4, 0.3, 0.5)))
     text = circuits_headline(_circuits((0.05, -0.1, 0.2), ov_copying=0.1))
-    assert text.startswith("In layer 0, none of the 2 heads is shown to choose what to attend to by embedding "
+    assert text.startswith("In layer 0, the query-key logits of none of the 2 heads are shown to follow embedding "
                            "similarity") and text.endswith("; none copies the token it attends to into its output.")
+    leaning = circuits_headline(_circuits((0.05, -0.1, 0.2), ov_copying=0.8, own_rank=30.0))  # high score, rank 30
+    assert leaning.endswith("; none copies the token it attends to into its output (1 more lean to it: high copying "
+                            "scores, but a token's own logit ranks far down).")
 
 
 def test_drift_headline_names_what_moved_most(r):

@@ -193,8 +193,8 @@ def benchmark_rows(r):
 
 
 # the systems the best encoder set is compared with, in plain words (results.DECISION_RULE)
-OTHERS = {"word2vec": "word2vec trained on the same text", "random": "random vectors",
-          "untrained": "the same model before training"}
+OTHERS = {"word2vec": "word2vec trained on the probe's corpus", "random": "random vectors",
+          "untrained": "the same model at random initialisation"}
 _VERDICT = {1: "higher", -1: "lower", 0: "not told apart"}  # the best set against the other
 
 

@@ -36,7 +36,8 @@ OV_SELF_RANK = 0.1  # ... with a token's own logit ranked within this fraction o
 
 def _circuit_head(c, h):
     """What the numbers say of layer 0's head `h`: {"qk": "reproduces" / "partly" / "constant" / "other",
-    "cooccurrence": bool, "initial": bool, "ov": "copies" / "suppresses" / "none" / None (no OV scores)}."""
+    "cooccurrence": bool, "initial": bool, "ov": "copies" / "leans" / "suppresses" / "none" / None (no OV scores)};
+    "leans": a copying score above OV_COPIES whose token's own logit still ranks too far down to call it copying."""
     identity = c.identity[h]
     if _above(identity, CIRCUIT_FOLLOWS):
         qk = "reproduces"
@@ -53,6 +54,8 @@ def _circuit_head(c, h):
         chance = (len(c.token_ids) + 1) / 2
         if copying > OV_COPIES and c.ov_self_rank[h] < OV_SELF_RANK * chance:
             ov = "copies"
+        elif copying > OV_COPIES:
+            ov = "leans"
         elif copying < -OV_COPIES:
             ov = "suppresses"
         else:
@@ -89,11 +92,12 @@ def circuits_text(r):
         elif kind["qk"] == "partly":
             text = f"Head {h}'s W_Q/W_K partly follow the embedding similarity ({_rho(identity)})"
         elif kind["qk"] == "constant":
-            text = f"Head {h} attends by something other than embedding similarity (ρ undefined: constant logits)"
+            text = f"Head {h}'s logits are constant: no ranking to compare with embedding similarity"
+        elif identity["high"] >= 0:
+            text = (f"Head {h}'s query-key logits are not shown to follow embedding similarity ({_rho(identity)}: the "
+                    "interval includes 0)")
         else:
-            where = "includes 0" if identity["high"] >= 0 else "is below 0"
-            text = (f"Head {h} attends by something other than embedding similarity ({_rho(identity)}: the interval "
-                    f"{where})")
+            text = f"Head {h}'s query-key logits rank token pairs against embedding similarity ({_rho(identity)})"
         if kind["cooccurrence"]:
             text += (f"{' and' if kind['qk'] in ('reproduces', 'partly') else '; it does follow'} words that occur "
                      f"together ({_rho(c.cooccurrence[h])})")
@@ -103,11 +107,14 @@ def circuits_text(r):
             numbers = (f"score {c.ov_copying[h]:.2f}, a token's own logit ranked {c.ov_self_rank[h]:.1f} of {N} "
                        f"on average, chance {chance:.1f}")
             text += {"copies": "; its OV circuit copies: a token it attends to raises that token's own logit",
+                     "leans": "; its OV circuit leans to copying, but a token's own logit does not rank near the top",
                      "suppresses": "; its OV circuit suppresses: a token it attends to lowers its own logit",
-                     "none": "; its OV circuit does no copying"}[kind["ov"]] + f" ({numbers})"
+                     "none": "; its OV circuit neither copies nor suppresses"}[kind["ov"]] + f" ({numbers})"
         sentences.append(text + ".")
-    # the note's first three sentences: which tokens, what layer 0 reads (X = LN(E[t])) and what of positions
-    return " ".join(sentences) + " " + _sentences(c.note, 3)
+    # the note's first three sentences: which tokens, what layer 0 reads (X = LN(E[t])) and what of positions; then
+    # where W_U comes from, which the OV scores rest on
+    ov_source = [x for x in re.split(r"(?<=\.)\s+(?=[A-Z])", c.note.strip()) if x.startswith("OV:")]
+    return " ".join(sentences) + " " + _sentences(c.note, 3) + "".join(" " + x for x in ov_source[:1] if c.ov_copying)
 
 
 def circuits_headline(r):
@@ -117,24 +124,29 @@ def circuits_headline(r):
 
 
 def head_counts(c):
-    """{"heads", "follow" (interval above 0), "closely" (above CIRCUIT_FOLLOWS), "copies" (None: no OV scores)}."""
+    """{"heads", "follow" (interval above 0), "closely" (above CIRCUIT_FOLLOWS), "copies", "leans" (None: no OV
+    scores)}."""
     kinds = head_kinds(c)
     return {"heads": c.num_heads, "follow": sum(k["qk"] in ("reproduces", "partly") for k in kinds),
             "closely": sum(k["qk"] == "reproduces" for k in kinds),
-            "copies": sum(k["ov"] == "copies" for k in kinds) if c.ov_copying else None}
+            "copies": sum(k["ov"] == "copies" for k in kinds) if c.ov_copying else None,
+            "leans": sum(k["ov"] == "leans" for k in kinds) if c.ov_copying else None}
 
 
-def headline_text(heads, follow, closely, copies):
-    """The sentence of `head_counts`."""
+def headline_text(heads, follow, closely, copies, leans=None):
+    """The sentence of `head_counts` (`leans` None: counts stored before that tier, not said)."""
     if follow:
-        text = (f"In layer 0, {follow} of {heads} heads choose what to attend to by how similar the token embeddings "
-                "are" + (f" ({closely} closely)" if closely else " (only partly)"))
+        text = (f"In layer 0, the query-key logits of {follow} of {heads} heads correlate with how similar the token "
+                "embeddings are" + (f" ({closely} closely)" if closely else " (weakly: no interval above "
+                                                                            f"{CIRCUIT_FOLLOWS})"))
     else:
-        text = (f"In layer 0, none of the {heads} heads is shown to choose what to attend to by embedding similarity "
-                "(every interval includes 0 or is below it)")
+        text = (f"In layer 0, the query-key logits of none of the {heads} heads are shown to follow embedding "
+                "similarity (every interval includes 0 or is below it)")
     if copies is not None:
         text += (f"; {copies} of {heads} copy the token they attend to into their output" if copies else
                  "; none copies the token it attends to into its output")
+        if leans:
+            text += f" ({leans} more lean to it: high copying scores, but a token's own logit ranks far down)"
     return text + "."
 
 

@@ -34,8 +34,8 @@ def geometry_text(r):
             f"~{g.occurrences_per_word:.0f} occurrences kept) {trend} from {adj[0]:.2f} at layer 0 to "
             f"{adj[-1]:.2f} at layer {layers[-1]} (lowest {adj[low]:.2f} at layer {low}): "
             f"{'upper layers are more context-specific, the published trend' if trend == 'falls' else 'the published trend (upper layers more context-specific) does not appear here'}. "
-            f"Every layer is anisotropic to some degree: two random words from different sentences have mean cosine "
-            f"{min(g.anisotropy):.2f} to {max(g.anisotropy):.2f}. Intra-sentence similarity (adjusted) goes "
+            f"Anisotropy, the mean cosine of two random words from different sentences, ranges from "
+            f"{min(g.anisotropy):.2f} to {max(g.anisotropy):.2f} over the layers. Intra-sentence similarity (adjusted) goes "
             f"from {g.adjusted_intra_similarity[0]:.2f} to {g.adjusted_intra_similarity[-1]:.2f}. At the last layer "
             f"the first principal direction of a word's (uncentred) occurrence vectors explains {g.mev[-1]:.0%} of their "
             f"variance (MEV; {g.adjusted_mev[-1]:.2f} above the random-words baseline), so a single static vector "
@@ -49,8 +49,10 @@ def layer0_text(r):
     return (f"Layer 0 measured two ways: the embedding output (hidden_states[0], with positions) has adjusted "
             f"self-similarity {layer0:.2f}; the word embeddings alone (static, no positions) {static:.2f} (raw 1 by "
             f"construction minus their anisotropy baseline {g.static.anisotropy:.2f}). The position signal "
-            + ("makes a word's occurrences less alike than the word alone." if layer0 < static else
-               "does not make a word's occurrences less alike than the word alone.") + f" ({g.layer0_note or ''})")
+            + ("makes a word's occurrences less alike than the word alone." if lower(layer0, static) else
+               "makes a word's occurrences more alike than the word alone." if lower(static, layer0) else
+               "does not measurably change how alike a word's occurrences are (equal at the precision shown).")
+            + f" ({g.layer0_note or ''})")
 
 
 def geometry_with_layer0_text(r):
@@ -61,7 +63,10 @@ def geometry_with_layer0_text(r):
 def geometry_headline(r):
     g = r.geometry
     adj = g.adjusted_self_similarity
+    low = int(np.argmin(adj))
     numbers = f"adjusted self-similarity {adj[0]:.2f} at layer 0, {adj[-1]:.2f} at layer {g.layers[-1]}"
+    if lower(adj[low], adj[-1]):  # not monotone: the lowest layer is below the last
+        numbers += f"; lowest {adj[low]:.2f} at layer {g.layers[low]}, then up again"
     if _falls(g):
         return (f"Yes: the same word's vectors in different sentences grow less alike in higher layers ({numbers}), "
                 "as Ethayarajh (2019) found.")
