@@ -707,7 +707,8 @@ def test_report_sentences_state_the_thresholds_the_run_used():
     graph = {"relative_threshold": 3.0, "threshold": 0.3, "edges": [[0, 1], [1, 0]]}
     text = attention_norm_example_text(probe_results(attention_graph=graph,
                                                      attention_graph_norm_weighted={**graph, "edges": [[0, 1]]}))
-    assert "edges need >= 3/n (3 times uniform attention over the n words): 2 edges raw, 1 norm-weighted" in text
+    assert "edges need >= 3/n (3 times uniform attention over the n words): 2 edges raw, 1 norm-weighted, in every " \
+           "layer's graphs, each head's and their mean together (the figure draws the mean)" in text
 
 
 @pytest.mark.parametrize("positions, has_term", [("rope", False), ("none", False), ("learned", True),

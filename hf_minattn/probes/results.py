@@ -335,6 +335,7 @@ class Weights(Part):
     head_dim: int
     trained: CircuitSpectra
     initial: CircuitSpectra | None = None
+    notes: list[str] | None = None  # how the initial copy was made (a pretrained model's: re-created from its config)
 
     @classmethod
     def from_dict(cls, d):

@@ -309,7 +309,7 @@ def test_norm_weighting_headline_follows_the_largest_change(r):
 def test_norm_example_headline_follows_the_edge_counts(r):
     assert attention_norm_example_headline(typed(r)) == (
         "Weighting by the size of what it moves spreads the first example's attention over more strong links (508 "
-        "strong links against 478 raw).")
+        "strong links against 478 raw, every layer's heads and their mean).")
     r["attention_graph_norm_weighted"]["edges"] = r["attention_graph_norm_weighted"]["edges"][:100]
     assert "concentrates the first example's attention over fewer strong links (100" in \
         attention_norm_example_headline(typed(r))
@@ -319,8 +319,9 @@ def test_norm_example_headline_follows_the_edge_counts(r):
 
 def test_graphs_headline_follows_the_own_share_and_the_pairs(r):
     assert attention_graphs_headline(typed(r)) == (
-        "After the last layer a word is mostly made of the other words (on average 0.15 of it is its own input word; "
-        "even mixing would give 0.07), and raw attention names different strongest word pairs than rollout.")
+        "By rollout (each layer's residual path taken as half of it), after the last layer a word is mostly made of "
+        "the other words (on average 0.15 of it is its own input word; even mixing would give 0.07), and raw "
+        "attention names different strongest pairs than rollout.")
     rollout, raw = r["attention_graph_rollout"], r["attention_graph"]
     rollout["self_share"][-1] = 0.8
     last = rollout["layers"][-1]
@@ -328,17 +329,24 @@ def test_graphs_headline_follows_the_own_share_and_the_pairs(r):
     raw["edges"] = [e for e in raw["edges"] if not (e["layer"] == last and e["head"] == "mean")] + [
         {**e, "weight": 0.9} for e in rollout["edges"]
         if e["layer"] == last and e["head"] == "mean" and e["source"] != e["target"]]
-    assert attention_graphs_headline(typed(r)).startswith("After the last layer a word is mostly still itself (on "
-                                                          "average 0.80")
-    assert "raw attention names mostly the same strongest word pairs as rollout" in attention_graphs_headline(typed(r))
+    assert "after the last layer a word is mostly still itself (on average 0.80" in attention_graphs_headline(typed(r))
+    assert "raw attention names mostly the same strongest pairs as rollout" in attention_graphs_headline(typed(r))
+    assert "strongest leading to" not in attention_graphs_headline(typed(r))
+    for e in rollout["edges"]:  # every strongest edge at the last layer leads to one token
+        if e["layer"] == last and e["head"] == "mean" and e["source"] != e["target"]:
+            e["target"] = 0
+    assert "of rollout's strongest leading to [CLS]" in attention_graphs_headline(typed(r))  # node 0's label
 
 
 def test_weights_headline_follows_the_rank_against_initialisation(r):
-    assert weights_headline(typed(r)) == ("Yes: training made each head's QK and OV circuits use fewer directions "
-                                          "(mean effective rank 16.3 of at most 32, against 29.8 at initialisation).")
+    assert weights_headline(typed(r)) == ("Yes: on average the trained heads' QK and OV circuits use fewer directions "
+                                          "(mean effective rank 16.3 of at most 32, against 29.8 at random "
+                                          "initialisation; 32 of 32 head circuits lower).")
     w = r["weights"]
+    w["trained"]["qk_effective_rank"][0] = w["initial"]["qk_effective_rank"][0]  # layer 0's QK circuits as they were
+    assert "; 28 of 32 head circuits lower)." in weights_headline(typed(r))
     w["trained"], w["initial"] = w["initial"], w["trained"]
-    assert weights_headline(typed(r)).startswith("No: training did not make the heads' QK and OV circuits use fewer")
+    assert weights_headline(typed(r)).startswith("No: on average the trained heads' QK and OV circuits do not use")
     del w["initial"]
     assert "no copy of the model at initialisation was measured" in weights_headline(typed(r))
 
@@ -477,3 +485,15 @@ def test_the_page_loses_no_sentence_of_the_paragraphs(r, tmp_path):
     for section in SECTIONS:
         if section.text and probes.has(section):
             assert section.text(probes.of(section)) in page, section.name
+
+
+def test_graphs_text_says_when_flow_has_no_edge_at_the_last_layer(r):
+    from hf_minattn.probes.report.attention_graphs import attention_graphs_text
+
+    flow = r["attention_graph_flow"]
+    last = r["attention_graph_rollout"]["layers"][-1]
+    assert flow["layers"] == [last] and not flow["edges"]  # the demo's flow: nothing above its threshold
+    assert f"Flow has no edge between different words above its threshold ({flow['threshold']:.2f}) at that layer" \
+        in attention_graphs_text(typed(r))
+    flow["edges"] = [{"source": 2, "target": 0, "layer": last, "head": "mean", "weight": 0.5}]
+    assert "Flow has no edge" not in attention_graphs_text(typed(r))

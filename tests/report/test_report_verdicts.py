@@ -75,8 +75,9 @@ def test_weights_sentence_follows_the_rank_against_initialisation():
 
     lower = weights(3.0, 7.0)
     assert "mean effective rank (entropy-based, Roy & Vetterli) QK 3.0, OV 3.0 of at most 8" in lower
-    assert "against QK 7.0, OV 7.0 for the same model at initialisation: the trained circuits are lower rank, i.e. " \
-           "training concentrates each head on fewer directions" in lower
+    assert "against QK 7.0, OV 7.0 for the same model at random initialisation (its own initial weights): the " \
+           "trained circuits' mean rank is lower: on average the trained heads use fewer directions (4 of 4 head " \
+           "circuits lower)" in lower
     higher = weights(7.5, 7.0)
-    assert "the trained circuits are not lower rank, i.e. training did not concentrate the heads" in higher
-    assert "concentrates each head" not in higher
+    assert "mean rank is not lower: on average the trained heads do not use fewer directions (0 of 4" in higher
+    assert "heads use fewer directions" not in higher

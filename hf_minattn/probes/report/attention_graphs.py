@@ -48,9 +48,14 @@ def attention_graphs_text(r, k=5):
     if not top:
         return text + f"No rollout edge between different words reaches the threshold ({rollout.threshold:.3g})."
     own, uniform = f["own"], f["uniform"]
+    flow = f["graphs"].get("flow")
     text += ("The strongest edges, from rollout, between different words: "
              + ", ".join(f"{a} -> {b} ({w:.2f})" for a, b, w in top) + ". "
-             f"After the last layer a word's representation is on average {own:.2f} its own input word (uniform "
+             + (f"All lead to {top[0][1]}. " if _one_target(top) else "")
+             + (f"Flow has no edge between different words above its threshold ({flow.threshold:.2f}) at that layer: "
+                "it spreads each word's input over the words more evenly than that. "
+                if flow is not None and not flow.strongest(last, 1) else "")
+             + f"After the last layer a word's representation is on average {own:.2f} its own input word (uniform "
              f"mixing: {uniform:.2f}), so " + ("the residual path keeps most of each word its own." if own > 0.5 else
                                                 "most of each word comes from the other words.") + " ")
     if f["common"] is None:
@@ -65,13 +70,20 @@ def attention_graphs_headline(r):
     f = _graph_findings(r)
     own, uniform = f["own"], f["uniform"]
     what = "mostly still itself" if own > 0.5 else "mostly made of the other words"
-    text = (f"After the last layer a word is {what} (on average {own:.2f} of it is its own input word; even mixing "
-            f"would give {uniform:.2f})")
+    text = (f"By rollout (each layer's residual path taken as half of it), after the last layer a word is {what} (on "
+            f"average {own:.2f} of it is its own input word; even mixing would give {uniform:.2f})")
     if f["common"] is not None:
         same = 2 * f["common"] > len(f["top"])
-        text += (f", and raw attention names {'mostly the same' if same else 'different'} strongest word pairs "
+        text += (f", and raw attention names {'mostly the same' if same else 'different'} strongest pairs "
                  f"{'as' if same else 'than'} rollout")
+    if _one_target(f["top"]):
+        text += f", all {len(f['top'])} of rollout's strongest leading to {f['top'][0][1]}"
     return text + "."
+
+
+def _one_target(top):
+    """Whether the strongest edges (a, b, weight) all lead to one b (a token every word draws on, such as [CLS])."""
+    return len(top) > 1 and len({b for _, b, _ in top}) == 1
 
 
 def attention_graphs_tables(r):

@@ -105,7 +105,8 @@ def attention_norm_example_text(r):
         need = rules[0] if rules[0] == rules[1] else f"{rules[0]} (raw) and {rules[1]} (norm-weighted)"
         text += f"; both are exported as graphs whose edges need {need}"
     n_raw, n_weighted, verdict = counts
-    return text + (f": {n_raw} edges raw, {n_weighted} norm-weighted, so norm weighting "
+    return text + (f": {n_raw} edges raw, {n_weighted} norm-weighted, in every layer's graphs, each head's and "
+                   "their mean together (the figure draws the mean), so norm weighting "
                    + {"fewer": "concentrates attention on fewer edges.", "more": "spreads it over more edges.",
                       "as many": "keeps as many edges."}[verdict])
 
@@ -115,7 +116,7 @@ def attention_norm_example_headline(r):
     if counts is None:
         return "The first example's head-mean attention by layer, raw and weighted by the size of what it moves."
     n_raw, n_weighted, verdict = counts
-    numbers = f"{n_weighted} strong links against {n_raw} raw"
+    numbers = f"{n_weighted} strong links against {n_raw} raw, every layer's heads and their mean"
     if verdict == "as many":
         return f"No difference in count: weighting by the size of what it moves keeps as many strong links ({numbers})."
     return (f"Weighting by the size of what it moves {'concentrates' if verdict == 'fewer' else 'spreads'} the first "

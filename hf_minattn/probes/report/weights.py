@@ -25,9 +25,11 @@ def weights_text(r):
     text = (f"Per-head QK (W_Q^T W_K) and OV (W_O W_V) circuits, from {w.source}: mean effective rank "
             f"(entropy-based, Roy & Vetterli) QK {t['qk']:.1f}, OV {t['ov']:.1f} of at most {w.head_dim}")
     if i is not None:
-        verdict = "lower" if lower else "not lower"
-        text += (f", against QK {i['qk']:.1f}, OV {i['ov']:.1f} for the same model at initialisation: the trained "
-                 f"circuits are {verdict} rank, i.e. {'training concentrates each head on fewer directions' if lower else 'training did not concentrate the heads on fewer directions'}")
+        verdict = ("lower: on average the trained heads use fewer directions" if lower else
+                   "not lower: on average the trained heads do not use fewer directions")
+        text += (f", against QK {i['qk']:.1f}, OV {i['ov']:.1f} for the same model at random initialisation "
+                 f"({'; '.join(w.notes or []) or 'its own initial weights'}): the trained circuits' mean rank is "
+                 f"{verdict} ({_lower_heads(w)})")
     return text + ". Biases and LayerNorm are ignored."
 
 
@@ -39,10 +41,20 @@ def weights_headline(r):
         return (f"Each head's circuits use on average {trained:.1f} of at most {w.head_dim} directions (effective "
                 "rank); no copy of the model at initialisation was measured to compare.")
     initial = (i["qk"] + i["ov"]) / 2
-    numbers = f"mean effective rank {trained:.1f} of at most {w.head_dim}, against {initial:.1f} at initialisation"
+    numbers = (f"mean effective rank {trained:.1f} of at most {w.head_dim}, against {initial:.1f} at random "
+               f"initialisation; {_lower_heads(w)}")
     if lower:
-        return f"Yes: training made each head's QK and OV circuits use fewer directions ({numbers})."
-    return f"No: training did not make the heads' QK and OV circuits use fewer directions ({numbers})."
+        return f"Yes: on average the trained heads' QK and OV circuits use fewer directions ({numbers})."
+    return f"No: on average the trained heads' QK and OV circuits do not use fewer directions ({numbers})."
+
+
+def _lower_heads(w):
+    """"k of n head circuits lower": the QK and OV circuits of every head whose trained effective rank is below its
+    own at initialisation, as shown (one decimal)."""
+    pairs = [pair for c in ("qk", "ov")  # (layers, heads) of each: one rank per head circuit
+             for pair in zip(np.ravel(getattr(w.trained, f"{c}_effective_rank")),
+                             np.ravel(getattr(w.initial, f"{c}_effective_rank")))]
+    return f"{sum(lower(a, b, 1) for a, b in pairs)} of {len(pairs)} head circuits lower"
 
 
 def weights_tables(r):
