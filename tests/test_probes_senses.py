@@ -236,9 +236,12 @@ def test_sense_accuracy_sentence_follows_the_interval():
                                    "accuracy_interval": [{"low": 0.4, "high": 0.6}, interval],
                                    "chance": 0.5, "position_accuracy": position, "length_accuracy": position}}
     assert "is above chance, and above the position control" in sense_accuracy_text(probe_results(**senses(0.7, 0.9)))
-    assert "Layers above chance: 1." in sense_accuracy_text(probe_results(**senses(0.7, 0.9)))
+    assert "Layers above chance: 1; of those, above the position control too: 1 (each layer's interval alone" in \
+        sense_accuracy_text(probe_results(**senses(0.7, 0.9)))
+    assert "Layers above chance: 1; of those, above the position control too: none" in \
+        sense_accuracy_text(probe_results(**senses(0.6, 0.9, position=0.75)))  # above chance, not the control
     assert "is at chance: not at this scale" in sense_accuracy_text(probe_results(**senses(0.45, 0.6)))
-    assert "Layers above chance: none." in sense_accuracy_text(probe_results(**senses(0.45, 0.6)))
+    assert "Layers above chance: none (each layer's" in sense_accuracy_text(probe_results(**senses(0.45, 0.6)))
     assert "is below chance" in sense_accuracy_text(probe_results(**senses(0.3, 0.45)))
     assert "but not above the position control (0.75)" in sense_accuracy_text(
         probe_results(**senses(0.6, 0.9, position=0.75)))
@@ -254,4 +257,6 @@ def test_layer0_sentence_follows_the_numbers():
     g = {"adjusted_self_similarity": [0.5, 0.3], "static": {"adjusted_self_similarity": 0.9, "anisotropy": 0.1}}
     assert "makes a word's occurrences less alike" in layer0_text(probe_results(geometry=g))
     g["static"]["adjusted_self_similarity"] = 0.4
-    assert "does not make" in layer0_text(probe_results(geometry=g))
+    assert "makes a word's occurrences more alike" in layer0_text(probe_results(geometry=g))
+    g["static"]["adjusted_self_similarity"] = 0.501  # 0.50 both, as shown
+    assert "does not measurably change" in layer0_text(probe_results(geometry=g))

@@ -36,7 +36,8 @@ def sense_headline(r):
     first, last, apart = _sense_apart(sense)
     numbers = f"mean cosine {first:.2f} at layer 0, {last:.2f} at layer {sense.layers[-1]}"
     if apart:
-        return f"Yes: the sentence pulls the vectors of '{sense.word}' apart in higher layers ({numbers})."
+        return (f"Yes: the vectors of '{sense.word}' in {len(sense.sentences)} sentences are less alike at the last "
+                f"layer than at layer 0 ({numbers}).")
     return (f"No: the vectors of '{sense.word}' in {len(sense.sentences)} sentences do not move apart with "
             f"their sentence ({numbers}).")
 

@@ -66,7 +66,10 @@ def sense_accuracy_text(r, untrained=None):
         text += (f", and above the {best_control} control ({control:.2f})" if beats else
                  f", but not above the {best_control} control ({control:.2f}): the senses are not shown to be told "
                  "apart by meaning")
-    text += f". Layers above chance: {', '.join(map(str, above)) or 'none'}."
+    beyond = [layer for layer, i in zip(layers, intervals) if layer in above and i["low"] > control]
+    text += (f". Layers above chance: {', '.join(map(str, above)) or 'none'}" + (
+        f"; of those, above the {best_control} control too: {', '.join(map(str, beyond)) or 'none'}"
+        if above else "") + " (each layer's interval alone, not adjusted across layers).")
     if untrained and untrained.accuracy_interval:
         i = untrained.accuracy_interval[-1]
         text += (f" The untrained model: {untrained.accuracy[-1]:.2f} [{i['low']:.2f}, {i['high']:.2f}] at its last "
