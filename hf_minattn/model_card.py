@@ -106,21 +106,33 @@ def build_model_card(facts: CardFacts) -> ModelCard:
         card_data,
         template_path=str(TEMPLATE_PATH),
         results=results,
-        floor_sentence=floor_sentence(facts.eval_metrics),
+        floor_sentence=floor_sentence(facts.eval_metrics, 0.0 if facts.whole_word_mask else KEPT),
         repo_id=facts.repo_id or f"path/to/{facts.model_name}",
         **{k: v for k, v in vars(facts).items() if k not in ("eval_metrics", "repo_id")},
     )
 
 
-def floor_sentence(eval_metrics: dict) -> str | None:
-    """What the loss says against the unigram floor (None when the evaluation did not report the floor)."""
+KEPT = 0.1  # of the tokens scored, the share the masking leaves unchanged (80/10/10); 0 with whole-word masking
+
+
+def floor_sentence(eval_metrics: dict, kept: float = KEPT) -> str | None:
+    """What the loss says against the unigram floor (None when the evaluation did not report the floor). Copying
+    the `kept` share of scored tokens that the masking leaves in place could lower the loss by at most kept x the
+    floor; only a gain beyond that shows the model uses context."""
     gain = eval_metrics.get("eval_gain_over_unigram")
     if gain is None or not math.isfinite(gain):
         return None
     floor = eval_metrics["eval_unigram_loss"]
-    if gain > 0:
+    copying = kept * floor
+    if gain > copying:
+        bound = (f" (copying the {kept:.0%} of scored tokens the masking leaves unchanged could give at most "
+                 f"{copying:.2f} nats of it)" if kept else "")
         return (f"The loss is {gain:.2f} nats below the unigram floor ({floor:.2f}): the model predicts masked tokens "
-                "better than their frequencies alone would, so it uses their context.")
+                f"better than their frequencies alone would, so it uses their context{bound}.")
+    if gain > 0:
+        return (f"The loss is {gain:.2f} nats below the unigram floor ({floor:.2f}), no more than copying the "
+                f"{kept:.0%} of scored tokens the masking leaves unchanged could give ({copying:.2f} nats): that the "
+                "model uses their context is not shown.")
     return (f"The loss is not below the unigram floor ({floor:.2f}; gain {gain:+.2f} nats): so far the model predicts "
             "masked tokens no better than their frequencies alone, which it can learn without using any context.")
 

@@ -274,15 +274,20 @@ def test_model_card_has_metadata_and_results(trained):
     assert f"{metrics['eval_perplexity']:.4f}" in text
     assert "Unigram floor" in text and f"{metrics['eval_unigram_loss']:.4f}" in text
     assert "every masked token shown as `[MASK]`" in text and "10% random" not in text  # whole-word masking
-    assert floor_sentence(metrics) in text
+    assert floor_sentence(metrics, kept=0.0) in text  # whole-word masking leaves no scored token unchanged
     assert "in progress" not in text
 
 
 def test_floor_sentence_follows_the_gain():
     below = floor_sentence({"eval_unigram_loss": 7.0, "eval_gain_over_unigram": 1.25})
     above = floor_sentence({"eval_unigram_loss": 7.0, "eval_gain_over_unigram": -0.03})
-    assert "1.25 nats below the unigram floor (7.00)" in below and "uses their context" in below
+    assert "1.25 nats below the unigram floor (7.00)" in below and "so it uses their context (copying the 10% of " \
+           "scored tokens the masking leaves unchanged could give at most 0.70 nats of it)." in below
     assert "not below the unigram floor" in above and "no better than their frequencies" in above
+    copying = floor_sentence({"eval_unigram_loss": 7.0, "eval_gain_over_unigram": 0.5})  # under 10% x 7.0
+    assert "no more than copying the 10% of scored tokens" in copying and "uses their context is not shown" in copying
+    whole_words = floor_sentence({"eval_unigram_loss": 7.0, "eval_gain_over_unigram": 0.5}, kept=0.0)
+    assert whole_words.endswith("so it uses their context.")  # every masked token is [MASK]: nothing to copy
     assert floor_sentence({"eval_loss": 6.0}) is None  # an evaluation without the floor says nothing about it
 
 

@@ -122,8 +122,9 @@ def _paired(r, system, other, bench, estimate, low, high):
 
 def test_benchmarks_headline_follows_the_paired_intervals(r):
     text = benchmarks_headline(typed(r))
-    assert text == ("The best vectors here (layer 4, averaged over each word's sentences) agree with human similarity "
-                    "judgements better than random vectors and the same model at random initialisation, but worse than "
+    assert text == ("On WordSim-353, the best vectors here (layer 4, averaged over each word's sentences) agree with "
+                    "its human similarity judgements better than random vectors and the same model at random "
+                    "initialisation, but worse than "
                     "word2vec trained on the probe's corpus (WordSim-353 Spearman 0.29, word2vec 0.60).")
     # swap the last layer's and word2vec's scores: the paired difference changes sign, and so does the claim
     scores = {s["vectors"]: s for s in r["benchmarks"]["scores"]}
@@ -139,7 +140,8 @@ def test_benchmarks_headline_follows_the_paired_intervals(r):
     _paired(r, "layer_4", "random", "wordsim353", 0.05, -0.04, 0.14)
     scores["layer_4"]["versus"]["untrained"]["wordsim353"].update(estimate=0.0, low=-0.1, high=0.1)
     assert benchmarks_headline(typed(r)).startswith(
-        "The best vectors here (layer 4, averaged over each word's sentences) are not told apart from word2vec "
+        "On WordSim-353, the best vectors here (layer 4, averaged over each word's sentences) are not told apart from "
+        "word2vec "
         "trained on the probe's corpus, random vectors and the same model at random initialisation at this scale")
 
 
@@ -157,11 +159,12 @@ def test_benchmarks_table_states_each_verdict(r):
 def test_neighbours_headline_follows_the_shared_neighbours(r):
     assert neighbours_headline(typed(r)) == ("At the last layer (layer 4) the probe words' nearest words mostly stay "
                                              "the same as those of the input embeddings: on average 3.5 of the 6 "
-                                             "nearest are shared.")
+                                             "nearest are shared (1 to 5 over 4 words).")
     last = r["neighbours"]["neighbours"]["layer_4"]
     for word in last:
         last[word] = [[f"other{k}", 0.5] for k in range(8)]
-    assert "mostly change from those of the input embeddings: on average 0.0 of the 6" in neighbours_headline(typed(r))
+    assert "mostly change from those of the input embeddings: on average 0.0 of the 6 nearest are shared (0 to 0 " \
+           "over 4 words)" in neighbours_headline(typed(r))
 
 
 def test_sense_headline_follows_the_mean_cosine(r):
@@ -191,8 +194,9 @@ def test_sense_accuracy_headline_follows_the_interval_and_the_controls(r):
 def test_heads_headline_follows_the_entropy_and_the_strongest_head(r):
     h = r["heads"]
     assert heads_headline(typed(r)) == (
-        "On average the heads focus their attention on a few tokens (mean entropy 2.30 nats, 3.60 if spread evenly); "
-        "the most single-minded is head 2-2, which gives 92% of its attention to the previous token.")
+        "On average the heads focus their attention (mean entropy 2.30 nats, about 10 tokens' worth; 3.60, about 37, "
+        "if spread evenly; by layer 0.67 to 3.44); the most single-minded is head 2-2, which gives 92% of its "
+        "attention to the previous token.")
     h["stats"]["entropy"] = [[0.95 * h["uniform_entropy"]] * 4 for _ in range(4)]
     assert heads_headline(typed(r)).startswith("On average the heads spread their attention broadly")
     h["stats"]["punctuation"][3][1] = 0.97
@@ -201,8 +205,8 @@ def test_heads_headline_follows_the_entropy_and_the_strongest_head(r):
 
 def test_head_roles_headline_follows_the_role_counts(r):
     assert head_roles_headline(typed(r)) == (
-        "Most heads (11 of 16) have no single clear job: no target gets 30% of their attention; the others attend "
-        "mostly to the previous token or the next token.")
+        "Most heads (11 of 16) have no single clear job: no target gets 30% of their attention; the others give "
+        "their largest share to the previous token or the next token.")
     h = r["heads"]
     h["roles"] = [["previous"] * 4 for _ in range(4)]
     h["role_mass"] = [[0.5] * 4 for _ in range(4)]
@@ -226,9 +230,11 @@ def test_head_map_headline_follows_within_and_between_layers(r):
 
 def test_head_ablation_headline_follows_the_intervals(r):
     assert head_ablation_headline(typed(r)) == (
-        "7 of 16 heads matter on their own: zeroing one raises the masked-word loss beyond its 95% interval; the "
-        "costliest is head 2-0 (next token), +0.50 nats.")
+        "7 of 16 heads matter on their own, 3 after Holm's adjustment over the 16: zeroing one raises the masked-word "
+        "loss beyond its 95% interval; the costliest is head 2-0 (next token), +0.50 nats.")
     a = r["head_ablation"]
+    a["interval95"] = [[x / 4 for x in row] for row in a["interval95"]]  # tighter intervals: more heads survive Holm
+    assert head_ablation_headline(typed(r)).startswith("11 of 16 heads matter on their own, 10 after Holm's adjustment")
     a["loss_increase"] = [[0.01] * 4 for _ in range(4)]
     a["loss_increase"][1][3] = 0.05
     a["interval95"] = [[0.1] * 4 for _ in range(4)]
@@ -302,6 +308,9 @@ def test_norm_weighting_headline_follows_the_largest_change(r):
     h["norm_weighted_stats"]["cls"] = (np.array(h["stats"]["cls"]) * 0.1).tolist()
     h["stats"]["cls"] = (np.array(h["stats"]["cls"]) * 10).tolist()  # [CLS] 0.24 raw, 0.002 weighted
     assert norm_weighting_headline(typed(r)).startswith("Raw attention overstates what [CLS] contributes")
+    assert norm_weighting_headline(typed(r)).endswith("(16 of 16 heads move that way).")
+    h["norm_weighted_stats"]["cls"][0] = [x * 1.5 for x in h["stats"]["cls"][0]]  # layer 0's heads rise instead
+    assert norm_weighting_headline(typed(r)).endswith("(12 of 16 heads move that way).")
     h["stats"]["cls"], h["norm_weighted_stats"]["cls"] = h["norm_weighted_stats"]["cls"], h["stats"]["cls"]
     assert norm_weighting_headline(typed(r)).startswith("Raw attention understates what [CLS] contributes")
 
@@ -373,11 +382,11 @@ def test_circuits_headline_counts_the_heads_by_their_intervals():
 
 
 def test_drift_headline_names_what_moved_most(r):
-    assert drift_headline(typed(r)) == ("Training moved layers.2.W_O the most (distance from initialisation 9.9 at "
-                                        "the end) and layers.0.W_V the least (1.56).")
+    assert drift_headline(typed(r)) == ("Training moved layers.2.W_O the most relative to its initial size "
+                                        "(||W - W_0|| / ||W_0|| = 9.9 at the end) and layers.0.W_V the least (1.56).")
     r["drift"]["metrics"]["drift"]["word_embeddings"]["values"][-1] = 20.0
-    assert drift_headline(typed(r)).startswith("Training moved word_embeddings the most (distance from "
-                                               "initialisation 20 at the end)")
+    assert drift_headline(typed(r)).startswith("Training moved word_embeddings the most relative to its initial size "
+                                               "(||W - W_0|| / ||W_0|| = 20 at the end)")
 
 
 def _png(path):

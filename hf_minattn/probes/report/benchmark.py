@@ -242,17 +242,17 @@ def benchmarks_headline(r, bench="wordsim353"):
     for other, plain, o, sign, _ in _others(b, best, bench):
         groups[sign].append(plain)
         scores[other] = o.spearman
-    who = f"The best vectors here ({_plain(best.vectors)})"
+    who = f"On {NAMES[bench]}, the best vectors here ({_plain(best.vectors)})"
     claims = ([f"better than {and_list(groups[1])}"] if groups[1] else []) + \
              ([f"worse than {and_list(groups[-1])}"] if groups[-1] else [])
     if claims:
-        text = f"{who} agree with human similarity judgements {', but '.join(claims)}"
+        text = f"{who} agree with its human similarity judgements {', but '.join(claims)}"
         if groups[0]:
             text += f"; no clear difference from {and_list(groups[0])} at this scale"
     elif groups[0]:
         text = f"{who} are not told apart from {and_list(groups[0])} at this scale"
     else:
-        text = f"{who} agree with human similarity judgements; nothing else was scored to compare"
+        text = f"{who} agree with its human similarity judgements; nothing else was scored to compare"
     other = next((o for o in ("word2vec", "random", "untrained") if o in scores), None)
     numbers = f"{NAMES[bench]} Spearman {s.spearman:.2f}" + (f", {other} {scores[other]:.2f}" if other else "")
     return f"{text} ({numbers})."

@@ -29,9 +29,10 @@ def drift_text(r):
 def drift_headline(r):
     metric, final = _drift_final(r.drift)
     names = list(final)
-    what = "distance from initialisation" if metric == "drift" else metric
-    return (f"Training moved {names[0]} the most ({what} {final[names[0]]:.3g} at the end) and {names[-1]} the "
-            f"least ({final[names[-1]]:.3g}).")
+    relative = metric == "drift"  # drift.py's measure: the distance over the initial norm
+    what = "||W - W_0|| / ||W_0|| =" if relative else metric
+    return (f"Training moved {names[0]} the most{' relative to its initial size' if relative else ''} ({what} "
+            f"{final[names[0]]:.3g} at the end) and {names[-1]} the least ({final[names[-1]]:.3g}).")
 
 
 def drift_tables(r):

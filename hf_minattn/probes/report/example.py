@@ -64,7 +64,7 @@ def example_headline(r, index=0):
 def example_tables(r, index=0):
     example = r.heads.examples[index]
     n = len(example.tokens)
-    return [{"header": ["head", "mean entropy (nats)", "where most tokens look hardest", f"tokens (of {n})"],
+    return [{"header": ["head", "mean entropy (nats)", "where the most tokens look hardest", f"tokens (of {n})"],
              "details": True,
              "rows": [[f"{layer}-{head}", f"{entropy:.2f}", place, count]
                       for layer, head, entropy, place, count in _example_heads(example)]}]

@@ -3,7 +3,9 @@ zeroed."""
 
 import matplotlib.pyplot as plt
 import numpy as np
+from scipy import stats
 
+from ...stats import holm
 from ..plots import layer_by_head, save_figure
 from .head_roles import ROLE_LABELS, role_label, saved_roles
 from .page import Section
@@ -25,11 +27,20 @@ def _ablation(r):
     return inc, ci, k, int(np.sum(inc - ci > 0)), role, min_mass
 
 
+def holm_count(inc, ci) -> int:
+    """How many heads raise the loss with Holm's adjustment over all heads: each head's two-sided normal p from its
+    increase and 95% half-width (the probe's interval treats the masked tokens as independent)."""
+    se = np.clip(np.ravel(ci), 1e-12, None) / stats.norm.ppf(0.975)
+    p = 2 * stats.norm.sf(np.abs(np.ravel(inc)) / se)
+    return int(sum(a < 0.05 and x > 0 for a, x in zip(holm(p.tolist()), np.ravel(inc))))
+
+
 def head_ablation_text(r):
     ablation = r.head_ablation
     inc, ci, k, beyond, role, min_mass = _ablation(r)
     H = ablation.num_heads
-    verdict = (f"{beyond} of {inc.size} heads raise the loss beyond their 95% interval: removing them costs the model"
+    verdict = (f"{beyond} of {inc.size} heads raise the loss beyond their 95% interval, each read alone, and "
+               f"{holm_count(inc, ci)} with Holm's adjustment over the {inc.size} heads: removing them costs the model"
                if beyond else "No single head raises the loss beyond its 95% interval: no head is needed alone")
     rate, words = ablation.mlm_probability, predicted(ablation)
     role = f" (role: {role_label(role, min_mass)})" if role else ""
@@ -46,8 +57,9 @@ def head_ablation_headline(r):
     head = f"head {k // H}-{k % H}" + (f" ({ROLE_LABELS.get(role, 'no clear role')})" if role else "")
     word = predicted(r.head_ablation)["word"]
     if beyond:
-        return (f"{beyond} of {inc.size} heads matter on their own: zeroing one raises the {word} loss beyond "
-                f"its 95% interval; the costliest is {head}, +{inc.flat[k]:.2f} nats.")
+        return (f"{beyond} of {inc.size} heads matter on their own, {holm_count(inc, ci)} after Holm's adjustment over "
+                f"the {inc.size}: zeroing one raises the {word} loss beyond its 95% interval; the costliest is "
+                f"{head}, +{inc.flat[k]:.2f} nats.")
     return (f"No single head is needed on its own at this scale: zeroing any one leaves the {word} loss within "
             f"its 95% interval (largest rise {inc.flat[k]:+.2f} ± {ci.flat[k]:.2f} nats, {head}).")
 

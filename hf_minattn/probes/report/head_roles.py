@@ -73,7 +73,7 @@ def head_roles_headline(r):
     cells, counts, min_mass, most_none, commonest = _role_counts(r.heads)
     named = [target_object(ROLE_LABELS.get(role, role)) for role in _strongest_by_role(cells, counts)]
     if most_none:
-        rest = f"; the others attend mostly to {' or '.join(named)}" if named else ""
+        rest = f"; the others give their largest share to {' or '.join(named)}" if named else ""
         return (f"Most heads ({counts['none']} of {len(cells)}) have no single clear job: no target gets "
                 f"{min_mass:.0%} of their attention{rest}.")
     n, top = commonest

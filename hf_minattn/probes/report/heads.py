@@ -62,8 +62,10 @@ def heads_text(r):
 def heads_headline(r):
     h = r.heads
     ent, focused = _entropy(h)
-    how = "focus their attention on a few tokens" if focused else "spread their attention broadly"
-    text = f"On average the heads {how} (mean entropy {ent.mean():.2f} nats, {h.uniform_entropy:.2f} if spread evenly)"
+    how = "focus their attention" if focused else "spread their attention broadly"
+    mean, even = ent.mean(), h.uniform_entropy  # exp(entropy): the number of tokens equally weighted attention covers
+    text = (f"On average the heads {how} (mean entropy {mean:.2f} nats, about {np.exp(mean):.0f} tokens' worth; "
+            f"{even:.2f}, about {np.exp(even):.0f}, if spread evenly; by layer {ent.min():.2f} to {ent.max():.2f})")
     strongest = _strongest_heads(h)
     if not strongest:
         return text + "."

@@ -45,9 +45,11 @@ def norm_weighting_headline(r):
     if direction == "same":
         return (f"No clear difference: weighting attention by the size of what it moves changes no target's mean "
                 f"attention by 0.01 or more (largest change: {target}, {raw:.3f} -> {weighted:.3f}).")
+    before, after = np.ravel(r.heads.stats[key]), np.ravel(r.heads.norm_weighted_stats[key])  # one value per head
+    agree = int(np.sum(after < before)) if direction == "falls" else int(np.sum(after > before))
     return (f"Raw attention {'overstates' if direction == 'falls' else 'understates'} what {target_object(target)} "
             f"contributes: weighted by the size of what it moves, mean attention to it {direction} from {raw:.2f} to "
-            f"{weighted:.2f}.")
+            f"{weighted:.2f} ({agree} of {before.size} heads move that way).")
 
 
 def norm_weighting_tables(r):
