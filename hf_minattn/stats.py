@@ -316,6 +316,26 @@ def bootstrap_test(estimate: float, draws: np.ndarray, margin: float, n: int, co
                      "margin": margin}}
 
 
+def group_permutation_p(distances, groups: Sequence, n_permutations: int = 2000, seed: int = 0) -> float:
+    """One-sided p of "items are closer to the items of their own group than to the others" (e.g. heads to the heads
+    of their layer): the mean distance between groups minus the mean within groups, against the same gap with the
+    group labels permuted `n_permutations` times (drawn from `seed`). The observed labelling counts as one of the
+    permutations, so p >= 1 / (n_permutations + 1). `distances`: a square (items, items) matrix."""
+    d, labels = np.asarray(distances, dtype=np.float64), np.asarray(groups)
+    if d.ndim != 2 or d.shape[0] != d.shape[1] or labels.shape != (len(d),):
+        raise ValueError(f"group_permutation_p needs a square distance matrix and one group per item, got "
+                         f"{d.shape} and {labels.shape}")
+    off = ~np.eye(len(d), dtype=bool)
+
+    def gap(g):
+        same = (g[:, None] == g[None, :]) & off
+        return d[off & ~same].mean() - d[same].mean()
+
+    observed, rng = gap(labels), np.random.default_rng(seed)
+    larger = sum(gap(rng.permutation(labels)) >= observed - 1e-12 for _ in range(n_permutations))
+    return (larger + 1) / (n_permutations + 1)
+
+
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm's step-down adjusted p-values (family-wise error rate), in the order given: compare each with 0.05."""
     p = np.asarray(p_values, dtype=np.float64)

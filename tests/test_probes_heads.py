@@ -479,12 +479,21 @@ def test_heads_sentence_shows_mass_and_ratio_and_follows_the_entropy():
 
 
 def test_head_map_sentence_follows_the_numbers():
-    h = {"num_layers": 2, "num_heads": 2, "js_divergence": [[0, .1, .5, .5], [.1, 0, .5, .5], [.5, .5, 0, .2],
-                                                            [.5, .5, .2, 0]]}
-    assert "are closer (mean JS 0.150) than heads of different layers (0.500), so heads cluster by layer" in \
-        head_map_text(probe_results(heads=h))
-    h["js_divergence"] = [[0, .6, .1, .1], [.6, 0, .1, .1], [.1, .1, 0, .6], [.1, .1, .6, 0]]
-    assert "not closer (mean JS 0.600) than heads of different layers (0.100)" in head_map_text(probe_results(heads=h))
+    layer = np.repeat(np.arange(3), 3)  # 3 layers of 3 heads: 280 ways to split them, so a block can be shown
+    js = np.where(layer[:, None] == layer[None, :], 0.1, 0.5)
+    np.fill_diagonal(js, 0)
+    text = head_map_text(probe_results(heads={"num_layers": 3, "num_heads": 3, "js_divergence": js.tolist()}))
+    assert "are closer (mean JS 0.100) than heads of different layers (0.500; one-sided permutation p 0.005" in text
+    assert "Without layer 0: 0.100 within, 0.500 across, p 0.111" in text  # 2 layers of 3 heads: 10 splits
+    assert "the clustering is not shown without it" in text
+    apart = np.where(layer[:, None] == layer[None, :], 0.6, 0.1)  # every pair of a layer far apart
+    np.fill_diagonal(apart, 0)
+    assert "not shown to be closer" in head_map_text(
+        probe_results(heads={"num_layers": 3, "num_heads": 3, "js_divergence": apart.tolist()}))
+    two = {"num_layers": 2, "num_heads": 2, "js_divergence": [[0, .1, .5, .5], [.1, 0, .5, .5], [.5, .5, 0, .2],
+                                                              [.5, .5, .2, 0]]}
+    assert "not shown to be closer (mean JS 0.150) than heads of different layers (0.500; one-sided permutation p " \
+           "0.3" in head_map_text(probe_results(heads=two))  # 4 heads: 3 ways to split them, too few to show it
 
 
 def test_norm_weighting_sentence_follows_the_numbers():

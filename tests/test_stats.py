@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hf_minattn.stats import (Interval, bootstrap_interval, bootstrap_intervals, bootstrap_test, crossed_bootstrap, hierarchical_bootstrap, hierarchical_draws,
-                              holm, mean_interval, paired_difference, spearman, spearman_interval, spearman_of_copies,
+                              group_permutation_p, holm, mean_interval, paired_difference, spearman, spearman_interval, spearman_of_copies,
                               spearman_of_resamples, t_test_p, tost)
 
 
@@ -472,3 +472,17 @@ def test_hierarchical_bootstrap_variance_is_the_closed_form_of_its_two_levels():
     assert draws.var() == pytest.approx((0.25 + 1.25 / 4) / 2, rel=0.1)
     one = hierarchical_draws(np.mean, groups[:1], n_resamples=5000)[1]  # one seed: the items' bootstrap alone
     assert one.var() == pytest.approx(1.25 / 4, rel=0.1)
+
+
+def test_group_permutation_p_has_its_known_answers():
+    """Blocks of close items: the observed labelling is the only one as good, so p is its floor 1 / (n + 1); equal
+    distances: every labelling ties, p = 1; labels that do not match the blocks: no evidence, a large p."""
+    groups = np.repeat(np.arange(3), 4)
+    blocks = np.where(groups[:, None] == groups[None, :], 0.1, 1.0)
+    np.fill_diagonal(blocks, 0)
+    assert group_permutation_p(blocks, groups, n_permutations=999) == pytest.approx(1 / 1000)
+    assert group_permutation_p(np.ones((12, 12)), groups) == 1.0
+    assert group_permutation_p(blocks, np.tile(np.arange(3), 4)) > 0.5  # each group takes one item of each block
+    with pytest.raises(ValueError, match="square distance matrix and one group per item"):
+        group_permutation_p(blocks[:3], groups)
+

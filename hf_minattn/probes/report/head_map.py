@@ -4,43 +4,59 @@ Jensen-Shannon distances."""
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ...stats import group_permutation_p
 from ..plots import save_figure
 from .page import Section
 from .words import cell, lower
 
 
-def _js_within_between(h):
-    """(mean JS divergence between heads of the same layer, between heads of different layers), or None when there
-    are too few heads to compare."""
+def _js_within_between(h, skip_layer0=False):
+    """(mean JS divergence between heads of the same layer, between heads of different layers, the permutation p of
+    that gap over layer labels: `stats.group_permutation_p`), or None when there are too few heads to compare.
+    `skip_layer0`: without layer 0's heads (often near-uniform in a trained model, so alike by default)."""
     js = np.array(h.js_divergence)
     layer = np.repeat(np.arange(h.num_layers), h.num_heads)
+    if skip_layer0:
+        js, layer = js[layer > 0][:, layer > 0], layer[layer > 0]
     same = (layer[:, None] == layer[None, :]) & ~np.eye(len(js), dtype=bool)
     different = layer[:, None] != layer[None, :]
     if not same.any() or not different.any():
         return None
-    return float(js[same].mean()), float(js[different].mean())
+    return float(js[same].mean()), float(js[different].mean()), group_permutation_p(js, layer)
+
+
+def _clusters(pair):
+    """Heads cluster by layer: closer within, as shown, and the permutation test below 0.05."""
+    within, across, p = pair
+    return lower(within, across, 3) and p < 0.05
 
 
 def head_map_text(r):
     pair = _js_within_between(r.heads)
     if pair is None:
         return "Too few heads to compare within and between layers."
-    a, b = pair
-    closer = lower(a, b, 3)
-    return (f"Heads as points whose distances follow their Jensen-Shannon divergence: heads of the same layer are "
-            f"{'closer' if closer else 'not closer'} (mean JS {a:.3f}) than heads of different layers ({b:.3f}), "
-            f"so {'heads cluster by layer' if closer else 'behaviour does not cluster by layer'}.")
+    a, b, p = pair
+    closer = _clusters(pair)
+    text = (f"Heads as points whose distances follow their Jensen-Shannon divergence: heads of the same layer are "
+            f"{'closer' if closer else 'not shown to be closer'} (mean JS {a:.3f}) than heads of different layers "
+            f"({b:.3f}; one-sided permutation p {p:.3g} over the heads' layer labels), so "
+            f"{'heads cluster by layer' if closer else 'behaviour is not shown to cluster by layer'}.")
+    rest = _js_within_between(r.heads, skip_layer0=True) if r.heads.num_layers > 2 else None
+    if rest is not None:
+        text += (f" Without layer 0: {rest[0]:.3f} within, {rest[1]:.3f} across, p {rest[2]:.3g}: "
+                 + ("they still cluster." if _clusters(rest) else "the clustering is not shown without it."))
+    return text
 
 
 def head_map_headline(r):
     pair = _js_within_between(r.heads)
     if pair is None:
         return "Too few heads to compare within and between layers."
-    a, b = pair
-    numbers = f"mean Jensen-Shannon divergence {a:.3f} within a layer, {b:.3f} across layers"
-    if lower(a, b, 3):
+    a, b, p = pair
+    numbers = f"mean Jensen-Shannon divergence {a:.3f} within a layer, {b:.3f} across layers, permutation p {p:.3g}"
+    if _clusters(pair):
         return f"Yes: heads of the same layer attend more alike than heads of different layers ({numbers})."
-    return f"No: heads of the same layer do not attend more alike than heads of different layers ({numbers})."
+    return f"No: heads of the same layer are not shown to attend more alike than heads of different layers ({numbers})."
 
 
 def head_map_tables(r):
