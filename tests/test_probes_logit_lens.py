@@ -167,6 +167,11 @@ def test_the_report_sentence_follows_the_numbers():
     below = logit_lens_text(probe_results(logit_lens=_lens_dict([5.0, 4.0, 3.0], floor=4.5)))
     assert "first goes below the unigram floor (4.50 nats on the same tokens) beyond its 95% interval at layer 1" in below
     assert "at the last layer the gain is +1.50" in below
+    assert "through this head; layer 0 is worse than them, beyond its 95% interval." in below  # -0.5 +- 0.1
+    worse = logit_lens_text(probe_results(logit_lens=_lens_dict([5.0, 5.2, 4.0, 3.0], floor=4.5)))
+    assert "layers 0, 1 are worse than them, beyond their 95% interval." in worse
+    near = logit_lens_text(probe_results(logit_lens=_lens_dict([4.55, 4.0], floor=4.5)))  # -0.05: inside its interval
+    assert "worse than them" not in near
     # a gain inside its interval is not enough: layer 1's gain 0.05 +- 0.1, layer 2's 0.5 +- 0.1
     assert "interval at layer 2 (gain 0.50" in logit_lens_text(
         probe_results(logit_lens=_lens_dict([5.0, 4.45, 4.0], floor=4.5)))

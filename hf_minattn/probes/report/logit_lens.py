@@ -45,8 +45,20 @@ def logit_lens_text(r):
     first = below[0]
     return text + (f"The loss first goes below {floor} beyond its 95% interval at layer {first} (gain {gain[first]:.2f} ± "
                    f"{ci[first]:.2f} nats); at the last layer the gain is {gain[-1]:+.2f} ± {ci[-1]:.2f} nats. "
-                   + (f"Below layer {first}, no layer is shown to beat token frequencies alone through this head."
-                      if first > 0 else "Even the embedding output beats token frequencies alone.")) + caveat
+                   + (f"Below layer {first}, no layer is shown to beat token frequencies alone through this head"
+                      + _worse(gain, ci, first) if first > 0 else "Even the embedding output beats token frequencies "
+                      "alone.")) + caveat
+
+
+def _worse(gain, ci, first) -> str:
+    """"." or "; layers 1, 2 are worse than them ...": the layers below `first` whose gain is below 0 beyond its
+    interval."""
+    worse = [layer for layer in range(first) if gain[layer] + ci[layer] < 0]
+    if not worse:
+        return "."
+    return (f"; layer{'s' if len(worse) > 1 else ''} {', '.join(map(str, worse))} "
+            f"{'are' if len(worse) > 1 else 'is'} worse than them, beyond {'their' if len(worse) > 1 else 'its'} "
+            "95% interval.")
 
 
 def logit_lens_headline(r):
