@@ -259,6 +259,20 @@ def test_benchmark_plot_draws_a_score_whose_interval_is_undefined(tmp_path):
     assert "WordSim-353" in benchmarks_text(SavedProbeResults.from_dict(results))
 
 
+def test_the_analogy_sentence_says_when_the_untrained_model_scores_higher():
+    """The same set of the untrained model answering more analogies than the trained one: the sentence says the
+    analogies do not show what training added; at or below the trained score it says nothing of it."""
+    from hf_minattn.probes.report.benchmark import analogy_sentence
+
+    results = _results(layer=(0.6, 0.5, 0.7), word2vec=(0.3, 0.2, 0.4), untrained=(0.1, 0.0, 0.2))
+    results["benchmarks"]["untrained"][0]["vectors"] = "static"  # the best set here (every set answers 0.1)
+    text = analogy_sentence(SavedProbeResults.from_dict(results))
+    assert "(untrained: 0.050, 0.150)" in text and "do not show what training added" not in text
+    results["benchmarks"]["untrained"][0]["analogy"] = 0.19
+    text = analogy_sentence(SavedProbeResults.from_dict(results))
+    assert "the untrained model's same set scores higher overall (0.190 against 0.100)" in text
+
+
 def test_the_analogy_panel_says_not_scored_where_no_question_was_scored():
     """A vocabulary too small for any analogy question leaves every analogy score empty: the panel says so instead
     of drawing an empty legend (matplotlib's "No artists with labels" warning); with scores it draws the legend."""

@@ -14,6 +14,7 @@ import numpy as np
 from ..plots import save_figure
 from ..results import BENCHMARKS, DECISION_RULE, LEGACY_DECISION_RULE, paired_verdict, verdict
 from .page import Section
+from .words import lower
 
 
 NAMES = {"wordsim353": "WordSim-353", "simlex999": "SimLex-999",
@@ -139,6 +140,9 @@ def analogy_sentence(res):
         u = b.untrained.get(best.vectors) if b.untrained else None
         if u is not None:
             text += f" (untrained: {fmt(u.analogy_semantic)}, {fmt(u.analogy_syntactic)})"
+            if u.analogy is not None and lower(best.analogy, u.analogy, 3):
+                text += (f"; the untrained model's same set scores higher overall ({u.analogy:.3f} against "
+                         f"{best.analogy:.3f}), so these analogies do not show what training added")
     if "word2vec" in scored:
         w = scored["word2vec"]
         text += f"; word2vec semantic {fmt(w.analogy_semantic)}, syntactic {fmt(w.analogy_syntactic)}"
