@@ -377,7 +377,7 @@ def test_circuits_headline_counts_the_heads_by_their_intervals():
     assert text.startswith("In layer 0, the query-key logits of none of the 2 heads are shown to follow embedding "
                            "similarity") and text.endswith("; none copies the token it attends to into its output.")
     leaning = circuits_headline(_circuits((0.05, -0.1, 0.2), ov_copying=0.8, own_rank=30.0))  # high score, rank 30
-    assert leaning.endswith("; none copies the token it attends to into its output (1 more lean to it: high copying "
+    assert leaning.endswith("; none copies the token it attends to into its output (1 more leans to it: high copying "
                             "scores, but a token's own logit ranks far down).")
 
 

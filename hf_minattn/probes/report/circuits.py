@@ -146,7 +146,8 @@ def headline_text(heads, follow, closely, copies, leans=None):
         text += (f"; {copies} of {heads} copy the token they attend to into their output" if copies else
                  "; none copies the token it attends to into its output")
         if leans:
-            text += f" ({leans} more lean to it: high copying scores, but a token's own logit ranks far down)"
+            text += (f" ({leans} more lean{'s' if leans == 1 else ''} to it: high copying scores, but a token's own "
+                     "logit ranks far down)")
     return text + "."
 
 
