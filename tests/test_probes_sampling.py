@@ -11,8 +11,8 @@ from hf_minattn.probes.circuits import circuit_hypotheses, cooccurrence_pairs, q
 from hf_minattn.probes.cooccurrence import word_anisotropy
 from hf_minattn.probes.corpus import split_sentences
 from hf_minattn.probes.encode import encode_corpus
-from hf_minattn.probes.geometry import (anisotropy, anisotropy_pairs, baseline_groups, distinct_context_groups,
-                                        geometry, scored_groups, self_similarity)
+from hf_minattn.probes.geometry import (anisotropy, anisotropy_pairs, band_contrast, baseline_groups,
+                                        distinct_context_groups, geometry, scored_groups, self_similarity)
 
 SENTENCES = split_sentences(TEXTS, max_sentences=0)  # 8 texts, each 4 times
 
@@ -161,3 +161,19 @@ def test_word_anisotropy_never_pairs_a_word_with_itself():
     1 to a mean of exact zeros (5000 pairs over 20 words: about 250 such draws were the rule broken)."""
     assert word_anisotropy(np.eye(20), n_pairs=5000, seed=0) == 0.0
     assert word_anisotropy(np.ones((20, 4)), n_pairs=100, seed=0) == pytest.approx(1.0)
+
+
+def test_the_band_contrast_is_top_100_minus_1000_plus_with_a_bootstrap_over_each_bands_words():
+    """Known answer: words of rank < 100 at 0.2 +- noise, of rank >= 1000 at 0.5 +- noise; the 100-1000 band (0.0)
+    is left out of the contrast. The interval holds the difference of the means and excludes 0; a band of one word
+    gives no contrast."""
+    rng = np.random.default_rng(0)
+    eligible = np.concatenate([np.arange(30), np.arange(200, 230), np.arange(2000, 2040)])  # (100,) frequency ranks
+    adjusted = np.concatenate([0.2 + 0.05 * rng.standard_normal(30), np.zeros(30),
+                               0.5 + 0.05 * rng.standard_normal(40)])
+    c = band_contrast(eligible, adjusted)
+    assert c["bands"] == ["top 100", "1000+"] and c["words"] == [30, 40]
+    assert c["estimate"] == pytest.approx(adjusted[:30].mean() - adjusted[60:].mean())
+    assert c["low"] < c["estimate"] < c["high"] < 0 and c["high"] - c["low"] < 0.1
+    assert band_contrast(eligible[29:], adjusted[29:]) is None  # one word of rank < 100
+

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from scipy import stats
 
 # Frequency bands by the word's rank in the corpus: the top band is mostly stop words.
 BANDS = {"top 100": (0, 100), "100-1000": (100, 1000), "1000+": (1000, None)}
@@ -50,6 +51,7 @@ class GeometryResults:
     # (self_similarity, intra_similarity, mev, anisotropy, mev_baseline, adjusted_*), one float each.
     static: dict | None = None
     layer0_note: str = ""  # says what layer 0 and `static` are for this model
+    band_contrast: dict | None = None  # `band_contrast`: top 100 - 1000+ at the last layer, with its interval
 
 
 def _unit(x):
@@ -229,11 +231,30 @@ def _static_scores(score, static, encoded):
             "adjusted_intra_similarity": intra - base, "adjusted_mev": mev - mev_base}
 
 
+def band_contrast(eligible, adjusted_last, seed=0, n_resamples=1000):
+    """The published contrast at the last layer, fixed in advance: the mean adjusted self-similarity of the "top 100"
+    band minus that of the "1000+" band, with a 95% percentile bootstrap interval that resamples each band's words
+    (two independent samples); None unless both bands have at least 2 words."""
+    top, rare = (adjusted_last[_in_band(eligible, band)] for band in ("top 100", "1000+"))
+    if len(top) < 2 or len(rare) < 2:
+        return None
+    gap = lambda a, b, axis=-1: a.mean(axis=axis) - b.mean(axis=axis)  # noqa: E731
+    drawn = stats.bootstrap((top, rare), gap, vectorized=True, method="percentile", n_resamples=n_resamples,
+                            rng=np.random.default_rng(seed)).confidence_interval
+    return {"bands": ["top 100", "1000+"], "estimate": float(gap(top, rare)), "low": float(drawn.low),
+            "high": float(drawn.high), "words": [len(top), len(rare)]}
+
+
+def _in_band(eligible, band):
+    lo, hi = BANDS[band]
+    return (eligible >= lo) & (eligible < (hi if hi is not None else np.inf))
+
+
 def _by_band(eligible, adjusted):
     """({band: per layer mean adjusted self-similarity, None if empty}, {band: words}) by frequency rank (BANDS)."""
     bands, sizes = {}, {}
-    for band, (lo, hi) in BANDS.items():
-        in_band = (eligible >= lo) & (eligible < (hi if hi is not None else np.inf))
+    for band in BANDS:
+        in_band = _in_band(eligible, band)
         sizes[band] = int(in_band.sum())
         bands[band] = [float(a[in_band].mean()) if in_band.any() else None for a in adjusted]
     return bands, sizes
@@ -276,4 +297,5 @@ def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=
         min_contexts=min_contexts,
         static=static_scores,
         layer0_note=layer0_note(model),
+        band_contrast=band_contrast(eligible, np.asarray(by_word_last), seed),
     )

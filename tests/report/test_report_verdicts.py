@@ -44,11 +44,19 @@ def test_bands_sentence_follows_which_band_is_most_context_specific():
                                                           "rest": [0.5, 0.4]},
          "most_context_specific": [("the", 0.1), ("of", 0.12)]}
     text = bands_text(probe_results(geometry=g))
-    assert "top 100: 0.10; 100-1000: 0.30; rest: 0.40: the top 100 band is the most context-specific" in text
+    assert "top 100: 0.10; 100-1000: 0.30; rest: 0.40: the top 100 band has the lowest mean" in text
     assert "frequent (stop) words vary most with context, as published" in text and "'the', 'of'" in text
     g["adjusted_self_similarity_by_band"]["rest"] = [0.5, 0.05]
     text = bands_text(probe_results(geometry=g))
-    assert "the rest band is the most context-specific (not the stop words, unlike the published result)" in text
+    assert "the rest band has the lowest mean (not the stop words, unlike the published result)" in text
+    # a file with the probe's bootstrap contrast (top 100 - 1000+): its interval decides, not the means as shown
+    g["band_contrast"] = {"bands": ["top 100", "1000+"], "estimate": 0.05, "low": -0.01, "high": 0.11, "words": [9, 80]}
+    text = bands_text(probe_results(geometry=g))
+    assert "no clear difference; top 100 - 1000+: +0.05 [-0.01, +0.11], 95% bootstrap over the words)" in text
+    g["band_contrast"].update(low=0.01)
+    assert "(not the stop words, unlike the published result; top 100 - 1000+" in bands_text(probe_results(geometry=g))
+    g["band_contrast"].update(estimate=-0.05, low=-0.11, high=-0.01)
+    assert "(frequent (stop) words vary most with context, as published; top" in bands_text(probe_results(geometry=g))
     g["adjusted_self_similarity_by_band"] = {"top 100": [0.5, 0.1], "rest": [0.5, None]}
     assert bands_text(probe_results(geometry=g)) == "Too few bands have words to compare frequencies."
 

@@ -9,18 +9,30 @@ from .words import cell, differ
 
 
 def _bands(g):
-    """(bands, lowest, frequent): {band: adjusted self-similarity at the last layer} of the bands that have words,
-    the lowest band, and how the most frequent words ("top 100") stand against the lowest other band: +1 lower (they
-    vary most with context, as published), -1 higher, 0 within the precision shown; None without them."""
+    """(bands, lowest, frequent, other): {band: adjusted self-similarity at the last layer} of the bands that have
+    words, the lowest band, how the most frequent words ("top 100") stand against `other`: +1 lower (they vary most
+    with context, as published), -1 higher, 0 not told apart; None without them. `other` is the "1000+" band of the
+    probe's bootstrap contrast where the file has one (its interval decides), else the lowest other band (equal at
+    the precision shown: 0)."""
     bands = {b: v[-1] for b, v in g.adjusted_self_similarity_by_band.items() if v[-1] is not None}
     if len(bands) < 2:
-        return bands, None, None
+        return bands, None, None, None
     lowest = min(bands, key=bands.get)
     if "top 100" not in bands:
-        return bands, lowest, None
+        return bands, lowest, None, None
+    c = g.band_contrast
+    if c is not None:
+        return bands, lowest, (1 if c["high"] < 0 else -1 if c["low"] > 0 else 0), c["bands"][1]
     other = min((b for b in bands if b != "top 100"), key=bands.get)
     top, rest = bands["top 100"], bands[other]
-    return bands, lowest, (0 if not differ(top, rest) else 1 if top < rest else -1)
+    return bands, lowest, (0 if not differ(top, rest) else 1 if top < rest else -1), other
+
+
+def _contrast(g):
+    """" (top 100 - 1000+: -0.05 [-0.08, -0.02], bootstrap over the words)" where the probe measured it, else ""."""
+    c = g.band_contrast
+    return "" if c is None else (f"; top 100 - {c['bands'][1]}: {c['estimate']:+.2f} [{c['low']:+.2f}, "
+                                 f"{c['high']:+.2f}], 95% bootstrap over the words")
 
 
 FREQUENT_VERDICT = {1: "frequent (stop) words vary most with context, as published",
@@ -31,13 +43,13 @@ FREQUENT_VERDICT = {1: "frequent (stop) words vary most with context, as publish
 
 def bands_text(r):
     g = r.geometry
-    bands, lowest, frequent = _bands(g)
+    bands, lowest, frequent, _ = _bands(g)
     if len(bands) < 2:
         return "Too few bands have words to compare frequencies."
     words = ", ".join(f"'{w}'" for w, _ in g.most_context_specific[:6])
     return (f"At the last layer, adjusted self-similarity by frequency rank is "
-            f"{'; '.join(f'{b}: {v:.2f}' for b, v in bands.items())}: the {lowest} band is the most context-specific "
-            f"({FREQUENT_VERDICT[frequent]}). The most context-specific words are {words}.")
+            f"{'; '.join(f'{b}: {v:.2f}' for b, v in bands.items())}: the {lowest} band has the lowest mean "
+            f"({FREQUENT_VERDICT[frequent]}{_contrast(g)}). The most context-specific words are {words}.")
 
 
 def _band_name(band):
@@ -45,14 +57,14 @@ def _band_name(band):
 
 
 def bands_headline(r):
-    bands, lowest, frequent = _bands(r.geometry)
+    bands, lowest, frequent, other = _bands(r.geometry)
     if len(bands) < 2:
         return "Too few frequency bands have words to compare."
     if frequent is None:
         return (f"At the last layer {_band_name(lowest)} change most with their sentence (adjusted self-similarity "
                 f"{bands[lowest]:.2f}).")
-    other = min((b for b in bands if b != "top 100"), key=bands.get)
-    numbers = f"adjusted self-similarity {bands['top 100']:.2f}, against {bands[other]:.2f} for {_band_name(other)}"
+    numbers = (f"adjusted self-similarity {bands['top 100']:.2f}, against {bands[other]:.2f} for {_band_name(other)}"
+               f"{_contrast(r.geometry)}")
     if frequent > 0:
         return (f"Yes: the most frequent words (mostly function words like 'the') change most with their sentence at "
                 f"the last layer ({numbers}), as published.")
