@@ -131,6 +131,10 @@ def test_sense_accuracy_gives_each_sentence_its_own_vector(tokenizer):
     expected = np.mean([_loo_by_loop(positions[np.array(words) == w], [l for x, l in zip(words, labels) if x == w],
                                      cosine=False).mean() for w in homonyms])
     assert result.position_accuracy == pytest.approx(expected)
+    per_word = result.control_accuracy_by_word  # the same control, homonym by homonym, for the item-level test
+    assert set(per_word) == {"position", "position and length"} and set(per_word["position"]) == set(homonyms)
+    assert np.mean(list(per_word["position"].values())) == pytest.approx(result.position_accuracy)
+    assert np.mean(list(per_word["position and length"].values())) == pytest.approx(result.length_accuracy)
 
 
 def _synthetic(rng, signal_scale, rogue=0.0, words=12, per_sense=20, dim=64):

@@ -250,7 +250,8 @@ ITEM_KEYS = {
     6: (("q6", "senses", "comparisons_items"),
         (("sense accuracy - chance, seeds x homonyms", ("q6", "senses", "comparisons_items", "vs_chance")),
          ("- untrained model", ("q6", "senses", "comparisons_items", "vs_untrained")),
-         ("- position-and-length control, over seeds alone", ("q6", "senses", "comparisons", "vs_position")),
+         (("- position-and-length control", ("q6", "senses", "comparisons_items", "vs_position")),  # or else:
+          ("- position-and-length control, over seeds alone", ("q6", "senses", "comparisons", "vs_position"))),
          REFERENCE_SENSE_KEY)),
     7: (("q7", "mixing"),
         (("a word's share of its own input", ("q7", "mixing", "measured", "full")),
@@ -267,12 +268,19 @@ def _at(answers: dict, path) -> dict | None:
     return answers
 
 
+def _alternatives(key):
+    """A key's (what, path) pairs in order of preference: one pair, or a tuple of them (the first stored wins)."""
+    return key if isinstance(key[0], tuple) else (key,)
+
+
 def key_numbers(results: dict, number: int) -> str:
     """" (what: estimate [low, high]; ...)" for the intervals question `number` rests on; "" where none is stored."""
     keys = KEYS.get(number, ())
     if number in ITEM_KEYS and _at(results["answers"], ITEM_KEYS[number][0]):
         keys = ITEM_KEYS[number][1]
-    parts = [f"{what}: {ci(value)}" for what, path in keys if (value := _at(results["answers"], path))]
+    found = [next(((what, value) for what, path in _alternatives(key) if (value := _at(results["answers"], path))),
+                  None) for key in keys]
+    parts = [f"{what}: {ci(value)}" for what, value in filter(None, found)]
     return f" ({'; '.join(parts)})" if parts else ""
 
 

@@ -149,9 +149,11 @@ def q6_section(q6: dict, fig, scale: dict | None = None) -> list[str]:
                   f"sentence's length: {num(senses['position_accuracy'])}, "
                   + ("above" if senses["position_accuracy"] > senses["untrained_accuracy"]["estimate"] else "below")
                   + " the untrained model's): "
-                  + compared(c["vs_position"], "better", "the same", "worse", "not told apart")
-                  + (" over seeds alone (this control gives no accuracy per homonym to resample)"
-                     if items and "vs_position" not in items else "") + "."]
+                  + compared(items.get("vs_position") or c["vs_position"], "better", "the same", "worse",
+                             "not told apart")
+                  + (" with the homonyms as a sample too" if "vs_position" in items else
+                     " over seeds alone (this run kept no accuracy per homonym for this control)" if items else "")
+                  + "."]
         if senses.get("reference"):
             r = senses["reference"]
             lines.append(f"- {r.get('name') or 'The pretrained reference'}'s last layer: {num(r['accuracy'])} "

@@ -138,9 +138,14 @@ def homonym_level_comparisons(full: list, untrained: list, last: int, chance: fl
         return np.array([[r["accuracy_by_word"][w][r["layers"].index(last)] for w in words] for r in rows])
 
     trained = matrix(full)
-    return st.holm_family({"vs_chance": st.crossed_tested(trained - chance, ACCURACY_MARGIN, n_resamples),
-                           "vs_untrained": st.crossed_tested(trained - matrix(untrained), ACCURACY_MARGIN,
-                                                             n_resamples)})
+    family = {"vs_chance": st.crossed_tested(trained - chance, ACCURACY_MARGIN, n_resamples),
+              "vs_untrained": st.crossed_tested(trained - matrix(untrained), ACCURACY_MARGIN, n_resamples)}
+    controls = [r.get("control_accuracy_by_word") for r in full]
+    if all(controls):  # the stronger control overall (as the seed-level test takes), homonym by homonym
+        key = max(controls[0], key=lambda k: np.mean(list(controls[0][k].values())))
+        control = np.array([[c[key][w] for w in words] for c in controls])  # (seeds, homonyms)
+        family["vs_position"] = st.crossed_tested(trained - control, ACCURACY_MARGIN, n_resamples)
+    return st.holm_family(family)
 
 
 def senses_answers(probes: dict, n_resamples: int = 1000) -> dict | None:

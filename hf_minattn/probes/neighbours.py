@@ -99,6 +99,7 @@ class SenseAccuracy:
     position_accuracy: float  # the same classifier on the word's position (word index) in its sentence alone
     length_accuracy: float  # the same classifier on (word index, sentence length in words)
     mean_position_by_sense: dict  # word -> sense -> mean word index of its occurrences
+    control_accuracy_by_word: dict = field(default_factory=dict)  # "position" / "position and length" -> word -> acc
     abtt_components: int = 0  # principal components removed after centring (hidden size / 100, at least 1)
     skipped: list = field(default_factory=list)  # "word: reason" for homonyms that could not be scored
     skipped_sentences: int = 0  # sentences left out: the word not found exactly once within max_length tokens
@@ -160,11 +161,12 @@ def sense_scores(vectors, words, labels, n_resamples=1000, seed=0):
     return interval.estimate, interval, {w: float(s.mean()) for w, s in by_word.items()}
 
 
-def _control_accuracy(features, words, labels):
-    """The leave-one-out classifier (Euclidean) on per-occurrence features such as the word's position."""
+def _control_accuracy(features, words, labels) -> dict:
+    """{homonym: accuracy} of the leave-one-out classifier (Euclidean) on per-occurrence features such as the word's
+    position; their mean is the control's accuracy."""
     features, words, labels = np.asarray(features, dtype=float), np.asarray(words), np.asarray(labels)
-    return float(np.mean([_loo_nearest_centroid(features[words == w], labels[words == w], cosine=False).mean()
-                          for w in dict.fromkeys(words.tolist())]))
+    return {w: float(_loo_nearest_centroid(features[words == w], labels[words == w], cosine=False).mean())
+            for w in dict.fromkeys(words.tolist())}
 
 
 def _check_homonyms(homonyms):
@@ -249,6 +251,8 @@ def sense_accuracy(model, tokenizer, homonyms=None, batch_size=64, n_resamples=1
     chance = float(np.mean([max(map(ss.count, set(ss))) / len(ss) for ss in senses_of.values()]))  # majority share
     positions = {w: {s: float(np.mean([it[3] for it in items if it[0] == w and it[1] == s])) for s in homonyms[w]}
                  for w in scored}
+    controls = {"position": _control_accuracy([[it[3]] for it in items], words, labels),
+                "position and length": _control_accuracy([[it[3], it[4]] for it in items], words, labels)}
     return SenseAccuracy(
         words=scored, senses={w: list(homonyms[w]) for w in scored}, occurrences=len(items),
         layers=list(range(len(vectors))),
@@ -257,6 +261,7 @@ def sense_accuracy(model, tokenizer, homonyms=None, batch_size=64, n_resamples=1
         accuracy_by_word={w: [by[w] for _, _, by in centred] for w in scored},
         raw_accuracy_by_word={w: [by[w] for _, _, by in raw] for w in scored},
         chance=chance, static_accuracy=chance,
-        position_accuracy=_control_accuracy([[it[3]] for it in items], words, labels),
-        length_accuracy=_control_accuracy([[it[3], it[4]] for it in items], words, labels),
-        mean_position_by_sense=positions, abtt_components=components, skipped=skipped, skipped_sentences=left_out)
+        position_accuracy=float(np.mean(list(controls["position"].values()))),
+        length_accuracy=float(np.mean(list(controls["position and length"].values()))),
+        mean_position_by_sense=positions, control_accuracy_by_word=controls, abtt_components=components,
+        skipped=skipped, skipped_sentences=left_out)
