@@ -47,10 +47,10 @@ def q4_section(q4: dict, fig) -> list[str]:
 def role_lines(q4: dict) -> list[str]:
     """Q4's head roles (Clark et al.) and, per seed, the head whose removal costs most: two tables."""
     means = q4.get("role_counts_mean") or {}
-    lines = ["", f"Roles as Clark et al. report them: a head has a role when it gives at least {num(q4['role_min_mass'])} "
-             f"of its attention (mean over queries) to one kind of target, on the probe's sentences (the heads over "
-             "training, further down, are measured on fewer fixed sentences: their counts differ). Heads of each role, "
-             f"out of {q4['heads']}:",
+    lines = ["", "Roles as Clark et al. report them: a head has a role when it gives at least "
+             f"{num(q4['role_min_mass'])} of its attention (mean over queries) to one kind of target, on the probe's "
+             "sentences (the heads over training, further down, are measured on fewer fixed sentences: their counts "
+             f"differ). Heads of each role, out of {q4['heads']}:",
              *table(["role", "heads, seed by seed", "mean over seeds"],
                     [[role, listed(counts), ci(means.get(role))] for role, counts in q4["role_counts"].items()])]
     if q4.get("costliest_head"):

@@ -1,6 +1,7 @@
 """FINDINGS.md's sections on the probes, questions 4-7 (heads in `findings_heads`; here word similarity, contextual
-embeddings, attention as a graph), each opened by its answer and a table of its comparisons. A section function takes its own answers
-(`results["answers"]["q4"]`, ...), so that it can be rendered from synthetic probe summaries."""
+embeddings, attention as a graph), each opened by its answer and a table of its comparisons. A section function
+takes its own answers (`results["answers"]["q5"]`, ...), so that it can be rendered from synthetic probe
+summaries."""
 
 from . import statistics as st
 from .findings_answers import REFERENCE_DESCRIPTIONS, VERSUS, opening

@@ -113,8 +113,8 @@ def loss_allocation_lines(lca: dict | None, fig) -> list[str]:
              f"{lca['every']} optimizer steps, the change of the loss on a fixed batch of validation sequences is shared "
              "out over the parameters as the path integral of gradient x update, by Simpson's rule). The loss fell by "
              f"{ci(lca['fall'])} nats; the allocations add up to the observed change within "
-             f"{pct(100 * lca['relative_error_max'])} of it (the largest relative error over seeds). How much each group's updates "
-             "lowered it (mean over seeds; negative: they raised it):",
+             f"{pct(100 * lca['relative_error_max'])} of it (the largest relative error over seeds). How much each "
+             "group's updates lowered it (mean over seeds; negative: they raised it):",
              *table(["group", "lowered the loss by (nats)", "95% interval", "df", "p", "share of the fall", "verdict"],
                     [[GROUP_NAMES.get(name, name), num(x["estimate"]), f"[{num(x['low'])}, {num(x['high'])}]",
                       df_cell(x), p_cell(x), pct((shares.get(name) or {}).get("estimate")),

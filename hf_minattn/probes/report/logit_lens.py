@@ -129,7 +129,8 @@ def logit_lens_plot(r, path, figure_format=None):
 # after the head ablation: both are the model's losses on the same tokens
 SECTION = Section(
     name="logit_lens", title="The logit lens: every layer through the model's own head (nostalgebraist 2020)",
-    needs="logit_lens", question="From which layer can the model guess the word it predicts (a masked word, or a decoder's next word)?",
+    needs="logit_lens",
+    question="From which layer can the model guess the word it predicts (a masked word, or a decoder's next word)?",
     reads="results",
     headline=logit_lens_headline, text=logit_lens_text, tables=logit_lens_tables, figure=logit_lens_plot,
     alt="Line charts by layer: the loss of each layer decoded through the model's head (on masked tokens, or a "

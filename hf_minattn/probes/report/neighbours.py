@@ -32,8 +32,8 @@ def neighbours_headline(r):
     mean = float(np.mean(list(shared.values())))
     verdict = "mostly stay the same as" if mean >= NEIGHBOURS / 2 else "mostly change from"
     return (f"At the last layer ({last.replace('_', ' ')}) the probe words' nearest words {verdict} those of the "
-            f"input embeddings: on average {mean:.1f} of the {NEIGHBOURS} nearest are shared ({min(shared.values())} to "
-            f"{max(shared.values())} over {len(shared)} words).")
+            f"input embeddings: on average {mean:.1f} of the {NEIGHBOURS} nearest are shared "
+            f"({min(shared.values())} to {max(shared.values())} over {len(shared)} words).")
 
 
 def neighbours_tables(r):
