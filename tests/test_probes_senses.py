@@ -264,3 +264,16 @@ def test_layer0_sentence_follows_the_numbers():
     assert "makes a word's occurrences more alike" in layer0_text(probe_results(geometry=g))
     g["static"]["adjusted_self_similarity"] = 0.501  # 0.50 both, as shown
     assert "does not measurably change" in layer0_text(probe_results(geometry=g))
+
+
+def test_the_default_sense_sentences_carry_their_senses_and_others_none(tokenizer):
+    """The report compares same-sense with cross-sense pairs only where the senses are known: the default
+    sentences' labels travel with the result; a user's own sentences have none."""
+    from hf_minattn.probes.neighbours import (DEFAULT_SENSE_LABELS, DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD,
+                                              word_in_contexts)
+
+    model = MinAttnModel(tiny_config(vocab_size=len(tokenizer))).eval()
+    default = word_in_contexts(model, tokenizer, DEFAULT_SENSE_WORD, DEFAULT_SENSE_SENTENCES)
+    assert default.senses == list(DEFAULT_SENSE_LABELS) and len(default.senses) == len(default.sentences)
+    own = word_in_contexts(model, tokenizer, "bank", ["the bank is here.", "a bank by the river."])
+    assert own.senses is None

@@ -17,6 +17,7 @@ DEFAULT_SENSE_SENTENCES = (
     "He deposited his salary at the bank on Monday.",
     "The bank raised its interest rates on loans.",
 )
+DEFAULT_SENSE_LABELS = ("river", "river", "money", "money")  # the sense of each default sentence
 
 
 @dataclass
@@ -34,6 +35,7 @@ class SenseResults:
     similarity: list  # per layer: sentences x sentences cosine matrix of the word's vectors
     nearest: list  # per layer: per sentence, nearest vocabulary words to the in-context vector (layer-l set)
     note: str = ""
+    senses: list | None = None  # each sentence's sense where known (DEFAULT_SENSE_LABELS for the default sentences)
 
 
 def nearest_neighbours(word_vectors, words, normalise=str.lower, topn=8, sets=None):
@@ -75,8 +77,10 @@ def word_in_contexts(model, tokenizer, word, sentences, word_vectors=None, topn=
         kv = word_vectors.keyed_vectors(name)
         nearest.append([[(n, float(c)) for n, c in kv.similar_by_vector(v, topn=topn + 1) if n != target][:topn]
                         for v in layer_vectors])
+    known = tuple(sentences) == DEFAULT_SENSE_SENTENCES
     return SenseResults(word=target, sentences=list(sentences), layers=list(range(len(vectors))),
-                        similarity=[(u @ u.T).tolist() for u in unit], nearest=nearest)
+                        similarity=[(u @ u.T).tolist() for u in unit], nearest=nearest,
+                        senses=list(DEFAULT_SENSE_LABELS) if known else None)
 
 
 @dataclass

@@ -2,8 +2,7 @@
 
 Readers (report, compare, experiments) use these dataclasses instead of string keys. Files written before the
 corpus-wide protocol (no intervals, no coverage) load too: the new fields are then None or 0.
-(`hf_minattn.probes.run.ProbeResults` is the in-memory result of a run; this is what a run left on disk.)
-"""
+(`hf_minattn.probes.run.ProbeResults` is the in-memory result of a run; this is what a run left on disk.)"""
 
 import json
 import math
@@ -288,6 +287,7 @@ class SenseExample(Part):
     layers: list
     similarity: list  # per layer: (sentences, sentences)
     nearest: list | None = None  # per layer, per sentence: [(word, cosine)]
+    senses: list | None = None  # each sentence's sense, where known (the default sentences)
 
 
 @dataclass

@@ -72,6 +72,19 @@ def test_sense_sentence_follows_the_mean_cosine_between_occurrences():
     assert "is 0.90 at layer 0 and 0.40 at layer 2, so context moves the vector apart with its sentence" in apart
     together = sense(0.4, 0.9)
     assert "is 0.40 at layer 0 and 0.90 at layer 2, so context barely separates the occurrences" in together
+    assert "the block structure shows" in together  # no sense labels: no within/across numbers
+
+
+def test_sense_sentence_compares_same_and_cross_sense_pairs_where_the_senses_are_known():
+    def sense(within, across):  # sentences 0, 1 of one sense, 2, 3 of the other
+        m = [[1, within, across, across], [within, 1, across, across], [across, across, 1, within],
+             [across, across, within, 1]]
+        return sense_text(probe_results(sense={"word": "bank", "sentences": ["a", "b", "c", "d"], "layers": [0, 1],
+                                               "similarity": [m, m], "senses": ["river", "river", "money", "money"]}))
+
+    assert "the occurrences of one sense are closer to each other than to the other sense's (mean cosine 0.86 " \
+           "within a sense, 0.70 across; 4 sentences, so no interval)" in sense(0.86, 0.70)
+    assert "are no closer to each other than to the other sense's (mean cosine 0.70 within" in sense(0.70, 0.86)
 
 
 def test_weights_sentence_follows_the_rank_against_initialisation():

@@ -22,13 +22,32 @@ def _sense_apart(sense):
     return means[0], means[-1], lower(means[-1], means[0])
 
 
+def _same_and_cross(sense):
+    """(mean cosine of same-sense pairs, of cross-sense pairs) at the last layer; None where the senses are unknown
+    or a kind of pair is missing."""
+    labels = np.asarray(sense.senses or [])
+    if len(labels) != len(sense.sentences):
+        return None
+    sim, off = np.array(sense.similarity[-1]), ~np.eye(len(labels), dtype=bool)
+    same = (labels[:, None] == labels[None, :]) & off
+    cross = labels[:, None] != labels[None, :]
+    return (float(sim[same].mean()), float(sim[cross].mean())) if same.any() and cross.any() else None
+
+
 def sense_text(r):
     sense = r.sense
     first, last, apart = _sense_apart(sense)
-    return (f"The same word '{sense.word}' in {len(sense.sentences)} sentences: the mean cosine between its occurrences is "
-            f"{first:.2f} at layer 0 and {last:.2f} at layer {sense.layers[-1]}, so context "
-            f"{'moves the vector apart with its sentence' if apart else 'barely separates the occurrences'}; "
-            f"the block structure shows whether same-sense sentences stay closer to each other.")
+    text = (f"The same word '{sense.word}' in {len(sense.sentences)} sentences: the mean cosine between its occurrences "
+            f"is {first:.2f} at layer 0 and {last:.2f} at layer {sense.layers[-1]}, so context "
+            f"{'moves the vector apart with its sentence' if apart else 'barely separates the occurrences'}")
+    pairs = _same_and_cross(sense)
+    if pairs is None:
+        return text + "; the block structure shows whether same-sense sentences stay closer to each other."
+    same, cross = pairs
+    closer = ("closer to each other than to the other sense's" if lower(cross, same) else
+              "no closer to each other than to the other sense's")
+    return text + (f". At layer {sense.layers[-1]} the occurrences of one sense are {closer} (mean cosine {same:.2f} "
+                   f"within a sense, {cross:.2f} across; {len(sense.sentences)} sentences, so no interval).")
 
 
 def sense_headline(r):
