@@ -506,3 +506,11 @@ def test_graphs_text_says_when_flow_has_no_edge_at_the_last_layer(r):
         in attention_graphs_text(typed(r))
     flow["edges"] = [{"source": 2, "target": 0, "layer": last, "head": "mean", "weight": 0.5}]
     assert "Flow has no edge" not in attention_graphs_text(typed(r))
+
+
+def test_the_holm_count_of_the_ablation_reads_an_undefined_interval_as_no_evidence():
+    from hf_minattn.probes.report.head_ablation import holm_count
+
+    inc, half = np.array([[0.5, np.nan], [0.1, 0.0]]), np.array([[0.1, np.nan], [0.2, 0.0]])
+    assert holm_count(inc, half) == 1  # 0.5 +- 0.1 only: 0.1 +- 0.2 includes 0, the NaN and the 0 say nothing
+    assert holm_count(np.array([0.5, 0.5]), np.array([0.1, 0.1])) == 2

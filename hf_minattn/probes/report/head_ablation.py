@@ -31,7 +31,7 @@ def holm_count(inc, ci) -> int:
     """How many heads raise the loss with Holm's adjustment over all heads: each head's two-sided normal p from its
     increase and 95% half-width (the probe's interval treats the masked tokens as independent)."""
     se = np.clip(np.ravel(ci), 1e-12, None) / stats.norm.ppf(0.975)
-    p = 2 * stats.norm.sf(np.abs(np.ravel(inc)) / se)
+    p = np.nan_to_num(2 * stats.norm.sf(np.abs(np.ravel(inc)) / se), nan=1.0)  # an undefined interval: no evidence
     return int(sum(a < 0.05 and x > 0 for a, x in zip(holm(p.tolist()), np.ravel(inc))))
 
 
