@@ -139,3 +139,14 @@ def test_the_whole_runs_grid_is_reported_beside_the_early_one(results):
     assert coarse_beside_early(before)[1].endswith("As on the early grid above.")
     before["early"]["specialisation_minus_exit"]["verdict"] = "higher"
     assert coarse_beside_early(before)[1].endswith("Unlike the early grid above.")
+
+
+def test_the_heads_across_seeds_are_described_not_tested(results):
+    """The seed pairs share seeds: their rows leave the comparisons table (no p, no verdict) for a descriptive one,
+    and the count of layers reads their intervals."""
+    from hf_minattn.experiments.findings_heads import q4_section
+
+    text = "\n".join(q4_section(results["answers"]["q4"], lambda *a: ""))
+    assert "within-layer - matched across seeds | " not in text.split("| layer | within-layer - matched")[0]
+    assert "| 3 | 0.0794 | [0.0215, 0.137] |" in text and "these rows describe, they do not test" in text
+    assert "In 3 of 4 layers a head is closer to its match in another run" in text  # layer 0's interval is below 0

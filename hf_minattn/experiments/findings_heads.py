@@ -11,9 +11,6 @@ def q4_section(q4: dict, fig) -> list[str]:
     layers = len(q4["js_within_layer_trained"])
     diff, div = q4["js_trained_minus_init"], q4.get("divergence")
     rows = [(f"layer {l}: within-layer JS divergence, trained - untrained", diff[f"layer_{l}"]) for l in range(layers)]
-    if div:
-        rows += [(f"layer {l}: within-layer - matched across seeds", div["within_minus_matched"][f"layer_{l}"])
-                 for l in range(layers)]
     ablation = q4.get("ablation_by_layer") or [None] * layers
     lines = [
         *opening({"answers": {"q4": q4}}, 4),
@@ -30,18 +27,29 @@ def q4_section(q4: dict, fig) -> list[str]:
         *role_lines(q4),
     ]
     if div:
-        closer = [l for l in range(layers) if st.verdict(div["within_minus_matched"][f"layer_{l}"]) == "higher"]
-        lines.append(
-            "- Heads across seeds: each head matched to the most similar head of the same layer in another seed's "
-            f"model (Hungarian matching on their Jensen-Shannon divergence, {div['seed_pairs']} pairs of seeds). The "
-            f"pairs share seeds, yet the intervals treat them as {div['seed_pairs']} independent ones: they are too "
-            "narrow, so read these rows as a description, not a test. "
-            + (f"In {len(closer)} of {layers} layers a head is closer to its match in another run than to the other "
-               "heads of its own layer: those heads' behaviours recur from seed to seed"
-               if closer else "In no layer is a head measurably closer to its match in another run than to the other "
-                              "heads of its own layer") + ".")
+        lines += across_seeds_lines(div, layers)
     lines.append(fig("head_diversity", "head diversity"))
     return lines + head_dynamics_lines(q4.get("over_training"), fig)
+
+
+def across_seeds_lines(div: dict, layers: int) -> list[str]:
+    """Heads against their matches in other seeds' models, per layer, as a description: the seed pairs share seeds,
+    so their intervals are too narrow to test with (no p, no verdict); a layer counts where its interval is above 0."""
+    gaps = [div["within_minus_matched"][f"layer_{l}"] for l in range(layers)]
+    closer = [l for l, d in enumerate(gaps) if st.sign({k: d[k] for k in ("estimate", "low", "high", "n")}) > 0]
+    return [
+        "- Heads across seeds: each head matched to the most similar head of the same layer in another seed's model "
+        f"(Hungarian matching on their Jensen-Shannon divergence, {div['seed_pairs']} pairs of seeds). The pairs "
+        f"share seeds, yet the intervals below treat them as {div['seed_pairs']} independent ones: they are too "
+        "narrow, so these rows describe, they do not test. "
+        + (f"In {len(closer)} of {layers} layers a head is closer to its match in another run than to the other heads "
+           "of its own layer (interval above 0): those heads' behaviours recur from seed to seed"
+           if closer else "In no layer is a head measurably closer to its match in another run than to the other "
+                          "heads of its own layer (no interval above 0)") + ".",
+        *table(["layer", "within-layer - matched across seeds (JS)", "95% interval, pairs as if independent"],
+               [[str(l), num(d["estimate"]), f"[{num(d['low'])}, {num(d['high'])}]"] for l, d in enumerate(gaps)]),
+        "",
+    ]
 
 
 def role_lines(q4: dict) -> list[str]:
