@@ -20,9 +20,14 @@ def _above(interval, bound):
     return interval is not None and interval["low"] is not None and interval["low"] > bound
 
 
+def _split_sentences(text):
+    """The sentences of `text` (a sentence ends with a full stop before a capital letter)."""
+    return re.split(r"(?<=\.)\s+(?=[A-Z])", text.strip())
+
+
 def _sentences(text, n):
-    """The first `n` sentences of `text` (a sentence ends with a full stop before a capital letter)."""
-    return " ".join(re.split(r"(?<=\.)\s+(?=[A-Z])", text.strip())[:n])
+    """The first `n` sentences of `text`."""
+    return " ".join(_split_sentences(text)[:n])
 
 
 CIRCUIT_FOLLOWS = 0.5  # identity interval's low end above this: W_Q/W_K reproduce the embedding similarity
@@ -113,7 +118,7 @@ def circuits_text(r):
         sentences.append(text + ".")
     # the note's first three sentences: which tokens, what layer 0 reads (X = LN(E[t])) and what of positions; then
     # where W_U comes from, which the OV scores rest on
-    ov_source = [x for x in re.split(r"(?<=\.)\s+(?=[A-Z])", c.note.strip()) if x.startswith("OV:")]
+    ov_source = [x for x in _split_sentences(c.note) if x.startswith("OV:")]
     return " ".join(sentences) + " " + _sentences(c.note, 3) + "".join(" " + x for x in ov_source[:1] if c.ov_copying)
 
 
