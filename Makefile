@@ -56,7 +56,8 @@ lint: install
 demo: install
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" DEMO=$(DEMO) bash training/demo.sh
 
-# MinAttnForMaskedLM vs BertForMaskedLM, side by side in one process.
+# MinAttnForMaskedLM vs BertForMaskedLM and ModernBertForMaskedLM, side by side in one process; it adds its record to
+# benchmarks/results/ and replaces latest.json there (benchmarks/NOTES.md cites them).
 bench: install
 	$(PY) benchmarks/bench_train.py --out benchmarks/results
 

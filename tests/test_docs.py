@@ -8,6 +8,8 @@ import argparse
 import importlib
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -99,11 +101,14 @@ def model_folder(tmp_path, tokenizer):
 
 
 @pytest.mark.parametrize("code", python_snippets())
-def test_python_snippet_runs(code, model_folder, tmp_path, monkeypatch):
+def test_python_snippet_runs(code, model_folder, tmp_path):
+    """In a fresh interpreter, as a user pastes it: a snippet that loads a MinAttn folder without `import hf_minattn`
+    or trust_remote_code=True fails here as it would for them (this test process has hf_minattn imported)."""
     work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)  # snippets write files (a model folder, an ONNX file, HTML pages) where they run
-    exec(compile(code.replace(MODEL_PLACEHOLDER, str(model_folder)), "snippet", "exec"), {"__name__": "snippet"})
+    work.mkdir()  # snippets write files (a model folder, an ONNX file, HTML pages) where they run
+    run = subprocess.run([sys.executable, "-c", code.replace(MODEL_PLACEHOLDER, str(model_folder))], cwd=work,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
 
 
 def test_the_snippets_found_include_the_quick_start():

@@ -42,7 +42,8 @@ def probe_parser():
     p.add_argument("--min-count", type=int, default=5, help="a word needs this many distinct sentences to get "
                    "vectors and benchmark pairs (and occurrences for the geometry probe)")
     p.add_argument("--vector-corpus", default="wikipedia-train",
-                   help="where word vectors are pooled from (every occurrence) and word2vec is trained: "
+                   help="where word vectors are pooled from (at most --contexts-per-word sentences a word, unless "
+                        "--full-pooling) and word2vec is trained: "
                         "'wikipedia-train' (default: the training split of the default corpus, `hf_minattn.data.load_wikipedia_corpus`), 'probe' "
                         "(the probe sentences), or a UTF-8 text file")
     p.add_argument("--vector-max-sentences", type=int, default=0, help="cap on the vector corpus (0 = all)")

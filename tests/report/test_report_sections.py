@@ -88,3 +88,11 @@ def test_a_new_section_is_one_module_and_one_line_of_the_tuple(tmp_path):
     # and a run without its numbers leaves it out
     without = {k: v for k, v in RUN.items() if k != "token_lengths"}
     assert 'id="token_lengths"' not in write_report(without, {}, tmp_path / "r.html", sections=sections).read_text()
+
+
+def test_the_docs_table_lists_every_section_in_the_pages_order_with_its_question():
+    """docs/report-sections.md's table is where a user looks up a section: a section added, renamed, moved or
+    re-asked without the table following fails here."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "report-sections.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(\w+)` \| (.*?) \| (.*?) \|$", doc, re.M)
+    assert rows == [(s.name, s.title, s.question) for s in SECTIONS]
