@@ -176,3 +176,25 @@ def test_stored_comparisons_hold_the_hand_worked_interval_p_values_and_holm():
     r = results({"full": {0: 6.0, 1: 6.1, 2: 6.2}, "part": {0: 6.6, 1: 6.6, 2: 6.6}}, floors=(7.0, 7.1, 7.2))
     share = st.share_of_gain(r, "part")
     assert (share["estimate"], share["low"], share["high"], share["df"]) == (50.0, 25.16, 74.84, 2)
+
+
+def test_row_drift_bins_rows_by_training_count_with_their_median_distance_worked_by_hand():
+    """Q1's table: six rows with counts on each side of the bin edges (0 | 1-9 | 10-99 | 100-999 | 1000+) and known
+    distances ||e_final - e_init|| (3-4-5 triangles), a row never seen as input, and the unseen rows' check."""
+    from scipy.stats import spearmanr
+
+    from hf_minattn.experiments.evaluation import row_drift
+
+    initial = np.zeros((7, 2))
+    trained = np.array([[0, 0], [3, 4], [6, 8], [0, 1], [0, 3], [0, 2], [0, 0.5]])  # distances 0, 5, 10, 1, 3, 2, 0.5
+    counts = np.array([0, 1, 9, 10, 999, 1000, 0])
+    ever_input = np.array([False, True, True, True, True, True, True])
+    result = row_drift(trained, initial, counts, ever_input)
+    by_bin = [(b["min_count"], b["rows"], b["median_drift"], b["moved"]) for b in result["bins"]]
+    assert by_bin == [(0, 2, 0.25, 1), (1, 2, 7.5, 2), (10, 1, 1.0, 1), (100, 1, 3.0, 1), (1000, 1, 2.0, 1)]
+    assert result["not_in_text"] == {"rows": 2, "moved": 1, "max_drift": 0.5}
+    assert result["never_input"] == {"rows": 1, "moved": 0, "max_drift": 0.0}
+    assert result["rows"] == 7 and result["initial_row_norm"] == 0.0
+    # the seen rows' counts 1, 9, 10, 999, 1000 against distances 5, 10, 1, 3, 2: scipy's Spearman
+    assert result["spearman_drift_vs_count"]["estimate"] == pytest.approx(spearmanr([1, 9, 10, 999, 1000],
+                                                                                  [5, 10, 1, 3, 2]).statistic)

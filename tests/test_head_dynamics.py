@@ -250,6 +250,10 @@ def test_head_curves_on_tiny_saved_states(tmp_path, tokenizer, one_thread):
         assert row["ablation_mean"] == pytest.approx(ablation.mean(axis=(1, 2)).tolist())
         assert all(1 <= r <= 9 for r in row["qk_effective_rank"]) and all(j >= 0 for j in row["within_layer_js"])
         assert all(0 <= n <= 8 for n in row["heads_with_role"])
+        by_head = row["by_head"]  # each measure of a state is its heads' numbers, counted or averaged
+        assert row["heads_with_role"] == [sum(r != "none" for layer in roles for r in layer) for roles in by_head["role"]]
+        assert row["max_role_mass"] == pytest.approx(np.mean(by_head["role_mass"], axis=(1, 2)).tolist())
+        assert row["qk_effective_rank"] == pytest.approx(np.mean(by_head["qk_effective_rank"], axis=(1, 2)).tolist())
     # the same masks at every state of a seed, other masks at another seed
     assert curves["seeds"][0]["ablation_max"] != curves["seeds"][1]["ablation_max"]
     assert curves["seeds"][0]["qk_effective_rank"] == curves["seeds"][1]["qk_effective_rank"]

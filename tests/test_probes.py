@@ -156,6 +156,13 @@ def test_weights_probe_on_minattn_compares_with_initialisation():
     assert np.array(result.trained.qk_singular_values).shape == (2, 4, head_dim)
     assert result.trained.qk_effective_rank[0][0] == pytest.approx(1.0, abs=1e-3)
     assert result.initial.qk_effective_rank[0][0] > 5  # random init: near full rank
+    # the initial state is the model's own: re-created from the config and the seed, it is a model still there
+    from hf_minattn.initialization import initial_model
+
+    at_init = weight_spectra(initial_model(model.config, 3, MinAttnModel).eval(), seed=3)
+    assert at_init.initial.qk_singular_values == at_init.trained.qk_singular_values
+    assert weight_spectra(initial_model(model.config, 3, MinAttnModel).eval(), seed=4).initial.qk_singular_values \
+        != at_init.trained.qk_singular_values
 
 
 def test_bert_adapter_reproduces_the_query_projection():

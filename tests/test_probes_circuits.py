@@ -145,7 +145,15 @@ def test_a_model_against_its_own_initial_state():
     model = small()
     result = circuit_hypotheses(model, initial_model=copy.deepcopy(model), **FAST)
     assert [r["estimate"] for r in result.initial] == pytest.approx([1.0] * 4)
-    assert circuit_hypotheses(model, initial_model=True, **FAST).initial is not None  # re-created from the config
+    # True re-creates the initial state from the config and `seed`: a model still at its seed-3 initialisation
+    # correlates 1 with it at seed 3, and not at seed 4
+    from hf_minattn.initialization import initial_model
+
+    at_init = initial_model(model.config, 3, MinAttnModel).eval()
+    same = circuit_hypotheses(at_init, initial_model=True, seed=3, **FAST).initial
+    other = circuit_hypotheses(at_init, initial_model=True, seed=4, **FAST).initial
+    assert [r["estimate"] for r in same] == pytest.approx([1.0] * 4)
+    assert max(abs(r["estimate"]) for r in other) < 0.5
 
 
 def test_cooccurrence_matrix_and_sequences():

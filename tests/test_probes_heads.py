@@ -387,6 +387,24 @@ def test_head_statistics_carry_relative_and_norm_weighted_numbers(tokenizer):
     assert off.norm_weighted_stats == {} and off.roles == result.roles
 
 
+def test_js_divergence_sums_are_scipys_jensen_shannon_over_real_queries_and_keys():
+    """The (heads x heads) sums of JS divergence, per query token over the sentence's real keys, against scipy's
+    `jensenshannon` (the square root of the divergence, natural log): uniform against previous-token attention."""
+    from scipy.spatial.distance import jensenshannon
+
+    (att,), mask, _ = _hand_attention()
+    expected = np.zeros((2, 2))
+    for b, n in enumerate(mask.sum(-1).tolist()):
+        for t in range(n):
+            for i in range(2):
+                for j in range(2):
+                    expected[i, j] += jensenshannon(att[b, i, t, :n], att[b, j, t, :n]) ** 2
+    assert expected[0, 1] > 0.5  # 6 queries, each far from uniform: a sum a wrong normalisation would not reach
+    np.testing.assert_allclose(js_divergence_sums([att], mask).numpy(), expected, atol=1e-6)
+    swapped = att[:, [1, 0]]  # model b: the same heads in the other order
+    np.testing.assert_allclose(cross_js_divergence_sums([att], [swapped], mask).numpy(), expected[:, [1, 0]], atol=1e-6)
+
+
 def test_within_layer_and_matched_head_divergence(tokenizer):
     js = np.array([[0, .2, .5, .5], [.2, 0, .5, .5], [.5, .5, 0, .4], [.5, .5, .4, 0]])
     assert within_layer_divergence(js, 2, 2) == pytest.approx([0.2, 0.4])

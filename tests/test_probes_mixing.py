@@ -90,6 +90,27 @@ def test_rollout_self_shares_per_sentence_on_two_architectures(architecture, tok
     # the order follows the sentences given, not the length-sorted batches
     alone = rollout_self_shares(model, tokenizer, sentences[3:4], level="token")[0]
     assert alone["measured"] == pytest.approx(rows[3]["measured"], abs=1e-5)
+    if architecture == "minattn":  # the residual weights from the layer's own vectors, read here through hooks
+        assert alone["residual_weight"] == pytest.approx(_residual_weights_by_hooks(model, tokenizer, sentences[3]),
+                                                         abs=1e-5)
+
+
+def _residual_weights_by_hooks(model, tokenizer, sentence):
+    """Per layer, the mean over tokens of ||r|| / (||r|| + ||o||): r the block's input (what the residual carries), o
+    what the attention adds to it, read at the output projection without its bias."""
+    outputs = {}
+    hooks = [layer.attention.o_proj.register_forward_hook(
+        lambda mod, a, out, l=l: outputs.__setitem__(l, out[0] - mod.bias)) for l, layer in enumerate(model.layers)]
+    enc = tokenizer(sentence, truncation=True, max_length=24, return_tensors="pt")
+    with torch.no_grad():
+        states = model(**enc, output_hidden_states=True).hidden_states
+    for hook in hooks:
+        hook.remove()
+    weights = []
+    for layer, o in sorted(outputs.items()):
+        r_norm, o_norm = states[layer][0].norm(dim=-1), o.norm(dim=-1)
+        weights.append(float((r_norm / (r_norm + o_norm)).mean()))
+    return weights
 
 
 def test_a_sentence_whose_residual_carries_everything_keeps_itself():

@@ -131,6 +131,11 @@ def test_sense_accuracy_gives_each_sentence_its_own_vector(tokenizer):
     expected = np.mean([_loo_by_loop(positions[np.array(words) == w], [l for x, l in zip(words, labels) if x == w],
                                      cosine=False).mean() for w in homonyms])
     assert result.position_accuracy == pytest.approx(expected)
+    # the second control: the same loop on (word index, the sentence's length in words), counted here by split()
+    with_length = np.array([[it[3], len(it[2].split())] for it in items], dtype=float)
+    expected = np.mean([_loo_by_loop(with_length[np.array(words) == w], [l for x, l in zip(words, labels) if x == w],
+                                     cosine=False).mean() for w in homonyms])
+    assert result.length_accuracy == pytest.approx(expected) and result.length_accuracy != result.position_accuracy
     per_word = result.control_accuracy_by_word  # the same control, homonym by homonym, for the item-level test
     assert set(per_word) == {"position", "position and length"} and set(per_word["position"]) == set(homonyms)
     assert np.mean(list(per_word["position"].values())) == pytest.approx(result.position_accuracy)
