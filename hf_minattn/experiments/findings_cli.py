@@ -1,11 +1,15 @@
-"""`hf-minattn findings RESULTS_JSON [--out DIR]`: re-render FINDINGS.md and the figures from a committed
-results.json, without training (after a change to how the findings are written, or to draw them again)."""
+"""`hf-minattn findings RESULTS_JSON [--out DIR] [--replicates FIRST_RESULTS_JSON]`: re-render FINDINGS.md and the
+figures from a committed results.json, without training (after a change to how the findings are written, or to draw
+them again); with --replicates, also REPLICATION.md: every verdict of this run beside the same comparison's verdict
+in an earlier run of the same protocol on other seeds."""
 
 import argparse
+import os
 
 from hf_minattn.checks import check_output_folder
 
-from .findings import rerender_findings
+from .findings import load_results, rerender_findings
+from .replication import replication_markdown
 
 
 def main(argv=None) -> int:
@@ -16,9 +20,30 @@ def main(argv=None) -> int:
     parser.add_argument("--out", help="folder for FINDINGS.md and figures/ (default: the results.json's folder)")
     parser.add_argument("--figure-format", choices=FIGURE_FORMATS, default="both",
                         help="every figure as PNG, SVG or both (default: both; FINDINGS.md links the PNG when there is one)")
+    parser.add_argument("--replicates", metavar="FIRST_RESULTS_JSON",
+                        help="the results.json of an earlier run of the same protocol on other seeds: write "
+                             "REPLICATION.md beside FINDINGS.md, each verdict of this run against that run's")
     args = parser.parse_args(argv)
     if args.out is not None:
         check_output_folder(args.out, "--out")
+    first = load_replicated(args.replicates, args.results) if args.replicates else None
     written = rerender_findings(args.results, args.out, args.figure_format)
     print(f"findings: {written['findings']} ({len(written['figures'])} figures)")
+    if first is not None:
+        path = os.path.join(os.path.dirname(written["findings"]), "REPLICATION.md")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(replication_markdown(first, load_results(args.results)))
+        print(f"replication: {path}")
     return 0
+
+
+def load_replicated(path: str, results_path: str) -> dict:
+    """The earlier run's results, checked to be another run of the same preset on other seeds."""
+    first, second = load_results(path), load_results(results_path)
+    shared = sorted(set(first["seeds"]) & set(second["seeds"]))
+    if shared:
+        raise ValueError(f"--replicates {path}: it shares seeds {shared} with {results_path}; a replication runs "
+                         "other seeds")
+    if first.get("preset") != second.get("preset"):
+        raise ValueError(f"--replicates {path}: its preset {first.get('preset')!r} is not {second.get('preset')!r}")
+    return first

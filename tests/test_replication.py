@@ -1,0 +1,82 @@
+"""REPLICATION.md (experiments/replication.py): every verdict of a second run of the protocol beside the first run's,
+counted as the same, reversed or differing, with the sentence chosen by those counts."""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from hf_minattn.cli import main as cli_main
+from hf_minattn.experiments.replication import agreement, comparisons, headline, replication_markdown
+
+FINDINGS = Path(__file__).resolve().parent.parent / "docs" / "findings"
+
+
+def comparison(estimate, low, high, verdict):
+    return {"estimate": estimate, "low": low, "high": high, "p_holm": 0.01, "margin": 0.05, "verdict": verdict}
+
+
+def run(seeds, **verdicts):
+    """A results.json's parts that replication reads: seeds, command, date and the answers' comparisons."""
+    answers = {"q2": {"frozen_minus_full": comparison(0.5, 0.4, 0.6, verdicts.get("q2", "higher"))},
+               "q3": {"identity_minus_full": comparison(0.8, 0.6, 0.9, verdicts.get("q3", "higher")),
+                      "attention_only_minus_full": comparison(0.02, -0.05, 0.09, verdicts.get("q3b", "unresolved"))},
+               "q5": {"reference_scores": {"comparisons": {"vs_word2vec": comparison(0.15, 0.11, 0.19, "higher")}}},
+               "q7": {"mixing": {"reference": {"measured": {"minus_uniform": comparison(0.008, 0.007, 0.009,
+                                                                                          "higher")}}}}}
+    return {"seeds": list(seeds), "command": f"hf-minattn experiments --seeds {seeds[0]}-{seeds[-1]}",
+            "date": "2026-11-28", "preset": "full", "answers": answers}
+
+
+def test_comparisons_are_named_by_their_path_and_the_reference_encoders_own_are_left_out():
+    assert list(comparisons(run((3, 4, 5)))) == ["q2 frozen_minus_full", "q3 identity_minus_full",
+                                                 "q3 attention_only_minus_full"]
+
+
+def test_the_sentence_follows_how_many_verdicts_agree_are_reversed_or_differ():
+    first, second = run((3, 4, 5)), run((8, 9, 10))
+    assert agreement(first, second)["same"] == list(comparisons(first))
+    assert headline(first, second) == ("Of the 3 comparisons both runs made, 3 reach the same verdict on seeds 8-10 "
+                                       "as on seeds 3-5; none is reversed (higher in one run, lower in the other).")
+    flipped = run((8, 9, 10), q2="lower", q3b="higher")  # one reversed, one resolved only in the second run
+    text = headline(first, flipped)
+    assert text.startswith("Of the 3 comparisons both runs made, 1 reach the same verdict")
+    assert "; 1 is reversed (higher in one run, lower in the other): q2 frozen_minus_full" in text
+    assert "; 1 resolved in one run and not in the other, or equivalent in one only: q3 attention_only_minus_full" \
+        in text and "none is reversed" not in text
+
+
+def test_the_page_lists_the_differing_comparisons_and_those_one_run_lacks():
+    first, second = run((3, 4, 5)), run((8, 9, 10), q3="equivalent")
+    second["answers"]["q4"] = {"timing": comparison(-92.0, -105.6, -78.4, "lower")}
+    page = replication_markdown(first, second)
+    assert page.startswith("# Replication: seeds 8-10 against seeds 3-5\n")
+    assert "| q3 identity_minus_full | 0.8 [0.6, 0.9]: higher | 0.8 [0.6, 0.9]: equivalent within ±0.05 |" in page
+    assert "Made in the second run only: q4 timing; in the first run only: none." in page
+    assert "The comparisons whose verdicts differ" not in replication_markdown(first, run((8, 9, 10)))
+
+
+def test_the_cli_writes_replication_md_and_refuses_a_run_on_the_same_seeds(tmp_path, capsys):
+    committed = json.loads((FINDINGS / "results.json").read_text())
+    second = copy.deepcopy(committed)
+    second["seeds"] = [8, 9, 10, 11, 12]
+    second["answers"]["q2"]["frozen_minus_full"]["verdict"] = "lower"
+    path = tmp_path / "second" / "results.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(second))
+    assert cli_main(["findings", str(path), "--replicates", str(FINDINGS / "results.json"), "--figure-format",
+                     "png"]) == 0
+    page = (path.parent / "REPLICATION.md").read_text()
+    assert "1 is reversed (higher in one run, lower in the other): q2 frozen_minus_full" in page
+    assert (path.parent / "FINDINGS.md").is_file()
+    assert cli_main(["findings", str(FINDINGS / "results.json"), "--out", str(tmp_path / "x"), "--replicates",
+                     str(FINDINGS / "results.json")]) == 2
+    assert "shares seeds [3, 4, 5, 6, 7]" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("folder", [f for f in (FINDINGS / "replication",) if (f / "REPLICATION.md").exists()])
+def test_the_committed_replication_is_what_its_two_results_render(folder):
+    first = json.loads((FINDINGS / "results.json").read_text())
+    second = json.loads((folder / "results.json").read_text())
+    assert replication_markdown(first, second) == (folder / "REPLICATION.md").read_text()
