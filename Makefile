@@ -23,7 +23,7 @@ WORKERS ?= auto
 XDIST = -n $(WORKERS) --maxprocesses 8 --dist loadfile
 
 test: install chromium
-	$(PY) -m pytest -q $(XDIST) tests
+	$(PY) -m pytest -q -rs $(XDIST) tests
 
 # The browser tests (tests/test_attention_view.py) drive Debian's chromium with Playwright; they are skipped, saying
 # why, only where it cannot be installed.
@@ -36,7 +36,7 @@ chromium:
 
 # The edit loop: everything but the tests marked slow (real training runs, subprocesses).
 test-fast: install
-	$(PY) -m pytest -q $(XDIST) -m "not slow" tests
+	$(PY) -m pytest -q -rs $(XDIST) -m "not slow" tests
 
 # An sdist and a wheel in $(DIST) (the wheel built from the sdist, so a file the sdist leaves out is missing from the
 # wheel too), their metadata checked. tests/test_wheel.py runs this target and installs the wheel in a fresh venv.

@@ -32,6 +32,8 @@ def test_the_committed_notebook_has_no_outputs_and_a_cell_per_question():
     has its own tagged cell, which the execution test reads."""
     nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
     assert nb["nbformat"] == 4
+    ids = [cell.get("id") for cell in nb["cells"]]  # nbformat 4.5 requires one per cell (a warning now, an error later)
+    assert all(ids) and len(set(ids)) == len(ids)
     code = [cell for cell in nb["cells"] if cell["cell_type"] == "code"]
     assert code
     for cell in code:
