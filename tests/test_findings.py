@@ -18,7 +18,7 @@ import hf_minattn
 from hf_minattn.cli import main as cli_main
 from hf_minattn.experiments.findings import load_results, protocol_record, render_findings, rerender_findings
 from hf_minattn.experiments.findings_answers import ANSWERS, key_numbers
-from hf_minattn.experiments.findings_format import num, p_cell, p_value
+from hf_minattn.experiments.findings_format import df_cell, num, p_cell, p_value, verdict_cell
 from hf_minattn.experiments.probe_answers import probe_answers
 
 FINDINGS = Path(__file__).resolve().parents[1] / "docs" / "findings"
@@ -46,6 +46,39 @@ def numbers_missing(text: str, results: dict) -> list[str]:
             if round(float(token), decimals) not in rounded[decimals] and not (
                     percent and round(float(token) / 100, decimals + 2) in rounded.get(decimals + 2, ())):
                 missing.append(token)
+    return missing
+
+
+def comparison_rows_missing(text: str, results: dict) -> list[str]:
+    """The rows of `text`'s comparison tables (estimate, interval, df, p, verdict) that no single stored comparison
+    of `results` prints as: each cell must come from the same stored dict, so a low end printed as a high end, or one
+    comparison's verdict beside another's interval, is caught where `numbers_missing` (each number somewhere) is not."""
+    stored = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            if {"estimate", "low", "high"} <= set(node) and None not in (node["low"], node["high"]):
+                cells = (num(node["estimate"]), f"[{num(node['low'])}, {num(node['high'])}]", df_cell(node))
+                stored.add((*cells, p_cell(node), verdict_cell(node)))
+                half = "above" if node["low"] > 0.5 else "below" if node["high"] < 0.5 else "includes"
+                stored.add((*cells, "-", f"{half} 0.5"))  # an older Q7 row: one share against 0.5, untested
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(results)
+    missing, in_table = [], False
+    for line in text.splitlines():
+        if line.startswith("| comparison") and line.endswith("| df | p | verdict |"):
+            in_table = True
+        elif not line.startswith("|"):
+            in_table = False
+        elif in_table and not line.startswith("| ---"):
+            cells = tuple(cell.strip() for cell in line.strip("|").split(" | "))
+            if cells[1:] not in stored:
+                missing.append(line)
     return missing
 
 
@@ -132,6 +165,9 @@ def test_every_number_in_the_committed_findings_is_in_its_results_json(folder):
     results = json.loads((folder / "results.json").read_text())
     text = (folder / "FINDINGS.md").read_text()
     assert len(NUMBER.findall(text)) > 300 and not numbers_missing(text, results)
+    assert text.count("| df | p | verdict |") >= 10 and not comparison_rows_missing(text, results)
+    row = next(line for line in text.splitlines() if line.endswith("| lower |"))
+    assert comparison_rows_missing(text.replace(row, row[: -len("lower |")] + "higher |"), results) != []
     # 2-3 significant digits: no number with more than 4 decimals (p-values and tiny values keep theirs)
     assert not [x for x in NUMBER.findall(text) if "." in x and len(x.split(".")[1].lstrip("0")) > 3]
 
