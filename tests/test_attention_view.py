@@ -249,6 +249,15 @@ def test_view_command_rejects_what_it_cannot_serve(tmp_path, capsys):
     assert "neither report.html" in capsys.readouterr().err
     assert main(["view", str(tmp_path), "--serve-for", "-1"]) == 2
     assert "--serve-for must be a positive number of seconds, got -1" in capsys.readouterr().err
+    page = tmp_path / "page"  # a report alone: served without a model
+    page.mkdir()
+    (page / "report.html").write_text("<html></html>")
+    assert main(["view", str(page), "--device", "nosuch", "--serve-for", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--device 'nosuch' cannot be used here" in err[0]
+    assert main(["view", str(page), "--host", "192.0.2.1", "--port", "0", "--serve-for", "1"]) == 2  # not this machine
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--host 192.0.2.1 --port 0: cannot serve there" in err[0]
 
 
 @pytest.mark.slow  # probes a model through the CLI

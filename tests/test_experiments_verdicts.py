@@ -438,3 +438,11 @@ def test_bad_seeds_are_named_before_anything_runs(text, message, tmp_path):
         main(["--out", str(tmp_path / "out"), "--seeds", text])
     assert repr(text) in str(error.value) or "runs backwards" in str(error.value)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_bad_parallel_is_named_as_the_flag_before_anything_runs(tmp_path):
+    from hf_minattn.experiments.cli import main
+
+    with pytest.raises(ValueError, match="^--parallel must be at least 1, got 0$"):
+        main(["--quick", "--out", str(tmp_path / "out"), "--parallel", "0"])
+    assert not (tmp_path / "out").exists()

@@ -196,9 +196,17 @@ def test_probe_cli_rejects_a_bad_ablation_mask_before_any_work(checkpoint, tmp_p
     assert not (tmp_path / "out" / "probes.json").exists()
 
 
-def test_compare_cli_needs_probe_folders(tmp_path):
+def test_compare_cli_needs_probe_folders(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["compare", str(tmp_path), "--out", str(tmp_path / "cmp")])
+    for name, content, message in (("broken", "{not json", "(not JSON: "), ("empty", "{}", "(it has no geometry")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "probes.json").write_text(content)
+        with pytest.raises(SystemExit):
+            main(["compare", str(tmp_path / name), str(tmp_path / name), "--out", str(tmp_path / "cmp")])
+        err = capsys.readouterr().err
+        assert f"{tmp_path / name / 'probes.json'}: not a probes.json written by `hf-minattn probe` {message}" in err
+        assert "Traceback" not in err and not (tmp_path / "cmp").exists()
 
 
 @pytest.mark.slow
@@ -358,3 +366,13 @@ def test_the_cli_settings_are_its_flags():
         trust_remote_code=True, untrained=False, word2vec=False, decontextualized=False, heads=False, weights=False,
         logit_lens=False, circuits=False)
 
+
+
+def test_a_corpus_file_that_cannot_be_read_fails_before_the_model_is_looked_for(tmp_path, capsys):
+    """A typo in --corpus is reported before anything is loaded or downloaded: the model here does not exist either,
+    and the error names the corpus."""
+    argv = ["probe", str(tmp_path / "no-model"), "--corpus", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--corpus" in err[0] and "nope.txt" in err[0] and "no-model" not in err[0]
+    assert not (tmp_path / "o").exists()

@@ -73,6 +73,9 @@ def test_the_cli_writes_replication_md_and_refuses_a_run_on_the_same_seeds(tmp_p
     assert cli_main(["findings", str(FINDINGS / "results.json"), "--out", str(tmp_path / "x"), "--replicates",
                      str(FINDINGS / "results.json")]) == 2
     assert "shares seeds [3, 4, 5, 6, 7]" in capsys.readouterr().err
+    (tmp_path / "notes.json").write_text("{}")
+    assert cli_main(["findings", str(path), "--replicates", str(tmp_path / "notes.json")]) == 2
+    assert f"--replicates {tmp_path / 'notes.json'}: not a results.json" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("folder", [f for f in (FINDINGS / "replication",) if (f / "REPLICATION.md").exists()])

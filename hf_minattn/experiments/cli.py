@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from hf_minattn.checks import check_output_folder
+from hf_minattn.checks import check_bounds, check_output_folder
 from hf_minattn.data import WIKIPEDIA_CORPUS_DESCRIPTION
 from hf_minattn.machine import fast_bf16_available, machine_description
 
@@ -380,6 +380,7 @@ def main(argv=None) -> int:
                         help="every figure as PNG, SVG or both (default: both; FINDINGS.md links the PNG when there "
                              "is one)")
     args = parser.parse_args(argv)
+    check_bounds(args, {"parallel": (1, None, True)}, separator="-")  # the flag named as typed, before any work
     preset = "quick" if args.quick else "scale" if args.scale else "full"
     seeds = None if args.seeds is None else parse_seeds(args.seeds)
     command = "hf-minattn experiments" + (f" --{preset}" if preset != "full" else "") + \

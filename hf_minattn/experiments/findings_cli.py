@@ -39,7 +39,11 @@ def main(argv=None) -> int:
 
 def load_replicated(path: str, results_path: str) -> dict:
     """The earlier run's results, checked to be another run of the same preset on other seeds."""
-    first, second = load_results(path), load_results(results_path)
+    try:
+        first = load_results(path)
+    except ValueError as error:
+        raise ValueError(f"--replicates {error}") from None
+    second = load_results(results_path)
     shared = sorted(set(first["seeds"]) & set(second["seeds"]))
     if shared:
         raise ValueError(f"--replicates {path}: it shares seeds {shared} with {results_path}; a replication runs "

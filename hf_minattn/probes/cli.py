@@ -181,11 +181,11 @@ def probe_main(argv=None):
     formats = vector_formats(args.vectors_format)
     start = time.perf_counter()
     args.device = resolve_device(args.device)
+    sentences = _sentences(args)  # a corpus file that cannot be read fails here, before a model is downloaded
+    corpus, corpus_name = _vector_corpus(args, sentences)
     source = find_model(args.model, args.revision)  # a folder, or the Hub id's snapshot: what the probes read
     settings = replace(settings, model_name=args.name or source.label)
     model, tokenizer = load_encoder(source, trust_remote_code=args.trust_remote_code, device=args.device)
-    sentences = _sentences(args)
-    corpus, corpus_name = _vector_corpus(args, sentences)
     reference = load_reference(args.reference, args.trust_remote_code, args.device, args.reference_revision)
     print(f"[probe] {source.label}: {len(sentences)} probe sentences; vectors from {corpus_name}")
     command = "hf-minattn probe " + shlex.join(sys.argv[2:] if argv is None else argv)
@@ -211,9 +211,15 @@ def compare_main(argv=None):
         path = os.path.join(folder, "probes.json")
         if not os.path.isfile(path):
             p.error(f"{folder} has no probes.json; run `hf-minattn probe MODEL --out {folder}` first")
-        with open(path, encoding="utf-8") as f:
-            name = os.path.basename(os.path.normpath(folder))
-            results[name if name not in results else folder] = json.load(f)
+        try:
+            with open(path, encoding="utf-8") as f:
+                loaded = json.load(f)
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            p.error(f"{path}: not a probes.json written by `hf-minattn probe` (not JSON: {error})")
+        if not isinstance(loaded, dict) or not isinstance(loaded.get("geometry"), dict):
+            p.error(f"{path}: not a probes.json written by `hf-minattn probe` (it has no geometry results)")
+        name = os.path.basename(os.path.normpath(folder))
+        results[name if name not in results else folder] = loaded
     os.makedirs(args.out, exist_ok=True)
     plots = compare_plots(results, args.out, args.figure_format)
     report = write_compare_report(results, plots, os.path.join(args.out, "compare.html"))

@@ -28,7 +28,7 @@ from .attention_view import attention_view, check_sentence, view_assets, view_en
 from .heads import attention_examples
 from hf_minattn.model_source import find_model, is_hub_id
 
-from .loading import load_encoder, max_length_for
+from .loading import load_encoder, max_length_for, resolve_device
 
 
 class Encoder:
@@ -145,8 +145,15 @@ def view_main(argv=None):
         raise ValueError(f"--port must be in 0..65535, got {args.port}")
     if args.serve_for is not None and args.serve_for <= 0:
         raise ValueError(f"--serve-for must be a positive number of seconds, got {args.serve_for}")
-    folder, encoder, page = prepare(args.path, args.model, args.device, args.trust_remote_code, args.revision)
-    server = HTTPServer((args.host, args.port), partial(ViewHandler, directory=folder, encoder=encoder))
+    device = resolve_device(args.device)  # a device torch cannot use fails here, in one line, before any loading
+    folder, encoder, page = prepare(args.path, args.model, device, args.trust_remote_code, args.revision)
+    try:
+        server = HTTPServer((args.host, args.port), partial(ViewHandler, directory=folder, encoder=encoder))
+    except OSError as error:  # the address is not this machine's, or the port is taken
+        if folder != args.path:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise ValueError(f"--host {args.host} --port {args.port}: cannot serve there ({error.strerror or error}); "
+                         "expected an address of this machine and a free port (--port 0 picks one)") from None
     url = f"http://{args.host}:{server.server_address[1]}/{page}"
     typing = f"typed sentences encoded by {encoder.name}" if encoder else "no model to encode typed sentences (--model)"
     print(f"[view] serving {url} ({typing}); Ctrl-C stops", flush=True)
