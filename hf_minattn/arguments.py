@@ -234,7 +234,9 @@ class MinAttnTrainingArguments(TrainingArguments):
                             "adam_epsilon": (0, None, True), "adam_beta1": (0, 1, True), "adam_beta2": (0, 1, True),
                             "per_device_train_batch_size": (1, None, True), "per_device_eval_batch_size": (1, None, True),
                             "gradient_accumulation_steps": (1, None, True), "max_train_minutes": (0, None, False)})
-        check_output_folder(self.output_dir, "--output_dir")
+        if self.max_steps == 0 or self.max_steps < -1:  # transformers reads any of them as "not set": train epochs
+            raise ValueError(f"--max_steps must be a positive number of optimizer steps, or -1 (the default: train "
+                             f"--num_train_epochs), got {self.max_steps}")
         if self.do_train and self.max_steps <= 0 and self.num_train_epochs <= 0:
             raise ValueError(f"nothing to train: --max_steps {self.max_steps} and --num_train_epochs "
                              f"{self.num_train_epochs:g}; give --max_steps > 0 or --num_train_epochs > 0")
@@ -244,4 +246,5 @@ class MinAttnTrainingArguments(TrainingArguments):
         # `accelerate launch --multi_gpu` or torchrun, to set up DDP over gloo (else each process trains alone).
         if not accelerator_available():
             self.use_cpu = True
-        super().__post_init__()
+        super().__post_init__()  # fills in the default --output_dir ("trainer_output") where none is given
+        check_output_folder(self.output_dir, "--output_dir")

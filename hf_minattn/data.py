@@ -301,8 +301,13 @@ def load_raw_datasets(data_args, cache_dir: str | None) -> tuple[datasets.Datase
         data_files = {"train": data_args.train_file}
         if data_args.validation_file is not None:
             data_files["validation"] = data_args.validation_file
-        raw = datasets.load_dataset(data_file_builder(data_args.train_file), data_files=data_files, cache_dir=cache_dir,
-                                    streaming=data_args.streaming)
+        builder = data_file_builder(data_args.train_file)
+        try:
+            raw = datasets.load_dataset(builder, data_files=data_files, cache_dir=cache_dir, streaming=data_args.streaming)
+        except datasets.exceptions.DatasetGenerationError as error:  # e.g. a .json file that is not JSON
+            cause = str(error.__cause__ or error).strip().splitlines()[0]
+            raise ValueError(f"--train_file/--validation_file {', '.join(map(repr, data_files.values()))}: datasets "
+                             f"could not read them as {builder} ({cause}); expected {builder} data files") from None
         description = "local files: " + ", ".join(os.path.basename(f) for f in data_files.values())
     else:
         # --validation_split_percentage picks the sample's articles held out; the summaries are all training text.

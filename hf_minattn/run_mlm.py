@@ -63,8 +63,16 @@ def last_complete_checkpoint(output_dir: str) -> str | None:
     return None
 
 
+class OneLineErrorParser(HfArgumentParser):
+    """HfArgumentParser whose errors are one line: argparse would print the usage of every flag first (about 140
+    lines for run_mlm's), burying the error under it."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (--help lists every flag)\n")
+
+
 def parse_args(argv=None):
-    parser = HfArgumentParser((ModelArguments, DataTrainingArguments, MinAttnTrainingArguments), description=__doc__)
+    parser = OneLineErrorParser((ModelArguments, DataTrainingArguments, MinAttnTrainingArguments), description=__doc__)
     argv = sys.argv[1:] if argv is None else list(argv)
     if len(argv) == 1 and argv[0].endswith(".json"):
         return parser.parse_json_file(json_file=os.path.abspath(argv[0]))

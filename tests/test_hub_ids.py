@@ -175,6 +175,13 @@ def test_a_folder_without_config_json_and_a_path_that_is_no_id(revisions, tmp_pa
     assert "is not a folder, nor a Hub id" in capsys.readouterr().err
     assert main(probe_argv(str(revisions / "main"), revisions, out, "--revision", "v2")) == 2
     assert "revision 'v2' names a version of a Hub repository, but" in capsys.readouterr().err
+    weights_only = tmp_path / "weights_only"  # saved without its tokenizer
+    weights_only.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(revisions / "main" / name, weights_only / name)
+    assert main(probe_argv(str(weights_only), revisions, out)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "weights_only' has a model but no tokenizer files" in err[0]
     assert not out.exists()
 
 

@@ -455,6 +455,9 @@ def test_existing_checkpoints_need_resume(tmp_path):
     ("tokenizer_min_frequency", "0", "--tokenizer_min_frequency must be at least 1, got 0"),
     ("config_overrides", "no_such_field=3", "no_such_field"),
     ("num_train_epochs", "0", "nothing to train: --max_steps -1 and --num_train_epochs 0"),
+    ("max_steps", "-5", "--max_steps must be a positive number of optimizer steps, or -1 (the default: train "
+                        "--num_train_epochs), got -5"),
+    ("max_steps", "0", "--max_steps must be a positive number of optimizer steps"),
 ])
 def test_every_argument_is_checked_before_any_work(text_files, tmp_path, flag, value, message):
     """A bad value fails when the arguments are parsed, naming its flag: before the data is read and the tokenizer
@@ -790,3 +793,31 @@ def test_training_on_cuda_records_drift_and_evaluates(tokenizer_dir, tmp_path):
     records = read_json(tmp_path / "model" / "drift.json")["records"]
     assert [r["step"] for r in records] == [0, 1, 2, 4, 6, 8]
     assert records[-1]["drift"]["word_embeddings"] > 0
+
+
+def test_a_flag_argparse_refuses_is_one_line_not_the_usage_of_every_flag(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(["--model_size", "huge", "--output_dir", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code == 2 and len(err) == 1
+    assert "invalid choice: 'huge'" in err[0] and err[0].endswith("(--help lists every flag)")
+
+
+def test_without_output_dir_the_trainers_default_folder_is_used(text_files, monkeypatch, tmp_path):
+    """transformers fills in "trainer_output" when --output_dir is left out; the folder check reads that, not None."""
+    monkeypatch.chdir(tmp_path)
+    argv = tiny_argv(tmp_path, train_file=text_files / "train.txt")
+    at = argv.index("--output_dir")
+    argv = argv[:at] + argv[at + 2:]
+    assert parse_args(argv)[2].output_dir == "trainer_output"
+    (tmp_path / "trainer_output").write_text("a file")
+    with pytest.raises(ValueError, match="--output_dir 'trainer_output' is a file"):
+        parse_args(argv)
+
+
+def test_a_data_file_datasets_cannot_parse_is_one_error_naming_it(tmp_path):
+    bad = tmp_path / "train.json"
+    bad.write_text('{"text": "a sentence"\n{"text": broken}\n')
+    with pytest.raises(ValueError, match=r"--train_file/--validation_file '.*train\.json': datasets could not read "
+                                         r"them as json \(.*\); expected json data files"):
+        main(tiny_argv(tmp_path / "out", train_file=bad))

@@ -1,6 +1,7 @@
 """Load any encoder that `AutoModel` knows, with its fast tokenizer, and fail early with a clear message."""
 
 import inspect
+import os
 from contextlib import contextmanager
 
 import torch
@@ -29,6 +30,7 @@ def load_encoder(path, attn_implementation=None, trust_remote_code=False, device
     `trust_remote_code` runs modeling code saved with the model; MinAttn models do not need it where hf_minattn is
     installed (importing it registers MinAttn with the Auto classes)."""
     source = path if isinstance(path, ModelSource) else find_model(path, revision)
+    require_tokenizer_files(source)
     kwargs = {"attn_implementation": attn_implementation} if attn_implementation else {}
     with hub_errors(source.name, source.revision):
         # fp32 whatever the checkpoint was saved in (transformers 5 would keep a bf16 or fp16 checkpoint in it): the
@@ -42,6 +44,19 @@ def load_encoder(path, attn_implementation=None, trust_remote_code=False, device
     tokenizer = with_pad_token(require_fast_tokenizer(tokenizer))
     check_special_ids(model, tokenizer, source.name)
     return model.to(device).eval(), tokenizer
+
+
+# What a saved tokenizer leaves in its folder, one of them at least (fast, WordPiece, BPE, SentencePiece)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model",
+                   "sentencepiece.bpe.model")
+
+
+def require_tokenizer_files(source: ModelSource) -> None:
+    """A model folder saved without its tokenizer is one line naming it: transformers would blame a missing
+    sentencepiece or tiktoken instead."""
+    if not source.is_hub and not any(os.path.isfile(os.path.join(source.folder, f)) for f in TOKENIZER_FILES):
+        raise ValueError(f"{source.name!r} has a model but no tokenizer files ({', '.join(TOKENIZER_FILES)}); save the "
+                         "tokenizer beside it (tokenizer.save_pretrained(folder)) and run again")
 
 
 def check_special_ids(model, tokenizer, name):
