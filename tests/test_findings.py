@@ -22,8 +22,9 @@ from hf_minattn.experiments.findings_format import df_cell, num, p_cell, p_value
 from hf_minattn.experiments.probe_answers import probe_answers
 
 FINDINGS = Path(__file__).resolve().parents[1] / "docs" / "findings"
-# The committed runs: the confirmation run in docs/findings and, once it is there, the exploration run beside it
-COMMITTED = [folder for folder in (FINDINGS, FINDINGS / "exploration") if (folder / "results.json").exists()]
+# The committed runs: the confirmation run in docs/findings, the exploration run and the replication beside it
+COMMITTED = [folder for folder in (FINDINGS, FINDINGS / "exploration", FINDINGS / "replication")
+             if (folder / "results.json").exists()]
 BELOW = "< 0.0001"  # a stored p of 0.0 (results.json keeps 4 decimals)
 
 

@@ -83,3 +83,17 @@ def test_the_committed_replication_is_what_its_two_results_render(folder):
     first = json.loads((FINDINGS / "results.json").read_text())
     second = json.loads((folder / "results.json").read_text())
     assert replication_markdown(first, second) == (folder / "REPLICATION.md").read_text()
+
+
+def test_the_readme_states_the_committed_replications_counts_and_the_answer_it_does_not_repeat():
+    first = json.loads((FINDINGS / "results.json").read_text())
+    second = json.loads((FINDINGS / "replication" / "results.json").read_text())
+    found = agreement(first, second)
+    n = sum(len(found[k]) for k in ("same", "reversed", "differ"))
+    readme = (FINDINGS.parents[1] / "README.md").read_text()
+    findings = " ".join(readme[readme.index("## Findings"):readme.index("## More")].split())
+    reversed_ = "none reversed" if not found["reversed"] else f"{len(found['reversed'])} reversed"
+    assert f"{len(found['same'])} of {n} verdicts the same, {reversed_}" in findings
+    # the README's Q5 row claims "above one trained on as much text": where the replication does not, it says so
+    if second["answers"]["q5"]["comparisons"]["last_vs_word2vec_matched"]["verdict"] != "higher":
+        assert "Q5's \"above one trained on as much text\" is not resolved there" in findings
