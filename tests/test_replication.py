@@ -41,7 +41,7 @@ def test_the_sentence_follows_how_many_verdicts_agree_are_reversed_or_differ():
                                        "as on seeds 3-5; none is reversed (higher in one run, lower in the other).")
     flipped = run((8, 9, 10), q2="lower", q3b="higher")  # one reversed, one resolved only in the second run
     text = headline(first, flipped)
-    assert text.startswith("Of the 3 comparisons both runs made, 1 reach the same verdict")
+    assert text.startswith("Of the 3 comparisons both runs made, 1 reaches the same verdict")
     assert "; 1 is reversed (higher in one run, lower in the other): q2 frozen_minus_full" in text
     assert "; 1 resolved in one run and not in the other, or equivalent in one only: q3 attention_only_minus_full" \
         in text and "none is reversed" not in text
@@ -73,6 +73,11 @@ def test_the_cli_writes_replication_md_and_refuses_a_run_on_the_same_seeds(tmp_p
     assert cli_main(["findings", str(FINDINGS / "results.json"), "--out", str(tmp_path / "x"), "--replicates",
                      str(FINDINGS / "results.json")]) == 2
     assert "shares seeds [3, 4, 5, 6, 7]" in capsys.readouterr().err
+    other = copy.deepcopy(second)
+    other["seeds"], other["protocol"] = [13, 14], {**committed["protocol"], "commit": "0" * 40}
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    assert cli_main(["findings", str(tmp_path / "other.json"), "--replicates", str(FINDINGS / "results.json")]) == 2
+    assert "a replication runs the same protocol" in capsys.readouterr().err
     (tmp_path / "notes.json").write_text("{}")
     assert cli_main(["findings", str(path), "--replicates", str(tmp_path / "notes.json")]) == 2
     assert f"--replicates {tmp_path / 'notes.json'}: not a results.json" in capsys.readouterr().err

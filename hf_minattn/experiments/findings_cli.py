@@ -38,7 +38,7 @@ def main(argv=None) -> int:
 
 
 def load_replicated(path: str, results_path: str) -> dict:
-    """The earlier run's results, checked to be another run of the same preset on other seeds."""
+    """The earlier run's results, checked to be another run of the same preset and protocol on other seeds."""
     try:
         first = load_results(path)
     except ValueError as error:
@@ -50,4 +50,8 @@ def load_replicated(path: str, results_path: str) -> dict:
                          "other seeds")
     if first.get("preset") != second.get("preset"):
         raise ValueError(f"--replicates {path}: its preset {first.get('preset')!r} is not {second.get('preset')!r}")
+    commits = [(run.get("protocol") or {}).get("commit") for run in (first, second)]
+    if commits[0] != commits[1]:  # REPLICATION.md says "the same protocol"
+        raise ValueError(f"--replicates {path}: it ran under the protocol of commit {commits[0]}, {results_path} under "
+                         f"{commits[1]}; a replication runs the same protocol")
     return first

