@@ -26,19 +26,19 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.out is not None:
         check_output_folder(args.out, "--out")
-    first = load_replicated(args.replicates, args.results) if args.replicates else None
+    runs = load_replicated(args.replicates, args.results) if args.replicates else None
     written = rerender_findings(args.results, args.out, args.figure_format)
     print(f"findings: {written['findings']} ({len(written['figures'])} figures)")
-    if first is not None:
+    if runs is not None:
         path = os.path.join(os.path.dirname(written["findings"]), "REPLICATION.md")
         with open(path, "w", encoding="utf-8") as f:
-            f.write(replication_markdown(first, load_results(args.results)))
+            f.write(replication_markdown(*runs))
         print(f"replication: {path}")
     return 0
 
 
-def load_replicated(path: str, results_path: str) -> dict:
-    """The earlier run's results, checked to be another run of the same preset and protocol on other seeds."""
+def load_replicated(path: str, results_path: str) -> tuple[dict, dict]:
+    """(the earlier run's results, this run's), checked to be runs of the same preset and protocol on other seeds."""
     try:
         first = load_results(path)
     except ValueError as error:
@@ -54,4 +54,4 @@ def load_replicated(path: str, results_path: str) -> dict:
     if commits[0] != commits[1]:  # REPLICATION.md says "the same protocol"
         raise ValueError(f"--replicates {path}: it ran under the protocol of commit {commits[0]}, {results_path} under "
                          f"{commits[1]}; a replication runs the same protocol")
-    return first
+    return first, second
