@@ -53,6 +53,16 @@ def test_words_pool_their_pieces_and_vocab_is_frequency_ordered(tokenizer):
     np.testing.assert_allclose(static_vectors(model, tokenizer, [word])[0], expected, atol=1e-6)
 
 
+def test_pieces_per_word_counts_each_words_pieces_as_the_tokenizer_splits_it(tokenizer):
+    from hf_minattn.probes.geometry import pieces_per_word
+
+    tokenized = tokenize_corpus(tokenizer, SENTENCES)
+    pieces = pieces_per_word(tokenized)
+    assert pieces.shape == (len(tokenized.vocab),) and pieces.min() >= 1
+    assert list(pieces) == [len(tokenizer.tokenize(w)) for w in tokenized.vocab]
+    assert pieces.max() > 1  # the corpus has words of several pieces: the case the counts are for
+
+
 def test_previous_token_head_scores_one():
     # batch of 2: a full 6-token sentence and a 4-token one padded to 6; one head attends to the previous token
     T, lengths = 6, [6, 4]

@@ -177,3 +177,24 @@ def test_the_band_contrast_is_top_100_minus_1000_plus_with_a_bootstrap_over_each
     assert c["low"] < c["estimate"] < c["high"] < 0 and c["high"] - c["low"] < 0.1
     assert band_contrast(eligible[29:], adjusted[29:]) is None  # one word of rank < 100
 
+
+def test_the_band_contrast_over_words_of_one_piece_leaves_the_others_out():
+    """Known answer: the rare words of one piece sit level with the frequent ones (all one piece), those of three
+    pieces far above. Over all words the bands differ; over words of one piece the estimate is the gap of those
+    words' means alone, and its interval holds 0. Too few words of one piece in a band gives None."""
+    rng = np.random.default_rng(0)
+    eligible = np.concatenate([np.arange(30), np.arange(2000, 2060)])  # (90,) frequency ranks
+    top = 0.2 + 0.05 * rng.standard_normal(30)
+    level = top[:20] + top.mean() - top[:20].mean()  # 20 rare words whose mean is the frequent words' mean
+    adjusted = np.concatenate([top, level, 0.8 + 0.05 * rng.standard_normal(40)])
+    pieces = np.ones(2060, dtype=int)
+    pieces[eligible[50:]] = 3  # the last 40 rare words are three pieces each
+    c = band_contrast(eligible, adjusted, pieces=pieces)
+    assert c["high"] < -0.2  # over all words: the frequent words are far lower
+    one = c["one_piece"]
+    assert one["words"] == [30, 20] and one["estimate"] == pytest.approx(adjusted[:30].mean() - adjusted[30:50].mean())
+    assert one["low"] < 0 < one["high"] and abs(one["estimate"]) < 1e-12
+    pieces[eligible[31:50]] = 2  # one rare word of one piece left
+    assert band_contrast(eligible, adjusted, pieces=pieces)["one_piece"] is None
+    assert "one_piece" not in band_contrast(eligible, adjusted)
+

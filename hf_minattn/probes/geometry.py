@@ -51,7 +51,8 @@ class GeometryResults:
     # (self_similarity, intra_similarity, mev, anisotropy, mev_baseline, adjusted_*), one float each.
     static: dict | None = None
     layer0_note: str = ""  # says what layer 0 and `static` are for this model
-    band_contrast: dict | None = None  # `band_contrast`: top 100 - 1000+ at the last layer, with its interval
+    # `band_contrast`: top 100 - 1000+ at the last layer, with its interval, and over the words of one piece only
+    band_contrast: dict | None = None
 
 
 def _unit(x):
@@ -231,18 +232,45 @@ def _static_scores(score, static, encoded):
             "adjusted_intra_similarity": intra - base, "adjusted_mev": mev - mev_base}
 
 
-def band_contrast(eligible, adjusted_last, seed=0, n_resamples=1000):
-    """The published contrast at the last layer, fixed in advance: the mean adjusted self-similarity of the "top 100"
-    band minus that of the "1000+" band, with a 95% percentile bootstrap interval that resamples each band's words
-    (two independent samples); None unless both bands have at least 2 words."""
-    top, rare = (adjusted_last[_in_band(eligible, band)] for band in ("top 100", "1000+"))
+def pieces_per_word(tokenized):
+    """(vocab,) how many pieces each word of `tokenized` is: the most over its occurrences, since a sentence cut at
+    max_length can cut a word's pieces."""
+    index = tokenized.index
+    pieces = np.zeros(len(tokenized.vocab), dtype=int)
+    for words, ids in zip(tokenized.words, tokenized.word_ids):
+        counts = np.bincount([w for w in ids if w is not None], minlength=len(words))  # (words,) pieces each
+        np.maximum.at(pieces, [index[w] for w in words], counts)
+    return pieces
+
+
+def _gap_interval(top, rare, seed, n_resamples):
+    """mean(top) - mean(rare) with a 95% percentile bootstrap interval resampling each group's words (two
+    independent samples); None unless both groups have at least 2 words."""
     if len(top) < 2 or len(rare) < 2:
         return None
     gap = lambda a, b, axis=-1: a.mean(axis=axis) - b.mean(axis=axis)  # noqa: E731
     drawn = stats.bootstrap((top, rare), gap, vectorized=True, method="percentile", n_resamples=n_resamples,
                             rng=np.random.default_rng(seed)).confidence_interval
-    return {"bands": ["top 100", "1000+"], "estimate": float(gap(top, rare)), "low": float(drawn.low),
-            "high": float(drawn.high), "words": [len(top), len(rare)]}
+    return {"estimate": float(gap(top, rare)), "low": float(drawn.low), "high": float(drawn.high),
+            "words": [len(top), len(rare)]}
+
+
+def band_contrast(eligible, adjusted_last, seed=0, n_resamples=1000, pieces=None):
+    """The published contrast at the last layer, fixed in advance: the mean adjusted self-similarity of the "top 100"
+    band minus that of the "1000+" band, with a 95% percentile bootstrap interval that resamples each band's words
+    (two independent samples); None unless both bands have at least 2 words.
+
+    Frequent words are mostly one piece and rare ones often several, so the bands differ in piece count too. Given
+    `pieces` (vocab,) (`pieces_per_word`), the same contrast over the words of one piece only is added as
+    `one_piece` (None where a band has fewer than 2 such words)."""
+    top, rare = (_in_band(eligible, band) for band in ("top 100", "1000+"))
+    contrast = _gap_interval(adjusted_last[top], adjusted_last[rare], seed, n_resamples)
+    if contrast is None:
+        return None
+    if pieces is not None:
+        one = pieces[eligible] == 1
+        contrast["one_piece"] = _gap_interval(adjusted_last[top & one], adjusted_last[rare & one], seed, n_resamples)
+    return {"bands": ["top 100", "1000+"], **contrast}
 
 
 def _in_band(eligible, band):
@@ -276,7 +304,8 @@ def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=
     by_word_last = result["adj_self"][-1]
     intra = [float(x) for x in encoded.intra_similarity]
     bands, band_sizes = _by_band(eligible, result["adj_self"])
-    vocab = encoded.tokenized.vocab
+    tokenized = encoded.tokenized
+    vocab = tokenized.vocab
     ranked = [(vocab[eligible[i]], float(by_word_last[i])) for i in np.argsort(by_word_last)]
     return GeometryResults(
         layers=list(range(len(encoded.kept))),
@@ -297,5 +326,5 @@ def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=
         min_contexts=min_contexts,
         static=static_scores,
         layer0_note=layer0_note(model),
-        band_contrast=band_contrast(eligible, np.asarray(by_word_last), seed),
+        band_contrast=band_contrast(eligible, np.asarray(by_word_last), seed, pieces=pieces_per_word(tokenized)),
     )

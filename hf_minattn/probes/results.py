@@ -185,7 +185,7 @@ class Geometry(Part):
     words_per_band: dict | None = None
     most_context_specific: list | None = None  # [(word, adjusted self-similarity at the last layer)]
     least_context_specific: list | None = None
-    band_contrast: dict | None = None  # top 100 - 1000+ at the last layer with its interval (None in older files)
+    band_contrast: dict | None = None  # top 100 - 1000+, last layer, interval, `one_piece` (None in older files)
 
     @classmethod
     def from_dict(cls, d):

@@ -7,7 +7,7 @@ import copy
 
 from conftest import probe_results
 
-from hf_minattn.probes.report.bands import bands_text
+from hf_minattn.probes.report.bands import bands_headline, bands_text
 from hf_minattn.probes.report.geometry import geometry_text
 from hf_minattn.probes.report.sense import sense_text
 from hf_minattn.probes.report.weights import weights_text
@@ -59,6 +59,43 @@ def test_bands_sentence_follows_which_band_is_most_context_specific():
     assert "(frequent (stop) words vary most with context, as published; top" in bands_text(probe_results(geometry=g))
     g["adjusted_self_similarity_by_band"] = {"top 100": [0.5, 0.1], "rest": [0.5, None]}
     assert bands_text(probe_results(geometry=g)) == "Too few bands have words to compare frequencies."
+
+
+def test_bands_sentences_say_what_the_contrast_over_words_of_one_piece_adds():
+    """The contrast over words of one piece, set beside the contrast over all words, in the headline and the text:
+    each combination of their intervals picks its own sentence."""
+    g = {**GEOMETRY, "adjusted_self_similarity_by_band": {"top 100": [0.5, 0.1], "1000+": [0.5, 0.3]},
+         "most_context_specific": [("the", 0.1)],
+         "band_contrast": {"bands": ["top 100", "1000+"], "estimate": -0.2, "low": -0.3, "high": -0.1,
+                           "words": [50, 400]}}
+
+    def said(one_piece):
+        g["band_contrast"]["one_piece"] = one_piece
+        r = probe_results(geometry=g)
+        headline, text = bands_headline(r), bands_text(r)
+        assert headline.startswith("Yes: the most frequent words") and "as published" in text
+        return headline, text
+
+    lower = {"estimate": -0.15, "low": -0.25, "high": -0.05, "words": [48, 120]}
+    for sentence in said(lower):
+        assert "Among words of one piece only the difference points the same way (-0.15 [-0.25, -0.05] over 48 and " \
+               "120 words), so the piece count" in sentence and "does not explain it" in sentence
+    for sentence in said({**lower, "high": 0.02}):
+        assert "Among words of one piece only the difference is not told apart (-0.15 [-0.25, +0.02]" in sentence
+        assert "so the piece count may explain it" in sentence
+    for sentence in said({**lower, "estimate": 0.1, "low": 0.05, "high": 0.15}):
+        assert "Among words of one piece only the difference reverses (+0.10 [+0.05, +0.15]" in sentence
+    for sentence in said(None):
+        assert "The piece count is not matched: a band has fewer than 2 words of one piece." in sentence
+    g["band_contrast"].update(estimate=-0.05, low=-0.1, high=0.01)  # over all words: not told apart
+    r = probe_results(geometry={**g, "band_contrast": {**g["band_contrast"], "one_piece": lower}})
+    assert bands_headline(r).startswith("No clear difference")
+    assert "Among words of one piece only the most frequent words change more with their sentence (-0.15" in \
+        bands_headline(r)
+    r = probe_results(geometry={**g, "band_contrast": {**g["band_contrast"], "one_piece": {**lower, "high": 0.02}}})
+    assert "Among words of one piece only there is no clear difference either (-0.15 [-0.25, +0.02]" in bands_text(r)
+    del g["band_contrast"]["one_piece"]  # a file from before piece counts were matched
+    assert "piece" not in bands_text(probe_results(geometry=g))
 
 
 def test_sense_sentence_follows_the_mean_cosine_between_occurrences():

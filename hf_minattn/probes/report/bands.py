@@ -22,7 +22,7 @@ def _bands(g):
         return bands, lowest, None, None
     c = g.band_contrast
     if c is not None:
-        return bands, lowest, (1 if c["high"] < 0 else -1 if c["low"] > 0 else 0), c["bands"][1]
+        return bands, lowest, _sign(c), c["bands"][1]
     other = min((b for b in bands if b != "top 100"), key=bands.get)
     top, rest = bands["top 100"], bands[other]
     return bands, lowest, (0 if not differ(top, rest) else 1 if top < rest else -1), other
@@ -33,6 +33,39 @@ def _contrast(g):
     c = g.band_contrast
     return "" if c is None else (f"; top 100 - {c['bands'][1]}: {c['estimate']:+.2f} [{c['low']:+.2f}, "
                                  f"{c['high']:+.2f}], 95% bootstrap over the words")
+
+
+def _sign(c):
+    """+1: the frequent words change more with their sentence (lower adjusted self-similarity), -1 less, 0 not told
+    apart, by the interval of a contrast."""
+    return 1 if c["high"] < 0 else -1 if c["low"] > 0 else 0
+
+
+def _pieces_sentence(g):
+    """What the contrast over words of one piece says beside the contrast over all words; "" where the file has no
+    contrast, or one from before piece counts were matched."""
+    c = g.band_contrast
+    if c is None or "one_piece" not in c:
+        return ""
+    one = c["one_piece"]
+    if one is None:
+        return " The piece count is not matched: a band has fewer than 2 words of one piece."
+    numbers = (f"{one['estimate']:+.2f} [{one['low']:+.2f}, {one['high']:+.2f}] over {one['words'][0]} and "
+               f"{one['words'][1]} words")
+    overall, matched = _sign(c), _sign(one)
+    if matched == overall == 0:
+        return f" Among words of one piece only there is no clear difference either ({numbers})."
+    if matched == overall:
+        return (f" Among words of one piece only the difference points the same way ({numbers}), so the piece "
+                f"count (frequent words are mostly one piece, rare ones often several) does not explain it.")
+    if matched == 0:
+        return (f" Among words of one piece only the difference is not told apart ({numbers}): frequent words are "
+                f"mostly one piece and rare ones often several, so the piece count may explain it.")
+    if overall == 0:
+        return (f" Among words of one piece only the most frequent words change {'more' if matched > 0 else 'less'} "
+                f"with their sentence ({numbers}): the difference shows once the piece count is matched.")
+    return (f" Among words of one piece only the difference reverses ({numbers}), so the contrast over all words "
+            f"is not one of frequency alone.")
 
 
 FREQUENT_VERDICT = {1: "frequent (stop) words vary most with context, as published",
@@ -49,7 +82,8 @@ def bands_text(r):
     words = ", ".join(f"'{w}'" for w, _ in g.most_context_specific[:6])
     return (f"At the last layer, adjusted self-similarity by frequency rank is "
             f"{'; '.join(f'{b}: {v:.2f}' for b, v in bands.items())}: the {lowest} band has the lowest mean "
-            f"({FREQUENT_VERDICT[frequent]}{_contrast(g)}). The most context-specific words are {words}.")
+            f"({FREQUENT_VERDICT[frequent]}{_contrast(g)}).{_pieces_sentence(g)} The most context-specific words "
+            f"are {words}.")
 
 
 def _band_name(band):
@@ -66,13 +100,15 @@ def bands_headline(r):
     numbers = (f"adjusted self-similarity {bands['top 100']:.2f}, against {bands[other]:.2f} for {_band_name(other)}"
                f"{_contrast(r.geometry)}")
     if frequent > 0:
-        return (f"Yes: the most frequent words (mostly function words like 'the') change most with their sentence at "
-                f"the last layer ({numbers}), as published.")
-    if frequent < 0:
-        return (f"No: at the last layer the most frequent words change less with their sentence than rarer ones "
-                f"({numbers}), unlike the published result.")
-    return (f"No clear difference: at the last layer the most frequent words change with their sentence about as "
-            f"much as rarer ones ({numbers}).")
+        answer = (f"Yes: the most frequent words (mostly function words like 'the') change most with their sentence "
+                  f"at the last layer ({numbers}), as published.")
+    elif frequent < 0:
+        answer = (f"No: at the last layer the most frequent words change less with their sentence than rarer ones "
+                  f"({numbers}), unlike the published result.")
+    else:
+        answer = (f"No clear difference: at the last layer the most frequent words change with their sentence about "
+                  f"as much as rarer ones ({numbers}).")
+    return answer + _pieces_sentence(r.geometry)
 
 
 def bands_tables(r):
