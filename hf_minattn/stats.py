@@ -251,11 +251,38 @@ def hierarchical_draws(statistic: Callable[..., float], groups: Sequence[Sequenc
             values[drawn] = statistic(*(a[rows] for a in arrays), axis=-1)
         else:
             values[drawn] = [statistic(*(a[row] for a in arrays)) for row in rows]
-    draws = values.mean(axis=1)
+    return estimate, _defined(values.mean(axis=1), n_resamples)
+
+
+def _defined(draws, n_resamples: int) -> np.ndarray:
+    """The draws where the statistic was defined (finite); refused where it was undefined in over half of them."""
     draws = draws[np.isfinite(draws)]
     if draws.size < n_resamples / 2:
         raise ValueError(f"the statistic was undefined in {n_resamples - draws.size} of {n_resamples} resamples")
-    return estimate, draws
+    return draws
+
+
+def crossed_statistic_draws(statistic: Callable[..., np.ndarray], groups: Sequence[Sequence], n_resamples: int = 1000,
+                            seed: int = 0) -> tuple[float, np.ndarray]:
+    """(estimate, bootstrap draws) of `statistic` averaged over seeds, where the SAME items (e.g. a benchmark's word
+    pairs) were measured at every seed: `groups` holds one tuple of arrays per seed, each over those items in one
+    order. Each resample draws seeds with replacement and, once for all of them, items with replacement (crossed,
+    as `crossed_draws`), so an item's weight in the benchmark counts once, not once per seed as a redraw of the
+    items within each seed (`hierarchical_draws`) would have it: that shrinks the items' share of the variance by
+    the seeds' count. `statistic(*arrays, axis=-1)` must reduce the item axis (e.g. `spearman`). Draws where it is
+    undefined (NaN) are dropped, as in `hierarchical_draws`."""
+    groups = [tuple(np.asarray(a) for a in g) for g in groups]
+    lengths = {len(a) for arrays in groups for a in arrays}
+    if not groups or not all(groups) or len(lengths) != 1 or lengths.pop() < 2:
+        raise ValueError(f"crossed_statistic_draws needs one or more seeds, each with arrays over the same >= 2 items, "
+                         f"got lengths {[[len(a) for a in arrays] for arrays in groups]}")
+    n_items = len(groups[0][0])
+    estimate = float(np.mean([statistic(*arrays) for arrays in groups]))
+    rng = np.random.default_rng(seed)
+    seeds = rng.integers(0, len(groups), (n_resamples, len(groups)))  # (resamples, S)
+    items = rng.integers(0, n_items, (n_resamples, n_items))  # (resamples, items): one draw for every seed
+    values = np.stack([statistic(*(a[items] for a in arrays), axis=-1) for arrays in groups], axis=1)  # (R, S)
+    return estimate, _defined(np.take_along_axis(values, seeds, axis=1).mean(axis=1), n_resamples)
 
 
 def percentile_interval(estimate: float, draws, n: int, confidence: float, method: str) -> Interval:

@@ -205,12 +205,11 @@ def test_word_pair_scores_and_paired_differences_have_known_answers():
     assert swapped["worse"]["verdict"] == "lower"
 
 
-def test_word_pair_intervals_are_those_of_scipys_spearman_on_each_resample():
-    """score and compare rank all the resamples of a seed at once; their draws must be those of scipy's spearmanr
-    called on each resample in turn (ties averaged: scores rounded to one decimal), hence the same intervals."""
+def test_word_pair_intervals_are_those_of_scipys_spearman_on_each_crossed_resample():
+    """score and compare rank all the resamples at once; their draws must be those of scipy's spearmanr called on
+    each resample in turn (ties averaged: scores rounded to one decimal), with the seeds drawn with replacement and
+    the pairs drawn once for all of them (the pairs are the same at every seed), hence the same intervals."""
     from scipy.stats import spearmanr
-
-    from hf_minattn.stats import hierarchical_bootstrap, hierarchical_draws
 
     rng = np.random.default_rng(1)
     human = np.round(rng.normal(size=40), 1)
@@ -219,14 +218,21 @@ def test_word_pair_intervals_are_those_of_scipys_spearman_on_each_resample():
     cosines = {name: {s: {k: np.round(human * weight + rng.normal(size=40), 1) for k in keys} for s in SEEDS}
                for name, weight in (("a", 1.0), ("b", 0.3))}
     rho = lambda c, h: spearmanr(c, h)[0]  # noqa: E731
+
+    def by_hand(statistic, systems):
+        draw = np.random.default_rng(0)  # the draws' default seed
+        seeds = draw.integers(0, len(SEEDS), (300, len(SEEDS)))
+        pairs = draw.integers(0, 40, (300, 40))
+        return np.array([np.mean([statistic(*(cosines[x][SEEDS[k]][key][i] for x in systems), human[i]) for k in ks])
+                         for ks, i in zip(seeds, pairs)])
+
     scored = score(cosines, Bench(human), SEEDS, n_resamples=300)[key]["a"]
-    expected = hierarchical_bootstrap(rho, [(cosines["a"][s][key], human) for s in SEEDS], n_resamples=300)
-    # both rounded to 4 decimals, as the results keep them
-    assert (scored["estimate"], scored["low"], scored["high"]) == tuple(
-        round(x, 4) for x in (expected.estimate, expected.low, expected.high))
+    draws = by_hand(rho, ["a"])
+    expected = (np.mean([rho(cosines["a"][s][key], human) for s in SEEDS]), *np.quantile(draws, [0.025, 0.975]))
+    assert scored["method"] == "crossed"
+    assert (scored["estimate"], scored["low"], scored["high"]) == pytest.approx(tuple(np.round(expected, 4)), abs=1e-4)
     tested = compare(cosines, Bench(human), {"a_vs_b": ("a", "b", key)}, SEEDS, n_resamples=300)["a_vs_b"]
-    _, draws = hierarchical_draws(lambda a, b, h: rho(a, h) - rho(b, h),
-                                  [(cosines["a"][s][key], cosines["b"][s][key], human) for s in SEEDS], 300)
+    draws = by_hand(lambda a, b, h: rho(a, h) - rho(b, h), ["a", "b"])
     assert (tested["low"], tested["high"]) == pytest.approx(tuple(np.round(np.quantile(draws, [0.025, 0.975]), 4)),
                                                             abs=1e-4)
     # Holm adjusts the exact p (the share of draws on the far side of 0, at least 1 / draws), not a rounded one

@@ -57,6 +57,15 @@ def test_the_page_lists_the_differing_comparisons_and_those_one_run_lacks():
     assert "The comparisons whose verdicts differ" not in replication_markdown(first, run((8, 9, 10)))
 
 
+def test_the_page_names_the_comparisons_whose_interval_method_changed_between_runs():
+    first, second = run((3, 4, 5)), run((8, 9, 10))
+    assert "another interval method" not in replication_markdown(first, second)
+    first["answers"]["q2"]["frozen_minus_full"]["method"] = "hierarchical"
+    second["answers"]["q2"]["frozen_minus_full"]["method"] = "crossed"
+    assert ("Drawn by another interval method in each run: q2 frozen_minus_full (hierarchical in the first, crossed "
+            "in the second).") in replication_markdown(first, second)
+
+
 def test_the_cli_writes_replication_md_and_refuses_a_run_on_the_same_seeds(tmp_path, capsys):
     committed = json.loads((FINDINGS / "results.json").read_text())
     second = copy.deepcopy(committed)

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from hf_minattn.stats import (Interval, bootstrap_interval, bootstrap_intervals, bootstrap_test, crossed_bootstrap, hierarchical_bootstrap, hierarchical_draws,
+from hf_minattn.stats import (Interval, bootstrap_interval, bootstrap_intervals, bootstrap_test, crossed_bootstrap, crossed_statistic_draws, hierarchical_bootstrap, hierarchical_draws,
                               group_permutation_p, holm, mean_interval, paired_difference, spearman, spearman_interval, spearman_of_copies,
                               spearman_of_resamples, t_test_p, tost)
 
@@ -116,6 +116,25 @@ def test_crossed_bootstrap_counts_an_item_measured_at_every_seed_once():
     assert (crossed.high - crossed.low) / 2 == pytest.approx(half_width, rel=0.15)
     nested = hierarchical_bootstrap(np.mean, [(row,) for row in same_items], n_resamples=2000)
     assert (nested.high - nested.low) / 2 == pytest.approx(half_width / math.sqrt(5), rel=0.15)
+
+
+def test_crossed_statistic_draws_count_items_shared_by_every_seed_once():
+    """Five seeds that measured the same 60 items identically are one measurement of those items: the crossed draws
+    of a correlation over them spread as a bootstrap over the items alone; redrawing the items within each seed
+    (hierarchical) would shrink that spread by about sqrt(5), as if 300 items had been measured."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=60)
+    y = x + rng.normal(size=60)
+    corr = lambda a, b, axis=-1: np.mean(  # noqa: E731  Pearson along `axis`
+        (a - a.mean(axis, keepdims=True)) * (b - b.mean(axis, keepdims=True)), axis) / (a.std(axis) * b.std(axis))
+    estimate, five = crossed_statistic_draws(corr, [(x, y)] * 5, n_resamples=2000)
+    _, one = crossed_statistic_draws(corr, [(x, y)], n_resamples=2000)
+    _, nested = hierarchical_draws(corr, [(x, y)] * 5, n_resamples=2000, vectorized=True)
+    assert estimate == pytest.approx(np.corrcoef(x, y)[0, 1])
+    assert five.std() == pytest.approx(one.std(), rel=0.1)
+    assert nested.std() == pytest.approx(one.std() / np.sqrt(5), rel=0.15)
+    with pytest.raises(ValueError, match="the same >= 2 items"):
+        crossed_statistic_draws(corr, [(x, y), (x[:50], y[:50])])
 
 
 def test_crossed_bootstrap_widens_with_the_spread_between_seeds_and_skips_missing_cells():

@@ -139,8 +139,7 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
     start = time.perf_counter()
     clock = PhaseClock()
     folders, measured = run_phases(out, settings, seeds, figure_format, clock)
-    results = collect_results(out, folders, settings, seeds, measured, command=command, preset=preset)
-    results["answers"] = answer_questions(results)
+    results = answered(collect_results(out, folders, settings, seeds, measured, command=command, preset=preset))
     results["minutes"] = rounded((time.perf_counter() - start) / 60, 1)
     results["phase_minutes"] = clock.minutes
     write_results(results, out, figure_format)
@@ -197,7 +196,7 @@ def run_phases(out: str, settings: dict, seeds, figure_format: str, clock: Phase
 
 def collect_results(out: str, folders: dict, settings: dict, seeds, measured: dict, command: str, preset: str) -> dict:
     """results.json without its answers: the call, the model shape and sizes, the pairing, every phase's numbers;
-    plain JSON types with int seed keys, folders relative to `out`, floats rounded to 4 digits."""
+    plain JSON types with int seed keys, folders relative to `out`, floats exact (`answered` rounds them)."""
     scored, first = measured["scored"], folders["full"][seeds[0]]
     with open(os.path.join(first, "config.json")) as f:
         config = json.load(f)
@@ -225,7 +224,13 @@ def collect_results(out: str, folders: dict, settings: dict, seeds, measured: di
         "loss_allocation": {seed: loss_allocation_summary(folders["full"][seed]) for seed in seeds},
         "probes": measured["probes"], "dynamics": measured["dynamics"], "head_dynamics": measured["head_dynamics"],
     }
-    results = int_seed_keys(json.loads(json.dumps(results, default=str)))  # plain types, folders as str
+    return int_seed_keys(json.loads(json.dumps(results, default=str)))  # plain types, folders as str
+
+
+def answered(results: dict) -> dict:
+    """`results` with its answers, computed from the exact numbers (a divergence of 0.0013 rounded to 4 decimals
+    keeps 2 digits), then every float rounded to 4 decimals, so that FINDINGS.md prints what results.json holds."""
+    results["answers"] = answer_questions(results)
     round_floats(results)
     return results
 

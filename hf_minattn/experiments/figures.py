@@ -13,6 +13,8 @@ from typing import Callable
 
 import numpy as np
 
+from .word_pairs import pairs_method
+
 
 def error_bars(ax, xs, intervals, **kwargs):
     """Estimates at xs with their 95% intervals as asymmetric error bars (nothing drawn where an interval is None);
@@ -156,7 +158,7 @@ def word_similarity(plt, results, out):
             ax.axhline(scores[system]["estimate"], color="black", linestyle=style, label=f"{system} (same corpus)")
     ax.set_xticks(range(-1, layers + 1), ["static", *map(str, range(layers + 1))])
     ax.set_xlabel("vectors (static embedding, then layer)"), ax.set_ylabel("WordSim-353 Spearman")
-    ax.set_title("mean over seeds, 95% hierarchical bootstrap (seeds, pairs)", fontsize=9)
+    ax.set_title(f"mean over seeds, 95% {pairs_method(scores)} bootstrap (seeds, pairs)", fontsize=9)
     ax.legend(fontsize=7)
     return fig
 

@@ -7,6 +7,7 @@ from . import statistics as st
 from .findings_answers import REFERENCE_DESCRIPTIONS, VERSUS, opening
 from .findings_format import ci, compared, comparisons_table, df_cell, num, p_cell, table
 from .findings_heads import q4_section
+from .word_pairs import pairs_method
 
 
 Q5_COMPARISONS = (("last_vs_untrained", "last layer - untrained last layer"), ("last_vs_word2vec", "last layer - word2vec"),
@@ -30,7 +31,7 @@ def q5_section(q5: dict, results: dict, fig) -> list[str]:
         *comparisons_table([(label, comparisons.get(name)) for name, label in Q5_COMPARISONS] + reference_rows(ref),
                            "Spearman"),
         "",
-        f"Differences of Spearman correlations on the same pairs, by a hierarchical bootstrap over "
+        f"Differences of Spearman correlations on the same pairs, by a {pairs_method(comparisons)} bootstrap over "
         f"{results['answers']['scale']['seeds']} seeds and the pairs"
         + (f" ({ref['name']} is one model, the same at every seed: its own correlations are bootstrapped over the "
            "pairs alone)" if ref else "") + "; cosines after All-but-the-Top wherever a space's "

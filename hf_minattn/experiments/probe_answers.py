@@ -1,6 +1,6 @@
 """The numbers behind questions 4-7, from the probes of every seed (results["probes"], written by
 `probing.probe_variants`): each is a mean over seeds with a 95% t-interval (df = seeds - 1) or, for word pairs, a
-hierarchical bootstrap over seeds and pairs; comparisons are tested and Holm-adjusted per question
+crossed bootstrap over seeds and pairs; comparisons are tested and Holm-adjusted per question
 (`statistics.tested`, `statistics.holm_family`). Heads are not the same objects at different seeds (nothing ties
 head 2 of one run to head 2 of another), so head-level numbers are summarised per seed first (counts of roles, the
 costliest head) and only those summaries are averaged."""

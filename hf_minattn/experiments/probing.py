@@ -1,7 +1,7 @@
 """The probes over seeds: every probe (hf_minattn.probes' public functions as they are) on each probed variant at
 every seed, over the same sentences and word-vector corpus, with a word2vec trained at each seed; the pretrained
 reference encoder (all-MiniLM-L6-v2, where installed) once, with the same protocol on the same corpus; then what the
-questions need over seeds: word-pair benchmarks with hierarchical intervals (`word_pairs`), the co-occurrence
+questions need over seeds: word-pair benchmarks with crossed bootstrap intervals (`word_pairs`), the co-occurrence
 alignment and related-pair cosines (`probes.cooccurrence`), and heads matched across seeds (`head_divergence`).
 
 Each run's full output is written to `out/probes/<variant>/seed<k>/` (probes.json, figures, report.html); results.json
@@ -290,8 +290,8 @@ def probe_reference(out, settings, seeds, texts, encoder, figure_format) -> tupl
 
 
 def score_word_pairs(vectors, reference_vectors, reference, seeds, layers, normalise, settings) -> dict:
-    """Every system on ONE pair set (words every vocabulary has, at every seed): Spearman with hierarchical
-    intervals, and the comparisons of questions 5 and 6 (Holm-adjusted families); the reference encoder's own
+    """Every system on ONE pair set (words every vocabulary has, at every seed): Spearman with crossed bootstrap
+    intervals (seeds and pairs), and the comparisons of questions 5 and 6 (Holm-adjusted families); the reference encoder's own
     (`reference_word_pairs`) under "reference"."""
     from hf_minattn.probes.benchmarks import CommonBenchmarks
 
@@ -347,8 +347,8 @@ def score_word_pairs(vectors, reference_vectors, reference, seeds, layers, norma
 def reference_word_pairs(cosines: dict, bench, reference: dict, seeds, key: str, n_resamples: int) -> tuple:
     """(scores, comparisons) of the reference encoder (`reference`: its summary, with "name" and "num_layers"), whose
     cosines are in `cosines` at every seed. It is one model, the same at every seed: its Spearman correlations are
-    bootstrapped over the pairs alone (copies of it per seed would narrow the interval by the seeds' count). Its last
-    layer against word2vec (one per seed: hierarchical over seeds and pairs) and against its own input embeddings
+    bootstrapped over the pairs alone. Its last layer against word2vec (one per seed: crossed over seeds and pairs, the
+    same pairs for its copy at every seed) and against its own input embeddings
     (over the pairs alone), one Holm family of their own: they answer for the reference, not for our models."""
     last, static = f"{REFERENCE_NAME}/layer_{reference['num_layers']}", f"{REFERENCE_NAME}/static"
     one = list(seeds)[:1]
@@ -357,7 +357,7 @@ def reference_word_pairs(cosines: dict, bench, reference: dict, seeds, key: str,
     own = word_pairs.compare(cosines, bench, {"vs_static": (last, static, key)}, one, n_resamples)
     for d in [*own.values(), *(v for systems in scores.values() for v in systems.values())]:
         d["n"] = d["pairs"]  # one model: the pairs are its only sample, so `n` counts them (as for items elsewhere)
-        d["method"] = "bootstrap"  # one seed: the hierarchical draw is a plain bootstrap over the pairs
+        d["method"] = "bootstrap"  # one seed: the crossed draw is a plain bootstrap over the pairs
     comparisons = st.holm_family(
         {**word_pairs.compare(cosines, bench, {"vs_word2vec": (last, "word2vec", key)}, seeds, n_resamples), **own})
     return scores, {"name": reference["name"], "layer": reference["num_layers"], "system": last, "static": static,

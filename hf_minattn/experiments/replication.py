@@ -60,6 +60,13 @@ def headline(first: dict, second: dict) -> str:
     return text + "."
 
 
+def method_changes(a: dict, b: dict) -> dict:
+    """{name: (first method, second method)} of the comparisons both runs made whose intervals were drawn another
+    way (e.g. word pairs "hierarchical" in a run from before the crossed draw, "crossed" after)."""
+    return {name: (a[name].get("method"), b[name].get("method")) for name in b
+            if name in a and a[name].get("method") != b[name].get("method")}
+
+
 def _cell(d: dict) -> str:
     return f"{num(d['estimate'])} [{num(d['low'])}, {num(d['high'])}]: {verdict_cell(d)}"
 
@@ -78,6 +85,11 @@ def replication_markdown(first: dict, second: dict) -> str:
              f"**{headline(first, second)}**"]
     if differing:
         lines += ["", "The comparisons whose verdicts differ:", *table(header, differing)]
+    methods = method_changes(a, b)
+    if methods:
+        lines += ["", "Drawn by another interval method in each run: "
+                      + "; ".join(f"{name} ({x} in the first, {y} in the second)" for name, (x, y) in methods.items())
+                      + "."]
     if found["only_second"] or found["only_first"]:
         lines += ["", f"Made in the second run only: {', '.join(found['only_second']) or 'none'}; in the first run "
                       f"only: {', '.join(found['only_first']) or 'none'}."]

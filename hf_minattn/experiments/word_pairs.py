@@ -1,8 +1,8 @@
 """Word-pair benchmarks over seeds (questions 5 and 6): every system scored on ONE pair set at every seed, and its
-Spearman correlation with the human scores given with a hierarchical bootstrap interval (seeds, then pairs within a
-seed: `stats.hierarchical_draws`). Systems are compared on the same pairs by the same bootstrap of the difference
-of their correlations (the pairs of a seed resampled once for both), Holm-adjusted within the family, with an
-equivalence margin of `RHO_MARGIN`.
+Spearman correlation with the human scores given with a crossed bootstrap interval (seeds with replacement, and once
+for all of them the pairs: `stats.crossed_statistic_draws`, since the pairs are the same at every seed). Systems are
+compared on the same pairs by the same bootstrap of the difference of their correlations (the pairs resampled once
+for both), Holm-adjusted within the family, with an equivalence margin of `RHO_MARGIN`.
 
 A system is a vector set of one model at one seed: the full model's static vectors and last layer, the untrained
 model's, a word2vec trained at that seed, random vectors; a reference encoder (MiniLM) is the same at every seed.
@@ -16,7 +16,7 @@ import numpy as np
 from hf_minattn.probes.cooccurrence import ANISOTROPY_THRESHOLD, word_anisotropy
 
 from hf_minattn.probes.benchmarks import CommonBenchmarks
-from hf_minattn.stats import bootstrap_test, hierarchical_bootstrap, hierarchical_draws, spearman
+from hf_minattn.stats import bootstrap_test, crossed_statistic_draws, percentile_interval, spearman
 
 from . import statistics as st
 
@@ -46,7 +46,7 @@ def _difference(a, b, human, axis=-1):
 
 def score(cosines: dict, bench: CommonBenchmarks, seeds, n_resamples: int = 1000) -> dict:
     """{benchmark key: {system: interval dict}} (keys: each benchmark raw and "_read"): each system's Spearman, mean
-    over seeds, with its hierarchical bootstrap interval."""
+    over seeds, with its crossed bootstrap interval (seeds and pairs)."""
     out = {}
     for key in [f"{b}{s}" for b in BENCHMARKS for s in ("", "_read")]:
         human = bench._human(key.removesuffix("_read"))
@@ -55,15 +55,16 @@ def score(cosines: dict, bench: CommonBenchmarks, seeds, n_resamples: int = 1000
         out[key] = {}
         for system, by_seed in cosines.items():
             groups = [(by_seed[s][key], human) for s in seeds if s in by_seed]
-            out[key][system] = {**hierarchical_bootstrap(_rho, groups, n_resamples=n_resamples, vectorized=True).to_dict(),
-                                "pairs": len(human)}
+            estimate, draws = crossed_statistic_draws(_rho, groups, n_resamples)
+            interval = percentile_interval(estimate, draws, len(groups), 0.95, "crossed")
+            out[key][system] = {**interval.to_dict(), "pairs": len(human)}
     return out
 
 
 def compare(cosines: dict, bench: CommonBenchmarks, pairs: dict, seeds, n_resamples: int = 1000) -> dict:
     """{name: tested comparison} for `pairs` {name: (system a, system b, benchmark key)}: rho(a) - rho(b) on the same
-    pairs with its hierarchical bootstrap (each seed's pairs resampled once for both), p-value and equivalence
-    margin; Holm-adjusted as one family."""
+    pairs with its crossed bootstrap (the pairs resampled once for both systems and every seed), p-value and
+    equivalence margin; Holm-adjusted as one family."""
     family = {}
     for name, (a, b, key) in pairs.items():
         if a not in cosines or b not in cosines:
@@ -72,8 +73,8 @@ def compare(cosines: dict, bench: CommonBenchmarks, pairs: dict, seeds, n_resamp
         groups = [(cosines[a][s][key], cosines[b][s][key], human) for s in seeds if s in cosines[a] and s in cosines[b]]
         if len(human) < 3 or not groups:
             continue
-        estimate, draws = hierarchical_draws(_difference, groups, n_resamples, vectorized=True)
-        test = bootstrap_test(estimate, draws, RHO_MARGIN, n=len(groups))
+        estimate, draws = crossed_statistic_draws(_difference, groups, n_resamples)
+        test = bootstrap_test(estimate, draws, RHO_MARGIN, n=len(groups), method="crossed")
         # unrounded: Holm adjusts the exact p-values (the results file rounds what it stores)
         family[name] = {**test, "a": a, "b": b, "benchmark": key, "pairs": len(human)}
     return st.holm_family(family)
@@ -83,3 +84,11 @@ def power_note(pairs: int) -> float:
     """The standard error of a Spearman correlation near 0 on `pairs` pairs, about 1 / sqrt(pairs - 3): what the
     findings state so that a reader can see how small a difference the pair count could show."""
     return round(1 / np.sqrt(max(pairs - 3, 1)), 4)
+
+
+def pairs_method(stored: dict) -> str:
+    """How stored word-pair scores or comparisons ({name: interval dict}) were bootstrapped, in words: "crossed"
+    (seeds, and the pairs once for all of them) or "hierarchical" (the pairs redrawn within each seed, as in
+    results.json files from before the crossed draw)."""
+    methods = {d.get("method") for d in stored.values()} - {"bootstrap"}
+    return "crossed" if methods == {"crossed"} else "hierarchical"
