@@ -1,5 +1,8 @@
 """MinAttn model configuration."""
 
+import json
+from contextlib import contextmanager
+
 from transformers import PretrainedConfig
 from transformers.activations import ACT2FN
 
@@ -8,6 +11,14 @@ NORM_PLACEMENTS = ("pre", "post")
 QKV_PROJECTIONS = ("learned", "identity")
 QKV_INITS = ("normal", "identity")
 SPECIAL_TOKEN_ID_FIELDS = ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id")
+
+
+def json_or_text(value: str):
+    """A config override's value read as JSON (0.1, 5, true, null), else the text itself."""
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
 
 
 class MinAttnConfig(PretrainedConfig):
@@ -35,7 +46,8 @@ class MinAttnConfig(PretrainedConfig):
             Activation of the feed-forward sublayer and of the masked-LM head, any key of
             `transformers.activations.ACT2FN`.
         max_position_embeddings (`int`, *optional*, defaults to 512):
-            Longest sequence the model accepts when positions are `"learned"` or `"sinusoidal"`.
+            Longest sequence the model accepts when positions are `"learned"` or `"sinusoidal"` (see
+            `sequence_length_limit`); `"rope"` and `"none"` take any length.
         position_embedding_type (`str`, *optional*, defaults to `"learned"`):
             `"learned"` (a trained embedding per position, as in BERT), `"sinusoidal"` (the fixed encoding of
             "Attention Is All You Need", added to the token vectors), `"rope"` (rotary position embeddings, as in
@@ -86,7 +98,8 @@ class MinAttnConfig(PretrainedConfig):
         pad_token_id (`int`, *optional*, defaults to 0):
             Id of the padding token.
         cls_token_id (`int`, *optional*, defaults to 2):
-            Id of the [CLS] token, whose final hidden state the classification head reads.
+            Id of the [CLS] token, which the tokenizer puts first in every sequence. The sequence-classification
+            head reads the final hidden state at position 0 whatever token is there; it never looks this id up.
         sep_token_id (`int`, *optional*, defaults to 3):
             Id of the [SEP] token.
         mask_token_id (`int`, *optional*, defaults to 4):
@@ -166,24 +179,58 @@ class MinAttnConfig(PretrainedConfig):
         super().__init__(**kwargs)
         self.validate_minattn()
 
+    @contextmanager
+    def _unchanged_on_error(self):
+        """Runs an edit; if it raises, every field is put back as it was before, so that a rejected edit leaves
+        nothing behind (the base class sets each field before anything is checked)."""
+        saved = dict(self.__dict__)
+        try:
+            yield
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
     def update(self, config_dict: dict):
-        """As `PretrainedConfig.update`, then `validate_minattn`: an edit cannot leave an invalid config."""
-        super().update(config_dict)
-        self.validate_minattn()
+        """As `PretrainedConfig.update`, then `validate_minattn`; all or nothing: an edit that fails validation leaves
+        the config as it was."""
+        with self._unchanged_on_error():
+            super().update(config_dict)
+            self.validate_minattn()
 
     def update_from_string(self, update_str: str):
         """As `PretrainedConfig.update_from_string` ("hidden_size=128,qkv_projection=identity", what run_mlm's
-        --config_overrides passes), with errors that name the bad entry; then `validate_minattn`."""
+        --config_overrides passes), with errors that name the bad entry; then `validate_minattn`. All or nothing:
+        if an entry or the result is refused, the config is left as it was. A field that is None
+        (`classifier_dropout`, a special token id) takes a JSON value: a number, true/false, null, else the text."""
         if not isinstance(update_str, str):
             raise TypeError(f"config overrides must be a string like 'hidden_size=128,intermediate_size=0', got {update_str!r}")
-        for item in update_str.split(","):
-            if item.count("=") != 1 or not item.split("=")[0].strip():
-                raise ValueError(f"config override {item!r}: expected key=value, e.g. 'hidden_size=128'")
-            try:
-                super().update_from_string(item.strip())
-            except (ValueError, TypeError) as error:
-                raise ValueError(f"config override {item!r}: {error}") from None
-        self.validate_minattn()
+        with self._unchanged_on_error():
+            for item in update_str.split(","):
+                self._update_one(item)
+            self.validate_minattn()
+
+    def _update_one(self, item: str) -> None:
+        """One "key=value" entry of `update_from_string`."""
+        key, _, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if item.count("=") != 1 or not key:
+            raise ValueError(f"config override {item!r}: expected key=value, e.g. 'hidden_size=128'")
+        if hasattr(self, key) and getattr(self, key) is None:  # the base class parses by the current value's type
+            setattr(self, key, json_or_text(value))
+            return
+        try:
+            super().update_from_string(f"{key}={value}")
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"config override {item!r}: {error}") from None
+
+    def sequence_length_limit(self) -> int | None:
+        """The longest input the model takes: `max_position_embeddings` when positions are looked up by index
+        ("learned", "sinusoidal"), None (any length) for "rope" and "none". The model's input check and run_mlm's
+        --max_seq_length check both ask this."""
+        if self.position_embedding_type in ("learned", "sinusoidal"):
+            return self.max_position_embeddings
+        return None
 
     def validate_minattn(self):
         """Raise a `ValueError` naming the field, its value and what is allowed, for every invalid combination."""
@@ -234,7 +281,8 @@ class MinAttnConfig(PretrainedConfig):
                 raise ValueError(f"MinAttnConfig.{name} must be a positive number, got {value!r}")
         for name in SPECIAL_TOKEN_ID_FIELDS:
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or not 0 <= value < self.vocab_size):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or not 0 <= value < self.vocab_size):
                 raise ValueError(
                     f"MinAttnConfig.{name} must be an id in [0, vocab_size={self.vocab_size}) or None, got {value!r}"
                 )

@@ -359,8 +359,8 @@ def first_texts(dataset, column: str, n: int):
 
 def check_text_column(dataset, name: str, flag: str, description: str) -> list:
     """The first texts of column `name` of `dataset` (all of them, or the first of a stream), checked to be a column
-    of strings (None allowed); else a ValueError naming the column, `flag` (the option that names it) and the
-    columns there are."""
+    of strings (None allowed: a missing text, which the tokenizer trainer and both kinds of sequences skip); else a
+    ValueError naming the column, `flag` (the option that names it) and the columns there are."""
     columns = column_names(dataset)
     if name not in columns:
         raise ValueError(f"{flag} {name!r} is not a column of {description}; its columns: {columns}")
@@ -402,7 +402,9 @@ def tokenize_and_group(raw, tokenizer, text_column, data_args, max_seq_length, t
         # Each text gets [CLS] ... [SEP]; the concatenation is then cut into equal chunks. Texts longer than
         # the model are expected here, so the tokenizer's length warning is noise.
         def tokenize(examples):
-            return tokenizer(examples[text_column], verbose=False, **extra)
+            # Missing texts (None, a null in JSON) are skipped, as in line-by-line mode and by the tokenizer trainer.
+            texts = [text for text in examples[text_column] if text is not None]
+            return tokenizer(texts, verbose=False, **extra)
 
     with training_args.main_process_first(desc="tokenization"):
         tokenized = raw.map(tokenize, batched=True, remove_columns=columns,

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import torch
 from transformers import TrainerCallback
 
+from hf_minattn.record_files import record_file, records_until, write_json_atomically
+
 DRIFT_FILE = "drift.json"
 
 
@@ -60,10 +62,8 @@ class DriftCallback(TrainerCallback):
         self._measured: tuple[int, dict[str, float]] | None = None  # (step, drift): measured once per step
 
     def on_train_begin(self, args, state, control, **kwargs):
-        path = os.path.join(args.output_dir, DRIFT_FILE)
-        if state.global_step > 0 and os.path.exists(path):  # resuming: keep the history up to the checkpoint
-            with open(path) as f:
-                self.records = [r for r in json.load(f)["records"] if r["step"] <= state.global_step]
+        # resuming: keep the history up to the checkpoint
+        self.records = records_until(os.path.join(args.output_dir, DRIFT_FILE), state.global_step, "step")
         if state.global_step == 0:  # step 0: the initial state, drift 0 by definition
             self.records = [self._record(state, with_grads=False)]
 
@@ -112,11 +112,7 @@ class DriftCallback(TrainerCallback):
         return record
 
     def save(self, path):
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump({"tracked": list(self.initial), "records": self.records}, f, indent=1)
-        os.replace(tmp, path)  # a run killed mid-write must not leave a truncated file
+        write_json_atomically(path, {"tracked": list(self.initial), "records": self.records})
 
 
 def matrix_kind(name: str) -> str:
@@ -138,7 +134,7 @@ class DriftHistory:
 
 def read_drift(path) -> DriftHistory | None:
     """Read the `drift.json` that `DriftCallback` wrote (a file, or the model folder holding it); None without one."""
-    path = os.path.join(path, DRIFT_FILE) if os.path.isdir(path) else str(path)
+    path = record_file(path, DRIFT_FILE)
     if not os.path.isfile(path):
         return None
     with open(path) as f:

@@ -51,6 +51,8 @@ import torch
 from torch.func import functional_call
 from transformers import TrainerCallback
 
+from hf_minattn.record_files import record_file, records_until, write_json_atomically
+
 LOSS_ALLOCATION_FILE = "loss_allocation.json"
 FUSED_QKV = "W_QKV"  # the fused qkv_proj: `_split` shares it out to W_Q, W_K, W_V
 
@@ -252,11 +254,8 @@ class LossAllocationCallback(TrainerCallback):
             return functional_call(self.model, params, args=(), kwargs={**batch, "sparse_prediction": True}).loss
 
     def on_train_begin(self, args, state, control, **kwargs):
-        path = os.path.join(args.output_dir, LOSS_ALLOCATION_FILE)
-        self.records = []
-        if state.global_step > 0 and os.path.exists(path):  # resuming: keep the history up to the checkpoint
-            with open(path) as f:
-                self.records = [r for r in json.load(f)["records"] if r["step_end"] <= state.global_step]
+        # resuming: keep the history up to the checkpoint
+        self.records = records_until(os.path.join(args.output_dir, LOSS_ALLOCATION_FILE), state.global_step, "step_end")
         start = self._parameters()  # the checkpoint's weights when resuming: the Trainer loaded them already
         with _eval_mode(self.model):
             self._start = (state.global_step, start, loss_and_gradients(self._loss, start))
@@ -295,7 +294,6 @@ class LossAllocationCallback(TrainerCallback):
         return output is not None and output.weight is self.model.get_input_embeddings().weight
 
     def save(self, path):
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         labels = self.batch["labels"]
         groups, layers = group_names(name for name, _ in self.model.named_parameters())
         data = {"every": self.every,
@@ -303,10 +301,7 @@ class LossAllocationCallback(TrainerCallback):
                           "source": self.source},
                 "tied_word_embeddings": self._tied(), "groups": groups, "layers": layers,
                 "records": self.records, "totals": totals(self.records)}
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(data, f, indent=1)
-        os.replace(tmp, path)  # a run killed mid-write must not leave a truncated file
+        write_json_atomically(path, data)
 
 
 # ---------------------------------------------------------------- the reader
@@ -342,7 +337,7 @@ def _cumulative(values) -> list[float]:
 def read_loss_allocation(path) -> LossAllocationHistory | None:
     """Read the `loss_allocation.json` that `LossAllocationCallback` wrote (a file, or the model folder holding it);
     None without one."""
-    path = os.path.join(path, LOSS_ALLOCATION_FILE) if os.path.isdir(path) else str(path)
+    path = record_file(path, LOSS_ALLOCATION_FILE)
     if not os.path.isfile(path):
         return None
     with open(path) as f:

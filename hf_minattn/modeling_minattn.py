@@ -43,6 +43,19 @@ def is_cpu_bf16(tensor: torch.Tensor) -> bool:
     )
 
 
+def check_label_ids(labels: torch.Tensor, size: int, what: str, size_name: str, unlabelled: str) -> None:
+    """Labels lie in [0, size), or are -100 (no label); else a ValueError naming one that does not, rather than
+    torch's error from inside the loss (an IndexError on a CPU, a device-side assert on a GPU). Reading the values
+    syncs a GPU with the host, as the heads' boolean indexing of the labels does anyway. Skipped while traced or
+    compiled, as the check of input_ids is (a check on values cannot be a graph op)."""
+    if is_traced():
+        return
+    outside = labels[(labels != -100) & ((labels < 0) | (labels >= size))]
+    if outside.numel():
+        raise ValueError(f"labels holds {what} {int(outside[0])}, outside [0, {size_name}={size}) "
+                         f"(-100 marks {unlabelled} without a label)")
+
+
 def sinusoidal_table(num_positions: int, dim: int) -> torch.Tensor:
     """The fixed position encoding of "Attention Is All You Need": sin on even, cos on odd channels."""
     position = torch.arange(num_positions, dtype=torch.float32)[:, None]  # (P, 1)
@@ -53,9 +66,9 @@ def sinusoidal_table(num_positions: int, dim: int) -> torch.Tensor:
     return table
 
 
-def rope_inverse_frequencies(head_dim: int, theta: float) -> torch.Tensor:
-    """The rotary angle per position of each channel pair: theta^(-2i / head_dim), i = 0 .. head_dim/2 - 1."""
-    return 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)  # (D/2,)
+def rope_inverse_frequencies(head_dim: int, theta: float, device: torch.device | None = None) -> torch.Tensor:
+    """The rotary angle per position of each channel pair: theta^(-2i / head_dim), i = 0 .. head_dim/2 - 1 (fp32)."""
+    return 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32, device=device) / head_dim)  # (D/2,)
 
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -82,11 +95,20 @@ class MinAttnRotaryEmbedding(nn.Module):
         self.head_dim = config.hidden_size // config.num_attention_heads
         self.theta = config.rope_theta
         # Not saved: recomputed in `_init_weights` (non-persistent buffers come back uninitialised from `from_pretrained`).
-        self.register_buffer("inv_freq", torch.empty(self.head_dim // 2), persistent=False)
+        # fp32 whatever torch's default dtype: `from_pretrained(..., dtype=torch.bfloat16)` builds the model under
+        # that default, and bf16 frequencies put the angles ~0.2 rad off by position 127 (as Llama, in fp32).
+        self.register_buffer("inv_freq", torch.empty(self.head_dim // 2, dtype=torch.float32), persistent=False)
+
+    def frequencies(self) -> torch.Tensor:
+        """`inv_freq` in fp32. `model.to(torch.bfloat16)` (or `.half()`) casts floating buffers too: a cast buffer is
+        not upcast (its values are rounded) but recomputed, on its device."""
+        if self.inv_freq.dtype == torch.float32:
+            return self.inv_freq
+        return rope_inverse_frequencies(self.head_dim, self.theta, device=self.inv_freq.device)
 
     def forward(self, seq_len: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
         position = torch.arange(seq_len, device=self.inv_freq.device, dtype=torch.float32)
-        angles = torch.outer(position, self.inv_freq)  # (T, D/2)
+        angles = torch.outer(position, self.frequencies())  # (T, D/2)
         angles = torch.cat((angles, angles), dim=-1)  # (T, D): pair (i, i + D/2) shares an angle
         return angles.cos().to(dtype), angles.sin().to(dtype)
 
@@ -201,7 +223,7 @@ class MinAttnAttention(nn.Module):
             dropout=self.attention_dropout if self.training else 0.0,
             **kwargs,  # for the attention function (e.g. a kernel registered with transformers.AttentionInterface)
         )
-        output = self.o_proj(output.reshape(B, T, C))  # heads concatenated, then W_O
+        output = self.o_proj(output.reshape(B, T, C))  # (B, T, H, D) -> (B, T, C): heads concatenated, then W_O
         return output, weights
 
 
@@ -421,9 +443,10 @@ class MinAttnModel(MinAttnPreTrainedModel):
             shape = tuple(inputs_embeds.shape[:2])
         if not is_traced() and 0 in shape:
             raise ValueError(f"the input is empty (batch, sequence) = {shape}: expected at least one token")
-        if self.config.position_embedding_type in ("learned", "sinusoidal") and shape[1] > self.config.max_position_embeddings:
-            raise ValueError(f"Sequence length {shape[1]} is longer than max_position_embeddings="
-                             f"{self.config.max_position_embeddings}; truncate the input")
+        limit = self.config.sequence_length_limit()  # None: rotary or no positions take any length
+        if limit is not None and shape[1] > limit:
+            raise ValueError(f"Sequence length {shape[1]} is longer than max_position_embeddings={limit}; truncate "
+                             "the input")
         if attention_mask is not None and tuple(attention_mask.shape) != shape:
             raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)} but the input has shape {shape}")
 
@@ -445,8 +468,9 @@ class MinAttnModel(MinAttnPreTrainedModel):
             static token vectors to use instead of looking up `input_ids`.
         output_attentions (`bool`, *optional*): also return each layer's attention weights, (B, H, T, T); uses the
             eager attention path for this call.
-        output_hidden_states (`bool`, *optional*): also return the embedding output and every block's output
-            (num_hidden_layers + 1 tensors).
+        output_hidden_states (`bool`, *optional*): also return the hidden states (num_hidden_layers + 1 tensors):
+            the embedding output, then each block's output; with pre-norm (`norm_placement="pre"`) the last entry is
+            the last block's output after the final LayerNorm (`last_hidden_state`), not its raw output.
         kwargs: passed down to the attention function of every layer (`_supports_attention_backend`).
         """
         output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
@@ -575,6 +599,7 @@ class MinAttnForMaskedLM(MinAttnPreTrainedModel):
         else:
             if labels.shape != sequence_output.shape[:2]:
                 raise ValueError(f"labels has shape {tuple(labels.shape)}, expected {tuple(sequence_output.shape[:2])}")
+            check_label_ids(labels, self.config.vocab_size, "token id", "vocab_size", "a position")
             labelled = labels != -100
             targets = labels[labelled]
             if self.config.sparse_prediction if sparse_prediction is None else sparse_prediction:
@@ -606,12 +631,7 @@ class MinAttnClassifierModel(MinAttnPreTrainedModel):
         self.post_init()
 
     def _check_class_ids(self, labels):
-        """Class indices lie in [0, num_labels), or are -100 (no label); else a ValueError naming one that does not,
-        rather than torch's error from inside the loss."""
-        outside = labels[(labels != -100) & ((labels < 0) | (labels >= self.num_labels))]
-        if outside.numel():
-            raise ValueError(f"labels holds class {int(outside[0])}, outside [0, num_labels={self.num_labels}) "
-                             "(-100 marks an example or token without a label)")
+        check_label_ids(labels, self.num_labels, "class", "num_labels", "an example or token")
 
 
 class MinAttnForSequenceClassification(MinAttnClassifierModel):
@@ -656,11 +676,13 @@ class MinAttnForSequenceClassification(MinAttnClassifierModel):
                 integer = labels.dtype in (torch.long, torch.int)
                 self.config.problem_type = ("regression" if self.num_labels == 1 else
                                             "single_label_classification" if integer else "multi_label_classification")
+            self._check_label_shape(labels, logits.shape[0])
             if self.config.problem_type == "regression":
-                loss = F.mse_loss(logits.squeeze(-1) if self.num_labels == 1 else logits, labels.to(logits.dtype))
+                targets = labels.reshape(-1) if self.num_labels == 1 else labels  # (B,) or (B, 1) -> (B,); else (B, L)
+                loss = F.mse_loss(logits.squeeze(-1) if self.num_labels == 1 else logits, targets.to(logits.dtype))
             elif self.config.problem_type == "single_label_classification":
                 self._check_class_ids(labels)
-                loss = F.cross_entropy(logits, labels.view(-1))
+                loss = F.cross_entropy(logits, labels.view(-1))  # labels (B,) or (B, 1) -> (B,)
             else:
                 loss = F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
 
@@ -668,6 +690,19 @@ class MinAttnForSequenceClassification(MinAttnClassifierModel):
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
         return output if return_dict else output.to_tuple()
+
+    def _check_label_shape(self, labels, batch: int) -> None:
+        """Labels shaped as the problem type's loss reads them; else a ValueError naming both shapes, rather than a
+        batch-size error from inside the loss or, for regression, a target silently broadcast against the logits."""
+        problem = self.config.problem_type
+        if problem == "multi_label_classification" or (problem == "regression" and self.num_labels > 1):
+            expected, what = [(batch, self.num_labels)], f"{self.num_labels} targets per sequence"
+        else:
+            expected = [(batch,), (batch, 1)]
+            what = "one value per sequence" if problem == "regression" else "one class index per sequence"
+        if tuple(labels.shape) not in expected:
+            raise ValueError(f"labels has shape {tuple(labels.shape)}, expected "
+                             + " or ".join(str(shape) for shape in expected) + f" ({what})")
 
 
 class MinAttnForTokenClassification(MinAttnClassifierModel):
@@ -713,7 +748,8 @@ class MinAttnForTokenClassification(MinAttnClassifierModel):
             if num_items is None:
                 num_items = max(int((labels != -100).sum()), 1)
             flat_logits = logits.view(-1, self.num_labels).float()  # (B*T, num_labels)
-            loss = F.cross_entropy(flat_logits, labels.view(-1), ignore_index=-100, reduction="sum") / num_items
+            flat_labels = labels.view(-1)  # (B*T,)
+            loss = F.cross_entropy(flat_logits, flat_labels, ignore_index=-100, reduction="sum") / num_items
 
         output = TokenClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions

@@ -31,6 +31,7 @@ import transformers
 from transformers import AutoModelForMaskedLM, AutoTokenizer, HfArgumentParser, set_seed
 from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_utils import sort_checkpoints
+from transformers.utils import SAFE_WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME
 
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
 from hf_minattn.arguments import MODEL_SIZES, DataTrainingArguments, MinAttnTrainingArguments, ModelArguments
@@ -61,6 +62,11 @@ def last_complete_checkpoint(output_dir: str) -> str | None:
         if os.path.isfile(os.path.join(checkpoint, TRAINER_STATE_NAME)):
             return checkpoint
     return None
+
+
+def holds_model(folder: str) -> bool:
+    """Whether `folder` holds saved model weights (safetensors, one file or sharded)."""
+    return any(os.path.isfile(os.path.join(folder, name)) for name in (SAFE_WEIGHTS_NAME, SAFE_WEIGHTS_INDEX_NAME))
 
 
 class OneLineErrorParser(HfArgumentParser):
@@ -123,8 +129,9 @@ def setup_logging(training_args) -> None:
 def finished_run(training_args) -> str | None:
     """With --resume: why the run in --output_dir needs no more training, or None. The state --resume would continue
     from (its last checkpoint; without checkpoints, the trainer_state.json written when training ended) reached
-    --max_steps (or --num_train_epochs without them): resuming would train one more step at every rerun. A run
-    stopped by --max_train_minutes did not reach them, so --resume continues it, with a new time budget."""
+    --stop_at_step, or --max_steps (or --num_train_epochs without them): resuming would train one more step at every
+    rerun (the Trainer checks for a stop only after a step). A run stopped by --max_train_minutes did not reach them,
+    so --resume continues it, with a new time budget."""
     output_dir = training_args.output_dir
     checkpoint = last_complete_checkpoint(output_dir) if os.path.isdir(output_dir) else None
     path = os.path.join(checkpoint or output_dir, TRAINER_STATE_NAME)
@@ -133,6 +140,8 @@ def finished_run(training_args) -> str | None:
     with open(path) as f:
         state = json.load(f)
     steps, epoch = state.get("global_step", 0), state.get("epoch") or 0.0
+    if training_args.stop_at_step is not None and steps >= training_args.stop_at_step:
+        return f"step {steps} of --stop_at_step {training_args.stop_at_step}"
     if training_args.max_steps > 0 and steps >= training_args.max_steps:
         return f"step {steps} of --max_steps {training_args.max_steps}"
     if training_args.max_steps <= 0 and epoch >= training_args.num_train_epochs - 1e-9:
@@ -157,13 +166,17 @@ def checkpoint_to_resume(training_args) -> str | None:
     return checkpoint
 
 
-def sequence_length(data_args, config: MinAttnConfig) -> int:
+def sequence_length(data_args, config: MinAttnConfig, pretrained: bool = False) -> int:
+    """--max_seq_length (default: max_position_embeddings), checked against the longest input the model takes (the
+    model's own rule, `MinAttnConfig.sequence_length_limit`: rotary or no positions take any length). `pretrained`:
+    the config is that of --model_name_or_path, whose positions cannot be overridden."""
     max_seq_length = data_args.max_seq_length or config.max_position_embeddings
-    if max_seq_length > config.max_position_embeddings and config.position_embedding_type != "none":
-        raise ValueError(
-            f"--max_seq_length {max_seq_length} is larger than the model's max_position_embeddings "
-            f"({config.max_position_embeddings}); lower it or add max_position_embeddings={max_seq_length} to --config_overrides"
-        )
+    limit = config.sequence_length_limit()
+    if limit is not None and max_seq_length > limit:
+        remedy = ("lower it: the positions of a pretrained model are fixed" if pretrained else
+                  f"lower it or add max_position_embeddings={max_seq_length} to --config_overrides")
+        raise ValueError(f"--max_seq_length {max_seq_length} is larger than the model's max_position_embeddings "
+                         f"({limit}), the longest input {config.position_embedding_type} positions take; {remedy}")
     return max_seq_length
 
 
@@ -295,7 +308,7 @@ def build_trainer(model_args, data_args, training_args, checkpoint) -> tuple[Min
     source = (find_model(model_args.model_name_or_path, model_args.model_revision, model_args.cache_dir)
               if model_args.model_name_or_path is not None else None)
     config = build_config(model_args, source)
-    max_seq_length = sequence_length(data_args, config)
+    max_seq_length = sequence_length(data_args, config, pretrained=source is not None)
     with training_args.main_process_first(desc="loading the raw data"):
         raw, data_description = load_raw_datasets(data_args, model_args.cache_dir)
     text_column = resolve_text_column(raw, data_args.text_column_name, data_description)
@@ -350,7 +363,11 @@ def main(argv=None):
         return card_facts(trainer, model_args, data_args, data_description, tokenizer, train_metrics, eval_metrics,
                           max_seq_length, argv, **kwargs)
 
-    if training_args.do_train and training_args.should_save:
+    # Resuming into a folder that holds a model: it already has what a push needs (below), and the model here is
+    # still the initial one (the Trainer loads the checkpoint when training starts): saving it would replace the
+    # trained model of the run being continued, which a resumed run that dies must leave in place.
+    continuing = checkpoint is not None and holds_model(training_args.output_dir)
+    if training_args.do_train and training_args.should_save and not continuing:
         # A push during training (hub_strategy every_save, checkpoint) uploads output_dir after copying only the
         # checkpoint's weights and config there: the modeling code, the tokenizer and a card saying that training is
         # in progress must already be in it. (Plain save_pretrained: Trainer.save_model would push the initial weights.)

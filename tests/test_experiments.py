@@ -149,7 +149,7 @@ def test_the_runs_of_a_seed_start_from_its_untrained_model(run):
 
 def test_every_probe_ran_at_every_seed_and_the_comparisons_are_paired(run):
     """Every probe at every seed (each run's files on disk), the pretrained reference, word pairs compared by a
-    hierarchical bootstrap over the seeds with Holm's correction, and no path of the machine in results.json."""
+    crossed bootstrap over the seeds and pairs with Holm's correction, and no path of the machine in results.json."""
     results, out, seeds = run.results, run.out, run.results["seeds"]
     probes = results["probes"]
     for name in ("full", "untrained"):
@@ -165,7 +165,7 @@ def test_every_probe_ran_at_every_seed_and_the_comparisons_are_paired(run):
         assert "word2vecs for the probes, 2 at a time" not in run.printed  # nothing left for the probe phase
         assert all(probes["by_seed"]["full"][str(s)]["word2vec"]["word2vec_cached"] for s in seeds)
     for c in comparisons.values():
-        assert c["method"] == "hierarchical" and c["n"] == len(seeds) and c["p_holm"] >= c["p"]
+        assert c["method"] == "crossed" and c["n"] == len(seeds) and c["p_holm"] >= c["p"]
         assert c["verdict"] in ("higher", "lower", "equivalent", "unresolved")
     assert results["answers"]["q6"]["senses"]["comparisons"]["vs_chance"]["df"] == len(seeds) - 1
     # the reference beside ours: one model, so its own intervals rest on its pairs and homonyms alone

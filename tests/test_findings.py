@@ -267,6 +267,13 @@ def test_the_logit_lens_verdict_reads_the_interval_with_the_sentences_when_there
     assert "the last layer (layer 4)" in logit_lens_verdict(with_sentences)
     text = "\n".join(logit_lens_lines(with_sentences, lambda *a: ""))
     assert "seeds x sentences" in text and "40 sentences" in text and "forms" not in text
+    # a layer above the floor, then one that is not, then the last: "from layer 2 on" would claim layer 3 too
+    gaps = copy.deepcopy(seeds_only)
+    gaps["gain"][2] = gaps["gain"][4]
+    gaps["gain"][3] = {**gaps["gain"][3], "low": -0.1}
+    gaps["first_layer_above_floor"] = 2
+    assert "layers 2, 4 of 4, decoded by it, beat token frequencies" in logit_lens_verdict(gaps)
+    assert "from layer" not in logit_lens_verdict(gaps) and "the other layers are not shown to" in logit_lens_verdict(gaps)
 
 
 def test_masked_token_counts_are_given_per_seed():

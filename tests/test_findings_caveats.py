@@ -79,6 +79,9 @@ def test_q4_timing_is_read_against_the_heads_own_start_too(results):
         step.update(low=0.0022, high=0.0024)
     assert "from step 160 on, after the plateau exit" in own_start_lines(early_grid(late))[1]
     assert q4_answer(late).endswith("(but not read against the heads' own start: then not before it)")
+    never = copy.deepcopy(results)
+    early_grid(never)["plateau_exit"] = None  # no seed left the plateau on the grid: no exit to read against
+    assert "from step 60 on; the loss leaves its plateau at no step of this grid" in own_start_lines(early_grid(never))[1]
 
 
 def test_the_q4_family_holds_the_timing_beside_the_layers(results):

@@ -147,6 +147,24 @@ def test_rope_survives_save_and_load_and_needs_an_even_head_dim(tmp_path):
         tiny_config(position_embedding_type="rope")  # 36 / 4 = 9
 
 
+def test_rope_angles_come_from_fp32_frequencies_in_a_bf16_model(tmp_path):
+    """Loaded in bf16 (built under that default dtype) or cast with `.to(torch.bfloat16)`, the model turns queries and
+    keys by the same angles as in fp32: bf16 frequencies would put them ~0.2 rad off by position 127."""
+    model = MinAttnForMaskedLM(tiny_config(position_embedding_type="rope", hidden_size=32,
+                                           max_position_embeddings=128)).eval()
+    model.save_pretrained(tmp_path)
+    reference = model.minattn.rotary
+    assert torch.equal(reference.inv_freq, rope_inverse_frequencies(8, 10000.0))  # fp32: as before, bit for bit
+    tables = {dtype: reference(128, dtype) for dtype in (torch.float32, torch.bfloat16)}
+    loaded = MinAttnForMaskedLM.from_pretrained(tmp_path, dtype=torch.bfloat16)
+    cast = MinAttnForMaskedLM.from_pretrained(tmp_path).to(torch.bfloat16)
+    for bf16_model in (loaded, cast):
+        assert bf16_model.minattn.embeddings.word_embeddings.weight.dtype == torch.bfloat16
+        for dtype, (cos, sin) in tables.items():
+            got_cos, got_sin = bf16_model.minattn.rotary(128, dtype)
+            assert torch.equal(got_cos, cos) and torch.equal(got_sin, sin)
+
+
 @pytest.mark.parametrize("logit_std", [1.0, 0.05])
 def test_qk_init_sets_the_scale_of_the_initial_attention_logits(logit_std):
     C = 256

@@ -64,6 +64,7 @@ VARIANTS = {
         ("attention_probs_dropout_prob", -0.1, "attention_probs_dropout_prob must be a probability"),
         ("layer_norm_eps", 0, "layer_norm_eps must be a positive number"),
         ("mask_token_id", 500, "mask_token_id must be an id in [0, vocab_size=99)"),
+        ("pad_token_id", True, "pad_token_id must be an id in [0, vocab_size=99) or None"),  # a bool is no id
     ],
 )
 def test_invalid_config_names_field_and_value(field, value, message):
@@ -89,6 +90,31 @@ def test_every_edit_is_validated(overrides, message):
     edited = tiny_config()
     edited.update_from_string("intermediate_size=0,qkv_projection=identity")
     assert edited.intermediate_size == 0 and edited.qkv_projection == "identity"
+
+
+@pytest.mark.parametrize("edit", [
+    lambda config: config.update({"hidden_size": 30}),  # refused by validation, after the base class set it
+    lambda config: config.update_from_string("intermediate_size=0,hidden_size=30"),  # the first entry was fine
+    lambda config: config.update_from_string("intermediate_size=0,hidden_size=abc"),  # the second cannot be parsed
+    lambda config: config.update_from_string("intermediate_size=0,no_such_field=1"),
+])
+def test_a_refused_edit_leaves_the_config_as_it_was(edit):
+    config = tiny_config()
+    before = config.to_dict()
+    with pytest.raises(ValueError):
+        edit(config)
+    assert config.to_dict() == before
+    assert MinAttnModel(config).config.hidden_size == 36  # still a config a model can be built from
+
+
+def test_overrides_set_fields_that_are_none():
+    """A field that defaults to None (classifier_dropout) or was set to None (a special token id) takes a JSON value
+    from --config_overrides; the base class, which parses by the current value's type, refused any."""
+    config = tiny_config(pad_token_id=None)
+    config.update_from_string("classifier_dropout=0.25,pad_token_id=5")
+    assert config.classifier_dropout == 0.25 and config.pad_token_id == 5
+    with pytest.raises(ValueError, match=re.escape("classifier_dropout must be a probability in [0, 1], got 'high'")):
+        tiny_config().update_from_string("classifier_dropout=high")
 
 
 def test_a_field_assigned_directly_is_validated_when_the_model_is_built():
@@ -354,6 +380,8 @@ def test_token_classification_loss_is_the_mean_over_labelled_tokens():
     (MinAttnForTokenClassification, torch.full((2, 9), -2), "labels holds class -2, outside [0, num_labels=3)"),
     (MinAttnForTokenClassification, torch.zeros(2, dtype=torch.long), "labels has shape (2,), expected (2, 9)"),
     (MinAttnForSequenceClassification, torch.tensor([0, 7]), "labels holds class 7, outside [0, num_labels=3)"),
+    (MinAttnForSequenceClassification, torch.zeros(2, 2, dtype=torch.long),
+     "labels has shape (2, 2), expected (2,) or (2, 1) (one class index per sequence)"),
 ])
 def test_class_labels_outside_the_classes_name_the_class(head, labels, message):
     """A class index the classifier does not have, or token labels of another shape, is a ValueError naming it, not
@@ -367,12 +395,33 @@ def test_class_labels_outside_the_classes_name_the_class(head, labels, message):
     assert torch.isfinite(model(input_ids, attention_mask=attention_mask, labels=fine).loss)
 
 
+@pytest.mark.parametrize("bad, message", [
+    (99, "labels holds token id 99, outside [0, vocab_size=99)"),
+    (-3, "labels holds token id -3, outside [0, vocab_size=99)"),
+])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_masked_lm_labels_outside_the_vocabulary_name_the_token_id(bad, message, sparse):
+    """A label id the vocabulary does not have is a ValueError naming it, as the classifiers' are, not an IndexError
+    from inside the loss (a device-side assert on a GPU); -100 (no label) is allowed."""
+    model = MinAttnForMaskedLM(tiny_config()).eval()
+    input_ids, attention_mask = padded_batch()
+    labels = torch.full((2, 9), -100)
+    labels[0, 3] = 7
+    assert torch.isfinite(model(input_ids, attention_mask=attention_mask, labels=labels, sparse_prediction=sparse).loss)
+    labels[1, 2] = bad
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model(input_ids, attention_mask=attention_mask, labels=labels, sparse_prediction=sparse)
+
+
 @pytest.mark.parametrize("num_labels, labels, problem, loss", [
     (3, torch.tensor([0, 2]), "single_label_classification",
      lambda logits, y: torch.nn.functional.cross_entropy(logits, y)),
     (3, torch.tensor([[0.0, 1.0, 1.0], [1.0, 0.0, 0.0]]), "multi_label_classification",
      lambda logits, y: torch.nn.functional.binary_cross_entropy_with_logits(logits, y)),
     (1, torch.tensor([0.5, -1.0]), "regression", lambda logits, y: torch.nn.functional.mse_loss(logits[:, 0], y)),
+    # one target per sequence in a column: not broadcast against the (B,) predictions into a (B, B) difference
+    (1, torch.tensor([[0.5], [-1.0]]), "regression",
+     lambda logits, y: torch.nn.functional.mse_loss(logits[:, 0], y[:, 0])),
 ])
 def test_the_classification_loss_follows_the_labels_as_berts_does(num_labels, labels, problem, loss):
     """Without a problem_type in the config, the labels choose the loss as in BERT: class ids cross-entropy,

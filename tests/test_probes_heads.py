@@ -403,6 +403,15 @@ def test_js_divergence_sums_are_scipys_jensen_shannon_over_real_queries_and_keys
     np.testing.assert_allclose(js_divergence_sums([att], mask).numpy(), expected, atol=1e-6)
     swapped = att[:, [1, 0]]  # model b: the same heads in the other order
     np.testing.assert_allclose(cross_js_divergence_sums([att], [swapped], mask).numpy(), expected[:, [1, 0]], atol=1e-6)
+    # the same sentences padded on the left (a decoder's tokenizer may pad there): the same sums
+    T = mask.shape[1]
+    order = torch.stack([torch.cat([torch.nonzero(m == 0).flatten(), torch.nonzero(m).flatten()]) for m in mask])
+    left = torch.stack([att[b][..., order[b], :][..., order[b]] for b in range(len(mask))])  # pads first
+    left_mask = torch.stack([mask[b][order[b]] for b in range(len(mask))])
+    assert not torch.equal(left_mask, mask) and left_mask[:, -1].all() and T == left.shape[-1]
+    np.testing.assert_allclose(js_divergence_sums([left], left_mask).numpy(), expected, atol=1e-6)
+    np.testing.assert_allclose(cross_js_divergence_sums([left], [left[:, [1, 0]]], left_mask).numpy(),
+                               expected[:, [1, 0]], atol=1e-6)
 
 
 def test_within_layer_and_matched_head_divergence(tokenizer):

@@ -249,13 +249,13 @@ def test_sense_accuracy_sentence_follows_the_interval():
         sense_accuracy_text(probe_results(**senses(0.7, 0.9)))
     assert "Layers above chance: 1; of those, above the position control too: none" in \
         sense_accuracy_text(probe_results(**senses(0.6, 0.9, position=0.75)))  # above chance, not the control
-    assert "is at chance: not at this scale" in sense_accuracy_text(probe_results(**senses(0.45, 0.6)))
+    assert "is not told apart from chance: not at this scale" in sense_accuracy_text(probe_results(**senses(0.45, 0.6)))
     assert "Layers above chance: none (each layer's" in sense_accuracy_text(probe_results(**senses(0.45, 0.6)))
     assert "is below chance" in sense_accuracy_text(probe_results(**senses(0.3, 0.45)))
     assert "but not above the position control (0.75)" in sense_accuracy_text(
         probe_results(**senses(0.6, 0.9, position=0.75)))
     untrained = probe_results(**senses(0.45, 0.6)).sense_accuracy
-    assert "The untrained model: 0.53 [0.45, 0.60] at its last layer (at chance" in sense_accuracy_text(
+    assert "The untrained model: 0.53 [0.45, 0.60] at its last layer (not told apart from chance" in sense_accuracy_text(
         probe_results(**senses(0.7, 0.9)), untrained=untrained)
     old = {"words": ["bank"], "occurrences": 12, "accuracy": [0.3, 0.9], "layers": [0, 1], "chance": 0.5,
            "position_accuracy": 0.4}  # a probes.json written before the intervals

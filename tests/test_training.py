@@ -398,6 +398,28 @@ def test_the_text_column_is_the_first_column_of_strings_and_a_column_of_numbers_
         resolve_text_column(raw, "body")
 
 
+def test_a_null_text_in_a_json_lines_file_is_skipped_in_both_kinds_of_sequences(tmp_path, tokenizer):
+    """A JSON-lines row whose text is null passes the text-column check (None is a missing text): the concatenated
+    sequences skip it, as the line-by-line ones and the tokenizer trainer do (the concatenation used to hand None to
+    the tokenizer: a TypeError from inside datasets.map)."""
+    import json
+
+    texts = ["The king and the queen ruled.", None, "A dog barked at the cat."]
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    raw = datasets.load_dataset("json", data_files={"train": str(tmp_path / "data.jsonl"),
+                                                    "validation": str(tmp_path / "data.jsonl")},
+                                cache_dir=str(tmp_path / "cache"))
+    for line_by_line in (False, True):
+        _, data_args, training_args = parse_args(tiny_argv(tmp_path / "out", line_by_line=line_by_line or None))
+        grouped = tokenize_and_group(raw, tokenizer, "text", data_args, 4, training_args)
+        if line_by_line:  # one sequence per text, cut to 4 tokens
+            expected = [tokenizer(t, truncation=True, max_length=4)["input_ids"] for t in texts if t is not None]
+        else:  # the texts' [CLS] ... [SEP] concatenated, then cut into chunks of 4
+            flat = [token for t in texts if t is not None for token in tokenizer(t)["input_ids"]]
+            expected = [flat[i:i + 4] for i in range(0, len(flat) // 4 * 4, 4)]
+        assert list(grouped["train"]["input_ids"]) == expected, f"line_by_line={line_by_line}"
+
+
 def test_a_parquet_file_trains_and_a_file_that_is_not_parquet_is_refused_by_name(tmp_path):
     """--train_file takes Parquet, the format of the Hub's datasets (its first column of strings is the text), and a
     .parquet file that is something else is refused before anything is built."""
@@ -432,6 +454,28 @@ def test_max_seq_length_above_positions(text_files, tmp_path):
     with pytest.raises(ValueError, match=r"--max_seq_length 100 .*max_position_embeddings \(64\)"):
         main(tiny_argv(tmp_path / "out", train_file=text_files / "train.txt", max_seq_length=100))
     assert not (tmp_path / "out" / "tokenizer.json").exists()
+
+
+def test_max_seq_length_above_positions_is_the_models_rule_rope_takes_any_length(tokenizer_dir, tmp_path):
+    """run_mlm refuses a --max_seq_length where the model would refuse the input (MinAttnConfig.sequence_length_limit):
+    rotary positions (the "small" preset's) take any length, so they train on sequences longer than
+    max_position_embeddings; learned ones are refused, with a remedy that a pretrained model can follow."""
+    from hf_minattn import MinAttnConfig
+    from hf_minattn.arguments import MODEL_SIZES
+    from hf_minattn.run_mlm import sequence_length
+
+    out = tmp_path / "rope"
+    main(tiny_argv(out, tokenizer_dir, config_overrides="position_embedding_type=rope", max_seq_length=100, max_steps=2,
+                   save_strategy="no", max_train_samples=16, report_to="none"))
+    assert read_json(out / "config.json")["max_position_embeddings"] == 64
+    assert read_json(out / "all_results.json")["eval_masked_tokens"] > 0
+
+    _, data_args, _ = parse_args(tiny_argv(tmp_path / "out", max_seq_length=100))
+    learned = MinAttnConfig(**MODEL_SIZES["tiny"])
+    with pytest.raises(ValueError, match=r"max_position_embeddings \(64\).*to --config_overrides"):
+        sequence_length(data_args, learned)
+    with pytest.raises(ValueError, match="lower it: the positions of a pretrained model are fixed"):
+        sequence_length(data_args, learned, pretrained=True)
 
 
 def test_existing_checkpoints_need_resume(tmp_path):
@@ -495,6 +539,49 @@ def test_resume_on_a_finished_run_trains_no_more(tokenizer_dir, tmp_path, caplog
 
     main(tiny_argv(out, tokenizer_dir, report_to="none", resume=True, max_steps=10))
     assert read_json(out / "trainer_state.json")["global_step"] == 10
+
+
+@pytest.mark.slow
+def test_resume_leaves_the_trained_model_in_place_until_training_replaces_it(tokenizer_dir, tmp_path, monkeypatch):
+    """--resume of a run that ended (here after --max_steps 8; a --max_train_minutes run alike) and is given more
+    steps: before training, the model is still at its initialisation, so nothing of it is written over the trained
+    model, its tokenizer and its card. A resumed run that dies as training starts leaves the folder as it was; one
+    that trains on replaces the model at its end."""
+    from hf_minattn import run_mlm
+
+    out = tmp_path / "model"
+    main(tiny_argv(out, tokenizer_dir, report_to="none"))  # 8 steps, checkpoints at 4 and 8
+    kept = ("model.safetensors", "config.json", "README.md", "tokenizer.json")
+    trained = {name: (out / name).read_bytes() for name in kept}
+
+    def dies(*args, **kwargs):
+        raise RuntimeError("the resumed run died")
+
+    monkeypatch.setattr(run_mlm, "train", dies)  # run_mlm's own step, after everything saved before training
+    with pytest.raises(RuntimeError, match="died"):
+        main(tiny_argv(out, tokenizer_dir, report_to="none", resume=True, max_steps=10))
+    assert {name: (out / name).read_bytes() for name in kept} == trained
+    monkeypatch.undo()
+
+    main(tiny_argv(out, tokenizer_dir, report_to="none", resume=True, max_steps=10))
+    assert read_json(out / "trainer_state.json")["global_step"] == 10
+    assert (out / "model.safetensors").read_bytes() != trained["model.safetensors"]
+    assert "10 steps" in validate_model_card(out / "README.md").text
+
+
+@pytest.mark.slow
+def test_resume_of_a_run_that_stopped_at_its_stop_step_trains_no_more(tokenizer_dir, tmp_path, caplog):
+    """A --stop_at_step 4 run whose last checkpoint is step 4 is complete: --resume says so and writes nothing (it
+    used to train step 5 and save it over the 4-step model)."""
+    out = tmp_path / "control"
+    args = dict(max_steps=8, save_steps=4, stop_at_step=4, report_to="none")
+    main(tiny_argv(out, tokenizer_dir, **args))
+    assert read_json(out / "trainer_state.json")["global_step"] == 4
+    written = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
+    again = main(tiny_argv(out, tokenizer_dir, resume=True, **args))
+    assert again == read_json(out / "all_results.json")
+    assert f"{out} holds a complete run (step 4 of --stop_at_step 4): nothing to train" in caplog.text
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == written
 
 
 # --- distributed and reliability (subprocesses) -----------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Callable
 
 import numpy as np
 
+from .findings_format import block_output
 from .word_pairs import pairs_method
 
 
@@ -265,7 +266,7 @@ def attention_graph(plt, results, out):
     layer = results["answers"]["q7"]["layer"]
     fig, axes = plt.subplots(1, len(graphs), figsize=(5 * len(graphs), 5))
     for ax, (title, graph) in zip(np.atleast_1d(axes), graphs):
-        graph_panel(ax, graph, layer, f"{title}, layer {layer} (first seed)")
+        graph_panel(ax, graph, layer, f"{title}, layer {block_output(layer)} (first seed)")
     return fig
 
 

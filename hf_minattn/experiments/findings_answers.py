@@ -3,7 +3,7 @@ sentence opens the findings' summary and its question's section. Each function r
 and returns the sentence without its bold markers; `ANSWERS` is the ordered registry."""
 
 from . import statistics as st
-from .findings_format import caveat, ci, compared
+from .findings_format import block_output, caveat, ci, compared
 
 NOT_MEASURED = "Not measured in this run (results.json has no probe answers)"
 
@@ -140,7 +140,7 @@ def q6_answer(results: dict) -> str:
                          ", but not above both the untrained model and the control that sees only position and "
                          f"sentence length: that it comes from meaning is not shown{here}"),
             "lower": "the last layer classifies a homonym's senses below chance",
-            "equivalent": "the last layer is at chance on a homonym's senses" + ("" if beside else " (not at this scale)"),
+            "equivalent": "the last layer is at chance on a homonym's senses (equivalent within the margin)",
             "unresolved": f"not resolved{here} whether the last layer tells a homonym's senses apart"
             }[st.verdict(c["vs_chance"])]
     if not beside:
@@ -158,7 +158,7 @@ def q7_answer(results: dict) -> str:
     share = q7["self_share"] or {}
     return ("Each head's attention weights are a weighted directed graph over the tokens, but a layer's edges are not "
             f"word-to-word relations: followed through the residual path and the layers (rollout, after layer "
-            f"{q7['layer']}), "
+            f"{block_output(q7['layer'])}), "
             + ("the residual path keeps most of each word its own" if share.get("low", 0) > 0.5 else
                "most of each word comes from the other words" if share.get("high", 1) < 0.5 else
                "whether most of a word stays its own is not resolved"))

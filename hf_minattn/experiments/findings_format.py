@@ -25,6 +25,12 @@ def num(x, digits: int = 3) -> str:
     return text
 
 
+def block_output(block: int) -> int:
+    """The layer, numbered as Q5, Q6 and the logit lens number hidden states (0 = the embedding output), that block
+    `block` (0-based, as rollout and the attention graphs index blocks) outputs."""
+    return block + 1
+
+
 def pct(x) -> str:
     return "n/a" if x is None else f"{num(x)}%"
 

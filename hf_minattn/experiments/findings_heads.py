@@ -179,6 +179,9 @@ def own_start_lines(e: dict) -> list[str]:
     exit_ = e["plateau_exit"]
     if step is None:
         where = "the full model's divergence does not stay above its step-0 interval on this grid"
+    elif exit_ is None:  # no seed left the plateau on this grid
+        where = (f"the full model's divergence stays above its own step-0 interval from step {step} on; the loss "
+                 "leaves its plateau at no step of this grid")
     else:
         order = ("before" if step < exit_["low"] else "after" if step > exit_["high"] else "as")
         where = (f"the full model's divergence stays above its own step-0 interval from step {step} on, {order} "

@@ -5,8 +5,9 @@ summaries."""
 
 from . import statistics as st
 from .findings_answers import REFERENCE_DESCRIPTIONS, VERSUS, opening
-from .findings_format import ci, compared, comparisons_table, df_cell, num, p_cell, table
+from .findings_format import block_output, ci, compared, comparisons_table, df_cell, num, p_cell, table
 from .findings_heads import q4_section
+from .probe_answers import layers_above_floor
 from .word_pairs import pairs_method
 
 
@@ -198,8 +199,12 @@ def logit_lens_verdict(lens: dict) -> str:
     if first == last:
         return (f"Where the MLM head can read the prediction: the last layer (layer {last}) beats token frequencies "
                 "alone beyond its 95% interval; no earlier layer is shown to, which does not say they hold nothing")
-    return (f"Where the MLM head can read the prediction: from layer {first} of {last} on, the layers decoded by it "
-            "beat token frequencies alone beyond their 95% intervals")
+    above = layers_above_floor(lens)
+    if above == list(range(first, last + 1)):
+        return (f"Where the MLM head can read the prediction: from layer {first} of {last} on, the layers decoded by "
+                "it beat token frequencies alone beyond their 95% intervals")
+    return (f"Where the MLM head can read the prediction: layers {', '.join(map(str, above))} of {last}, decoded by "
+            "it, beat token frequencies alone beyond their 95% intervals; the other layers are not shown to")
 
 
 def logit_lens_lines(lens: dict | None, fig) -> list[str]:
@@ -211,11 +216,12 @@ def logit_lens_lines(lens: dict | None, fig) -> list[str]:
     last_block = lens.get("last_block_crossed") or lens["last_block"]
     rows = [[str(layer), ci(g), *([ci(crossed[layer])] if crossed else []),
              ci(untrained[layer]) if layer < len(untrained) else "-"] for layer, g in enumerate(lens["gain"])]
-    header = ["layer", "gain, trained (seeds)", *(["gain, trained (seeds x sentences)"] if crossed else []),
+    header = ["layer", "gain, trained (seeds)", *(["gain per sentence, trained (seeds x sentences)"] if crossed else []),
               "gain, untrained"]
     return ["", f"**{logit_lens_verdict(lens)}** (logit lens: each layer's masked-token loss through the final norm "
             f"and MLM head, as gain over the unigram floor of the same {lens['masked_tokens']} tokens, nats"
-            + (f"; intervals over seeds and the {lens['sentences']} sentences" if crossed else "")
+            + (f"; intervals over seeds and the {lens['sentences']} sentences average each sentence's gain, so they "
+               "weigh sentences, not tokens, alike" if crossed else "")
             + f"). The last block adds {ci(last_block)} nats ("
             + (compared(last_block, "more gain", "no difference", "less gain", "not resolved")
                if lens["seeds"] >= st.MIN_SEEDS_FOR_INTERVALS else "no verdict from fewer than 3 seeds")
@@ -261,7 +267,7 @@ def q7_section(q7: dict, fig, scale: dict | None = None) -> list[str]:
     against_half = ("-" if not share else "above 0.5" if share["low"] > 0.5 else "below 0.5" if share["high"] < 0.5
                     else "includes 0.5")
     one_example = table(["comparison", "estimate", "95% interval", "df", "p", "verdict"],
-                        [[f"a word's share of its own input after layer {q7['layer']} (rollout, mean over seeds)",
+                        [[f"a word's share of its own input after layer {block_output(q7['layer'])} (rollout, mean over seeds)",
                           num((share or {}).get("estimate")),
                           f"[{num((share or {}).get('low'))}, {num((share or {}).get('high'))}]",
                           df_cell(share), "-", against_half]])
@@ -276,7 +282,7 @@ def q7_section(q7: dict, fig, scale: dict | None = None) -> list[str]:
         "Norm-weighted attention (Kobayashi et al.) scales each weight by the size of the vector it moves; both are "
         "drawn beside the raw graph in the probe reports.",
         "",
-        f"For \"{q7['sentence']}\", after layer {q7['layer']}, the strongest rollout edges between different words "
+        f"For \"{q7['sentence']}\", after layer {block_output(q7['layer'])}, the strongest rollout edges between different words "
         "(mean over seeds, 95% t-interval):",
         *table(["edge", "share"], [[edge, ci(w)] for edge, w in q7["strongest"]]),
         "",

@@ -266,8 +266,9 @@ def circuits_lines(c: dict | None) -> list[str]:
         verdict = "The trained W_Q/W_K of layer 0 reproduce the embedding similarity: their query-key form ranks token " \
                   "pairs much as LN(E) LN(E)^T (what W_Q = W_K = I gives) does"
     elif identity["low"] > 0:
-        verdict = "The trained W_Q/W_K of layer 0 partly follow the embedding similarity (W_Q = W_K = I's form), " \
-                  "but far from reproduce it"
+        verdict = ("The trained W_Q/W_K of layer 0 partly follow the embedding similarity (W_Q = W_K = I's form)"
+                   + (", far from reproducing it (the correlation's interval stays below 0.5)" if identity["high"] < 0.5
+                      else "; how closely is not resolved (the correlation's interval reaches above 0.5)"))
     elif identity["high"] < 0:  # "weakly" while the whole interval lies above -0.3
         verdict = (f"The trained W_Q/W_K of layer 0 rank token pairs {'weakly ' if identity['low'] > -0.3 else ''}"
                    "against the embedding similarity")

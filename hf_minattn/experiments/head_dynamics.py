@@ -64,10 +64,6 @@ PLATEAU_GAIN = 0.05
 # Numbers per state (over the heads of one model); the per-head values are kept beside them in "by_head".
 MEASURES = ("heads_with_role", "max_role_mass", "max_role_ratio", "within_layer_js", "ablation_max", "ablation_mean",
             "qk_effective_rank")
-MEASURE_NAMES = {"heads_with_role": "heads with a role", "max_role_mass": "mean over heads of the largest role mass",
-                 "max_role_ratio": "that mass over uniform attention's", "within_layer_js": "within-layer JS divergence",
-                 "ablation_max": "costliest head's ablation (nats)", "ablation_mean": "mean ablation cost (nats)",
-                 "qk_effective_rank": "effective rank of W_Q,h^T W_K,h"}
 
 
 def matrix_effective_rank(matrix) -> float:

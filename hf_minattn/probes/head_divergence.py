@@ -30,8 +30,10 @@ def cross_js_divergence_sums(attentions_a, attentions_b, attention_mask):
     Ka, Kb = a.shape[1] * a.shape[2], b.shape[1] * b.shape[2]
     total = torch.zeros(Ka, Kb)
     for i in range(a.shape[0]):
-        n = int(attention_mask[i].sum())
-        p, q = a[i, ..., :n, :n].reshape(Ka, n, n), b[i, ..., :n, :n].reshape(Kb, n, n)
+        real = attention_mask[i].bool()  # the real tokens, wherever the padding side puts the pads
+        n = int(real.sum())
+        p = a[i][..., real, :][..., real].reshape(Ka, n, n)  # (L, H, n, n) -> (K_a, n, n)
+        q = b[i][..., real, :][..., real].reshape(Kb, n, n)
         hp, hq = attention_entropy(p), attention_entropy(q)
         for k in range(Ka):
             total[k] += (attention_entropy((p[k, None] + q) / 2) - (hp[k, None] + hq) / 2).sum(-1)

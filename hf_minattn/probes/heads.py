@@ -230,8 +230,9 @@ def js_divergence_sums(attentions, attention_mask, max_elements=2**24):
     K = L * H
     total = torch.zeros(K, K)
     for b in range(B):
-        n = int(attention_mask[b].sum())
-        p = stacked[b, :, :, :n, :n].reshape(K, n, n)
+        real = attention_mask[b].bool()  # the real tokens, wherever the padding side puts the pads
+        n = int(real.sum())
+        p = stacked[b][..., real, :][..., real].reshape(K, n, n)  # (L, H, n, n) -> (K, n, n)
         hp = attention_entropy(p)  # (K, n)
         step = max(1, max_elements // (K * n * n))  # rows of the K x K table per block, to bound memory
         for i in range(0, K, step):

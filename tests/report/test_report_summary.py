@@ -239,7 +239,8 @@ def test_head_ablation_headline_follows_the_intervals(r):
     a["loss_increase"][1][3] = 0.05
     a["interval95"] = [[0.1] * 4 for _ in range(4)]
     assert head_ablation_headline(typed(r)).startswith(
-        "No single head is needed on its own at this scale: zeroing any one leaves the masked-word loss within its "
+        "No single head is shown to be needed on its own at this scale: zeroing any one leaves the masked-word loss "
+        "within its "
         "95% interval (largest rise +0.05 ±")
     assert "head 1-3 (no clear role)" in head_ablation_headline(typed(r))
 

@@ -41,7 +41,7 @@ def head_ablation_text(r):
     H = ablation.num_heads
     verdict = (f"{beyond} of {inc.size} heads raise the loss beyond their 95% interval, each read alone, and "
                f"{holm_count(inc, ci)} with Holm's adjustment over the {inc.size} heads: removing them costs the model"
-               if beyond else "No single head raises the loss beyond its 95% interval: no head is needed alone")
+               if beyond else "No single head raises the loss beyond its 95% interval: none is shown to be needed alone")
     rate, words = ablation.mlm_probability, predicted(ablation)
     role = f" (role: {role_label(role, min_mass)})" if role else ""
     loss = words["loss"][:1].upper() + words["loss"][1:]
@@ -60,8 +60,8 @@ def head_ablation_headline(r):
         return (f"{beyond} of {inc.size} heads matter on their own, {holm_count(inc, ci)} after Holm's adjustment over "
                 f"the {inc.size}: zeroing one raises the {word} loss beyond its 95% interval; the costliest is "
                 f"{head}, +{inc.flat[k]:.2f} nats.")
-    return (f"No single head is needed on its own at this scale: zeroing any one leaves the {word} loss within "
-            f"its 95% interval (largest rise {inc.flat[k]:+.2f} ± {ci.flat[k]:.2f} nats, {head}).")
+    return (f"No single head is shown to be needed on its own at this scale: zeroing any one leaves the {word} loss "
+            f"within its 95% interval (largest rise {inc.flat[k]:+.2f} ± {ci.flat[k]:.2f} nats, {head}).")
 
 
 def head_ablation_tables(r):

@@ -9,13 +9,14 @@ from .words import cell
 
 
 def sense_verdict(interval, chance):
-    """"above chance", "below chance" or "at chance: not at this scale", from where the 95% interval (a dict with
-    low and high) lies against chance."""
+    """"above chance", "below chance" or "not told apart from chance: not at this scale", from where the 95% interval
+    (a dict with low and high) lies against chance (no equivalence test: an interval holding chance does not say the
+    vectors are at chance)."""
     if interval["low"] > chance:
         return "above chance"
     if interval["high"] < chance:
         return "below chance"
-    return "at chance: not at this scale"
+    return "not told apart from chance: not at this scale"
 
 
 SENSE_CONTROLS = {"position": "the word's position alone",
@@ -129,7 +130,7 @@ def sense_accuracy_plot(r, path, figure_format=None):
     ax.plot(senses.layers, senses.accuracy, marker="o", color="k", label="all homonyms")
     for word, values in senses.accuracy_by_word.items():
         ax.plot(senses.layers, values, alpha=0.4, label=word)
-    ax.axhline(senses.chance, linestyle="--", color="grey", label="chance (1 / senses)")
+    ax.axhline(senses.chance, linestyle="--", color="grey", label="chance (majority sense's share)")
     ax.axhline(senses.position_accuracy, linestyle=":", color="red", label="position alone")
     ax.set_xlabel("layer (0 = embedding output)"), ax.set_ylabel("leave-one-out accuracy")
     ax.set_ylim(-0.02, 1.02)
