@@ -62,8 +62,10 @@ def test_the_page_names_the_comparisons_whose_interval_method_changed_between_ru
     assert "another interval method" not in replication_markdown(first, second)
     first["answers"]["q2"]["frozen_minus_full"]["method"] = "hierarchical"
     second["answers"]["q2"]["frozen_minus_full"]["method"] = "crossed"
-    assert ("Drawn by another interval method in each run: q2 frozen_minus_full (hierarchical in the first, crossed "
-            "in the second).") in replication_markdown(first, second)
+    first["answers"]["q3"]["identity_minus_full"]["method"] = "hierarchical"
+    second["answers"]["q3"]["identity_minus_full"]["method"] = "crossed"
+    assert ("Drawn by another interval method in each run: hierarchical in the first, crossed in the second: "
+            "q2 frozen_minus_full, q3 identity_minus_full.") in replication_markdown(first, second)
 
 
 def test_the_cli_writes_replication_md_and_refuses_a_run_on_the_same_seeds(tmp_path, capsys):

@@ -85,11 +85,13 @@ def replication_markdown(first: dict, second: dict) -> str:
              f"**{headline(first, second)}**"]
     if differing:
         lines += ["", "The comparisons whose verdicts differ:", *table(header, differing)]
-    methods = method_changes(a, b)
-    if methods:
+    by_methods = {}
+    for name, pair in method_changes(a, b).items():
+        by_methods.setdefault(pair, []).append(name)
+    if by_methods:
         lines += ["", "Drawn by another interval method in each run: "
-                      + "; ".join(f"{name} ({x} in the first, {y} in the second)" for name, (x, y) in methods.items())
-                      + "."]
+                      + "; ".join(f"{x} in the first, {y} in the second: {', '.join(names)}"
+                                  for (x, y), names in by_methods.items()) + "."]
     if found["only_second"] or found["only_first"]:
         lines += ["", f"Made in the second run only: {', '.join(found['only_second']) or 'none'}; in the first run "
                       f"only: {', '.join(found['only_first']) or 'none'}."]
