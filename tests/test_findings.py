@@ -144,6 +144,18 @@ def test_each_answer_flips_when_its_numbers_flip(number):
     assert f"**{answer(b)}**" in section(text_b, number)
 
 
+def test_word_pair_intervals_drawn_hierarchically_are_flagged_as_too_narrow():
+    """A results.json from before the crossed draw stored its word-pair comparisons as "hierarchical": FINDINGS says
+    under them that they are too narrow; one drawn crossed says nothing of the kind."""
+    results = full_results()
+    crossed = render_findings(results, {})
+    assert "crossed bootstrap over" in crossed and "These intervals are too narrow" not in crossed
+    for c in results["answers"]["q5"]["comparisons"].values():
+        c["method"] = "hierarchical"
+    older = render_findings(results, {})
+    assert "hierarchical bootstrap over" in older and "**These intervals are too narrow:**" in older
+
+
 def test_a_stored_verdict_chooses_the_sentence_not_the_rounded_numbers():
     """Flip only the stored verdict of the comparison behind question 2: the sentence follows it."""
     results = synthetic()

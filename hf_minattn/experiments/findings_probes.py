@@ -25,6 +25,14 @@ def reference_rows(ref: dict | None) -> list[tuple]:
             (f"{ref['name']}: last layer - its input embeddings", c.get("vs_static"))] if c else []
 
 
+# Said under the word-pair intervals of a results.json drawn before the crossed draw (docs/experiments.md).
+HIERARCHICAL_PAIRS = {"hierarchical": (
+    " **These intervals are too narrow:** every seed scores the same pairs, yet the hierarchical bootstrap draws "
+    "them again at each seed, which shrinks the pairs' share of the variance by about the seeds' count; "
+    "`hf-minattn experiments` now draws them once for all seeds (crossed), 1.3-1.9x wider on the replication "
+    "(docs/experiments.md): a verdict whose interval would reach 0 if 1.9x as wide may not hold.")}
+
+
 def q5_section(q5: dict, results: dict, fig) -> list[str]:
     comparisons, ref = q5["comparisons"] or {}, q5.get("reference_scores")
     lines = [
@@ -39,7 +47,7 @@ def q5_section(q5: dict, results: dict, fig) -> list[str]:
         f"anisotropy baseline is above 0.1; one correlation on this many pairs has a standard error near "
         f"{num(q5['standard_error'])}; the differences, paired on the same pairs, are measured more finely, as their "
         "intervals show; "
-        f"equivalence margin ±{num(q5['margin'])}.",
+        f"equivalence margin ±{num(q5['margin'])}." + HIERARCHICAL_PAIRS.get(pairs_method(comparisons), ""),
         *q5_scores(q5, results),
         *related_lines(q5, results),
         fig("related_words", "related word pairs"), fig("word_similarity", "word similarity by layer"),
