@@ -361,3 +361,13 @@ def test_the_reference_encoders_circuits_sentence_follows_its_head_intervals():
     assert "in layer 0, the query-key logits of none of the 3 heads are shown" in none and "none copies the" in none
     assert not [x for x in circuits_lines(answers(with_circuits(probes(), (0.2, 0.3, 0.25)))["q3_circuits"])
                 if "trained at scale" in x]  # a run without the reference's circuits: no line
+
+
+def test_a_logit_lens_layer_is_above_the_floor_only_where_both_levels_say_so():
+    from hf_minattn.experiments.probe_answers import layers_above_floor
+
+    above, across, below = ({"estimate": e, "low": lo, "high": hi, "n": 5} for e, lo, hi in
+                            ((0.5, 0.2, 0.8), (0.3, -0.1, 0.7), (-0.2, -0.4, 0.0)))
+    lens = {"gain": [below, across, above, above], "gain_crossed": [below, above, across, above]}
+    assert layers_above_floor(lens) == [3]  # layer 1: the seeds' t-interval reaches 0; layer 2: the crossed one
+    assert layers_above_floor({"gain": lens["gain"]}) == [2, 3]  # probes without per-sentence gains: seeds alone

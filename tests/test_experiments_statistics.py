@@ -198,3 +198,21 @@ def test_row_drift_bins_rows_by_training_count_with_their_median_distance_worked
     # the seen rows' counts 1, 9, 10, 999, 1000 against distances 5, 10, 1, 3, 2: scipy's Spearman
     assert result["spearman_drift_vs_count"]["estimate"] == pytest.approx(spearmanr([1, 9, 10, 999, 1000],
                                                                                   [5, 10, 1, 3, 2]).statistic)
+
+
+def test_a_crossed_comparison_needs_the_seed_level_t_test_to_agree():
+    """Five seeds whose means over 40 items are 0.5, 0.4, -0.2, 0.6, 0.2, with little spread within a seed: the
+    crossed bootstrap over so few seeds excludes 0, the t-test of the seeds' means (df 4) does not, so the stored p
+    is the t-test's and the verdict is not resolved. With the seeds agreeing, both levels call it."""
+    rng = np.random.default_rng(0)
+    items = 0.01 * rng.standard_normal((5, 40))
+    spread = np.array([0.5, 0.4, -0.2, 0.6, 0.2])[:, None] + items  # (seeds, items)
+    d = st.crossed_tested(spread, margin=0.05, n_resamples=2000)
+    by_t = st.tested(spread.mean(axis=1), margin=0.05)
+    assert d["low"] > 0 and d["method"] == "crossed"  # the bootstrap alone would call it
+    assert d["seeds"]["low"] == pytest.approx(by_t["low"]) and d["seeds"]["low"] < 0 and d["seeds"]["df"] == 4
+    assert d["p"] == pytest.approx(by_t["p"]) and d["verdict"] == "unresolved"
+    agreeing = st.crossed_tested(np.array([0.5, 0.45, 0.55, 0.5, 0.48])[:, None] + items, 0.05, 2000)
+    assert agreeing["verdict"] == "higher" and agreeing["seeds"]["low"] > 0
+    one_model = st.crossed_tested(spread[:1], 0.05, 500, n=40)  # items only: no seed level
+    assert "seeds" not in one_model and one_model["n"] == 40

@@ -156,6 +156,15 @@ def test_word_pair_intervals_drawn_hierarchically_are_flagged_as_too_narrow():
     assert "hierarchical bootstrap over" in older and "**These intervals are too narrow:**" in older
 
 
+def test_the_scale_paragraph_says_crossed_comparisons_need_both_levels_where_they_were_tested_so():
+    rule = "a comparison's p is the larger of its crossed bootstrap's and the t-test's of the seeds' means"
+    results = json.loads((FINDINGS / "results.json").read_text())  # drawn before the rule
+    assert rule not in render_findings(results, {})
+    crossed = results["answers"]["q7"]["mixing"]["comparisons"]["full_minus_uniform_measured"]
+    crossed["seeds"] = {"estimate": 0.05, "low": 0.04, "high": 0.06, "n": 5, "df": 4, "p": 0.001}
+    assert rule in render_findings(results, {})
+
+
 def test_a_stored_verdict_chooses_the_sentence_not_the_rounded_numbers():
     """Flip only the stored verdict of the comparison behind question 2: the sentence follows it."""
     results = synthetic()

@@ -37,6 +37,14 @@ def masked_tokens(scale: dict) -> str:
     return f"masked tokens per model: {counts}"
 
 
+def tests_both_levels(node) -> bool:
+    """Whether some stored comparison under `node` was tested at both levels (`statistics.crossed_tested`'s
+    "seeds"); results.json files from before that rule have none."""
+    if isinstance(node, dict):
+        return ("seeds" in node and node.get("method") == "crossed") or any(map(tests_both_levels, node.values()))
+    return isinstance(node, list) and any(map(tests_both_levels, node))
+
+
 def scale_paragraph(results: dict) -> list[str]:
     scale, settings = results["answers"]["scale"], results["settings"]
     lines = [
@@ -54,7 +62,9 @@ def scale_paragraph(results: dict) -> list[str]:
         f"excludes 0, \"equivalent\" only when a TOST test puts it within ±{num(scale['loss_margin'])} nat (or the "
         "margin the table gives), and anything else is \"not resolved at this scale\". The printed intervals are "
         "not adjusted: one that just excludes 0 can stand beside \"not resolved\" when Holm's adjustment leaves its p "
-        "above 0.05.",
+        "above 0.05." + (" Where seeds and items (pairs, homonyms, sentences) are crossed, a comparison's p is the "
+                         "larger of its crossed bootstrap's and the t-test's of the seeds' means: a difference needs "
+                         "both." if tests_both_levels(results["answers"]) else ""),
     ]
     if not scale["enough_seeds"]:
         lines.append(f"\n**Only {scale['seeds']} seeds: intervals need >= {scale['min_seeds']} seeds to be "
