@@ -91,7 +91,8 @@ def bootstrap_intervals(
     seed (the same resamples), for the cost of one draw. A number whose draws include NaN gets NaN bounds."""
     arrays = [np.asarray(s) for s in samples]
     if not arrays or any(len(a) != len(arrays[0]) for a in arrays):
-        raise ValueError("bootstrap_interval needs one or more samples of equal length")
+        raise ValueError(f"bootstrap_interval needs one or more samples of equal length, got lengths "
+                         f"{[len(a) for a in arrays]}")
     if len(arrays[0]) < 2:
         raise ValueError(f"bootstrap_interval needs at least 2 items, got {len(arrays[0])}")
     estimates = np.asarray(statistic(*arrays), dtype=np.float64).ravel()
@@ -233,7 +234,7 @@ def hierarchical_draws(statistic: Callable[..., float], groups: Sequence[Sequenc
     seed on the item rows of every resample that drew it; the draws are the same either way."""
     groups = [tuple(np.asarray(a) for a in g) for g in groups]
     if not groups:
-        raise ValueError("hierarchical_bootstrap needs at least one group (seed)")
+        raise ValueError("hierarchical_draws needs at least one group (seed), got none")
     for i, arrays in enumerate(groups):
         if not arrays or any(len(a) != len(arrays[0]) for a in arrays) or len(arrays[0]) < 2:
             raise ValueError(f"group {i} must hold one or more arrays of equal length >= 2, got lengths "
@@ -311,7 +312,9 @@ def crossed_draws(values, n_resamples: int = 1000, seed: int = 0) -> tuple[float
     if values.ndim != 2 or values.shape[0] < 1 or values.shape[1] < 2:
         raise ValueError(f"values must be a (seeds, items) matrix with at least 2 items, got shape {values.shape}")
     if np.isnan(values).all(axis=0).any() or np.isnan(values).all(axis=1).any():
-        raise ValueError("every seed and every item needs at least one value")
+        seeds, items = np.flatnonzero(np.isnan(values).all(axis=1)), np.flatnonzero(np.isnan(values).all(axis=0))
+        raise ValueError(f"every seed and every item needs at least one value; all NaN: seed rows {seeds.tolist()}, "
+                         f"item columns {items.tolist()}")
     rng = np.random.default_rng(seed)
     seeds = rng.integers(0, values.shape[0], (n_resamples, values.shape[0]))  # (resamples, S)
     items = rng.integers(0, values.shape[1], (n_resamples, values.shape[1]))  # (resamples, I)

@@ -204,3 +204,15 @@ def test_graphs_sentence_follows_the_numbers():
     r["attention_graph_rollout"]["edges"] = r["attention_graph_rollout"]["edges"][-1:]  # only the self edge
     assert "No rollout edge between different words reaches the threshold" in attention_graphs_text(
         probe_results(**r))
+
+
+def test_bad_attention_weights_and_token_counts_are_named_in_the_error():
+    from hf_minattn.probes.attention_flow import head_mean_attention
+    from hf_minattn.probes.circuits import _as_counts
+
+    att = np.full((1, 2, 3, 3), 1 / 3)
+    att[0, 1, 2, 0] = -0.5
+    with pytest.raises(ValueError, match=r"finite and >= 0, got -0.5"):
+        head_mean_attention(att)
+    with pytest.raises(ValueError, match=r"got -1.0 for token id 2"):
+        _as_counts(np.array([3.0, 1.0, -1.0, 0.0]), 4)

@@ -62,7 +62,8 @@ def head_mean_attention(attentions):
     if att.ndim != 4 or att.shape[-1] != att.shape[-2] or 0 in att.shape:
         raise ValueError(f"attentions must be (layers, heads, n, n) with n > 0, got shape {att.shape}")
     if not np.isfinite(att).all() or (att < 0).any():
-        raise ValueError("attention weights must be finite and >= 0")
+        bad = att[~np.isfinite(att) | (att < 0)].ravel()[0]
+        raise ValueError(f"attention weights must be finite and >= 0, got {bad}")
     return att.mean(1)
 
 

@@ -80,7 +80,8 @@ def _as_counts(counts, vocab_size):
         raise ValueError(f"counts must hold one count per token id, shape ({vocab_size},) for this model's vocab_size, "
                          f"got shape {counts.shape}")
     if not np.all(np.isfinite(counts)) or np.any(counts < 0):
-        raise ValueError("counts must be finite and non-negative")
+        bad = int(np.flatnonzero(~np.isfinite(counts) | (counts < 0))[0])
+        raise ValueError(f"counts must be finite and non-negative, got {counts[bad]} for token id {bad}")
     return counts
 
 
