@@ -11,7 +11,7 @@ from hf_minattn.probes.circuits import circuit_hypotheses, cooccurrence_pairs, q
 from hf_minattn.probes.cooccurrence import word_anisotropy
 from hf_minattn.probes.corpus import split_sentences
 from hf_minattn.probes.encode import encode_corpus
-from hf_minattn.probes.geometry import (anisotropy, anisotropy_pairs, band_contrast, baseline_groups,
+from hf_minattn.probes.geometry import (anisotropy, anisotropy_pairs, band_contrast, baseline_groups, layer_contrast,
                                         distinct_context_groups, geometry, scored_groups, self_similarity)
 
 SENTENCES = split_sentences(TEXTS, max_sentences=0)  # 8 texts, each 4 times
@@ -198,3 +198,14 @@ def test_the_band_contrast_over_words_of_one_piece_leaves_the_others_out():
     assert band_contrast(eligible, adjusted, pieces=pieces)["one_piece"] is None
     assert "one_piece" not in band_contrast(eligible, adjusted)
 
+
+
+def test_the_layer_contrast_is_each_words_last_layer_minus_layer_0_with_a_bootstrap_over_the_words():
+    rng = np.random.default_rng(0)
+    first = 0.6 + 0.05 * rng.standard_normal(50)
+    last = first - 0.2 + 0.02 * rng.standard_normal(50)  # every word falls by about 0.2
+    c = layer_contrast([first, 0.5 * (first + last), last])
+    assert c["layers"] == [0, 2] and c["words"] == 50
+    assert c["estimate"] == pytest.approx((last - first).mean())
+    assert c["low"] < c["estimate"] < c["high"] < 0 and c["high"] - c["low"] < 0.02  # paired: the word spread cancels
+    assert layer_contrast([first[:1], last[:1]]) is None

@@ -25,6 +25,8 @@ import numpy as np
 import torch
 from scipy import stats
 
+from ..stats import bootstrap_interval
+
 # Frequency bands by the word's rank in the corpus: the top band is mostly stop words.
 BANDS = {"top 100": (0, 100), "100-1000": (100, 1000), "1000+": (1000, None)}
 
@@ -53,6 +55,7 @@ class GeometryResults:
     layer0_note: str = ""  # says what layer 0 and `static` are for this model
     # `band_contrast`: top 100 - 1000+ at the last layer, with its interval, and over the words of one piece only
     band_contrast: dict | None = None
+    layer_contrast: dict | None = None  # `layer_contrast`: last layer - layer 0, per word, with its interval
 
 
 def _unit(x):
@@ -232,6 +235,19 @@ def _static_scores(score, static, encoded):
             "adjusted_intra_similarity": intra - base, "adjusted_mev": mev - mev_base}
 
 
+def layer_contrast(adjusted, seed=0, n_resamples=1000):
+    """The published trend as one test: each scored word's adjusted self-similarity at the last layer minus at layer
+    0 (`adjusted`: per layer, per word), mean over the words with a 95% percentile bootstrap over them (the
+    anisotropy baselines, one number per layer, are held fixed); None with fewer than 2 words."""
+    difference = np.asarray(adjusted[-1]) - np.asarray(adjusted[0])  # (words,) paired by word
+    if len(difference) < 2:
+        return None
+    interval = bootstrap_interval(lambda d, axis=-1: d.mean(axis=axis), difference, n_resamples=n_resamples, seed=seed,
+                                  vectorized=True)
+    return {"layers": [0, len(adjusted) - 1], "estimate": interval.estimate, "low": interval.low,
+            "high": interval.high, "words": len(difference)}
+
+
 def pieces_per_word(tokenized):
     """(vocab,) how many pieces each word of `tokenized` is: the most over its occurrences, since a sentence cut at
     max_length can cut a word's pieces."""
@@ -327,4 +343,5 @@ def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=
         static=static_scores,
         layer0_note=layer0_note(model),
         band_contrast=band_contrast(eligible, np.asarray(by_word_last), seed, pieces=pieces_per_word(tokenized)),
+        layer_contrast=layer_contrast(result["adj_self"], seed),
     )

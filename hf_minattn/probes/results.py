@@ -1,8 +1,7 @@
 """Typed access to a probe run's `probes.json`: `load_probe_results(folder) -> SavedProbeResults`.
 
-Readers (report, compare, experiments) use these dataclasses instead of string keys. Files written before the
-corpus-wide protocol (no intervals, no coverage) load too: the new fields are then None or 0.
-(`hf_minattn.probes.run.ProbeResults` is the in-memory result of a run; this is what a run left on disk.)"""
+Readers (report, compare, experiments) use these dataclasses instead of string keys. Older files (no intervals, no
+coverage) load too, the new fields None or 0. (`probes.run.ProbeResults` is a run in memory; this, what it left.)"""
 
 import json
 import math
@@ -186,6 +185,7 @@ class Geometry(Part):
     most_context_specific: list | None = None  # [(word, adjusted self-similarity at the last layer)]
     least_context_specific: list | None = None
     band_contrast: dict | None = None  # top 100 - 1000+, last layer, interval, `one_piece` (None in older files)
+    layer_contrast: dict | None = None  # last layer - layer 0, per word, with its interval (None in older files)
 
     @classmethod
     def from_dict(cls, d):

@@ -19,20 +19,32 @@ def _word_filter(r):
     return f"each in >= {min_contexts} distinct sentences{more}, "
 
 
-def _falls(g):
-    """Whether baseline-adjusted self-similarity falls from layer 0 to the last layer: the published trend."""
+def _trend(g):
+    """How baseline-adjusted self-similarity moves from layer 0 to the last layer: "falls" (the published trend),
+    "rises" or "level". Read from the interval over the words (`layer_contrast`) where the file has one, else from
+    the means at the precision shown (older files: "rises" is then "level")."""
+    c = g.layer_contrast
+    if c is not None:
+        return "falls" if c["high"] < 0 else "rises" if c["low"] > 0 else "level"
     adj = g.adjusted_self_similarity
-    return lower(adj[-1], adj[0])
+    return "falls" if lower(adj[-1], adj[0]) else "level"
+
+
+def _contrast(g):
+    """"; last - layer 0, per word: -0.12 [-0.14, -0.10]" where the probe measured it, else ""."""
+    c = g.layer_contrast
+    return "" if c is None else (f"; last layer - layer 0, per word: {c['estimate']:+.2f} [{c['low']:+.2f}, "
+                                 f"{c['high']:+.2f}], 95% bootstrap over the {c['words']} words")
 
 
 def geometry_text(r):
     g = r.geometry
     adj, layers = g.adjusted_self_similarity, g.layers
     low = int(np.argmin(adj))
-    trend = "falls" if _falls(g) else "does not fall"
+    trend = {"falls": "falls", "rises": "rises", "level": "does not fall"}[_trend(g)]
     return (f"Baseline-adjusted self-similarity of {g.words_scored} words ({_word_filter(r)}"
             f"~{g.occurrences_per_word:.0f} occurrences kept) {trend} from {adj[0]:.2f} at layer 0 to "
-            f"{adj[-1]:.2f} at layer {layers[-1]} (lowest {adj[low]:.2f} at layer {low}): "
+            f"{adj[-1]:.2f} at layer {layers[-1]} (lowest {adj[low]:.2f} at layer {low}{_contrast(g)}): "
             f"{'upper layers are more context-specific, the published trend' if trend == 'falls' else 'the published trend (upper layers more context-specific) does not appear here'}. "
             f"Anisotropy, the mean cosine of two random words from different sentences, ranges from "
             f"{min(g.anisotropy):.2f} to {max(g.anisotropy):.2f} over the layers. Intra-sentence similarity (adjusted) "
@@ -65,13 +77,17 @@ def geometry_headline(r):
     g = r.geometry
     adj = g.adjusted_self_similarity
     low = int(np.argmin(adj))
-    numbers = f"adjusted self-similarity {adj[0]:.2f} at layer 0, {adj[-1]:.2f} at layer {g.layers[-1]}"
+    numbers = f"adjusted self-similarity {adj[0]:.2f} at layer 0, {adj[-1]:.2f} at layer {g.layers[-1]}{_contrast(g)}"
     if lower(adj[low], adj[-1]):  # not monotone: the lowest layer is below the last
         numbers += f"; lowest {adj[low]:.2f} at layer {g.layers[low]}, then up again"
-    if _falls(g):
+    trend = _trend(g)
+    if trend == "falls":
         return (f"Yes: the same word's vectors in different sentences grow less alike in higher layers ({numbers}), "
                 "as Ethayarajh (2019) found.")
-    return (f"No: the same word's vectors in different sentences do not grow less alike in higher layers "
+    if trend == "rises":
+        return (f"No: the same word's vectors in different sentences grow more alike in higher layers ({numbers}), "
+                "unlike Ethayarajh (2019).")
+    return (f"No: the same word's vectors in different sentences are not shown to grow less alike in higher layers "
             f"({numbers}), unlike Ethayarajh (2019).")
 
 
