@@ -10,7 +10,7 @@ import pytest
 
 from hf_minattn.experiments import SETTINGS, VARIANTS, run_experiments
 from hf_minattn.experiments.answers import answer_questions
-from hf_minattn.experiments.cli import answered
+from hf_minattn.experiments.cli import answered, round_floats
 from hf_minattn.experiments.evaluation import row_drift
 from hf_minattn.experiments.findings import render_findings
 from hf_minattn.experiments.training import matched_intermediate_size, variant_named
@@ -112,8 +112,14 @@ def test_the_answers_read_the_exact_numbers_and_the_stored_ones_are_rounded_afte
     `run_experiments` does through `answered`. Rounded first, every paired difference would be 0."""
     results = synthetic(offsets={"frozen_embeddings": (0.00003, 0.000031, 0.000032)})
     frozen = results["answers"]["q2"]["frozen_minus_full"]
-    assert frozen["verdict"] == "higher" and frozen["estimate"] == 0.0  # decided exactly, stored rounded
+    assert frozen["verdict"] == "higher" and frozen["estimate"] == pytest.approx(3.1e-05)  # 4 significant digits
     assert [row["eval_loss"] for row in results["variants"]["frozen_embeddings"]["seeds"]] == [6.6, 6.62, 6.58]
+
+
+def test_results_keep_4_decimals_or_4_significant_digits_and_p_values_exact():
+    stored = {"small": 0.000031234, "loss": 6.600031, "p": 0.0499951, "p_holm": 3.66e-05, "rows": [0.123456, 0.0]}
+    round_floats(stored)
+    assert stored == {"small": 3.123e-05, "loss": 6.6, "p": 0.0499951, "p_holm": 3.66e-05, "rows": [0.1235, 0.0]}
 
 def test_frozen_embeddings_verdict_follows_the_capacity_matched_interval():
     worse = section(render_findings(synthetic(), {}), 2)

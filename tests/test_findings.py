@@ -32,7 +32,7 @@ def numbers_missing(text: str, results: dict) -> list[str]:
     """The numbers printed in `text` (headings, figure links and the summary's question numbers aside) that no number
     of `results` rounds to, at the number of decimals printed. A p printed as "< 0.0001" must stand for a stored 0."""
     known = stored_numbers(results)
-    rounded = {decimals: {round(k, decimals) for k in known} for decimals in range(9)}
+    rounded = {decimals: {round(k, decimals) for k in known} for decimals in range(17)}
     body = [line for line in text.splitlines() if not line.startswith(("#", "!["))]
     missing = []
     for line in body:

@@ -57,15 +57,19 @@ def test_the_page_lists_the_differing_comparisons_and_those_one_run_lacks():
     assert "The comparisons whose verdicts differ" not in replication_markdown(first, run((8, 9, 10)))
 
 
-def test_the_page_names_the_comparisons_whose_interval_method_changed_between_runs():
+def test_the_page_names_the_comparisons_decided_another_way_in_each_run():
     first, second = run((3, 4, 5)), run((8, 9, 10))
     assert "another interval method" not in replication_markdown(first, second)
     first["answers"]["q2"]["frozen_minus_full"]["method"] = "hierarchical"
     second["answers"]["q2"]["frozen_minus_full"]["method"] = "crossed"
     first["answers"]["q3"]["identity_minus_full"]["method"] = "hierarchical"
     second["answers"]["q3"]["identity_minus_full"]["method"] = "crossed"
-    assert ("Drawn by another interval method in each run: hierarchical in the first, crossed in the second: "
+    assert ("Decided by another method in each run: hierarchical in the first, crossed in the second: "
             "q2 frozen_minus_full, q3 identity_minus_full.") in replication_markdown(first, second)
+    second["answers"]["q3"]["attention_only_minus_full"].update(method="crossed", seeds={"p": 0.2})
+    first["answers"]["q3"]["attention_only_minus_full"]["method"] = "crossed"
+    assert ("crossed in the first, crossed with the seeds' t-test in the second: q3 attention_only_minus_full"
+            in replication_markdown(first, second))
 
 
 def test_the_cli_writes_replication_md_and_refuses_a_run_on_the_same_seeds(tmp_path, capsys):

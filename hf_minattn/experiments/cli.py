@@ -3,6 +3,7 @@ probe the models of every seed, and write results.json, FINDINGS.md and the figu
 
 import argparse
 import json
+import math
 import os
 import time
 
@@ -349,12 +350,18 @@ def int_seed_keys(value):
     return value
 
 
+EXACT = ("p", "p_holm", "p_bootstrap")  # p-values stay exact: rounding one could carry it across 0.05
+
+
 def round_floats(value, digits=4):
-    """Round every float in place to `digits` (what FINDINGS.md prints is then exactly what results.json holds)."""
+    """Round every float in place to `digits` decimals, or to `digits` significant digits where that keeps more (an
+    estimate of 0.00003 stays one, not 0), p-values excepted (EXACT); FINDINGS.md then prints what results.json
+    holds."""
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, v in items:
         if isinstance(v, float):
-            value[key] = round(v, digits)
+            if key not in EXACT and math.isfinite(v) and v != 0:
+                value[key] = round(v, max(digits, digits - 1 - math.floor(math.log10(abs(v)))))
         else:
             round_floats(v, digits)
 

@@ -43,9 +43,10 @@ def across_seeds_lines(div: dict, layers: int) -> list[str]:
         f"share seeds, yet the intervals below treat them as {div['seed_pairs']} independent ones: they are too "
         "narrow, so these rows describe, they do not test. "
         + (f"In {len(closer)} of {layers} layers a head is closer to its match in another run than to the other heads "
-           "of its own layer (interval above 0): those heads' behaviours recur from seed to seed"
-           if closer else "In no layer is a head measurably closer to its match in another run than to the other "
-                          "heads of its own layer (no interval above 0)") + ".",
+           "of its own layer on average, with an interval (as if independent) above 0: a description of heads whose "
+           "behaviour may recur from seed to seed, not a test of it"
+           if closer else "In no layer is a head closer to its match in another run than to the other heads of its "
+                          "own layer with an interval (as if independent) above 0") + ".",
         *table(["layer", "within-layer - matched across seeds (JS)", "95% interval, pairs as if independent"],
                [[str(l), num(d["estimate"]), f"[{num(d['low'])}, {num(d['high'])}]"] for l, d in enumerate(gaps)]),
         "",

@@ -144,7 +144,10 @@ def q6_section(q6: dict, fig, scale: dict | None = None) -> list[str]:
                                  (f"WordSim-353 Spearman, best layer ({q6.get('best_layer')}, chosen on these pairs, "
                                   "so optimistic) - static", comparisons.get("best_layer_vs_static"))]
                                 + ([(f"{ref['name']}, last layer: sense accuracy - chance, over its "
-                                     f"{ref['homonyms']} homonyms", ref["vs_chance"])] if ref.get("vs_chance") else []))]
+                                     f"{ref['homonyms']} homonyms", ref["vs_chance"])] if ref.get("vs_chance") else [])),
+             *(["", HIERARCHICAL_PAIRS["hierarchical"].strip().replace("These intervals", "The WordSim-353 rows' "
+                                                                           "intervals")]
+               if pairs_method(comparisons) == "hierarchical" else [])]
     if senses:
         lines += ["", f"Leave-one-out nearest-centroid accuracy on {senses['words']} homonyms, {senses['occurrences']} "
                   f"labelled occurrences, vectors after All-but-the-Top: {ci(senses['accuracy'])} over seeds, raw "
@@ -198,7 +201,8 @@ def by_layer_lines(q6: dict) -> list[str]:
 def logit_lens_verdict(lens: dict) -> str:
     """Which layers the MLM head can read the prediction from, by the intervals (with the sentences' variance where
     the probes kept it); never where it "forms": the head was trained on the last layer only."""
-    first, last = lens["first_layer_above_floor"], len(lens["gain"]) - 1
+    above, last = layers_above_floor(lens), len(lens["gain"]) - 1  # from the intervals printed beside it
+    first = above[0] if above else None
     if lens["seeds"] < 3:
         return f"Where the MLM head can read the prediction: {lens['seeds']} seeds give no interval (3 needed)"
     if first is None:
@@ -207,7 +211,6 @@ def logit_lens_verdict(lens: dict) -> str:
     if first == last:
         return (f"Where the MLM head can read the prediction: the last layer (layer {last}) beats token frequencies "
                 "alone beyond its 95% interval; no earlier layer is shown to, which does not say they hold nothing")
-    above = layers_above_floor(lens)
     if above == list(range(first, last + 1)):
         return (f"Where the MLM head can read the prediction: from layer {first} of {last} on, the layers decoded by "
                 "it beat token frequencies alone beyond their 95% intervals")

@@ -60,11 +60,16 @@ def headline(first: dict, second: dict) -> str:
     return text + "."
 
 
+def _method(d: dict) -> str | None:
+    """How a stored comparison was decided: its interval's method, and the seed-level t-test where it has one
+    (`statistics.with_seed_level`)."""
+    return d.get("method") if "seeds" not in d else f"{d.get('method')} with the seeds' t-test"
+
+
 def method_changes(a: dict, b: dict) -> dict:
-    """{name: (first method, second method)} of the comparisons both runs made whose intervals were drawn another
-    way (e.g. word pairs "hierarchical" in a run from before the crossed draw, "crossed" after)."""
-    return {name: (a[name].get("method"), b[name].get("method")) for name in b
-            if name in a and a[name].get("method") != b[name].get("method")}
+    """{name: (first method, second method)} of the comparisons both runs made that were decided another way (e.g.
+    word pairs "hierarchical" in a run from before the crossed draw, "crossed with the seeds' t-test" after)."""
+    return {name: (_method(a[name]), _method(b[name])) for name in b if name in a and _method(a[name]) != _method(b[name])}
 
 
 def _cell(d: dict) -> str:
@@ -89,7 +94,7 @@ def replication_markdown(first: dict, second: dict) -> str:
     for name, pair in method_changes(a, b).items():
         by_methods.setdefault(pair, []).append(name)
     if by_methods:
-        lines += ["", "Drawn by another interval method in each run: "
+        lines += ["", "Decided by another method in each run: "
                       + "; ".join(f"{x} in the first, {y} in the second: {', '.join(names)}"
                                   for (x, y), names in by_methods.items()) + "."]
     if found["only_second"] or found["only_first"]:

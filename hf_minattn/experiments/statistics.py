@@ -46,22 +46,29 @@ def tested(differences, margin: float = LOSS_MARGIN) -> dict:
 
 def crossed_tested(differences, margin: float, n_resamples: int = 1000, n: int | None = None) -> dict:
     """A stored comparison from a (seeds, items) matrix of paired differences, where the same items (sentences,
-    homonyms) were measured at every seed: `stats.crossed_draws`' percentile interval, p and TOST against `margin`.
-    `n`: the seeds behind it (default), or the items where one model is all there is. Verdict as `tested`'s.
-
-    A percentile bootstrap over a handful of seeds has no small-sample correction (no t quantile, and a resample of
-    S seeds holds (S - 1) / S of their variance), so with 2 seeds or more the seed level is tested too: the t-test of
-    each seed's mean over the items (`seeds`, as `tested` stores it). The stored p is the larger of the two, so a
-    difference is called one only when both levels call it, and equivalence needs both TOST tests."""
+    homonyms) were measured at every seed: `stats.crossed_draws`' percentile interval, p and TOST against `margin`,
+    tested at the seed level too where there are 2 seeds or more (`with_seed_level`). `n`: the seeds behind it
+    (default), or the items where one model is all there is. Verdict as `tested`'s."""
     differences = np.asarray(differences, dtype=np.float64)
     estimate, draws = crossed_draws(differences, n_resamples)
     d = bootstrap_test(estimate, draws, margin, n or differences.shape[0], method="crossed")
-    if n is None and differences.shape[0] >= 2:
-        seeds = tested(np.nanmean(differences, axis=1), margin)  # (seeds,): each seed's mean over its items
-        d["seeds"] = {k: seeds[k] for k in ("estimate", "low", "high", "n", "df", "p", "tost")}
-        d["p"] = max(d["p"], seeds["p"])
-        d["tost"]["equivalent"] = d["tost"]["equivalent"] and seeds["tost"]["equivalent"]
+    if differences.shape[0] >= 2:
+        with_seed_level(d, np.nanmean(differences, axis=1), margin)  # (seeds,): each seed's mean over its items
     return decide(d, d["p"])
+
+
+def with_seed_level(d: dict, per_seed, margin: float) -> dict:
+    """A crossed bootstrap comparison `d` tested at the seed level too, in place: a percentile bootstrap over a
+    handful of seeds has no small-sample correction (no t quantile, and a resample of S seeds holds (S - 1) / S of
+    their variance), so the t-test of `per_seed` (one paired value per seed) is stored beside it as "seeds", the
+    bootstrap's own p as "p_bootstrap", and "p" becomes the larger of the two: a difference is called one only when
+    both levels call it. Equivalence needs both TOST tests."""
+    seeds = tested(per_seed, margin)
+    d["seeds"] = {k: seeds[k] for k in ("estimate", "low", "high", "n", "df", "p", "tost")}
+    d["p_bootstrap"] = d["p"]
+    d["p"] = max(d["p"], seeds["p"])
+    d["tost"]["equivalent"] = d["tost"]["equivalent"] and seeds["tost"]["equivalent"]
+    return d
 
 
 def decide(d: dict, p_adjusted: float) -> dict:

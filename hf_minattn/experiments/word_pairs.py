@@ -75,6 +75,8 @@ def compare(cosines: dict, bench: CommonBenchmarks, pairs: dict, seeds, n_resamp
             continue
         estimate, draws = crossed_statistic_draws(_difference, groups, n_resamples)
         test = bootstrap_test(estimate, draws, RHO_MARGIN, n=len(groups), method="crossed")
+        if len(groups) >= 2:  # each seed's difference of correlations, t-tested over the seeds as well
+            st.with_seed_level(test, [_difference(*arrays) for arrays in groups], RHO_MARGIN)
         # unrounded: Holm adjusts the exact p-values (the results file rounds what it stores)
         family[name] = {**test, "a": a, "b": b, "benchmark": key, "pairs": len(human)}
     return st.holm_family(family)
@@ -87,8 +89,7 @@ def power_note(pairs: int) -> float:
 
 
 def pairs_method(stored: dict) -> str:
-    """How stored word-pair scores or comparisons ({name: interval dict}) were bootstrapped, in words: "crossed"
-    (seeds, and the pairs once for all of them) or "hierarchical" (the pairs redrawn within each seed, as in
-    results.json files from before the crossed draw)."""
-    methods = {d.get("method") for d in stored.values()} - {"bootstrap"}
-    return "crossed" if methods == {"crossed"} else "hierarchical"
+    """How stored word-pair scores or comparisons ({name: interval dict}) were bootstrapped, in words:
+    "hierarchical" (the pairs redrawn within each seed, as in results.json files from before the crossed draw) where
+    any was, else "crossed" (seeds, and the pairs once for all of them)."""
+    return "hierarchical" if any(d.get("method") == "hierarchical" for d in stored.values()) else "crossed"

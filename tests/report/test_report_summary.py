@@ -77,12 +77,14 @@ def test_geometry_headline_follows_the_trend(r):
                                                   "alike in higher layers (adjusted self-similarity 0.92 at layer 0, "
                                                   "0.44 at layer 4)")
     r["geometry"]["adjusted_self_similarity"].reverse()  # rises from 0.44 to 0.92
-    assert geometry_headline(typed(r)).startswith("No: the same word's vectors in different sentences are not shown "
-                                                  "to grow less alike")
-    assert "not shown to grow" in geometry_headline(typed(r)) and "falls from" not in geometry_text(typed(r))
+    assert geometry_headline(typed(r)).startswith("No: the same word's vectors in different sentences grow more "
+                                                  "alike in higher layers")
+    assert "rises from 0.44" in geometry_text(typed(r)) and "falls from" not in geometry_text(typed(r))
     r["geometry"]["adjusted_self_similarity"] = [0.50, 0.6, 0.495]  # falls by less than the precision shown
-    assert geometry_headline(typed(r)).startswith("No:")
-    assert "does not fall from 0.50" in geometry_text(typed(r))  # the details paragraph follows the same rule
+    assert geometry_headline(typed(r)).startswith("Not shown: the same word's vectors in different sentences are not "
+                                                  "shown to grow less alike")
+    text = geometry_text(typed(r))  # the details paragraph follows the same rule
+    assert "goes from 0.50 at layer 0" in text and "equal at the precision shown" in text
 
 
 def test_geometry_headline_reads_the_interval_over_words_where_the_probe_measured_it(r):
@@ -94,8 +96,9 @@ def test_geometry_headline_reads_the_interval_over_words_where_the_probe_measure
     assert "last layer - layer 0, per word: -0.48 [-0.50, -0.46], 95% bootstrap over the 300 words" in \
         geometry_headline(typed(r))
     g["layer_contrast"].update(low=-0.9, high=0.02)
-    assert geometry_headline(typed(r)).startswith("No: the same word's vectors in different sentences are not shown")
-    assert "does not fall from 0.92" in geometry_text(typed(r))
+    assert geometry_headline(typed(r)).startswith("Not shown: the same word's vectors in different sentences are not")
+    assert "goes from 0.92 at layer 0 to 0.44" in geometry_text(typed(r))
+    assert "not told apart from 0 over the words" in geometry_text(typed(r))
     g["layer_contrast"].update(estimate=0.1, low=0.05, high=0.15)
     assert geometry_headline(typed(r)).startswith("No: the same word's vectors in different sentences grow more alike")
     assert "rises from 0.92" in geometry_text(typed(r))

@@ -27,9 +27,12 @@ def test_geometry_sentence_follows_the_self_similarity_trend():
     assert "falls from 0.50 at layer 0 to 0.30 at layer 2 (lowest 0.30 at layer 2)" in falls
     assert "upper layers are more context-specific, the published trend" in falls
     rises = geometry(adjusted_self_similarity=[0.3, 0.2, 0.5])
-    assert "does not fall from 0.30 at layer 0 to 0.50 at layer 2 (lowest 0.20 at layer 1)" in rises
-    assert "the published trend (upper layers more context-specific) does not appear here" in rises
+    assert "rises from 0.30 at layer 0 to 0.50 at layer 2 (lowest 0.20 at layer 1)" in rises
+    assert "upper layers are less context-specific, against the published trend" in rises
     assert "published trend, " not in rises and "more context-specific, the published trend" not in rises
+    level = geometry(adjusted_self_similarity=[0.3, 0.2, 0.302])
+    assert "goes from 0.30 at layer 0 to 0.30 at layer 2 (lowest 0.20 at layer 1, equal at the precision shown)" in level
+    assert "the published trend (upper layers more context-specific) is not shown here" in level
 
 
 def test_geometry_sentence_follows_the_explained_variance():
@@ -79,7 +82,7 @@ def test_bands_sentences_say_what_the_contrast_over_words_of_one_piece_adds():
     lower = {"estimate": -0.15, "low": -0.25, "high": -0.05, "words": [48, 120]}
     for sentence in said(lower):
         assert "Among words of one piece only the difference points the same way (-0.15 [-0.25, -0.05] over 48 and " \
-               "120 words), so the piece count" in sentence and "does not explain it" in sentence
+               "120 words), so it is not the piece count alone" in sentence
     for sentence in said({**lower, "high": 0.02}):
         assert "Among words of one piece only the difference is not told apart (-0.15 [-0.25, +0.02]" in sentence
         assert "so the piece count may explain it" in sentence

@@ -56,8 +56,8 @@ def _pieces_sentence(g):
     if matched == overall == 0:
         return f" Among words of one piece only there is no clear difference either ({numbers})."
     if matched == overall:
-        return (f" Among words of one piece only the difference points the same way ({numbers}), so the piece "
-                f"count (frequent words are mostly one piece, rare ones often several) does not explain it.")
+        return (f" Among words of one piece only the difference points the same way ({numbers}), so it is not the "
+                f"piece count alone (frequent words are mostly one piece, rare ones often several).")
     if matched == 0:
         return (f" Among words of one piece only the difference is not told apart ({numbers}): frequent words are "
                 f"mostly one piece and rare ones often several, so the piece count may explain it.")

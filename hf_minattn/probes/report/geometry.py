@@ -22,12 +22,17 @@ def _word_filter(r):
 def _trend(g):
     """How baseline-adjusted self-similarity moves from layer 0 to the last layer: "falls" (the published trend),
     "rises" or "level". Read from the interval over the words (`layer_contrast`) where the file has one, else from
-    the means at the precision shown (older files: "rises" is then "level")."""
+    the means at the precision shown (older files)."""
     c = g.layer_contrast
     if c is not None:
         return "falls" if c["high"] < 0 else "rises" if c["low"] > 0 else "level"
     adj = g.adjusted_self_similarity
-    return "falls" if lower(adj[-1], adj[0]) else "level"
+    return "falls" if lower(adj[-1], adj[0]) else "rises" if lower(adj[0], adj[-1]) else "level"
+
+
+TREND_WORDS = {"falls": "upper layers are more context-specific, the published trend",
+               "rises": "upper layers are less context-specific, against the published trend",
+               "level": "the published trend (upper layers more context-specific) is not shown here"}
 
 
 def _contrast(g):
@@ -41,11 +46,13 @@ def geometry_text(r):
     g = r.geometry
     adj, layers = g.adjusted_self_similarity, g.layers
     low = int(np.argmin(adj))
-    trend = {"falls": "falls", "rises": "rises", "level": "does not fall"}[_trend(g)]
+    trend = _trend(g)
+    level = ", not told apart from 0 over the words" if g.layer_contrast else ", equal at the precision shown"
+    verb = {"falls": "falls", "rises": "rises", "level": "goes"}[trend]
     return (f"Baseline-adjusted self-similarity of {g.words_scored} words ({_word_filter(r)}"
-            f"~{g.occurrences_per_word:.0f} occurrences kept) {trend} from {adj[0]:.2f} at layer 0 to "
-            f"{adj[-1]:.2f} at layer {layers[-1]} (lowest {adj[low]:.2f} at layer {low}{_contrast(g)}): "
-            f"{'upper layers are more context-specific, the published trend' if trend == 'falls' else 'the published trend (upper layers more context-specific) does not appear here'}. "
+            f"~{g.occurrences_per_word:.0f} occurrences kept) {verb} from {adj[0]:.2f} at layer 0 to "
+            f"{adj[-1]:.2f} at layer {layers[-1]} (lowest {adj[low]:.2f} at layer {low}{_contrast(g)}"
+            f"{level if trend == 'level' else ''}): " + TREND_WORDS[trend] + ". "
             f"Anisotropy, the mean cosine of two random words from different sentences, ranges from "
             f"{min(g.anisotropy):.2f} to {max(g.anisotropy):.2f} over the layers. Intra-sentence similarity (adjusted) "
             "goes "
@@ -87,8 +94,8 @@ def geometry_headline(r):
     if trend == "rises":
         return (f"No: the same word's vectors in different sentences grow more alike in higher layers ({numbers}), "
                 "unlike Ethayarajh (2019).")
-    return (f"No: the same word's vectors in different sentences are not shown to grow less alike in higher layers "
-            f"({numbers}), unlike Ethayarajh (2019).")
+    return (f"Not shown: the same word's vectors in different sentences are not shown to grow less alike in higher "
+            f"layers ({numbers}).")
 
 
 GEOMETRY_COLUMNS = (("self_similarity", "self-similarity"), ("anisotropy", "anisotropy (random pairs)"),
