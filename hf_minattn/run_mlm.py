@@ -163,7 +163,21 @@ def checkpoint_to_resume(training_args) -> str | None:
         logger.warning(f"Resuming from {checkpoint}" if checkpoint else "No complete checkpoint to resume from: starting afresh")
     if checkpoint is not None and not os.path.isdir(checkpoint):
         raise FileNotFoundError(f"--resume_from_checkpoint {checkpoint} does not exist")
+    if checkpoint is not None and training_args.stop_at_step is not None:
+        step = checkpoint_step(checkpoint)
+        if step is not None and step >= training_args.stop_at_step:  # the Trainer would train one step past it
+            raise ValueError(f"--resume_from_checkpoint {checkpoint} is at step {step}, at or past --stop_at_step "
+                             f"{training_args.stop_at_step}: there is nothing to train; use a larger --stop_at_step")
     return checkpoint
+
+
+def checkpoint_step(checkpoint: str) -> int | None:
+    """The step a checkpoint folder was saved at (its trainer_state.json), or None without one."""
+    path = os.path.join(checkpoint, TRAINER_STATE_NAME)
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        return json.load(f).get("global_step")
 
 
 def sequence_length(data_args, config: MinAttnConfig, pretrained: bool = False) -> int:
