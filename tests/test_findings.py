@@ -154,6 +154,8 @@ def test_word_pair_intervals_drawn_hierarchically_are_flagged_as_too_narrow():
         c["method"] = "hierarchical"
     older = render_findings(results, {})
     assert "hierarchical bootstrap over" in older and "**These intervals are too narrow:**" in older
+    caveat = "all from word-pair intervals drawn too narrow, as section 5 says"
+    assert caveat in summary_line(older, 5) and caveat not in summary_line(crossed, 5)
 
 
 def test_the_scale_paragraph_says_crossed_comparisons_need_both_levels_where_they_were_tested_so():

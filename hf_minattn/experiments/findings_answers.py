@@ -4,6 +4,7 @@ and returns the sentence without its bold markers; `ANSWERS` is the ordered regi
 
 from . import statistics as st
 from .findings_format import block_output, caveat, ci, compared
+from .word_pairs import pairs_method
 
 NOT_MEASURED = "Not measured in this run (results.json has no probe answers)"
 
@@ -113,6 +114,8 @@ def q5_answer(results: dict) -> str:
         c = ref["comparisons"]
         text += (f"; {AT_SCALE} ({ref['name']}), the last layer's are {_versus(c.get('vs_word2vec'), WORD2VECS)} "
                  f"and {_versus(c.get('vs_static'), OWN_INPUTS)}")
+    if pairs_method(comparisons) == "hierarchical":
+        text += "; all from word-pair intervals drawn too narrow, as section 5 says"
     return text
 
 
