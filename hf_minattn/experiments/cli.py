@@ -230,7 +230,7 @@ def collect_results(out: str, folders: dict, settings: dict, seeds, measured: di
 
 def answered(results: dict) -> dict:
     """`results` with its answers, computed from the exact numbers (a divergence of 0.0013 rounded to 4 decimals
-    keeps 2 digits), then every float rounded to 4 decimals, so that FINDINGS.md prints what results.json holds."""
+    keeps 2 digits), then its floats rounded (`round_floats`), so that FINDINGS.md prints what results.json holds."""
     results["answers"] = answer_questions(results)
     round_floats(results)
     return results
