@@ -154,7 +154,7 @@ def test_word_pair_intervals_drawn_hierarchically_are_flagged_as_too_narrow():
         c["method"] = "hierarchical"
     older = render_findings(results, {})
     assert "hierarchical bootstrap over" in older and "**These intervals are too narrow:**" in older
-    caveat = "all from word-pair intervals drawn too narrow, as section 5 says"
+    caveat = "the comparisons between systems from word-pair intervals drawn too narrow (the note under the table)"
     assert caveat in summary_line(older, 5) and caveat not in summary_line(crossed, 5)
 
 

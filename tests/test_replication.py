@@ -53,7 +53,7 @@ def test_the_page_lists_the_differing_comparisons_and_those_one_run_lacks():
     page = replication_markdown(first, second)
     assert page.startswith("# Replication: seeds 8-10 against seeds 3-5\n")
     assert "| q3 identity_minus_full | 0.8 [0.6, 0.9]: higher | 0.8 [0.6, 0.9]: equivalent within ±0.05 |" in page
-    assert "Made in the second run only: q4 timing; in the first run only: none." in page
+    assert "With a verdict in the second run only: q4 timing; in the first run only: none." in page
     assert "The comparisons whose verdicts differ" not in replication_markdown(first, run((8, 9, 10)))
 
 

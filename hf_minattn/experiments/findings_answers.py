@@ -115,7 +115,7 @@ def q5_answer(results: dict) -> str:
         text += (f"; {AT_SCALE} ({ref['name']}), the last layer's are {_versus(c.get('vs_word2vec'), WORD2VECS)} "
                  f"and {_versus(c.get('vs_static'), OWN_INPUTS)}")
     if pairs_method(comparisons) == "hierarchical":
-        text += "; all from word-pair intervals drawn too narrow, as section 5 says"
+        text += "; the comparisons between systems from word-pair intervals drawn too narrow (the note under the table)"
     return text
 
 

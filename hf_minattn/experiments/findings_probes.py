@@ -29,8 +29,8 @@ def reference_rows(ref: dict | None) -> list[tuple]:
 HIERARCHICAL_PAIRS = {"hierarchical": (
     " **These intervals are too narrow:** every seed scores the same pairs, yet the hierarchical bootstrap draws "
     "them again at each seed, which shrinks the pairs' share of the variance by about the seeds' count; "
-    "`hf-minattn experiments` now draws them once for all seeds (crossed), 1.3-1.9x wider on the replication "
-    "(docs/experiments.md): a verdict whose interval would reach 0 if 1.9x as wide may not hold.")}
+    "`hf-minattn experiments` now draws them once for all seeds (crossed): 1.3-2.1x wider on the replication's "
+    "5 seeds (docs/experiments.md). A verdict whose interval would reach 0 if 2.1x as wide may not hold.")}
 
 
 def q5_section(q5: dict, results: dict, fig) -> list[str]:

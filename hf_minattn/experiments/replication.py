@@ -98,7 +98,7 @@ def replication_markdown(first: dict, second: dict) -> str:
                       + "; ".join(f"{x} in the first, {y} in the second: {', '.join(names)}"
                                   for (x, y), names in by_methods.items()) + "."]
     if found["only_second"] or found["only_first"]:
-        lines += ["", f"Made in the second run only: {', '.join(found['only_second']) or 'none'}; in the first run "
-                      f"only: {', '.join(found['only_first']) or 'none'}."]
+        lines += ["", f"With a verdict in the second run only: {', '.join(found['only_second']) or 'none'}; in the "
+                      f"first run only: {', '.join(found['only_first']) or 'none'}."]
     lines += details(f"Every comparison both runs made ({len(every)})", table(header, every))
     return "\n".join(lines) + "\n"
