@@ -6,13 +6,13 @@ import json
 import os
 
 
-def write_json_atomically(path: str, data) -> None:
+def write_json_atomically(path: str, data, **dump_options) -> None:
     """Write `data` as JSON to `path` through a temporary file renamed over it: a run killed mid-write leaves the
-    previous file, never a truncated one."""
+    previous file, never a truncated one. `dump_options` go to `json.dump` (default: indent=1)."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump(data, f, indent=1)
+        json.dump(data, f, **{"indent": 1, **dump_options})
     os.replace(tmp, path)
 
 

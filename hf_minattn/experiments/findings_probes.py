@@ -25,16 +25,20 @@ def reference_rows(ref: dict | None) -> list[tuple]:
             (f"{ref['name']}: last layer - its input embeddings", c.get("vs_static"))] if c else []
 
 
-# Said under the word-pair intervals of a results.json drawn before the crossed draw (docs/experiments.md).
-HIERARCHICAL_PAIRS = {"hierarchical": (
-    " **These intervals are too narrow:** every seed scores the same pairs, yet the hierarchical bootstrap draws "
-    "them again at each seed, which shrinks the pairs' share of the variance by about the seeds' count; "
-    "`hf-minattn experiments` now draws them once for all seeds (crossed): 1.3-2.1x wider on the replication's "
-    "5 seeds (docs/experiments.md). A verdict whose interval would reach 0 if 2.1x as wide may not hold.")}
+def too_narrow(comparisons: dict, subject: str = "These intervals") -> str:
+    """Said under word-pair intervals drawn before the crossed draw (`pairs_method` "hierarchical";
+    docs/experiments.md), "" otherwise."""
+    if pairs_method(comparisons) != "hierarchical":
+        return ""
+    return (f"**{subject} are too narrow:** every seed scores the same pairs, yet the hierarchical bootstrap draws "
+            "them again at each seed, which shrinks the pairs' share of the variance by about the seeds' count; "
+            "`hf-minattn experiments` now draws them once for all seeds (crossed): 1.3-2.1x wider on the replication's "
+            "5 seeds (docs/experiments.md). A verdict whose interval would reach 0 if 2.1x as wide may not hold.")
 
 
 def q5_section(q5: dict, results: dict, fig) -> list[str]:
     comparisons, ref = q5["comparisons"] or {}, q5.get("reference_scores")
+    note = too_narrow(comparisons)
     lines = [
         *opening({"answers": {"q5": q5, "scale": results["answers"].get("scale")}}, 5),
         *comparisons_table([(label, comparisons.get(name)) for name, label in Q5_COMPARISONS] + reference_rows(ref),
@@ -47,7 +51,7 @@ def q5_section(q5: dict, results: dict, fig) -> list[str]:
         f"anisotropy baseline is above 0.1; one correlation on this many pairs has a standard error near "
         f"{num(q5['standard_error'])}; the differences, paired on the same pairs, are measured more finely, as their "
         "intervals show; "
-        f"equivalence margin ±{num(q5['margin'])}." + HIERARCHICAL_PAIRS.get(pairs_method(comparisons), ""),
+        f"equivalence margin ±{num(q5['margin'])}." + (f" {note}" if note else ""),
         *q5_scores(q5, results),
         *related_lines(q5, results),
         fig("related_words", "related word pairs"), fig("word_similarity", "word similarity by layer"),
@@ -131,6 +135,7 @@ def related_lines(q5: dict, results: dict) -> list[str]:
 def q6_section(q6: dict, fig, scale: dict | None = None) -> list[str]:
     """Q6's section; `scale`: results["answers"]["scale"], for the answer's size of our model."""
     senses, comparisons = q6.get("senses"), q6.get("comparisons") or {}
+    note = too_narrow(comparisons, "The WordSim-353 rows' intervals")
     c = (senses or {}).get("comparisons") or {}
     items = (senses or {}).get("comparisons_items") or {}
     ref = (senses or {}).get("reference") or {}
@@ -145,9 +150,7 @@ def q6_section(q6: dict, fig, scale: dict | None = None) -> list[str]:
                                   "so optimistic) - static", comparisons.get("best_layer_vs_static"))]
                                 + ([(f"{ref['name']}, last layer: sense accuracy - chance, over its "
                                      f"{ref['homonyms']} homonyms", ref["vs_chance"])] if ref.get("vs_chance") else [])),
-             *(["", HIERARCHICAL_PAIRS["hierarchical"].strip().replace("These intervals", "The WordSim-353 rows' "
-                                                                           "intervals")]
-               if pairs_method(comparisons) == "hierarchical" else [])]
+             *(["", note] if note else [])]
     if senses:
         lines += ["", f"Leave-one-out nearest-centroid accuracy on {senses['words']} homonyms, {senses['occurrences']} "
                   f"labelled occurrences, vectors after All-but-the-Top: {ci(senses['accuracy'])} over seeds, raw "

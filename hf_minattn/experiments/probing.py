@@ -15,6 +15,7 @@ from dataclasses import asdict
 import numpy as np
 
 from hf_minattn.probes.cooccurrence import RELATED_PAIRS, cooccurrence_alignment, related_word_similarities  # noqa: F401
+from hf_minattn.record_files import write_json_atomically
 
 from . import statistics as st
 from . import word_pairs
@@ -178,9 +179,8 @@ def write_kept(folder: str, record: dict, arrays: dict) -> None:
     """`arrays` into folder/kept.npz, then `record` into folder/kept.json, written last (whole, or not at all): what a
     rerun of the experiments reads back instead of probing again (as training keeps its models)."""
     np.savez(os.path.join(folder, "kept.npz"), **arrays)
-    with open(os.path.join(folder, "kept.json.tmp"), "w") as f:
-        json.dump(record, f, default=lambda x: x.item() if hasattr(x, "item") else x.tolist())
-    os.replace(os.path.join(folder, "kept.json.tmp"), os.path.join(folder, "kept.json"))
+    write_json_atomically(os.path.join(folder, "kept.json"), record, indent=None,
+                          default=lambda x: x.item() if hasattr(x, "item") else x.tolist())
 
 
 def read_kept(folder: str) -> tuple[dict, tuple] | None:
