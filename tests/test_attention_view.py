@@ -240,6 +240,30 @@ def test_view_server_encodes_a_typed_sentence_and_explains_bad_ones(browser, pro
         server.wait(timeout=30)
 
 
+def test_a_killed_view_server_removes_its_temporary_page(probe_folder, tmp_path):
+    """SIGTERM (a kill, a process manager, Popen.terminate) stops the server as Ctrl-C does: the model page's
+    temporary folder goes with it."""
+    command = [sys.executable, "-c", "import sys; from hf_minattn.cli import main; sys.exit(main())", "view",
+               str(probe_folder / "model"), "--port", "0", "--serve-for", "120"]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env={**os.environ, "PYTHONUNBUFFERED": "1", "TMPDIR": str(tmp_path)})
+    try:
+        lines = []
+        for line in server.stdout:
+            lines.append(line)
+            if "serving http://" in line:
+                break
+        else:
+            pytest.fail(f"hf-minattn view did not start (exit {server.wait()}): {''.join(lines)}")
+        assert len(list(tmp_path.glob("hf-minattn-view-*"))) == 1  # the page, while it serves
+        server.terminate()
+        rest = server.communicate(timeout=60)[0]
+    finally:
+        server.kill()
+    assert server.returncode == 0 and "[view] stopped" in rest
+    assert list(tmp_path.glob("hf-minattn-view-*")) == []
+
+
 def test_view_command_rejects_what_it_cannot_serve(tmp_path, capsys):
     from hf_minattn.cli import main
 

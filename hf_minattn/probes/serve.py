@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import tempfile
 import threading
 from functools import partial
@@ -148,24 +149,39 @@ def view_main(argv=None):
     device = resolve_device(args.device)  # a device torch cannot use fails here, in one line, before any loading
     folder, encoder, page = prepare(args.path, args.model, device, args.trust_remote_code, args.revision)
     try:
+        _serve(args, folder, encoder, page)
+    finally:
+        if folder != args.path:  # the model page's temporary folder
+            shutil.rmtree(folder, ignore_errors=True)
+    print("[view] stopped", flush=True)
+    return 0
+
+
+def _serve(args, folder, encoder, page):
+    """Serve `folder` until Ctrl-C, a kill (SIGTERM: from `kill` or a process manager) or --serve-for seconds."""
+    try:
         server = HTTPServer((args.host, args.port), partial(ViewHandler, directory=folder, encoder=encoder))
     except OSError as error:  # the address is not this machine's, or the port is taken
-        if folder != args.path:
-            shutil.rmtree(folder, ignore_errors=True)
         raise ValueError(f"--host {args.host} --port {args.port}: cannot serve there ({error.strerror or error}); "
                          "expected an address of this machine and a free port (--port 0 picks one)") from None
+
+    def stop(*_):  # on another thread: shutdown() waits for serve_forever's loop, which runs on this one
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    on_main = threading.current_thread() is threading.main_thread()  # the only thread that may set a handler
+    previous = signal.signal(signal.SIGTERM, stop) if on_main else None
+    if args.serve_for is not None:
+        timer = threading.Timer(args.serve_for, stop)
+        timer.daemon = True  # Ctrl-C or a kill does not wait for it
+        timer.start()
     url = f"http://{args.host}:{server.server_address[1]}/{page}"
     typing = f"typed sentences encoded by {encoder.name}" if encoder else "no model to encode typed sentences (--model)"
     print(f"[view] serving {url} ({typing}); Ctrl-C stops", flush=True)
-    if args.serve_for is not None:
-        threading.Timer(args.serve_for, server.shutdown).start()
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.server_close()
-        if folder != args.path:  # the model page's temporary folder
-            shutil.rmtree(folder, ignore_errors=True)
-    print("[view] stopped", flush=True)
-    return 0
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
