@@ -1,5 +1,6 @@
 """Known-answer tests of the probes (hf_minattn/probes): each builds an input whose answer is known."""
 
+import copy
 import json
 import random
 import re
@@ -469,10 +470,13 @@ def test_a_gpt2_style_model_without_padding_cls_or_sep_tokens_is_probed(tmp_path
     from hf_minattn.probes import ProbeSettings, run_all_probes
 
     backend = byte_level_bpe(300, ["<|endoftext|>"], byte_alphabet=True)
-    PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|endoftext|>").save_pretrained(tmp_path)
+    # saved padding on the left, as decoders' tokenizers often are: the probes read rows from the start
+    PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|endoftext|>",
+                            padding_side="left").save_pretrained(tmp_path)
     GPT2Model(GPT2Config(vocab_size=300, n_embd=32, n_layer=2, n_head=4, n_positions=64)).save_pretrained(tmp_path)
     model, tokenizer = load_encoder(str(tmp_path))
     assert tokenizer.pad_token == "<|endoftext|>" and tokenizer.cls_token is None and tokenizer.sep_token is None
+    assert tokenizer.padding_side == "right"
     results = run_all_probes(model, tokenizer, SENTENCES, ProbeSettings(min_count=2, word2vec=False, untrained=False),
                              log=lambda message: None)
     stats = results.heads.stats
@@ -672,6 +676,20 @@ def test_run_all_probes_names_an_argument_of_the_wrong_kind_before_any_work(toke
     with pytest.raises(TypeError, match=re.escape(message)):
         run_all_probes(*arguments(model, tokenizer), ProbeSettings(min_count=2, word2vec=False),
                        log=lambda line: pytest.fail(f"work started: {line}"))
+
+
+def test_run_all_probes_refuses_a_tokenizer_that_pads_on_the_left(tokenizer):
+    """The probes read each sentence's tokens from the start of its padded row: with padding on the left they
+    pooled padding into the word vectors, with no error."""
+    from hf_minattn.probes import ProbeSettings, run_all_probes
+
+    model = MinAttnModel(tiny_config(vocab_size=len(tokenizer))).eval()
+    left = copy.deepcopy(tokenizer)
+    left.padding_side = "left"
+    for given, reference, name in ((left, None, "tokenizer"), (tokenizer, (model, left, "ref"), "the reference's")):
+        with pytest.raises(ValueError, match=f"{name}.* pads on the 'left'.*padding_side = 'right'"):
+            run_all_probes(model, given, SENTENCES, ProbeSettings(min_count=2, word2vec=False), reference=reference,
+                           log=lambda line: pytest.fail(f"work started: {line}"))
 
 
 def test_a_data_file_as_dataset_reads_its_text_column(tmp_path):

@@ -42,6 +42,9 @@ def load_encoder(path, attn_implementation=None, trust_remote_code=False, device
         raise ValueError(f"{source.name} is an encoder-decoder model ({type(model).__name__}); the probes read the "
                          "layers of an encoder-only (BERT-like) or decoder-only (GPT-2-like) model")
     tokenizer = with_pad_token(require_fast_tokenizer(tokenizer))
+    # The probes read a sentence's tokens from the start of its row; a decoder's tokenizer is often saved with
+    # padding on the left, which would put the padding where they read.
+    tokenizer.padding_side = "right"
     check_special_ids(model, tokenizer, source.name)
     return model.to(device).eval(), tokenizer
 

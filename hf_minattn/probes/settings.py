@@ -101,3 +101,7 @@ def check_probe_arguments(model, tokenizer, sentences, settings, reference=None)
         raise TypeError(f"settings must be a ProbeSettings, got {type(settings).__name__}")
     if reference is not None and not (isinstance(reference, tuple) and len(reference) == 3):
         raise TypeError(f"reference must be a (model, tokenizer, name) tuple, got {type(reference).__name__}")
+    for name, given in (("tokenizer", tokenizer), ("the reference's tokenizer", reference and reference[1])):
+        if given is not None and getattr(given, "padding_side", "right") != "right":
+            raise ValueError(f"{name} pads on the {given.padding_side!r}; the probes read each sentence's tokens from "
+                             f"the start of its row: set tokenizer.padding_side = 'right' (load_encoder does)")
