@@ -146,13 +146,14 @@ class DataTrainingArguments:
 
     def __post_init__(self):
         # Fail on bad files now, before any tokenizer or model is built.
-        for name in ("train_file", "validation_file"):
-            path = getattr(self, name)
-            if path is None:
-                continue
-            check_data_file(path, f"--{name}")
+        builders = {name: check_data_file(getattr(self, name), f"--{name}")
+                    for name in ("train_file", "validation_file") if getattr(self, name) is not None}
         if self.validation_file is not None and self.train_file is None:
             raise ValueError("--validation_file needs --train_file")
+        if len(set(builders.values())) > 1:  # one `datasets` builder reads both: a CSV read as text keeps its header
+            raise ValueError(f"--validation_file {self.validation_file!r} is a {builders['validation_file']} file but "
+                             f"--train_file {self.train_file!r} a {builders['train_file']} file; expected both in one "
+                             "format")
         if self.dataset_name is not None and self.train_file is not None:
             raise ValueError("Give either --dataset_name or --train_file, not both")
         if not 0 < self.validation_split_percentage < 100:

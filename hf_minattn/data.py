@@ -136,7 +136,11 @@ def _load_cached(path: Path, build) -> datasets.DatasetDict:
         # Save to a temporary folder and rename it, so that concurrent callers (e.g. the processes of
         # a distributed run) never read a half-written cache.
         tmp = tempfile.mkdtemp(dir=path.parent, prefix=path.name + ".tmp")
-        build().save_to_disk(tmp)
+        try:
+            build().save_to_disk(tmp)
+        except BaseException:  # a build that fails or is interrupted leaves nothing in the cache
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         try:
             os.rename(tmp, path)
         except OSError:  # another process finished first
@@ -402,8 +406,9 @@ def tokenize_and_group(raw, tokenizer, text_column, data_args, max_seq_length, t
         # Each text gets [CLS] ... [SEP]; the concatenation is then cut into equal chunks. Texts longer than
         # the model are expected here, so the tokenizer's length warning is noise.
         def tokenize(examples):
-            # Missing texts (None, a null in JSON) are skipped, as in line-by-line mode and by the tokenizer trainer.
-            texts = [text for text in examples[text_column] if text is not None]
+            # Missing and blank texts (None, a null in JSON, a text file's empty lines) are skipped, as in line-by-line
+            # mode: each would add a [CLS] [SEP] pair to the concatenation.
+            texts = [text for text in examples[text_column] if text and not text.isspace()]
             return tokenizer(texts, verbose=False, **extra)
 
     with training_args.main_process_first(desc="tokenization"):

@@ -194,9 +194,10 @@ def sequence_length(data_args, config: MinAttnConfig, pretrained: bool = False) 
     return max_seq_length
 
 
-def load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpoint, max_seq_length, source=None):
+def load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpoint, max_seq_length, source=None,
+                            whole_word_mask=False):
     """The checkpoint's tokenizer when resuming, the one named, the model's (`source`), or one trained on the training
-    split."""
+    split; `whole_word_mask` (--whole_word_mask) needs a fast one."""
     tokenizer_path = checkpoint or model_args.tokenizer_name
     pretrained = {"pretrained_model_name_or_path": tokenizer_path}
     if tokenizer_path is None and source is not None:
@@ -220,6 +221,10 @@ def load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpo
                                                       trust_remote_code=model_args.trust_remote_code)
     if tokenizer.mask_token is None:
         raise ValueError(f"The tokenizer ({tokenizer_path}) has no mask token; masked-LM training needs one")
+    if whole_word_mask and not tokenizer.is_fast:  # a Python tokenizer ignores return_offsets_mapping, silently
+        raise ValueError(f"--whole_word_mask finds words by character offsets, which only fast (Rust `tokenizers`) "
+                         f"tokenizers give; the tokenizer ({tokenizer_path}) is a {type(tokenizer).__name__}: drop "
+                         "--whole_word_mask or use a fast tokenizer")
     return tokenizer
 
 
@@ -231,7 +236,8 @@ def shared_tokenizer(argv) -> str:
     max_seq_length = sequence_length(data_args, build_config(model_args))
     raw, data_description = load_raw_datasets(data_args, model_args.cache_dir)
     text_column = resolve_text_column(raw, data_args.text_column_name, data_description)
-    tokenizer = load_or_train_tokenizer(model_args, training_args, raw, text_column, None, max_seq_length)
+    tokenizer = load_or_train_tokenizer(model_args, training_args, raw, text_column, None, max_seq_length,
+                                        whole_word_mask=data_args.whole_word_mask)
     tokenizer.save_pretrained(training_args.output_dir)
     # Read back as the runs will read it, so that the cached sequences are the ones their fingerprint finds.
     tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
@@ -326,7 +332,8 @@ def build_trainer(model_args, data_args, training_args, checkpoint) -> tuple[Min
     with training_args.main_process_first(desc="loading the raw data"):
         raw, data_description = load_raw_datasets(data_args, model_args.cache_dir)
     text_column = resolve_text_column(raw, data_args.text_column_name, data_description)
-    tokenizer = load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpoint, max_seq_length, source)
+    tokenizer = load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpoint, max_seq_length, source,
+                                        data_args.whole_word_mask)
     model = build_model(model_args, config, tokenizer, training_args.seed, source)
     drift = DriftCallback(model)  # copies the initial weights: before the Trainer loads any checkpoint
 

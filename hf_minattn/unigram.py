@@ -24,10 +24,7 @@ class UnigramFloor:
         masked (special tokens left out)."""
         counts = np.zeros(vocab_size, dtype=np.int64)
         for ids in batches:
-            ids = np.asarray(ids, dtype=np.int64).ravel()
-            if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
-                raise ValueError(f"token id {int(ids.max() if ids.max() >= vocab_size else ids.min())} is outside "
-                                 f"[0, vocab_size={vocab_size})")
+            ids = _check_ids(ids, vocab_size)
             counts += np.bincount(ids, minlength=vocab_size)
         total = int(counts.sum())
         return cls(log_probs=np.log((counts + 1) / (total + vocab_size)), num_tokens=total)
@@ -58,7 +55,16 @@ class UnigramFloor:
 
     def cross_entropy(self, targets) -> float:
         """Mean -log p(target) over the given target ids (e.g. the masked tokens of an evaluation), in nats."""
-        targets = np.asarray(targets, dtype=np.int64).ravel()
+        targets = _check_ids(targets, len(self.log_probs))  # a -100 (no label) would read log_probs[-100] silently
         if targets.size == 0:
             raise ValueError("cross_entropy needs at least one target token")
         return float(-self.log_probs[targets].mean())
+
+
+def _check_ids(ids, vocab_size: int) -> np.ndarray:
+    """`ids` as a flat int64 array; a ValueError naming one outside [0, vocab_size)."""
+    ids = np.asarray(ids, dtype=np.int64).ravel()
+    if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
+        raise ValueError(f"token id {int(ids.max() if ids.max() >= vocab_size else ids.min())} is outside "
+                         f"[0, vocab_size={vocab_size})")
+    return ids

@@ -85,6 +85,17 @@ def test_second_call_reads_the_cache(sample, monkeypatch):
     assert again["train"].num_rows == dataset["train"].num_rows
 
 
+def test_a_cache_build_that_fails_leaves_nothing_in_the_cache(monkeypatch, tmp_path):
+    """The build writes into a temporary folder renamed at the end: a failed build used to leave that folder."""
+    def failing(*args, **kwargs):
+        raise RuntimeError("the dump cannot be read")
+
+    monkeypatch.setattr(data, "_parse_wikipedia_sample", failing)
+    with pytest.raises(RuntimeError, match="cannot be read"):
+        load_wikipedia_sample(cache_dir=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_validation_percentage_is_checked(tmp_path):
     with pytest.raises(ValueError, match="between 1 and 99, got 0"):
         load_wikipedia_sample(validation_percentage=0, cache_dir=tmp_path)

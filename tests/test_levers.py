@@ -239,6 +239,9 @@ def test_unigram_floor_is_the_smoothed_frequency_cross_entropy():
     assert UnigramFloor.from_token_ids([[0, 4]], vocab_size=5).num_tokens == 2  # both ends of the range are ids
     with pytest.raises(ValueError, match="at least one"):
         floor.cross_entropy([])
+    for label in (-100, 5):  # an unfiltered "no label", an id beyond the vocabulary: read silently before
+        with pytest.raises(ValueError, match=rf"token id {label} is outside \[0, vocab_size=5\)"):
+            floor.cross_entropy([1, label])
 
 
 def test_unigram_floor_from_a_dataset_skips_special_tokens():

@@ -398,13 +398,14 @@ def test_the_text_column_is_the_first_column_of_strings_and_a_column_of_numbers_
         resolve_text_column(raw, "body")
 
 
-def test_a_null_text_in_a_json_lines_file_is_skipped_in_both_kinds_of_sequences(tmp_path, tokenizer):
+def test_a_null_or_blank_text_is_skipped_in_both_kinds_of_sequences(tmp_path, tokenizer):
     """A JSON-lines row whose text is null passes the text-column check (None is a missing text): the concatenated
     sequences skip it, as the line-by-line ones and the tokenizer trainer do (the concatenation used to hand None to
-    the tokenizer: a TypeError from inside datasets.map)."""
+    the tokenizer: a TypeError from inside datasets.map). Blank texts (a text file's empty lines between
+    paragraphs) are skipped too: the concatenation used to add a [CLS] [SEP] pair for each."""
     import json
 
-    texts = ["The king and the queen ruled.", None, "A dog barked at the cat."]
+    texts = ["The king and the queen ruled.", None, "", "  ", "A dog barked at the cat."]
     (tmp_path / "data.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
     raw = datasets.load_dataset("json", data_files={"train": str(tmp_path / "data.jsonl"),
                                                     "validation": str(tmp_path / "data.jsonl")},
@@ -413,9 +414,9 @@ def test_a_null_text_in_a_json_lines_file_is_skipped_in_both_kinds_of_sequences(
         _, data_args, training_args = parse_args(tiny_argv(tmp_path / "out", line_by_line=line_by_line or None))
         grouped = tokenize_and_group(raw, tokenizer, "text", data_args, 4, training_args)
         if line_by_line:  # one sequence per text, cut to 4 tokens
-            expected = [tokenizer(t, truncation=True, max_length=4)["input_ids"] for t in texts if t is not None]
+            expected = [tokenizer(t, truncation=True, max_length=4)["input_ids"] for t in texts if t and t.strip()]
         else:  # the texts' [CLS] ... [SEP] concatenated, then cut into chunks of 4
-            flat = [token for t in texts if t is not None for token in tokenizer(t)["input_ids"]]
+            flat = [token for t in texts if t and t.strip() for token in tokenizer(t)["input_ids"]]
             expected = [flat[i:i + 4] for i in range(0, len(flat) // 4 * 4, 4)]
         assert list(grouped["train"]["input_ids"]) == expected, f"line_by_line={line_by_line}"
 
@@ -904,6 +905,28 @@ def test_without_output_dir_the_trainers_default_folder_is_used(text_files, monk
     (tmp_path / "trainer_output").write_text("a file")
     with pytest.raises(ValueError, match="--output_dir 'trainer_output' is a file"):
         parse_args(argv)
+
+
+def test_a_validation_file_in_another_format_than_the_training_file_is_refused(text_files, tmp_path):
+    """One `datasets` builder reads both files: a .csv validation file beside a .txt training file was read as
+    text lines, its header and labels scored as sentences."""
+    valid = tmp_path / "valid.csv"
+    valid.write_text('text,label\n"a sentence here",1\n')
+    argv = tiny_argv(tmp_path / "out", train_file=text_files / "train.txt") + ["--validation_file", str(valid)]
+    with pytest.raises(ValueError, match=r"--validation_file '.*valid\.csv' is a csv file but --train_file "
+                                         r"'.*train\.txt' a text file; expected both in one format"):
+        parse_args(argv)
+    assert not (tmp_path / "out").exists()
+
+
+def test_whole_word_masking_with_a_python_tokenizer_is_refused_before_the_model(text_files, tmp_path):
+    """Whole-word masking finds words by character offsets, which a Python (slow) tokenizer silently leaves out."""
+    from transformers import CanineTokenizer  # a Python tokenizer with a mask token that needs no vocabulary file
+
+    CanineTokenizer().save_pretrained(tmp_path / "slow")
+    argv = tiny_argv(tmp_path / "out", tmp_path / "slow", train_file=text_files / "train.txt", whole_word_mask=True)
+    with pytest.raises(ValueError, match=r"--whole_word_mask finds words by character offsets.*is a CanineTokenizer"):
+        main(argv)
 
 
 def test_a_data_file_datasets_cannot_parse_is_one_error_naming_it(tmp_path):
