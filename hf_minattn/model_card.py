@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
+from transformers import DataCollatorForLanguageModeling
+
+from hf_minattn.record_files import write_text_atomically
 
 TEMPLATE_PATH = Path(__file__).with_name("model_card_template.md")
 
@@ -46,6 +49,8 @@ class CardFacts:
     language: str | None = None  # ISO code of the training text where it is known (the embedded sample: "en")
     tokenizer: dict = field(default_factory=lambda: {"kind": "unknown", "lowercase": None})  # see tokenizer_facts
     in_progress: bool = False  # the card of checkpoints pushed during training: no results yet
+    mask_token: str = "[MASK]"  # the tokenizer's: the fill-mask example must contain it
+    unchanged_share: float | None = None  # see unchanged_share(); None: transformers' default masking
 
 
 TOKENIZER_KINDS = {"WordPiece": "WordPiece", "WordLevel": "word-level", "BPE": "BPE", "Unigram": "Unigram"}
@@ -84,6 +89,12 @@ def _eval_results(facts: CardFacts) -> list[EvalResult]:
     ]
 
 
+def _kept(facts: CardFacts) -> float:
+    if facts.unchanged_share is not None:
+        return facts.unchanged_share
+    return 0.0 if facts.whole_word_mask else KEPT  # transformers forces 100% [MASK] with whole-word masking
+
+
 def build_model_card(facts: CardFacts) -> ModelCard:
     card_data = ModelCardData(
         language=facts.language,
@@ -106,33 +117,46 @@ def build_model_card(facts: CardFacts) -> ModelCard:
         card_data,
         template_path=str(TEMPLATE_PATH),
         results=results,
-        floor_sentence=floor_sentence(facts.eval_metrics, 0.0 if facts.whole_word_mask else KEPT),
+        floor_sentence=floor_sentence(facts.eval_metrics, _kept(facts)),
         repo_id=facts.repo_id or f"path/to/{facts.model_name}",
         **{k: v for k, v in vars(facts).items() if k not in ("eval_metrics", "repo_id")},
     )
 
 
-KEPT = 0.1  # of the tokens scored, the share the masking leaves unchanged (80/10/10); 0 with whole-word masking
+# Of the tokens scored, the share the masking leaves unchanged: 1 - 80% [MASK] - 10% random, transformers' defaults.
+KEPT = round(1 - DataCollatorForLanguageModeling.mask_replace_prob - DataCollatorForLanguageModeling.random_replace_prob, 6)
+# The card prints nats with 2 decimals: a gain must clear the copying bound by more than that to show in the numbers.
+PRINTED_NATS = 0.01
+
+
+def unchanged_share(masker) -> float:
+    """Of the masked (scored) tokens, the share that `masker` (a DataCollatorForLanguageModeling) leaves unchanged
+    in the input: 0 with whole-word masking, where transformers shows every masked token as the mask token."""
+    return round(1 - masker.mask_replace_prob - masker.random_replace_prob, 6)
 
 
 def floor_sentence(eval_metrics: dict, kept: float = KEPT) -> str | None:
     """What the loss says against the unigram floor (None when the evaluation did not report the floor). Copying
     the `kept` share of scored tokens that the masking leaves in place could lower the loss by at most kept x the
-    floor; only a gain beyond that shows the model uses context."""
+    floor; only a gain beyond that, by more than the 0.01 nats printed, shows the model uses context."""
     gain = eval_metrics.get("eval_gain_over_unigram")
     if gain is None or not math.isfinite(gain):
         return None
     floor = eval_metrics["eval_unigram_loss"]
     copying = kept * floor
-    if gain > copying:
+    below = f"The loss is {gain:.2f} nats below the unigram floor ({floor:.2f})"
+    if gain - copying > PRINTED_NATS:
         bound = (f" (copying the {kept:.0%} of scored tokens the masking leaves unchanged could give at most "
                  f"{copying:.2f} nats of it)" if kept else "")
-        return (f"The loss is {gain:.2f} nats below the unigram floor ({floor:.2f}): the model predicts masked tokens "
-                f"better than their frequencies alone would, so it uses their context{bound}.")
+        return (f"{below}: the model predicts masked tokens better than their frequencies alone would, so it uses "
+                f"their context{bound}.")
+    if gain > 0 and kept:
+        return (f"{below}, {'no' if gain <= copying else 'not clearly'} more than copying the {kept:.0%} of scored "
+                f"tokens the masking leaves unchanged could give ({copying:.2f} nats): that the model uses their "
+                "context is not shown.")
     if gain > 0:
-        return (f"The loss is {gain:.2f} nats below the unigram floor ({floor:.2f}), no more than copying the "
-                f"{kept:.0%} of scored tokens the masking leaves unchanged could give ({copying:.2f} nats): that the "
-                "model uses their context is not shown.")
+        return (f"{below}, within the {PRINTED_NATS} nats shown: that the model predicts masked tokens better than their "
+                "frequencies alone, and so uses their context, is not shown.")
     return (f"The loss is not below the unigram floor ({floor:.2f}; gain {gain:+.2f} nats): so far the model predicts "
             "masked tokens no better than their frequencies alone, which it can learn without using any context.")
 
@@ -144,8 +168,9 @@ def _format(value) -> str:
 
 
 def write_model_card(output_dir, facts: CardFacts) -> Path:
+    """Write the card as `output_dir/README.md`, whole or not at all (push uploads the folder's README.md)."""
     path = Path(output_dir) / "README.md"
-    build_model_card(facts).save(path)
+    write_text_atomically(str(path), str(build_model_card(facts)))
     return path
 
 
@@ -180,17 +205,47 @@ def describe_training(args, train_metrics: dict, steps: int | None) -> str:
     """The hyper-parameters line of the model card, from the run's TrainingArguments (`steps` None: not yet known)."""
     batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
     schedule = (f"linear decay over {args.max_train_minutes:g} minutes of training" if args.max_train_minutes
-                else f"{args.lr_scheduler_type} schedule")
+                else f"{_value(args.lr_scheduler_type)} schedule")
     parts = [
         *([f"{steps} steps" + (f" ({train_metrics['epoch']:.2f} epochs)" if "epoch" in train_metrics else "")]
           if steps is not None else []),
         f"batch {batch} sequences ({args.world_size} process{'es' if args.world_size > 1 else ''})",
-        f"AdamW, learning rate {args.learning_rate:g}, warmup {args.warmup_steps:g} steps, {schedule}",
+        f"{_value(args.optim)} optimizer, learning rate {args.learning_rate:g}, {_warmup(args)}, {schedule}",
         f"weight decay {args.weight_decay:g} (none on the embeddings)",
-        "bf16 autocast" if args.bf16 else "fp32",
+        "bf16 autocast" if args.bf16 else "fp16 autocast (mixed precision, loss scaling)" if args.fp16 else "fp32",
         f"seed {args.seed}",
     ]
     return ", ".join(parts)  # time and throughput: the card links train_results.json, which holds them
+
+
+def _value(option) -> str:
+    """An option as the user passes it: TrainingArguments turns some into enums (SchedulerType.LINEAR: "linear")."""
+    return str(getattr(option, "value", option))
+
+
+def _warmup(args) -> str:
+    # transformers 5 reads a --warmup_steps below 1 as a share of the training steps planned (max_steps, or the
+    # epochs' steps), which a run stopped early by its time budget does not all take.
+    if args.warmup_steps >= 1 or args.warmup_steps == 0:
+        return f"warmup {int(args.warmup_steps)} steps"
+    planned = f", {args.get_warmup_steps(args.max_steps)} steps" if args.max_steps > 0 else ""
+    return f"warmup over {args.warmup_steps:.0%} of the planned steps{planned}"
+
+
+def hide_tokens(argv: list[str]) -> list[str]:
+    """`argv` with the value of every `--*_token` option (`--hub_token hf_...` or `--hub_token=hf_...`) replaced by
+    `<HUB_TOKEN>`, as TrainingArguments.to_dict hides it in run_args.json: the card is pushed to the Hub."""
+    hidden = list(argv)
+    for i, word in enumerate(hidden):
+        name, equals, _ = word.partition("=")
+        if not (name.startswith("--") and name.replace("-", "_").endswith("_token")):
+            continue
+        placeholder = f"<{name.lstrip('-').replace('-', '_').upper()}>"
+        if equals:
+            hidden[i] = f"{name}={placeholder}"
+        elif i + 1 < len(hidden) and not hidden[i + 1].startswith("--"):
+            hidden[i + 1] = placeholder
+    return hidden
 
 
 EMBEDDED_CORPUS_TITLE = "English Wikipedia prose (hf_minattn's embedded corpus)"
@@ -207,6 +262,12 @@ def dataset_title(data_args) -> str:
     return EMBEDDED_CORPUS_TITLE
 
 
+def _masker_share(trainer) -> float | None:
+    """unchanged_share of the trainer's masking (run_mlm's MLMCollator holds transformers' collator as `masker`)."""
+    masker = getattr(getattr(trainer, "data_collator", None), "masker", None)
+    return None if masker is None else unchanged_share(masker)
+
+
 def card_facts(trainer, model_args, data_args, data_description, tokenizer, train_metrics, eval_metrics,
                max_seq_length, argv, in_progress: bool = False) -> CardFacts:
     args = trainer.args
@@ -218,13 +279,15 @@ def card_facts(trainer, model_args, data_args, data_description, tokenizer, trai
         dataset_id=data_args.dataset_name,
         language="en" if data_args.dataset_name is None and data_args.train_file is None else None,
         tokenizer=tokenizer_facts(tokenizer),
+        mask_token=tokenizer.mask_token,
+        unchanged_share=_masker_share(trainer),
         dataset_config=data_args.dataset_config_name,
         dataset_description=data_description,
         dataset_title=dataset_title(data_args),
         eval_metrics=eval_metrics,
         train_summary=describe_training(args, train_metrics, None if in_progress else trainer.state.global_step),
         in_progress=in_progress,
-        command="python training/run_mlm.py " + shlex.join(sys.argv[1:] if argv is None else argv),
+        command="python training/run_mlm.py " + shlex.join(hide_tokens(sys.argv[1:] if argv is None else argv)),
         max_seq_length=max_seq_length,
         mlm_probability=data_args.mlm_probability,
         whole_word_mask=data_args.whole_word_mask,

@@ -17,6 +17,11 @@ from huggingface_hub.errors import (DisabledRepoError, GatedRepoError, HFValidat
                                     RepositoryNotFoundError, RevisionNotFoundError)
 from huggingface_hub.utils import validate_repo_id
 
+try:  # huggingface_hub 2 sends its requests with httpx2, 1.x with httpx
+    from httpx2 import TransportError
+except ImportError:  # pragma: no cover (the other major version)
+    from httpx import TransportError
+
 
 @dataclass(frozen=True)
 class ModelSource:
@@ -53,13 +58,26 @@ def folder_name(path) -> str:
     return os.path.join(*parts[-2:]) if parts[-1] == "model" and len(parts) > 1 else parts[-1]
 
 
-def is_hub_id(name: str) -> bool:
-    """Whether `name` reads as a Hub repository id ('name' or 'org/name'), as huggingface_hub validates one."""
+def hub_id_problem(name: str) -> str | None:
+    """Why `name` is not a Hub repository id ('name' or 'org/name'), as huggingface_hub validates one; None if it is."""
     try:
         validate_repo_id(name)
-    except HFValidationError:
-        return False
-    return True
+    except HFValidationError as error:
+        return _first_line(error)
+    return None
+
+
+def is_hub_id(name: str) -> bool:
+    """Whether `name` reads as a Hub repository id ('name' or 'org/name')."""
+    return hub_id_problem(name) is None
+
+
+def require_hub_id(name: str, what: str) -> None:
+    """A ValueError naming `what` (e.g. "REPO_ID") and `name` when the Hub would refuse `name` as a repository id."""
+    problem = hub_id_problem(name)
+    if problem is not None:
+        raise ValueError(f"{what} {name!r} is not a valid Hub repository id: expected 'name' or 'user/name', each "
+                         f"part at most 96 letters, digits, '-', '_' or '.' ({problem})")
 
 
 def require_folder_or_hub_id(name: str, what: str, holding: str = "") -> None:
@@ -105,17 +123,26 @@ HUB_FAILURES = (
      "Hub reachable, or pass a local folder"),
     (HfHubHTTPError, FileNotFoundError, "the Hub ({endpoint}) could not serve {ref}: {cause}"),
 )
+# A request that got no answer (no connection, a timeout): huggingface_hub lets httpx2's error through from the calls
+# that do not fall back on the cache (create_repo, create_commit...), and that error is no OSError: the CLIs would
+# print its traceback.
+TRANSPORT_FAILURES = (
+    (TransportError, ConnectionError, "the Hub ({endpoint}) cannot be reached for {ref} ({cause}); check the network "
+     "connection, or HF_ENDPOINT if it is set"),
+)
 
 
 @contextmanager
-def hub_errors(name, revision=None, cache_dir=None):
+def hub_errors(name, revision=None, cache_dir=None, failures=HUB_FAILURES + TRANSPORT_FAILURES):
     """Turn a failure to fetch `name` from the Hub (one of huggingface_hub's exceptions, or transformers' OSError
-    raised from one) into a one-line error naming the id and the revision; any other error passes unchanged."""
+    raised from one) into a one-line error naming the id and the revision; any other error passes unchanged.
+    `failures`: which of them to turn (push, which writes, takes only TRANSPORT_FAILURES: the fetching messages
+    would not fit)."""
     try:
         yield
     except Exception as error:
         for cause in _chain(error):
-            for kind, error_type, message in HUB_FAILURES:
+            for kind, error_type, message in failures:
                 if isinstance(cause, kind):
                     fields = _message_fields(name, revision, cache_dir, cause)
                     raise error_type(message.format(**fields)) from error

@@ -1,27 +1,45 @@
 """`hf-minattn push DIR REPO_ID`: upload a saved model folder to the Hugging Face Hub, in one commit.
 
 A folder written by `training/run_mlm.py` brings its model card; a bare `save_pretrained` folder gets a minimal
-valid one, generated here. `--dry-run` works offline: it lists the files that would be uploaded and checks the
-card's metadata. The options `--revision`, `--create-pr`, `--private` and `--token` are huggingface_hub's.
+valid one, generated here. `--dry-run` works offline: it checks REPO_ID, lists the files that would be uploaded and
+checks the card's metadata. The options `--revision`, `--create-pr`, `--private` and `--token` are huggingface_hub's.
+
+Not uploaded: checkpoints (`checkpoint-*`, and `early_states/`, with their optimizer states), `training_args.bin`
+(a pickle), private (`_*`) and half-written (`*.tmp`) files, at any depth; and `probes/`, where `make demo` writes
+the probe report: an analysis of the model (tens of MB of figures and JSON), which the model card does not use.
 """
 
 import argparse
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 from huggingface_hub import CommitOperationAdd, HfApi, ModelCard, ModelCardData
 from huggingface_hub.utils import filter_repo_objects
 
+from hf_minattn.early_states import EARLY_STATES
 from hf_minattn.model_card import validate_model_card
+from hf_minattn.model_source import TRANSPORT_FAILURES, hub_errors, require_hub_id
 
 # Same as what Trainer.push_to_hub leaves out: checkpoints and private files; plus our interrupted writes, and
-# training_args.bin (a pickle: loading it runs code, and it holds nothing the model needs).
-IGNORE_PATTERNS = ["_*", "checkpoint-*", "*.tmp", ".git/*", ".cache/*", "training_args.bin"]
+# training_args.bin (a pickle: loading it runs code, and it holds nothing the model needs). filter_repo_objects
+# matches each pattern against the whole relative path, so each one is also given under any folder.
+TOP_LEVEL_IGNORED = ["_*", "checkpoint-*", "*.tmp", ".git/*", ".cache/*", "training_args.bin"]
+IGNORE_PATTERNS = [*TOP_LEVEL_IGNORED, *(f"*/{p}" for p in TOP_LEVEL_IGNORED), f"{EARLY_STATES}/*", "probes/*"]
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
-# The Hub's pipeline for each class a MinAttn folder can hold (config.json "architectures").
-PIPELINE_TAGS = {"MinAttnForMaskedLM": "fill-mask", "MinAttnForSequenceClassification": "text-classification",
-                 "MinAttnForTokenClassification": "token-classification",
-                 "MinAttnModel": "feature-extraction"}
+
+
+class Head(NamedTuple):
+    """What the Hub shows for a class a MinAttn folder can hold (config.json "architectures") and how it loads."""
+
+    pipeline_tag: str
+    auto_class: str  # the transformers Auto class that loads it with its head
+
+
+HEADS = {"MinAttnForMaskedLM": Head("fill-mask", "AutoModelForMaskedLM"),
+         "MinAttnForSequenceClassification": Head("text-classification", "AutoModelForSequenceClassification"),
+         "MinAttnForTokenClassification": Head("token-classification", "AutoModelForTokenClassification"),
+         "MinAttnModel": Head("feature-extraction", "AutoModel")}
 
 
 def files_to_upload(folder) -> list[Path]:
@@ -37,22 +55,28 @@ def architecture_of(folder: Path) -> str:
     except (OSError, ValueError) as error:
         raise ValueError(f"{folder / 'config.json'}: expected a config.json written by save_pretrained ({error})") from None
     architecture = (config.get("architectures") or [None])[0]
-    if architecture not in PIPELINE_TAGS:
+    if architecture not in HEADS:
         raise ValueError(f"{folder}: config.json names architecture {architecture!r}; expected one of "
-                         f"{sorted(PIPELINE_TAGS)}")
+                         f"{sorted(HEADS)}")
     return architecture
 
 
 def minimal_model_card(folder: Path, repo_id: str, architecture: str) -> ModelCard:
-    """A valid card for a folder saved with `save_pretrained` (no training record): metadata and how to load it."""
-    data = ModelCardData(license="apache-2.0", library_name="transformers", pipeline_tag=PIPELINE_TAGS[architecture],
+    """A valid card for a folder saved with `save_pretrained` (no training record): metadata and how to load it, with
+    the Auto class of its head (AutoModel would load the encoder and drop the head) and its tokenizer if it has one."""
+    head = HEADS[architecture]
+    data = ModelCardData(license="apache-2.0", library_name="transformers", pipeline_tag=head.pipeline_tag,
                          tags=["minattn", "hf_minattn", "custom_code"])
     name = repo_id.split("/")[-1]
+    tokenizer = (folder / "tokenizer_config.json").is_file()
+    imports = f"{head.auto_class}, AutoTokenizer" if tokenizer else head.auto_class
+    load_tokenizer = (f"tokenizer = AutoTokenizer.from_pretrained(\"{repo_id}\")\n" if tokenizer else "")
     text = (f"---\n{data.to_yaml()}\n---\n\n# {name}\n\nA MinAttn model (`{architecture}`) from the `hf_minattn` package, "
-            "saved with `save_pretrained`. No training record came with it: how it was trained is not stated here.\n\n"
+            "saved with `save_pretrained`. No training record came with it: how it was trained is not stated here"
+            + ("" if tokenizer else ", and no tokenizer was saved with it") + ".\n\n"
             "## How to use\n\nThe modeling code is saved next to the weights (it needs transformers >= 5):\n\n"
-            f"```python\nfrom transformers import AutoModel\n\nmodel = AutoModel.from_pretrained(\"{repo_id}\", "
-            "trust_remote_code=True)\n```\n")
+            f"```python\nfrom transformers import {imports}\n\n{load_tokenizer}model = {head.auto_class}.from_pretrained("
+            f"\"{repo_id}\", trust_remote_code=True)\n```\n")
     return ModelCard(text)
 
 
@@ -70,7 +94,7 @@ def check_model_folder(folder, repo_id: str = "model") -> tuple[list[Path], Mode
     architecture = architecture_of(folder)
     generated = None
     if (folder / "README.md").is_file():
-        validate_model_card(folder / "README.md", pipeline_tag=PIPELINE_TAGS[architecture])
+        validate_model_card(folder / "README.md", pipeline_tag=HEADS[architecture].pipeline_tag)
     else:
         generated = minimal_model_card(folder, repo_id, architecture)
     return files_to_upload(folder), generated
@@ -80,22 +104,30 @@ def push_folder(folder, repo_id: str, dry_run: bool = False, private: bool | Non
                 create_pr: bool = False, token: str | None = None,
                 commit_message: str = "Upload MinAttn model") -> list[Path]:
     """Upload `folder` to the model repository `repo_id` (created if needed) in one commit, on `revision` (a branch,
-    created if needed) or as a pull request; with `dry_run`, only check. Returns the files uploaded (or that
-    would be), README.md included when it is generated."""
-    if repo_id.count("/") > 1 or not repo_id.strip("/"):
-        raise ValueError(f"REPO_ID must look like 'name' or 'user/name', got {repo_id!r}")
+    created from the default branch if it does not exist) or as a pull request (against `revision` when given); with
+    `dry_run`, only check. Returns the files uploaded (or that would be), README.md included when it is generated."""
+    require_hub_id(repo_id, "REPO_ID")
     folder = Path(folder)
     files, generated = check_model_folder(folder, repo_id)
     if not dry_run:
-        api = HfApi(token=token)
-        api.create_repo(repo_id, private=private, exist_ok=True)
-        if revision is not None and not create_pr:
-            api.create_branch(repo_id, branch=revision, exist_ok=True)
         operations = [CommitOperationAdd(path_in_repo=f.as_posix(), path_or_fileobj=str(folder / f)) for f in files]
         if generated is not None:
             operations.append(CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=str(generated).encode()))
-        api.create_commit(repo_id, operations, commit_message=commit_message, revision=revision, create_pr=create_pr)
+        with hub_errors(repo_id, revision, failures=TRANSPORT_FAILURES):
+            api = HfApi(token=token)
+            api.create_repo(repo_id, private=private, exist_ok=True)
+            _create_branch(api, repo_id, revision, create_pr)
+            api.create_commit(repo_id, operations, commit_message=commit_message, revision=revision,
+                              create_pr=create_pr)
     return files + ([Path("README.md")] if generated is not None else [])
+
+
+def _create_branch(api: HfApi, repo_id: str, revision: str | None, create_pr: bool) -> None:
+    """Make branch `revision` exist. A pull request needs its target branch too, but whoever opens one may have no
+    write access: there the branch is only created when it is missing (and creating it then needs write access)."""
+    if revision is None or (create_pr and api.revision_exists(repo_id, revision)):
+        return
+    api.create_branch(repo_id, branch=revision, exist_ok=True)
 
 
 def main(argv=None) -> int:
@@ -104,7 +136,8 @@ def main(argv=None) -> int:
     parser.add_argument("folder", metavar="DIR", help="a folder written by training/run_mlm.py or save_pretrained")
     parser.add_argument("repo_id", metavar="REPO_ID", help="the Hub model repository, e.g. user/minattn-wiki")
     parser.add_argument("--dry-run", action="store_true", help="list what would be uploaded and check the card; upload nothing")
-    parser.add_argument("--revision", help="the branch to commit to (created if needed; default: main)")
+    parser.add_argument("--revision", help="the branch to commit to, or to open the pull request against "
+                        "(created if needed; default: main)")
     parser.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing directly")
     parser.add_argument("--private", action="store_true", default=None, help="create the repository as private")
     parser.add_argument("--token", help="a Hub token (default: HF_TOKEN or the one saved by `hf auth login`)")

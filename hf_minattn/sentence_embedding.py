@@ -5,14 +5,15 @@ The files are those sentence-transformers itself writes, in the layout every ver
 (the module list), sentence_bert_config.json (the Transformer module's settings) and 1_Pooling/config.json.
 """
 
-import json
 import os
+
+from hf_minattn.record_files import write_json_atomically
 
 POOLING_FOLDER = "1_Pooling"
 
 
 def write_sentence_transformers_files(folder, hidden_size: int, max_seq_length: int) -> list[str]:
-    """Write the three files into `folder` (a save_pretrained folder); returns their paths."""
+    """Write the three files into `folder` (a save_pretrained folder), each whole or not at all; returns their paths."""
     modules = [
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": POOLING_FOLDER, "type": "sentence_transformers.models.Pooling"},
@@ -23,10 +24,7 @@ def write_sentence_transformers_files(folder, hidden_size: int, max_seq_length: 
     # The tokenizer does its own lower-casing: sentence-transformers must not do it a second time.
     files = {"modules.json": modules, "sentence_bert_config.json": {"max_seq_length": max_seq_length, "do_lower_case": False},
              os.path.join(POOLING_FOLDER, "config.json"): pooling}
-    os.makedirs(os.path.join(folder, POOLING_FOLDER), exist_ok=True)
-    paths = []
-    for name, content in files.items():
-        paths.append(os.path.join(folder, name))
-        with open(paths[-1], "w", encoding="utf-8") as f:
-            json.dump(content, f, indent=2)
+    paths = [os.path.join(folder, name) for name in files]
+    for path, content in zip(paths, files.values()):
+        write_json_atomically(path, content, indent=2)
     return paths

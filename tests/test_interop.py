@@ -109,3 +109,26 @@ def test_sentence_transformers_loads_a_saved_folder_with_mean_pooling(tmp_path, 
         hidden = model.minattn(batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
     mask = batch["attention_mask"][..., None].float()
     torch.testing.assert_close(got, (hidden * mask).sum(1) / mask.sum(1), atol=1e-5, rtol=1e-4)
+
+
+def test_sentence_transformers_files_are_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
+    """A write killed before its rename leaves the previous modules.json, not a truncated one."""
+    import json
+    import os
+
+    from hf_minattn.sentence_embedding import write_sentence_transformers_files
+
+    paths = write_sentence_transformers_files(tmp_path, hidden_size=36, max_seq_length=24)
+    before = {path: open(path).read() for path in paths}
+
+    def killed(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        write_sentence_transformers_files(tmp_path, hidden_size=48, max_seq_length=32)
+    assert {path: open(path).read() for path in paths} == before
+    monkeypatch.undo()
+    write_sentence_transformers_files(tmp_path, hidden_size=48, max_seq_length=32)
+    assert json.loads(open(paths[-1]).read())["word_embedding_dimension"] == 48
+    assert not [name for _, _, names in os.walk(tmp_path) for name in names if name.endswith(".tmp")]

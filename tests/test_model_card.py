@@ -1,10 +1,29 @@
-"""The model card names its data in a few words where the Hub shows a title, and says it in full in its text."""
+"""The model card: its data named in a few words where the Hub shows a title and in full in its text; what it says
+about the run (command, hyper-parameters, the floor) and the architecture; a fill-mask example that runs."""
 
+import os
+import re
 from types import SimpleNamespace
 
-from conftest import tiny_config
+import pytest
+from transformers import DataCollatorForLanguageModeling, TrainingArguments, pipeline
+
+from conftest import TEXTS, tiny_config
+from hf_minattn import MinAttnForMaskedLM, train_tokenizer
+from hf_minattn.arguments import DataTrainingArguments, ModelArguments
 from hf_minattn.data import WIKIPEDIA_CORPUS_DESCRIPTION
-from hf_minattn.model_card import EMBEDDED_CORPUS_TITLE, CardFacts, dataset_title, validate_model_card, write_model_card
+from hf_minattn.model_card import (
+    EMBEDDED_CORPUS_TITLE,
+    CardFacts,
+    build_model_card,
+    card_facts,
+    dataset_title,
+    describe_training,
+    floor_sentence,
+    unchanged_share,
+    validate_model_card,
+    write_model_card,
+)
 
 
 def data_args(dataset_name=None, dataset_config_name=None, train_file=None):
@@ -29,3 +48,130 @@ def test_the_results_name_the_embedded_corpus_briefly_and_the_text_describes_it(
     assert WIKIPEDIA_CORPUS_DESCRIPTION in card.text
     # Time and throughput are not copied into the card: it links the file that holds them.
     assert "[`train_results.json`](train_results.json)" in card.text and "tokens/s" not in card.text
+
+
+def run_facts(tmp_path, tokenizer, argv=(), data_collator=None, **training) -> CardFacts:
+    """card_facts of a run that trained nothing: TrainingArguments, a tiny model, no datasets."""
+    args = TrainingArguments(output_dir=str(tmp_path / "run"), report_to="none", use_cpu=True, **training)
+    args.max_train_minutes = None  # run_mlm's own argument
+    model = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer)))
+    trainer = SimpleNamespace(args=args, model=model, eval_dataset=None, state=SimpleNamespace(global_step=3),
+                              data_collator=data_collator)
+    return card_facts(trainer, ModelArguments(), DataTrainingArguments(), "a test corpus", tokenizer, {}, {}, 24,
+                      list(argv))
+
+
+@pytest.mark.parametrize("argv", [["--push_to_hub", "--hub_token", "hf_SECRET", "--seed", "1"],
+                                  ["--push_to_hub", "--hub_token=hf_SECRET", "--seed", "1"],
+                                  ["--push_to_hub", "--hub-token", "hf_SECRET", "--seed", "1"]])
+def test_the_reproduce_command_hides_the_hub_token(tmp_path, tokenizer, argv):
+    text = write_model_card(tmp_path, run_facts(tmp_path, tokenizer, argv)).read_text()
+    assert "hf_SECRET" not in text
+    command = next(line for line in text.splitlines() if line.startswith("python training/run_mlm.py"))
+    assert "<HUB_TOKEN>" in command and "--push_to_hub" in command and command.endswith("--seed 1")
+
+
+def fill_example(card_text: str) -> str:
+    return re.search(r'^fill\("(.*)"\)$', card_text, re.MULTILINE).group(1)
+
+
+def test_the_fill_mask_example_uses_the_tokenizer_mask_and_casing(tmp_path):
+    """A tokenizer whose mask is "<mask>" (RoBERTa's, XLM-R's) and which keeps case: the example runs as printed."""
+    tokenizer = train_tokenizer(TEXTS, vocab_size=120, min_frequency=1, show_progress=False, model="word",
+                                lowercase=False)
+    tokenizer.add_special_tokens({"mask_token": "<mask>"})
+    facts = run_facts(tmp_path, tokenizer)
+    folder = tmp_path / "model"
+    MinAttnForMaskedLM(facts.config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    text = write_model_card(folder, facts).read_text()
+    example = fill_example(text)
+    assert example == "The capital of France is <mask>." and "[MASK]" not in text
+    assert "80% `<mask>`" in text
+    predictions = pipeline("fill-mask", model=str(folder), tokenizer=str(folder), device="cpu")(example)
+    assert len(predictions) == 5
+
+    lower = train_tokenizer(TEXTS, vocab_size=120, min_frequency=1, show_progress=False)
+    assert fill_example(str(build_model_card(run_facts(tmp_path, lower)))) == "the capital of france is [MASK]."
+
+
+def training_args(**options) -> TrainingArguments:
+    args = TrainingArguments(output_dir="unused", report_to="none", use_cpu=True, **options)
+    args.max_train_minutes = None
+    return args
+
+
+def test_the_hyper_parameters_line_says_what_the_run_used():
+    default = describe_training(training_args(), {}, 10)
+    assert "linear schedule" in default and "SchedulerType" not in default
+    assert "adamw_torch_fused optimizer" in default and ", fp32," in default and "warmup 0 steps" in default
+    assert "cosine schedule" in describe_training(training_args(lr_scheduler_type="cosine"), {}, 10)
+    sgd = describe_training(training_args(optim="sgd"), {}, 10)
+    assert "sgd optimizer" in sgd and "AdamW" not in sgd and "adamw" not in sgd
+    # transformers 5 reads a warmup below 1 as a share of the planned steps
+    ratio = describe_training(training_args(warmup_steps=0.1, max_steps=1000), {}, 700)
+    assert "warmup over 10% of the planned steps, 100 steps" in ratio and "0.1 steps" not in ratio
+    assert "warmup over 10% of the planned steps," in describe_training(training_args(warmup_steps=0.1), {}, None)
+    assert "warmup 25 steps" in describe_training(training_args(warmup_steps=25), {}, 10)
+    fp16 = describe_training(training_args(fp16=True), {}, 10)
+    assert "fp16 autocast" in fp16 and "fp32" not in fp16
+    assert "bf16 autocast" in describe_training(training_args(bf16=True), {}, 10)
+
+
+def test_the_floor_sentence_claims_context_only_beyond_the_printed_precision():
+    floor = 5.0
+    # whole-word masking (nothing left to copy): a gain printed as 0.00 shows nothing; 0.02 does
+    tiny = floor_sentence({"eval_unigram_loss": floor, "eval_gain_over_unigram": 0.004}, kept=0.0)
+    assert "0.00 nats below" in tiny and "so it uses" not in tiny and tiny.endswith("is not shown.")
+    clear = floor_sentence({"eval_unigram_loss": floor, "eval_gain_over_unigram": 0.02}, kept=0.0)
+    assert clear.endswith("so it uses their context.")
+    # with 10% of scored tokens unchanged the bound is 0.50: 0.505 (printed 0.50 or 0.51) is not clearly above it
+    close = floor_sentence({"eval_unigram_loss": floor, "eval_gain_over_unigram": 0.505})
+    assert "not clearly more than copying the 10%" in close and close.endswith("is not shown.")
+    above = floor_sentence({"eval_unigram_loss": floor, "eval_gain_over_unigram": 0.52})
+    assert "so it uses their context (copying the 10%" in above
+
+
+def test_the_unchanged_share_comes_from_the_masking_settings(tmp_path, tokenizer):
+    assert unchanged_share(DataCollatorForLanguageModeling(tokenizer)) == pytest.approx(0.1)
+    masker = DataCollatorForLanguageModeling(tokenizer, mask_replace_prob=0.5, random_replace_prob=0.2)
+    assert unchanged_share(masker) == pytest.approx(0.3)
+    facts = run_facts(tmp_path, tokenizer, data_collator=SimpleNamespace(masker=masker))
+    facts.eval_metrics = {"eval_loss": 5.0, "eval_unigram_loss": 5.0, "eval_gain_over_unigram": 2.0}
+    assert facts.unchanged_share == pytest.approx(0.3)
+    assert "copying the 30% of scored tokens" in str(build_model_card(facts))
+
+
+def card_text(**config) -> str:
+    return build_model_card(CardFacts(model_name="m", config=tiny_config(**config), num_parameters=1, dataset_id=None,
+                                      dataset_config=None, dataset_description="text", max_seq_length=16)).text
+
+
+def test_the_architecture_lines_follow_the_config():
+    assert "| Positions | learned, up to 24 tokens |" in card_text()
+    for positions in ("rope", "none"):  # no position table: any length
+        text = card_text(position_embedding_type=positions, hidden_size=32)
+        assert f"| Positions | {positions}, any number of tokens (trained on 16) |" in text and "up to 24" not in text
+    assert "W_Q and W_K with std sqrt(" in card_text()
+    assert "W_Q and W_K with std" not in card_text(qkv_projection="identity")  # there are no W_Q, W_K
+    assert "W_Q and W_K with std" not in card_text(qkv_init="identity")  # they start at the identity
+
+
+def test_the_card_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
+    """A write killed before its last step (here: the rename) leaves the previous card, not a truncated one."""
+    facts = CardFacts(model_name="m", config=tiny_config(), num_parameters=1, dataset_id=None, dataset_config=None,
+                      dataset_description="first")
+    path = write_model_card(tmp_path, facts)
+    before = path.read_text()
+
+    def killed(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", killed)
+    facts.dataset_description = "second"
+    with pytest.raises(KeyboardInterrupt):
+        write_model_card(tmp_path, facts)
+    assert path.read_text() == before
+    monkeypatch.undo()
+    assert "second" in write_model_card(tmp_path, facts).read_text()
+    assert sorted(os.listdir(tmp_path)) == ["README.md"]

@@ -4,12 +4,15 @@ Hub's HTTP API (a local stand-in server that answers as the Hub does; huggingfac
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from hub_standin import hub  # noqa: F401 (the Hub stand-in fixture, shared with test_hub_ids.py)
+import transformers
+from huggingface_hub import constants
+from hub_standin import hub, serve  # noqa: F401 (the Hub stand-in fixture, shared with test_hub_ids.py)
 
 from hf_minattn import (
     MinAttnConfig,
@@ -20,7 +23,8 @@ from hf_minattn import (
 )
 from hf_minattn.cli import main as cli_main
 from hf_minattn.model_card import CardFacts, validate_model_card, write_model_card
-from hf_minattn.push import check_model_folder, push_folder
+from hf_minattn.model_source import TransportError, hub_errors
+from hf_minattn.push import check_model_folder, files_to_upload, push_folder
 
 
 @pytest.fixture
@@ -80,9 +84,39 @@ def test_incomplete_folder_is_refused(model_dir, capsys):
     assert f"Model folder {model_dir / 'nope'} does not exist" in capsys.readouterr().err
 
 
-def test_repo_id_is_checked(model_dir):
-    with pytest.raises(ValueError, match="'a/b/c'"):
-        push_folder(model_dir, "a/b/c", dry_run=True)
+@pytest.mark.parametrize("repo_id", ["a/b/c", "user/", "/name", "a b", "user/na me", "user/name@main", "a" * 200])
+def test_repo_id_is_checked_as_the_hub_does(model_dir, repo_id):
+    with pytest.raises(ValueError, match=f"REPO_ID {repo_id!r} is not a valid Hub repository id"):
+        push_folder(model_dir, repo_id, dry_run=True)
+
+
+def test_no_checkpoint_pickle_or_probe_report_is_uploaded_at_any_depth(model_dir):
+    """EarlyStates' checkpoints (optimizer states, training_args.bin) sit in early_states/; `make demo` writes the
+    probe report into probes/."""
+    for name in ("early_states/checkpoint-10/optimizer.pt", "early_states/checkpoint-10/training_args.bin",
+                 "early_states/checkpoint-10/model.safetensors", "probes/report.html", "logs/checkpoint-2/x.bin",
+                 "extra/training_args.bin", "extra/_private.txt", "extra/notes.md.tmp", "runs/events.out"):
+        (model_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (model_dir / name).write_bytes(b"x")
+    files = {f.as_posix() for f in files_to_upload(model_dir)}
+    assert {"README.md", "model.safetensors", "tokenizer.json", "runs/events.out"} <= files
+    assert not any(f.startswith(("early_states/", "probes/", "logs/checkpoint-")) for f in files)
+    assert not any(f.endswith(("training_args.bin", "_private.txt", ".tmp")) for f in files)
+
+
+def test_an_unreachable_hub_is_one_line_naming_it(model_dir, monkeypatch, capsys):
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
+    assert cli_main(["push", str(model_dir), "me/minattn-test", "--token", "hf_fake"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "the Hub (http://127.0.0.1:9) cannot be reached for 'me/minattn-test'" in err and "hf_fake" not in err
+
+
+def test_transport_errors_become_a_connection_error_for_every_hub_caller():
+    """The mapping push uses is hub_errors' own: find_model and the model loaders get the same line."""
+    with pytest.raises(ConnectionError, match=r"the Hub \(.*\) cannot be reached for 'me/x' at revision 'v2' \(boom\)"):
+        with hub_errors("me/x", "v2"):
+            raise TransportError("boom")
 
 
 @pytest.mark.parametrize("model_class, pipeline_tag", [(MinAttnForMaskedLM, "fill-mask"),
@@ -98,6 +132,10 @@ def test_bare_save_pretrained_folder_gets_a_minimal_valid_card(tmp_path, capsys,
     _, card = check_model_folder(folder, "me/bare")
     (tmp_path / "card.md").write_text(str(card))
     assert validate_model_card(tmp_path / "card.md", pipeline_tag=pipeline_tag).data.pipeline_tag == pipeline_tag
+    # The Auto class the card names loads the head too (AutoModel would drop it); no tokenizer was saved.
+    auto_class = re.search(r"model = (\w+)\.from_pretrained", str(card)).group(1)
+    assert isinstance(getattr(transformers, auto_class).from_pretrained(folder), model_class)
+    assert "no tokenizer was saved" in str(card) and "AutoTokenizer" not in str(card)
     assert cli_main(["push", str(folder), "me/bare", "--dry-run"]) == 0
     assert "README.md  (generated model card)" in capsys.readouterr().out
 
@@ -136,8 +174,8 @@ def test_push_options_reach_the_hub(model_dir, hub):
     create = seen["/api/repos/create"]
     assert json.loads(create["body"]) == {"name": "minattn-test", "organization": "me", "visibility": "private"}
     assert all(r["auth"] == "Bearer hf_secret" for r in seen.values())  # the token, on every request
-    # a pull request against v2: no branch is created, and the commit says create_pr
-    assert not any("/branch/" in path for path in seen)
+    # a pull request against v2, which does not exist yet: it is created first, and the commit says create_pr
+    assert "/api/models/me/minattn-test/branch/v2" in seen
     commit = seen["/api/models/me/minattn-test/commit/v2"]
     assert commit["query"] == {"create_pr": ["1"]}
     assert seen["/api/models/me/minattn-test/preupload/v2"]["query"] == {"create_pr": ["1"]}
@@ -155,3 +193,19 @@ def test_push_to_a_branch_creates_it_and_a_public_repo_stays_public(model_dir, h
     assert all(r["auth"] == "Bearer hf_other" for r in seen.values())
     seen = push(hub, str(model_dir), "me/minattn-test", "--token", "hf_other")
     assert "/api/models/me/minattn-test/commit/main" in seen and not any("/branch/" in p for p in seen)
+
+
+@pytest.mark.slow
+def test_a_pull_request_against_an_existing_branch_creates_none(model_dir, hub):
+    """Whoever opens a pull request may have no write access: an existing branch is not created again."""
+    serve(hub, "me/minattn-test", "v2", model_dir)
+    seen = push(hub, str(model_dir), "me/minattn-test", "--revision", "v2", "--create-pr", "--token", "hf_secret")
+    assert not any("/branch/" in path for path in seen)
+    assert seen["/api/models/me/minattn-test/commit/v2"]["query"] == {"create_pr": ["1"]}
+
+
+def test_a_minimal_card_names_the_tokenizer_when_there_is_one(model_dir):
+    (model_dir / "README.md").unlink()
+    _, card = check_model_folder(model_dir, "me/minattn-test")
+    assert 'tokenizer = AutoTokenizer.from_pretrained("me/minattn-test")' in str(card)
+    assert 'model = AutoModelForMaskedLM.from_pretrained("me/minattn-test", trust_remote_code=True)' in str(card)
