@@ -9,8 +9,8 @@ same architecture at initialisation, `pool_corpus`), then word2vec. Measured her
 - the fp32 pass: tokens/s, the matrix-multiply FLOPs it performs (`pass_flops`), GFLOP/s against the fp32 matmul
   peak timed in the same run (`bench_common.matmul_peak`), and so the least time ANY fp32 implementation would need
   for the two passes at that peak;
-- the same pass under bf16 autocast: time, and the largest difference of the pooled vectors from fp32 (the probes
-  promise fp32 numbers: pooled vectors within 1e-4);
+- the same pass under bf16 autocast (`pool_corpus(..., bf16=True)`): time, and the largest difference of the pooled
+  vectors from fp32 (the probes promise fp32 numbers: pooled vectors within 1e-4);
 - word2vec (the probes' settings, seed 0): trained, then read back from its cache (`cached_word2vec`).
 
 Writes `benchmarks/results/probe-latest.json` (`--quick`: `probe-latest-quick.json`) and prints a table.
@@ -61,8 +61,8 @@ def measure(model, tokenizer, sentences) -> dict:
     peak = matmul_peak(torch.float32, 1024)
     fp32 = pool_corpus(model, tokenizer, words=words, desc="fp32 pass")
     peak = max(peak, matmul_peak(torch.float32, 1024))  # the better of the samples before and after
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        bf16 = pool_corpus(model, tokenizer, words=words, desc="bf16 pass")
+    # pool_corpus opens its own autocast (enabled=bf16), which turns off any autocast around the call: ask it for bf16
+    bf16 = pool_corpus(model, tokenizer, words=words, desc="bf16 pass", bf16=True)
     difference = float(np.abs(bf16.contextual - fp32.contextual).max())
 
     with tempfile.TemporaryDirectory() as cache:

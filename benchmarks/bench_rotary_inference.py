@@ -2,7 +2,7 @@
 the tables in fp32 (what it did before, and still does in training), beside BERT, in rounds that take the models
 in every order in turn (`bench_common.round_robin_times`). Under bf16 autocast, fp32 tables promote the bf16 queries
 and keys to fp32 and autocast casts them back for the attention's products; in fp32 both paths are the same. Prints
-and saves the medians and the paired ratios.
+and saves the medians and the paired ratios, with the machine and its load (`hf_minattn.machine.machine_info`).
 
     python benchmarks/bench_rotary_inference.py [--quick] [--rounds 30] [--out benchmarks/results]
 """
@@ -16,6 +16,8 @@ from pathlib import Path
 import torch
 
 from bench_common import QUICK_SIZES, SIZES, build, round_robin_times
+
+from hf_minattn.machine import machine_info
 
 BEFORE = "MinAttn, rotary tables fp32 (before)"
 NOW = "MinAttn, rotary tables in the products' dtype (now)"
@@ -67,6 +69,7 @@ def main(argv=None):
         medians = ", ".join(f"{name} {ms:.1f} ms" for name, ms in result["median_ms"].items())
         print(f"[{precision}] {medians}; now / before {result['now_over_before_speed']:.3f}x speed, "
               f"vs BERT: now {result['now_vs_bert']:.3f}x, before {result['before_vs_bert']:.3f}x", flush=True)
+    report["machine"] = machine_info()  # the CPU, its bf16 support and the load average over the run's last minute
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"rotary-inference{'-quick' if args.quick else ''}.json"

@@ -8,10 +8,11 @@ side in one process.
     bash benchmarks/gpu.sh                                # the GPU's set: batch 32 with the GPU levers, batch 128
 
 What is measured (for each precision):
-- training tokens/s: both models train on the same packed Wikipedia batches in the same order, alternating step by
-  step (the order flips every step, so drift in the machine's load hits both alike); median over the steps after
-  the warm-up. The speed-up is the median of the per-step ratios (see `summarize_training`). These same steps
-  give the quality comparison: eval loss on the validation split afterwards.
+- training tokens/s: the models train on the same packed Wikipedia batches in the same order, taking turns step by
+  step (every order of the models in turn, `bench_common.balanced_orders`, so that each runs in each position equally
+  often and drift in the machine's load hits all alike); median over the steps after the warm-up. The speed-up is
+  the median of the per-step ratios (see `summarize_training`). These same steps give the quality comparison: eval
+  loss on the validation split afterwards.
 - inference tokens/s: forward only, no labels, eval mode, taking turns (every order of the models in turn, so that
   each runs in each position equally often: `bench_common.balanced_orders`); the median of `--infer-repeats` rounds
   (default 24: four of each order of three models), with the interquartile range of the rounds. The speed-up is the
@@ -48,9 +49,9 @@ import torch
 from transformers import DataCollatorForLanguageModeling
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules, also when loaded from a file path
-from bench_common import (MASK, MODELS, QUICK_SIZES, SIZES, StepLoop, bf16_is_native, build, eval_loss,  # noqa: E402
-                          infer_flops, inference_times, load_blocks, make_batches, mask_blocks, matmul_peak,
-                          timed_matmul, train_flops)
+from bench_common import (MASK, MODELS, QUICK_SIZES, SIZES, StepLoop, balanced_orders,  # noqa: E402
+                          bf16_is_native, build, eval_loss, infer_flops, inference_times, load_blocks, make_batches,
+                          mask_blocks, matmul_peak, timed_matmul, train_flops)
 from bench_common import glu_size, matmul_params  # noqa: E402,F401  (reached through this script by the tests)
 from bench_levers import add_levers, lever_table  # noqa: E402
 from bench_levers import rotary_in_compute_dtype, without_linear_biases  # noqa: E402,F401  (as above)
@@ -116,8 +117,8 @@ def run_precision(precision, sizes, train_batches, val_batches, args) -> dict:
     a, b = (torch.randn(args.peak_size, args.peak_size, dtype=dtype, device=device) for _ in range(2))
     peak_samples = []
     start = time.perf_counter()
-    for i, (inputs, labels) in enumerate(train_batches):
-        for name in names if i % 2 == 0 else names[::-1]:
+    for i, ((inputs, labels), order) in enumerate(zip(train_batches, balanced_orders(names, len(train_batches)))):
+        for name in order:
             trainers[name].step(inputs, labels)
         peak_samples.append(timed_matmul(a, b))
         if (i + 1) % max(1, args.steps // 10) == 0:

@@ -4,14 +4,15 @@ step loop (forward, backward, clip, AdamW: `bench_common.StepLoop`) on the same 
     python benchmarks/bench_trainer_overhead.py            # small model, batch 16 x 128, fp32, 60 steps each
     python benchmarks/bench_trainer_overhead.py --quick    # tiny sizes, seconds
 
-The plain loop runs before and after the Trainer (the mean of the two is the reference), so a drift of the machine's
-speed during the run shows as a difference between them, reported beside the ratio. Run it on an idle machine.
+Both rates are tokens over the total time of the same steps (those between the Trainer's first log after the warm-up
+and its last). The plain loop runs before and after the Trainer (the mean of the two is the reference), so a drift of
+the machine's speed during the run shows as a difference between them, reported beside the ratio. Run it on an idle
+machine.
 """
 
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -28,18 +29,25 @@ from hf_minattn.machine import machine_info  # noqa: E402
 from hf_minattn.run_mlm import main as run_mlm  # noqa: E402
 
 
-def plain_loop_tokens_per_second(config: MinAttnConfig, batches, warmup: int) -> float:
+def plain_loop_step_times(config: MinAttnConfig, batches) -> list[float]:
+    """The seconds of each step of a plain loop (`bench_common.StepLoop`) over `batches`."""
     torch.manual_seed(0)
     loop = StepLoop(MinAttnForMaskedLM(config), steps=len(batches), lr=1e-3, bf16=False)
     for inputs, labels in batches:
         loop.step(inputs, labels)
-    tokens = batches[0][0].numel()
-    return tokens / statistics.median(loop.times[warmup:])
+    return loop.times
 
 
-def trainer_tokens_per_second(model_size: str, seq: int, batch: int, steps: int, warmup: int) -> float:
+def span_tokens_per_second(times: list[float], tokens_per_step: int, span: tuple[int, int]) -> float:
+    """Tokens over total time of steps `span[0]` + 1 to `span[1]` (counted from 1): the Trainer's rate is taken the
+    same way, over the same steps, so slow steps weigh the same in both (a median step would leave them out)."""
+    first, last = span
+    return tokens_per_step * (last - first) / sum(times[first:last])
+
+
+def trainer_tokens_per_second(model_size: str, seq: int, batch: int, steps: int, warmup: int):
     """run_mlm's own training loop (collator, callbacks, logging every 10 steps): tokens/s over the steps after the
-    warm-up, from the Trainer's log history."""
+    warm-up, from the Trainer's log history, and the span of steps it covers (the first and last logged step)."""
     with tempfile.TemporaryDirectory() as out:
         run_mlm(["--output_dir", out, "--model_size", model_size, "--max_seq_length", str(seq),
                  "--per_device_train_batch_size", str(batch), "--max_steps", str(steps), "--logging_steps", "10",
@@ -50,7 +58,8 @@ def trainer_tokens_per_second(model_size: str, seq: int, batch: int, steps: int,
     # Each log has the tokens seen and the time so far: the rate between the first log after the warm-up and the last.
     first = next(h for h in history if h["step"] >= warmup)
     last = history[-1]
-    return (last["num_input_tokens_seen"] - first["num_input_tokens_seen"]) / (last["train_runtime"] - first["train_runtime"])
+    tokens = last["num_input_tokens_seen"] - first["num_input_tokens_seen"]
+    return tokens / (last["train_runtime"] - first["train_runtime"]), (first["step"], last["step"])
 
 
 def main(argv=None):
@@ -66,16 +75,17 @@ def main(argv=None):
     config = MinAttnConfig(**MODEL_SIZES[model_size], vocab_size=len(tokenizer), sparse_prediction=True)  # as run_mlm
     batches = make_batches(train_blocks, steps, args.batch, tokenizer, seed=0)
     print(f"machine: {machine_info()['cpu']}; {model_size} model, batch {args.batch} x {seq}, {steps} steps", flush=True)
-    before = plain_loop_tokens_per_second(config, batches, warmup)
+    before_times = plain_loop_step_times(config, batches)
     start = time.perf_counter()
-    trainer = trainer_tokens_per_second(model_size, seq, args.batch, steps, warmup)
+    trainer, span = trainer_tokens_per_second(model_size, seq, args.batch, steps, warmup)
     trainer_seconds = time.perf_counter() - start
-    after = plain_loop_tokens_per_second(config, batches, warmup)
+    after_times = plain_loop_step_times(config, batches)
+    before, after = (span_tokens_per_second(t, batches[0][0].numel(), span) for t in (before_times, after_times))
     reference = (before + after) / 2
     result = {"plain_loop_before": round(before), "plain_loop_after": round(after), "trainer": round(trainer),
               "ratio": round(trainer / reference, 3), "reference_drift": round(abs(before - after) / reference, 3),
               "trainer_wall_seconds": round(trainer_seconds, 1), "model_size": model_size, "batch": args.batch,
-              "seq": seq, "steps": steps, "warmup_steps_left_out": warmup}
+              "seq": seq, "steps": steps, "warmup_steps_left_out": warmup, "timed_steps": [span[0] + 1, span[1]]}
     print(f"plain loop {before:,.0f} / {after:,.0f} tokens/s (before / after), run_mlm {trainer:,.0f} tokens/s: "
           f"{100 * result['ratio']:.0f}% of the plain loop (the plain loop drifted {100 * result['reference_drift']:.0f}%)")
     result["machine"] = machine_info()

@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from transformers import AttentionInterface, DataCollatorForLanguageModeling
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM
 
@@ -42,14 +43,20 @@ def sdpa_in_fp32(module, query, key, value, attention_mask, scaling, dropout=0.0
 
 
 AttentionInterface.register("sdpa_fp32", sdpa_in_fp32)
+# The model computes bf16 attention on a CPU by its eager path whatever the config says; under another name torch's
+# sdpa kernel runs in bf16 (as in bench_levers.py), so that "bf16" and "bf16_eager" below compare the two.
+AttentionInterface.register("sdpa_kernel", ALL_ATTENTION_FUNCTIONS["sdpa"])
 
 
 @contextlib.contextmanager
 def setting(model, name):
-    """Run the forward under the named precision setting."""
+    """Run the forward under the named precision setting: every bf16 setting computes attention with torch's sdpa
+    kernel in bf16 ("sdpa_kernel"), unless its name asks for the eager path or for attention in fp32."""
     bf16 = name != "fp32"
     saved_attention = model.config._attn_implementation
     saved_head = model.lm_head.forward
+    if bf16:
+        model.config._attn_implementation = "sdpa_kernel"
     if "attn32" in name:
         model.config._attn_implementation = "sdpa_fp32"
     if "eager" in name:

@@ -197,8 +197,8 @@ class MinAttnAttention(nn.Module):
             if not self.training:
                 # At inference the turn runs in the dtype of the products that read it (bf16 under autocast): fp32
                 # tables would promote queries and keys to fp32, and autocast would cast them back (about 8% of a
-                # bf16 forward, benchmarks/NOTES.md). Training keeps the tables in the residual stream's dtype: one
-                # rounding instead of three, and the arithmetic the committed runs were trained with.
+                # bf16 forward's wall time, benchmarks/NOTES.md). Training keeps the tables in the residual stream's
+                # dtype: one rounding instead of three, and the arithmetic the committed runs were trained with.
                 cos, sin = cos.to(query_key.dtype), sin.to(query_key.dtype)
             # Both in one pass: half the elementwise kernels of rotating them one by one (launches count on a GPU).
             query_key = apply_rotary(query_key, cos[:, None, None], sin[:, None, None])  # tables (T, 1, 1, D)
