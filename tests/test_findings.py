@@ -242,6 +242,27 @@ def test_bad_input_is_one_clear_error_naming_the_file(tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith("hf-minattn findings: error: ") and str(other) in err[0]
 
 
+def test_a_runs_folder_reads_its_results_json_and_edited_seeds_are_named(tmp_path):
+    """The run's folder stands for its results.json (it used to answer "no such file"); seeds that are not a list
+    of integers are named, where the message used to read "its answers lack can only concatenate str ..."."""
+    results = json.loads((FINDINGS / "results.json").read_text())
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    assert load_results(tmp_path)["seeds"] == results["seeds"]
+    for seeds in ("3-7", [3, "4"], None):
+        (tmp_path / "results.json").write_text(json.dumps({**results, "seeds": seeds}))
+        with pytest.raises(ValueError, match=re.escape(f"its seeds are {seeds!r}; expected a list of integers")):
+            load_results(tmp_path)
+
+
+def test_a_value_of_the_wrong_kind_is_not_called_a_missing_answer(tmp_path):
+    results = json.loads((FINDINGS / "results.json").read_text())
+    results["answers"]["scale"] = ["edited"]  # hand-edited: a list where the run writes a dict
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    with pytest.raises(ValueError, match="a value is not of the kind `hf-minattn experiments` writes") as error:
+        rerender_findings(tmp_path, tmp_path / "out")
+    assert "lack" not in str(error.value) and not (tmp_path / "out" / "figures").exists()
+
+
 def test_an_older_results_json_is_refused_before_any_figure_is_drawn(tmp_path):
     results = json.loads((FINDINGS / "results.json").read_text())
     del results["answers"]["scale"]["precision"]  # what results.json files from before bf16 lack

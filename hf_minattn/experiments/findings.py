@@ -204,9 +204,15 @@ def render_findings(results: dict, figures: dict) -> str:
 REQUIRED = ("answers", "variants", "settings", "config", "seeds", "command")
 
 
+def results_file(path) -> str:
+    """`path`, or the results.json in it where it is a run's folder."""
+    path = os.fspath(path)
+    return os.path.join(path, "results.json") if os.path.isdir(path) else path
+
+
 def load_results(path) -> dict:
     """A results.json written by `hf-minattn experiments`; a ValueError naming `path` for anything else."""
-    path = os.fspath(path)
+    path = results_file(path)
     if not os.path.isfile(path):
         raise ValueError(f"{path}: no such file (expected the results.json of an `hf-minattn experiments` folder)")
     try:
@@ -217,6 +223,10 @@ def load_results(path) -> dict:
     missing = [key for key in REQUIRED if key not in results] if isinstance(results, dict) else list(REQUIRED)
     if missing:
         raise ValueError(f"{path}: not a results.json written by `hf-minattn experiments` (no {', '.join(missing)})")
+    seeds = results["seeds"]
+    if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        raise ValueError(f"{path}: its seeds are {seeds!r}; expected a list of integers, as `hf-minattn experiments` "
+                         "writes them")
     return results
 
 
@@ -226,13 +236,17 @@ def rerender_findings(path, out=None, figure_format: str = "both") -> dict:
     the results' folder where it has them. Returns {"findings": path written, "figures": {name: relative path}}."""
     from .figures import make_figures
 
+    path = results_file(path)
     results = load_results(path)
     source = os.path.dirname(os.path.abspath(path))
     out = source if out is None else os.fspath(out)
     try:
-        render_findings(results, {})  # an older results.json fails here, before any figure is drawn
-    except (KeyError, TypeError) as error:
+        render_findings(results, {})  # an older or edited results.json fails here, before any figure is drawn
+    except KeyError as error:
         raise ValueError(f"{path}: written by an older `hf-minattn experiments`: its answers lack {error}; rerun the "
+                         "experiments to re-render it") from None
+    except (TypeError, AttributeError) as error:  # e.g. a list where the run writes a dict
+        raise ValueError(f"{path}: a value is not of the kind `hf-minattn experiments` writes ({error}); rerun the "
                          "experiments to re-render it") from None
     os.makedirs(out, exist_ok=True)
     figures = make_figures(results, out, figure_format)
