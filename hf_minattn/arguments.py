@@ -2,17 +2,22 @@
 as in transformers' examples/pytorch/language-modeling/run_mlm.py). Every value is checked when the dataclass is
 built, so that a bad one fails at once, with the flag's name, before any data is read or any tokenizer trained."""
 
+import logging
+import os
 from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
-from hf_minattn.checks import check_bounds, check_data_file, check_output_folder
-from hf_minattn.configuration_minattn import MinAttnConfig
+from hf_minattn.checks import (check_bounds, check_data_file, check_finite_floats, check_output_folder,
+                               read_json_object)
+from hf_minattn.configuration_minattn import SPECIAL_TOKEN_ID_FIELDS, MinAttnConfig
 from hf_minattn.data import (STREAM_EVAL_SEQUENCES, STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES,
                              STREAM_VALIDATION_TEXTS)
 from hf_minattn.machine import accelerator_available, fast_bf16_available
-from hf_minattn.model_source import require_folder_or_hub_id
+from hf_minattn.model_source import ModelSource, require_folder_or_hub_id
 from hf_minattn.tokenization import SPECIAL_TOKENS
+
+logger = logging.getLogger(__name__)
 
 
 # Size presets; `--config_overrides` edits any field afterwards. The vocabulary size comes from the tokenizer.
@@ -26,6 +31,45 @@ MODEL_SIZES = {
     # BERT-base shape, for machines with a GPU.
     "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, max_position_embeddings=512),
 }
+
+# What a tokenizer's save_pretrained() writes (any one of them): a folder with none of them holds no tokenizer.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model",
+                   "spiece.model", "sentencepiece.bpe.model")
+
+
+def check_tokenizer_name(name: str) -> None:
+    """A one-line error naming --tokenizer_name unless `name` is a folder holding a tokenizer or a Hub id:
+    transformers would blame a missing sentencepiece, or read a file as a config."""
+    expected = "expected a folder written by a tokenizer's save_pretrained() or a Hub id"
+    if os.path.isfile(name):
+        raise ValueError(f"--tokenizer_name {name!r} is a file; {expected}")
+    if os.path.isdir(name) and not any(os.path.isfile(os.path.join(name, f)) for f in TOKENIZER_FILES):
+        raise ValueError(f"--tokenizer_name {name!r} holds no tokenizer (none of {', '.join(TOKENIZER_FILES)}); "
+                         f"{expected}")
+    require_folder_or_hub_id(name, "--tokenizer_name")
+
+
+def check_checkpoint_folder(path: str) -> None:
+    """A one-line error naming --resume_from_checkpoint unless `path` is a folder the Trainer saved a checkpoint in
+    (its config.json and trainer_state.json, the file the Trainer writes last)."""
+    expected = "expected a checkpoint folder the Trainer wrote (output_dir/checkpoint-<step>)"
+    if os.path.isfile(path):
+        raise ValueError(f"--resume_from_checkpoint {path!r} is a file; {expected}")
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"--resume_from_checkpoint {path!r} does not exist; {expected}")
+    missing = [name for name in ("config.json", "trainer_state.json") if not os.path.isfile(os.path.join(path, name))]
+    if missing:
+        raise ValueError(f"--resume_from_checkpoint {path!r} is not a checkpoint: it has no {' nor '.join(missing)}; "
+                         f"{expected}")
+
+
+def check_argument_groups(model_args, data_args, training_args) -> None:
+    """The checks across the three groups, once each is checked on its own."""
+    if not training_args.do_train and model_args.model_name_or_path is None:
+        # Evaluating a freshly initialised model, never saved, would write a model card for a folder with no model.
+        raise ValueError("--do_train false evaluates the model of --model_name_or_path, and none is given (the model "
+                         "would be a new, untrained one); give --model_name_or_path or drop --do_train false")
+
 
 @dataclass
 class ModelArguments:
@@ -43,9 +87,9 @@ class ModelArguments:
         default=False, metadata={"help": "Run modeling and tokenizer code saved with --model_name_or_path or --tokenizer_name "
                                  "(MinAttn models load without it where hf_minattn is installed)."}
     )
-    model_size: str = field(
-        default="small",
-        metadata={"help": "Size preset when training from scratch: "
+    model_size: str | None = field(
+        default=None,  # "small", set in __post_init__: None tells a preset given with --model_name_or_path
+        metadata={"help": "Size preset when training from scratch (default: small): "
                   + "; ".join(f"{name}: {', '.join(f'{k}={v}' for k, v in sizes.items())}" for name, sizes in MODEL_SIZES.items()),
                   "choices": list(MODEL_SIZES)},
     )
@@ -77,13 +121,17 @@ class ModelArguments:
     cache_dir: str | None = field(default=None, metadata={"help": "Where to store datasets and models downloaded from the Hub."})
 
     def __post_init__(self):
-        if self.model_name_or_path is not None and self.config_overrides is not None:
-            raise ValueError("--config_overrides can't be used with --model_name_or_path (the saved config is used as is)")
+        for name in ("config_overrides", "model_size"):
+            if self.model_name_or_path is not None and getattr(self, name) is not None:
+                raise ValueError(f"--{name} can't be used with --model_name_or_path (the saved config is used as is), "
+                                 f"got --{name} {getattr(self, name)!r}")
         if self.model_revision is not None and self.model_name_or_path is None:
             raise ValueError(f"--model_revision {self.model_revision!r} needs --model_name_or_path (a Hub id)")
         if self.tokenizer_name is not None:
-            require_folder_or_hub_id(self.tokenizer_name, "--tokenizer_name")
-        if self.model_size not in MODEL_SIZES:  # the command line offers only these; a JSON file may say anything
+            check_tokenizer_name(self.tokenizer_name)
+        if self.model_size is None and self.model_name_or_path is None:
+            self.model_size = "small"
+        if self.model_size not in MODEL_SIZES and self.model_name_or_path is None:  # the command line offers only these; a JSON file may say anything
             raise ValueError(f"--model_size must be one of {list(MODEL_SIZES)}, got {self.model_size!r}")
         # the vocabulary holds the special tokens and at least one more
         check_bounds(self, {"vocab_size": (len(SPECIAL_TOKENS), None, False), "tokenizer_min_frequency": (1, None, True)})
@@ -161,6 +209,7 @@ class DataTrainingArguments:
         check_bounds(self, {"mlm_probability": (0, 1, False), "max_seq_length": (3, None, True),  # [CLS] a token [SEP]
                             "max_train_samples": (1, None, True), "max_eval_samples": (1, None, True),
                             "preprocessing_num_workers": (1, None, True)})
+        check_finite_floats(self)
         if self.pad_to_max_length and not self.line_by_line:
             raise ValueError("--pad_to_max_length pads the sequences of --line_by_line; concatenated texts are cut into "
                              "sequences of --max_seq_length tokens already: add --line_by_line or drop it")
@@ -234,13 +283,12 @@ class MinAttnTrainingArguments(TrainingArguments):
                             "warmup_steps": (0, None, True), "max_grad_norm": (0, None, True),
                             "adam_epsilon": (0, None, True), "adam_beta1": (0, 1, True), "adam_beta2": (0, 1, True),
                             "per_device_train_batch_size": (1, None, True), "per_device_eval_batch_size": (1, None, True),
-                            "gradient_accumulation_steps": (1, None, True), "max_train_minutes": (0, None, False)})
-        if self.max_steps == 0 or self.max_steps < -1:  # transformers reads any of them as "not set": train epochs
-            raise ValueError(f"--max_steps must be a positive number of optimizer steps, or -1 (the default: train "
-                             f"--num_train_epochs), got {self.max_steps}")
-        if self.do_train and self.max_steps <= 0 and self.num_train_epochs <= 0:
-            raise ValueError(f"nothing to train: --max_steps {self.max_steps} and --num_train_epochs "
-                             f"{self.num_train_epochs:g}; give --max_steps > 0 or --num_train_epochs > 0")
+                            "gradient_accumulation_steps": (1, None, True), "max_train_minutes": (0, None, False),
+                            "num_train_epochs": (0, None, True)})
+        check_finite_floats(self)  # NaN and inf in the Trainer's other float flags (label smoothing, steps...)
+        self._check_steps()
+        if self.resume_from_checkpoint is not None:
+            check_checkpoint_folder(self.resume_from_checkpoint)
         if self.bf16 is None:  # auto: never beside an fp16 the user asked for
             self.bf16 = fast_bf16_available() and not self.fp16
         # On a machine with no accelerator, transformers needs use_cpu to accept bf16 and, under
@@ -249,3 +297,69 @@ class MinAttnTrainingArguments(TrainingArguments):
             self.use_cpu = True
         super().__post_init__()  # fills in the default --output_dir ("trainer_output") where none is given
         check_output_folder(self.output_dir, "--output_dir")
+
+    def _check_steps(self):
+        """--max_steps, and the step flags that must agree with it and with each other."""
+        if self.max_steps == 0 or self.max_steps < -1:  # transformers reads any of them as "not set": train epochs
+            raise ValueError(f"--max_steps must be a positive number of optimizer steps, or -1 (the default: train "
+                             f"--num_train_epochs), got {self.max_steps}")
+        if self.do_train and self.max_steps <= 0 and self.num_train_epochs <= 0:
+            raise ValueError(f"nothing to train: --max_steps {self.max_steps} and --num_train_epochs "
+                             f"{self.num_train_epochs:g}; give --max_steps > 0 or --num_train_epochs > 0")
+        if self.stop_at_step is not None and 0 < self.max_steps < self.stop_at_step:
+            raise ValueError(f"--stop_at_step {self.stop_at_step} is past --max_steps {self.max_steps}, where training "
+                             f"ends anyway; expected a step from 1 to {self.max_steps}")
+        if (self.early_save_every > 0) != (self.early_save_until > 0):
+            given, missing = (("every", "until") if self.early_save_every else ("until", "every"))
+            raise ValueError(f"--early_save_{given} {getattr(self, 'early_save_' + given)} needs --early_save_{missing} "
+                             "(the early grid saves every --early_save_every steps up to --early_save_until); give both")
+        if self.early_save_every > self.early_save_until:
+            raise ValueError(f"--early_save_every {self.early_save_every} is past --early_save_until "
+                             f"{self.early_save_until}: the early grid would save nothing; expected at most "
+                             f"{self.early_save_until}")
+
+
+def check_minattn_checkpoint(source: ModelSource) -> None:
+    """A ValueError unless the config.json of `source` is a MinAttn one (transformers would build a MinAttnConfig
+    from any config.json, with a warning, and so train a new MinAttn model in place of the one named); one naming the
+    file when it is no JSON object."""
+    model_type = read_json_object(os.path.join(source.folder, "config.json"),
+                                  f"--model_name_or_path {source.name!r}").get("model_type")
+    if model_type != "minattn":
+        raise ValueError(f"--model_name_or_path {source.name!r} is a {model_type!r} checkpoint; run_mlm.py continues "
+                         "training a MinAttn model (model_type 'minattn'). Leave it unset to train one from scratch, "
+                         "or train other models with transformers' own run_mlm.py example")
+
+
+def build_config(model_args: ModelArguments, source: ModelSource | None = None) -> MinAttnConfig:
+    """The config of the model `source` (found from --model_name_or_path), or of the size preset with its overrides."""
+    if source is not None:
+        check_minattn_checkpoint(source)
+        return MinAttnConfig.from_pretrained(**source.pretrained(), cache_dir=model_args.cache_dir)
+    config = MinAttnConfig(**MODEL_SIZES[model_args.model_size])
+    if model_args.config_overrides:
+        logger.info(f"Overriding config: {model_args.config_overrides}")
+        config.update_from_string(model_args.config_overrides)  # validated, as every edit of a MinAttnConfig
+    return config
+
+
+# Config fields a run sets from its tokenizer (the preset leaves them at their defaults) or that describe no shape.
+NOT_COMPARED_ON_RESUME = {"vocab_size", *SPECIAL_TOKEN_ID_FIELDS, "architectures", "auto_map", "dtype", "torch_dtype",
+                          "transformers_version", "_name_or_path"}
+
+
+def check_resumed_config(config: MinAttnConfig, checkpoint: str, model_args: ModelArguments) -> None:
+    """Resuming continues the checkpoint's model with the run's own arguments: a `config` (from --model_size and
+    --config_overrides, or --model_name_or_path) that differs from the checkpoint's config.json is refused, naming
+    the fields, before any data is read. (Building the checkpoint's config instead would silently ignore the flags
+    given; loading its weights into another shape fails late, in torch's words.)"""
+    saved = read_json_object(os.path.join(checkpoint, "config.json"), f"--resume_from_checkpoint {checkpoint!r}")
+    ours = config.to_dict()
+    differing = [f"{name} {ours[name]!r} where it has {saved[name]!r}" for name in sorted(ours.keys() & saved.keys())
+                 if name not in NOT_COMPARED_ON_RESUME and ours[name] != saved[name]]
+    if differing:
+        given = (f"--model_name_or_path {model_args.model_name_or_path!r}" if model_args.model_name_or_path else
+                 f"--model_size {model_args.model_size!r}"
+                 + (f" with --config_overrides {model_args.config_overrides!r}" if model_args.config_overrides else ""))
+        raise ValueError(f"{given} gives a config that differs from that of {checkpoint} ({'; '.join(differing)}); "
+                         "resuming continues that model: give the arguments of the run that saved it")

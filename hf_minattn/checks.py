@@ -2,31 +2,85 @@
 experiments: each fails at once with the flag's name, before any data is read or any model loaded."""
 
 import codecs
+import json
+import math
+import numbers
 import os
+import re
+import tempfile
 
 
 def check_bounds(arguments, bounds: dict, separator: str = "_") -> None:
     """Each `bounds` entry {field: (lowest, highest or None, lowest allowed?)}: a ValueError naming the flag when a
-    value that is set lies outside. What torch or the Trainer would otherwise reject only when the optimizer or a
-    DataLoader is built, after the tokenizer was trained, or never (a negative warm-up). `separator`: the flags'
-    word separator (run_mlm's `--max_steps`, hf-minattn's `--max-sentences`)."""
+    value that is set lies outside, or is not a finite number (NaN compares False with every bound, and inf passes a
+    bound without upper limit). What torch or the Trainer would otherwise reject only when the optimizer or a
+    DataLoader is built, after the tokenizer was trained, or never (a negative warm-up, a NaN learning rate).
+    `separator`: the flags' word separator (run_mlm's `--max_steps`, hf-minattn's `--max-sentences`)."""
     for name, (low, high, low_allowed) in bounds.items():
         value = getattr(arguments, name)
         if value is None:
             continue
+        expected = (f"{'at least' if low_allowed else 'above'} {low}" if high is None
+                    else f"in {'[' if low_allowed else '('}{low}, {high})")
+        flag = f"--{name.replace('_', separator)}"
+        if isinstance(value, numbers.Real) and not math.isfinite(value):
+            raise ValueError(f"{flag} must be a finite number {expected}, got {value}")
         below = value < low if low_allowed else value <= low
         if below or (high is not None and value >= high):
-            expected = (f"{'at least' if low_allowed else 'above'} {low}" if high is None
-                        else f"in {'[' if low_allowed else '('}{low}, {high})")
-            raise ValueError(f"--{name.replace('_', separator)} must be {expected}, got {value}")
+            raise ValueError(f"{flag} must be {expected}, got {value}")
+
+
+def check_finite_floats(arguments, separator: str = "_") -> None:
+    """A ValueError naming the flag of every float attribute of `arguments` (a dataclass, an argparse Namespace) that
+    is NaN or infinite: no flag of this project means anything by them, and each would fail late (torch's optimizer)
+    or train a NaN model silently."""
+    for name, value in vars(arguments).items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"--{name.replace('_', separator)} must be a finite number, got {value}")
 
 
 def check_output_folder(path, flag: str) -> None:
-    """A ValueError naming `flag` when `path` is an existing file: an output folder must be a folder (new, or one an
-    earlier call wrote), and finding out only when the first file is written would lose the work before it."""
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise ValueError(f"{flag} {os.fspath(path)!r} is a file; expected a folder (a new one, or one an earlier call "
-                         "wrote)")
+    """A ValueError naming `flag` unless `path` is a folder this process can write, or one it can create: finding
+    out only when the first file is written would lose the work before it. The path must not be a file nor lie
+    under one, and its nearest existing folder must take new entries. Write permission bits cannot tell (root
+    passes them on /sys, /proc or a read-only mount): an empty folder is made there and removed at once, so
+    nothing is left behind."""
+    path = os.fspath(path)
+    existing = os.path.abspath(path)
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        where = "is a file" if existing == os.path.abspath(path) else f"lies under {existing!r}, a file"
+        raise ValueError(f"{flag} {path!r} {where}; expected a folder (a new one, or one an earlier call wrote)")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".write-check-", dir=existing))
+    except OSError as error:
+        where = "" if existing == os.path.abspath(path) else f"its nearest existing folder {existing!r} "
+        raise ValueError(f"{flag} {path!r} cannot be written: {where}takes no new files ({error.strerror}); expected "
+                         "a folder this user can create and write") from None
+
+
+def check_holdout(rows: int, percentage: int, what: str) -> None:
+    """A ValueError naming `what` (the data) and --validation_split_percentage unless holding `percentage`% of its
+    `rows` rows out for validation (rounded up, as datasets' train_test_split does) leaves some to train on."""
+    held_out = math.ceil(percentage / 100 * rows)
+    if rows - held_out < 1:
+        raise ValueError(f"{what} has {rows} row{'s' if rows != 1 else ''}: holding out --validation_split_percentage "
+                         f"{percentage}% of them for validation ({held_out}) leaves none to train on; add rows, lower "
+                         "--validation_split_percentage or give a --validation_file")
+
+
+def read_json_object(path, what: str) -> dict:
+    """The JSON object in file `path`; a ValueError naming the file and `what` (e.g. "--model_name_or_path 'x'")
+    when it is not valid UTF-8 JSON (truncated, say) or holds something other than an object."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except ValueError as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise ValueError(f"{what}: {os.fspath(path)!r} is not valid JSON ({error}); expected a JSON object") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{what}: {os.fspath(path)!r} holds a JSON {type(data).__name__}; expected a JSON object")
+    return data
 
 
 def _require_file(path, what: str, expected: str) -> None:
@@ -88,3 +142,17 @@ def check_data_file(path, what: str = "file") -> str:
     builder = data_file_builder(path, what)
     (check_parquet_file if builder == "parquet" else check_text_file)(path, what)
     return builder
+
+
+def data_files_error(error: Exception, data_files: dict, builder: str) -> Exception:
+    """The error to raise for `error`, which datasets.load_dataset raised reading `data_files` ({split: path}) with
+    its `builder`: one line naming the files (a file it cannot parse, a CSV file of a header only), else `error`."""
+    empty = re.search(r'Instruction "(\w+)" corresponds to no data', str(error))
+    if empty and empty[1] in data_files:
+        return ValueError(f"--{empty[1]}_file {data_files[empty[1]]!r} has no rows; expected {builder} data with at "
+                          "least one row of text")
+    if type(error).__name__ == "DatasetGenerationError":  # e.g. a .json file that is not JSON
+        cause = str(error.__cause__ or error).strip().splitlines()[0]
+        return ValueError(f"--train_file/--validation_file {', '.join(map(repr, data_files.values()))}: datasets "
+                          f"could not read them as {builder} ({cause}); expected {builder} data files")
+    return error

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import datasets
 
-from hf_minattn.checks import data_file_builder
+from hf_minattn.checks import check_holdout, data_file_builder, data_files_error
 
 WIKI_DUMP = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 
@@ -292,8 +292,6 @@ WIKIPEDIA_CORPUS_DESCRIPTION = (
 )
 
 
-
-
 def load_raw_datasets(data_args, cache_dir: str | None) -> tuple[datasets.DatasetDict, str]:
     """The raw text as a DatasetDict with "train" and "validation" splits, and a sentence describing it."""
     pct = data_args.validation_split_percentage
@@ -308,10 +306,8 @@ def load_raw_datasets(data_args, cache_dir: str | None) -> tuple[datasets.Datase
         builder = data_file_builder(data_args.train_file)
         try:
             raw = datasets.load_dataset(builder, data_files=data_files, cache_dir=cache_dir, streaming=data_args.streaming)
-        except datasets.exceptions.DatasetGenerationError as error:  # e.g. a .json file that is not JSON
-            cause = str(error.__cause__ or error).strip().splitlines()[0]
-            raise ValueError(f"--train_file/--validation_file {', '.join(map(repr, data_files.values()))}: datasets "
-                             f"could not read them as {builder} ({cause}); expected {builder} data files") from None
+        except (datasets.exceptions.DatasetGenerationError, ValueError) as error:
+            raise data_files_error(error, data_files, builder) from None
         description = "local files: " + ", ".join(os.path.basename(f) for f in data_files.values())
     else:
         # --validation_split_percentage picks the sample's articles held out; the summaries are all training text.
@@ -326,6 +322,8 @@ def load_raw_datasets(data_args, cache_dir: str | None) -> tuple[datasets.Datase
                                             "validation": raw["train"].take(STREAM_VALIDATION_TEXTS)})
         description += f", the first {STREAM_VALIDATION_TEXTS} texts held out for validation"
     elif "validation" not in raw:
+        check_holdout(raw["train"].num_rows, pct, f"--train_file {data_args.train_file!r}" if data_args.train_file
+                      else f"the train split of --dataset_name {data_args.dataset_name!r}")
         # Not shuffled, so that the held-out text is contiguous (the end of the file), not interleaved lines.
         split = raw["train"].train_test_split(test_size=pct / 100, shuffle=False)
         raw = datasets.DatasetDict({"train": split["train"], "validation": split["test"]})

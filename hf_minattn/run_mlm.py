@@ -23,7 +23,9 @@ import itertools
 import json
 import logging
 import os
+import shutil
 import sys
+from contextlib import contextmanager
 from dataclasses import asdict
 
 import datasets
@@ -34,7 +36,8 @@ from transformers.trainer_utils import sort_checkpoints
 from transformers.utils import SAFE_WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME
 
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
-from hf_minattn.arguments import MODEL_SIZES, DataTrainingArguments, MinAttnTrainingArguments, ModelArguments
+from hf_minattn.arguments import (DataTrainingArguments, MinAttnTrainingArguments, ModelArguments, build_config,
+                                  check_argument_groups, check_resumed_config)
 from hf_minattn.configuration_minattn import SPECIAL_TOKEN_ID_FIELDS
 from hf_minattn.data import (STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES, first_texts, lm_datasets, load_raw_datasets,
                              resolve_text_column)
@@ -81,31 +84,11 @@ def parse_args(argv=None):
     parser = OneLineErrorParser((ModelArguments, DataTrainingArguments, MinAttnTrainingArguments), description=__doc__)
     argv = sys.argv[1:] if argv is None else list(argv)
     if len(argv) == 1 and argv[0].endswith(".json"):
-        return parser.parse_json_file(json_file=os.path.abspath(argv[0]))
-    return parser.parse_args_into_dataclasses(args=argv)
-
-
-def check_minattn_checkpoint(source: ModelSource) -> None:
-    """A ValueError unless the config.json of `source` is a MinAttn one (transformers would build a MinAttnConfig
-    from any config.json, with a warning, and so train a new MinAttn model in place of the one named)."""
-    with open(os.path.join(source.folder, "config.json"), encoding="utf-8") as f:
-        model_type = json.load(f).get("model_type")
-    if model_type != "minattn":
-        raise ValueError(f"--model_name_or_path {source.name!r} is a {model_type!r} checkpoint; run_mlm.py continues "
-                         "training a MinAttn model (model_type 'minattn'). Leave it unset to train one from scratch, "
-                         "or train other models with transformers' own run_mlm.py example")
-
-
-def build_config(model_args: ModelArguments, source: ModelSource | None = None) -> MinAttnConfig:
-    """The config of the model `source` (found from --model_name_or_path), or of the size preset with its overrides."""
-    if source is not None:
-        check_minattn_checkpoint(source)
-        return MinAttnConfig.from_pretrained(**source.pretrained(), cache_dir=model_args.cache_dir)
-    config = MinAttnConfig(**MODEL_SIZES[model_args.model_size])
-    if model_args.config_overrides:
-        logger.info(f"Overriding config: {model_args.config_overrides}")
-        config.update_from_string(model_args.config_overrides)  # validated, as every edit of a MinAttnConfig
-    return config
+        groups = parser.parse_json_file(json_file=os.path.abspath(argv[0]))
+    else:
+        groups = parser.parse_args_into_dataclasses(args=argv)
+    check_argument_groups(*groups)
+    return groups
 
 
 def setup_logging(training_args) -> None:
@@ -161,8 +144,6 @@ def checkpoint_to_resume(training_args) -> str | None:
             )
         checkpoint = last_complete_checkpoint(output_dir)
         logger.warning(f"Resuming from {checkpoint}" if checkpoint else "No complete checkpoint to resume from: starting afresh")
-    if checkpoint is not None and not os.path.isdir(checkpoint):
-        raise FileNotFoundError(f"--resume_from_checkpoint {checkpoint} does not exist")
     if checkpoint is not None and training_args.stop_at_step is not None:
         step = checkpoint_step(checkpoint)
         if step is not None and step >= training_args.stop_at_step:  # the Trainer would train one step past it
@@ -328,6 +309,8 @@ def build_trainer(model_args, data_args, training_args, checkpoint) -> tuple[Min
     source = (find_model(model_args.model_name_or_path, model_args.model_revision, model_args.cache_dir)
               if model_args.model_name_or_path is not None else None)
     config = build_config(model_args, source)
+    if checkpoint is not None:  # a model of another shape would fail to load it, late and in torch's words
+        check_resumed_config(config, checkpoint, model_args)
     max_seq_length = sequence_length(data_args, config, pretrained=source is not None)
     with training_args.main_process_first(desc="loading the raw data"):
         raw, data_description = load_raw_datasets(data_args, model_args.cache_dir)
@@ -367,8 +350,38 @@ def build_trainer(model_args, data_args, training_args, checkpoint) -> tuple[Min
     return trainer, data_description, max_seq_length
 
 
+def holds_progress(folder: str) -> bool:
+    """Whether `folder` holds something a rerun continues from: a checkpoint (the Trainer's, or an early state), or
+    the trainer_state.json of a finished training."""
+    return bool(sort_checkpoints(folder) or os.path.isdir(os.path.join(folder, "early_states"))
+                or os.path.isfile(os.path.join(folder, TRAINER_STATE_NAME)))
+
+
+@contextmanager
+def removed_if_failed(training_args):
+    """A run that fails (an exception; a killed process cannot clean up) removes --output_dir if the run created it
+    and it holds nothing to continue from (`holds_progress`), so that no tokenizer, initial model or "in progress"
+    card is left looking like a trained model. A folder that existed before the run, or holds a checkpoint, is kept
+    as it is: a failed run resumes from it. Only the process that saves removes it (one per run, or per node)."""
+    output_dir = training_args.output_dir
+    created = not os.path.lexists(output_dir)
+    try:
+        yield
+    except Exception:
+        if created and training_args.should_save and os.path.isdir(output_dir) and not holds_progress(output_dir):
+            logger.warning(f"Removing {output_dir}: this failed run created it and left nothing to resume from")
+            shutil.rmtree(output_dir, ignore_errors=True)
+        raise
+
+
 def main(argv=None):
     model_args, data_args, training_args = parse_args(argv)
+    with removed_if_failed(training_args):
+        return run(model_args, data_args, training_args, argv)
+
+
+def run(model_args, data_args, training_args, argv=None):
+    """main's run, once its arguments are parsed."""
     setup_logging(training_args)
     results = finished_run_results(training_args)
     if results is not None:
@@ -401,7 +414,8 @@ def main(argv=None):
 
     trainer.card_facts = facts(train_metrics, eval_metrics)
     if training_args.should_save:
-        trainer.create_model_card()
+        if training_args.do_train:  # without training no model is saved here: a card would describe none
+            trainer.create_model_card()
         with open(os.path.join(training_args.output_dir, "run_args.json"), "w") as f:
             json.dump({"model_args": asdict(model_args), "data_args": asdict(data_args),
                        "training_args": training_args.to_dict()}, f, indent=2, default=str)

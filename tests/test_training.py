@@ -612,7 +612,8 @@ def test_accelerate_launch_two_cpu_processes(tokenizer_dir, tmp_path):
     # Predictions and labels gathered from both processes, without the samples repeated to even out batches: the
     # same as an evaluation of the saved model in this one process, whose batches give the expected numbers.
     with recorded_forward_calls() as calls:
-        single = main(tiny_argv(tmp_path / "evaluated-here", model_name_or_path=out, do_train="false", report_to="none"))
+        single = main(tiny_argv(tmp_path / "evaluated-here", model_size=None, model_name_or_path=out, do_train="false",
+                                report_to="none"))
     accuracy, masked = masked_accuracy_from_batches(out, evaluated_batches(calls))
     assert single["eval_masked_tokens"] == masked and single["eval_accuracy"] == pytest.approx(accuracy, abs=1e-6)
     assert read_json(out / "eval_results.json")["eval_masked_tokens"] == masked

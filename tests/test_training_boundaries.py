@@ -1,0 +1,227 @@
+"""training/run_mlm.py at its boundaries (outputs/review_cli.md): NaN and inf in any float flag, an output folder that
+cannot be written, flags that contradict each other or would be ignored, data too small to split, a config.json or a
+checkpoint that is not one, a resume under another config; and what a failed run leaves behind."""
+
+import json
+import os
+import re
+from argparse import Namespace
+from dataclasses import fields
+
+import pytest
+
+from hf_minattn import MinAttnConfig, MinAttnForMaskedLM
+from hf_minattn.arguments import MODEL_SIZES, DataTrainingArguments, MinAttnTrainingArguments, ModelArguments
+from hf_minattn.checks import check_bounds, check_output_folder
+from hf_minattn.run_mlm import main, parse_args
+
+from helpers_training import tiny_argv
+
+FLOAT_FLAGS = sorted({f.name for group in (ModelArguments, DataTrainingArguments, MinAttnTrainingArguments)
+                      for f in fields(group) if f.init and "float" in str(f.type)})
+
+
+def test_the_float_flags_are_the_ones_the_review_names():
+    assert {"learning_rate", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "max_grad_norm",
+            "num_train_epochs", "warmup_steps", "mlm_probability", "max_train_minutes"} <= set(FLOAT_FLAGS)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+@pytest.mark.parametrize("flag", FLOAT_FLAGS)
+def test_every_float_flag_refuses_nan_and_inf_when_parsed(tmp_path, flag, value):
+    """NaN passed every bound (it compares False), inf every bound without an upper limit: the run then trained a NaN
+    model and exited 0, or failed in torch after the tokenizer was trained and the initial model saved."""
+    with pytest.raises(ValueError, match=rf"^--{flag} must be a finite number.*, got {value}$"):
+        parse_args(tiny_argv(tmp_path / "out", **{flag: value}))
+    assert not (tmp_path / "out").exists()
+
+
+def test_check_bounds_names_the_bound_of_a_non_finite_value():
+    bounds = {"learning_rate": (0, None, True), "mlm_probability": (0, 1, False), "steps": (1, None, True)}
+    with pytest.raises(ValueError, match=re.escape("--learning_rate must be a finite number at least 0, got nan")):
+        check_bounds(Namespace(learning_rate=float("nan"), mlm_probability=0.2, steps=3), bounds)
+    with pytest.raises(ValueError, match=re.escape("--mlm-probability must be a finite number in (0, 1), got nan")):
+        check_bounds(Namespace(learning_rate=1.0, mlm_probability=float("nan"), steps=3), bounds, separator="-")
+    with pytest.raises(ValueError, match=re.escape("--learning_rate must be a finite number at least 0, got inf")):
+        check_bounds(Namespace(learning_rate=float("inf"), mlm_probability=0.2, steps=3), bounds)
+    check_bounds(Namespace(learning_rate=0.0, mlm_probability=0.5, steps=1), bounds)  # in bounds: no error
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys"), reason="needs /sys, a folder that takes no new files even for root")
+def test_an_output_folder_that_cannot_be_created_is_refused_when_parsed(tmp_path):
+    with pytest.raises(ValueError, match=r"^--output_dir '/sys/x' cannot be written: its nearest existing folder "
+                                         r"'/sys' takes no new files"):
+        parse_args(tiny_argv("/sys/x"))
+    with pytest.raises(ValueError, match=r"^--out '/sys' cannot be written: takes no new files"):
+        check_output_folder("/sys", "--out")
+
+
+def test_an_output_folder_under_a_file_is_refused_and_a_new_one_is_not_created(tmp_path):
+    (tmp_path / "corpus.txt").write_text("text")
+    with pytest.raises(ValueError, match=r"^--output_dir '.*corpus\.txt/sub/deeper' lies under '.*corpus\.txt', a "
+                                         r"file; expected a folder"):
+        parse_args(tiny_argv(tmp_path / "corpus.txt" / "sub" / "deeper"))
+    check_output_folder(tmp_path / "new" / "deeper", "--out")  # can be created: no error, and nothing made
+    check_output_folder(tmp_path, "--out")
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt"]
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"model_name_or_path": "some/model", "model_size": "base"},
+     "--model_size can't be used with --model_name_or_path (the saved config is used as is), got --model_size 'base'"),
+    ({"early_save_every": "1"}, "--early_save_every 1 needs --early_save_until"),
+    ({"early_save_until": "4"}, "--early_save_until 4 needs --early_save_every"),
+    ({"early_save_every": "5", "early_save_until": "4"}, "--early_save_every 5 is past --early_save_until 4"),
+    ({"stop_at_step": "9"}, "--stop_at_step 9 is past --max_steps 8, where training ends anyway"),
+    ({"do_train": "false"}, "--do_train false evaluates the model of --model_name_or_path, and none is given"),
+])
+def test_flags_that_would_be_ignored_are_refused_when_parsed(tmp_path, overrides, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_args(tiny_argv(tmp_path / "out", **overrides))
+
+
+def test_the_step_flags_that_agree_are_accepted(tmp_path):
+    _, _, args = parse_args(tiny_argv(tmp_path / "out", stop_at_step=8, early_save_every=2, early_save_until=6))
+    assert (args.stop_at_step, args.early_save_every, args.early_save_until) == (8, 2, 6)
+    assert parse_args(tiny_argv(tmp_path / "out", max_steps=-1, stop_at_step=50))[2].stop_at_step == 50  # epochs
+    model_args = parse_args(tiny_argv(tmp_path / "out", model_size=None))[0]
+    assert model_args.model_size == "small"  # the default preset, when no model is named
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda path: path.write_text("text"), "is a file; expected a checkpoint folder the Trainer wrote"),
+    (lambda path: path.mkdir(), "is not a checkpoint: it has no config.json nor trainer_state.json"),
+])
+def test_resume_from_checkpoint_that_is_a_file_or_no_checkpoint_is_named_when_parsed(tmp_path, make, message):
+    make(tmp_path / "runs")
+    with pytest.raises(ValueError, match=re.escape(f"--resume_from_checkpoint '{tmp_path / 'runs'}' {message}")):
+        parse_args(tiny_argv(tmp_path / "out", resume_from_checkpoint=tmp_path / "runs"))
+
+
+def test_a_tokenizer_name_that_holds_no_tokenizer_is_named_when_parsed(tmp_path):
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "corpus.txt").write_text("text")
+    with pytest.raises(ValueError, match=r"--tokenizer_name '.*adir' holds no tokenizer \(none of tokenizer.json"):
+        parse_args(tiny_argv(tmp_path / "out", tokenizer_name=tmp_path / "adir"))
+    with pytest.raises(ValueError, match=r"--tokenizer_name '.*corpus\.txt' is a file; expected a folder written by"):
+        parse_args(tiny_argv(tmp_path / "out", tokenizer_name=tmp_path / "corpus.txt"))
+
+
+@pytest.mark.parametrize("name, text, extra", [
+    ("one.txt", "just one line of text here\n", {}),
+    ("one.txt", "just one line of text here\n", {"line_by_line": True}),
+    ("one.json", '{"text": "hi"}\n', {}),
+])
+def test_data_of_one_row_names_the_file_and_the_split_percentage(tmp_path, tokenizer_dir, name, text, extra):
+    (tmp_path / name).write_text(text)
+    message = (f"--train_file '{tmp_path / name}' has 1 row: holding out --validation_split_percentage 5% of them for "
+               "validation (1) leaves none to train on")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        main(tiny_argv(tmp_path / "out", tokenizer_dir, train_file=tmp_path / name, **extra))
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_csv_file_of_a_header_only_has_no_rows(tmp_path, tokenizer_dir):
+    (tmp_path / "x.csv").write_text("a,b\n")
+    (tmp_path / "header.csv").write_text("text\n")
+    (tmp_path / "full.csv").write_text("text\n" + "some words of text\n" * 30)
+    with pytest.raises(ValueError, match=r"^--train_file '.*x\.csv' has no rows; expected csv data"):
+        main(tiny_argv(tmp_path / "out", tokenizer_dir, train_file=tmp_path / "x.csv"))
+    with pytest.raises(ValueError, match=r"^--validation_file '.*header\.csv' has no rows"):
+        main(tiny_argv(tmp_path / "out", tokenizer_dir, train_file=tmp_path / "full.csv",
+                       validation_file=tmp_path / "header.csv"))
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("[1, 2, 3]", "holds a JSON list; expected a JSON object"),
+    ('{"model_type": "minattn", "hidden_size": ', "is not valid JSON (Expecting value"),
+])
+def test_a_config_json_that_is_no_object_names_the_file_and_the_flag(tmp_path, content, expected):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(content)
+    message = f"--model_name_or_path {str(tmp_path / 'model')!r}: {str(tmp_path / 'model' / 'config.json')!r} {expected}"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        main(tiny_argv(tmp_path / "out", model_size=None, model_name_or_path=tmp_path / "model"))
+    assert not (tmp_path / "out").exists()
+
+
+def _checkpoint(folder, **overrides):
+    """A folder that reads as a Trainer checkpoint of the tiny preset at step 4 (its config and trainer state)."""
+    MinAttnConfig(**{**MODEL_SIZES["tiny"], **overrides}).save_pretrained(folder)
+    (folder / "trainer_state.json").write_text(json.dumps({"global_step": 4, "log_history": []}))
+    return folder
+
+
+def test_resuming_under_another_config_is_refused_before_the_data_is_read(tmp_path, text_files, monkeypatch):
+    """Loading the checkpoint into a model of another shape failed late, in torch's words (a size mismatch, or an
+    optimizer group that does not match): the differing fields are named at once."""
+    from hf_minattn import run_mlm
+    from hf_minattn.arguments import check_resumed_config
+
+    _checkpoint(tmp_path / "out" / "checkpoint-4")
+    monkeypatch.setattr(run_mlm, "load_raw_datasets", lambda *args: pytest.fail("the data was read"))
+    message = (f"--model_size 'tiny' with --config_overrides 'hidden_size=64' gives a config that differs from that "
+               f"of {tmp_path / 'out' / 'checkpoint-4'} (hidden_size 64 where it has 32); resuming continues that model")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        main(tiny_argv(tmp_path / "out", train_file=text_files / "train.txt", resume=True,
+                       config_overrides="hidden_size=64"))
+    with pytest.raises(ValueError, match=r"position_embedding_type 'rope' where it has 'learned'"):
+        main(tiny_argv(tmp_path / "other", train_file=text_files / "train.txt",
+                       resume_from_checkpoint=tmp_path / "out" / "checkpoint-4",
+                       config_overrides="position_embedding_type=rope"))
+    # The same preset passes, whatever the tokenizer set in the saved config (vocabulary size, special token ids).
+    config = MinAttnConfig(**MODEL_SIZES["tiny"])
+    _checkpoint(tmp_path / "same", vocab_size=123, pad_token_id=7)
+    check_resumed_config(config, str(tmp_path / "same"), ModelArguments(model_size="tiny"))
+
+
+def _fail(*args, **kwargs):
+    raise RuntimeError("failed on purpose")
+
+
+def test_a_failed_run_removes_the_output_folder_it_created(tmp_path, text_files, tokenizer_dir, monkeypatch):
+    """A run that failed after saving the tokenizer, the initial model and an "in progress" card left a folder that
+    looked like a model; with nothing to resume from, the folder it created is removed."""
+    from hf_minattn import run_mlm
+
+    (tmp_path / "three.txt").write_text("a few words\nand a few more\nthe end\n")
+    with pytest.raises(ValueError, match="gives no sequence of 64 tokens"):  # after the tokenizer was trained
+        main(tiny_argv(tmp_path / "out", train_file=tmp_path / "three.txt", vocab_size=50))
+    assert not (tmp_path / "out").exists()
+
+    saved = []
+    monkeypatch.setattr(run_mlm.MinAttnTrainer, "train", lambda self, **kwargs: saved.extend(os.listdir(
+        self.args.output_dir)) or _fail())
+    with pytest.raises(RuntimeError, match="failed on purpose"):
+        main(tiny_argv(tmp_path / "out", tokenizer_dir, train_file=text_files / "train.txt"))
+    assert {"model.safetensors", "README.md"} <= set(saved)  # the initial model and its card were there
+    assert not (tmp_path / "out").exists()
+
+    (tmp_path / "mine").mkdir()  # a folder that existed before the run is the user's: kept
+    with pytest.raises(RuntimeError, match="failed on purpose"):
+        main(tiny_argv(tmp_path / "mine", tokenizer_dir, train_file=text_files / "train.txt"))
+    assert (tmp_path / "mine" / "model.safetensors").exists()
+
+
+def test_a_failed_run_keeps_its_checkpoints(tmp_path, text_files, tokenizer_dir, monkeypatch):
+    from hf_minattn import run_mlm
+
+    monkeypatch.setattr(run_mlm, "evaluate", _fail)
+    with pytest.raises(RuntimeError, match="failed on purpose"):
+        main(tiny_argv(tmp_path / "out", tokenizer_dir, train_file=text_files / "train.txt", max_steps=2,
+                       save_steps=2, report_to="none"))
+    assert (tmp_path / "out" / "checkpoint-2" / "trainer_state.json").exists()
+
+
+def test_an_evaluation_without_training_writes_no_model_card(tmp_path, text_files, tokenizer_dir):
+    """--do_train false evaluates --model_name_or_path and saves no model: a card would describe a model that the
+    folder does not hold."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    MinAttnForMaskedLM(MinAttnConfig(**MODEL_SIZES["tiny"], vocab_size=len(tokenizer))).save_pretrained(tmp_path / "m")
+    tokenizer.save_pretrained(tmp_path / "m")
+    metrics = main(tiny_argv(tmp_path / "out", model_size=None, model_name_or_path=tmp_path / "m", do_train="false",
+                             train_file=text_files / "train.txt", report_to="none"))
+    assert "eval_loss" in metrics
+    assert (tmp_path / "out" / "eval_results.json").exists() and not (tmp_path / "out" / "README.md").exists()
