@@ -82,7 +82,11 @@ def require_hub_id(name: str, what: str) -> None:
 
 def require_folder_or_hub_id(name: str, what: str, holding: str = "") -> None:
     """A FileNotFoundError naming `what` (e.g. "--tokenizer_name") when `name` is neither a local folder nor a Hub
-    id, which from_pretrained would only report after trying the Hub."""
+    id, which from_pretrained would only report after trying the Hub (an existing file, whose name often reads as an
+    id, would be looked for on the Hub: a ValueError saying it is a file)."""
+    if os.path.isfile(name):
+        raise ValueError(f"{what} {name!r} is a file; expected a model folder written by save_pretrained(){holding} "
+                         "or a Hub id")
     if not os.path.isdir(name) and not is_hub_id(name):
         raise FileNotFoundError(f"{what} {name!r} is not a folder, nor a Hub id ('name' or 'org/name'); pass a folder "
                                 f"written by save_pretrained(){holding} or a Hub id")

@@ -17,6 +17,7 @@ from typing import NamedTuple
 from huggingface_hub import CommitOperationAdd, HfApi, ModelCard, ModelCardData
 from huggingface_hub.utils import filter_repo_objects
 
+from hf_minattn.cli import OneLineArgumentParser
 from hf_minattn.early_states import EARLY_STATES
 from hf_minattn.model_card import validate_model_card
 from hf_minattn.model_source import TRANSPORT_FAILURES, hub_errors, require_hub_id
@@ -84,6 +85,9 @@ def check_model_folder(folder, repo_id: str = "model") -> tuple[list[Path], Mode
     """Raise if `folder` is not a saved model folder, or its card is invalid; return the files to upload and the
     card to add (None when the folder has its own README.md)."""
     folder = Path(folder)
+    if folder.is_file():
+        raise ValueError(f"Model folder {folder} is a file; expected a folder written by training/run_mlm.py or "
+                         "save_pretrained")
     if not folder.is_dir():
         raise FileNotFoundError(f"Model folder {folder} does not exist")
     missing = [] if (folder / "config.json").is_file() else ["config.json"]
@@ -131,8 +135,8 @@ def _create_branch(api: HfApi, repo_id: str, revision: str | None, create_pr: bo
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="hf-minattn push", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineArgumentParser(prog="hf-minattn push", description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", metavar="DIR", help="a folder written by training/run_mlm.py or save_pretrained")
     parser.add_argument("repo_id", metavar="REPO_ID", help="the Hub model repository, e.g. user/minattn-wiki")
     parser.add_argument("--dry-run", action="store_true", help="list what would be uploaded and check the card; upload nothing")

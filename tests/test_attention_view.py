@@ -272,7 +272,7 @@ def test_view_command_rejects_what_it_cannot_serve(tmp_path, capsys):
     assert main(["view", str(tmp_path)]) == 2
     assert "neither report.html" in capsys.readouterr().err
     assert main(["view", str(tmp_path), "--serve-for", "-1"]) == 2
-    assert "--serve-for must be a positive number of seconds, got -1" in capsys.readouterr().err
+    assert "--serve-for must be above 0, got -1.0" in capsys.readouterr().err
     page = tmp_path / "page"  # a report alone: served without a model
     page.mkdir()
     (page / "report.html").write_text("<html></html>")

@@ -197,16 +197,18 @@ def test_probe_cli_rejects_a_bad_ablation_mask_before_any_work(checkpoint, tmp_p
 
 
 def test_compare_cli_needs_probe_folders(tmp_path, capsys):
-    with pytest.raises(SystemExit):
-        main(["compare", str(tmp_path), "--out", str(tmp_path / "cmp")])
+    """Each in one line (argparse's p.error printed the usage first), with no output folder."""
+    assert main(["compare", str(tmp_path), "--out", str(tmp_path / "cmp")]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"hf-minattn compare: error: {tmp_path} has no probes.json; run "
+                                                    f"`hf-minattn probe MODEL --out {tmp_path}` first"]
     for name, content, message in (("broken", "{not json", "(not JSON: "), ("empty", "{}", "(it has no geometry")):
         (tmp_path / name).mkdir()
         (tmp_path / name / "probes.json").write_text(content)
-        with pytest.raises(SystemExit):
-            main(["compare", str(tmp_path / name), str(tmp_path / name), "--out", str(tmp_path / "cmp")])
-        err = capsys.readouterr().err
-        assert f"{tmp_path / name / 'probes.json'}: not a probes.json written by `hf-minattn probe` {message}" in err
-        assert "Traceback" not in err and not (tmp_path / "cmp").exists()
+        assert main(["compare", str(tmp_path / name), str(tmp_path / name), "--out", str(tmp_path / "cmp")]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1 and err[0].startswith(f"hf-minattn compare: error: {tmp_path / name / 'probes.json'}: "
+                                                   f"not a probes.json written by `hf-minattn probe` {message}")
+        assert not (tmp_path / "cmp").exists()
 
 
 @pytest.mark.slow

@@ -367,9 +367,10 @@ def round_floats(value, digits=4):
 
 
 def main(argv=None) -> int:
+    from hf_minattn.cli import OneLineArgumentParser
     from hf_minattn.probes.plots import FIGURE_FORMATS
 
-    parser = argparse.ArgumentParser(prog="hf-minattn experiments", description=__doc__,
+    parser = OneLineArgumentParser(prog="hf-minattn experiments", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="output folder (a rerun keeps the models trained and probed there)")
     size = parser.add_mutually_exclusive_group()

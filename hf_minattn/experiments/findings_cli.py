@@ -13,9 +13,10 @@ from .replication import replication_markdown
 
 
 def main(argv=None) -> int:
+    from hf_minattn.cli import OneLineArgumentParser
     from hf_minattn.probes.plots import FIGURE_FORMATS
 
-    parser = argparse.ArgumentParser(prog="hf-minattn findings", description=__doc__)
+    parser = OneLineArgumentParser(prog="hf-minattn findings", description=__doc__)
     parser.add_argument("results", help="a results.json written by `hf-minattn experiments`")
     parser.add_argument("--out", help="folder for FINDINGS.md and figures/ (default: the results.json's folder)")
     parser.add_argument("--figure-format", choices=FIGURE_FORMATS, default="both",

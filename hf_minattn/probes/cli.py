@@ -1,14 +1,16 @@
 """`hf-minattn probe MODEL --out DIR` and `hf-minattn compare DIR1 DIR2 ... --out DIR`."""
 
-import argparse
 import json
 import os
+import re
 import shlex
 import sys
 import time
+import unicodedata
 from dataclasses import replace
 
 from hf_minattn.checks import check_bounds, check_output_folder
+from hf_minattn.cli import OneLineArgumentParser
 from hf_minattn.model_source import find_model, folder_name
 
 from .corpus import default_sentences, read_corpus_file, read_dataset, wikipedia_train_sentences
@@ -23,18 +25,19 @@ from .vectors import VECTOR_FORMATS
 
 
 def probe_parser():
-    p = argparse.ArgumentParser(prog="hf-minattn probe", description="Probe an encoder's static vs contextual "
-                                "embeddings, attention heads and weights; write probes.json, figures and report.html.")
+    p = OneLineArgumentParser(prog="hf-minattn probe", description="Probe an encoder's static vs contextual "
+                              "embeddings, attention heads and weights; write probes.json, figures and report.html.")
     p.add_argument("model", help="a model folder or a Hub id ('org/name') that AutoModel and a fast AutoTokenizer load")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--corpus", help="UTF-8 text file, one paragraph or sentence per line")
     source.add_argument("--dataset", help="a datasets folder (save_to_disk), a data file (.txt, .csv, .json, .jsonl, "
                         ".parquet) or a dataset name that datasets.load_dataset accepts")
-    p.add_argument("--split", default="validation", help="dataset split (default: validation, else the first)")
-    p.add_argument("--text-column", help="the dataset's text column (default: 'text', else the first of strings)")
+    p.add_argument("--split", help="with --dataset: its split (default: validation, else the first)")
+    p.add_argument("--text-column", help="with --dataset: its text column (default: 'text', else the first of strings)")
     p.add_argument("--max-sentences", type=int, default=2000, help="probe sentences (default 2000; 0 = all)")
     p.add_argument("--words", nargs="*", default=[], help=f"probe words, added to {' '.join(DEFAULT_WORDS)}")
-    p.add_argument("--sense-word", default=DEFAULT_SENSE_WORD, help="word followed across --sense-sentence's")
+    p.add_argument("--sense-word", default=DEFAULT_SENSE_WORD, help=f"word followed across --sense-sentence's "
+                   f"(default {DEFAULT_SENSE_WORD!r}, on its own sentences; another word needs --sense-sentence)")
     p.add_argument("--sense-sentence", action="append", help="a sentence containing --sense-word (repeat)")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--name", help="model name in the report (default: the folder's name, or the Hub id with @REVISION)")
@@ -135,7 +138,8 @@ def _vector_corpus(args, sentences):
     """(sentences, description) of the corpus the vectors are pooled from."""
     cap = args.vector_max_sentences
     if args.vector_corpus == "probe":
-        return sentences, f"the {len(sentences)} probe sentences"
+        source = args.corpus or args.dataset
+        return sentences, f"the {len(sentences)} probe sentences" + (f" of {source}" if source else "")
     if args.vector_corpus == "wikipedia-train":
         corpus = wikipedia_train_sentences(cap)
         return corpus, f"the training split of the default Wikipedia corpus ({len(corpus)} sentences)"
@@ -174,9 +178,47 @@ def probe_settings(args) -> ProbeSettings:
         ablation_mask_draws=args.ablation_mask_draws, trust_remote_code=args.trust_remote_code)
 
 
+def _folded(text: str) -> str:
+    """`text` case-folded and without accents: as an uncased tokenizer normalises words (a cased one may still tell
+    two such words apart: the sense probe then leaves a note)."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
+
+
+def check_sense_flags(word: str, sentences) -> None:
+    """--sense-word and --sense-sentence: one word, found in every sentence given; a word of one's own needs sentences
+    of one's own (the default sentences follow DEFAULT_SENSE_WORD). A ValueError naming the flag otherwise."""
+    if len(word.split()) != 1:
+        raise ValueError(f"--sense-word {word!r}: expected one word")
+    if not sentences:
+        if word != DEFAULT_SENSE_WORD:
+            raise ValueError(f"--sense-word {word!r} needs --sense-sentence (repeat it: sentences containing {word!r}); "
+                             f"the default sentences follow {DEFAULT_SENSE_WORD!r}")
+        return
+    pattern = re.compile(rf"(?<!\w){re.escape(_folded(word))}(?!\w)")
+    for sentence in sentences:
+        if not pattern.search(_folded(sentence)):
+            default = " (the default)" if word == DEFAULT_SENSE_WORD else ""
+            raise ValueError(f"--sense-sentence {sentence!r} does not contain --sense-word {word!r}{default}; expected "
+                             "a sentence containing it as a whole word")
+
+
+def check_probe_flags(args) -> None:
+    """Flags that would otherwise be ignored, or leave a probe out, without a word: a ValueError naming them."""
+    for flag, value in (("--split", args.split), ("--text-column", args.text_column)):
+        if value is not None and not args.dataset:
+            source = f"--corpus {args.corpus!r}" if args.corpus else "the default corpus (no --corpus or --dataset)"
+            raise ValueError(f"{flag} {value!r} applies to --dataset only, but the probe sentences come from {source}; "
+                             f"drop {flag}")
+    if args.reference_revision is not None and args.reference is None:
+        raise ValueError(f"--reference-revision {args.reference_revision!r} applies to --reference only, and no "
+                         "--reference is given; name the reference (a Hub id) or drop --reference-revision")
+    check_sense_flags(args.sense_word, args.sense_sentence)
+
+
 def probe_main(argv=None):
     args = probe_parser().parse_args(argv)
     check_output_folder(args.out, "--out")
+    check_probe_flags(args)
     settings = probe_settings(args)
     formats = vector_formats(args.vectors_format)
     start = time.perf_counter()
@@ -189,7 +231,9 @@ def probe_main(argv=None):
     reference = load_reference(args.reference, args.trust_remote_code, args.device, args.reference_revision)
     print(f"[probe] {source.label}: {len(sentences)} probe sentences; vectors from {corpus_name}")
     command = "hf-minattn probe " + shlex.join(sys.argv[2:] if argv is None else argv)
-    results = run_all_probes(model, tokenizer, sentences, settings, model_path=source.folder, corpus=corpus,
+    # a folder's absolute path: `hf-minattn view` finds the model from any folder (a Hub id's snapshot is absolute)
+    model_path = source.folder if source.is_hub else os.path.abspath(source.folder)
+    results = run_all_probes(model, tokenizer, sentences, settings, model_path=model_path, corpus=corpus,
                              corpus_name=corpus_name, reference=reference,
                              provenance={"command": command, "arguments": vars(args)})
     if not args.no_save_vectors:
@@ -200,7 +244,7 @@ def probe_main(argv=None):
 
 
 def compare_main(argv=None):
-    p = argparse.ArgumentParser(prog="hf-minattn compare", description="Put several probe results side by side.")
+    p = OneLineArgumentParser(prog="hf-minattn compare", description="Put several probe results side by side.")
     p.add_argument("dirs", nargs="+", help="folders written by `hf-minattn probe` (each with probes.json)")
     p.add_argument("--out", default="compare", help="output folder (default: ./compare)")
     _figure_format_argument(p)
@@ -210,14 +254,14 @@ def compare_main(argv=None):
     for folder in args.dirs:
         path = os.path.join(folder, "probes.json")
         if not os.path.isfile(path):
-            p.error(f"{folder} has no probes.json; run `hf-minattn probe MODEL --out {folder}` first")
+            raise FileNotFoundError(f"{folder} has no probes.json; run `hf-minattn probe MODEL --out {folder}` first")
         try:
             with open(path, encoding="utf-8") as f:
                 loaded = json.load(f)
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            p.error(f"{path}: not a probes.json written by `hf-minattn probe` (not JSON: {error})")
+            raise ValueError(f"{path}: not a probes.json written by `hf-minattn probe` (not JSON: {error})") from None
         if not isinstance(loaded, dict) or not isinstance(loaded.get("geometry"), dict):
-            p.error(f"{path}: not a probes.json written by `hf-minattn probe` (it has no geometry results)")
+            raise ValueError(f"{path}: not a probes.json written by `hf-minattn probe` (it has no geometry results)")
         name = os.path.basename(os.path.normpath(folder))
         results[name if name not in results else folder] = loaded
     os.makedirs(args.out, exist_ok=True)

@@ -38,10 +38,11 @@ def read_corpus_file(path, max_sentences=2000, what="corpus file"):
         return _require(split_sentences((line for line in f if line.strip()), max_sentences), path)
 
 
-def read_dataset(name_or_path, split="validation", column=None, max_sentences=2000):
+def read_dataset(name_or_path, split=None, column=None, max_sentences=2000):
     """A `datasets` dataset saved with save_to_disk, a data file (.txt, .csv, .json, .jsonl, .parquet) or any name
-    `load_dataset` resolves; `split` where it has one (else its first split); `column` its text (None: "text", else
-    its first column of strings)."""
+    `load_dataset` resolves; `split` where it has splits (None: "validation", else its first split; a split it
+    does not have is an error, as is a split of a dataset that has none); `column` its text (None: "text", else its
+    first column of strings)."""
     import os
 
     import datasets
@@ -52,13 +53,34 @@ def read_dataset(name_or_path, split="validation", column=None, max_sentences=20
     if os.path.isdir(name_or_path):
         data = datasets.load_from_disk(name_or_path)
     elif os.path.isfile(name_or_path):
-        data = datasets.load_dataset(check_data_file(name_or_path, "--dataset"), data_files=name_or_path)
+        builder = check_data_file(name_or_path, "--dataset")
+        try:
+            data = datasets.load_dataset(builder, data_files=name_or_path)
+        except ValueError as error:  # datasets: 'Instruction "train" corresponds to no data!'
+            if "corresponds to no data" not in str(error):
+                raise
+            raise ValueError(f"--dataset {name_or_path!r} has no rows; expected a data file with rows of text") from None
     else:
         data = datasets.load_dataset(name_or_path)
-    if isinstance(data, datasets.DatasetDict):
-        data = data[split] if split in data else next(iter(data.values()))
+    data = _split_of(data, split, name_or_path)
     texts = check_text_column(data, column or default_text_column(data), "--text-column", name_or_path)
     return _require(split_sentences((t for t in texts if t), max_sentences), name_or_path)
+
+
+def _split_of(data, split, name):
+    """The split `split` of `data` (a DatasetDict; None: "validation", else its first split); `data` itself when it
+    has no splits and none was asked for."""
+    import datasets
+
+    if not isinstance(data, (datasets.DatasetDict, datasets.IterableDatasetDict)):
+        if split is not None:
+            raise ValueError(f"--split {split!r}: --dataset {name!r} has no splits; drop --split")
+        return data
+    if split is None:
+        return data["validation"] if "validation" in data else next(iter(data.values()))
+    if split not in data:
+        raise ValueError(f"--split {split!r} is not a split of --dataset {name!r}; its splits: {list(data)}")
+    return data[split]
 
 
 def default_sentences(max_sentences=2000):

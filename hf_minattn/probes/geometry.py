@@ -184,8 +184,9 @@ def scored_groups(encoded, min_count=5, max_occurrences=16, min_contexts=5):
     groups = {w: g for w, g in groups.items() if counts[w] >= min_count}
     eligible = np.array(sorted(groups), dtype=int)
     if len(eligible) == 0:
-        raise ValueError(f"no word occurs >= {min_count} times in >= {min_contexts} distinct sentences; "
-                         "use a larger corpus or a lower min_count/min_contexts")
+        lower = " or a lower --min-count" if min_count > min_contexts else ""
+        raise ValueError(f"no word occurs >= {min_count} times in >= {min_contexts} distinct probe sentences; use "
+                         f"more probe sentences (--corpus, --dataset, --max-sentences){lower}")
     return groups, eligible
 
 

@@ -282,6 +282,10 @@ def _probe_vectors(results, model, tokenizer, sentences, vector_corpus, settings
             vector_corpus.words = tokenize_words(tokenizer, vector_corpus.sentences, max_length=max_length,
                                                  min_contexts=min_count)
         cw = vector_corpus.words
+        if not cw.vocab:
+            raise ValueError(f"no word of the vector corpus, {vector_corpus.name}, occurs in >= {min_count} distinct "
+                             f"sentences (--min-count {min_count}); use a larger corpus (--vector-corpus, or --corpus "
+                             "with --vector-corpus probe) or a lower --min-count")
         selection, results.pooling = selection_for(cw, word_normaliser(tokenizer), settings)
         pooled = pool_corpus(model, tokenizer, batch_size=settings.batch_size, max_length=max_length, words=cw,
                              desc="pooling corpus (model)", selection=selection, bf16=settings.bf16)

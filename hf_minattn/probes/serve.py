@@ -12,7 +12,6 @@ entry in the view's schema (attention_view.py), or HTTP 400 with {"error": messa
 longer than the model reads; the page shows the message.
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -25,9 +24,12 @@ from urllib.parse import parse_qs, urlsplit
 
 from markupsafe import Markup
 
+from hf_minattn.checks import check_bounds
+from hf_minattn.cli import OneLineArgumentParser
+from hf_minattn.model_source import find_model, is_hub_id
+
 from .attention_view import attention_view, check_sentence, view_assets, view_entry, view_json
 from .heads import attention_examples
-from hf_minattn.model_source import find_model, is_hub_id
 
 from .loading import load_encoder, max_length_for, resolve_device
 
@@ -83,13 +85,25 @@ class ViewHandler(SimpleHTTPRequestHandler):
 
 
 def _model_of_probe(folder):
-    """The model folder a probe folder probed (provenance.model_path), if it still exists."""
+    """The model folder a probe folder probed (provenance.model_path, absolute since probes.json recorded it so), if it
+    still holds a model; a note line when it does not, or when an older probes.json names it relative to the folder
+    `hf-minattn probe` ran in (it is then read relative to the current folder, as before)."""
     try:
         with open(os.path.join(folder, "probes.json"), encoding="utf-8") as f:
             path = json.load(f).get("provenance", {}).get("model_path")
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         return None
-    return path if path and os.path.isfile(os.path.join(path, "config.json")) else None
+    if not isinstance(path, str) or not path:
+        return None
+    if not os.path.isfile(os.path.join(path, "config.json")):
+        relative = "" if os.path.isabs(path) else ", relative to the folder an older `hf-minattn probe` ran in"
+        print(f"[view] note: the probed model {path!r} (probes.json's provenance.model_path{relative}) is missing or "
+              "holds no config.json; typed sentences are not encoded unless --model names a model", flush=True)
+        return None
+    if not os.path.isabs(path):
+        print(f"[view] note: probes.json names the probed model by a relative path, {path!r}: read as "
+              f"{os.path.abspath(path)!r}, relative to the current folder (--model names another)", flush=True)
+    return path
 
 
 def prepare(path, model=None, device="cpu", trust_remote_code=False, revision=None):
@@ -124,7 +138,7 @@ def prepare(path, model=None, device="cpu", trust_remote_code=False, revision=No
 
 
 def view_parser():
-    p = argparse.ArgumentParser(prog="hf-minattn view", description=__doc__.split("\n\n")[0])
+    p = OneLineArgumentParser(prog="hf-minattn view", description=__doc__.split("\n\n")[0])
     p.add_argument("path", help="a folder written by `hf-minattn probe` (report.html) or by save_pretrained(), or a "
                    "Hub id ('org/name')")
     p.add_argument("--model", help="the model (a folder or a Hub id) that encodes typed sentences (default: the probed "
@@ -144,8 +158,7 @@ def view_main(argv=None):
     args = view_parser().parse_args(argv)
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be in 0..65535, got {args.port}")
-    if args.serve_for is not None and args.serve_for <= 0:
-        raise ValueError(f"--serve-for must be a positive number of seconds, got {args.serve_for}")
+    check_bounds(args, {"serve_for": (0, None, False)}, separator="-")  # seconds: NaN or inf never stops
     device = resolve_device(args.device)  # a device torch cannot use fails here, in one line, before any loading
     folder, encoder, page = prepare(args.path, args.model, device, args.trust_remote_code, args.revision)
     try:

@@ -1,0 +1,226 @@
+"""The command-line boundary of `hf-minattn probe`, `compare`, `view` and `push`: every argument error in one line
+naming the flag, the value and what was expected, raised before any work, with no output folder left behind; and
+flags the user gave are used or refused, never silently ignored."""
+
+import json
+
+import pytest
+
+from test_cli_errors import _save_tiny_model
+
+from hf_minattn.cli import main
+
+FAST = ["--max-sentences", "50", "--head-sentences", "4", "--bootstrap", "10", "--no-word2vec", "--no-untrained",
+        "--no-decontextualized", "--no-heads", "--no-weights", "--no-logit-lens", "--no-circuits", "--no-save-vectors",
+        "--figure-format", "svg"]
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    """A tiny MinAttn folder with its tokenizer, and a corpus of 40 sentences beside it."""
+    from hf_minattn.probes.corpus import default_sentences
+
+    folder = tmp_path_factory.mktemp("boundaries")
+    (folder / "corpus.txt").write_text("\n".join(default_sentences(40)) + "\n")
+    _save_tiny_model(folder / "model")
+    return folder
+
+
+def one_line_error(capsys, argv, progress=False) -> str:
+    """`hf-minattn ARGV` as its console script runs it: exit 2 and exactly one line on stderr (with `progress`: the
+    last of the lines, after the progress of the work done), which is returned."""
+    try:
+        code = main(argv)
+    except SystemExit as stop:  # argparse's own errors
+        code = stop.code
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and (progress or len(err) == 1), err
+    assert "Traceback" not in "".join(err) and ": error: " in err[-1]
+    return err[-1]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["probe", "m", "--out", "o", "--bootstrap", "abc"], "hf-minattn probe: error: argument --bootstrap: invalid int"),
+    (["probe", "m"], "hf-minattn probe: error: the following arguments are required: --out"),
+    (["compare", "--figure-format", "jpg", "a"], "hf-minattn compare: error: argument --figure-format"),
+    (["view", "p", "--port", "x"], "hf-minattn view: error: argument --port: invalid int value: 'x'"),
+    (["push", "folder"], "hf-minattn push: error: the following arguments are required: REPO_ID"),
+    (["experiments", "--out", "o", "--nope"], "hf-minattn experiments: error: unrecognized arguments: --nope"),
+    (["findings", "r.json", "--nope"], "hf-minattn findings: error: unrecognized arguments: --nope"),
+    (["nosuch"], "hf-minattn: error: argument command: invalid choice: 'nosuch'"),
+])
+def test_every_subcommand_reports_an_argument_error_in_one_line(capsys, argv, expected):
+    """argparse printed the whole usage first (20 lines for probe) and buried the error under it."""
+    line = one_line_error(capsys, argv)
+    assert line.startswith(expected) and line.endswith("(--help lists every flag)"), line
+
+
+def test_compare_reports_a_folder_without_probes_in_one_line(tmp_path, capsys):
+    line = one_line_error(capsys, ["compare", str(tmp_path), "--out", str(tmp_path / "cmp")])
+    assert line == (f"hf-minattn compare: error: {tmp_path} has no probes.json; run `hf-minattn probe MODEL --out "
+                    f"{tmp_path}` first")
+    assert not (tmp_path / "cmp").exists()
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["probe", "no_model", "--mlm-probability", "nan"], "--mlm-probability must be a finite number in (0, 1), got nan"),
+    (["probe", "no_model", "--mlm-probability", "inf"], "--mlm-probability must be a finite number in (0, 1), got inf"),
+    (["view", "no_probe", "--serve-for", "nan"], "--serve-for must be a finite number above 0, got nan"),
+    (["view", "no_probe", "--serve-for", "inf"], "--serve-for must be a finite number above 0, got inf"),
+    (["view", "no_probe", "--serve-for", "-1"], "--serve-for must be above 0, got -1.0"),
+])
+def test_float_flags_refuse_nan_and_inf_before_any_work(tmp_path, capsys, monkeypatch, argv, expected):
+    """The probe ran every probe up to the head ablation before torch refused a NaN mask rate; view served for NaN
+    seconds (stopping at once, rc 0). The model (or probe folder) does not exist: checked later, it would be named."""
+    monkeypatch.chdir(tmp_path)
+    line = one_line_error(capsys, [*argv, *(["--out", "out"] if argv[0] == "probe" else [])])
+    assert line.endswith(expected), line
+    assert not (tmp_path / "out").exists()
+
+
+def test_probe_and_compare_refuse_an_out_under_a_file_before_any_work(model, tmp_path, capsys):
+    """The probe found out only when it wrote its results, after every probe ran."""
+    afile = tmp_path / "notes.txt"
+    afile.write_text("mine")
+    for argv in (["probe", str(model / "model"), "--corpus", str(model / "corpus.txt"), *FAST],
+                 ["compare", str(tmp_path), str(tmp_path)]):
+        line = one_line_error(capsys, [*argv, "--out", str(afile / "sub")])
+        assert f"error: --out '{afile / 'sub'}' lies under '{afile}', a file; expected a folder" in line, line
+    assert afile.read_text() == "mine"
+
+
+@pytest.mark.parametrize("corpus, flags, expected", [
+    ("one", ["--vector-corpus", "probe"],
+     "no word of the vector corpus, the 1 probe sentences of {one}, occurs in >= 5 distinct sentences (--min-count 5)"),
+    ("corpus", ["--vector-corpus", "{three}"],
+     "no word of the vector corpus, {three} (3 sentences), occurs in >= 5 distinct sentences (--min-count 5)"),
+    ("one", ["--vector-corpus", "probe", "--min-count", "1"],
+     "no word occurs >= 1 times in >= 5 distinct probe sentences; use more probe sentences (--corpus, --dataset, "
+     "--max-sentences)"),
+])
+def test_a_corpus_too_small_for_min_count_is_named_in_one_line(model, tmp_path, capsys, corpus, flags, expected):
+    """A vector corpus with no word in --min-count sentences crashed with an IndexError from the tokenizer; geometry's
+    message named min_count/min_contexts, which are no flags."""
+    files = {"one": tmp_path / "one.txt", "three": tmp_path / "three.txt", "corpus": model / "corpus.txt"}
+    files["one"].write_text("the river bank was muddy after the rain that fell all night\n")
+    files["three"].write_text("a cat sat on a mat today\nthe dog ran far away home\nsome birds sang in trees\n")
+    flags = [f.format(**files) for f in flags]
+    line = one_line_error(capsys, ["probe", str(model / "model"), "--corpus", str(files[corpus]), *FAST, *flags,
+                                   "--out", str(tmp_path / "out")], progress=True)
+    assert expected.format(**files) in line, line
+    assert "min_count" not in line and "min_contexts" not in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_dataset_file_of_a_header_only_is_named(tmp_path, capsys):
+    """datasets said 'Instruction "train" corresponds to no data!'. Read before the model is looked for."""
+    (tmp_path / "x.csv").write_text("a,b\n")
+    line = one_line_error(capsys, ["probe", str(tmp_path / "no_model"), "--dataset", str(tmp_path / "x.csv"),
+                                   "--out", str(tmp_path / "out")], progress=True)  # datasets' progress bar
+    assert line.endswith(f"--dataset '{tmp_path / 'x.csv'}' has no rows; expected a data file with rows of text")
+
+
+@pytest.fixture(scope="module")
+def saved_datasets(tmp_path_factory):
+    import datasets
+
+    folder = tmp_path_factory.mktemp("datasets")
+    texts = {"text": ["The king and the queen ruled the land for many years."] * 3}
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict(texts)}).save_to_disk(folder / "dict")
+    datasets.Dataset.from_dict(texts).save_to_disk(folder / "one")
+    return folder
+
+
+def test_an_explicit_split_must_exist(saved_datasets):
+    """--split nope probed the first split silently: the fallback is the default's only."""
+    from hf_minattn.probes.corpus import read_dataset
+
+    with pytest.raises(ValueError, match=r"^--split 'nope' is not a split of --dataset '.*dict'; its splits: \['train'\]$"):
+        read_dataset(str(saved_datasets / "dict"), "nope")
+    with pytest.raises(ValueError, match=r"^--split 'train': --dataset '.*one' has no splits; drop --split$"):
+        read_dataset(str(saved_datasets / "one"), "train")
+    assert read_dataset(str(saved_datasets / "dict")) == read_dataset(str(saved_datasets / "dict"), "train")
+    assert len(read_dataset(str(saved_datasets / "one"))) == 3
+
+
+@pytest.mark.parametrize("flags, expected", [
+    (["--sense-sentence", "the queen ruled", "--sense-sentence", "a dog barked"],
+     "--sense-sentence 'the queen ruled' does not contain --sense-word 'bank' (the default); expected a sentence "
+     "containing it as a whole word"),
+    (["--sense-word", "king", "--sense-sentence", "the king ruled", "--sense-sentence", "kings ran"],
+     "--sense-sentence 'kings ran' does not contain --sense-word 'king'"),
+    (["--sense-word", "king"], "--sense-word 'king' needs --sense-sentence (repeat it: sentences containing 'king'); "
+     "the default sentences follow 'bank'"),
+    (["--sense-word", "river bank", "--sense-sentence", "the river bank"], "--sense-word 'river bank': expected one word"),
+    (["--corpus", "{corpus}", "--split", "nope"],
+     "--split 'nope' applies to --dataset only, but the probe sentences come from --corpus '{corpus}'; drop --split"),
+    (["--corpus", "{corpus}", "--text-column", "nope"], "--text-column 'nope' applies to --dataset only"),
+    (["--split", "train"], "--split 'train' applies to --dataset only, but the probe sentences come from the default "
+     "corpus (no --corpus or --dataset)"),
+    (["--reference-revision", "main"], "--reference-revision 'main' applies to --reference only, and no --reference "
+     "is given"),
+])
+def test_flags_that_would_be_ignored_are_refused_before_any_work(model, tmp_path, capsys, flags, expected):
+    """Each was accepted and ignored: the sense probe left out ("sense": null), the first split probed, the flag
+    unused. The model does not exist: checked later, it would be what the error names."""
+    corpus = str(model / "corpus.txt")
+    flags = [f.format(corpus=corpus) for f in flags]
+    line = one_line_error(capsys, ["probe", str(tmp_path / "no_model"), *flags, "--out", str(tmp_path / "out")])
+    assert expected.format(corpus=corpus) in line, line
+    assert not (tmp_path / "out").exists()
+
+
+def test_sense_sentences_are_matched_as_the_tokenizer_reads_words():
+    """Case and accents do not matter to an uncased tokenizer, nor punctuation around the word."""
+    from hf_minattn.probes.cli import check_sense_flags
+
+    check_sense_flags("bank", None)  # the default word on its default sentences
+    check_sense_flags("Café", ["We met at the CAFE, then left.", "the café's door", "café"])
+    with pytest.raises(ValueError, match="'the cafeteria' does not contain --sense-word 'café'"):
+        check_sense_flags("café", ["the cafe", "the cafeteria"])
+
+
+@pytest.mark.parametrize("argv", [["probe", "{file}", "--out", "{out}"], ["view", "{file}"]])
+def test_a_file_given_as_the_model_is_named_a_file(tmp_path, capsys, monkeypatch, argv):
+    """It was looked for on the Hub ('corpus.txt' reads as a Hub id): 'not a local folder nor in the local cache'."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corpus.txt").write_text("some text\n")
+    line = one_line_error(capsys, [a.format(file="corpus.txt", out="out") for a in argv])
+    assert line.endswith("model path 'corpus.txt' is a file; expected a model folder written by save_pretrained() "
+                         "(config.json, weights and tokenizer files) or a Hub id"), line
+    assert not (tmp_path / "out").exists()
+
+
+def test_push_names_a_file_given_as_the_folder(tmp_path, capsys):
+    (tmp_path / "corpus.txt").write_text("some text\n")
+    line = one_line_error(capsys, ["push", str(tmp_path / "corpus.txt"), "me/x", "--dry-run"])
+    assert line.endswith(f"Model folder {tmp_path / 'corpus.txt'} is a file; expected a folder written by "
+                         "training/run_mlm.py or save_pretrained")
+
+
+def test_view_finds_the_probed_model_from_any_folder(model, tmp_path, capsys, monkeypatch):
+    """probes.json recorded the model path as typed, relative to where the probe ran: `view` from another folder
+    lost the model (or could pick up another folder of that name). It records the absolute path now; a missing
+    folder, and an older relative path, are said in a note."""
+    from hf_minattn.probes.serve import prepare
+
+    monkeypatch.chdir(model)
+    assert main(["probe", "model", "--corpus", "corpus.txt", "--vector-corpus", "probe", "--min-count", "2", *FAST,
+                 "--out", str(tmp_path / "probe")]) == 0
+    probes = tmp_path / "probe" / "probes.json"
+    assert json.loads(probes.read_text())["provenance"]["model_path"] == str(model / "model")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert prepare(str(tmp_path / "probe"))[1].name == "model"
+    assert "note" not in capsys.readouterr().out
+    record = json.loads(probes.read_text())
+    for path, note in ((str(tmp_path / "gone"), f"the probed model '{tmp_path / 'gone'}' (probes.json's "
+                        "provenance.model_path) is missing or holds no config.json; typed sentences are not encoded"),
+                       ("model", "the probed model 'model' (probes.json's provenance.model_path, relative to the "
+                        "folder an older `hf-minattn probe` ran in) is missing")):
+        record["provenance"]["model_path"] = path
+        probes.write_text(json.dumps(record))
+        assert prepare(str(tmp_path / "probe"))[1] is None
+        assert note in capsys.readouterr().out
+    monkeypatch.chdir(model)  # an older probes.json, read from the folder it ran in: still works, with the note
+    assert prepare(str(tmp_path / "probe"))[1].name == "model" and "relative path" in capsys.readouterr().out
