@@ -38,6 +38,7 @@ from transformers.utils import SAFE_WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
 from hf_minattn.arguments import (DataTrainingArguments, MinAttnTrainingArguments, ModelArguments, build_config,
                                   check_argument_groups, check_resumed_config)
+from hf_minattn.cli import OneLineErrors
 from hf_minattn.configuration_minattn import SPECIAL_TOKEN_ID_FIELDS
 from hf_minattn.data import (STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES, first_texts, lm_datasets, load_raw_datasets,
                              resolve_text_column)
@@ -72,12 +73,8 @@ def holds_model(folder: str) -> bool:
     return any(os.path.isfile(os.path.join(folder, name)) for name in (SAFE_WEIGHTS_NAME, SAFE_WEIGHTS_INDEX_NAME))
 
 
-class OneLineErrorParser(HfArgumentParser):
-    """HfArgumentParser whose errors are one line: argparse would print the usage of every flag first (about 140
-    lines for run_mlm's), burying the error under it."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (--help lists every flag)\n")
+class OneLineErrorParser(OneLineErrors, HfArgumentParser):
+    """HfArgumentParser whose errors are one line, as every hf-minattn command's (OneLineErrors)."""
 
 
 def parse_args(argv=None):

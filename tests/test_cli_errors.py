@@ -145,7 +145,7 @@ def test_an_output_path_that_is_a_file_is_refused_before_any_work(tmp_path, caps
     _save_tiny_model(model)
     for argv, flag in ((["probe", str(model), "--out", str(afile)], "--out"),
                        (["compare", str(tmp_path), "--out", str(afile)], "--out"),
-                       (["experiments", "--quick", "--out", str(afile)], "out"),
+                       (["experiments", "--quick", "--out", str(afile)], "--out"),
                        (["findings", str(REPO / "docs" / "findings" / "results.json"), "--out", str(afile)], "--out")):
         assert main(argv) == 2
         assert f": error: {flag} '{afile}' is a file; expected a folder" in capsys.readouterr().err, argv

@@ -454,6 +454,30 @@ def test_bad_seeds_are_named_before_anything_runs(text, message, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_huge_seed_range_is_refused_before_it_is_expanded(tmp_path):
+    """A typo such as 0-100000000 used to build the list first: gigabytes of memory before any message."""
+    import tracemalloc
+
+    from hf_minattn.experiments.cli import MAX_SEEDS, main
+
+    tracemalloc.start()
+    with pytest.raises(ValueError, match=rf"--seeds '0-100000000' names more than {MAX_SEEDS} seeds"):
+        main(["--out", str(tmp_path / "out"), "--seeds", "0-100000000"])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 50e6 and not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match="more than"):
+        main(["--out", str(tmp_path / "out"), "--seeds", f"0-{MAX_SEEDS - 1},{MAX_SEEDS}"])  # one past, over parts
+
+
+def test_an_out_that_is_a_file_is_named_as_the_flag(tmp_path):
+    from hf_minattn.experiments.cli import main
+
+    (tmp_path / "notes.txt").write_text("a file")
+    with pytest.raises(ValueError, match=r"^--out '.*notes\.txt' is a file"):
+        main(["--quick", "--out", str(tmp_path / "notes.txt")])
+
+
 def test_a_bad_parallel_is_named_as_the_flag_before_anything_runs(tmp_path):
     from hf_minattn.experiments.cli import main
 

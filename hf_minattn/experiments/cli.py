@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from hf_minattn.checks import check_bounds, check_output_folder
+from hf_minattn.cli import OneLineArgumentParser
 from hf_minattn.data import WIKIPEDIA_CORPUS_DESCRIPTION
 from hf_minattn.machine import fast_bf16_available, machine_description
 
@@ -40,18 +41,25 @@ def check_seeds(seeds) -> tuple[int, ...]:
     return seeds
 
 
+MAX_SEEDS = 1000  # each seed trains and probes every variant: far more than anyone runs, so more is a typo
+
+
 def parse_seeds(text: str) -> tuple[int, ...]:
     """--seeds: "0,1,2", "3-7" (both ends included) or a mix such as "0,3-5", as a checked tuple of seeds."""
     seeds = []
     for part in text.split(","):
         first, dash, last = part.strip().partition("-")
         try:
-            seeds += list(range(int(first), int(last) + 1)) if dash else [int(first)]
+            low, high = int(first), int(last) if dash else int(first)
         except ValueError:
             raise ValueError(f"--seeds must be non-negative integers and ranges such as 0,1,2 or 3-7, got "
                              f"{text!r}") from None
-        if dash and int(last) < int(first):
+        if high < low:
             raise ValueError(f"--seeds: the range {part.strip()!r} runs backwards; write it as {last}-{first}")
+        if len(seeds) + high - low + 1 > MAX_SEEDS:  # counted before the range is expanded
+            raise ValueError(f"--seeds {text!r} names more than {MAX_SEEDS} seeds; expected at most {MAX_SEEDS} (each "
+                             "seed trains and probes every variant)")
+        seeds += range(low, high + 1)
     try:
         return check_seeds(seeds)
     except ValueError as error:
@@ -367,7 +375,6 @@ def round_floats(value, digits=4):
 
 
 def main(argv=None) -> int:
-    from hf_minattn.cli import OneLineArgumentParser
     from hf_minattn.probes.plots import FIGURE_FORMATS
 
     parser = OneLineArgumentParser(prog="hf-minattn experiments", description=__doc__,
@@ -394,6 +401,7 @@ def main(argv=None) -> int:
                              "is one)")
     args = parser.parse_args(argv)
     check_bounds(args, {"parallel": (1, None, True)}, separator="-")  # the flag named as typed, before any work
+    check_output_folder(args.out, "--out")  # run_experiments checks it too, named as its Python argument
     preset = "quick" if args.quick else "scale" if args.scale else "full"
     seeds = None if args.seeds is None else parse_seeds(args.seeds)
     command = "hf-minattn experiments" + (f" --{preset}" if preset != "full" else "") + \

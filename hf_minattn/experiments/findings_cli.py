@@ -3,21 +3,20 @@ figures from a committed results.json, without training (after a change to how t
 them again); with --replicates, also REPLICATION.md: every verdict of this run beside the same comparison's verdict
 in an earlier run of the same protocol on other seeds."""
 
-import argparse
 import os
 
 from hf_minattn.checks import check_output_folder
+from hf_minattn.cli import OneLineArgumentParser
 
 from .findings import load_results, rerender_findings
 from .replication import replication_markdown
 
 
 def main(argv=None) -> int:
-    from hf_minattn.cli import OneLineArgumentParser
     from hf_minattn.probes.plots import FIGURE_FORMATS
 
     parser = OneLineArgumentParser(prog="hf-minattn findings", description=__doc__)
-    parser.add_argument("results", help="a results.json written by `hf-minattn experiments`")
+    parser.add_argument("results", help="a results.json written by `hf-minattn experiments`, or its folder")
     parser.add_argument("--out", help="folder for FINDINGS.md and figures/ (default: the results.json's folder)")
     parser.add_argument("--figure-format", choices=FIGURE_FORMATS, default="both",
                         help="every figure as PNG, SVG or both (default: both; FINDINGS.md links the PNG when there is one)")
