@@ -250,6 +250,7 @@ def train(trainer: MinAttnTrainer, checkpoint, data_args, max_seq_length) -> dic
     args, model = trainer.args, trainer.model
     result = trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model()  # weights, config (with auto_map), modeling code, tokenizer, training_args.bin
+    trainer.save_state()  # at once: with trainer_state.json the folder holds progress, which a failure keeps
     if args.should_save:  # SentenceTransformer(output_dir) loads it as a mean-pooling sentence encoder
         write_sentence_transformers_files(args.output_dir, model.config.hidden_size, max_seq_length)
     metrics = dict(result.metrics)
@@ -261,7 +262,6 @@ def train(trainer: MinAttnTrainer, checkpoint, data_args, max_seq_length) -> dic
         metrics["train_tokens_per_second"] = speeds[-1]
     trainer.log_metrics("train", metrics)
     trainer.save_metrics("train", metrics)
-    trainer.save_state()
     return metrics
 
 

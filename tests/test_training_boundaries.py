@@ -213,6 +213,19 @@ def test_a_failed_run_keeps_its_checkpoints(tmp_path, text_files, tokenizer_dir,
     assert (tmp_path / "out" / "checkpoint-2" / "trainer_state.json").exists()
 
 
+def test_a_run_that_fails_after_its_trained_model_is_saved_keeps_it(tmp_path, text_files, tokenizer_dir, monkeypatch):
+    """Trained with no checkpoint (--save_strategy no), then a failure writing the sentence-transformers files: the
+    trained model was removed with the folder, as if nothing had been done."""
+    from hf_minattn import run_mlm
+
+    monkeypatch.setattr(run_mlm, "write_sentence_transformers_files", _fail)
+    with pytest.raises(RuntimeError, match="failed on purpose"):
+        main(tiny_argv(tmp_path / "out", tokenizer_dir, train_file=text_files / "train.txt", max_steps=2,
+                       save_strategy="no", report_to="none"))
+    assert not list((tmp_path / "out").glob("checkpoint-*"))
+    assert (tmp_path / "out" / "model.safetensors").exists() and (tmp_path / "out" / "trainer_state.json").exists()
+
+
 def test_an_evaluation_without_training_writes_no_model_card(tmp_path, text_files, tokenizer_dir):
     """--do_train false evaluates --model_name_or_path and saves no model: a card would describe a model that the
     folder does not hold."""
