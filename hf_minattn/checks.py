@@ -151,6 +151,10 @@ def data_files_error(error: Exception, data_files: dict, builder: str) -> Except
     if empty and empty[1] in data_files:
         return ValueError(f"--{empty[1]}_file {data_files[empty[1]]!r} has no rows; expected {builder} data with at "
                           "least one row of text")
+    columns = re.search(r"there are (.*?columns.*?)\.?$", str(error), re.MULTILINE)
+    if type(error).__name__ == "DatasetGenerationCastError" and columns and len(data_files) > 1:
+        return ValueError(f"--train_file {data_files['train']!r} and --validation_file {data_files['validation']!r} have "
+                          f"different columns (the validation file has {columns[1]}); expected the same columns in both")
     if type(error).__name__ == "DatasetGenerationError":  # e.g. a .json file that is not JSON
         cause = str(error.__cause__ or error).strip().splitlines()[0]
         return ValueError(f"--train_file/--validation_file {', '.join(map(repr, data_files.values()))}: datasets "

@@ -130,6 +130,12 @@ def test_a_csv_file_of_a_header_only_has_no_rows(tmp_path, tokenizer_dir):
     with pytest.raises(ValueError, match=r"^--validation_file '.*header\.csv' has no rows"):
         main(tiny_argv(tmp_path / "out", tokenizer_dir, train_file=tmp_path / "full.csv",
                        validation_file=tmp_path / "header.csv"))
+    # a header-only validation file with other columns: datasets' DatasetGenerationCastError before
+    with pytest.raises(ValueError, match=r"^--train_file '.*full\.csv' and --validation_file '.*x\.csv' have "
+                                         r"different columns \(the validation file has 2 new columns .* and 1 missing"):
+        main(tiny_argv(tmp_path / "out", tokenizer_dir, train_file=tmp_path / "full.csv",
+                       validation_file=tmp_path / "x.csv"))
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("content, expected", [
