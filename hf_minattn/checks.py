@@ -144,12 +144,19 @@ def check_data_file(path, what: str = "file") -> str:
     return builder
 
 
+def empty_split(error: Exception):
+    """The split datasets.load_dataset found no rows for (its 'Instruction "train" corresponds to no data!', e.g. a
+    CSV file of a header only), else None."""
+    empty = re.search(r'Instruction "(\w+)" corresponds to no data', str(error))
+    return empty[1] if empty else None
+
+
 def data_files_error(error: Exception, data_files: dict, builder: str) -> Exception:
     """The error to raise for `error`, which datasets.load_dataset raised reading `data_files` ({split: path}) with
     its `builder`: one line naming the files (a file it cannot parse, a CSV file of a header only), else `error`."""
-    empty = re.search(r'Instruction "(\w+)" corresponds to no data', str(error))
-    if empty and empty[1] in data_files:
-        return ValueError(f"--{empty[1]}_file {data_files[empty[1]]!r} has no rows; expected {builder} data with at "
+    empty = empty_split(error)
+    if empty in data_files:
+        return ValueError(f"--{empty}_file {data_files[empty]!r} has no rows; expected {builder} data with at "
                           "least one row of text")
     columns = re.search(r"there are (.*?columns.*?)\.?$", str(error), re.MULTILINE)
     if type(error).__name__ == "DatasetGenerationCastError" and columns and len(data_files) > 1:

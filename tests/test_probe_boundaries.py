@@ -120,6 +120,21 @@ def test_a_dataset_file_of_a_header_only_is_named(tmp_path, capsys):
     assert line.endswith(f"--dataset '{tmp_path / 'x.csv'}' has no rows; expected a data file with rows of text")
 
 
+def test_the_probes_and_training_share_one_reading_of_an_empty_data_file(tmp_path, monkeypatch):
+    """read_dataset matched datasets' 'corresponds to no data' text itself, beside checks.data_files_error: one
+    helper (checks.empty_split) reads it now, so a change in datasets' message is fixed in one place."""
+    import hf_minattn.checks as checks
+    from hf_minattn.probes.corpus import read_dataset
+
+    error = ValueError('Instruction "train" corresponds to no data!')
+    assert checks.empty_split(error) == "train" and checks.empty_split(ValueError("other")) is None
+    assert "--train_file 'x.csv' has no rows" in str(checks.data_files_error(error, {"train": "x.csv"}, "csv"))
+    (tmp_path / "x.csv").write_text("a,b\n")
+    monkeypatch.setattr(checks, "empty_split", lambda error: None)  # the probes' own reading follows the helper's
+    with pytest.raises(ValueError, match="corresponds to no data"):
+        read_dataset(str(tmp_path / "x.csv"))
+
+
 @pytest.fixture(scope="module")
 def saved_datasets(tmp_path_factory):
     import datasets
@@ -180,6 +195,24 @@ def test_sense_sentences_are_matched_as_the_tokenizer_reads_words():
         check_sense_flags("café", ["the cafe", "the cafeteria"])
 
 
+def test_sense_words_in_scripts_without_spaces_and_the_default_word_in_another_case():
+    """A whole-word regex never matched inside Chinese or Japanese text (ideographs are \\w), though BERT-style
+    tokenizers read each ideograph as a word; and --sense-word Bank, the default word, was refused without sentences."""
+    from hf_minattn.probes.cli import check_sense_flags, probe_parser, probe_settings
+
+    check_sense_flags("行", ["我去银行存钱。", "我在行走。"])
+    check_sense_flags("ねこ", ["わたしはねこがすき", "ねこ"])
+    check_sense_flags("ไป", ["ฉันไปโรงเรียน"])
+    check_sense_flags("cat", ["the 猫cat"])  # a Latin word next to an ideograph: no space between them either
+    with pytest.raises(ValueError, match="'the row' does not contain --sense-word '行'"):
+        check_sense_flags("行", ["the row"])
+    with pytest.raises(ValueError, match="'the 猫cats' does not contain --sense-word 'cat'"):
+        check_sense_flags("cat", ["the 猫cats"])  # still whole where the word meets a spaced script
+    for word in ("Bank", "BÄNK"):
+        check_sense_flags(word, None)
+        assert probe_settings(probe_parser().parse_args(["m", "--sense-word", word, "--out", "o"])).sense_sentences
+
+
 @pytest.mark.parametrize("argv", [["probe", "{file}", "--out", "{out}"], ["view", "{file}"]])
 def test_a_file_given_as_the_model_is_named_a_file(tmp_path, capsys, monkeypatch, argv):
     """It was looked for on the Hub ('corpus.txt' reads as a Hub id): 'not a local folder nor in the local cache'."""
@@ -224,3 +257,16 @@ def test_view_finds_the_probed_model_from_any_folder(model, tmp_path, capsys, mo
         assert note in capsys.readouterr().out
     monkeypatch.chdir(model)  # an older probes.json, read from the folder it ran in: still works, with the note
     assert prepare(str(tmp_path / "probe"))[1].name == "model" and "relative path" in capsys.readouterr().out
+
+
+def test_provenance_records_a_relative_model_folder_absolute(tmp_path, monkeypatch):
+    """Only `hf-minattn probe` made the path absolute: the experiments' probe folders (run_all_probes with the
+    model folder as given) recorded it relative, and view then showed the note meant for older files. One place
+    (run_provenance) makes it absolute now; a path that names no folder here (a Hub id) is kept as given."""
+    from hf_minattn.probes.run import run_provenance
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "full").mkdir(parents=True)
+    assert run_provenance(0, "runs/full", "probe", 1)["model_path"] == str(tmp_path / "runs" / "full")
+    assert run_provenance(0, "org/model", "probe", 1)["model_path"] == "org/model"
+    assert run_provenance(0, None, "probe", 1)["model_path"] is None

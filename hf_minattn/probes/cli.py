@@ -165,7 +165,7 @@ CORPUS_BOUNDS = {"max_sentences": (0, None, True), "vector_max_sentences": (0, N
 def probe_settings(args) -> ProbeSettings:
     """The ProbeSettings of hf-minattn probe's arguments: a bad number fails here, naming its flag, before any work."""
     check_bounds(args, CORPUS_BOUNDS, separator="-")
-    sense_sentences = args.sense_sentence or (DEFAULT_SENSE_SENTENCES if args.sense_word == DEFAULT_SENSE_WORD else None)
+    sense_sentences = args.sense_sentence or (DEFAULT_SENSE_SENTENCES if _is_default_sense_word(args.sense_word) else None)
     return ProbeSettings(
         words=[*DEFAULT_WORDS, *args.words], sense_word=args.sense_word, sense_sentences=sense_sentences,
         model_name=args.name or folder_name(args.model), word2vec=not args.no_word2vec,
@@ -184,20 +184,34 @@ def _folded(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
 
 
+# scripts written without spaces between words (CJK ideographs, kana, Thai, Lao, Khmer, Myanmar): a word there may
+# touch letters on either side (BERT-style tokenizers split each ideograph into its own word)
+UNSPACED = ("\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+            "\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003ffff")
+
+
+def _is_default_sense_word(word: str) -> bool:
+    """`word` is DEFAULT_SENSE_WORD as the sentences are matched: case and accents ignored."""
+    return _folded(word) == _folded(DEFAULT_SENSE_WORD)
+
+
 def check_sense_flags(word: str, sentences) -> None:
     """--sense-word and --sense-sentence: one word, found in every sentence given; a word of one's own needs sentences
-    of one's own (the default sentences follow DEFAULT_SENSE_WORD). A ValueError naming the flag otherwise."""
+    of one's own (the default sentences follow DEFAULT_SENSE_WORD). A ValueError naming the flag otherwise. The word
+    is matched whole where words are separated by spaces, and anywhere next to a character of an unspaced script."""
     if len(word.split()) != 1:
         raise ValueError(f"--sense-word {word!r}: expected one word")
     if not sentences:
-        if word != DEFAULT_SENSE_WORD:
+        if not _is_default_sense_word(word):
             raise ValueError(f"--sense-word {word!r} needs --sense-sentence (repeat it: sentences containing {word!r}); "
                              f"the default sentences follow {DEFAULT_SENSE_WORD!r}")
         return
-    pattern = re.compile(rf"(?<!\w){re.escape(_folded(word))}(?!\w)")
+    unspaced = f"[{UNSPACED}]"
+    pattern = re.compile(rf"(?:(?<!\w)|(?<={unspaced})|(?={unspaced})){re.escape(_folded(word))}"
+                         rf"(?:(?!\w)|(?={unspaced})|(?<={unspaced}))")
     for sentence in sentences:
         if not pattern.search(_folded(sentence)):
-            default = " (the default)" if word == DEFAULT_SENSE_WORD else ""
+            default = " (the default)" if _is_default_sense_word(word) else ""
             raise ValueError(f"--sense-sentence {sentence!r} does not contain --sense-word {word!r}{default}; expected "
                              "a sentence containing it as a whole word")
 
@@ -231,9 +245,8 @@ def probe_main(argv=None):
     reference = load_reference(args.reference, args.trust_remote_code, args.device, args.reference_revision)
     print(f"[probe] {source.label}: {len(sentences)} probe sentences; vectors from {corpus_name}")
     command = "hf-minattn probe " + shlex.join(sys.argv[2:] if argv is None else argv)
-    # a folder's absolute path: `hf-minattn view` finds the model from any folder (a Hub id's snapshot is absolute)
-    model_path = source.folder if source.is_hub else os.path.abspath(source.folder)
-    results = run_all_probes(model, tokenizer, sentences, settings, model_path=model_path, corpus=corpus,
+    # run_provenance records the folder's absolute path: `hf-minattn view` finds the model from any folder
+    results = run_all_probes(model, tokenizer, sentences, settings, model_path=source.folder, corpus=corpus,
                              corpus_name=corpus_name, reference=reference,
                              provenance={"command": command, "arguments": vars(args)})
     if not args.no_save_vectors:

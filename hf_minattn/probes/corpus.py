@@ -47,7 +47,7 @@ def read_dataset(name_or_path, split=None, column=None, max_sentences=2000):
 
     import datasets
 
-    from hf_minattn.checks import check_data_file
+    from hf_minattn.checks import check_data_file, empty_split
     from hf_minattn.data import check_text_column, default_text_column
 
     if os.path.isdir(name_or_path):
@@ -56,8 +56,8 @@ def read_dataset(name_or_path, split=None, column=None, max_sentences=2000):
         builder = check_data_file(name_or_path, "--dataset")
         try:
             data = datasets.load_dataset(builder, data_files=name_or_path)
-        except ValueError as error:  # datasets: 'Instruction "train" corresponds to no data!'
-            if "corresponds to no data" not in str(error):
+        except ValueError as error:
+            if empty_split(error) is None:
                 raise
             raise ValueError(f"--dataset {name_or_path!r} has no rows; expected a data file with rows of text") from None
     else:

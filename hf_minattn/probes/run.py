@@ -118,8 +118,17 @@ def _jsonable(value):
 PACKAGES = ("hf_minattn", "torch", "transformers", "tokenizers", "datasets", "gensim", "numpy", "scipy")
 
 
+def _recorded_path(path) -> str:
+    """`path` absolute if it exists here, else as given (e.g. a Hub id)."""
+    import os
+
+    return os.path.abspath(path) if os.path.exists(path) else str(path)
+
+
 def run_provenance(seed, model_path, corpus_name, probe_sentences, extra=None) -> dict:
-    """What a reader needs to rerun a probe: the package versions, the date, the seed, the model and corpora."""
+    """What a reader needs to rerun a probe: the package versions, the date, the seed, the model and corpora.
+    `model_path` is recorded absolute when it names a local folder, so `hf-minattn view` finds the model from any
+    folder (every caller: `hf-minattn probe`, the experiments); anything else (a Hub id) as given."""
     import datetime
     import platform
     import sys
@@ -132,7 +141,7 @@ def run_provenance(seed, model_path, corpus_name, probe_sentences, extra=None) -
         except PackageNotFoundError:  # e.g. a source checkout on PYTHONPATH: the module's own version, if it has one
             versions[package] = getattr(sys.modules.get(package), "__version__", None)
     return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "seed": seed,
-            "model_path": None if model_path is None else str(model_path), "vector_corpus": corpus_name,
+            "model_path": None if model_path is None else _recorded_path(model_path), "vector_corpus": corpus_name,
             "probe_sentences": probe_sentences, "versions": versions, **(extra or {})}
 
 
