@@ -307,7 +307,8 @@ def load_raw_datasets(data_args, cache_dir: str | None) -> tuple[datasets.Datase
         try:
             raw = datasets.load_dataset(builder, data_files=data_files, cache_dir=cache_dir, streaming=data_args.streaming)
         except (datasets.exceptions.DatasetGenerationError, ValueError) as error:
-            raise data_files_error(error, data_files, builder) from None
+            named = data_files_error(error, data_files, builder)
+            raise named from (error.__cause__ if named is error else None)  # one it does not name keeps its cause
         description = "local files: " + ", ".join(os.path.basename(f) for f in data_files.values())
     else:
         # --validation_split_percentage picks the sample's articles held out; the summaries are all training text.

@@ -78,7 +78,9 @@ class OneLineErrorParser(OneLineErrors, HfArgumentParser):
 
 
 def parse_args(argv=None):
-    parser = OneLineErrorParser((ModelArguments, DataTrainingArguments, MinAttnTrainingArguments), description=__doc__)
+    # No abbreviated flags: "--hub_tok X" would set hub_token, which the card's command line then shows in clear.
+    parser = OneLineErrorParser((ModelArguments, DataTrainingArguments, MinAttnTrainingArguments), description=__doc__,
+                                allow_abbrev=False)
     argv = sys.argv[1:] if argv is None else list(argv)
     if len(argv) == 1 and argv[0].endswith(".json"):
         groups = parser.parse_json_file(json_file=os.path.abspath(argv[0]))
@@ -250,7 +252,6 @@ def train(trainer: MinAttnTrainer, checkpoint, data_args, max_seq_length) -> dic
     args, model = trainer.args, trainer.model
     result = trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model()  # weights, config (with auto_map), modeling code, tokenizer, training_args.bin
-    trainer.save_state()  # at once: with trainer_state.json the folder holds progress, which a failure keeps
     if args.should_save:  # SentenceTransformer(output_dir) loads it as a mean-pooling sentence encoder
         write_sentence_transformers_files(args.output_dir, model.config.hidden_size, max_seq_length)
     metrics = dict(result.metrics)
@@ -262,6 +263,7 @@ def train(trainer: MinAttnTrainer, checkpoint, data_args, max_seq_length) -> dic
         metrics["train_tokens_per_second"] = speeds[-1]
     trainer.log_metrics("train", metrics)
     trainer.save_metrics("train", metrics)
+    trainer.save_state()  # last: --resume takes a folder with it for a finished run
     return metrics
 
 
@@ -356,16 +358,20 @@ def holds_progress(folder: str) -> bool:
 
 @contextmanager
 def removed_if_failed(training_args):
-    """A run that fails (an exception; a killed process cannot clean up) removes --output_dir if the run created it
-    and it holds nothing to continue from (`holds_progress`), so that no tokenizer, initial model or "in progress"
-    card is left looking like a trained model. A folder that existed before the run, or holds a checkpoint, is kept
-    as it is: a failed run resumes from it. Only the process that saves removes it (one per run, or per node)."""
+    """A run that fails (an exception; a killed process cannot clean up) before training starts removes
+    --output_dir if the run created it and it holds nothing to continue from (`holds_progress`), so that no
+    tokenizer, initial model or "in progress" card is left looking like a trained model. Once training has started
+    (run() sets the yielded dict's "training"), the folder holds the run's logs, drift and loss records, which say
+    why it failed: kept. A folder that existed before the run, or holds a checkpoint, is kept as it is: a failed run
+    resumes from it. Only the process that saves removes it (one per run, or per node)."""
     output_dir = training_args.output_dir
     created = not os.path.lexists(output_dir)
+    progress = {"training": False}
     try:
-        yield
+        yield progress
     except Exception:
-        if created and training_args.should_save and os.path.isdir(output_dir) and not holds_progress(output_dir):
+        if (created and not progress["training"] and training_args.should_save and os.path.isdir(output_dir)
+                and not holds_progress(output_dir)):
             logger.warning(f"Removing {output_dir}: this failed run created it and left nothing to resume from")
             shutil.rmtree(output_dir, ignore_errors=True)
         raise
@@ -373,12 +379,12 @@ def removed_if_failed(training_args):
 
 def main(argv=None):
     model_args, data_args, training_args = parse_args(argv)
-    with removed_if_failed(training_args):
-        return run(model_args, data_args, training_args, argv)
+    with removed_if_failed(training_args) as progress:
+        return run(model_args, data_args, training_args, argv, progress)
 
 
-def run(model_args, data_args, training_args, argv=None):
-    """main's run, once its arguments are parsed."""
+def run(model_args, data_args, training_args, argv=None, progress=None):
+    """main's run, once its arguments are parsed; `progress["training"]` is set once training starts."""
     setup_logging(training_args)
     results = finished_run_results(training_args)
     if results is not None:
@@ -406,6 +412,8 @@ def run(model_args, data_args, training_args, argv=None):
         tokenizer.save_pretrained(training_args.output_dir)
         trainer.card_facts = facts({}, {}, in_progress=True)
         trainer.create_model_card()
+    if progress is not None:
+        progress["training"] = True
     train_metrics = train(trainer, checkpoint, data_args, max_seq_length) if training_args.do_train else {}
     eval_metrics = evaluate(trainer) if training_args.do_eval else {}
 

@@ -195,13 +195,17 @@ def test_a_failed_run_removes_the_output_folder_it_created(tmp_path, text_files,
         main(tiny_argv(tmp_path / "out", train_file=tmp_path / "three.txt", vocab_size=50))
     assert not (tmp_path / "out").exists()
 
-    saved = []
-    monkeypatch.setattr(run_mlm.MinAttnTrainer, "train", lambda self, **kwargs: saved.extend(os.listdir(
-        self.args.output_dir)) or _fail())
+    monkeypatch.setattr(run_mlm, "load_or_train_tokenizer", _fail)  # a failure before training starts
     with pytest.raises(RuntimeError, match="failed on purpose"):
         main(tiny_argv(tmp_path / "out", tokenizer_dir, train_file=text_files / "train.txt"))
-    assert {"model.safetensors", "README.md"} <= set(saved)  # the initial model and its card were there
     assert not (tmp_path / "out").exists()
+    monkeypatch.undo()
+
+    # once training has started, the folder holds the run's logs and records, which say why it failed: kept
+    monkeypatch.setattr(run_mlm.MinAttnTrainer, "train", lambda self, **kwargs: _fail())
+    with pytest.raises(RuntimeError, match="failed on purpose"):
+        main(tiny_argv(tmp_path / "started", tokenizer_dir, train_file=text_files / "train.txt"))
+    assert (tmp_path / "started" / "model.safetensors").exists()
 
     (tmp_path / "mine").mkdir()  # a folder that existed before the run is the user's: kept
     with pytest.raises(RuntimeError, match="failed on purpose"):
@@ -229,7 +233,34 @@ def test_a_run_that_fails_after_its_trained_model_is_saved_keeps_it(tmp_path, te
         main(tiny_argv(tmp_path / "out", tokenizer_dir, train_file=text_files / "train.txt", max_steps=2,
                        save_strategy="no", report_to="none"))
     assert not list((tmp_path / "out").glob("checkpoint-*"))
-    assert (tmp_path / "out" / "model.safetensors").exists() and (tmp_path / "out" / "trainer_state.json").exists()
+    assert (tmp_path / "out" / "model.safetensors").exists()
+    # trainer_state.json comes last: without it --resume does not take the unfinished folder for a finished run
+    assert not (tmp_path / "out" / "trainer_state.json").exists()
+
+
+def test_an_abbreviated_flag_is_refused(tmp_path):
+    """argparse took "--hub_tok X" for --hub_token, and the card's command line hides only whole *_token flags."""
+    from hf_minattn.run_mlm import parse_args
+
+    with pytest.raises(ValueError, match=r"not used by the HfArgumentParser: \['--hub_tok', 'hf_secret'\]"):
+        parse_args(["--output_dir", str(tmp_path / "out"), "--hub_tok", "hf_secret"])
+
+
+def test_an_error_of_datasets_that_is_not_named_keeps_its_cause(tmp_path, text_files, monkeypatch):
+    from hf_minattn import data
+    from hf_minattn.run_mlm import parse_args
+
+    def failing(*args, **kwargs):
+        try:
+            raise KeyError("inner")
+        except KeyError as cause:
+            raise ValueError("something else") from cause
+
+    monkeypatch.setattr(data.datasets, "load_dataset", failing)
+    data_args = parse_args(tiny_argv(tmp_path / "out", train_file=text_files / "train.txt"))[1]
+    with pytest.raises(ValueError, match="^something else$") as error:
+        data.load_raw_datasets(data_args, None)
+    assert isinstance(error.value.__cause__, KeyError)
 
 
 def test_an_evaluation_without_training_writes_no_model_card(tmp_path, text_files, tokenizer_dir):
