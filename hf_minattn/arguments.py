@@ -14,7 +14,7 @@ from hf_minattn.configuration_minattn import SPECIAL_TOKEN_ID_FIELDS, MinAttnCon
 from hf_minattn.data import (STREAM_EVAL_SEQUENCES, STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES,
                              STREAM_VALIDATION_TEXTS)
 from hf_minattn.machine import accelerator_available, fast_bf16_available
-from hf_minattn.model_source import ModelSource, require_folder_or_hub_id
+from hf_minattn.model_source import TOKENIZER_FILES, ModelSource, holds_tokenizer, require_folder_or_hub_id
 from hf_minattn.tokenization import SPECIAL_TOKENS
 
 logger = logging.getLogger(__name__)
@@ -32,18 +32,13 @@ MODEL_SIZES = {
     "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, max_position_embeddings=512),
 }
 
-# What a tokenizer's save_pretrained() writes (any one of them): a folder with none of them holds no tokenizer.
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model",
-                   "spiece.model", "sentencepiece.bpe.model")
-
-
 def check_tokenizer_name(name: str) -> None:
     """A one-line error naming --tokenizer_name unless `name` is a folder holding a tokenizer or a Hub id:
     transformers would blame a missing sentencepiece, or read a file as a config."""
     expected = "expected a folder written by a tokenizer's save_pretrained() or a Hub id"
     if os.path.isfile(name):
         raise ValueError(f"--tokenizer_name {name!r} is a file; {expected}")
-    if os.path.isdir(name) and not any(os.path.isfile(os.path.join(name, f)) for f in TOKENIZER_FILES):
+    if os.path.isdir(name) and not holds_tokenizer(name):
         raise ValueError(f"--tokenizer_name {name!r} holds no tokenizer (none of {', '.join(TOKENIZER_FILES)}); "
                          f"{expected}")
     require_folder_or_hub_id(name, "--tokenizer_name")

@@ -123,8 +123,6 @@ def build_model_card(facts: CardFacts) -> ModelCard:
     )
 
 
-# Of the tokens scored, the share the masking leaves unchanged: 1 - 80% [MASK] - 10% random, transformers' defaults.
-KEPT = round(1 - DataCollatorForLanguageModeling.mask_replace_prob - DataCollatorForLanguageModeling.random_replace_prob, 6)
 # The card prints nats with 2 decimals: a gain must clear the copying bound by more than that to show in the numbers.
 PRINTED_NATS = 0.01
 
@@ -133,6 +131,10 @@ def unchanged_share(masker) -> float:
     """Of the masked (scored) tokens, the share that `masker` (a DataCollatorForLanguageModeling) leaves unchanged
     in the input: 0 with whole-word masking, where transformers shows every masked token as the mask token."""
     return round(1 - masker.mask_replace_prob - masker.random_replace_prob, 6)
+
+
+# Of the tokens scored, the share the masking leaves unchanged with transformers' defaults (80% [MASK], 10% random).
+KEPT = unchanged_share(DataCollatorForLanguageModeling)
 
 
 def floor_sentence(eval_metrics: dict, kept: float = KEPT) -> str | None:

@@ -58,6 +58,16 @@ def folder_name(path) -> str:
     return os.path.join(*parts[-2:]) if parts[-1] == "model" and len(parts) > 1 else parts[-1]
 
 
+# What a tokenizer's save_pretrained() leaves in its folder, one of them at least (fast, WordPiece, BPE, SentencePiece)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model",
+                   "spiece.model", "sentencepiece.bpe.model")
+
+
+def holds_tokenizer(folder) -> bool:
+    """Whether `folder` holds one of TOKENIZER_FILES."""
+    return any(os.path.isfile(os.path.join(folder, name)) for name in TOKENIZER_FILES)
+
+
 def hub_id_problem(name: str) -> str | None:
     """Why `name` is not a Hub repository id ('name' or 'org/name'), as huggingface_hub validates one; None if it is."""
     try:

