@@ -1,6 +1,7 @@
 """The `hf-minattn` command: one sub-command per job, each implemented in the module that owns it."""
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -29,7 +30,21 @@ class OneLineErrors:
     `class Parser(OneLineErrors, argparse.ArgumentParser)` (or HfArgumentParser)."""
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {' '.join(str(message).split())} (--help lists every flag)\n")
+        message = " ".join(str(message).split())
+        if message.startswith("unrecognized arguments:"):
+            message += self.suggestions(message.split(":", 1)[1].split())
+        self.exit(2, f"{self.prog}: error: {message} (--help lists every flag)\n")
+
+    def suggestions(self, unknown: list[str]) -> str:
+        """'; did you mean --max_steps?' for a mistyped flag: the closest flags this parser knows (argparse's own
+        suggestions came in Python 3.14, for choices only)."""
+        known = [flag for action in self._actions for flag in action.option_strings]
+        guesses = []
+        for arg in unknown:
+            flag = arg.split("=", 1)[0]
+            if flag.startswith("--"):
+                guesses += [f"{close} for {flag}" for close in difflib.get_close_matches(flag, known, n=1, cutoff=0.8)]
+        return f"; did you mean {', '.join(guesses)}?" if guesses else ""
 
 
 class OneLineArgumentParser(OneLineErrors, argparse.ArgumentParser):

@@ -85,7 +85,9 @@ def parse_args(argv=None):
     if len(argv) == 1 and argv[0].endswith(".json"):
         groups = parser.parse_json_file(json_file=os.path.abspath(argv[0]))
     else:
-        groups = parser.parse_args_into_dataclasses(args=argv)
+        *groups, unknown = parser.parse_args_into_dataclasses(args=argv, return_remaining_strings=True)
+        if unknown:  # HfArgumentParser raises a ValueError that names no close flag
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     check_argument_groups(*groups)
     return groups
 

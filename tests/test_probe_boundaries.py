@@ -47,6 +47,10 @@ def one_line_error(capsys, argv, progress=False) -> str:
     (["push", "folder"], "hf-minattn push: error: the following arguments are required: REPO_ID"),
     (["experiments", "--out", "o", "--nope"], "hf-minattn experiments: error: unrecognized arguments: --nope"),
     (["findings", "r.json", "--nope"], "hf-minattn findings: error: unrecognized arguments: --nope"),
+    (["probe", "m", "--out", "o", "--bootstrp=9"],
+     "hf-minattn probe: error: unrecognized arguments: --bootstrp=9; did you mean --bootstrap for --bootstrp?"),
+    (["experiments", "--out", "o", "--sedes", "3"],
+     "hf-minattn experiments: error: unrecognized arguments: --sedes 3; did you mean --seeds for --sedes?"),
     (["nosuch"], "hf-minattn: error: argument command: invalid choice: 'nosuch'"),
 ])
 def test_every_subcommand_reports_an_argument_error_in_one_line(capsys, argv, expected):

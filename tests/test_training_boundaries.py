@@ -238,12 +238,16 @@ def test_a_run_that_fails_after_its_trained_model_is_saved_keeps_it(tmp_path, te
     assert not (tmp_path / "out" / "trainer_state.json").exists()
 
 
-def test_an_abbreviated_flag_is_refused(tmp_path):
-    """argparse took "--hub_tok X" for --hub_token, and the card's command line hides only whole *_token flags."""
+def test_an_abbreviated_flag_is_refused_naming_the_flag_meant(tmp_path, capsys):
+    """argparse took "--hub_tok X" for --hub_token, and the card's command line hides only whole *_token flags.
+    Refused, the message names the flag it is close to (HfArgumentParser's own named none)."""
     from hf_minattn.run_mlm import parse_args
 
-    with pytest.raises(ValueError, match=r"not used by the HfArgumentParser: \['--hub_tok', 'hf_secret'\]"):
+    with pytest.raises(SystemExit) as stop:
         parse_args(["--output_dir", str(tmp_path / "out"), "--hub_tok", "hf_secret"])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip() == ("run_mlm.py: error: unrecognized arguments: --hub_tok hf_secret; did you "
+                                               "mean --hub_token for --hub_tok? (--help lists every flag)")
 
 
 def test_an_error_of_datasets_that_is_not_named_keeps_its_cause(tmp_path, text_files, monkeypatch):
