@@ -425,3 +425,19 @@ def test_the_gain_of_a_state_is_scored_on_run_mlms_evaluation_masks(tokenizer_di
     first = gain(model.eval(), 0)
     assert first < 0 and gain(model, 0) == first
     assert -np.log(vocab) < first  # the unigram floor's cross-entropy is positive
+
+
+def test_a_results_json_read_back_answers_the_plateau_exits_it_was_answered_with():
+    """JSON makes the seed keys strings; head_dynamics_summary looked the full run's curves up by int seed, so from a
+    results.json read back every plateau exit was None and the timing comparison vanished."""
+    from test_findings import FINDINGS
+
+    from hf_minattn.experiments.findings import load_results
+
+    results = load_results(FINDINGS / "results.json")
+    again = head_dynamics_summary(results["head_dynamics"], results)
+    stored = results["answers"]["q4"]["over_training"]
+    exits = [row["plateau_exit_step"] for row in again["by_seed"]]
+    assert None not in exits and exits == [row["plateau_exit_step"] for row in stored["by_seed"]]
+    assert [row["seed"] for row in again["by_seed"]] == sorted(results["seeds"])  # 10 after 9, not after 1
+    assert again["specialisation_minus_exit"]["estimate"] == stored["specialisation_minus_exit"]["estimate"]

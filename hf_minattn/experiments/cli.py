@@ -19,7 +19,7 @@ from .evaluation import (drift_summary, initialisation_agreement, input_ids_ever
                          loss_allocation_summary, mask_validation, row_drift, score_model, token_counts, trainer_metrics, word_embeddings)
 from .dynamics import remove_saved_states, saved_states, similarity_curves
 from .figures import make_figures
-from .findings import protocol_record, render_findings
+from .findings import int_seed_keys, protocol_record, render_findings
 from .head_dynamics import head_curves, remove_early_states
 from .probing import probe_variants
 from .training import (SETTINGS, VARIANTS, build_config, count_parameters, log, matched_intermediate_size,
@@ -347,15 +347,6 @@ def head_dynamics(out: str, folders: dict, settings: dict, seeds) -> dict | None
         return head_curves(folders, settings, seeds, default_sentences(SENTENCES))
 
     return cached_json(os.path.join(out, "head_dynamics.json"), read_back, measure, indent=1)
-
-
-def int_seed_keys(value):
-    """JSON turns the int seed keys of {seed: ...} into strings; turn them back (every all-digit key is a seed)."""
-    if isinstance(value, dict):
-        return {(int(k) if isinstance(k, str) and k.isdigit() else k): int_seed_keys(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [int_seed_keys(v) for v in value]
-    return value
 
 
 EXACT = ("p", "p_holm", "p_bootstrap")  # p-values stay exact: rounding one could carry it across 0.05

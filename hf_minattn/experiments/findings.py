@@ -210,8 +210,18 @@ def results_file(path) -> str:
     return os.path.join(path, "results.json") if os.path.isdir(path) else path
 
 
+def int_seed_keys(value):
+    """JSON turns the int seed keys of {seed: ...} into strings; turn them back (every all-digit key is a seed)."""
+    if isinstance(value, dict):
+        return {(int(k) if isinstance(k, str) and k.isdigit() else k): int_seed_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [int_seed_keys(v) for v in value]
+    return value
+
+
 def load_results(path) -> dict:
-    """A results.json written by `hf-minattn experiments`; a ValueError naming `path` for anything else."""
+    """A results.json written by `hf-minattn experiments`, its seed keys ints again (JSON made them strings); a
+    ValueError naming `path` for anything else."""
     path = results_file(path)
     if not os.path.isfile(path):
         raise ValueError(f"{path}: no such file (expected the results.json of an `hf-minattn experiments` folder)")
@@ -227,7 +237,7 @@ def load_results(path) -> dict:
     if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
         raise ValueError(f"{path}: its seeds are {seeds!r}; expected a list of integers, as `hf-minattn experiments` "
                          "writes them")
-    return results
+    return int_seed_keys(results)  # seeds as keys back to ints, as the run that wrote the file held them
 
 
 def rerender_findings(path, out=None, figure_format: str = "both") -> dict:
