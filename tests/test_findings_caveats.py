@@ -38,6 +38,36 @@ def test_the_caveat_names_holm_only_where_the_unadjusted_interval_excludes_0():
     assert caveat(None) == ""
 
 
+def test_the_caveat_says_when_the_unadjusted_p_itself_does_not_reach_alpha():
+    """A percentile interval and its bootstrap p can part at the boundary (25 of 1000 draws at or below 0: p 0.05,
+    the interval's end just above 0); Holm's adjustment is then not what left it unresolved."""
+    at_boundary = {**comparison(0.1, 0.0001, 0.19, "unresolved"), "p": 0.05}
+    assert caveat(at_boundary) == (" (its unadjusted 95% interval excludes 0, but its p does not reach 0.05: 0.05 "
+                                   "before Holm's adjustment for 7 tests, 0.1 after)")
+    assert "leaves p 0.1" in caveat({**at_boundary, "p": 0.0143})
+
+
+def test_a_hierarchical_verdict_that_would_not_survive_the_widening_is_not_stated(results):
+    """The hierarchical draw's word-pair intervals are up to 2.1x too narrow: a "higher" whose interval widened 2.1x
+    about its estimate reaches 0 is said not shown, in the answer and in the table's verdict."""
+    from hf_minattn.experiments.findings_format import verdict_cell
+
+    matched = results["answers"]["q5"]["comparisons"]["last_vs_word2vec_matched"]  # 0.129 [0.0558, 0.2]
+    assert verdict_cell(matched) == "higher, not if 2.1x as wide"
+    assert ("not shown above a word2vec trained for 1 epoch where the model made 1.43 passes over the text: above "
+            "only by an interval drawn too narrow") in q5_answer(results)
+    wide = copy.deepcopy(results)
+    wide["answers"]["q5"]["comparisons"]["last_vs_word2vec_matched"]["low"] = 0.1  # widened: 0.068, still above 0
+    assert "(tuned; above a word2vec trained for 1 epoch where" in q5_answer(wide)
+    assert verdict_cell(wide["answers"]["q5"]["comparisons"]["last_vs_word2vec_matched"]) == "higher"
+    crossed = copy.deepcopy(results)
+    crossed["answers"]["q5"]["comparisons"]["last_vs_word2vec_matched"]["method"] = "crossed"  # nothing to widen
+    assert "(tuned; above a word2vec" in q5_answer(crossed)
+    more = copy.deepcopy(results)
+    more["answers"]["q5"]["word2vec_matched"]["epochs"] = 2
+    assert "a word2vec trained for 2 epochs where the model made 1.43 passes" in q5_answer(more)
+
+
 def test_q5_says_why_an_interval_beside_not_told_apart_excludes_0(results):
     assert "not told apart from the untrained model's (its unadjusted 95% interval excludes 0" in q5_answer(results)
     moved = copy.deepcopy(results)

@@ -369,11 +369,13 @@ def test_hierarchical_draws_defaults_determinism_and_every_item_drawn():
     assert lone.max() > 0  # item 0 (the only non-zero one) is drawn too
     assert hierarchical_draws(np.mean, [(np.array([1.0, 2.0]),)], n_resamples=5)[1].size == 5  # two items suffice
     interval = hierarchical_bootstrap(np.mean, groups, confidence=0.9)
-    assert (interval.low, interval.high) == pytest.approx(tuple(np.quantile(draws, [0.05, 0.95])))
+    ordered = np.sort(draws)  # the 50th smallest and 50th largest of 1000: order statistics, not interpolated
+    assert (interval.low, interval.high) == (ordered[49], ordered[950])
     assert interval.confidence == 0.9 and interval.n == 2 and interval.method == "hierarchical"
     continuous = [(np.random.default_rng(s).normal(size=30),) for s in range(3)]  # distinct draws: quantiles move
     for seed in (0, 3):
-        expected = np.quantile(hierarchical_draws(np.mean, continuous, seed=seed)[1], [0.025, 0.975])
+        ordered = np.sort(hierarchical_draws(np.mean, continuous, seed=seed)[1])
+        expected = (ordered[24], ordered[975])
         interval = hierarchical_bootstrap(np.mean, continuous, seed=seed)  # default: 1000 resamples
         assert (interval.low, interval.high) == pytest.approx(tuple(expected), rel=1e-12)
 
@@ -391,21 +393,20 @@ def test_hierarchical_draws_refuse_a_statistic_undefined_in_more_than_half_the_r
 
 
 def test_bootstrap_test_by_hand_on_integer_draws():
-    """Draws -10..90: 11 of 101 are <= 0, so p = 2 * 11 / 101; the intervals are numpy's quantiles."""
+    """Draws -10..90: 11 of 101 are <= 0, so p = 2 * 11 / 101; the 90% intervals are the 6th smallest and 6th
+    largest draws (k = ceil(0.05 x 101) = 6: order statistics, not interpolated)."""
     draws = np.arange(-10, 91)
     result = bootstrap_test(3.0, draws, margin=0.5, n=3, confidence=0.9)
-    assert result == {"estimate": 3.0, "low": pytest.approx(np.quantile(draws, 0.05)),
-                      "high": pytest.approx(np.quantile(draws, 0.95)),
+    assert result == {"estimate": 3.0, "low": -5.0, "high": 85.0,
                       "n": 3, "confidence": 0.9, "method": "hierarchical", "df": None, "p": 22 / 101, "margin": 0.5,
-                      "tost": {"equivalent": False, "low": float(np.quantile(draws, 0.05)),
-                               "high": float(np.quantile(draws, 0.95)), "margin": 0.5}}
+                      "tost": {"equivalent": False, "low": -5.0, "high": 85.0, "margin": 0.5}}
     assert bootstrap_test(3.0, -draws, margin=0.5, n=3)["p"] == 22 / 101  # the >= 0 side is the smaller one here
     assert bootstrap_test(0.0, np.zeros(10), margin=0.5, n=3)["p"] == 1.0  # capped at 1
     # the 90% interval must lie strictly inside the margins: an end exactly on a margin is not equivalent
-    asymmetric = np.arange(-45.0, 41.0)  # 90% interval [-40.75, 35.75]
-    assert not bootstrap_test(0.0, asymmetric, margin=40.75, n=3)["tost"]["equivalent"]
-    assert not bootstrap_test(0.0, -asymmetric, margin=40.75, n=3)["tost"]["equivalent"]
-    assert bootstrap_test(0.0, asymmetric, margin=40.8, n=3)["tost"]["equivalent"]
+    asymmetric = np.arange(-45.0, 41.0)  # 86 draws, k = 5: 90% interval [-41, 36]
+    assert not bootstrap_test(0.0, asymmetric, margin=41.0, n=3)["tost"]["equivalent"]
+    assert not bootstrap_test(0.0, -asymmetric, margin=41.0, n=3)["tost"]["equivalent"]
+    assert bootstrap_test(0.0, asymmetric, margin=41.5, n=3)["tost"]["equivalent"]
 
 
 def test_holm_caps_at_one_and_tost_edge_cases():
@@ -505,3 +506,15 @@ def test_group_permutation_p_has_its_known_answers():
     with pytest.raises(ValueError, match="square distance matrix and one group per item"):
         group_permutation_p(blocks[:3], groups)
 
+
+
+@pytest.mark.parametrize("at_or_below_0", [24, 25, 26])
+def test_a_bootstrap_interval_excludes_0_exactly_when_its_p_is_below_alpha(at_or_below_0):
+    """Interpolated quantiles parted from the p at the boundary: 25 of 1000 draws at or below 0 gave p = 0.05 (not
+    below 0.05) beside a lower end above 0. Order statistics agree with the p on both sides."""
+    draws = np.concatenate([np.linspace(-1, -0.01, at_or_below_0), np.linspace(0.01, 1, 1000 - at_or_below_0)])
+    for sign in (1, -1):  # the lower end, then the upper end of the mirrored draws
+        test = bootstrap_test(0.5 * sign, sign * draws, margin=0.05, n=5)
+        excludes = test["low"] > 0 or test["high"] < 0
+        assert excludes == (test["p"] < 0.05), (at_or_below_0, sign, test["p"], test["low"], test["high"])
+    assert (test["p"] < 0.05) == (at_or_below_0 < 25)

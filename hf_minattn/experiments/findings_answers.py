@@ -3,8 +3,8 @@ sentence opens the findings' summary and its question's section. Each function r
 and returns the sentence without its bold markers; `ANSWERS` is the ordered registry."""
 
 from . import statistics as st
-from .findings_format import block_output, caveat, ci, compared
-from .word_pairs import pairs_method
+from .findings_format import block_output, caveat, ci, compared, num
+from .word_pairs import HIERARCHICAL_WIDENING, holds_widened, pairs_method
 
 NOT_MEASURED = "Not measured in this run (results.json has no probe answers)"
 
@@ -79,7 +79,11 @@ WORD2VECS, OWN_INPUTS = "word2vec's", "its own input embeddings'"  # possessives
 def _versus(d: dict | None, what: str) -> str:
     """"above word2vec's", "not told apart from the untrained model's (its unadjusted ...)": the verdict's word, what
     it is compared with, then the caveat its numbers add."""
-    return f"{VERSUS[st.verdict(d)]} {what}{caveat(d)}"
+    verdict = st.verdict(d)
+    if verdict in ("higher", "lower") and not holds_widened(d):
+        return (f"not shown {VERSUS[verdict]} {what}: {VERSUS[verdict]} only by an interval drawn too narrow, which "
+                f"would reach 0 if {HIERARCHICAL_WIDENING}x as wide")
+    return f"{VERSUS[verdict]} {what}{caveat(d)}"
 
 
 def parameter_count(n: int) -> str:
@@ -96,6 +100,16 @@ def ours(results: dict) -> str:
     return f"in our {parameter_count(n)}-parameter model at this scale" if n else "in our model at this scale"
 
 
+def exposure(matched: dict | None) -> str:
+    """"a word2vec trained for 1 epoch where the model made 1.43 passes over the text": word2vec's epochs are whole, so
+    its exposure matches the model's only to the nearest pass."""
+    if not matched:
+        return "a word2vec trained at the model's exposure"
+    epochs = matched["epochs"]
+    return (f"a word2vec trained for {epochs} epoch{'' if epochs == 1 else 's'} where the model made "
+            f"{num(matched['model_passes'])} passes over the text")
+
+
 def q5_answer(results: dict) -> str:
     """Our last layer against the untrained model and word2vec; then, where the run has the reference encoder, its
     last layer against word2vec and its own input embeddings."""
@@ -109,7 +123,7 @@ def q5_answer(results: dict) -> str:
             "pairs, both words in every vocabulary), "
             + (f"{ours(results)}, the last-layer vectors are " if ref else "the full model's last-layer vectors are ")
             + f"{untrained} and {_versus(comparisons.get('last_vs_word2vec'), WORD2VECS)}"
-            + (f" (tuned; {_versus(matched, 'a word2vec trained on as much text as the model')})" if matched else ""))
+            + (f" (tuned; {_versus(matched, exposure(q5.get('word2vec_matched')))})" if matched else ""))
     if ref:
         c = ref["comparisons"]
         text += (f"; {AT_SCALE} ({ref['name']}), the last layer's are {_versus(c.get('vs_word2vec'), WORD2VECS)} "

@@ -4,6 +4,7 @@ family of k tests, or one test alone, unadjusted) and its verdict. Nothing is co
 is one in results.json, rounded for reading."""
 
 from . import statistics as st
+from .word_pairs import HIERARCHICAL_WIDENING, holds_widened
 
 P_FLOOR = 0.0001  # results.json stores p-values at 4 decimals: a stored 0.0 is below this
 
@@ -73,8 +74,10 @@ def verdict_cell(d: dict | None) -> str:
     if not d:
         return "-"
     if "verdict" in d:
-        return {"higher": "higher", "lower": "lower", "equivalent": f"equivalent within ±{num(d.get('margin'))}",
+        word = {"higher": "higher", "lower": "lower", "equivalent": f"equivalent within ±{num(d.get('margin'))}",
                 "unresolved": "not resolved"}[d["verdict"]]
+        narrow = d["verdict"] in ("higher", "lower") and not holds_widened(d)
+        return f"{word}, not if {HIERARCHICAL_WIDENING}x as wide" if narrow else word
     return {1: "above 0", -1: "below 0", 0: "includes 0"}[st.sign(d)]
 
 
@@ -109,6 +112,9 @@ def caveat(d: dict | None) -> str:
         return f" (by less than the ±{num(d['margin'])} margin: a TOST test puts the difference inside it)"
     k = d.get("family_size") or 1
     if d["verdict"] == "unresolved" and (d["low"] > 0 or d["high"] < 0) and k > 1:
+        if d.get("p") is not None and d["p"] >= st.ALPHA:  # a percentile interval and its p can part at the boundary
+            return (f" (its unadjusted 95% interval excludes 0, but its p does not reach {num(st.ALPHA)}: "
+                    f"{p_value(d['p'])} before Holm's adjustment for {k} tests, {p_value(d['p_holm'])} after)")
         return (f" (its unadjusted 95% interval excludes 0, but Holm's adjustment for {k} tests leaves p "
                 f"{p_value(d['p_holm'])})")
     return ""

@@ -8,7 +8,7 @@ from .findings_answers import REFERENCE_DESCRIPTIONS, VERSUS, opening
 from .findings_format import block_output, ci, compared, comparisons_table, df_cell, num, p_cell, table
 from .findings_heads import q4_section
 from .probe_answers import layers_above_floor
-from .word_pairs import pairs_method
+from .word_pairs import HIERARCHICAL_WIDENING, pairs_method
 
 
 Q5_COMPARISONS = (("last_vs_untrained", "last layer - untrained last layer"), ("last_vs_word2vec", "last layer - word2vec"),
@@ -32,8 +32,9 @@ def too_narrow(comparisons: dict, subject: str = "These intervals") -> str:
         return ""
     return (f"**{subject} are too narrow:** every seed scores the same pairs, yet the hierarchical bootstrap draws "
             "them again at each seed, which shrinks the pairs' share of the variance by about the seeds' count; "
-            "`hf-minattn experiments` now draws them once for all seeds (crossed): 1.3-2.1x wider on the replication's "
-            "5 seeds (docs/experiments.md). A verdict whose interval would reach 0 if 2.1x as wide may not hold.")
+            "`hf-minattn experiments` now draws them once for all seeds (crossed): 1.3-"
+            f"{HIERARCHICAL_WIDENING}x wider on the replication's 5 seeds (docs/experiments.md). A verdict whose interval "
+            f"would reach 0 if {HIERARCHICAL_WIDENING}x as wide may not hold: its verdict says so.")
 
 
 def q5_section(q5: dict, results: dict, fig) -> list[str]:
@@ -78,7 +79,8 @@ def q5_scores(q5: dict, results: dict) -> list[str]:
                ("random vectors", "random")]
     matched = q5.get("word2vec_matched")
     if matched:
-        systems.insert(5, (f"word2vec at the model's exposure ({matched['epochs']} epochs against "
+        systems.insert(5, (f"word2vec at the model's exposure ({matched['epochs']} "
+                           f"epoch{'' if matched['epochs'] == 1 else 's'} against "
                            f"{matched['tuned_epochs']}: the model made {num(matched['model_passes'])} passes)",
                            "word2vec_matched"))
     ref = q5.get("reference_scores")
@@ -119,7 +121,8 @@ def related_lines(q5: dict, results: dict) -> list[str]:
                              f"{near} {ci(r[near])}", f"{far} {ci(r[far])}", ci(d), p_cell(d),
                              compared(d, f"{near.split('/')[1]} is closer", "no closer",
                                       f"{far.split('/')[1]} is closer", "not told apart")])
-    lines = ["", "Single pairs, cosine (mean over seeds; t-interval):",
+    lines = ["", "Single pairs, an illustration (cosine, mean over seeds; t-interval over the seeds alone, unadjusted: "
+             "each row is one pair, so the pairs' own variance is in no interval, and no answer rests on them):",
              *table(["vectors", "cosines", "anisotropy baseline", "pair", "against", "difference", "p", "verdict"], rows)]
     cooc = q5["cooccurrence"]
     if cooc:
@@ -201,6 +204,10 @@ def by_layer_lines(q6: dict) -> list[str]:
             *table(["layer", *(name for name, _ in columns)] + (["pretrained reference"] if reference else []), rows)]
 
 
+# The layers are read by their intervals, not tested: the protocol's Q6 lens family is the last block's gain alone.
+PER_LAYER = " (one unadjusted interval a layer, not a test: the last block's gain below is the tested comparison)"
+
+
 def logit_lens_verdict(lens: dict) -> str:
     """Which layers the MLM head can read the prediction from, by the intervals (with the sentences' variance where
     the probes kept it); never where it "forms": the head was trained on the last layer only."""
@@ -213,12 +220,13 @@ def logit_lens_verdict(lens: dict) -> str:
                 "than token frequencies alone beyond its 95% interval (not at this scale)")
     if first == last:
         return (f"Where the MLM head can read the prediction: the last layer (layer {last}) beats token frequencies "
-                "alone beyond its 95% interval; no earlier layer is shown to, which does not say they hold nothing")
+                "alone beyond its 95% interval; no earlier layer is shown to, which does not say they hold nothing"
+                + PER_LAYER)
     if above == list(range(first, last + 1)):
         return (f"Where the MLM head can read the prediction: from layer {first} of {last} on, the layers decoded by "
-                "it beat token frequencies alone beyond their 95% intervals")
+                "it beat token frequencies alone beyond their 95% intervals" + PER_LAYER)
     return (f"Where the MLM head can read the prediction: layers {', '.join(map(str, above))} of {last}, decoded by "
-            "it, beat token frequencies alone beyond their 95% intervals; the other layers are not shown to")
+            "it, beat token frequencies alone beyond their 95% intervals; the other layers are not shown to" + PER_LAYER)
 
 
 def logit_lens_lines(lens: dict | None, fig) -> list[str]:

@@ -191,7 +191,8 @@ def similarity_lines(results: dict) -> list[str]:
     pairs = dynamics["pairs"]
     lines = ["", f"- Word similarity during training (WordSim-353 Spearman on the {pairs['kept']} of {pairs['total']} "
              f"pairs whose words occur in >= {dynamics['min_contexts']} of {dynamics['sentences']} training sentences; "
-             "mean over seeds [95% t-interval]; step 0 is the untrained model; with this few pairs a Spearman "
+             "mean over seeds [95% t-interval over the seeds alone, unadjusted: the pairs are not resampled, so a "
+             "change holds for these pairs, untested beyond them]; step 0 is the untrained model; with this few pairs a Spearman "
              "correlation has a standard error near 1 / sqrt(pairs - 3), so small changes are beyond this measurement):"]
     series = []
     for variant in ("full", "frozen_embeddings"):
