@@ -65,9 +65,10 @@ bench: install
 bench-gpu: install
 	PYTHON=$(PY) bash benchmarks/gpu.sh benchmarks/results
 
-# Train the variants and answer the classic questions (QUICK=1: the tiny version the tests run; docs/experiments.md).
+# Train the variants and answer the classic questions in outputs/experiments (QUICK=1: the tiny version the tests run,
+# in outputs/experiments-quick, so that a full run never reuses its models; docs/experiments.md).
 experiments: install
-	$(VENV)/bin/hf-minattn experiments $(if $(QUICK),--quick,) --out outputs/experiments
+	$(VENV)/bin/hf-minattn experiments $(if $(QUICK),--quick,) --out outputs/experiments$(if $(QUICK),-quick,)
 
 # Mutation testing (mutmut, configured in pyproject.toml) of the modules whose numbers we publish: the score and the
 # time it took go to outputs/mutmut-score.txt and the survivors to outputs/mutmut-survivors.txt; docs/testing.md says

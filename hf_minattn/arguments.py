@@ -75,8 +75,8 @@ class ModelArguments:
                                 "as from_pretrained takes it. Leave unset to train from scratch."}
     )
     model_revision: str | None = field(
-        default=None, metadata={"help": "With a Hub id as --model_name_or_path: the branch, tag or commit to load (default: "
-                                "the default branch)."}
+        default=None, metadata={"help": "With a Hub id as --model_name_or_path: the branch, tag or commit to load. Unset: the "
+                                "default branch."}
     )
     trust_remote_code: bool = field(
         default=False, metadata={"help": "Run modeling and tokenizer code saved with --model_name_or_path or --tokenizer_name "
@@ -84,7 +84,8 @@ class ModelArguments:
     )
     model_size: str | None = field(
         default=None,  # "small", set in __post_init__: None tells a preset given with --model_name_or_path
-        metadata={"help": "Size preset when training from scratch (default: small): "
+        metadata={"help": "Size preset when training from scratch. Unset: small, or with --model_name_or_path that "
+                  "model's saved config (which takes no preset). Presets: "
                   + "; ".join(f"{name}: {', '.join(f'{k}={v}' for k, v in sizes.items())}" for name, sizes in MODEL_SIZES.items()),
                   "choices": list(MODEL_SIZES)},
     )
@@ -95,12 +96,14 @@ class ModelArguments:
                   "position_embedding_type=sinusoidal,norm_placement=post' (see MinAttnConfig)."},
     )
     tokenizer_name: str | None = field(
-        default=None, metadata={"help": "Path (or Hub id) of a tokenizer to use. Unset: train a WordPiece tokenizer on the training split."}
+        default=None, metadata={"help": "Path (or Hub id) of a tokenizer to use. Unset: the tokenizer of "
+                                "--model_name_or_path, else one trained on the training split (--tokenizer_model). A "
+                                "resumed run uses its checkpoint's tokenizer either way."}
     )
-    vocab_size: int = field(default=8192, metadata={"help": "Vocabulary size of the tokenizer trained when --tokenizer_name is unset."})
+    vocab_size: int = field(default=8192, metadata={"help": "Vocabulary size of a tokenizer trained here (see --tokenizer_name)."})
     tokenizer_model: str = field(
         default="wordpiece",
-        metadata={"help": "Kind of tokenizer trained when --tokenizer_name is unset: 'wordpiece' (sub-words) or 'word' "
+        metadata={"help": "Kind of tokenizer trained here (see --tokenizer_name): 'wordpiece' (sub-words) or 'word' "
                   "(whole words seen at least --tokenizer_min_frequency times, [UNK] for the rest).",
                   "choices": ["wordpiece", "word"]},
     )
@@ -147,7 +150,7 @@ class DataTrainingArguments:
         default=None, metadata={"help": "Validation data, same formats. Unset: --validation_split_percentage of the training data."}
     )
     text_column_name: str | None = field(
-        default=None, metadata={"help": "Column holding the text. Default: 'text' if present, else the first column."}
+        default=None, metadata={"help": "Column holding the text. Unset: 'text' if present, else the first column."}
     )
     validation_split_percentage: int = field(
         default=5,
@@ -156,7 +159,8 @@ class DataTrainingArguments:
                   "summaries are all training text)."},
     )
     max_seq_length: int | None = field(
-        default=None, metadata={"help": "Tokens per sequence. Default: the model's max_position_embeddings. Must not exceed it."}
+        default=None, metadata={"help": "Tokens per sequence. Unset: the model's max_position_embeddings. With learned "
+                                "or sinusoidal positions it must not exceed that; rotary or no positions take any length."}
     )
     line_by_line: bool = field(
         default=False, metadata={"help": "One sequence per line of text (padded, truncated), instead of concatenating texts and cutting chunks."}
@@ -222,7 +226,7 @@ class MinAttnTrainingArguments(TrainingArguments):
     # None, resolved in __post_init__: HfArgumentParser gives a bool field False whatever its default_factory says.
     bf16: bool | None = field(
         default=None,
-        metadata={"help": "bf16 autocast. Default: on where it is fast (GPU with bf16, CPU with AVX512-BF16 or AMX), "
+        metadata={"help": "bf16 autocast. Unset: on where it is fast (GPU with bf16, CPU with AVX512-BF16 or AMX), "
                   "else off (and off under --fp16). `--bf16 false` turns it off, `--bf16 true` forces it on."},
     )
     report_to: None | str | list[str] = field(default="tensorboard", metadata={"help": "Where to log: 'tensorboard', 'none', 'all', ..."})

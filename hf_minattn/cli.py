@@ -47,8 +47,28 @@ class OneLineErrors:
         return f"; did you mean {', '.join(guesses)}?" if guesses else ""
 
 
+class ShowDefaults:
+    """A help-formatter mixin that ends an option's help with "(default: X)", as argparse.ArgumentDefaultsHelpFormatter
+    does, but only where it says something: not where the help already names a default, nor for a default of None,
+    False or an empty list (an option unset, a switch off)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if ("default" in text.lower() or default is argparse.SUPPRESS or default is None or default is False
+                or default == [] or not action.option_strings):
+            return text
+        return text + " (default: %(default)s)"
+
+
 class OneLineArgumentParser(OneLineErrors, argparse.ArgumentParser):
-    """argparse.ArgumentParser whose errors are one line (OneLineErrors): every `hf-minattn` sub-command's parser."""
+    """argparse.ArgumentParser whose errors are one line (OneLineErrors) and whose --help states each option's default
+    (ShowDefaults, mixed into whichever formatter_class is given): every `hf-minattn` sub-command's parser."""
+
+    def __init__(self, *args, formatter_class=argparse.HelpFormatter, **kwargs):
+        if not issubclass(formatter_class, ShowDefaults):
+            formatter_class = type(f"ShowDefaults{formatter_class.__name__}", (ShowDefaults, formatter_class), {})
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
 
 def run_reporting_errors(function, argv=None, prog="hf-minattn") -> int:

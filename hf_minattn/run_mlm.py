@@ -4,16 +4,17 @@ Follows transformers' `examples/pytorch/language-modeling/run_mlm.py`: three gro
 `HfArgumentParser` (`hf_minattn.arguments`, each value checked when parsed), `datasets.map` for tokenization (cached), concatenate-and-chunk or line-by-line sequences,
 `DataCollatorForLanguageModeling`. What is specific to this project:
 
-- with no data named, it trains on embedded English Wikipedia prose (`hf_minattn.data.load_wikipedia_corpus`: the
-  gensim sample plus 10k article summaries), offline;
-- a model is a size preset (`--model_size`) edited by `--config_overrides`, and the tokenizer is trained on the
-  training split unless `--tokenizer_name` is given;
+- with no data named, it trains on an embedded English corpus (`hf_minattn.data.load_wikipedia_corpus`: gensim's
+  Wikipedia sample, 10k Wikipedia article summaries and gensim's 300 Lee news articles), offline;
+- a new model is a size preset (`--model_size`) edited by `--config_overrides`, and its tokenizer is trained on the
+  training split unless `--tokenizer_name` is given (`--model_name_or_path` brings its own tokenizer);
 - evaluation reports loss, perplexity and masked-token accuracy on a validation set masked once with a fixed
   seed, so every evaluation (and every run) scores the same masked tokens;
 - `drift.json` records how far embeddings and attention weights move (`hf_minattn.drift.DriftCallback`);
 - with `--loss_allocation`, `loss_allocation.json` shares out each interval's loss change on a fixed batch over the
   parameter groups (`hf_minattn.loss_allocation.LossAllocationCallback`);
-- the output folder is a Hub repository: weights, modeling code, tokenizer, metrics and a README.md model card.
+- the output folder of a run that trains is a Hub repository: weights, modeling code, tokenizer, metrics and a
+  README.md model card.
 
 Run `python training/run_mlm.py --help` for every flag; `accelerate launch training/run_mlm.py ...` runs it
 distributed.

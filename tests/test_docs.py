@@ -6,10 +6,12 @@ model there instead. A snippet with a comment saying `not run` (a fragment, a mo
 
 import argparse
 import importlib
+import inspect
 import re
 import shlex
 import subprocess
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -174,3 +176,50 @@ def test_the_commands_found_include_every_entry_point():
     found = {" ".join(p.values[0][:2]) for p in commands()}
     assert {"hf-minattn probe", "hf-minattn experiments", "hf-minattn push", "hf-minattn view"} <= found
     assert any("training/run_mlm.py" in p.values[0] for p in commands())
+
+
+def help_entries(argv, capsys) -> dict[str, str]:
+    """`--help` of `hf-minattn ARGV` (or of run_mlm.py where argv[0] is "run_mlm"): each option's entry, one line,
+    keyed by its first flag."""
+    with pytest.raises(SystemExit) as outcome:
+        if argv[0] == "run_mlm":
+            parse_args([*argv[1:], "--help"])
+        else:
+            module, function, _ = COMMANDS[argv[0]]
+            getattr(importlib.import_module(module), function)([*argv[1:], "--help"])
+    assert outcome.value.code == 0
+    entries, flag = {}, None
+    for line in capsys.readouterr().out.split("options:", 1)[1].splitlines():
+        if re.match(r"  -", line):
+            flag = line.split()[0].rstrip(",")
+            entries[flag] = line
+        elif flag is not None and line.startswith("   "):
+            entries[flag] += line
+    return {flag: " ".join(text.split()) for flag, text in entries.items()}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_help_states_each_default_at_most_once(command, capsys):
+    doubled = [text for text in help_entries([command], capsys).values() if len(re.findall("default:", text, re.I)) > 1]
+    assert not doubled, doubled
+
+
+def test_help_states_the_defaults_of_numeric_options(capsys):
+    probe = help_entries(["probe"], capsys)
+    for flag, default in {"--head-sentences": 200, "--min-count": 5, "--bootstrap": 1000, "--mlm-probability": 0.15,
+                          "--ablation-mask-draws": 1, "--batch-size": 64, "--seed": 0}.items():
+        assert f"(default: {default}" in probe[flag], probe[flag]
+    assert "(default: 8000)" in help_entries(["view"], capsys)["--port"]
+
+
+def test_run_mlm_help_does_not_contradict_its_defaults(capsys):
+    """HfArgumentParser appends "(default: None)" to a field whose None is resolved later: its help says "Unset: ...",
+    never a default of its own beside it."""
+    from hf_minattn.arguments import DataTrainingArguments, MinAttnTrainingArguments, ModelArguments
+
+    ours = [f.name for cls in (ModelArguments, DataTrainingArguments) for f in fields(cls)]
+    ours += list(inspect.get_annotations(MinAttnTrainingArguments))
+    entries = help_entries(["run_mlm"], capsys)
+    doubled = [entries[f"--{name}"] for name in ours if len(re.findall("default:", entries[f"--{name}"], re.I)) > 1]
+    assert not doubled, doubled
+    assert "Unset: small" in entries["--model_size"] and "Unset: on where it is fast" in entries["--bf16"]

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The project's main job: train the default MinAttn model on the Wikipedia sample inside gensim, save it in
-# Hub format under outputs/, probe it, and say where everything is. No network needed.
+# The project's main job: train a MinAttn model (the small preset narrowed to hidden 128) on the embedded corpus
+# installed with the package (hf_minattn.data.load_wikipedia_corpus: gensim's Wikipedia sample, 10k Wikipedia
+# article summaries and 300 news articles), save it in Hub format under outputs/, probe it, and say where everything
+# is. No network needed.
 #
 #   bash training/demo.sh            # 9 minutes of training, then the probes (docs/demo/ holds a run's timings)
 #   bash training/demo.sh --quick    # (or DEMO=quick) a smaller model trained for 24 s: a check that it all runs
@@ -13,6 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEMO="${DEMO:-full}"
+MLM_PROBABILITY=0.3  # both demos: 30% of tokens masked (docs/recipe.md)
 [[ "${1:-}" == "--quick" ]] && DEMO=quick
 
 if [[ "$DEMO" == quick ]]; then
@@ -42,14 +45,15 @@ start=$SECONDS
 echo "== Training MinAttn ($DEMO) into $OUT"
 python training/run_mlm.py \
     --output_dir "$OUT" "${MODEL[@]}" "${SCHEDULE[@]}" \
-    --num_train_epochs 100 --weight_decay 0.01 --mlm_probability 0.3 \
+    --num_train_epochs 100 --weight_decay 0.01 --mlm_probability "$MLM_PROBABILITY" \
     --per_device_eval_batch_size 64 \
     --save_steps 200 --save_total_limit 1 --seed 42
 train_seconds=$((SECONDS - start))
 
 if python -c "import hf_minattn.probes.cli" 2>/dev/null; then
     echo "== Probing $OUT"
-    hf-minattn probe "$OUT" --out "$OUT/probes" "${PROBE[@]}"
+    # the head ablation and the logit lens mask tokens at the rate the model was trained at
+    hf-minattn probe "$OUT" --out "$OUT/probes" --mlm-probability "$MLM_PROBABILITY" "${PROBE[@]}"
     probed=yes
 else
     probed=no

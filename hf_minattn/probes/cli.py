@@ -60,14 +60,15 @@ def probe_parser():
     _pooling_arguments(p)
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% intervals (at least 10)")
     p.add_argument("--mlm-probability", type=float, default=0.15,
-                   help="mask rate of the head-ablation and logit-lens losses: use the rate the model was trained "
-                        "at (BERT and run_mlm's default 0.15; the experiments train at 0.3); a decoder is scored on "
-                        "every next token, unmasked")
+                   help="mask rate of the head-ablation and logit-lens losses (default: 0.15, BERT's and run_mlm's): "
+                        "use the rate the model was trained at (the experiments and training/demo.sh train at 0.3); "
+                        "a decoder is scored on every next token, unmasked")
     p.add_argument("--ablation-mask-draws", type=int, default=1,
                    help="independent masks per sentence for the head-ablation and logit-lens losses (more: narrower "
                         "intervals)")
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=64, help="sentences per forward pass of the encoders")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random draws: the sentences and masks sampled, "
+                   "the bootstraps, the untrained twin's initial weights")
     p.add_argument("--no-word2vec", action="store_true", help="skip the word2vec baseline")
     p.add_argument("--no-decontextualized", action="store_true", help="skip feeding every word alone")
     p.add_argument("--no-heads", action="store_true")
