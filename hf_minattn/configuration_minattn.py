@@ -1,6 +1,7 @@
 """MinAttn model configuration."""
 
 import json
+import math
 from contextlib import contextmanager
 
 from transformers import PretrainedConfig
@@ -11,6 +12,9 @@ NORM_PLACEMENTS = ("pre", "post")
 QKV_PROJECTIONS = ("learned", "identity")
 QKV_INITS = ("normal", "identity")
 SPECIAL_TOKEN_ID_FIELDS = ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id")
+PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
+# The fields None means something for: an override "null" (or "None") sets them to None.
+NULLABLE_FIELDS = SPECIAL_TOKEN_ID_FIELDS + ("classifier_dropout", "problem_type")
 
 
 def json_or_text(value: str):
@@ -19,6 +23,14 @@ def json_or_text(value: str):
         return json.loads(value)
     except json.JSONDecodeError:
         return value
+
+
+def check_num_labels(value) -> None:
+    """A ValueError unless `value` is a whole number of labels, at least 1: 0 would build a classifier with no outputs
+    (and the base class reads a negative count as 0)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"MinAttnConfig.num_labels must be an integer of at least 1 (the classifier's outputs), "
+                         f"got {value!r}")
 
 
 class MinAttnConfig(PretrainedConfig):
@@ -95,6 +107,12 @@ class MinAttnConfig(PretrainedConfig):
             Trainer of `run_mlm.py` passes True, and saves this field as the user chose it.
         classifier_dropout (`float`, *optional*):
             Dropout before the sequence-classification head; defaults to `hidden_dropout_prob`.
+        num_labels (`int`, *optional*, defaults to 2):
+            Outputs of the classification heads (the base class keeps them as `id2label`); at least 1.
+        problem_type (`str`, *optional*):
+            The sequence classifier's loss: `"regression"` (mean squared error), `"single_label_classification"`
+            (cross-entropy) or `"multi_label_classification"` (binary cross-entropy); None: chosen by the first
+            labels, as in BERT.
         pad_token_id (`int`, *optional*, defaults to 0):
             Id of the padding token.
         cls_token_id (`int`, *optional*, defaults to 2):
@@ -149,6 +167,7 @@ class MinAttnConfig(PretrainedConfig):
         mask_token_id: int | None = 4,
         **kwargs,
     ):
+        check_num_labels(kwargs.get("num_labels", 1))  # as given: the base class would turn -1 into 0 labels
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.num_hidden_layers = num_hidden_layers
@@ -194,6 +213,8 @@ class MinAttnConfig(PretrainedConfig):
     def update(self, config_dict: dict):
         """As `PretrainedConfig.update`, then `validate_minattn`; all or nothing: an edit that fails validation leaves
         the config as it was."""
+        if "num_labels" in config_dict:  # as given: the base class would turn -1 into 0 labels
+            check_num_labels(config_dict["num_labels"])
         with self._unchanged_on_error():
             super().update(config_dict)
             self.validate_minattn()
@@ -202,7 +223,9 @@ class MinAttnConfig(PretrainedConfig):
         """As `PretrainedConfig.update_from_string` ("hidden_size=128,qkv_projection=identity", what run_mlm's
         --config_overrides passes), with errors that name the bad entry; then `validate_minattn`. All or nothing:
         if an entry or the result is refused, the config is left as it was. A field that is None
-        (`classifier_dropout`, a special token id) takes a JSON value: a number, true/false, null, else the text."""
+        (`classifier_dropout`, a special token id) takes a JSON value: a number, true/false, null, else the text; one
+        that may be None (NULLABLE_FIELDS: the special token ids, `classifier_dropout`, `problem_type`) takes "null"
+        or "None" to set it to None."""
         if not isinstance(update_str, str):
             raise TypeError(f"config overrides must be a string like 'hidden_size=128,intermediate_size=0', got {update_str!r}")
         with self._unchanged_on_error():
@@ -216,6 +239,11 @@ class MinAttnConfig(PretrainedConfig):
         key, value = key.strip(), value.strip()
         if item.count("=") != 1 or not key:
             raise ValueError(f"config override {item!r}: expected key=value, e.g. 'hidden_size=128'")
+        if key == "num_labels":  # as given: the base class would turn -1 into 0 labels
+            check_num_labels(json_or_text(value))
+        if key in NULLABLE_FIELDS and value.lower() in ("null", "none"):  # the base class would parse "null" as an int
+            setattr(self, key, None)
+            return
         if hasattr(self, key) and getattr(self, key) is None:  # the base class parses by the current value's type
             setattr(self, key, json_or_text(value))
             return
@@ -234,6 +262,7 @@ class MinAttnConfig(PretrainedConfig):
 
     def validate_minattn(self):
         """Raise a `ValueError` naming the field, its value and what is allowed, for every invalid combination."""
+        self._validate_floats()
         for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "max_position_embeddings"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -269,6 +298,15 @@ class MinAttnConfig(PretrainedConfig):
                 raise ValueError(f"MinAttnConfig.{name} must be True or False, got {getattr(self, name)!r}")
         if self.hidden_act not in ACT2FN:
             raise ValueError(f"MinAttnConfig.hidden_act must be one of {sorted(ACT2FN)}, got {self.hidden_act!r}")
+        self._validate_ids_and_labels()
+
+    def _validate_floats(self):
+        """Every float field finite (NaN compares False with every bound, and inf passes a bound without upper limit:
+        either would give a model that outputs NaN, and a config.json holding a bare NaN that is not JSON); dropout
+        probabilities in [0, 1]; epsilons, scales and rope_theta above 0."""
+        for name, value in vars(self).items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"MinAttnConfig.{name} must be a finite number, got {value!r}")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"):
             value = getattr(self, name)
             if value is None and name == "classifier_dropout":
@@ -279,6 +317,10 @@ class MinAttnConfig(PretrainedConfig):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"MinAttnConfig.{name} must be a positive number, got {value!r}")
+
+    def _validate_ids_and_labels(self):
+        """Special token ids inside the vocabulary (or None), at least one label, a known problem type (or None):
+        a misspelt one would train with the wrong loss."""
         for name in SPECIAL_TOKEN_ID_FIELDS:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
@@ -286,6 +328,11 @@ class MinAttnConfig(PretrainedConfig):
                 raise ValueError(
                     f"MinAttnConfig.{name} must be an id in [0, vocab_size={self.vocab_size}) or None, got {value!r}"
                 )
+        if self.id2label is not None:
+            check_num_labels(self.num_labels)
+        if self.problem_type is not None and self.problem_type not in PROBLEM_TYPES:
+            raise ValueError(f"MinAttnConfig.problem_type must be one of {PROBLEM_TYPES} or None, got "
+                             f"{self.problem_type!r}")
 
     def special_token_ids(self) -> dict[str, int]:
         """{field: id} of the special token ids that are set (`pad_token_id`, `cls_token_id`, ...): the ids that

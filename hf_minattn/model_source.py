@@ -7,6 +7,7 @@ exceptions (and transformers' OSError raised from one) are turned into a FileNot
 the id and the revision; `hf-minattn` and `run_mlm.py` print that in one line (`hf_minattn.cli.run_reporting_errors`).
 """
 
+import importlib
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,10 +18,21 @@ from huggingface_hub.errors import (DisabledRepoError, GatedRepoError, HFValidat
                                     RepositoryNotFoundError, RevisionNotFoundError)
 from huggingface_hub.utils import validate_repo_id
 
-try:  # huggingface_hub 2 sends its requests with httpx2, 1.x with httpx
-    from httpx2 import TransportError
-except ImportError:  # pragma: no cover (the other major version)
-    from httpx import TransportError
+
+def transport_errors(modules=("httpx2", "httpx")) -> tuple:
+    """The `TransportError` class of each of `modules` that imports. huggingface_hub 2 sends its requests with httpx2,
+    1.x with httpx; where both are installed, the one importable first is not necessarily the one it uses: catch both."""
+    found = []
+    for name in modules:
+        try:
+            found.append(importlib.import_module(name).TransportError)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
+TRANSPORT_ERRORS = transport_errors()  # huggingface_hub needs one of them: never empty
+TransportError = TRANSPORT_ERRORS[0]  # the name this module exported when it caught one class only
 
 
 @dataclass(frozen=True)
@@ -137,11 +149,11 @@ HUB_FAILURES = (
      "Hub reachable, or pass a local folder"),
     (HfHubHTTPError, FileNotFoundError, "the Hub ({endpoint}) could not serve {ref}: {cause}"),
 )
-# A request that got no answer (no connection, a timeout): huggingface_hub lets httpx2's error through from the calls
+# A request that got no answer (no connection, a timeout): huggingface_hub lets httpx(2)'s error through from the calls
 # that do not fall back on the cache (create_repo, create_commit...), and that error is no OSError: the CLIs would
 # print its traceback.
 TRANSPORT_FAILURES = (
-    (TransportError, ConnectionError, "the Hub ({endpoint}) cannot be reached for {ref} ({cause}); check the network "
+    (TRANSPORT_ERRORS, ConnectionError, "the Hub ({endpoint}) cannot be reached for {ref} ({cause}); check the network "
      "connection, or HF_ENDPOINT if it is set"),
 )
 

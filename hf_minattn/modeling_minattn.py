@@ -25,7 +25,7 @@ from transformers.modeling_outputs import (
 )
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
-from .configuration_minattn import MinAttnConfig
+from .configuration_minattn import PROBLEM_TYPES, MinAttnConfig
 
 
 def is_traced() -> bool:
@@ -100,16 +100,35 @@ class MinAttnRotaryEmbedding(nn.Module):
         self.register_buffer("inv_freq", torch.empty(self.head_dim // 2, dtype=torch.float32), persistent=False)
 
     def frequencies(self) -> torch.Tensor:
-        """`inv_freq` in fp32. `model.to(torch.bfloat16)` (or `.half()`) casts floating buffers too: a cast buffer is
-        not upcast (its values are rounded) but recomputed, on its device."""
+        """`inv_freq` in fp32. `model.to(torch.bfloat16)` (or `.half()`) casts floating buffers too, and `_apply` puts
+        the exact fp32 values back; a buffer cast by other means (one replaced in `_buffers`, as accelerate's loaders
+        can) is not upcast (its values are rounded) but recomputed, on its device."""
         if self.inv_freq.dtype == torch.float32:
             return self.inv_freq
         return rope_inverse_frequencies(self.head_dim, self.theta, device=self.inv_freq.device)
 
-    def forward(self, seq_len: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        position = torch.arange(seq_len, device=self.inv_freq.device, dtype=torch.float32)
-        angles = torch.outer(position, self.frequencies())  # (T, D/2)
-        angles = torch.cat((angles, angles), dim=-1)  # (T, D): pair (i, i + D/2) shares an angle
+    def _apply(self, fn, recurse=True):
+        """After every move or cast (`.to(...)`, `.bfloat16()`, `.float()`, `.cuda()`): `inv_freq` exactly as
+        `_init_weights` computes it, in fp32 (on the CPU, then moved, as at load). A cast rounds the buffer, and a cast
+        back to fp32 keeps the rounded values under an fp32 dtype, which `frequencies` cannot tell from exact ones:
+        `model.bfloat16().float()` would turn queries and keys by bf16-rounded angles (see `__init__`)."""
+        super()._apply(fn, recurse)
+        if not self.inv_freq.is_meta:  # a model built on the meta device has no values yet
+            exact = rope_inverse_frequencies(self.head_dim, self.theta).to(self.inv_freq.device)
+            if self.inv_freq.dtype != torch.float32 or not torch.equal(self.inv_freq, exact):
+                self.inv_freq = exact
+        return self
+
+    def forward(self, seq_len: int, dtype: torch.dtype, position_ids: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin of each position's angles: (T, D) for positions 0 .. seq_len - 1, or, given `position_ids`
+        (B or 1, T), one row per id, (B or 1, T, D)."""
+        if position_ids is None:
+            position = torch.arange(seq_len, device=self.inv_freq.device, dtype=torch.float32)  # (T,)
+        else:
+            position = position_ids.to(torch.float32)  # (B, T); exact up to 2^24
+        angles = position[..., None] * self.frequencies()  # (..., T, D/2); as torch.outer for (T,), bit for bit
+        angles = torch.cat((angles, angles), dim=-1)  # (..., T, D): pair (i, i + D/2) shares an angle
         return angles.cos().to(dtype), angles.sin().to(dtype)
 
 
@@ -135,16 +154,22 @@ class MinAttnEmbeddings(nn.Module):
         # One learned scale of the word vectors: frozen random embeddings keep their initial norm without it.
         self.gain = nn.Parameter(torch.ones(())) if config.embedding_gain else None
 
-    def forward(self, input_ids=None, inputs_embeds=None):
+    def forward(self, input_ids=None, inputs_embeds=None, position_ids=None):
+        """position_ids (B or 1, T): the row of the position table each token gets; None: rows 0 .. T - 1."""
         if inputs_embeds is None:
             inputs_embeds = self.word_embeddings(input_ids)  # (B, T, C)
         if self.gain is not None:
             inputs_embeds = inputs_embeds * self.gain
         seq_len = inputs_embeds.shape[1]
         if self.position_embeddings is not None:
-            inputs_embeds = inputs_embeds + self.position_embeddings.weight[:seq_len]  # broadcast over B
+            if position_ids is None:
+                inputs_embeds = inputs_embeds + self.position_embeddings.weight[:seq_len]  # (T, C), broadcast over B
+            else:
+                inputs_embeds = inputs_embeds + self.position_embeddings(position_ids)  # (B or 1, T, C)
         elif self.position_embedding_type == "sinusoidal":
-            inputs_embeds = inputs_embeds + self.sinusoids[:seq_len].to(inputs_embeds.dtype)
+            # rows 0 .. T - 1, (T, C), or the rows of the ids given, (B or 1, T, C)
+            table = self.sinusoids[:seq_len] if position_ids is None else self.sinusoids[position_ids]
+            inputs_embeds = inputs_embeds + table.to(inputs_embeds.dtype)
         if self.norm is not None:
             inputs_embeds = self.norm(inputs_embeds)
         return self.dropout(inputs_embeds)
@@ -193,7 +218,7 @@ class MinAttnAttention(nn.Module):
             qkv = self.qkv_proj(hidden_states).view(B, T, 3, self.num_heads, self.head_dim)  # (B, T, 3, H, D)
         query_key = qkv[:, :, :2]  # (B, T, 2, H, D)
         if position_embeddings is not None:  # rotary: turn queries and keys (never values) by their position
-            cos, sin = position_embeddings  # (T, D) each
+            cos, sin = position_embeddings  # (T, D) each, or (B or 1, T, D) from position_ids
             if not self.training:
                 # At inference the turn runs in the dtype of the products that read it (bf16 under autocast): fp32
                 # tables would promote queries and keys to fp32, and autocast would cast them back (about 8% of a
@@ -201,7 +226,8 @@ class MinAttnAttention(nn.Module):
                 # dtype: one rounding instead of three, and the arithmetic the committed runs were trained with.
                 cos, sin = cos.to(query_key.dtype), sin.to(query_key.dtype)
             # Both in one pass: half the elementwise kernels of rotating them one by one (launches count on a GPU).
-            query_key = apply_rotary(query_key, cos[:, None, None], sin[:, None, None])  # tables (T, 1, 1, D)
+            # tables (T, 1, 1, D) or (B, T, 1, 1, D): broadcast over the Q/K pair and the heads
+            query_key = apply_rotary(query_key, cos[..., None, None, :], sin[..., None, None, :])
         query, key = query_key.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, H, T, D)
         value = qkv[:, :, 2].transpose(1, 2)  # (B, H, T, D)
 
@@ -399,6 +425,39 @@ class MinAttnPreTrainedModel(PreTrainedModel):
             raise
 
 
+def refuse_unused_bert_inputs(kwargs: dict) -> None:
+    """Take BERT's `token_type_ids` and `head_mask` out of a forward's `kwargs`, and refuse those that would change a
+    BERT's output: this model has no segment embeddings and no per-head mask, and dropping them silently would give
+    other numbers than the caller asked for. Token type ids of all 0 are what BERT assumes without any (one segment),
+    so they pass: a BERT tokenizer's single-sentence output works unchanged (in a pipeline, say). Traced or exported,
+    the values cannot be read: any token type ids are refused there."""
+    head_mask = kwargs.pop("head_mask", None)
+    if head_mask is not None:
+        raise ValueError(f"head_mask (shape {tuple(getattr(head_mask, 'shape', ()))}) is not supported: MinAttn has "
+                         "no per-head mask; expected None (to silence a head, zero its columns of o_proj instead)")
+    token_type_ids = kwargs.pop("token_type_ids", None)
+    if token_type_ids is None:
+        return
+    if is_traced() or not torch.is_tensor(token_type_ids):
+        raise ValueError("token_type_ids is not supported: MinAttn has no segment embeddings; expected None")
+    if token_type_ids.any():
+        segment = int(token_type_ids[token_type_ids != 0][0])
+        raise ValueError(f"token_type_ids holds segment id {segment}: MinAttn has no segment embeddings and cannot "
+                         "tell sentences apart by them; expected None or all 0 (one segment)")
+
+
+def additive_padding_mask(attention_mask, hidden_states: torch.Tensor) -> torch.Tensor | None:
+    """The padding mask as the attention functions add it to the scores, (B, 1, 1, T) in the dtype and on the device of
+    `hidden_states`: 0 at real tokens, the dtype's lowest number at padding. None when nothing is padded, so that sdpa
+    can take its fast path; but a traced or exported graph keeps the mask whatever the example batch held: it must
+    serve padded batches."""
+    if attention_mask is None or (not is_traced() and bool(attention_mask.all())):
+        return None
+    mask = torch.zeros(attention_mask.shape, dtype=hidden_states.dtype, device=hidden_states.device)
+    lowest = torch.finfo(hidden_states.dtype).min
+    return mask.masked_fill(attention_mask == 0, lowest)[:, None, None, :]  # (B, T) -> (B, 1, 1, T)
+
+
 class MinAttnModel(MinAttnPreTrainedModel):
     """The bare encoder: embeddings -> `num_hidden_layers` blocks (-> final LayerNorm if pre-norm)."""
 
@@ -406,12 +465,13 @@ class MinAttnModel(MinAttnPreTrainedModel):
     _keys_to_ignore_on_load_unexpected = [r"^lm_head\.", r"^classifier\."]
 
     def __init__(self, config: MinAttnConfig):
-        super().__init__(config)
-        self.config = config
+        super().__init__(config)  # sets self.config
         self.embeddings = MinAttnEmbeddings(config)
         self.rotary = MinAttnRotaryEmbedding(config) if config.position_embedding_type == "rope" else None
         self.layers = nn.ModuleList([MinAttnBlock(config, i) for i in range(config.num_hidden_layers)])
         self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.norm_placement == "pre" else None
+        # Not set by transformers: `gradient_checkpointing_enable` flips it here (as on BertModel); the blocks, which
+        # are GradientCheckpointingLayers, do the checkpointing.
         self.gradient_checkpointing = False
         self.post_init()
 
@@ -421,7 +481,7 @@ class MinAttnModel(MinAttnPreTrainedModel):
     def set_input_embeddings(self, value):
         self.embeddings.word_embeddings = value
 
-    def _check_inputs(self, input_ids, attention_mask, inputs_embeds):
+    def _check_inputs(self, input_ids, attention_mask, inputs_embeds, position_ids=None):
         """Turn the mistakes that torch would report deep inside (IndexError, shape mismatch) into clear errors."""
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("Pass exactly one of input_ids or inputs_embeds (got "
@@ -449,6 +509,40 @@ class MinAttnModel(MinAttnPreTrainedModel):
                              "the input")
         if attention_mask is not None and tuple(attention_mask.shape) != shape:
             raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)} but the input has shape {shape}")
+        self._check_position_ids(position_ids, shape)
+
+    def _check_position_ids(self, position_ids, shape: tuple) -> None:
+        """position_ids: integer tensors shaped (batch, sequence) or (1, sequence), each id at least 0 and, where
+        positions are rows of a table ("learned", "sinusoidal"), below max_position_embeddings; else an error naming
+        the shape or the first id that is not, rather than torch's IndexError (a device-side assert on a GPU) or, for
+        rope, angles of a negative position. The values are not read while traced or exported."""
+        if position_ids is None:
+            return
+        if not torch.is_tensor(position_ids) or position_ids.is_floating_point() or position_ids.is_complex() \
+                or position_ids.dtype == torch.bool:
+            raise TypeError(f"position_ids must be a tensor of integer positions, got "
+                            f"{position_ids.dtype if torch.is_tensor(position_ids) else type(position_ids).__name__}")
+        if tuple(position_ids.shape) not in (shape, (1, shape[1])):
+            raise ValueError(f"position_ids has shape {tuple(position_ids.shape)}, expected the input's {shape} "
+                             f"(batch, sequence) or (1, {shape[1]})")
+        if is_traced():
+            return
+        limit = self.config.sequence_length_limit()  # None: rotary takes any position, "none" reads none
+        bad = (position_ids < 0) | (position_ids >= limit) if limit else position_ids < 0
+        outside = position_ids[bad]
+        if outside.numel():
+            expected = f"[0, max_position_embeddings={limit})" if limit else "at least 0"
+            raise ValueError(f"position_ids contains {int(outside[0])}, expected positions {expected}")
+
+    def _rotary_tables(self, hidden_states, position_ids):
+        """Rope's cos and sin, (T, D) each, or (B or 1, T, D) from position_ids; None without rope. position_ids is
+        passed only when given, so that a `rotary.forward(seq_len, dtype)` wrapped as benchmarks/bench_levers.py wraps
+        it keeps working."""
+        if self.rotary is None:
+            return None
+        if position_ids is None:
+            return self.rotary(hidden_states.shape[1], hidden_states.dtype)
+        return self.rotary(hidden_states.shape[1], hidden_states.dtype, position_ids)
 
     def forward(
         self,
@@ -458,6 +552,7 @@ class MinAttnModel(MinAttnPreTrainedModel):
         output_attentions=None,
         output_hidden_states=None,
         return_dict=None,
+        position_ids=None,
         **kwargs,
     ) -> BaseModelOutput:
         r"""
@@ -466,28 +561,30 @@ class MinAttnModel(MinAttnPreTrainedModel):
             0 for padding (which no token attends to).
         inputs_embeds (`torch.FloatTensor` of shape `(batch_size, sequence_length, hidden_size)`, *optional*):
             static token vectors to use instead of looking up `input_ids`.
+        position_ids (`torch.LongTensor` of shape `(batch_size, sequence_length)` or `(1, sequence_length)`,
+            *optional*): each token's position, as in BERT: the row of the learned or sinusoidal table it gets, or
+            the angle rope turns it by ("none" reads no positions). Default: 0 .. sequence_length - 1 in every row.
+            A left-padded batch gives each row's tokens the positions they have alone by counting from its first
+            real token, e.g. `(attention_mask.cumsum(-1) - 1).clamp(min=0)`.
         output_attentions (`bool`, *optional*): also return each layer's attention weights, (B, H, T, T); uses the
             eager attention path for this call.
         output_hidden_states (`bool`, *optional*): also return the hidden states (num_hidden_layers + 1 tensors):
             the embedding output, then each block's output; with pre-norm (`norm_placement="pre"`) the last entry is
             the last block's output after the final LayerNorm (`last_hidden_state`), not its raw output.
-        kwargs: passed down to the attention function of every layer (`_supports_attention_backend`).
+        kwargs: passed down to the attention function of every layer (`_supports_attention_backend`), but BERT's
+            `token_type_ids` and `head_mask`, which this model cannot use: refused unless None (or all-0 type ids).
         """
         output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
         output_hidden_states = (
             output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
         )
         return_dict = return_dict if return_dict is not None else self.config.return_dict
-        self._check_inputs(input_ids, attention_mask, inputs_embeds)
+        refuse_unused_bert_inputs(kwargs)
+        self._check_inputs(input_ids, attention_mask, inputs_embeds, position_ids)
 
-        hidden_states = self.embeddings(input_ids=input_ids, inputs_embeds=inputs_embeds)  # (B, T, C)
-        rotary = None if self.rotary is None else self.rotary(hidden_states.shape[1], hidden_states.dtype)  # 2 x (T, D)
-        # Additive padding mask, (B, 1, 1, T), or None when nothing is padded so that sdpa can take its fast path.
-        # A traced or exported graph keeps the mask whatever the example batch held: it must serve padded batches.
-        mask = None
-        if attention_mask is not None and (is_traced() or not bool(attention_mask.all())):
-            mask = torch.zeros(attention_mask.shape, dtype=hidden_states.dtype, device=hidden_states.device)
-            mask = mask.masked_fill(attention_mask == 0, torch.finfo(hidden_states.dtype).min)[:, None, None, :]
+        hidden_states = self.embeddings(input_ids, inputs_embeds, position_ids)  # (B, T, C)
+        rotary = self._rotary_tables(hidden_states, position_ids)  # 2 x (T, D), 2 x (B or 1, T, D), or None
+        mask = additive_padding_mask(attention_mask, hidden_states)  # (B, 1, 1, T) or None
 
         all_hidden_states = () if output_hidden_states else None
         all_attentions = () if output_attentions else None
@@ -567,6 +664,7 @@ class MinAttnForMaskedLM(MinAttnPreTrainedModel):
         output_hidden_states=None,
         return_dict=None,
         sparse_prediction: bool | None = None,
+        position_ids=None,
         **kwargs,
     ) -> MaskedLMOutput:
         r"""
@@ -579,6 +677,7 @@ class MinAttnForMaskedLM(MinAttnPreTrainedModel):
             run_mlm's Trainer passes True while it trains and evaluates; the saved config keeps the user's choice.
         num_items_in_batch (passed by the Trainer): the number of labelled tokens in the whole accumulated batch;
             the loss is then summed and divided by it, so gradient accumulation gives the same loss as one big batch.
+        position_ids, kwargs: as `MinAttnModel.forward` takes them.
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         num_items = kwargs.pop("num_items_in_batch", None)
@@ -589,6 +688,7 @@ class MinAttnForMaskedLM(MinAttnPreTrainedModel):
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             return_dict=True,
+            position_ids=position_ids,
             **kwargs,
         )
         sequence_output = outputs.last_hidden_state  # (B, T, C)
@@ -608,13 +708,11 @@ class MinAttnForMaskedLM(MinAttnPreTrainedModel):
             else:
                 logits = self.lm_head(sequence_output)  # (B, T, V)
                 labelled_logits = logits[labelled]  # (N, V)
-            if num_items is None:
-                num_items = max(targets.numel(), 1)
+            num_items = max(targets.numel(), 1) if num_items is None else num_items
             loss = F.cross_entropy(labelled_logits.float(), targets, reduction="sum") / num_items
 
-        output = MaskedLMOutput(
-            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-        )
+        output = MaskedLMOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
+                                attentions=outputs.attentions)
         return output if return_dict else output.to_tuple()
 
 
@@ -650,12 +748,14 @@ class MinAttnForSequenceClassification(MinAttnClassifierModel):
         output_attentions=None,
         output_hidden_states=None,
         return_dict=None,
+        position_ids=None,
         **kwargs,
     ) -> SequenceClassifierOutput:
         r"""
         labels (`torch.LongTensor` of shape `(batch_size,)`, *optional*): class indices (cross-entropy), or floats
             when `num_labels == 1` (mean squared error), or multi-hot floats (binary cross-entropy). Without a
             `config.problem_type`, the labels set it, as in BERT.
+        position_ids, kwargs: as `MinAttnModel.forward` takes them.
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         kwargs.pop("num_items_in_batch", None)  # a mean over the batch; the Trainer divides it (accepts_loss_kwargs)
@@ -666,6 +766,7 @@ class MinAttnForSequenceClassification(MinAttnClassifierModel):
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             return_dict=True,
+            position_ids=position_ids,
             **kwargs,
         )
         logits = self.classifier(self.dropout(outputs.last_hidden_state[:, 0]))  # (B, num_labels)
@@ -676,6 +777,9 @@ class MinAttnForSequenceClassification(MinAttnClassifierModel):
                 integer = labels.dtype in (torch.long, torch.int)
                 self.config.problem_type = ("regression" if self.num_labels == 1 else
                                             "single_label_classification" if integer else "multi_label_classification")
+            if self.config.problem_type not in PROBLEM_TYPES:  # assigned after the model was built: not validated
+                raise ValueError(f"config.problem_type must be one of {PROBLEM_TYPES} or None, got "
+                                 f"{self.config.problem_type!r}")
             self._check_label_shape(labels, logits.shape[0])
             if self.config.problem_type == "regression":
                 targets = labels.reshape(-1) if self.num_labels == 1 else labels  # (B,) or (B, 1) -> (B,); else (B, L)
@@ -683,7 +787,7 @@ class MinAttnForSequenceClassification(MinAttnClassifierModel):
             elif self.config.problem_type == "single_label_classification":
                 self._check_class_ids(labels)
                 loss = F.cross_entropy(logits, labels.view(-1))  # labels (B,) or (B, 1) -> (B,)
-            else:
+            elif self.config.problem_type == "multi_label_classification":
                 loss = F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
 
         output = SequenceClassifierOutput(
@@ -717,6 +821,7 @@ class MinAttnForTokenClassification(MinAttnClassifierModel):
         output_attentions=None,
         output_hidden_states=None,
         return_dict=None,
+        position_ids=None,
         **kwargs,
     ) -> TokenClassifierOutput:
         r"""
@@ -725,6 +830,7 @@ class MinAttnForTokenClassification(MinAttnClassifierModel):
         num_items_in_batch (passed by the Trainer): the number of labelled tokens in the whole accumulated batch;
             the loss is then summed and divided by it, so gradient accumulation gives the same loss as one big batch
             (as for the masked LM).
+        position_ids, kwargs: as `MinAttnModel.forward` takes them.
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         num_items = kwargs.pop("num_items_in_batch", None)
@@ -735,6 +841,7 @@ class MinAttnForTokenClassification(MinAttnClassifierModel):
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             return_dict=True,
+            position_ids=position_ids,
             **kwargs,
         )
         logits = self.classifier(self.dropout(outputs.last_hidden_state))  # (B, T, num_labels)

@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -65,6 +66,17 @@ VARIANTS = {
         ("layer_norm_eps", 0, "layer_norm_eps must be a positive number"),
         ("mask_token_id", 500, "mask_token_id must be an id in [0, vocab_size=99)"),
         ("pad_token_id", True, "pad_token_id must be an id in [0, vocab_size=99) or None"),  # a bool is no id
+        # NaN compares False with every bound and inf passes "above 0": every float field must be finite
+        ("layer_norm_eps", float("nan"), "layer_norm_eps must be a finite number"),
+        ("rope_theta", float("inf"), "rope_theta must be a finite number"),
+        ("initializer_range", float("nan"), "initializer_range must be a finite number"),
+        ("qk_logit_init_std", float("inf"), "qk_logit_init_std must be a finite number"),
+        ("hidden_dropout_prob", float("nan"), "hidden_dropout_prob must be a finite number"),
+        ("classifier_dropout", float("-inf"), "classifier_dropout must be a finite number"),
+        ("problem_type", "regresion", "problem_type must be one of ('regression', 'single_label_classification', "
+                                      "'multi_label_classification') or None"),  # was binary cross-entropy
+        ("num_labels", 0, "num_labels must be an integer of at least 1"),  # was a classifier with no outputs
+        ("num_labels", -1, "num_labels must be an integer of at least 1"),  # the base class made it 0
     ],
 )
 def test_invalid_config_names_field_and_value(field, value, message):
@@ -80,6 +92,11 @@ def test_invalid_config_names_field_and_value(field, value, message):
     ("hidden_size=abc", "config override 'hidden_size=abc'"),
     ("hidden_size", "config override 'hidden_size': expected key=value"),
     ("no_such_field=1", "no_such_field"),
+    ("rope_theta=nan", "rope_theta must be a finite number, got nan"),
+    ("layer_norm_eps=inf", "layer_norm_eps must be a finite number, got inf"),
+    ("problem_type=regresion", "problem_type must be one of"),
+    ("num_labels=0", "num_labels must be an integer of at least 1 (the classifier's outputs), got 0"),
+    ("num_labels=-2", "num_labels must be an integer of at least 1 (the classifier's outputs), got -2"),
 ])
 def test_every_edit_is_validated(overrides, message):
     config = tiny_config()
@@ -115,6 +132,29 @@ def test_overrides_set_fields_that_are_none():
     assert config.classifier_dropout == 0.25 and config.pad_token_id == 5
     with pytest.raises(ValueError, match=re.escape("classifier_dropout must be a probability in [0, 1], got 'high'")):
         tiny_config().update_from_string("classifier_dropout=high")
+
+
+def test_overrides_set_the_fields_that_may_be_none_to_none():
+    """"null" (or "None") sets a special token id, classifier_dropout or problem_type to None, as the error of
+    resize_token_embeddings tells users to do; the base class parsed it as an int ("invalid literal for int()"). A
+    field that may not be None still refuses it."""
+    config = tiny_config(classifier_dropout=0.2, problem_type="regression")
+    config.update_from_string("pad_token_id=null,mask_token_id=None,classifier_dropout=null,problem_type=null")
+    assert (config.pad_token_id, config.mask_token_id, config.classifier_dropout, config.problem_type) == (None,) * 4
+    assert config.cls_token_id == 2  # the others untouched
+    config.update_from_string("pad_token_id=0")  # and back to an id
+    assert config.pad_token_id == 0
+    with pytest.raises(ValueError, match=re.escape("config override 'hidden_size=null'")):
+        config.update_from_string("hidden_size=null")
+
+
+@pytest.mark.parametrize("num_labels", [0, -1])
+def test_a_classifier_without_labels_is_refused_at_load(tmp_path, num_labels):
+    MinAttnForMaskedLM(tiny_config()).save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match=f"num_labels must be an integer of at least 1.*got {num_labels}"):
+        AutoModelForSequenceClassification.from_pretrained(tmp_path, num_labels=num_labels)
+    with pytest.raises(ValueError, match=re.escape(f"got {num_labels}")):
+        tiny_config().update({"num_labels": num_labels})
 
 
 def test_a_field_assigned_directly_is_validated_when_the_model_is_built():
@@ -435,6 +475,19 @@ def test_the_classification_loss_follows_the_labels_as_berts_does(num_labels, la
     torch.testing.assert_close(out.loss, loss(out.logits, labels))
 
 
+def test_a_problem_type_assigned_after_the_model_was_built_is_refused_by_name():
+    """Assigned to the config of a built model, a misspelt problem_type is not validated; forward refuses it rather
+    than falling through to binary cross-entropy, as any unknown name did."""
+    model = MinAttnForSequenceClassification(tiny_config(num_labels=1)).eval()
+    model.config.problem_type = "regresion"
+    input_ids, attention_mask = padded_batch()
+    with pytest.raises(ValueError, match=re.escape("config.problem_type must be one of ('regression', "
+                                                   "'single_label_classification', 'multi_label_classification') "
+                                                   "or None, got 'regresion'")):
+        model(input_ids, attention_mask=attention_mask, labels=torch.tensor([0.5, -1.0]))
+    assert model(input_ids, attention_mask=attention_mask).logits.shape == (2, 1)  # no labels: no loss to choose
+
+
 def test_seeded_models_are_identical():
     set_seed(123)
     a = MinAttnForMaskedLM(tiny_config())
@@ -533,14 +586,20 @@ def test_checkpoint_carries_code_and_complete_auto_map(tmp_path):
     )
 
 
-LOAD_WITHOUT_PACKAGE = textwrap.dedent(
+# hf_minattn made unimportable, as on a machine where only transformers is installed.
+BLOCK_PACKAGE = textwrap.dedent(
     """
-    import sys, importlib.abc, json
+    import sys, importlib.abc
     class Block(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path, target=None):
             if name == "hf_minattn" or name.startswith("hf_minattn."):
                 raise ImportError("hf_minattn is blocked in this test")
     sys.meta_path.insert(0, Block())
+    """
+)
+LOAD_WITHOUT_PACKAGE = BLOCK_PACKAGE + textwrap.dedent(
+    """
+    import json
     try:
         import hf_minattn
         raise SystemExit("hf_minattn should not be importable here")
@@ -580,6 +639,33 @@ def test_loads_with_remote_code_where_package_is_not_importable(tmp_path, tokeni
     with torch.no_grad():
         torch.testing.assert_close(torch.tensor(loaded["logits"]), model(**inputs).logits[0, 1, :5])
         torch.testing.assert_close(torch.tensor(loaded["hidden"]), model.minattn(**inputs).last_hidden_state[0, 1, :5])
+
+
+def interop_snippet_without_package(folder: str) -> str:
+    """The first python block of docs/interoperability.md that loads `folder` without importing hf_minattn."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "interoperability.md").read_text(encoding="utf-8")
+    for code in re.findall(r"```python\n(.*?)```", page, re.DOTALL):
+        if folder in code and "import hf_minattn" not in code:
+            return code
+    raise AssertionError(f"docs/interoperability.md has no snippet loading {folder} without hf_minattn")
+
+
+@pytest.mark.slow
+def test_the_documented_load_without_the_package_asks_nothing(tmp_path, tokenizer):
+    """AutoTokenizer reads the folder's config (and its auto_map) first: without trust_remote_code=True it asked
+    "Do you wish to run the custom code?" on the terminal. tests/test_docs.py runs the snippet with hf_minattn
+    importable, where no flag is needed."""
+    folder = tmp_path / "model"
+    MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer))).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    code = BLOCK_PACKAGE + interop_snippet_without_package("outputs/minattn-wiki").replace("outputs/minattn-wiki",
+                                                                                         str(folder))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules")}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=300, stdin=subprocess.DEVNULL)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "custom code" not in run.stdout + run.stderr
+    assert "torch.Size([1, " in run.stdout
 
 
 def test_trained_tokenizer_round_trip(tmp_path, tokenizer):
