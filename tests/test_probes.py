@@ -743,15 +743,55 @@ def test_report_sentences_state_the_thresholds_the_run_used():
     text = attention_norm_example_text(probe_results(attention_graph=graph,
                                                      attention_graph_norm_weighted={**graph, "edges": [[0, 1]]}))
     assert "edges need >= 3/n (3 times uniform attention over the n words): 2 edges raw, 1 norm-weighted, in every " \
-           "layer's graphs, each head's and their mean together (the figure draws the mean)" in text
+           "layer's graphs, each head's and the layer's together (the figure draws the layer's)" in text
 
 
-@pytest.mark.parametrize("positions, has_term", [("rope", False), ("none", False), ("learned", True),
-                                                 ("sinusoidal", True)])
-def test_layer0_note_says_whether_the_embedding_output_has_a_position_term(positions, has_term):
-    """The config says "rope" (not "rotary"): a rotary model's layer 0 is the word embedding alone."""
+def _tiny_hf(kind):
+    """Tiny Hugging Face encoders/decoders of the layer-0 layouts the note must tell apart."""
+    from transformers import (BertConfig, BertModel, ElectraConfig, ElectraModel, GemmaConfig, GemmaModel, GPT2Config,
+                              GPT2Model, LlamaConfig, LlamaModel)
+
+    ids = dict(vocab_size=120, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    sizes = dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=40)
+    return {"gpt2": lambda: GPT2Model(GPT2Config(n_embd=32, n_layer=1, n_head=4, n_positions=24, **ids)),
+            "llama": lambda: LlamaModel(LlamaConfig(num_key_value_heads=4, **sizes, **ids)),
+            "gemma": lambda: GemmaModel(GemmaConfig(num_key_value_heads=4, head_dim=8, **sizes, **ids)),
+            "bert": lambda: BertModel(BertConfig(max_position_embeddings=24, **sizes, **ids)),
+            "electra": lambda: ElectraModel(ElectraConfig(embedding_size=16, max_position_embeddings=24, **sizes,
+                                                          **ids))}[kind]().eval()
+
+
+# (model, what the note must say, what it must not): the position term and the embedding normalisation as the model
+# has them. GPT-2 and Llama have no embedding LayerNorm, Llama and Gemma no position term (rotary), Gemma scales its
+# embeddings by sqrt(hidden); ELECTRA's factorised embedding is projected, so its normalisation is not claimed.
+LAYER0_CASES = [
+    ("gpt2", ["+ position embedding, a plain sum with no embedding LayerNorm"], ["normalised", "no position term"]),
+    ("llama", ["the word embedding alone, with no position term"], ["LayerNorm", "+ position embedding", "times"]),
+    ("gemma", ["the word embedding alone times 5.66, with no position term"], ["LayerNorm", "+ position"]),
+    ("bert", ["+ position embedding, then normalised"], ["a plain sum with", "no position term"]),
+    ("electra", ["+ position embedding, in another width"], ["LayerNorm", "plain sum", "no position term"]),
+    ("minattn learned pre", ["+ learned position embedding, a plain sum with no embedding LayerNorm"], ["normalised"]),
+    ("minattn sinusoidal post", ["+ sinusoidal position embedding, then normalised"], ["a plain sum with"]),
+    ("minattn rope pre", ["the word embedding alone, with no position term"], ["LayerNorm", "+ "]),
+    ("minattn none post", ["the word embedding alone, then normalised (e.g. an embedding LayerNorm), with no position "
+                           "term"], ["+ "]),
+]
+
+
+@pytest.mark.parametrize("kind, says, never", LAYER0_CASES, ids=[case[0] for case in LAYER0_CASES])
+def test_layer0_note_measures_the_position_term_and_the_embedding_normalisation(kind, says, never):
+    """Measured on the model, not read from MinAttn's config fields: GPT2Config and LlamaConfig have neither
+    `position_embedding_type` nor `norm_placement`, and both used to read "absolute position embedding then
+    LayerNorm"."""
     from hf_minattn.probes.geometry import layer0_note
 
-    note = layer0_note(MinAttnModel(tiny_config(hidden_size=32, position_embedding_type=positions)))
-    assert ("no position term" in note) is not has_term
-    assert (f"+ {positions} position embedding" in note) is has_term
+    if kind.startswith("minattn"):
+        _, positions, norm = kind.split()
+        model = MinAttnModel(tiny_config(hidden_size=32, position_embedding_type=positions, norm_placement=norm))
+    else:
+        model = _tiny_hf(kind)
+    model.train()  # dropout on: the measurement must not read it as a position term
+    note = layer0_note(model)
+    assert all(phrase in note for phrase in says), note
+    assert not any(phrase in note for phrase in never), note
+    assert model.training  # left as it was found

@@ -192,18 +192,52 @@ def test_graphs_sentence_follows_the_numbers():
     text = attention_graphs_text(probe_results(**r))
     assert "strongest edges, from rollout, between different words: a -> b (0.40), b -> c (0.30), c -> a (0.25)" in text
     assert "a -> a" not in text  # self edges are left out
-    assert "on average 0.70 its own input word (uniform mixing: 0.33), so the residual path keeps most" in text
+    # even attention over 3 words with the residual at 0.5, 2 layers: 0.25 + 0.75 / 3 = 0.50 (not 1/3)
+    assert "on average 0.70 its own input word, against 0.50 if every layer attended evenly with the same residual " \
+           "weight, so the attention itself keeps each word to itself more than even attention would." in text
     assert "2 of rollout's 3 strongest pairs are among raw attention's 3 strongest" in text
     assert "raw weights name mostly the same relations here" in text
     assert "rollout: every layer's head-mean attention" in text and "flow:" not in text  # meanings of the graphs shown
     r["attention_graph_rollout"]["self_share"] = [0.8, 0.3]
     r["attention_graph"] = _graph("attention", [(0, 2, 0.5), (2, 1, 0.4), (1, 0, 0.3)])
     text = attention_graphs_text(probe_results(**r))
-    assert "so most of each word comes from the other words" in text
+    assert "so the attention itself draws each word from the other words more than even attention would" in text
     assert "0 of rollout's 3 strongest pairs" in text and "raw weights would name different pairs here" in text
     r["attention_graph_rollout"]["edges"] = r["attention_graph_rollout"]["edges"][-1:]  # only the self edge
     assert "No rollout edge between different words reaches the threshold" in attention_graphs_text(
         probe_results(**r))
+
+
+def _uniform_results(causal):
+    """The typed results of a sentence of 10 one-token words between [CLS] and [SEP] whose 4 layers all attend
+    evenly (to every token, or in a causal model to those up to the query): rollout keeps no word to itself beyond
+    what the residual does."""
+    L, n = 4, 12
+    tokens, word_ids = ["[CLS]", *[f"w{i}" for i in range(n - 2)], "[SEP]"], [None, *range(n - 2), None]
+    uniform = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None] if causal else np.full((n, n), 1 / n)
+    attention = np.broadcast_to(uniform, (L, 1, n, n)).tolist()
+    example = AttentionExample(sentence=" ".join(tokens[1:-1]), tokens=tokens, word_ids=word_ids, attention=attention,
+                               labels=tokens, words=tokens[1:-1])
+    return probe_results(attention_graph_rollout=rollout_graph(example),
+                         heads={"examples": [{"sentence": example.sentence, "tokens": tokens, "attention": attention}]})
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_word_is_compared_with_even_attention_under_the_same_residual(causal):
+    """Rollout of even attention keeps 0.5^4 + (1 - 0.5^4) / 12 = 0.14 of each word (full attention; more in a causal
+    model, whose early words see few others): that, not 1/12, is what the self-share is set against."""
+    from hf_minattn.probes.report.attention_graphs import attention_graphs_headline
+
+    r = _uniform_results(causal)
+    own = r.attention_graphs["rollout"].self_share[-1]
+    headline, text = attention_graphs_headline(r), attention_graphs_text(r)
+    assert f"a word keeps about as much of itself as even attention with the same residual would leave it (on " \
+           f"average {own:.2f} of it is its own input word, against {own:.2f})" in headline
+    assert "the attention adds no measurable preference for a word's own input" in text
+    if not causal:
+        assert f"{own:.2f}" == "0.14"
+    r.attention_graphs["rollout"].self_share[-1] = own + 0.05
+    assert "a word keeps more of itself than even attention" in attention_graphs_headline(r)
 
 
 def test_bad_attention_weights_and_token_counts_are_named_in_the_error():

@@ -11,16 +11,18 @@ from conftest import TEXTS, probe_results, tiny_config
 from transformers import BertConfig, BertForMaskedLM, BertModel
 
 from hf_minattn import MinAttnForMaskedLM, MinAttnModel
-from hf_minattn.probes.attention_norms import capture_attention_inputs, norm_weighted, transformed_value_norms
+from hf_minattn.probes.attention_norms import (capture_attention_inputs, layer_norm_weighted, norm_weighted,
+                                              transformed_value_norms, transformed_values)
 from hf_minattn.probes.head_ablation import ablation_over_seeds, head_ablation, masked_batches, zero_head
 from hf_minattn.probes.head_divergence import (cross_js_divergence_sums, cross_model_head_divergence,
                                                matched_head_divergence, seed_pairs_head_divergence)
-from hf_minattn.probes.heads import (ROLE_MIN_MASS, AttentionExample, HeadStatistics, attention_graph, head_roles,
-                                     head_statistics, js_divergence_sums, within_layer_divergence)
+from hf_minattn.probes.heads import (ROLE_MIN_MASS, AttentionExample, HeadStatistics, attention_examples,
+                                     attention_graph, head_roles, head_statistics, js_divergence_sums,
+                                     uniform_attention, uniform_weights, within_layer_divergence)
 from hf_minattn.probes.report.head_ablation import head_ablation_text
 from hf_minattn.probes.report.head_map import head_map_text
 from hf_minattn.probes.report.head_roles import head_roles_text
-from hf_minattn.probes.report.heads import heads_text
+from hf_minattn.probes.report.heads import heads_headline, heads_text
 from hf_minattn.probes.report.norm_weighting import attention_norm_example_text, norm_weighting_text
 from hf_minattn.probes.weights import UnsupportedArchitecture, head_weights
 
@@ -113,6 +115,66 @@ def test_relative_ratio_is_none_without_any_key_of_a_kind():
     stats = HeadStatistics()
     stats.add(att, mask, kinds)
     assert stats.relative_to_uniform()["punctuation"] == [[None, None]]
+
+
+def _causal_uniform(mask):
+    """(B, 1, T, T): one causal head spreading each real query evenly over the real tokens up to itself."""
+    T = mask.shape[1]
+    visible = torch.ones(T, T).tril()[None] * mask[:, None, :].float() * mask[:, :, None].float()  # (B, Tq, Tk)
+    return (visible / visible.sum(-1, keepdim=True).clamp_min(1))[:, None]
+
+
+@pytest.mark.parametrize("padding", ["right", "left"])
+def test_a_uniform_causal_head_is_uniform_against_the_keys_each_query_sees(padding):
+    """A decoder's query i sees i + 1 keys: spread evenly over them it is 1x uniform on every statistic (against all
+    n keys it read as focused, 3.6x uniform on itself), and the next token, which it cannot see, has no ratio."""
+    T = 20
+    mask = torch.ones(2, T, dtype=torch.long)
+    mask[1, 12:] = 0 if padding == "right" else 1
+    mask[1, :8] = 0 if padding == "left" else 1
+    kinds = {name: torch.zeros(2, T, dtype=torch.bool) for name in ("cls", "sep", "punctuation")}
+    kinds["punctuation"][:, [3, 10, 15]] = True
+    stats = HeadStatistics()
+    stats.add([_causal_uniform(mask)], mask, kinds)
+    relative, means = stats.relative_to_uniform(), stats.means()
+    for name in ("entropy", "self", "previous", "punctuation"):
+        assert relative[name][0][0] == pytest.approx(1.0, abs=1e-5), name
+    assert relative["next"] == [[None]] and means["next"] == [[0.0]]
+    log_n = np.mean([np.log(i) for i in range(1, T + 1)] + [np.log(i) for i in range(1, 13)])  # n_i = i + 1
+    assert stats.log_n_sum / stats.queries == pytest.approx(log_n)
+    heads = {"num_heads": 1, "stats": means, "uniform_entropy": stats.log_n_sum / stats.queries,
+             "relative_to_uniform": relative, "tokens": stats.queries, "sentences": 2}
+    assert heads_headline(probe_results(heads=heads)).startswith("On average the heads spread their attention broadly")
+    assert "(broad attention on average)" in heads_text(probe_results(heads=heads))
+
+
+def test_a_decoder_is_measured_against_the_keys_before_each_query(tokenizer):
+    """GPT-2's eager attention gives the keys after each query exactly 0, which is how the probe knows it is causal: a
+    freshly initialised decoder attends almost evenly over what it sees, so its entropy is at uniform's, and its next
+    token, unseen, has no ratio. A BERT encoder of the same size keeps the full baseline."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    decoder = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_embd=24, n_layer=2, n_head=3, n_positions=24,
+                                         bos_token_id=0, eos_token_id=0)).eval()
+    result = head_statistics(decoder, tokenizer, TEXTS[:8], norm_weighting=False)
+    assert result.uniform_expectation["next"] == 0 and result.relative_to_uniform["next"] == [[None] * 3] * 2
+    assert np.mean(result.stats["entropy"]) == pytest.approx(result.uniform_entropy, rel=0.01)
+    encoder = head_statistics(_bert_mlm(tokenizer), tokenizer, TEXTS[:8], norm_weighting=False)
+    assert encoder.uniform_expectation["next"] > 0 and encoder.uniform_entropy > result.uniform_entropy
+
+
+def test_one_head_seeing_a_later_key_keeps_the_full_baseline():
+    """Causal only when every head of every layer gives the keys after each query exactly 0: a bidirectional model
+    whose one head happens to look back is measured against all n keys."""
+    mask = torch.ones(1, 6, dtype=torch.long)
+    kinds = {name: torch.zeros(1, 6, dtype=torch.bool) for name in ("cls", "sep", "punctuation")}
+    backwards, full = _causal_uniform(mask), torch.full((1, 1, 6, 6), 1 / 6)
+    assert uniform_attention([backwards, full], mask)[0, 0].tolist() == pytest.approx([1 / 6] * 6)
+    assert uniform_attention([backwards], mask)[0, 0].tolist() == pytest.approx([1, 0, 0, 0, 0, 0])
+    stats = HeadStatistics()
+    stats.add([torch.cat([backwards, full], dim=1)], mask, kinds)
+    assert stats.log_n_sum / stats.queries == pytest.approx(np.log(6))
+    assert stats.relative_to_uniform()["self"][0][1] == pytest.approx(1.0)
 
 
 def _bert_mlm(tokenizer):
@@ -464,6 +526,84 @@ def test_graph_threshold_is_relative_to_uniform():
     assert {(e["source"], e["target"]) for e in norm["edges"] if e["head"] == 0} == {(i, i) for i in range(n)}
     with pytest.raises(ValueError, match="weighting"):
         attention_graph(example, weighting="raw")
+
+
+def test_graph_threshold_of_a_causal_model_is_relative_to_the_keys_each_query_sees():
+    """In a causal model query i sees i + 1 nodes: an edge needs 2/(i + 1), so uniform causal attention has none
+    (against 2/n for all, its early queries would all pass); "threshold" holds the smallest cut."""
+    n = 4
+    uniform = torch.ones(n, n).tril() / torch.arange(1, n + 1)[:, None]  # (n, n): row i spread over keys 0..i
+    example = AttentionExample(sentence="a b c d", tokens=list("abcd"), word_ids=[0, 1, 2, 3],
+                               attention=uniform[None, None].tolist())
+    graph = attention_graph(example, level="token")
+    assert graph["edges"] == [] and graph["threshold"] == pytest.approx(2 / n)
+    peaked = uniform.clone()
+    peaked[3] = torch.tensor([0.1, 0.1, 0.6, 0.2])  # 0.6 >= 2/4; row 1's 0.5 is uniform over its 2 keys
+    example.attention = peaked[None, None].tolist()
+    assert {(e["source"], e["target"]) for e in attention_graph(example, level="token")["edges"]} == {(3, 2)}
+    # words: [CLS] w0 w0 w1 [SEP] -> nodes 0..3; node i sees nodes 0..i
+    owner = torch.tensor([0, 1, 1, 2, 3])
+    assert uniform_weights(torch.ones(5, 5).tril(), owner).ravel().tolist() == pytest.approx([1, 1 / 2, 1 / 3, 1 / 4])
+    assert uniform_weights(torch.ones(5, 5), owner).ravel().tolist() == pytest.approx([1 / 4] * 4)
+
+
+def test_layer_norm_weighting_weighs_the_heads_by_what_they_move():
+    """Kobayashi et al.'s layer measure ||sum_h a_ij^h f_h(x_j)||: head 0 attends to token 1 and moves a vector of norm
+    0.01, head 1 to token 2 with norm 5. A mean of the heads' shares gives 0.5 and 0.5; the layer gives 0.002 and
+    0.998."""
+    a = torch.zeros(2, 3, 3)
+    a[0, :, 1], a[1, :, 2] = 1, 1
+    f = torch.zeros(2, 3, 4)  # (heads, T, C)
+    f[0, :, 0], f[1, :, 1] = 0.01, 5.0
+    assert norm_weighted(a, f.norm(dim=-1)).mean(0)[0].tolist() == pytest.approx([0, 0.5, 0.5])
+    assert layer_norm_weighted(a, f)[0].tolist() == pytest.approx([0, 0.01 / 5.01, 5 / 5.01])
+    assert layer_norm_weighted(a, f, normalise=False)[0].tolist() == pytest.approx([0, 0.01, 5.0])
+    # one head: the layer measure is that head's shares
+    torch.testing.assert_close(layer_norm_weighted(a[:1], f[:1]), norm_weighted(a[:1], f[:1].norm(dim=-1))[0])
+    with pytest.raises(ValueError, match="must match"):
+        layer_norm_weighted(a, f[:, :2])
+    # the graph's "mean" of a norm-weighted layer is the layer measure (it keeps 2 -> only, at 2x uniform = 2/3)
+    example = AttentionExample(sentence="a b c", tokens=list("abc"), word_ids=[0, 1, 2], attention=a[None].tolist(),
+                               norm_weighted=norm_weighted(a, f.norm(dim=-1))[None].tolist(),
+                               norm_weighted_layer=layer_norm_weighted(a, f)[None].tolist())
+    mean = [e for e in attention_graph(example, level="token", weighting="norm")["edges"] if e["head"] == "mean"]
+    assert {(e["source"], e["target"]) for e in mean} == {(0, 2), (1, 2), (2, 2)}
+    example.norm_weighted_layer = None  # an example without the layer measure: no "mean" rather than a wrong one
+    assert not [e for e in attention_graph(example, level="token", weighting="norm")["edges"] if e["head"] == "mean"]
+
+
+def test_attention_examples_keep_the_layer_norm_weighting(tokenizer):
+    model = MinAttnModel(tiny_config(vocab_size=len(tokenizer))).eval()
+    (example,), _ = attention_examples(model, tokenizer, ["the king and the queen ruled"])
+    enc = tokenizer("the king and the queen ruled", return_tensors="pt")
+    with torch.no_grad(), capture_attention_inputs(model) as inputs:
+        att = model(**enc, output_attentions=True).attentions
+        f = transformed_values(model, inputs)
+    for layer in range(2):
+        moved = torch.einsum("hij,hjc->ijc", att[layer][0], f[layer][0]).norm(dim=-1)  # (T, T)
+        np.testing.assert_allclose(example.norm_weighted_layer[layer], moved / moved.sum(-1, keepdim=True), atol=2e-4)
+
+
+def test_the_norm_example_figure_draws_the_layer_measure(monkeypatch):
+    """The figure's bottom row is the layer's ||sum_h a_ij^h f_h(x_j)|| that probes.json keeps with the example; a file
+    from before it was kept draws the heads' mean share, and says so."""
+    import matplotlib.pyplot as plt
+
+    from hf_minattn.probes.report import norm_weighting
+
+    layer = [[[0.2, 0.8], [0.1, 0.9]]]  # (L, T, T)
+    example = {"sentence": "a b", "tokens": ["a", "b"], "attention": [[[[0.5, 0.5], [0.5, 0.5]]] * 2],
+               "norm_weighted": [[[[1.0, 0.0], [1.0, 0.0]], [[0.0, 1.0], [0.0, 1.0]]]], "norm_weighted_layer": layer}
+    monkeypatch.setattr(norm_weighting, "save_figure", lambda fig, path, figure_format=None: fig)
+    fig = norm_weighting.attention_norm_example_plot(probe_results(heads={"examples": [example]}), "x.png")
+    bottom = fig.axes[1]  # row 2 of a one-layer figure
+    np.testing.assert_allclose(bottom.images[0].get_array(), layer[0])
+    assert bottom.get_title() == "layer 0 norm-weighted"
+    del example["norm_weighted_layer"]
+    fig = norm_weighting.attention_norm_example_plot(probe_results(heads={"examples": [example]}), "x.png")
+    np.testing.assert_allclose(fig.axes[1].images[0].get_array(), [[0.5, 0.5], [0.5, 0.5]])
+    assert fig.axes[1].get_title() == "layer 0 heads' norm shares"
+    plt.close("all")
 
 
 def _heads_dict(previous_mass, punct_mass, entropy=(1.0, 2.0)):

@@ -183,6 +183,17 @@ def test_a_model_without_context_or_position_scores_chance(tokenizer):
         sense_accuracy(no_context_model(len(tokenizer)), tokenizer, {"bank": {"river": ("the bank",)}})
 
 
+def test_the_static_accuracy_is_scored_like_a_layer_not_set_to_the_majority_share(tokenizer):
+    """Unbalanced senses (3 river, 2 money): the majority share is 0.6, but the word embeddings alone give every
+    occurrence the same vector, so the senses tie and each occurrence scores 1/2, as the layers of a model that adds
+    nothing do; static accuracy used to be reported as the majority share."""
+    homonyms = {"bank": {"river": ("the bank of the river", "she sat on the bank", "a bank of mud"),
+                         "money": ("the bank lent money", "money in the bank")}}
+    result = sense_accuracy(no_context_model(len(tokenizer)), tokenizer, homonyms, n_resamples=50)
+    assert result.chance == pytest.approx(0.6) and result.raw_accuracy == [0.5] * 3
+    assert result.static_accuracy == 0.5
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("architecture", ["minattn", "bert"])
 def test_sense_accuracy_on_the_shipped_set_with_any_encoder(tokenizer, architecture):
@@ -229,7 +240,7 @@ def test_static_layer_equals_layer_zero_without_a_position_signal(tokenizer):
     enc2 = encode_corpus(positioned, tokenizer, sentences, min_count=2)
     moved = geometry(enc2, min_count=2, static=static_word_vectors(positioned, enc2.tokenized), model=positioned)
     assert moved.static["adjusted_self_similarity"] != pytest.approx(moved.adjusted_self_similarity[0], abs=1e-3)
-    assert "same scale" in moved.layer0_note
+    assert "a plain sum with no embedding LayerNorm" in moved.layer0_note
     narrow = geometry(encoded, min_count=2, static=static[:, :3])  # a factorised embedding (ALBERT, ELECTRA)
     assert narrow.static["self_similarity"] == pytest.approx(1.0, abs=1e-5) and narrow.adjusted_self_similarity == \
         result.adjusted_self_similarity  # the layers' scores do not read the static vectors

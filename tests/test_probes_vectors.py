@@ -13,7 +13,7 @@ from hf_minattn.probes.report.benchmark import benchmarks_text
 from hf_minattn.probes.benchmarks import (SEMANTIC_SECTIONS, CommonBenchmarks, Word2VecSettings, read_analogies,
                                           read_word_pairs, run_benchmarks, train_word2vec)
 from hf_minattn.probes.corpus import split_sentences, wikipedia_train_sentences
-from hf_minattn.probes.encode import encode_corpus, pool_corpus, tokenize_words
+from hf_minattn.probes.encode import encode_corpus, pool_corpus, tokenize_corpus, tokenize_words
 from hf_minattn.probes.results import SavedProbeResults, verdict
 from hf_minattn.probes.vectors import WordVectors, all_but_the_top, random_vectors, static_vectors
 
@@ -410,3 +410,72 @@ def test_the_probe_sentences_under_bf16_autocast_are_the_fp32_encoding_to_bf16_p
     np.testing.assert_allclose(bf16.contextual, fp32.contextual, atol=0.05)
     assert fp32.intra_by_sentence.shape == (fp32.num_layers + 1, len(SENTENCES))
     np.testing.assert_allclose(fp32.intra_by_sentence.mean(axis=1), fp32.intra_similarity, rtol=1e-6)
+
+
+# ------------------------------------------------------------------ a word's pieces: those it has in running text
+
+
+def _tokenizer_of(kind, wordpiece):
+    """The tokenizer kinds whose words' pieces must match the corpus's: WordPiece (BERT), byte-level BPE without
+    special tokens around a text (GPT-2) and with them (RoBERTa), and a SentencePiece-style Metaspace BPE (T5, Llama 2,
+    which mark a word's leading space even for the word alone)."""
+    from test_probes import byte_level_bpe
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    if kind == "wordpiece":
+        return wordpiece
+    if kind == "metaspace":
+        backend = Tokenizer(models.BPE(unk_token="<unk>"))
+        backend.pre_tokenizer, backend.decoder = pre_tokenizers.Metaspace(), decoders.Metaspace()
+        backend.train_from_iterator(TEXTS, trainers.BpeTrainer(vocab_size=200, special_tokens=["<unk>", "<pad>"]))
+        return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", pad_token="<pad>")
+    backend = byte_level_bpe(300, ["<s>", "</s>", "<pad>"], byte_alphabet=True)
+    if kind == "byte-level, RoBERTa's specials":
+        backend.post_processor = processors.RobertaProcessing(("</s>", backend.token_to_id("</s>")),
+                                                              ("<s>", backend.token_to_id("<s>")))
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
+
+
+def test_a_wordpiece_words_pieces_are_those_of_the_word_alone(tokenizer):
+    """BERT's WordPiece gives a word the same pieces alone and in a sentence: tokenizing it in running text changes
+    nothing, special tokens and their mask included."""
+    from hf_minattn.probes.vectors import _piece_ids
+
+    words = tokenize_corpus(tokenizer, SENTENCES).vocab + ["kingdoms", "unseen", "?"]
+    for special in (False, True):
+        alone = tokenizer(words, add_special_tokens=special, return_special_tokens_mask=True)
+        assert _piece_ids(tokenizer, words, special) == (alone["input_ids"], alone["special_tokens_mask"])
+
+
+TOKENIZER_KINDS = ["wordpiece", "byte-level", "byte-level, RoBERTa's specials", "metaspace"]
+
+
+@pytest.mark.parametrize("kind", TOKENIZER_KINDS)
+def test_static_and_decontextualized_vectors_use_the_pieces_a_word_has_inside_a_sentence(kind, tokenizer):
+    """Byte-level BPE gives `king` alone but `Ġking` in a sentence: the static and decontextualized vectors used the
+    former, the corpus (layers, geometry's static vectors) the latter. Now every word seen inside a sentence (not first
+    in it) has the same static vector in both, punctuation (".", attached to the word before it) included, and
+    geometry takes a word's pieces from inside a sentence even where it is first seen first in one; fed alone,
+    a word keeps those pieces between the tokenizer's own special tokens, so a model whose layers add nothing gives
+    its static vector at every layer."""
+    from hf_minattn.probes.geometry import static_word_vectors
+    from hf_minattn.probes.vectors import _piece_ids, decontextualized_vectors
+
+    tok = _tokenizer_of(kind, tokenizer)
+    # "king" first seen first in a sentence, where byte-level BPE gives it the pieces of the word alone
+    tokenized = tokenize_corpus(tok, ["king of the hill.", *SENTENCES])
+    inside = sorted({words[j] for words in tokenized.words for j in range(1, len(words))})
+    rows = [tokenized.index[w] for w in inside]
+    model = no_context_model(len(tok))
+    static = static_vectors(model, tok, inside)
+    np.testing.assert_allclose(static, static_word_vectors(model, tokenized)[rows], atol=1e-6)
+    if kind.startswith("byte-level"):  # the case this test is about: the word alone has other pieces
+        assert tok.convert_ids_to_tokens(_piece_ids(tok, ["king"], False)[0][0]) == ["Ġking"] != tok.tokenize("king")
+        assert "." in inside and "," in inside
+    ids, specials = _piece_ids(tok, inside, add_special_tokens=True)
+    template = tok("a", return_special_tokens_mask=True)  # the tokenizer's special tokens around one word
+    expected = [i for i, s in zip(template["input_ids"], template["special_tokens_mask"]) if s]
+    assert all([i for i, s in zip(w, m) if s] == expected for w, m in zip(ids, specials))
+    every_layer = np.broadcast_to(static, (model.config.num_hidden_layers + 1, *static.shape))
+    np.testing.assert_allclose(decontextualized_vectors(model, tok, inside), every_layer, atol=1e-5)

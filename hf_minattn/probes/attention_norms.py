@@ -8,6 +8,10 @@ same for every token and is left out (as in the paper). x is the input of the at
 LayerNorm in a pre-norm model, the layer input in a post-norm one). Shares are the contributions normalised to sum
 to 1 per query, comparable with the attention weights themselves.
 
+A whole layer (the paper's measure of multi-head attention, `layer_norm_weighted`) is scored by the norm of the sum
+over heads, ||sum_h a_ij^h f_h(x_j)||: a head that moves long vectors weighs more than one that moves short ones,
+where a mean of the heads' shares would count them alike.
+
 Also here: `attention_modules`, where each supported architecture (the table of layouts.py) keeps its attention
 input and output projection, also used for per-head ablation (zeroing head h's slice of the input of W_O removes
 exactly that head's output, bias b_O kept).
@@ -73,6 +77,21 @@ def norm_weighted(attention, value_norms, normalise=True):
         raise ValueError(f"attention (..., T, T) and value_norms (..., T) must match, got {tuple(attention.shape)} "
                          f"and {tuple(value_norms.shape)}")
     contributions = attention * value_norms[..., None, :]
-    if not normalise:
-        return contributions
+    return _shares(contributions) if normalise else contributions
+
+
+def layer_norm_weighted(attention, transformed, normalise=True):
+    """attention (..., heads, T, T) and f_h(x_j) (..., heads, T, C) -> a layer's contributions ||sum_h a_ij^h f_h(x_j)||
+    (..., T, T); with `normalise`, as shares per query (rows sum to 1; a row whose contributions are all 0 stays 0)."""
+    attention, transformed = torch.as_tensor(attention).float(), torch.as_tensor(transformed).float()
+    if attention.shape[:-1] != transformed.shape[:-1] or attention.shape[-1] != attention.shape[-2]:
+        raise ValueError(f"attention (..., heads, T, T) and transformed values (..., heads, T, C) must match, got "
+                         f"{tuple(attention.shape)} and {tuple(transformed.shape)}")
+    # (..., T, T, C): what token j sends to query i through all heads, before its norm
+    contributions = torch.einsum("...hij,...hjc->...ijc", attention, transformed).norm(dim=-1)
+    return _shares(contributions) if normalise else contributions
+
+
+def _shares(contributions):
+    """Contributions (..., T, T) as shares of each query's total (a row of zeros stays zeros)."""
     return contributions / contributions.sum(-1, keepdim=True).clamp_min(1e-30)

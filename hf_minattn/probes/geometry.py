@@ -7,18 +7,21 @@
 - MEV(w): share of the variance of w's (n x d, NOT centred) occurrence matrix explained by its first
   singular direction;
 - anisotropy baseline: mean cosine between random words from different sentences; the MEV baseline is
-  the MEV of matrices of random occurrences of the same size (also uncentred). Adjusted = raw - baseline.
+  the MEV of matrices of random occurrences (also uncentred) of each word's own number of occurrences, since MEV
+  falls as rows are added: one baseline per size, subtracted word by word. Adjusted = raw - baseline.
 
 Layer 0 (`hidden_states[0]`) is the embedding output: the word embedding, plus a position embedding where the model
-adds one to the token vectors (BERT's learned positions, MinAttn's "learned" or "sinusoidal"; not rotary positions,
-which act inside attention, nor "none"), and in BERT a LayerNorm. In a pre-norm model without an embedding LayerNorm
-the two terms have the same scale, so position alone makes occurrences of a word at similar positions look alike.
+adds one to the token vectors (BERT's and GPT-2's learned positions, MinAttn's "learned" or "sinusoidal"; not rotary
+positions, which act inside attention, nor "none"), and in BERT a LayerNorm (GPT-2 and Llama have none). Which of
+these a model has is measured on the model (`embedding_output_layout`). Without an embedding LayerNorm the position
+term is added as it is, so position alone makes occurrences of a word at similar positions look alike.
 Given the static vectors (input-embedding rows, pieces mean-pooled: the word embedding WITHOUT the position
 signal), the same scores are reported for them apart (`static`), beside layer 0.
 Static self-similarity is 1 by construction (every occurrence has the same vector); what varies between models is
 its baseline (how anisotropic the embedding matrix is) and so the adjusted value 1 - baseline.
 """
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,6 +29,7 @@ import torch
 from scipy import stats
 
 from ..stats import bootstrap_interval
+from .loading import run_model
 
 # Frequency bands by the word's rank in the corpus: the top band is mostly stop words.
 BANDS = {"top 100": (0, 100), "100-1000": (100, 1000), "1000+": (1000, None)}
@@ -40,7 +44,7 @@ class GeometryResults:
     intra_similarity: list
     mev: list
     anisotropy: list  # baseline cosine per layer
-    mev_baseline: list
+    mev_baseline: list  # per layer: mean over the words of the baseline at each word's number of occurrences
     adjusted_self_similarity: list
     adjusted_intra_similarity: list
     adjusted_mev: list
@@ -127,19 +131,24 @@ def distinct_context_groups(kept_word, kept_sentence, sentence_texts, max_occurr
 
 
 def static_word_vectors(model, tokenized):
-    """(vocab words, hidden): each word's input-embedding rows, mean-pooled over its pieces (first occurrence),
-    i.e. the word embedding without position embeddings, LayerNorm or context."""
+    """(vocab words, hidden): each word's input-embedding rows, mean-pooled over its pieces, i.e. the word embedding
+    without position embeddings, LayerNorm or context. The pieces are those the word has most often inside a sentence
+    (not first in it; ties: first seen), else most often at all: byte-level BPE gives a sentence's first word other
+    pieces (`king`) than the same word after a space (`Ġking`), the form vectors.static_vectors uses too."""
     embedding = model.get_input_embeddings().weight.detach().float().cpu()
-    index, vectors, done = tokenized.index, torch.zeros(len(tokenized.vocab), embedding.shape[1]), set()
+    forms = [Counter() for _ in tokenized.vocab]  # per word: (first in its sentence?, piece ids) -> occurrences
+    index = tokenized.index
     for ids, word_ids, words in zip(tokenized.encodings, tokenized.word_ids, tokenized.words):
         pieces = {}
         for t, w in enumerate(word_ids):
-            if w is not None and words[w] not in done:
+            if w is not None:
                 pieces.setdefault(w, []).append(ids[t])
         for w, piece_ids in pieces.items():
-            if words[w] not in done:
-                vectors[index[words[w]]] = embedding[piece_ids].mean(0)
-                done.add(words[w])
+            forms[index[words[w]]][w == 0, tuple(piece_ids)] += 1
+    vectors = torch.zeros(len(tokenized.vocab), embedding.shape[1])
+    for i, counts in enumerate(forms):
+        inside = Counter({form: n for form, n in counts.items() if not form[0]}) or counts
+        vectors[i] = embedding[list(inside.most_common(1)[0][0][1])].mean(0)
     return vectors.numpy()
 
 
@@ -153,26 +162,73 @@ def static_intra_similarity(static, tokenized):
     return float(np.mean(per_sentence)) if per_sentence else float("nan")
 
 
-# position_embedding_type values under which the embedding output carries no position term: rotary positions
-# ("rope" in MinAttn's config, "rotary" in some other configs) turn queries and keys inside attention instead.
+# position_embedding_type values that name no position term of the embedding output: rotary positions ("rope" in
+# MinAttn's config, "rotary" in some other configs) turn queries and keys inside attention instead. Only used to NAME
+# a position term that embedding_output_layout measured.
 NO_POSITION_TERM = ("none", "rope", "rotary")
+# Relative tolerances of the layer-0 measurements: the same computation twice is exact, and bf16 rounds at about 4e-3,
+# while a position term or a LayerNorm moves the vectors by a sizeable share of their norm.
+SAME, PLAIN = 1e-3, 0.05
+SPECIAL_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "sep_token_id", "cls_token_id", "mask_token_id")
+
+
+def _two_ordinary_ids(model):
+    """Two token ids from the middle of the vocabulary, none of the config's special ids: a padding row is zero, and
+    RoBERTa's positions skip padding."""
+    special = {getattr(model.config, key, None) for key in SPECIAL_IDS}
+    vocab = model.get_input_embeddings().weight.shape[0]
+    return [i for i in range(vocab // 2, vocab) if i not in special][:2]
+
+
+def embedding_output_layout(model):
+    """What hidden_states[0] is made of, measured on two tokens at positions 0 and 1, whatever the architecture:
+    {"position": a token's vector changes with its position (an absolute position term; rotary positions act inside
+    attention and leave none), "plain": the output is c x word embedding + a term of the position alone (+ a
+    constant), i.e. no normalisation (True); not that, e.g. a LayerNorm after the sum as in BERT (False); or
+    unmeasurable because its width differs from the word embeddings' (None), "scale": c where plain}."""
+    a, b = _two_ordinary_ids(model)
+    batch = {"input_ids": torch.tensor([[a, a], [b, b]]), "attention_mask": torch.ones(2, 2, dtype=torch.long)}
+    was_training = model.training
+    model.eval()  # dropout would make position 0 and 1 differ by chance
+    with torch.inference_mode():
+        h = run_model(model, batch, output_hidden_states=True).hidden_states[0].double()  # (2 tokens, 2 positions, H)
+        e = model.get_input_embeddings().weight[[a, b]].detach().double().cpu()  # (2 tokens, E)
+    model.train(was_training)
+    step = (h[:, 1] - h[:, 0]).norm(dim=-1)  # (2 tokens,): how far each token moves from position 0 to 1
+    position = bool(step.max() > SAME * h.norm(dim=-1).max())
+    if h.shape[-1] != e.shape[-1]:
+        return {"position": position, "plain": None, "scale": None}
+    # In a plain sum the position term cancels from one token minus the other, at each position: c (e_a - e_b).
+    diffs, de = h[0] - h[1], e[0] - e[1]  # (2 positions, H), (H,)
+    scale = diffs @ de / (de @ de)  # (2 positions,)
+    residual = (diffs - scale[:, None] * de).norm(dim=-1).max() / diffs.norm(dim=-1).max()
+    plain = bool(residual <= PLAIN and (scale[0] - scale[1]).abs() <= PLAIN * scale.abs().max())
+    return {"position": position, "plain": plain, "scale": float(scale.mean()) if plain else None}
 
 
 def layer0_note(model):
-    """What layer 0 and `static` are for `model` (None: said in general terms): GeometryResults.layer0_note."""
+    """What layer 0 and `static` are for `model` (None: said in general terms): GeometryResults.layer0_note. The
+    position term and the normalisation are measured (`embedding_output_layout`), not read from config fields that
+    other architectures lack; what cannot be measured is not said."""
     if model is None:
         return "layer 0 = hidden_states[0], the embedding output (the word embedding, plus any position embedding)."
-    config = model.config
-    positions = getattr(config, "position_embedding_type", "absolute")
-    embedding_norm = getattr(config, "norm_placement", "post") == "post"  # MinAttn: only post-norm normalises embeddings
+    layout = embedding_output_layout(model)
     static = "static = the word embeddings alone (input-embedding rows, pieces mean-pooled)"
-    if positions in NO_POSITION_TERM:
-        return (f"layer 0 = hidden_states[0], the embedding output: the word embedding alone"
-                f"{', then LayerNorm' if embedding_norm else ''}. With position_embedding_type={positions!r} the "
-                f"embedding output has no position term (positions act inside attention, if at all); {static}.")
-    return (f"layer 0 = hidden_states[0], the embedding output: word embedding + {positions} position embedding"
-            f"{' then LayerNorm' if embedding_norm else ' at the same scale (no embedding LayerNorm)'}; "
-            f"{static}, without the position signal.")
+    scale = layout["scale"]
+    times = f" times {scale:.3g}" if scale is not None and abs(scale - 1) > PLAIN else ""
+    if layout["position"]:
+        kind = getattr(model.config, "position_embedding_type", None)
+        named = f"{kind} " if isinstance(kind, str) and kind not in NO_POSITION_TERM else ""
+        how = {True: f"{times}, a plain sum with no embedding LayerNorm",
+               False: ", then normalised (not their plain sum: an embedding LayerNorm, as in BERT)",
+               None: ", in another width than the word embeddings' (projected)"}[layout["plain"]]
+        return (f"layer 0 = hidden_states[0], the embedding output: word embedding + {named}position embedding"
+                f"{how}; measured, a token's vector changes with its position. {static}, without the position signal.")
+    alone = {True: f"the word embedding alone{times}",
+             False: "the word embedding alone, then normalised (e.g. an embedding LayerNorm)",
+             None: "a function of the word embedding alone, in another width (projected)"}[layout["plain"]]
+    return (f"layer 0 = hidden_states[0], the embedding output: {alone}, with no position term; measured, a token's "
+            f"vector is the same at every position (positions, if any, act inside attention). {static}.")
 
 
 def scored_groups(encoded, min_count=5, max_occurrences=16, min_contexts=5):
@@ -203,11 +259,18 @@ def padded_groups(groups, eligible):
 
 def _layer_scorer(encoded, groups, eligible, n_pairs, mev_groups, seed):
     """score(vectors of the kept occurrences) -> (mean self-similarity, mean MEV, anisotropy baseline, MEV baseline,
-    per-word adjusted self-similarity)."""
+    per-word adjusted self-similarity).
+
+    MEV falls with the number of rows n (isotropic random vectors: about 0.24 at n = 5, 0.09 at n = 16), and words
+    keep from min_contexts to max_occurrences occurrences, so each word's MEV is adjusted by the baseline of random
+    groups of ITS size (one baseline per size present); the MEV baseline reported is the mean of the words' own
+    baselines, so that adjusted MEV = mean MEV - MEV baseline = the mean of the per-word differences. Subsampling
+    every word to min_contexts occurrences would match sizes too, but throw away occurrences."""
     n_occ, padded, present = padded_groups(groups, eligible)
     # Baselines from the uniform random sample of occurrences only, as in Ethayarajh (2019).
     sample = np.flatnonzero(encoded.kept_sample)
-    random_groups = baseline_groups(encoded.kept_sample, mev_groups, int(round(n_occ.mean())), seed)
+    sizes, size_of_word = np.unique(n_occ, return_inverse=True)  # (sizes,), (words,) index into sizes
+    random_groups = [baseline_groups(encoded.kept_sample, mev_groups, int(n), seed) for n in sizes]
 
     def score(layer_vectors):
         unit = _unit(layer_vectors)[padded] * present[..., None]
@@ -215,7 +278,8 @@ def _layer_scorer(encoded, groups, eligible, n_pairs, mev_groups, seed):
         sims = (np.sum(total * total, axis=1) - n_occ) / (n_occ * (n_occ - 1))  # see self_similarity()
         mevs = max_explainable_variance(layer_vectors[padded] * present[..., None])
         base = anisotropy(layer_vectors[sample], encoded.kept_sentence[sample], n_pairs, seed)
-        mev_base = float(np.mean(max_explainable_variance(layer_vectors[random_groups])))
+        by_size = np.array([np.mean(max_explainable_variance(layer_vectors[g])) for g in random_groups])  # (sizes,)
+        mev_base = float(by_size[size_of_word].mean())  # each word's baseline at its own size, averaged
         return float(sims.mean()), float(mevs.mean()), base, mev_base, sims - base
 
     return score

@@ -1,24 +1,24 @@
 """What do the attention heads look at? Clark et al. (2019), per layer and head.
 
-Statistics are averaged over every real (non-padding) query token: attention entropy (nats; uniform
-attention over n tokens gives log n), attention to the token itself / the previous / the next token,
-and the attention mass on [CLS], [SEP] and punctuation. Head similarity: Jensen-Shannon divergence
-between two heads' attention distributions for the same query, averaged over queries, embedded in
-2-D by classical multidimensional scaling of the JS distance (sqrt of the divergence).
+Statistics are averaged over every real (non-padding) query token: attention entropy (nats; uniform attention over
+n keys gives log n), attention to the token itself / the previous / the next token, and the attention mass on [CLS],
+[SEP] and punctuation. Head similarity: Jensen-Shannon divergence between two heads' attention distributions for the
+same query, averaged over queries, embedded in 2-D by classical multidimensional scaling of the JS distance.
 
 Roles, as Clark et al. report them: a head's role is the target it gives the most attention mass (mean over
 queries of the attention on the previous token, the next token, itself, [CLS], [SEP] or punctuation), provided that
 mass is >= ROLE_MIN_MASS (0.3); otherwise "none". Beside each mass, `relative_to_uniform`: observed mean / what a
-head attending uniformly over the same query's n real tokens would get (1/n for self, previous and next; for [CLS],
-[SEP] and punctuation the share of the query's keys of that kind; log n for entropy). The ratio says how far above
-chance a head is, but ratios have different ceilings (a single-token target can reach n x uniform, punctuation only
-1 / its share of the keys), so it does not choose the role: a head giving 7% of its attention to [CLS] can be 2x
-uniform and still attend mostly elsewhere. Conversely, in sentences of 3 tokens or fewer uniform attention itself
-gives 1/n >= 0.3 to a single token: a ratio near 1 beside the mass shows that.
+head attending uniformly over the n keys the same query sees would get (1/n for self, previous and next; for [CLS],
+[SEP] and punctuation the share of those keys of that kind; log n for entropy). A query sees the sentence's n real
+tokens, or in a causal model (a decoder's, found from the attention: `uniform_attention`) the i + 1 up to itself, so
+its next token gets 0 from uniform attention and no ratio. The ratio says how far above chance a head is, but ratios
+have different ceilings (a single-token target can reach n x uniform, punctuation only 1 / its share of the keys), so
+it does not choose the role: a head giving 7% of its attention to [CLS] can be 2x uniform and still attend mostly
+elsewhere. Conversely, in sentences of 3 tokens or fewer uniform attention itself gives 1/n >= 0.3 to a single
+token: a ratio near 1 beside the mass shows that.
 
-Also: norm-weighted statistics (attention_norms.py), the mean divergence between the heads of each layer, and
-one sentence's attention as a graph. Elsewhere: per-head ablation (head_ablation.py) and the divergence between
-matched heads of two models (head_divergence.py).
+Also: norm-weighted statistics (attention_norms.py), the mean divergence between the heads of each layer, and one
+sentence's attention as a graph. Elsewhere: head_ablation.py, and head_divergence.py between two models' heads.
 """
 
 import unicodedata
@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .attention_norms import attention_modules, capture_attention_inputs, norm_weighted, transformed_value_norms
+from .attention_norms import (attention_modules, capture_attention_inputs, layer_norm_weighted, norm_weighted,
+                              transformed_value_norms, transformed_values)
 from .loading import eager_attention, max_length_for, run_model
 from .progress import progress
 from .results import shown_tokens
@@ -49,6 +50,9 @@ class AttentionExample:
     # architecture is not supported. value_norms: ||f_h(x_j)|| (layers, heads, T).
     norm_weighted: list | None = None
     value_norms: list | None = None
+    # Kobayashi et al.'s measure of a whole layer, per query ||sum_h a_ij^h f_h(x_j)|| as shares (layers, T, T): heads
+    # that move long vectors weigh more, where a mean of the heads' shares would weigh them alike. None as above.
+    norm_weighted_layer: list | None = None
     # What figures and graphs show: each token as its tokenizer decodes it alone ("Ġbank" -> "bank"; see
     # token_labels), and each word id's text in the sentence. None in examples made without a tokenizer.
     labels: list | None = None
@@ -80,7 +84,7 @@ class HeadResults:
     num_heads: int
     sentences: int  # sentences the statistics average over (head similarity: the first js_sentences)
     tokens: int  # query tokens the statistics average over
-    uniform_entropy: float  # mean log(n) over the same queries: entropy of uniform attention
+    uniform_entropy: float  # mean log(n) over the same queries, n the keys each sees: entropy of uniform attention
     stats: dict = field(default_factory=dict)  # statistic -> (layers, heads) nested list
     js_divergence: list = field(default_factory=list)  # (layers*heads)^2, head k = layer * num_heads + head
     mds: list = field(default_factory=list)  # (layers*heads, 2) coordinates
@@ -129,6 +133,29 @@ def attention_entropy(p):
     return -(p * torch.log(p.clamp_min(1e-30))).sum(-1)
 
 
+def _statistics(a, q, kinds):  # a (B, heads, T, T), q (B, T) real tokens -> name: (values (B, heads, Tq'), mask)
+    stats = {"entropy": (attention_entropy(a), q), "self": (a.diagonal(dim1=-2, dim2=-1), q),
+             "previous": (a.diagonal(offset=-1, dim1=-2, dim2=-1), q[:, 1:]),
+             "next": (a.diagonal(offset=1, dim1=-2, dim2=-1), q[:, 1:] & q[:, :-1])}
+    for kind, mask in kinds.items():
+        stats[kind] = ((a * mask[:, None, None, :]).sum(-1), q)
+    return stats
+
+
+def uniform_attention(attentions, attention_mask):
+    """(B, T, T): attention spread evenly over the keys each query can see, the baseline of `relative_to_uniform`.
+    A query sees every real token, or in a causal model (a decoder's) the real tokens up to itself: the model counts
+    as causal when every key after its query gets exactly 0 in every layer and head (a softmax over keys it sees is
+    never exactly 0)."""
+    q = attention_mask.bool()
+    T = q.shape[-1]
+    visible = q[:, :, None] & q[:, None, :]  # (B, Tq, Tk): both real
+    later = visible & torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)  # keys after their query
+    if later.any() and not any(a.masked_select(later[:, None]).any() for a in attentions):
+        visible = visible & ~later
+    return visible / visible.sum(-1, keepdim=True).clamp_min(1)
+
+
 class HeadStatistics:
     """Accumulates per-head sums over batches; `means()` gives the averages."""
 
@@ -145,26 +172,15 @@ class HeadStatistics:
     def add(self, attentions, attention_mask, kinds):
         """attentions: per layer (B, heads, T, T); attention_mask (B, T); kinds: name -> (B, T) bool."""
         q = attention_mask.bool()
-        n = q.sum(-1, keepdim=True).expand_as(q).float()
+        uniform = uniform_attention(attentions, attention_mask)  # (B, T, T)
+        n = (uniform > 0).sum(-1).clamp_min(1).float()  # (B, T): the keys each query sees
         self.log_n_sum += float(torch.log(n)[q].sum())
-        expected = {"entropy": (torch.log(n), q), "self": (1 / n, q), "previous": (1 / n[:, 1:], q[:, 1:]),
-                    "next": (1 / n[:, :-1], q[:, 1:] & q[:, :-1])}
-        for kind, mask in kinds.items():  # share of the query's keys that are of this kind
-            expected[kind] = (((mask & q).sum(-1, keepdim=True) / n.clamp_min(1)).expand_as(q), q)
-        for name, (values, mask) in expected.items():
-            self.expected_sums[name] = self.expected_sums.get(name, 0.0) + float((values * mask).sum())
+        for name, (values, mask) in _statistics(uniform[:, None], q, kinds).items():  # one "head": uniform attention
+            self.expected_sums[name] = self.expected_sums.get(name, 0.0) + float((values[:, 0] * mask).sum())
             self.expected_counts[name] = self.expected_counts.get(name, 0) + int(mask.sum())
         self.queries += int(q.sum())
         self.sentences += q.shape[0]
-        per_layer = []
-        for a in attentions:
-            a = a.float()
-            stats = {"entropy": (attention_entropy(a), q), "self": (a.diagonal(dim1=-2, dim2=-1), q),
-                     "previous": (a.diagonal(offset=-1, dim1=-2, dim2=-1), q[:, 1:]),
-                     "next": (a.diagonal(offset=1, dim1=-2, dim2=-1), q[:, 1:] & q[:, :-1])}
-            for kind, mask in kinds.items():
-                stats[kind] = ((a * mask[:, None, None, :]).sum(-1), q)
-            per_layer.append(stats)
+        per_layer = [_statistics(a.float(), q, kinds) for a in attentions]
         for name in per_layer[0]:
             for layer, stats in enumerate(per_layer):
                 self._add((name, layer), *stats[name])
@@ -298,8 +314,10 @@ def attention_example(model, tokenizer, sentence, max_length, inputs=None):
                                attention=att.round(decimals=4).tolist(), labels=token_labels(tokenizer, tokens),
                                words=sentence_words(enc, sentence))
     if inputs is not None:
-        norms = torch.stack(transformed_value_norms(model, inputs))[:, 0]  # (L, H, T)
+        values = torch.stack([f[0].cpu() for f in transformed_values(model, inputs)])  # (L, H, T, C): f_h(x_j)
+        norms = values.norm(dim=-1)  # (L, H, T)
         example.norm_weighted = norm_weighted(att, norms).round(decimals=4).tolist()
+        example.norm_weighted_layer = layer_norm_weighted(att, values).round(decimals=4).tolist()  # (L, T, T)
         example.value_norms = norms.round(decimals=4).tolist()
     return example
 
@@ -372,13 +390,36 @@ def word_level_attention(attention, word_ids):
 GRAPH_RELATIVE_THRESHOLD = 2.0  # an edge needs >= 2x the uniform weight 1/n
 
 
+def _node_labels(example, owner, tokens):
+    """Each word-level node's label: the word as the sentence writes it, or for a special token (or an example
+    without its words) its pieces joined."""
+    labels = {}
+    for t, (o, w) in enumerate(zip(owner.tolist(), example.word_ids)):
+        known = w is not None and example.words
+        labels[o] = example.words[w] if known else labels.get(o, "") + tokens[t].removeprefix("##")
+    return [labels[i] for i in range(len(labels))]
+
+
+def uniform_weights(weights, owner):
+    """(nodes, 1): per query node, the weight uniform attention gives each node it sees: 1/n of the n nodes, or in a
+    causal model (every token-level weight above the diagonal 0) 1/n_i, n_i the nodes with a token at or before the
+    query node's last one. weights (..., T, T) at token level; owner (T,): each token's node, numbered in order."""
+    n = int(owner.max()) + 1
+    if weights.shape[-1] < 2 or weights.triu(1).any():
+        return torch.full((n, 1), 1 / n)
+    last = torch.zeros(n, dtype=torch.long).scatter_reduce(0, owner, torch.arange(len(owner)), "amax")
+    return 1 / (owner.cummax(0).values[last] + 1).float()[:, None]  # nodes up to each node's last token
+
+
 def attention_graph(example, threshold=None, level="word", relative_threshold=GRAPH_RELATIVE_THRESHOLD,
                     weighting="attention"):
     """One sentence's attention as a weighted directed graph (JSON-ready): an edge source -> target
-    means the source (query) attends to the target (key); per layer and head plus each layer's head mean.
-    An edge is kept if its weight is >= relative_threshold / n, n = number of nodes (tokens, or words and special
-    tokens at word level): relative_threshold times what uniform attention gives; an absolute `threshold`
-    overrides it. `weighting`: "attention" (raw weights) or "norm" (Kobayashi et al.'s norm-weighted shares)."""
+    means the source (query) attends to the target (key); per layer and head plus each layer's "mean".
+    An edge is kept if its weight is >= relative_threshold times what uniform attention gives its query
+    (`uniform_weights`: 1/n, n = number of nodes, tokens or words and special tokens at word level; in a causal model
+    1/n_i, and "threshold" holds the smallest cut, the last query's); an absolute `threshold` overrides it.
+    `weighting`: "attention" (raw weights; "mean" the head mean) or "norm" (Kobayashi et al.'s norm-weighted shares;
+    "mean" the layer's ||sum_h a_ij^h f_h(x_j)|| as shares, example.norm_weighted_layer, none without it)."""
     if weighting not in ("attention", "norm"):
         raise ValueError(f"weighting must be 'attention' or 'norm', got {weighting!r}")
     if level not in ("word", "token"):
@@ -388,26 +429,22 @@ def attention_graph(example, threshold=None, level="word", relative_threshold=GR
     weights = example.attention if weighting == "attention" else example.norm_weighted
     if weights is None:
         raise ValueError("this example has no norm-weighted attention (architecture not supported); use weighting='attention'")
-    attention = torch.as_tensor(weights)  # (L, H, T, T)
-    tokens = shown_tokens(example)
+    attention, whole = torch.as_tensor(weights), example.norm_weighted_layer  # (L, H, T, T), (L, T, T) or None
+    means = attention.mean(1) if weighting == "attention" else None if whole is None else torch.as_tensor(whole)
+    tokens, owner = shown_tokens(example), torch.arange(attention.shape[-1])
     if level == "word":
-        attention, owner = word_level_attention(attention, example.word_ids)
-        labels = {}
-        for t, (o, w) in enumerate(zip(owner.tolist(), example.word_ids)):
-            if w is not None and example.words:  # the word as the sentence writes it
-                labels[o] = example.words[w]
-            else:  # a special token, or an example without its words: its pieces joined
-                labels[o] = labels.get(o, "") + tokens[t].removeprefix("##")
-        tokens = [labels[i] for i in range(len(labels))]
-    n = len(tokens)
-    cut = threshold if threshold is not None else relative_threshold / n
-    nodes = [{"id": i, "label": tok} for i, tok in enumerate(tokens)]
+        pooled, owner = word_level_attention(attention, example.word_ids)
+        means = None if means is None else word_level_attention(means, example.word_ids)[0]  # (L, W, W)
+        attention, tokens = pooled, _node_labels(example, owner, tokens)
+    uniform = uniform_weights(torch.as_tensor(example.attention), owner)  # (nodes, 1): causal as the raw weights say
+    cut = torch.tensor(float(threshold)) if threshold is not None else relative_threshold * uniform
     edges = []
     for layer, per_head in enumerate(attention):
-        for head, matrix in [*enumerate(per_head), ("mean", per_head.mean(0))]:
+        for head, matrix in [*enumerate(per_head), *([("mean", means[layer])] if means is not None else [])]:
             for source, target in (matrix >= cut).nonzero().tolist():
                 edges.append({"source": source, "target": target, "layer": layer, "head": head,
                               "weight": round(float(matrix[source, target]), 4)})
     return {"directed": True, "sentence": example.sentence, "level": level, "weighting": weighting,
-            "threshold": cut, "relative_threshold": None if threshold is not None else relative_threshold,
-            "uniform_weight": 1 / n, "nodes": nodes, "edges": edges}
+            "threshold": float(cut.min()), "relative_threshold": None if threshold is not None else relative_threshold,
+            "uniform_weight": 1 / len(tokens), "nodes": [{"id": i, "label": tok} for i, tok in enumerate(tokens)],
+            "edges": edges}

@@ -99,7 +99,9 @@ class SenseAccuracy:
     accuracy_by_word: dict  # word -> per layer (centred)
     raw_accuracy_by_word: dict  # word -> per layer (raw)
     chance: float  # mean over homonyms of the majority sense's share (0.5 when the senses are balanced)
-    static_accuracy: float  # the word embeddings alone: every occurrence has the same vector, so chance
+    # the word embeddings alone, scored like a layer: every occurrence of a word has the same vector, so its senses tie
+    # and each occurrence scores 1/senses (0.5 with two), not the majority share `chance` where senses are unbalanced
+    static_accuracy: float
     position_accuracy: float  # the same classifier on the word's position (word index) in its sentence alone
     length_accuracy: float  # the same classifier on (word index, sentence length in words)
     mean_position_by_sense: dict  # word -> sense -> mean word index of its occurrences
@@ -264,7 +266,7 @@ def sense_accuracy(model, tokenizer, homonyms=None, batch_size=64, n_resamples=1
         raw_accuracy=[a for a, _, _ in raw], raw_interval=[i.to_dict() for _, i, _ in raw],
         accuracy_by_word={w: [by[w] for _, _, by in centred] for w in scored},
         raw_accuracy_by_word={w: [by[w] for _, _, by in raw] for w in scored},
-        chance=chance, static_accuracy=chance,
+        chance=chance, static_accuracy=sense_scores(np.ones((len(items), 1)), words, labels, n_resamples, seed)[0],
         position_accuracy=float(np.mean(list(controls["position"].values()))),
         length_accuracy=float(np.mean(list(controls["position and length"].values()))),
         mean_position_by_sense=positions, control_accuracy_by_word=controls, abtt_components=components,

@@ -42,7 +42,10 @@ class ProbeSettings:
     weights: bool = True  # singular value spectra of the attention weights, against initialisation
     head_sentences: int = 200
     ablation_sentences: int = 64
-    min_count: int = 5  # a word needs this many distinct sentences to get vectors (and to be scored by geometry)
+    # a word needs this many distinct sentences of the vector corpus to get vectors. Geometry reads it as an occurrence
+    # count in the probe corpus (seen >= min_count times), and scores a word only where it is also in >= 5 distinct
+    # sentences (geometry's own min_contexts, which run.py leaves at its default)
+    min_count: int = 5
     # the vector corpus's pooling (pooling.py): the words some probe reads, each from at most contexts_per_word
     # sentences drawn with `seed`; full_pooling: every word from every sentence (contexts_per_word unused)
     contexts_per_word: int = DEFAULT_CONTEXTS_PER_WORD

@@ -4,6 +4,7 @@
 - contextual layer l: the word's layer-l vector, pieces mean-pooled, then averaged over its corpus
   occurrences (Bommasani et al. 2020, mean/mean pooling), l = 0..L (layer 0 includes positions);
 - decontextualized layer l: the word fed alone as [CLS] word [SEP].
+A word's pieces are those it has in running text (`_piece_ids`: byte-level BPE's `Ġking`, not `king`).
 All sets share the corpus vocabulary (most frequent first), so benchmarks score the same pairs.
 """
 
@@ -66,9 +67,35 @@ class WordVectors:
         return paths
 
 
+# The word a word follows when it is tokenized as in running text (`_piece_ids`).
+PRECEDING_WORD = "a"
+
+
+def _follows_a_space(word):
+    """Whether `word` is tokenized after a space: in running text a word that starts with a letter or digit follows
+    one, while punctuation mostly follows the word before it directly ("land.", "king's")."""
+    return word[:1].isalnum()
+
+
 def _piece_ids(tokenizer, words, add_special_tokens):
-    batch = tokenizer(list(words), add_special_tokens=add_special_tokens, return_special_tokens_mask=True)
-    return batch["input_ids"], batch["special_tokens_mask"]
+    """(input ids, special-token masks) of each word as its pieces occur in a sentence. Byte-level BPE (GPT-2,
+    RoBERTa, ModernBERT, OPT, Pythia) gives `Ġking` after a space but `king` for the word alone, and the corpus (the
+    layers' vectors, geometry's static vectors) has the former. So a word that starts with a letter or digit is
+    tokenized after PRECEDING_WORD and a space, and keeps the pieces whose word index (word_ids, as tokenize_corpus maps
+    pieces to words) is not the preceding word's, special tokens in place; WordPiece and SentencePiece give the same
+    pieces as for the word alone. Punctuation, a word the tokenizer joins with the preceding word into one pre-token,
+    or a tokenizer that drops the preceding word: the word alone."""
+    words = list(words)
+    batch = tokenizer([f"{PRECEDING_WORD} {w}" for w in words], add_special_tokens=add_special_tokens)
+    single = tokenizer(words, add_special_tokens=add_special_tokens, return_special_tokens_mask=True)
+    ids, specials = single["input_ids"], single["special_tokens_mask"]  # replaced below where the word follows a space
+    for i, input_ids in enumerate(batch["input_ids"]):
+        word_ids = batch.word_ids(i)
+        before = batch.char_to_word(i, 0)  # the preceding word's index (None: the tokenizer dropped it)
+        keep = [t for t, w in enumerate(word_ids) if w != before]  # its pieces out, special tokens (None) kept
+        if _follows_a_space(words[i]) and before is not None and any(word_ids[t] is not None for t in keep):
+            ids[i], specials[i] = [input_ids[t] for t in keep], [int(word_ids[t] is None) for t in keep]
+    return ids, specials
 
 
 def static_vectors(model, tokenizer, words):

@@ -9,7 +9,7 @@ from conftest import probe_results
 
 from hf_minattn.probes.report.bands import bands_headline, bands_text
 from hf_minattn.probes.report.geometry import geometry_text
-from hf_minattn.probes.report.sense import sense_text
+from hf_minattn.probes.report.sense import sense_tables, sense_text
 from hf_minattn.probes.report.weights import weights_text
 
 GEOMETRY = {"layers": [0, 1, 2], "words_scored": 12, "occurrences_per_word": 6.0,
@@ -40,6 +40,10 @@ def test_geometry_sentence_follows_the_explained_variance():
            "captures only part of a word's contextual vectors" in geometry()
     text = geometry(mev=[0.9, 0.85, 0.8], adjusted_mev=[0.7, 0.65, 0.6])
     assert "explains 80% of their variance (MEV; 0.60 above" in text and "could stand in for most of a word's" in text
+    # below the baseline (a negative adjusted MEV) or level with it at the precision shown: said so, not "-0.02 above"
+    below = geometry(mev=[0.4, 0.35, 0.3], adjusted_mev=[0.1, 0.05, -0.02])
+    assert "(MEV; 0.02 below the random-words baseline)" in below and "above" not in below.split("MEV;")[1]
+    assert "(MEV; level with the random-words baseline)" in geometry(adjusted_mev=[0.1, 0.05, 0.004])
 
 
 def test_bands_sentence_follows_which_band_is_most_context_specific():
@@ -59,7 +63,12 @@ def test_bands_sentence_follows_which_band_is_most_context_specific():
     g["band_contrast"].update(low=0.01)
     assert "(not the stop words, unlike the published result; top 100 - 1000+" in bands_text(probe_results(geometry=g))
     g["band_contrast"].update(estimate=-0.05, low=-0.11, high=-0.01)
-    assert "(frequent (stop) words vary most with context, as published; top" in bands_text(probe_results(geometry=g))
+    # the interval says top 100 < 1000+, but the rest band's mean is lower still: not "most", not "as published"
+    assert "the rest band has the lowest mean (frequent (stop) words vary more with context than the rarest words " \
+           "(rank >= 1000), though not most: the rest band is lower still; top" in bands_text(probe_results(geometry=g))
+    g["adjusted_self_similarity_by_band"]["rest"] = [0.5, 0.4]
+    assert "(frequent (stop) words vary more with context than the rarest words (rank >= 1000), as published; top" \
+        in bands_text(probe_results(geometry=g))
     g["adjusted_self_similarity_by_band"] = {"top 100": [0.5, 0.1], "rest": [0.5, None]}
     assert bands_text(probe_results(geometry=g)) == "Too few bands have words to compare frequencies."
 
@@ -101,18 +110,61 @@ def test_bands_sentences_say_what_the_contrast_over_words_of_one_piece_adds():
     assert "piece" not in bands_text(probe_results(geometry=g))
 
 
+def test_bands_say_as_published_only_where_the_most_frequent_words_are_the_lowest_band():
+    """The verdict is the interval of top 100 - 1000+; "change most" and "as published" need the top 100 band below
+    the 100-1000 band too."""
+    g = {**GEOMETRY, "adjusted_self_similarity_by_band": {"top 100": [0.5, 0.30], "100-1000": [0.5, 0.10],
+                                                          "1000+": [0.5, 0.40]},
+         "band_contrast": {"bands": ["top 100", "1000+"], "estimate": -0.10, "low": -0.15, "high": -0.05,
+                           "words": [80, 300]}, "most_context_specific": [("of", 0.05)]}
+    headline, text = bands_headline(probe_results(geometry=g)), bands_text(probe_results(geometry=g))
+    assert headline.startswith("Yes: the most frequent words (mostly function words like 'the') change more with "
+                               "their sentence than the rarest words (rank >= 1000) at the last layer")
+    assert headline.endswith("; words of frequency rank 100-1000 change more still (0.10), so the most frequent words "
+                             "do not change most.")
+    assert "the 100-1000 band has the lowest mean (frequent (stop) words vary more with context than the rarest words " \
+           "(rank >= 1000), though not most: the 100-1000 band is lower still;" in text
+    assert "as published" not in headline + text and "vary most" not in text
+    g["adjusted_self_similarity_by_band"]["100-1000"] = [0.5, 0.35]
+    headline, text = bands_headline(probe_results(geometry=g)), bands_text(probe_results(geometry=g))
+    assert headline.endswith("95% bootstrap over the words), as published.")
+    assert "the top 100 band has the lowest mean (frequent (stop) words vary more with context than the rarest words " \
+           "(rank >= 1000), as published;" in text
+
+
 def test_sense_sentence_follows_the_mean_cosine_between_occurrences():
-    def sense(first, last):
+    def sense(first, last, anisotropy=None):
         # 3 occurrences: off-diagonal cosines `first` at layer 0 and `last` at the last layer
         matrix = lambda c: [[1, c, c], [c, 1, c], [c, c, 1]]  # noqa: E731
+        geometry = {} if anisotropy is None else {"geometry": {**GEOMETRY, "anisotropy": anisotropy}}
         return sense_text(probe_results(sense={"word": "bank", "sentences": ["a", "b", "c"], "layers": [0, 1, 2],
-                                       "similarity": [matrix(first), matrix(0.5), matrix(last)]}))
+                                               "similarity": [matrix(first), matrix(0.5), matrix(last)]}, **geometry))
 
     apart = sense(0.9, 0.4)
-    assert "is 0.90 at layer 0 and 0.40 at layer 2, so context moves the vector apart with its sentence" in apart
+    assert "its occurrences are less alike at the last layer than at layer 0 (mean cosine 0.90 at layer 0, 0.40 at " \
+           "layer 2; not adjusted for anisotropy" in apart
+    assert "no interval: this illustrates; the geometry section" in apart and "Yes" not in apart
     together = sense(0.4, 0.9)
-    assert "is 0.40 at layer 0 and 0.90 at layer 2, so context barely separates the occurrences" in together
+    assert "its occurrences are more alike at the last layer than at layer 0 (mean cosine 0.40" in together
     assert "the block structure shows" in together  # no sense labels: no within/across numbers
+    # the raw fall is the anisotropy's: 0.9 - 0.8 and 0.4 - 0.3 leave the same 0.10 above each layer's baseline
+    level = sense(0.9, 0.4, anisotropy=[0.8, 0.5, 0.3])
+    assert "are about as alike at the last layer as at layer 0 beyond each layer's anisotropy baseline (mean cosine " \
+           "minus the anisotropy baseline 0.10 at layer 0, 0.10 at layer 2; raw 0.90 and 0.40, baselines 0.80 and " \
+           "0.30)" in level
+    assert "less alike at the last layer than at layer 0 beyond each layer's anisotropy baseline (mean cosine minus " \
+           "the anisotropy baseline 0.10 at layer 0, -0.10" in sense(0.9, 0.4, anisotropy=[0.8, 0.5, 0.5])
+
+
+def test_sense_table_shows_the_baseline_where_the_results_have_one():
+    m = [[1, 0.6], [0.6, 1]]
+    sense = {"word": "bank", "sentences": ["a", "b"], "layers": [0, 1, 2], "similarity": [m, m, m],
+             "nearest": [[[], []]] * 3}
+    plain = sense_tables(probe_results(sense=sense))[0]
+    assert plain["header"] == ["layer", "mean cosine between the occurrences"] and plain["rows"][2] == [2, "0.60"]
+    table = sense_tables(probe_results(sense=sense, geometry={**GEOMETRY, "anisotropy": [0.1, 0.2, 0.45]}))[0]
+    assert table["header"][2:] == ["anisotropy baseline", "minus baseline"] and table["rows"][2] == [2, "0.60", "0.45",
+                                                                                                    "0.15"]
 
 
 def test_sense_sentence_compares_same_and_cross_sense_pairs_where_the_senses_are_known():

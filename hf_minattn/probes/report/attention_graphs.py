@@ -2,17 +2,22 @@
 graphs: raw attention, norm-weighted, rollout and flow (Abnar & Zuidema 2020)."""
 
 import matplotlib.pyplot as plt
+import numpy as np
 
+from ..attention_flow import attention_rollout, self_share
+from ..mixing import uniform_rollout_self_share
 from ..plots import graph_panel, save_figure
 from ..results import GRAPHS
 from .page import Section
+from .words import lower
 
 
 GRAPH_MEANINGS = {  # what an edge a -> b of each graph says (attention_graphs section)
     "raw": "raw: one layer's attention weights, mean over heads: how that layer mixes the layer below, not the input "
            "words",
-    "norm_weighted": "norm-weighted: each weight scaled by ||W_O W_V x_j||, the size of what word b actually moves "
-                     "(Kobayashi et al. 2020)",
+    "norm_weighted": "norm-weighted: per head each weight scaled by ||W_O W_V x_j||, and for the layer (what the "
+                     "figure draws) ||sum_h a_ab^h W_O^h W_V^h x_b||, the size of what word b actually moves through "
+                     "all heads, as shares of a's total (Kobayashi et al. 2020)",
     "rollout": "rollout: every layer's head-mean attention with the residual connection (0.5 A + 0.5 I), multiplied "
                "from the input up: the share of input word b in a's representation after that layer, through "
                "attention and residuals (Abnar & Zuidema 2020)",
@@ -34,7 +39,30 @@ def _graph_findings(r, k=5):
         raw_pairs = {(a, b) for a, b, _ in raw.strongest(last, len(top))}
         common = len(raw_pairs & {(a, b) for a, b, _ in top})
     return {"graphs": graphs, "last": last, "top": top, "own": rollout.self_share[-1],
-            "uniform": 1 / len(rollout.labels), "common": common}
+            "uniform": _uniform_self_share(r, len(rollout.labels), last + 1), "common": common}
+
+
+def _residual_weight(r):
+    """The residual weight w of rollout's A' = w I + (1 - w) A, as the rollout graph records it (True: 0.5)."""
+    residual = (getattr(r, "raw", None) or {}).get(GRAPHS["rollout"], {}).get("residual", True)
+    return 0.5 if residual is True else 0.0 if residual is False else float(residual)
+
+
+def _causal(r):
+    """Whether the first example's attention (the graphs') is causal: every weight above the diagonal 0."""
+    examples = r.heads.examples if getattr(r, "heads", None) else []
+    return bool(examples) and not np.triu(np.asarray(examples[0].attention), 1).any()
+
+
+def _uniform_self_share(r, n, layers):
+    """A node's mean share of itself after `layers` layers of rollout if every layer attended uniformly over the n
+    nodes, with the same residual weight: what the residual alone keeps. In a causal model node i sees i + 1 nodes
+    (exact for words of one token each)."""
+    w = _residual_weight(r)
+    if not _causal(r):
+        return uniform_rollout_self_share(n, [w] * layers)  # w^L + (1 - w^L) / n
+    uniform = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]  # (n, n): row i spread over nodes 0..i
+    return self_share(attention_rollout(np.broadcast_to(uniform, (layers, 1, n, n)), w)[-1:], None, "token")[0]
 
 
 def attention_graphs_text(r, k=5):
@@ -45,9 +73,13 @@ def attention_graphs_text(r, k=5):
     shown = [name for name, graph in f["graphs"].items() if graph is not None]
     text = (f"The first example's words as graphs at the last layer (layer {last}); an edge a -> b says that a draws "
             f"on b. " + "; ".join(GRAPH_MEANINGS[name] for name in shown) + ". ")
-    if not top:
-        return text + f"No rollout edge between different words reaches the threshold ({rollout.threshold:.3g})."
     own, uniform = f["own"], f["uniform"]
+    kept = (f"After the last layer a word's representation is on average {own:.2f} its own input word, against "
+            f"{uniform:.2f} if every layer attended evenly with the same residual weight, so "
+            + SELF_VERDICT[_against_uniform(own, uniform)])
+    if not top:
+        return text + (f"No rollout edge between different words reaches the threshold ({rollout.threshold:.3g}). "
+                       + kept)
     flow = f["graphs"].get("flow")
     text += ("The strongest edges, from rollout, between different words: "
              + ", ".join(f"{a} -> {b} ({w:.2f})" for a, b, w in top) + ". "
@@ -55,9 +87,7 @@ def attention_graphs_text(r, k=5):
              + (f"Flow has no edge between different words above its threshold ({flow.threshold:.2f}) at that layer: "
                 "it spreads each word's input over the words more evenly than that. "
                 if flow is not None and not flow.strongest(last, 1) else "")
-             + f"After the last layer a word's representation is on average {own:.2f} its own input word (uniform "
-             f"mixing: {uniform:.2f}), so " + ("the residual path keeps most of each word its own." if own > 0.5 else
-                                                "most of each word comes from the other words.") + " ")
+             + kept + " ")
     if f["common"] is None:
         return text.rstrip()
     common = f["common"]
@@ -66,12 +96,25 @@ def attention_graphs_text(r, k=5):
                                       "read as word-to-word relations, raw weights would name different pairs here."))
 
 
+SELF_VERDICT = {  # a word's rollout self-share against uniform attention's with the same residual weight
+    "above": "the attention itself keeps each word to itself more than even attention would.",
+    "below": "the attention itself draws each word from the other words more than even attention would.",
+    "level": "the attention adds no measurable preference for a word's own input beyond what even attention keeps."}
+
+
+def _against_uniform(own, uniform):
+    return "above" if lower(uniform, own) else "below" if lower(own, uniform) else "level"
+
+
 def attention_graphs_headline(r):
     f = _graph_findings(r)
     own, uniform = f["own"], f["uniform"]
-    what = "mostly still itself" if own > 0.5 else "mostly made of the other words"
-    text = (f"By rollout (each layer's residual path taken as half of it), after the last layer a word is {what} (on "
-            f"average {own:.2f} of it is its own input word; even mixing would give {uniform:.2f})")
+    what = {"above": "more of itself than", "below": "less of itself than", "level": "about as much of itself as"}
+    w = _residual_weight(r)
+    share = "half" if w == 0.5 else f"{w:g}"
+    text = (f"By rollout (each layer's residual path taken as {share} of it), after the last layer a word keeps "
+            f"{what[_against_uniform(own, uniform)]} even attention with the same residual would leave it (on average "
+            f"{own:.2f} of it is its own input word, against {uniform:.2f})")
     if f["common"] is not None:
         same = 2 * f["common"] > len(f["top"])
         text += (f", and raw attention names {'mostly the same' if same else 'different'} strongest pairs "

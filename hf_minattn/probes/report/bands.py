@@ -1,17 +1,20 @@
-"""Context-specificity by word frequency: do the most frequent words change most with their sentence?"""
+"""Context-specificity by word frequency: do the most frequent words change more with their sentence than the rarest?
+The answer is the probe's contrast of the top 100 against the 1000+ band (or, in files without it, the lowest other
+band); the published result (Ethayarajh 2019: stop words are the most context-specific) is claimed only where the top
+100 band also has the lowest mean of all."""
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from ..plots import save_figure
 from .page import Section
-from .words import cell, differ
+from .words import cell, differ, lower
 
 
 def _bands(g):
     """(bands, lowest, frequent, other): {band: adjusted self-similarity at the last layer} of the bands that have
-    words, the lowest band, how the most frequent words ("top 100") stand against `other`: +1 lower (they vary most
-    with context, as published), -1 higher, 0 not told apart; None without them. `other` is the "1000+" band of the
+    words, the lowest band, how the most frequent words ("top 100") stand against `other`: +1 lower (they vary more
+    with context), -1 higher, 0 not told apart; None without them. `other` is the "1000+" band of the
     probe's bootstrap contrast where the file has one (its interval decides), else the lowest other band (equal at
     the precision shown: 0)."""
     bands = {b: v[-1] for b, v in g.adjusted_self_similarity_by_band.items() if v[-1] is not None}
@@ -68,25 +71,43 @@ def _pieces_sentence(g):
             f"is not one of frequency alone.")
 
 
-FREQUENT_VERDICT = {1: "frequent (stop) words vary most with context, as published",
-                    -1: "not the stop words, unlike the published result",
-                    0: "the frequent (stop) words are level with it, no clear difference",
-                    None: "no band of frequent words to compare with the published result"}
+def _below_top(bands, lowest):
+    """The band below the top 100 band at the precision shown (the lowest), or None where the top 100 is lowest."""
+    return lowest if lowest != "top 100" and lower(bands[lowest], bands["top 100"]) else None
+
+
+def _frequent_verdict(bands, frequent, other, lowest):
+    """What the top 100 band's contrast with `other` says, beside the band with the lowest mean: "as published" only
+    where the frequent words vary more than `other` and no band is lower than the top 100."""
+    if frequent is None:
+        return "no band of frequent words to compare with the published result"
+    than, below = _band_name(other, rarest=True), _below_top(bands, lowest)
+    if frequent > 0 and below is None and other == min((b for b in bands if b != "top 100"), key=bands.get):
+        return "frequent (stop) words vary most with context, as published"  # below every other band
+    if frequent > 0:
+        return f"frequent (stop) words vary more with context than {than}" + (
+            ", as published" if below is None else f", though not most: the {below} band is lower still")
+    if frequent < 0:
+        return "not the stop words, unlike the published result"
+    return f"the frequent (stop) words are not told apart from {than}, no clear difference"
 
 
 def bands_text(r):
     g = r.geometry
-    bands, lowest, frequent, _ = _bands(g)
+    bands, lowest, frequent, other = _bands(g)
     if len(bands) < 2:
         return "Too few bands have words to compare frequencies."
     words = ", ".join(f"'{w}'" for w, _ in g.most_context_specific[:6])
     return (f"At the last layer, adjusted self-similarity by frequency rank is "
             f"{'; '.join(f'{b}: {v:.2f}' for b, v in bands.items())}: the {lowest} band has the lowest mean "
-            f"({FREQUENT_VERDICT[frequent]}{_contrast(g)}).{_pieces_sentence(g)} The most context-specific words "
-            f"are {words}.")
+            f"({_frequent_verdict(bands, frequent, other, lowest)}{_contrast(g)}).{_pieces_sentence(g)} The most "
+            f"context-specific words are {words}.")
 
 
-def _band_name(band):
+def _band_name(band, rarest=False):
+    """How a sentence names a band; with `rarest`, the 1000+ band as the rarest words."""
+    if rarest and band == "1000+":
+        return "the rarest words (rank >= 1000)"
     return "the 100 most frequent words" if band == "top 100" else f"words of frequency rank {band}"
 
 
@@ -100,8 +121,11 @@ def bands_headline(r):
     numbers = (f"adjusted self-similarity {bands['top 100']:.2f}, against {bands[other]:.2f} for {_band_name(other)}"
                f"{_contrast(r.geometry)}")
     if frequent > 0:
-        answer = (f"Yes: the most frequent words (mostly function words like 'the') change most with their sentence "
-                  f"at the last layer ({numbers}), as published.")
+        answer = (f"Yes: the most frequent words (mostly function words like 'the') change more with their sentence "
+                  f"than {_band_name(other, rarest=True)} at the last layer ({numbers})" +
+                  (", as published." if _below_top(bands, lowest) is None else
+                   f"; {_band_name(lowest)} change more still ({bands[lowest]:.2f}), so the most frequent words do not "
+                   f"change most."))
     elif frequent < 0:
         answer = (f"No: at the last layer the most frequent words change less with their sentence than rarer ones "
                   f"({numbers}), unlike the published result.")
@@ -143,6 +167,6 @@ def bands_plot(r, path, figure_format=None):
 
 SECTION = Section(
     name="bands", title="Context-specificity by word frequency", needs="geometry",
-    question="Do the most frequent words change most with their sentence?",
+    question="Do the most frequent words change more with their sentence than the rarest?",
     headline=bands_headline, text=bands_text, tables=bands_tables, figure=bands_plot, reads="results",
     alt="Line chart: baseline-adjusted self-similarity by layer, one line per word-frequency band")

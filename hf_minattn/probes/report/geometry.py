@@ -5,7 +5,7 @@ import numpy as np
 
 from ..plots import save_figure
 from .page import Section
-from .words import cell, lower
+from .words import cell, differ, lower
 
 
 def _word_filter(r):
@@ -42,6 +42,13 @@ def _contrast(g):
                                  f"{c['high']:+.2f}], 95% bootstrap over the {c['words']} words")
 
 
+def _against_baseline(adjusted):
+    """"0.12 above", "0.02 below" or "level with" (within the precision shown) for an adjusted value raw - baseline."""
+    if not differ(adjusted, 0):
+        return "level with"
+    return f"{abs(adjusted):.2f} {'above' if adjusted > 0 else 'below'}"
+
+
 def geometry_text(r):
     g = r.geometry
     adj, layers = g.adjusted_self_similarity, g.layers
@@ -58,8 +65,8 @@ def geometry_text(r):
             "goes "
             f"from {g.adjusted_intra_similarity[0]:.2f} to {g.adjusted_intra_similarity[-1]:.2f}. At the last layer "
             f"the first principal direction of a word's (uncentred) occurrence vectors explains {g.mev[-1]:.0%} of their "
-            f"variance (MEV; {g.adjusted_mev[-1]:.2f} above the random-words baseline), so a single static vector "
-            f"{'could stand in for most of' if g.adjusted_mev[-1] > 0.5 else 'captures only part of'} a word's "
+            f"variance (MEV; {_against_baseline(g.adjusted_mev[-1])} the random-words baseline), so a single static "
+            f"vector {'could stand in for most of' if g.adjusted_mev[-1] > 0.5 else 'captures only part of'} a word's "
             f"contextual vectors.")
 
 

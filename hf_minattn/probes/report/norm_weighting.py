@@ -96,7 +96,8 @@ def _edge_counts(r):
 
 def attention_norm_example_text(r):
     raw, weighted = r.attention_graphs["raw"], r.attention_graphs["norm_weighted"]
-    text = "Head-mean attention of the first example, raw (top) and norm-weighted (bottom)"
+    text = ("Attention of the first example by layer, raw (top, the head mean) and norm-weighted (bottom, the layer's "
+            "||sum_h a_ij^h f_h(x_j)|| as shares: heads that move longer vectors weigh more)")
     counts = _edge_counts(r)
     if counts is None:
         return text + "."
@@ -108,7 +109,7 @@ def attention_norm_example_text(r):
         text += f"; both are exported as graphs whose edges need {need}"
     n_raw, n_weighted, verdict = counts
     return text + (f": {n_raw} edges raw, {n_weighted} norm-weighted, in every layer's graphs, each head's and "
-                   "their mean together (the figure draws the mean), so norm weighting "
+                   "the layer's together (the figure draws the layer's), so norm weighting "
                    + {"fewer": "concentrates attention on fewer edges.", "more": "spreads it over more edges.",
                       "as many": "keeps as many edges."}[verdict])
 
@@ -131,23 +132,36 @@ def attention_norm_example_tables(r):
     return [{"header": ["graph", "edges", "an edge needs"], "rows": rows}] if rows else []
 
 
+def layer_norm_weighted_example(r, index=0):
+    """The example's Kobayashi et al. layer-level shares ||sum_h a_ij^h f_h(x_j)|| per query, (L, T, T), as
+    probes.json holds them (heads.AttentionExample.norm_weighted_layer); None in files from before they were kept."""
+    examples = ((getattr(r, "raw", None) or {}).get("heads") or {}).get("examples") or []
+    layer = examples[index].get("norm_weighted_layer") if index < len(examples) else None
+    return None if layer is None else np.array(layer)
+
+
 def attention_norm_example_plot(r, path, index=0, figure_format=None):
     h = r.heads
     if not h or len(h.examples) <= index or h.examples[index].norm_weighted is None:
         return None
     ex = h.examples[index]
-    raw, weighted = np.array(ex.attention).mean(1), np.array(ex.norm_weighted).mean(1)  # (L, T, T)
+    raw, weighted = np.array(ex.attention).mean(1), layer_norm_weighted_example(r, index)  # (L, T, T)
+    # an older file: only the heads' shares, whose mean weighs a head moving short vectors like one moving long ones
+    bottom = ("norm-weighted", "the layer's ||sum_h a_ij f_h(x_j)|| as shares") if weighted is not None else (
+        "heads' norm shares", "the mean of the heads' norm-weighted shares")
+    weighted = np.array(ex.norm_weighted).mean(1) if weighted is None else weighted
     L, n = raw.shape[0], raw.shape[-1]
     fig, axes = plt.subplots(2, L, figsize=(2.4 * L, 5.0), squeeze=False)
     for l in range(L):
-        for row, (values, name) in enumerate(((raw, "raw"), (weighted, "norm-weighted"))):
+        for row, (values, name) in enumerate(((raw, "raw"), (weighted, bottom[0]))):
             ax = axes[row][l]
             ax.imshow(values[l], cmap="Blues", vmin=0, vmax=min(1.0, 4.0 / n))
             ax.set_title(f"layer {l} {name}", fontsize=7)
             ax.set_xticks(range(n)), ax.set_yticks(range(n))
             ax.set_xticklabels(shown_tokens(ex) if row == 1 else [], rotation=90, fontsize=5)
             ax.set_yticklabels(shown_tokens(ex) if l == 0 else [], fontsize=5)
-    fig.suptitle(f"head mean; colour scale saturates at 4/n = {4.0 / n:.2f} (uniform = 1/n)", fontsize=9)
+    fig.suptitle(f"raw: head mean; {bottom[0]}: {bottom[1]}; colour scale saturates at 4/n = {4.0 / n:.2f} (uniform "
+                 f"= 1/n)", fontsize=9)
     return save_figure(fig, path, figure_format)
 
 

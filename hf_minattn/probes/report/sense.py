@@ -1,5 +1,7 @@
 """One word, several meanings: does the sentence move one word's vectors apart? The cosine between the same word's
-vectors in a few sentences, layer by layer."""
+vectors in a few sentences, layer by layer, minus each layer's anisotropy baseline (the geometry probe's mean cosine
+between random words, Ethayarajh 2019) where the results have it: raw cosines fall with any fall in anisotropy. A few
+sentences give no interval, so the section illustrates; the geometry and sense-accuracy sections measure."""
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -7,6 +9,9 @@ import numpy as np
 from ..plots import save_figure
 from .page import Section
 from .words import lower
+
+MEASURED_ELSEWHERE = ("the geometry section (adjusted self-similarity over many words) and the sense-accuracy section "
+                      "give the measured answer")
 
 
 def _sense_means(sense):
@@ -16,10 +21,27 @@ def _sense_means(sense):
     return [float(np.array(m)[off].mean()) for m in sense.similarity]
 
 
-def _sense_apart(sense):
-    """(first, last, apart): the mean cosine at layer 0 and the last layer; apart when it falls, as shown."""
-    means = _sense_means(sense)
-    return means[0], means[-1], lower(means[-1], means[0])
+def _baselines(r):
+    """Per layer of the sense example, the geometry probe's anisotropy baseline; None where the results lack one of
+    its layers."""
+    g, layers = getattr(r, "geometry", None), r.sense.layers
+    if g is None or not g.anisotropy:
+        return None
+    by_layer = dict(zip(g.layers if g.layers is not None else range(len(g.anisotropy)), g.anisotropy))
+    baselines = [by_layer.get(layer) for layer in layers]
+    return None if None in baselines else baselines
+
+
+def _sense_apart(r):
+    """{"raw": (layer 0, last layer) mean cosines, "baseline": their layers' anisotropy baselines or None, "values":
+    the pair the verdict reads (raw minus baseline where there is one), "change": "apart" (lower at the last layer,
+    as shown), "closer" or "level"}."""
+    means, baselines = _sense_means(r.sense), _baselines(r)
+    raw = means[0], means[-1]
+    base = None if baselines is None else (baselines[0], baselines[-1])
+    values = raw if base is None else (raw[0] - base[0], raw[1] - base[1])
+    change = "apart" if lower(values[1], values[0]) else "closer" if lower(values[0], values[1]) else "level"
+    return {"raw": raw, "baseline": base, "values": values, "change": change}
 
 
 def _same_and_cross(sense):
@@ -34,12 +56,27 @@ def _same_and_cross(sense):
     return (float(sim[same].mean()), float(sim[cross].mean())) if same.any() and cross.any() else None
 
 
+def _numbers(f, last_layer):
+    """The numbers a sentence is chosen by, as it shows them."""
+    (r0, r1), values = f["raw"], f["values"]
+    if f["baseline"] is None:
+        return (f"mean cosine {r0:.2f} at layer 0, {r1:.2f} at layer {last_layer}; not adjusted for anisotropy: "
+                f"the results have no geometry baseline")
+    return (f"mean cosine minus the anisotropy baseline {values[0]:.2f} at layer 0, {values[1]:.2f} at layer "
+            f"{last_layer}; raw {r0:.2f} and {r1:.2f}, baselines {f['baseline'][0]:.2f} and {f['baseline'][1]:.2f}")
+
+
+CHANGE = {"apart": "are less alike at the last layer than at layer 0", "closer": "are more alike at the last layer "
+          "than at layer 0", "level": "are about as alike at the last layer as at layer 0"}
+
+
 def sense_text(r):
     sense = r.sense
-    first, last, apart = _sense_apart(sense)
-    text = (f"The same word '{sense.word}' in {len(sense.sentences)} sentences: the mean cosine between its occurrences "
-            f"is {first:.2f} at layer 0 and {last:.2f} at layer {sense.layers[-1]}, so context "
-            f"{'moves the vector apart with its sentence' if apart else 'barely separates the occurrences'}")
+    f = _sense_apart(r)
+    adjusted = "" if f["baseline"] is None else " beyond each layer's anisotropy baseline"
+    text = (f"The same word '{sense.word}' in {len(sense.sentences)} sentences: its occurrences {CHANGE[f['change']]}"
+            f"{adjusted} ({_numbers(f, sense.layers[-1])}). With {len(sense.sentences)} sentences there is no "
+            f"interval: this illustrates; {MEASURED_ELSEWHERE}")
     pairs = _same_and_cross(sense)
     if pairs is None:
         return text + "; the block structure shows whether same-sense sentences stay closer to each other."
@@ -52,19 +89,23 @@ def sense_text(r):
 
 def sense_headline(r):
     sense = r.sense
-    first, last, apart = _sense_apart(sense)
-    numbers = f"mean cosine {first:.2f} at layer 0, {last:.2f} at layer {sense.layers[-1]}"
-    if apart:
-        return (f"Yes: the vectors of '{sense.word}' in {len(sense.sentences)} sentences are less alike at the last "
-                f"layer than at layer 0 ({numbers}).")
-    return (f"No: the vectors of '{sense.word}' in {len(sense.sentences)} sentences do not move apart with "
-            f"their sentence ({numbers}).")
+    f = _sense_apart(r)
+    adjusted = "" if f["baseline"] is None else ", beyond each layer's anisotropy baseline,"
+    return (f"An illustration, without an interval: the vectors of '{sense.word}' in {len(sense.sentences)} "
+            f"sentences{adjusted} {CHANGE[f['change']]} ({_numbers(f, sense.layers[-1])}); {MEASURED_ELSEWHERE}.")
 
 
 def sense_tables(r):
-    sense = r.sense
-    return [{"header": ["layer", "mean cosine between the occurrences"],
-             "rows": [[layer, f"{m:.2f}"] for layer, m in zip(sense.layers, _sense_means(sense))]},
+    sense, baselines = r.sense, _baselines(r)
+    means = _sense_means(sense)
+    if baselines is None:
+        by_layer = {"header": ["layer", "mean cosine between the occurrences"],
+                    "rows": [[layer, f"{m:.2f}"] for layer, m in zip(sense.layers, means)]}
+    else:
+        by_layer = {"header": ["layer", "mean cosine between the occurrences", "anisotropy baseline", "minus baseline"],
+                    "rows": [[layer, f"{m:.2f}", f"{b:.2f}", f"{m - b:.2f}"]
+                             for layer, m, b in zip(sense.layers, means, baselines)]}
+    return [by_layer,
             {"header": ["sentence", f"nearest words at layer {sense.layers[-1]}"],
              "rows": [[sent, ", ".join(w for w, _ in near)]
                       for sent, near in zip(sense.sentences, sense.nearest[-1])]}]
