@@ -204,6 +204,7 @@ class HeadExample(Part):
     attention: list
     norm_weighted: list | None = None
     labels: list | None = None  # the tokens as figures show them (heads.token_labels); None in older files
+    norm_weighted_layer: list | None = None  # (layers, tokens, tokens): ||sum_h a_ij f_h(x_j)||; None in older files
 
 
 def shown_tokens(example) -> list:

@@ -135,8 +135,8 @@ def attention_norm_example_tables(r):
 def layer_norm_weighted_example(r, index=0):
     """The example's Kobayashi et al. layer-level shares ||sum_h a_ij^h f_h(x_j)|| per query, (L, T, T), as
     probes.json holds them (heads.AttentionExample.norm_weighted_layer); None in files from before they were kept."""
-    examples = ((getattr(r, "raw", None) or {}).get("heads") or {}).get("examples") or []
-    layer = examples[index].get("norm_weighted_layer") if index < len(examples) else None
+    examples = r.heads.examples if r.heads else []
+    layer = examples[index].norm_weighted_layer if index < len(examples) else None
     return None if layer is None else np.array(layer)
 
 
