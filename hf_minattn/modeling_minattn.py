@@ -571,8 +571,9 @@ class MinAttnModel(MinAttnPreTrainedModel):
         output_hidden_states (`bool`, *optional*): also return the hidden states (num_hidden_layers + 1 tensors):
             the embedding output, then each block's output; with pre-norm (`norm_placement="pre"`) the last entry is
             the last block's output after the final LayerNorm (`last_hidden_state`), not its raw output.
-        kwargs: passed down to the attention function of every layer (`_supports_attention_backend`), but BERT's
-            `token_type_ids` and `head_mask`, which this model cannot use: refused unless None (or all-0 type ids).
+        kwargs: passed down to the attention function of every layer (`_supports_attention_backend`), with
+            `position_ids` where given, but BERT's `token_type_ids` and `head_mask`, which this model cannot use:
+            refused unless None (or all-0 type ids).
         """
         output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
         output_hidden_states = (
@@ -588,6 +589,8 @@ class MinAttnModel(MinAttnPreTrainedModel):
 
         all_hidden_states = () if output_hidden_states else None
         all_attentions = () if output_attentions else None
+        if position_ids is not None:  # as Llama's do: a varlen or flex kernel finds packed sequences' bounds by them
+            kwargs = {**kwargs, "position_ids": position_ids}
         for layer in self.layers:
             if output_hidden_states:
                 all_hidden_states += (hidden_states,)

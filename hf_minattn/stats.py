@@ -7,10 +7,9 @@ equivalence test (TOST) with a stated margin says so; otherwise it is "not resol
 Thin wrappers over scipy.stats, so that every probe and experiment reports intervals the same way.
 """
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-
-import math
 
 import numpy as np
 from scipy import stats
@@ -298,8 +297,9 @@ def percentile_interval(estimate: float, draws, n: int, confidence: float, metho
 def draw_quantiles(draws, alpha: float) -> tuple[float, float]:
     """The k-th smallest and k-th largest of the bootstrap draws, k = ceil(alpha x draws): an interval then excludes
     0 exactly when fewer than an alpha share of the draws lie at or beyond 0 on that side, so it agrees with
-    `bootstrap_test`'s p. (np.quantile interpolates: 25 of 1000 draws at or below 0 gave p = 0.05 beside a lower end
-    above 0.)"""
+    `bootstrap_test`'s p wherever alpha x draws >= 1 (40 draws at 95%; below that, k = 1 is the extreme draw, while p
+    never falls below 1 / draws). (np.quantile interpolates: 25 of 1000 draws at or below 0 gave p = 0.05 beside a
+    lower end above 0.)"""
     ordered = np.sort(np.asarray(draws, dtype=np.float64).ravel())
     k = max(1, math.ceil(alpha * ordered.size - 1e-9))
     return float(ordered[k - 1]), float(ordered[ordered.size - k])

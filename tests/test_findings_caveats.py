@@ -183,3 +183,22 @@ def test_the_heads_across_seeds_are_described_not_tested(results):
     assert "within-layer - matched across seeds | " not in text.split("| layer | within-layer - matched")[0]
     assert "| 3 | 0.0794 | [0.0215, 0.137] |" in text and "these rows describe, they do not test" in text
     assert "In 3 of 4 layers a head is closer to its match in another run" in text  # layer 0's interval is below 0
+
+
+def test_every_sentence_reads_a_hierarchical_verdict_through_the_widening():
+    """compared(), the table's verdict and the reference line state a hierarchical verdict only where a 2.1x wider
+    interval keeps it; an equivalence only where its 90% interval 2.1x as wide stays inside the margins."""
+    from hf_minattn.experiments.findings_format import compared, verdict_cell
+    from hf_minattn.experiments.word_pairs import stated_verdict
+
+    higher = {**comparison(0.129, 0.0558, 0.2, "higher", p_holm=0.007), "method": "hierarchical"}
+    assert compared(higher, "closer", "as close", "further") == (
+        "not resolved at this scale (closer only by an interval drawn too narrow, which would reach 0 if 2.1x as wide)")
+    assert compared({**higher, "method": "crossed"}, "closer", "as close", "further") == "closer"
+    same = {**comparison(0.01, -0.02, 0.04, "equivalent", p_holm=0.5), "method": "hierarchical",
+            "tost": {"equivalent": True, "low": -0.015, "high": 0.035, "margin": 0.05}}
+    assert stated_verdict(same) == "unresolved"  # widened 90%: [-0.044, 0.0625], past +0.05
+    assert verdict_cell(same) == "equivalent within ±0.05, not if 2.1x as wide"
+    assert "whose 90% interval 2.1x as wide would leave the ±0.05 margins" in compared(same, "a", "as close", "b")
+    narrow_tost = {**same, "tost": {"equivalent": True, "low": 0.0, "high": 0.02, "margin": 0.05}}
+    assert stated_verdict(narrow_tost) == "equivalent" and verdict_cell(narrow_tost) == "equivalent within ±0.05"

@@ -73,6 +73,21 @@ def test_attention_kwargs_reach_a_registered_attention_function():
     model.set_attn_implementation("sdpa")
     torch.testing.assert_close(out, model(input_ids).logits)
 
+    positions = []  # position_ids reach it too, as a varlen kernel needs them to find packed sequences' bounds
+
+    def recording_positions(module, query, key, value, attention_mask, **kwargs):
+        positions.append(kwargs.get("position_ids"))
+        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+
+    AttentionInterface.register("recording_positions_for_test", recording_positions)
+    model.set_attn_implementation("recording_positions_for_test")
+    packed = torch.tensor([[0, 1, 2, 0, 1, 2, 3]])
+    model(input_ids[:1], position_ids=packed)
+    assert len(positions) == 3 and all(torch.equal(p, packed) for p in positions)
+    positions.clear()
+    model(input_ids[:1])
+    assert positions == [None, None, None]
+
 
 @pytest.mark.parametrize("new_size", [120, 80])
 def test_resize_token_embeddings_keeps_the_masked_lm_working(new_size):

@@ -507,7 +507,6 @@ def test_group_permutation_p_has_its_known_answers():
         group_permutation_p(blocks[:3], groups)
 
 
-
 @pytest.mark.parametrize("at_or_below_0", [24, 25, 26])
 def test_a_bootstrap_interval_excludes_0_exactly_when_its_p_is_below_alpha(at_or_below_0):
     """Interpolated quantiles parted from the p at the boundary: 25 of 1000 draws at or below 0 gave p = 0.05 (not

@@ -3,8 +3,8 @@ sentence opens the findings' summary and its question's section. Each function r
 and returns the sentence without its bold markers; `ANSWERS` is the ordered registry."""
 
 from . import statistics as st
-from .findings_format import block_output, caveat, ci, compared, num
-from .word_pairs import HIERARCHICAL_WIDENING, holds_widened, pairs_method
+from .findings_format import block_output, caveat, ci, compared, num, too_narrow
+from .word_pairs import holds_widened, pairs_method
 
 NOT_MEASURED = "Not measured in this run (results.json has no probe answers)"
 
@@ -80,9 +80,8 @@ def _versus(d: dict | None, what: str) -> str:
     """"above word2vec's", "not told apart from the untrained model's (its unadjusted ...)": the verdict's word, what
     it is compared with, then the caveat its numbers add."""
     verdict = st.verdict(d)
-    if verdict in ("higher", "lower") and not holds_widened(d):
-        return (f"not shown {VERSUS[verdict]} {what}: {VERSUS[verdict]} only by an interval drawn too narrow, which "
-                f"would reach 0 if {HIERARCHICAL_WIDENING}x as wide")
+    if not holds_widened(d):
+        return f"not shown {VERSUS[verdict]} {what}: {VERSUS[verdict]} only by an interval drawn too narrow, {too_narrow(d)}"
     return f"{VERSUS[verdict]} {what}{caveat(d)}"
 
 

@@ -76,8 +76,7 @@ def verdict_cell(d: dict | None) -> str:
     if "verdict" in d:
         word = {"higher": "higher", "lower": "lower", "equivalent": f"equivalent within ±{num(d.get('margin'))}",
                 "unresolved": "not resolved"}[d["verdict"]]
-        narrow = d["verdict"] in ("higher", "lower") and not holds_widened(d)
-        return f"{word}, not if {HIERARCHICAL_WIDENING}x as wide" if narrow else word
+        return word if holds_widened(d) else f"{word}, not if {HIERARCHICAL_WIDENING}x as wide"
     return {1: "above 0", -1: "below 0", 0: "includes 0"}[st.sign(d)]
 
 
@@ -120,10 +119,21 @@ def caveat(d: dict | None) -> str:
     return ""
 
 
+def too_narrow(d: dict) -> str:
+    """Why a hierarchical word-pair verdict is not stated (word_pairs.holds_widened), for a sentence."""
+    if d.get("verdict") == "equivalent":
+        return f"whose 90% interval {HIERARCHICAL_WIDENING}x as wide would leave the ±{num(d['margin'])} margins"
+    return f"which would reach 0 if {HIERARCHICAL_WIDENING}x as wide"
+
+
 def compared(diff: dict, worse: str, same: str, better: str, unresolved: str | None = None) -> str:
     """The phrase for a stored comparison a - b by its verdict: "higher" (a worse), "lower" (a better), "equivalent"
-    (`same`, with the TOST margin), "unresolved" (`unresolved`, default: `same` is NOT claimed, the data cannot tell)."""
+    (`same`, with the TOST margin), "unresolved" (`unresolved`, default: `same` is NOT claimed, the data cannot tell).
+    A hierarchical word-pair verdict that a wider interval would not keep is given as unresolved, saying why."""
     verdict = st.verdict(diff)
+    if not holds_widened(diff):
+        phrase = {"higher": worse, "lower": better, "equivalent": same}[verdict]
+        return f"{unresolved or 'not resolved at this scale'} ({phrase} only by an interval drawn too narrow, {too_narrow(diff)})"
     if verdict == "higher":
         return worse + caveat(diff)
     if verdict == "lower":

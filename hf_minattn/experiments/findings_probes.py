@@ -8,7 +8,7 @@ from .findings_answers import REFERENCE_DESCRIPTIONS, VERSUS, opening
 from .findings_format import block_output, ci, compared, comparisons_table, df_cell, num, p_cell, table
 from .findings_heads import q4_section
 from .probe_answers import layers_above_floor
-from .word_pairs import HIERARCHICAL_WIDENING, pairs_method
+from .word_pairs import HIERARCHICAL_WIDENING, pairs_method, stated_verdict
 
 
 Q5_COMPARISONS = (("last_vs_untrained", "last layer - untrained last layer"), ("last_vs_word2vec", "last layer - word2vec"),
@@ -103,8 +103,8 @@ def q5_scores(q5: dict, results: dict) -> list[str]:
                      "pairs) are scored apart in the table.")
     if comparisons.get("last_vs_reference"):
         against = (ref or {}).get("comparisons", {}).get("vs_word2vec") or comparisons.get("reference_vs_word2vec")
-        lines.append(f"- Last layer against {q5['reference']}: {VERSUS[st.verdict(comparisons['last_vs_reference'])]}; "
-                     f"{q5['reference']} against word2vec: {VERSUS[st.verdict(against)]}.")
+        lines.append(f"- Last layer against {q5['reference']}: {VERSUS[stated_verdict(comparisons['last_vs_reference'])]}; "
+                     f"{q5['reference']} against word2vec: {VERSUS[stated_verdict(against)]}.")
     return lines
 
 

@@ -93,14 +93,29 @@ def power_note(pairs: int) -> float:
 HIERARCHICAL_WIDENING = 2.1
 
 
-def holds_widened(d: dict) -> bool:
-    """Whether a comparison's interval still excludes 0 widened HIERARCHICAL_WIDENING times about its estimate; True
-    for one not drawn hierarchically (nothing to widen)."""
-    if d.get("method") != "hierarchical" or d.get("low") is None or d.get("high") is None:
+def _widened(estimate: float, low: float, high: float) -> tuple[float, float]:
+    return (estimate - HIERARCHICAL_WIDENING * (estimate - low), estimate + HIERARCHICAL_WIDENING * (high - estimate))
+
+
+def holds_widened(d: dict | None) -> bool:
+    """Whether a comparison's verdict survives its intervals widened HIERARCHICAL_WIDENING times about the estimate:
+    "higher"/"lower" while the 95% interval still excludes 0, "equivalent" while the 90% (TOST) interval still lies
+    inside the margins. True for a comparison not drawn hierarchically (nothing to widen) or not decided."""
+    if not d or d.get("method") != "hierarchical" or d.get("low") is None or d.get("high") is None:
         return True
-    low = d["estimate"] - HIERARCHICAL_WIDENING * (d["estimate"] - d["low"])
-    high = d["estimate"] + HIERARCHICAL_WIDENING * (d["high"] - d["estimate"])
-    return low > 0 or high < 0
+    if d.get("verdict") in ("higher", "lower"):
+        low, high = _widened(d["estimate"], d["low"], d["high"])
+        return low > 0 or high < 0
+    tost = d.get("tost") or {}
+    if d.get("verdict") == "equivalent" and tost.get("low") is not None and d.get("margin"):
+        low, high = _widened(d["estimate"], tost["low"], tost["high"])
+        return -d["margin"] < low and high < d["margin"]
+    return True
+
+
+def stated_verdict(d: dict | None) -> str:
+    """The verdict a sentence may state: the stored one, or "unresolved" where it does not survive the widening."""
+    return st.verdict(d) if holds_widened(d) else "unresolved"
 
 
 def pairs_method(stored: dict) -> str:
