@@ -576,12 +576,12 @@ class MinAttnModel(MinAttnPreTrainedModel):
             refused unless None (or all-0 type ids).
         """
         output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
-        output_hidden_states = (
-            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
-        )
+        output_hidden_states = output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         refuse_unused_bert_inputs(kwargs)
         self._check_inputs(input_ids, attention_mask, inputs_embeds, position_ids)
+        if position_ids is not None:  # as Llama's do: a varlen or flex kernel finds packed sequences' bounds by them
+            kwargs["position_ids"] = position_ids
 
         hidden_states = self.embeddings(input_ids, inputs_embeds, position_ids)  # (B, T, C)
         rotary = self._rotary_tables(hidden_states, position_ids)  # 2 x (T, D), 2 x (B or 1, T, D), or None
@@ -589,8 +589,6 @@ class MinAttnModel(MinAttnPreTrainedModel):
 
         all_hidden_states = () if output_hidden_states else None
         all_attentions = () if output_attentions else None
-        if position_ids is not None:  # as Llama's do: a varlen or flex kernel finds packed sequences' bounds by them
-            kwargs = {**kwargs, "position_ids": position_ids}
         for layer in self.layers:
             if output_hidden_states:
                 all_hidden_states += (hidden_states,)

@@ -17,7 +17,7 @@ import torch
 from conftest import TEXTS, tiny_config
 
 from hf_minattn import MinAttnForMaskedLM, train_tokenizer
-from hf_minattn.probes.attention_flow import attention_rollout
+from hf_minattn.probes.attention_flow import attention_rollout, rollout_graph
 from hf_minattn.probes.attention_view import (VIEW_SCHEMA, attention_view, check_sentence, view_json,
                                               view_sentences)
 from hf_minattn.probes.corpus import default_sentences
@@ -348,3 +348,55 @@ def test_graphs_and_figures_show_tokens_as_their_tokenizer_writes_them(tokenizer
     # WordPiece: the continuation marker stays, specials as they are
     [pieces], _ = attention_examples(model, tokenizer, ["An unbelievable example."], norm_weighting=False)
     assert pieces.labels == pieces.tokens and any(t.startswith("##") for t in pieces.tokens)
+
+
+def _labels_view(causal=False):
+    """A view of one 3-token sentence whose norm graphs are an older file's (no whole_layer: the "mean" edges are the
+    head mean) and a new one's (whole_layer "layer"), as attention_graph writes them."""
+    from hf_minattn.probes.heads import AttentionExample, attention_graph
+
+    a = torch.tensor([[[0.2, 0.3, 0.5]] * 3, [[0.6, 0.3, 0.1]] * 3]).tril()
+    a = a / a.sum(-1, keepdim=True) if causal else torch.tensor([[[0.2, 0.3, 0.5]] * 3, [[0.6, 0.3, 0.1]] * 3])
+    example = AttentionExample(sentence="a b c", tokens=list("abc"), word_ids=[0, 1, 2], attention=a[None].tolist(),
+                               norm_weighted=a[None].tolist(), norm_weighted_layer=a.mean(0)[None].tolist(),
+                               causal=causal)
+    new = attention_graph(example, level="token", weighting="norm")
+    old = {k: v for k, v in new.items() if k not in ("whole_layer", "causal")}
+    graphs = {"attention": attention_graph(example, level="token"), "norm": new, "rollout": rollout_graph(example)}
+    entry = {"sentence": "a b c", "tokens": list("abc"), "graphs": graphs}
+    return {"schema": VIEW_SCHEMA, "model": "m", "num_layers": 1, "num_heads": 2, "level": "token", "max_tokens": 8,
+            "weightings": ["attention", "norm", "rollout"],
+            "sentences": [entry, {**entry, "sentence": "a b c (old)", "graphs": {**graphs, "norm": old}}]}
+
+
+def test_view_graphs_say_what_their_mean_edges_are():
+    view = _labels_view()
+    schema_validator().validate(view)
+    graphs = view["sentences"][0]["graphs"]
+    assert graphs["norm"]["whole_layer"] == "layer" and graphs["attention"]["whole_layer"] == "head mean"
+    assert "whole_layer" not in view["sentences"][1]["graphs"]["norm"]  # the older file's graph, valid too
+
+
+@pytest.mark.slow  # starts a browser
+@pytest.mark.parametrize("causal", [False, True])
+def test_view_labels_the_mean_head_and_the_cut_by_the_data(browser, tmp_path, causal):
+    """The "mean" head of a norm graph is the whole layer where its whole_layer says so and the head mean in an older
+    file; a causal graph's caption names the per-query cut 2/n_i rather than its smallest cut as the cut."""
+    from hf_minattn.probes.report.view import attention_view_html
+
+    page_path = tmp_path / "view.html"
+    page_path.write_text(f"<!doctype html><html><body>{attention_view_html(_labels_view(causal))}</body></html>")
+    page = open_page(browser, page_path.as_uri())
+    seen = {}
+    for sentence in ("0", "1"):
+        page.select_option("#av-sentence", sentence)
+        page.select_option("#av-weighting", "norm")
+        page.select_option("#av-head", "mean")
+        seen[sentence] = (page.inner_text("#av-caption"), page.eval_on_selector(
+            '#av-head option[value="mean"]', "o => o.textContent"))
+    assert not page.errors
+    assert "the whole layer (||sum_h a f_h||, not a head mean)" in seen["0"][0] and seen["0"][1] == "whole layer"
+    assert "mean of the heads" in seen["1"][0] and seen["1"][1] == "all heads (mean)"
+    assert ("1/n_i over the n_i tokens each query sees" in seen["0"][0]) is causal
+    assert "1/n_i" not in seen["1"][0]  # the older graph does not say it is causal
+    page.close()

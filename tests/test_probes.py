@@ -743,7 +743,8 @@ def test_report_sentences_state_the_thresholds_the_run_used():
     text = attention_norm_example_text(probe_results(attention_graph=graph,
                                                      attention_graph_norm_weighted={**graph, "edges": [[0, 1]]}))
     assert "edges need >= 3/n (3 times uniform attention over the n words): 2 edges raw, 1 norm-weighted, in every " \
-           "layer's graphs, each head's and the layer's together (the figure draws the layer's)" in text
+           "layer's graphs, each head's and their mean together (the figure draws the heads' mean)" in text  # an
+    # older file's graphs, without `whole_layer`: their mean is the heads' (tests/test_probes_graph_measures.py: a new one)
 
 
 def _tiny_hf(kind):

@@ -250,3 +250,21 @@ def test_bad_attention_weights_and_token_counts_are_named_in_the_error():
         head_mean_attention(att)
     with pytest.raises(ValueError, match=r"got -1.0 for token id 2"):
         _as_counts(np.array([3.0, 1.0, -1.0, 0.0]), 4)
+
+
+def test_graphs_store_measured_residual_weights_as_json_and_keep_the_examples_causality():
+    """rollout_graph stored a per-layer residual array as given (json.dumps refused it), and the graph's example lost
+    the causality measured on the exact weights."""
+    import json
+
+    from hf_minattn.probes.attention_flow import flow_graph, rollout_graph
+    from hf_minattn.probes.heads import AttentionExample
+
+    n, layers = 4, 2
+    causal = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]  # uniform over the keys up to each query
+    example = AttentionExample(sentence="a b c d", tokens=list("abcd"), word_ids=[0, 1, 2, 3],
+                               attention=np.broadcast_to(causal, (layers, 2, n, n)).tolist(), causal=True)
+    for make in (rollout_graph, flow_graph):
+        graph = make(example, residual=np.array([0.3, 0.6]))
+        assert json.loads(json.dumps(graph))["residual"] == [0.3, 0.6]
+        assert graph["causal"] is True

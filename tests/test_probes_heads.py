@@ -11,8 +11,8 @@ from conftest import TEXTS, probe_results, tiny_config
 from transformers import BertConfig, BertForMaskedLM, BertModel
 
 from hf_minattn import MinAttnForMaskedLM, MinAttnModel
-from hf_minattn.probes.attention_norms import (capture_attention_inputs, layer_norm_weighted, norm_weighted,
-                                              transformed_value_norms, transformed_values)
+from hf_minattn.probes.attention_norms import (capture_attention_inputs, norm_weighted, transformed_value_norms,
+                                              transformed_values, whole_layer_norm_weighting)
 from hf_minattn.probes.head_ablation import ablation_over_seeds, head_ablation, masked_batches, zero_head
 from hf_minattn.probes.head_divergence import (cross_js_divergence_sums, cross_model_head_divergence,
                                                matched_head_divergence, seed_pairs_head_divergence)
@@ -141,8 +141,8 @@ def test_a_uniform_causal_head_is_uniform_against_the_keys_each_query_sees(paddi
         assert relative[name][0][0] == pytest.approx(1.0, abs=1e-5), name
     assert relative["next"] == [[None]] and means["next"] == [[0.0]]
     log_n = np.mean([np.log(i) for i in range(1, T + 1)] + [np.log(i) for i in range(1, 13)])  # n_i = i + 1
-    assert stats.log_n_sum / stats.queries == pytest.approx(log_n)
-    heads = {"num_heads": 1, "stats": means, "uniform_entropy": stats.log_n_sum / stats.queries,
+    assert stats.uniform_expectation()["entropy"] == pytest.approx(log_n)
+    heads = {"num_heads": 1, "stats": means, "uniform_entropy": stats.uniform_expectation()["entropy"],
              "relative_to_uniform": relative, "tokens": stats.queries, "sentences": 2}
     assert heads_headline(probe_results(heads=heads)).startswith("On average the heads spread their attention broadly")
     assert "(broad attention on average)" in heads_text(probe_results(heads=heads))
@@ -173,7 +173,7 @@ def test_one_head_seeing_a_later_key_keeps_the_full_baseline():
     assert uniform_attention([backwards], mask)[0, 0].tolist() == pytest.approx([1, 0, 0, 0, 0, 0])
     stats = HeadStatistics()
     stats.add([torch.cat([backwards, full], dim=1)], mask, kinds)
-    assert stats.log_n_sum / stats.queries == pytest.approx(np.log(6))
+    assert stats.uniform_expectation()["entropy"] == pytest.approx(np.log(6))
     assert stats.relative_to_uniform()["self"][0][1] == pytest.approx(1.0)
 
 
@@ -543,8 +543,8 @@ def test_graph_threshold_of_a_causal_model_is_relative_to_the_keys_each_query_se
     assert {(e["source"], e["target"]) for e in attention_graph(example, level="token")["edges"]} == {(3, 2)}
     # words: [CLS] w0 w0 w1 [SEP] -> nodes 0..3; node i sees nodes 0..i
     owner = torch.tensor([0, 1, 1, 2, 3])
-    assert uniform_weights(torch.ones(5, 5).tril(), owner).ravel().tolist() == pytest.approx([1, 1 / 2, 1 / 3, 1 / 4])
-    assert uniform_weights(torch.ones(5, 5), owner).ravel().tolist() == pytest.approx([1 / 4] * 4)
+    assert uniform_weights(owner, causal=True).ravel().tolist() == pytest.approx([1, 1 / 2, 1 / 3, 1 / 4])
+    assert uniform_weights(owner).ravel().tolist() == pytest.approx([1 / 4] * 4)
 
 
 def test_layer_norm_weighting_weighs_the_heads_by_what_they_move():
@@ -556,16 +556,16 @@ def test_layer_norm_weighting_weighs_the_heads_by_what_they_move():
     f = torch.zeros(2, 3, 4)  # (heads, T, C)
     f[0, :, 0], f[1, :, 1] = 0.01, 5.0
     assert norm_weighted(a, f.norm(dim=-1)).mean(0)[0].tolist() == pytest.approx([0, 0.5, 0.5])
-    assert layer_norm_weighted(a, f)[0].tolist() == pytest.approx([0, 0.01 / 5.01, 5 / 5.01])
-    assert layer_norm_weighted(a, f, normalise=False)[0].tolist() == pytest.approx([0, 0.01, 5.0])
+    assert whole_layer_norm_weighting(a, f)[0].tolist() == pytest.approx([0, 0.01 / 5.01, 5 / 5.01])
+    assert whole_layer_norm_weighting(a, f, normalise=False)[0].tolist() == pytest.approx([0, 0.01, 5.0])
     # one head: the layer measure is that head's shares
-    torch.testing.assert_close(layer_norm_weighted(a[:1], f[:1]), norm_weighted(a[:1], f[:1].norm(dim=-1))[0])
+    torch.testing.assert_close(whole_layer_norm_weighting(a[:1], f[:1]), norm_weighted(a[:1], f[:1].norm(dim=-1))[0])
     with pytest.raises(ValueError, match="must match"):
-        layer_norm_weighted(a, f[:, :2])
+        whole_layer_norm_weighting(a, f[:, :2])
     # the graph's "mean" of a norm-weighted layer is the layer measure (it keeps 2 -> only, at 2x uniform = 2/3)
     example = AttentionExample(sentence="a b c", tokens=list("abc"), word_ids=[0, 1, 2], attention=a[None].tolist(),
                                norm_weighted=norm_weighted(a, f.norm(dim=-1))[None].tolist(),
-                               norm_weighted_layer=layer_norm_weighted(a, f)[None].tolist())
+                               norm_weighted_layer=whole_layer_norm_weighting(a, f)[None].tolist())
     mean = [e for e in attention_graph(example, level="token", weighting="norm")["edges"] if e["head"] == "mean"]
     assert {(e["source"], e["target"]) for e in mean} == {(0, 2), (1, 2), (2, 2)}
     example.norm_weighted_layer = None  # an example without the layer measure: no "mean" rather than a wrong one

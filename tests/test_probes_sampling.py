@@ -12,7 +12,8 @@ from hf_minattn.probes.cooccurrence import word_anisotropy
 from hf_minattn.probes.corpus import split_sentences
 from hf_minattn.probes.encode import encode_corpus
 from hf_minattn.probes.geometry import (anisotropy, anisotropy_pairs, band_contrast, baseline_groups, layer_contrast,
-                                        distinct_context_groups, geometry, scored_groups, self_similarity)
+                                        distinct_context_groups, geometry, max_explainable_variance, scored_groups,
+                                        self_similarity)
 
 SENTENCES = split_sentences(TEXTS, max_sentences=0)  # 8 texts, each 4 times
 
@@ -241,3 +242,17 @@ def test_the_mev_baseline_matches_each_words_number_of_occurrences():
     assert abs(mixed.adjusted_mev[0]) < 0.01
     assert small.mev_baseline[0] > large.mev_baseline[0] + 0.1  # the size effect the matching removes
     assert mixed.mev_baseline[0] == pytest.approx((small.mev_baseline[0] + large.mev_baseline[0]) / 2, abs=0.01)
+
+
+def test_a_word_beyond_the_random_samples_size_gets_the_largest_size_it_holds():
+    """A small corpus: the random sample holds 10 occurrences, fewer than the 16 a word keeps. That word's MEV baseline
+    is the one at 10 rows (the largest the sample holds), counted; the words of 5 keep theirs, and adjusted MEV is
+    still the mean MEV minus the baseline reported. (This raised in baseline_groups.)"""
+    small = geometry(_iid_encoded([5, 16] * 3, sample=10), min_count=5, min_contexts=5, mev_groups=50)
+    assert small.mev_baseline_capped == 3 and small.words_scored == 6
+    assert small.adjusted_mev[0] == pytest.approx(small.mev[0] - small.mev_baseline[0])
+    encoded = _iid_encoded([5, 16] * 3, sample=10)
+    at = {n: float(np.mean(max_explainable_variance(encoded.kept[0][baseline_groups(encoded.kept_sample, 50, n)])))
+          for n in (5, 10)}
+    assert small.mev_baseline[0] == pytest.approx((at[5] + at[10]) / 2, rel=1e-6)
+    assert geometry(_iid_encoded([5] * 6, sample=10), min_count=5, min_contexts=5).mev_baseline_capped == 0

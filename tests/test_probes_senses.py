@@ -183,15 +183,44 @@ def test_a_model_without_context_or_position_scores_chance(tokenizer):
         sense_accuracy(no_context_model(len(tokenizer)), tokenizer, {"bank": {"river": ("the bank",)}})
 
 
-def test_the_static_accuracy_is_scored_like_a_layer_not_set_to_the_majority_share(tokenizer):
+def test_chance_is_the_score_with_every_sense_tied_not_the_majority_share(tokenizer):
     """Unbalanced senses (3 river, 2 money): the majority share is 0.6, but the word embeddings alone give every
     occurrence the same vector, so the senses tie and each occurrence scores 1/2, as the layers of a model that adds
-    nothing do; static accuracy used to be reported as the majority share."""
+    nothing do. Chance is that score (it was the majority share, so vectors carrying nothing read "below chance")."""
     homonyms = {"bank": {"river": ("the bank of the river", "she sat on the bank", "a bank of mud"),
                          "money": ("the bank lent money", "money in the bank")}}
     result = sense_accuracy(no_context_model(len(tokenizer)), tokenizer, homonyms, n_resamples=50)
-    assert result.chance == pytest.approx(0.6) and result.raw_accuracy == [0.5] * 3
-    assert result.static_accuracy == 0.5
+    assert result.raw_accuracy == [0.5] * 3 and result.static_accuracy == 0.5
+    assert result.chance == 0.5
+    three = {"bank": {**homonyms["bank"], "tilt": ("the plane began to bank", "bank the fire for the night")}}
+    assert sense_accuracy(no_context_model(len(tokenizer)), tokenizer, three, n_resamples=50).chance == \
+        pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize("static, recorded, says, verdict", [
+    (0.5, 0.5, "; the static word embeddings get 0.50, chance by construction. ",
+     "0.50 [0.45, 0.55] against chance 0.50, is not told apart from chance"),
+    (0.5, 0.6, "; the static word embeddings get 0.50 (every sense tied), the chance read here, not the 0.60 this "
+               "file records as chance (the majority sense's share). ",
+     "0.50 [0.45, 0.55] against chance 0.50, is not told apart from chance"),
+    (None, 0.4, "sentence's length 0.50. At the last layer", "0.50 [0.45, 0.55] against chance 0.40, is above chance"),
+])
+def test_the_sense_text_names_the_chance_it_reads_and_the_static_score(static, recorded, says, verdict):
+    """A file from before chance was the tie score (chance 0.60 = the majority share, static 0.50) read "below chance"
+    beside "static word embeddings: chance by construction", and its table showed chance 0.60 and static 0.50."""
+    from hf_minattn.probes.report.sense_accuracy import sense_accuracy_headline, sense_accuracy_tables
+
+    interval = {"low": 0.45, "high": 0.55}
+    r = probe_results(sense_accuracy={
+        "words": ["bank"], "occurrences": 5, "layers": [0, 1], "accuracy": [0.5, 0.5], "raw_accuracy": [0.5, 0.5],
+        "accuracy_interval": [interval, interval], "chance": recorded, "position_accuracy": 0.5,
+        "length_accuracy": 0.5, "static_accuracy": static})
+    text = sense_accuracy_text(r)
+    assert says in text and verdict in text, text
+    assert "below chance" not in text and ("chance by construction" in text) == (static == recorded)
+    chance = sense_accuracy_tables(r)[1]["rows"][0]
+    assert chance == ["chance", "0.40" if static is None else "0.50"]
+    assert ("includes chance (50%)" if static else "above chance (40%)") in sense_accuracy_headline(r)
 
 
 @pytest.mark.slow
@@ -209,12 +238,12 @@ def test_sense_accuracy_on_the_shipped_set_with_any_encoder(tokenizer, architect
     assert len(result.layers) == 3 == len(result.accuracy_interval) == len(result.raw_accuracy)
     for a, i in zip(result.accuracy, result.accuracy_interval):
         assert i["low"] <= a <= i["high"] and i["n"] == len(result.words)
-    assert 0.5 <= result.chance < 1 and result.abtt_components == 1
+    assert result.chance == 0.5 and result.abtt_components == 1  # two senses each, some sentences left out
     # through probes.json and back into the report sentence
     probes = ProbeResults("m", type(model).__name__, 2, 4, 32, corpus=None, geometry=None, neighbours=None,
                           sense_accuracy=result)
     saved = json.loads(json.dumps(probes.to_dict(), allow_nan=False))["sense_accuracy"]
-    assert "At the last layer (2) sense accuracy is" in sense_accuracy_text(probe_results(sense_accuracy=saved))
+    assert "At the last layer (2) sense accuracy, " in sense_accuracy_text(probe_results(sense_accuracy=saved))
 
 
 def test_distinct_contexts_count_sentence_texts_once():
@@ -255,7 +284,8 @@ def test_sense_accuracy_sentence_follows_the_interval():
                                    "accuracy": [0.5, (low + high) / 2], "raw_accuracy": [0.5, 0.6],
                                    "accuracy_interval": [{"low": 0.4, "high": 0.6}, interval],
                                    "chance": 0.5, "position_accuracy": position, "length_accuracy": position}}
-    assert "is above chance, and above the position control" in sense_accuracy_text(probe_results(**senses(0.7, 0.9)))
+    assert "against chance 0.50, is above chance, and above the position control" in sense_accuracy_text(
+        probe_results(**senses(0.7, 0.9)))
     assert "Layers above chance: 1; of those, above the position control too: 1 (each layer's interval alone" in \
         sense_accuracy_text(probe_results(**senses(0.7, 0.9)))
     assert "Layers above chance: 1; of those, above the position control too: none" in \
@@ -266,8 +296,8 @@ def test_sense_accuracy_sentence_follows_the_interval():
     assert "but not above the position control (0.75)" in sense_accuracy_text(
         probe_results(**senses(0.6, 0.9, position=0.75)))
     untrained = probe_results(**senses(0.45, 0.6)).sense_accuracy
-    assert "The untrained model: 0.53 [0.45, 0.60] at its last layer (not told apart from chance" in sense_accuracy_text(
-        probe_results(**senses(0.7, 0.9)), untrained=untrained)
+    assert ("The untrained model: 0.53 [0.45, 0.60] at its last layer (not told apart from chance: not at this scale, "
+            "chance 0.50)") in sense_accuracy_text(probe_results(**senses(0.7, 0.9)), untrained=untrained)
     old = {"words": ["bank"], "occurrences": 12, "accuracy": [0.3, 0.9], "layers": [0, 1], "chance": 0.5,
            "position_accuracy": 0.4}  # a probes.json written before the intervals
     assert "no interval, so no verdict" in sense_accuracy_text(probe_results(sense_accuracy=old))

@@ -218,7 +218,8 @@ def demo(venv, tmp_path_factory):
               "--max_eval_samples", 32, "--learning_rate", 1e-3, "--mlm_probability", 0.3, "--bf16", "false",
               "--seed", 42, "--disable_tqdm", "true"], cwd=work, open_log=log)
     venv.run(["hf-minattn", "probe", "model", "--out", "model/probes", "--max-sentences", 60, "--head-sentences", 10,
-              "--min-count", 2, "--no-word2vec", "--vector-max-sentences", 300, "--bootstrap", 20],
+              "--min-count", 2, "--no-word2vec", "--vector-max-sentences", 300, "--bootstrap", 20,
+              "--mlm-probability", 0.3],  # the rate it was trained at, as the demo probes
              cwd=work, open_log=log)
     return work / "model", opened_files(log)
 

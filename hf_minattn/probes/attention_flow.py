@@ -145,7 +145,8 @@ def _relation_graph(example, matrices, weighting, layers, **graph_options):
     renumbered to `layers`."""
     single = AttentionExample(sentence=example.sentence, tokens=example.tokens, word_ids=example.word_ids,
                               attention=np.asarray(matrices)[:, None].tolist(),  # (layers, 1, n, n)
-                              labels=example.labels, words=example.words)
+                              labels=example.labels, words=example.words,
+                              causal=getattr(example, "causal", None))  # the model's, measured on exact weights
     graph = attention_graph(single, **graph_options)
     graph["edges"] = [{**edge, "layer": layers[edge["layer"]]} for edge in graph["edges"] if edge["head"] == "mean"]
     return {**graph, "weighting": weighting, "layers": list(layers),
@@ -173,7 +174,12 @@ def rollout_graph(example, residual=True, level="word", threshold=None, relative
     rollout = attention_rollout(example.attention, residual)
     graph = _relation_graph(example, rollout, "rollout", range(len(rollout)), level=level, threshold=threshold,
                             relative_threshold=relative_threshold)
-    return {**graph, "residual": residual}
+    return {**graph, "residual": _as_json(residual)}
+
+
+def _as_json(residual):
+    """The residual weight as a graph file stores it: a number, or per-layer (per-token) lists, not an array."""
+    return residual.tolist() if isinstance(residual, np.ndarray) else residual
 
 
 def flow_graph(example, residual=True, level="word", threshold=None, relative_threshold=GRAPH_RELATIVE_THRESHOLD,
@@ -184,4 +190,4 @@ def flow_graph(example, residual=True, level="word", threshold=None, relative_th
     last = len(example.attention) - 1
     graph = _relation_graph(example, flow[None], "flow", [last], level=level, threshold=threshold,
                             relative_threshold=relative_threshold)
-    return {**graph, "residual": residual, "capacity_scale": FLOW_SCALE}
+    return {**graph, "residual": _as_json(residual), "capacity_scale": FLOW_SCALE}

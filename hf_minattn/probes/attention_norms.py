@@ -8,9 +8,9 @@ same for every token and is left out (as in the paper). x is the input of the at
 LayerNorm in a pre-norm model, the layer input in a post-norm one). Shares are the contributions normalised to sum
 to 1 per query, comparable with the attention weights themselves.
 
-A whole layer (the paper's measure of multi-head attention, `layer_norm_weighted`) is scored by the norm of the sum
-over heads, ||sum_h a_ij^h f_h(x_j)||: a head that moves long vectors weighs more than one that moves short ones,
-where a mean of the heads' shares would count them alike.
+A whole layer (the paper's measure of multi-head attention, `whole_layer_norm_weighting`) is scored by the norm of
+the sum over heads, ||sum_h a_ij^h f_h(x_j)||: a head that moves long vectors weighs more than one that moves short
+ones, where a mean of the heads' shares would count them alike.
 
 Also here: `attention_modules`, where each supported architecture (the table of layouts.py) keeps its attention
 input and output projection, also used for per-head ablation (zeroing head h's slice of the input of W_O removes
@@ -80,15 +80,22 @@ def norm_weighted(attention, value_norms, normalise=True):
     return _shares(contributions) if normalise else contributions
 
 
-def layer_norm_weighted(attention, transformed, normalise=True):
+def whole_layer_norm_weighting(attention, transformed, normalise=True):
     """attention (..., heads, T, T) and f_h(x_j) (..., heads, T, C) -> a layer's contributions ||sum_h a_ij^h f_h(x_j)||
-    (..., T, T); with `normalise`, as shares per query (rows sum to 1; a row whose contributions are all 0 stays 0)."""
+    (..., T, T); with `normalise`, as shares per query (rows sum to 1; a row whose contributions are all 0 stays 0).
+
+    Computed in Gram form, ||sum_h a^h f_h||^2 = sum_{h,g} a^h a^g <f_h, f_g>: memory (..., heads, heads, T) plus the
+    attention's own size, rather than the (..., T, T, C) of the vectors themselves (1.7 GB for BERT-large at 128
+    tokens)."""
     attention, transformed = torch.as_tensor(attention).float(), torch.as_tensor(transformed).float()
     if attention.shape[:-1] != transformed.shape[:-1] or attention.shape[-1] != attention.shape[-2]:
         raise ValueError(f"attention (..., heads, T, T) and transformed values (..., heads, T, C) must match, got "
                          f"{tuple(attention.shape)} and {tuple(transformed.shape)}")
-    # (..., T, T, C): what token j sends to query i through all heads, before its norm
-    contributions = torch.einsum("...hij,...hjc->...ijc", attention, transformed).norm(dim=-1)
+    gram = torch.einsum("...hjc,...gjc->...hgj", transformed, transformed)  # (..., H, H, T): <f_h(x_j), f_g(x_j)>
+    # two steps, so no (..., H, H, T, T) intermediate: sum_h a_ij^h <f_h, f_g>(x_j), then times a_ij^g summed over g
+    mixed = torch.einsum("...hij,...hgj->...gij", attention, gram)  # (..., H, T, T), the attention's own size
+    squared = (mixed * attention).sum(-3)  # (..., T, T)
+    contributions = squared.clamp_min(0).sqrt()  # rounding can leave a tiny negative where the sum is ~0
     return _shares(contributions) if normalise else contributions
 
 

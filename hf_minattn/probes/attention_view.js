@@ -33,9 +33,11 @@
     return entry.graphs[controls.weighting.value] || entry.graphs.attention;
   }
 
-  // The heads a weighting has: 0..H-1 (and "mean") for attention weights; "mean" alone for rollout.
+  // The heads a weighting has: 0..H-1 and "mean" for attention weights (no "mean" where whole_layer is null: a norm
+  // graph without the layer measure); "mean" alone for rollout.
   function heads(g) {
-    return g.weighting === "rollout" ? ["mean"] : [...Array(data.num_heads).keys()].map(String).concat(["mean"]);
+    const each = [...Array(data.num_heads).keys()].map(String);
+    return g.weighting === "rollout" ? ["mean"] : g.whole_layer === null ? each : each.concat(["mean"]);
   }
 
   function edgesOf(g, layer, head) {
@@ -91,12 +93,27 @@
     }
   }
 
+  // What a graph's "mean" head holds, as its whole_layer says: the layer as a whole (a norm graph's
+  // ||sum_h a_ij^h f_h(x_j)||), or the mean over heads (raw attention, rollout, and files from before the field).
+  function meanLabel(g, short) {
+    if (g.whole_layer === "layer") return short ? "whole layer" : "the whole layer (||sum_h a f_h||, not a head mean)";
+    return short ? "all heads (mean)" : "mean of the heads";
+  }
+
+  // The cut: one weight, or in a causal graph one per query (its multiple of 1/n_i; `threshold` is the smallest).
+  function cutText(g) {
+    const t = (+g.threshold).toFixed(3);
+    if (g.relative_threshold == null) return `weight >= ${t}`;
+    if (g.causal) return `${g.relative_threshold}x the uniform weight 1/n_i over the n_i tokens each query sees ` +
+      `(weight >= ${t} for the last query, more for earlier ones)`;
+    return `${g.relative_threshold}x the uniform weight, weight >= ${t}`;
+  }
+
   function caption(g, layer, head) {
     const who = g.weighting === "rollout" ? "the share of each input token (right) in each token (left) after layer " + layer
       : "each query token (left) and the key tokens it attends to (right), layer " + layer + ", " +
-        (head === "mean" ? "mean of the heads" : "head " + head);
-    return `${NAMES[g.weighting] || g.weighting}: ${who}. Lines are kept from ${g.relative_threshold ?? ""}` +
-      `${g.relative_threshold != null ? "x the uniform weight, " : ""}weight >= ${(+g.threshold).toFixed(3)}; ` +
+        (head === "mean" ? meanLabel(g, false) : "head " + head);
+    return `${NAMES[g.weighting] || g.weighting}: ${who}. Lines are kept from ${cutText(g)}; ` +
       "hover or focus a token (Tab, then arrow keys) to see its edges alone.";
   }
 
@@ -105,7 +122,10 @@
     const layer = +controls.layer.value;
     const options = heads(g);
     if (!options.includes(controls.head.value)) controls.head.value = options[options.length - 1];
-    for (const o of controls.head.options) o.disabled = !options.includes(o.value);
+    for (const o of controls.head.options) {
+      o.disabled = !options.includes(o.value);
+      if (o.value === "mean") o.textContent = meanLabel(g, true);
+    }
     const head = controls.head.value;
     const headView = $("av-head-view"), modelView = $("av-model-view");
     headView.replaceChildren();

@@ -3,7 +3,8 @@ attention as graphs in the schema of `attention_graph.json` (docs/attention-grap
 one graph per weighting:
 
 - "attention": the raw attention weights, per layer and head, plus each layer's head mean (head "mean");
-- "norm": Kobayashi et al.'s norm-weighted shares (attention_norms.py), where the architecture allows;
+- "norm": Kobayashi et al.'s norm-weighted shares (attention_norms.py), where the architecture allows, per head plus
+  the whole layer's ||sum_h a_ij^h f_h(x_j)|| as shares (head "mean"; the graph's "whole_layer" says "layer");
 - "rollout": Abnar & Zuidema's rollout (attention_flow.py), head "mean" only: it averages the heads.
 
 Graphs are at token level (the pieces the model sees, as bertviz shows them), edges kept from

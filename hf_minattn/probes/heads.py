@@ -7,29 +7,29 @@ same query, averaged over queries, embedded in 2-D by classical multidimensional
 
 Roles, as Clark et al. report them: a head's role is the target it gives the most attention mass (mean over
 queries of the attention on the previous token, the next token, itself, [CLS], [SEP] or punctuation), provided that
-mass is >= ROLE_MIN_MASS (0.3); otherwise "none". Beside each mass, `relative_to_uniform`: observed mean / what a
-head attending uniformly over the n keys the same query sees would get (1/n for self, previous and next; for [CLS],
-[SEP] and punctuation the share of those keys of that kind; log n for entropy). A query sees the sentence's n real
-tokens, or in a causal model (a decoder's, found from the attention: `uniform_attention`) the i + 1 up to itself, so
-its next token gets 0 from uniform attention and no ratio. The ratio says how far above chance a head is, but ratios
-have different ceilings (a single-token target can reach n x uniform, punctuation only 1 / its share of the keys), so
-it does not choose the role: a head giving 7% of its attention to [CLS] can be 2x uniform and still attend mostly
-elsewhere. Conversely, in sentences of 3 tokens or fewer uniform attention itself gives 1/n >= 0.3 to a single
-token: a ratio near 1 beside the mass shows that.
+mass is >= ROLE_MIN_MASS (0.3); otherwise "none". Beside each mass, `relative_to_uniform`: observed mean / what
+uniform attention over the n keys the same query sees gets (1/n for self, previous and next; the share of keys of
+that kind for [CLS], [SEP], punctuation; log n for entropy). A query sees the sentence's n real tokens, or in a causal
+model (a decoder's, `is_causal` on the exact attention) the i + 1 up to itself: its next token gets 0 and no ratio.
+The ratio says how far above chance a head is, but ratios have different ceilings (a single-token target can reach
+n x uniform, punctuation only 1 / its share of the keys), so it does not choose the role: a head giving 7% of its
+attention to [CLS] can be 2x uniform and still attend mostly elsewhere. Conversely, in sentences of 3 tokens or
+fewer uniform attention itself gives 1/n >= 0.3 to a single token: a ratio near 1 beside the mass shows that.
 
 Also: norm-weighted statistics (attention_norms.py), the mean divergence between the heads of each layer, and one
 sentence's attention as a graph. Elsewhere: head_ablation.py, and head_divergence.py between two models' heads.
 """
 
 import unicodedata
-from contextlib import contextmanager
+from collections import namedtuple
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from .attention_norms import (attention_modules, capture_attention_inputs, layer_norm_weighted, norm_weighted,
-                              transformed_value_norms, transformed_values)
+from .attention_norms import (attention_modules, capture_attention_inputs, norm_weighted, transformed_value_norms,
+                              transformed_values, whole_layer_norm_weighting)
 from .loading import eager_attention, max_length_for, run_model
 from .progress import progress
 from .results import shown_tokens
@@ -57,6 +57,7 @@ class AttentionExample:
     # token_labels), and each word id's text in the sentence. None in examples made without a tokenizer.
     labels: list | None = None
     words: list | None = None
+    causal: bool | None = None  # is_causal on the exact weights (before rounding); None where not measured
 
 
 def token_labels(tokenizer, tokens) -> list:
@@ -92,9 +93,8 @@ class HeadResults:
     # statistic -> mean over the same queries of what uniform attention gets (1/n, share of keys of a kind, log n)
     uniform_expectation: dict = field(default_factory=dict)
     relative_to_uniform: dict = field(default_factory=dict)  # statistic -> (layers, heads): observed / expected
-    # Roles (head_roles), three parallel (layers, heads) arrays: the role statistic with the largest mass if that
-    # mass is >= role_min_mass, else "none"; its mass (mean attention on the target) and its ratio to uniform (None
-    # for "none").
+    # Roles (head_roles): the role statistic with the largest mass if >= role_min_mass, else "none"; its mass (mean
+    # attention on the target) and its ratio to uniform (None for "none"), three parallel (layers, heads) arrays.
     roles: list = field(default_factory=list)
     role_mass: list = field(default_factory=list)
     role_ratio: list = field(default_factory=list)
@@ -104,6 +104,7 @@ class HeadResults:
     norm_weighted_stats: dict = field(default_factory=dict)
     norm_weighted_relative_to_uniform: dict = field(default_factory=dict)
     value_norm_mean: list = field(default_factory=list)  # (layers, heads): mean ||f_h(x_j)|| over real tokens
+    causal: bool = False  # a causal model's attention (is_causal, on the exact weights of the first batch that tells)
     notes: list = field(default_factory=list)
 
 
@@ -142,17 +143,26 @@ def _statistics(a, q, kinds):  # a (B, heads, T, T), q (B, T) real tokens -> nam
     return stats
 
 
-def uniform_attention(attentions, attention_mask):
-    """(B, T, T): attention spread evenly over the keys each query can see, the baseline of `relative_to_uniform`.
-    A query sees every real token, or in a causal model (a decoder's) the real tokens up to itself: the model counts
-    as causal when every key after its query gets exactly 0 in every layer and head (a softmax over keys it sees is
-    never exactly 0)."""
+def is_causal(attentions, attention_mask=None):
+    """Whether attention is a causal model's (a decoder's): every key after its query, both real, gets exactly 0 in
+    every layer and head (a softmax never gives a key it sees exactly 0); None if no query has a key after it. Per
+    layer (B, heads, T, T) with attention_mask (B, T), or (heads, T, T) without. Measure it on the exact weights."""
+    layers = [torch.as_tensor(a) for a in attentions]
+    T, device = layers[0].shape[-1], layers[0].device
+    later = torch.ones(T, T, dtype=torch.bool, device=device).triu(1)  # keys after their query
+    if attention_mask is not None:
+        q = attention_mask.bool().to(device)
+        later = (later & q[:, :, None] & q[:, None, :])[:, None]  # (B, 1, T, T): both real
+    return None if not later.any() else not any(a.masked_select(later).any() for a in layers)
+
+
+def uniform_attention(attentions, attention_mask, causal=None):
+    """(B, T, T): attention spread evenly over the keys each query sees, the baseline of `relative_to_uniform`: the
+    real tokens, or in a causal model (`causal`; if None, is_causal of `attentions`) the real tokens up to itself."""
     q = attention_mask.bool()
-    T = q.shape[-1]
     visible = q[:, :, None] & q[:, None, :]  # (B, Tq, Tk): both real
-    later = visible & torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)  # keys after their query
-    if later.any() and not any(a.masked_select(later[:, None]).any() for a in attentions):
-        visible = visible & ~later
+    causal = is_causal(attentions, attention_mask) if causal is None else causal
+    visible = visible.tril() if causal else visible
     return visible / visible.sum(-1, keepdim=True).clamp_min(1)
 
 
@@ -160,21 +170,19 @@ class HeadStatistics:
     """Accumulates per-head sums over batches; `means()` gives the averages."""
 
     def __init__(self):
-        self.sums, self.counts = {}, {}
+        self.sums, self.counts, self.queries, self.sentences = {}, {}, 0, 0
         self.expected_sums, self.expected_counts = {}, {}  # uniform attention on the same queries
-        self.log_n_sum, self.queries, self.sentences = 0.0, 0, 0
 
     def _add(self, name, values, mask):  # values (B, heads, Tq), mask (B, Tq)
         total = (values * mask[:, None, :]).sum(dim=(0, 2))
         self.sums.setdefault(name, []).append(total)
         self.counts.setdefault(name, []).append(mask.sum())
 
-    def add(self, attentions, attention_mask, kinds):
-        """attentions: per layer (B, heads, T, T); attention_mask (B, T); kinds: name -> (B, T) bool."""
+    def add(self, attentions, attention_mask, kinds, causal=None):
+        """attentions: per layer (B, heads, T, T); attention_mask (B, T); kinds: name -> (B, T) bool; causal: as
+        uniform_attention's. Uniform attention's entropy, log n over the n keys a query sees, is expected "entropy"."""
         q = attention_mask.bool()
-        uniform = uniform_attention(attentions, attention_mask)  # (B, T, T)
-        n = (uniform > 0).sum(-1).clamp_min(1).float()  # (B, T): the keys each query sees
-        self.log_n_sum += float(torch.log(n)[q].sum())
+        uniform = uniform_attention(attentions, attention_mask, causal)  # (B, T, T)
         for name, (values, mask) in _statistics(uniform[:, None], q, kinds).items():  # one "head": uniform attention
             self.expected_sums[name] = self.expected_sums.get(name, 0.0) + float((values[:, 0] * mask).sum())
             self.expected_counts[name] = self.expected_counts.get(name, 0) + int(mask.sum())
@@ -204,14 +212,9 @@ class HeadStatistics:
                 for name, values in self.means().items()}
 
 
-@dataclass
-class HeadRoles:
-    """Three parallel (layers, heads) arrays: `roles` (a name from ROLES or "none"), `mass` (mean attention the
-    head gives its role's target) and `ratio` (that mass over what uniform attention gets); None for "none"."""
-
-    roles: list
-    mass: list
-    ratio: list
+# (layers, heads) arrays: `roles` (from ROLES or "none"), `mass` (mean attention on the role's target), `ratio` (over
+# uniform attention's); None for "none".
+HeadRoles = namedtuple("HeadRoles", "roles mass ratio")
 
 
 def head_roles(stats, relative, min_mass=ROLE_MIN_MASS):
@@ -228,8 +231,7 @@ def head_roles(stats, relative, min_mass=ROLE_MIN_MASS):
     best = mass.argmax(axis=0)  # (layers, heads): the role statistic with the largest mass
     roles, masses, ratios = [], [], []
     for layer, row in enumerate(best):
-        for out in (roles, masses, ratios):
-            out.append([])
+        roles.append([]), masses.append([]), ratios.append([])
         for head, b in enumerate(row):
             m = float(mass[b, layer, head])
             ratio = relative[names[b]][layer][head] if names[b] in relative else None
@@ -242,8 +244,7 @@ def head_roles(stats, relative, min_mass=ROLE_MIN_MASS):
 def js_divergence_sums(attentions, attention_mask, max_elements=2**24):
     """Sum over query tokens of the pairwise JS divergence between all heads: (K, K), K = layers*heads."""
     stacked = torch.stack([a.float() for a in attentions], dim=1)  # (B, L, heads, T, T)
-    B, L, H = stacked.shape[:3]
-    K = L * H
+    B, K = stacked.shape[0], stacked.shape[1] * stacked.shape[2]
     total = torch.zeros(K, K)
     for b in range(B):
         real = attention_mask[b].bool()  # the real tokens, wherever the padding side puts the pads
@@ -297,10 +298,7 @@ def _maybe_capture(model, enabled, notes):
         except UnsupportedArchitecture as error:
             notes.append(f"norm-weighted attention skipped: {error}")
             enabled = False
-    if not enabled:
-        yield None
-        return
-    with capture_attention_inputs(model) as inputs:
+    with capture_attention_inputs(model) if enabled else nullcontext() as inputs:  # None when not enabled
         yield inputs
 
 
@@ -312,12 +310,12 @@ def attention_example(model, tokenizer, sentence, max_length, inputs=None):
     tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0])
     example = AttentionExample(sentence=sentence, tokens=tokens, word_ids=enc.word_ids(0),
                                attention=att.round(decimals=4).tolist(), labels=token_labels(tokenizer, tokens),
-                               words=sentence_words(enc, sentence))
+                               words=sentence_words(enc, sentence), causal=is_causal(att))
     if inputs is not None:
         values = torch.stack([f[0].cpu() for f in transformed_values(model, inputs)])  # (L, H, T, C): f_h(x_j)
         norms = values.norm(dim=-1)  # (L, H, T)
         example.norm_weighted = norm_weighted(att, norms).round(decimals=4).tolist()
-        example.norm_weighted_layer = layer_norm_weighted(att, values).round(decimals=4).tolist()  # (L, T, T)
+        example.norm_weighted_layer = whole_layer_norm_weighting(att, values).round(decimals=4).tolist()  # (L, T, T)
         example.value_norms = norms.round(decimals=4).tolist()
     return example
 
@@ -338,17 +336,18 @@ def head_statistics(model, tokenizer, sentences, examples=(), max_sentences=200,
     With `norm_weighting`, the same statistics on Kobayashi et al.'s norm-weighted shares (attention_norms.py)."""
     max_length = max_length_for(model, tokenizer)
     totals, norm_totals, js_sum, punct_ids = HeadStatistics(), HeadStatistics(), None, punctuation_ids(tokenizer)
-    js_queries, notes, value_norm_sum = 0, [], None
+    js_queries, notes, value_norm_sum, causal = 0, [], None, None
     model.eval()
     with eager_attention(model), torch.inference_mode(), _maybe_capture(model, norm_weighting, notes) as inputs:
         batches = list(sentence_batches(tokenizer, list(sentences)[:max_sentences], max_length, batch_size))
         for _, enc in progress(batches, desc="attention heads"):
             att = run_model(model, enc, output_attentions=True).attentions
             kinds = token_kinds(tokenizer, enc["input_ids"], punct_ids)
-            totals.add(att, enc["attention_mask"], kinds)
+            causal = is_causal(att, enc["attention_mask"]) if causal is None else causal  # measured once
+            totals.add(att, enc["attention_mask"], kinds, causal)
             if inputs is not None:
                 norms = transformed_value_norms(model, inputs)  # per layer (B, H, T)
-                norm_totals.add([norm_weighted(a, v) for a, v in zip(att, norms)], enc["attention_mask"], kinds)
+                norm_totals.add([norm_weighted(a, v) for a, v in zip(att, norms)], enc["attention_mask"], kinds, causal)
                 mask = enc["attention_mask"][:, None, :].float()
                 batch_sum = torch.stack([(v * mask).sum(dim=(0, 2)) for v in norms])  # (L, H)
                 value_norm_sum = batch_sum if value_norm_sum is None else value_norm_sum + batch_sum
@@ -360,13 +359,13 @@ def head_statistics(model, tokenizer, sentences, examples=(), max_sentences=200,
         raise ValueError("no sentences to compute attention statistics on")
     js = (js_sum / js_queries).clamp(min=0).numpy()
     L, H = len(att), att[0].shape[1]  # from the weights: ConvBERT's attention has fewer heads than its config's
-    stats, relative = totals.means(), totals.relative_to_uniform()
+    stats, relative, expected = totals.means(), totals.relative_to_uniform(), totals.uniform_expectation()
     roles = head_roles(stats, relative)
     result = HeadResults(num_layers=L, num_heads=H, sentences=totals.sentences, tokens=totals.queries,
-                         uniform_entropy=totals.log_n_sum / totals.queries, stats=stats,
-                         js_divergence=js.tolist(), mds=classical_mds(np.sqrt(js)).tolist(), examples=example_maps,
-                         uniform_expectation=totals.uniform_expectation(), relative_to_uniform=relative,
-                         roles=roles.roles, role_mass=roles.mass, role_ratio=roles.ratio, within_layer_js=within_layer_divergence(js, L, H), notes=notes)
+                         uniform_entropy=expected["entropy"], stats=stats, js_divergence=js.tolist(),
+                         mds=classical_mds(np.sqrt(js)).tolist(), examples=example_maps, uniform_expectation=expected,
+                         relative_to_uniform=relative, roles=roles.roles, role_mass=roles.mass, role_ratio=roles.ratio,
+                         within_layer_js=within_layer_divergence(js, L, H), causal=bool(causal), notes=notes)
     if value_norm_sum is not None:
         result.norm_weighted_stats = norm_totals.means()
         result.norm_weighted_relative_to_uniform = norm_totals.relative_to_uniform()
@@ -400,12 +399,12 @@ def _node_labels(example, owner, tokens):
     return [labels[i] for i in range(len(labels))]
 
 
-def uniform_weights(weights, owner):
+def uniform_weights(owner, causal=False):
     """(nodes, 1): per query node, the weight uniform attention gives each node it sees: 1/n of the n nodes, or in a
-    causal model (every token-level weight above the diagonal 0) 1/n_i, n_i the nodes with a token at or before the
-    query node's last one. weights (..., T, T) at token level; owner (T,): each token's node, numbered in order."""
+    causal model (is_causal) 1/n_i, n_i the nodes with a token at or before the query node's last one. owner (T,):
+    each token's node, numbered in order."""
     n = int(owner.max()) + 1
-    if weights.shape[-1] < 2 or weights.triu(1).any():
+    if not causal:
         return torch.full((n, 1), 1 / n)
     last = torch.zeros(n, dtype=torch.long).scatter_reduce(0, owner, torch.arange(len(owner)), "amax")
     return 1 / (owner.cummax(0).values[last] + 1).float()[:, None]  # nodes up to each node's last token
@@ -413,13 +412,12 @@ def uniform_weights(weights, owner):
 
 def attention_graph(example, threshold=None, level="word", relative_threshold=GRAPH_RELATIVE_THRESHOLD,
                     weighting="attention"):
-    """One sentence's attention as a weighted directed graph (JSON-ready): an edge source -> target
-    means the source (query) attends to the target (key); per layer and head plus each layer's "mean".
-    An edge is kept if its weight is >= relative_threshold times what uniform attention gives its query
-    (`uniform_weights`: 1/n, n = number of nodes, tokens or words and special tokens at word level; in a causal model
-    1/n_i, and "threshold" holds the smallest cut, the last query's); an absolute `threshold` overrides it.
-    `weighting`: "attention" (raw weights; "mean" the head mean) or "norm" (Kobayashi et al.'s norm-weighted shares;
-    "mean" the layer's ||sum_h a_ij^h f_h(x_j)|| as shares, example.norm_weighted_layer, none without it)."""
+    """One sentence's attention as a directed graph (JSON-ready; docs/attention-graph.md): an edge source -> target,
+    per layer and head plus each layer's "mean", means the query attends to the key with a weight >= relative_threshold
+    x what uniform attention gives its query (uniform_weights; in a causal model, example.causal or else is_causal on
+    the stored weights, "threshold" is the smallest cut), or >= an absolute `threshold`. `weighting`: "attention"
+    (raw; "mean" the head mean) or "norm" (Kobayashi et al.'s shares; "mean" the layer's ||sum_h a_ij^h f_h(x_j)||,
+    example.norm_weighted_layer, none without it): "whole_layer" says which ("head mean", "layer", None)."""
     if weighting not in ("attention", "norm"):
         raise ValueError(f"weighting must be 'attention' or 'norm', got {weighting!r}")
     if level not in ("word", "token"):
@@ -436,15 +434,17 @@ def attention_graph(example, threshold=None, level="word", relative_threshold=GR
         pooled, owner = word_level_attention(attention, example.word_ids)
         means = None if means is None else word_level_attention(means, example.word_ids)[0]  # (L, W, W)
         attention, tokens = pooled, _node_labels(example, owner, tokens)
-    uniform = uniform_weights(torch.as_tensor(example.attention), owner)  # (nodes, 1): causal as the raw weights say
-    cut = torch.tensor(float(threshold)) if threshold is not None else relative_threshold * uniform
+    causal = getattr(example, "causal", None)
+    causal, absolute = bool(is_causal(example.attention) if causal is None else causal), threshold is not None
+    cut = torch.tensor(float(threshold)) if absolute else relative_threshold * uniform_weights(owner, causal)
     edges = []
     for layer, per_head in enumerate(attention):
         for head, matrix in [*enumerate(per_head), *([("mean", means[layer])] if means is not None else [])]:
             for source, target in (matrix >= cut).nonzero().tolist():
                 edges.append({"source": source, "target": target, "layer": layer, "head": head,
                               "weight": round(float(matrix[source, target]), 4)})
+    whole_layer = "head mean" if weighting == "attention" else None if means is None else "layer"
     return {"directed": True, "sentence": example.sentence, "level": level, "weighting": weighting,
             "threshold": float(cut.min()), "relative_threshold": None if threshold is not None else relative_threshold,
-            "uniform_weight": 1 / len(tokens), "nodes": [{"id": i, "label": tok} for i, tok in enumerate(tokens)],
-            "edges": edges}
+            "uniform_weight": 1 / len(tokens), "causal": causal, "whole_layer": whole_layer,
+            "nodes": [{"id": i, "label": tok} for i, tok in enumerate(tokens)], "edges": edges}

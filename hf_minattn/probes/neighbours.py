@@ -98,9 +98,12 @@ class SenseAccuracy:
     raw_interval: list
     accuracy_by_word: dict  # word -> per layer (centred)
     raw_accuracy_by_word: dict  # word -> per layer (raw)
-    chance: float  # mean over homonyms of the majority sense's share (0.5 when the senses are balanced)
-    # the word embeddings alone, scored like a layer: every occurrence of a word has the same vector, so its senses tie
-    # and each occurrence scores 1/senses (0.5 with two), not the majority share `chance` where senses are unbalanced
+    # what this tie-splitting classifier scores with no information: every sense tied, so each occurrence scores
+    # 1/senses; the mean over homonyms of 1/(their senses) (0.5 with two senses, balanced or not). Files written before
+    # held the majority sense's share here, which unbalanced senses put above what vectors carrying nothing score.
+    chance: float
+    # the word embeddings alone, scored like a layer: every occurrence of a word has the same vector, so its senses
+    # tie, and it equals `chance` by construction
     static_accuracy: float
     position_accuracy: float  # the same classifier on the word's position (word index) in its sentence alone
     length_accuracy: float  # the same classifier on (word index, sentence length in words)
@@ -233,10 +236,10 @@ def sense_accuracy(model, tokenizer, homonyms=None, batch_size=64, n_resamples=1
     """Can each layer tell a homonym's senses apart? `model`: any AutoModel encoder; `tokenizer`: its fast
     tokenizer. `homonyms`: word -> sense -> sentences (default: the labelled set in senses_data.HOMONYMS, 26 words,
     2 x 22 sentences each). Per layer, the leave-one-out nearest-centroid accuracy (see SenseAccuracy.note) on
-    centred (All-but-the-Top) and raw vectors, with 95% intervals, against chance (the majority sense's share) and
-    two controls that see no vectors: the word's position alone, and its position with the sentence's length.
-    A sentence where the tokenizer does not find the word exactly once (e.g. cut off at max_length) is left out; a
-    homonym left with fewer than 2 sentences for a sense is skipped."""
+    centred (All-but-the-Top) and raw vectors, with 95% intervals, against chance (its score with every sense tied:
+    1/senses, averaged over homonyms as the accuracy is) and two controls that see no vectors: the word's position
+    alone, and its position with the sentence's length. A sentence where the tokenizer does not find the word exactly
+    once (e.g. cut off at max_length) is left out; a homonym left with fewer than 2 sentences for a sense is skipped."""
     from .senses_data import HOMONYMS
     from .vectors import all_but_the_top
 
@@ -254,7 +257,7 @@ def sense_accuracy(model, tokenizer, homonyms=None, batch_size=64, n_resamples=1
     raw = [sense_scores(v, words, labels, n_resamples, seed) for v in vectors]
     scored = list(dict.fromkeys(words))
     senses_of = {w: [sense for x, sense in zip(words, labels) if x == w] for w in scored}
-    chance = float(np.mean([max(map(ss.count, set(ss))) / len(ss) for ss in senses_of.values()]))  # majority share
+    chance = float(np.mean([1 / len(set(ss)) for ss in senses_of.values()]))  # every sense tied: 1/senses
     positions = {w: {s: float(np.mean([it[3] for it in items if it[0] == w and it[1] == s])) for s in homonyms[w]}
                  for w in scored}
     controls = {"position": _control_accuracy([[it[3]] for it in items], words, labels),

@@ -102,34 +102,34 @@ GRAPHS = {"raw": "attention_graph", "norm_weighted": "attention_graph_norm_weigh
 
 @dataclass
 class AttentionGraph:
-    """One sentence's attention as a graph (heads.attention_graph; attention_flow.rollout_graph / flow_graph): an
-    edge source -> target at a layer means node `source` draws on node `target` (attends to it; for rollout and flow:
-    holds a share of input word `target`) with at least `threshold` of its weight."""
+    """One sentence's attention as a graph (heads.attention_graph; attention_flow.rollout_graph / flow_graph): an edge
+    source -> target at a layer: node `source` draws on node `target` (attends to it; rollout, flow: holds a share of
+    input word `target`) with at least the cut (`threshold`) of its weight."""
 
-    weighting: str  # "attention" (raw), "norm" (Kobayashi et al.), "rollout", "flow" (Abnar & Zuidema)
-    sentence: str
-    level: str  # "word" or "token"
-    threshold: float | None  # None where the file did not record it
-    relative_threshold: float | None  # the threshold as a multiple of uniform attention 1/n (None if absolute)
     labels: list  # node id -> label
     edges: list  # {"source", "target", "layer", "head" (int or "mean"), "weight"}
+    weighting: str = "attention"  # "attention" (raw), "norm" (Kobayashi et al.), "rollout", "flow" (Abnar & Zuidema)
+    sentence: str = ""
+    level: str = "token"  # or "word"
+    threshold: float | None = None  # None where the file did not record it; in a causal graph the smallest cut
+    relative_threshold: float | None = None  # the threshold as a multiple of uniform attention 1/n (None if absolute)
     layers: list | None = None  # rollout / flow: the layers the graph has (flow: the last only)
     self_share: list | None = None  # rollout / flow, per layer: a node's mean share of its own input word
+    whole_layer: str | None = "head mean"  # "mean" edges: the head mean, or "layer" (norm: ||sum_h a f_h||); None: none
+    causal: bool | None = None  # a causal model's graph (cuts per query: 2/n_i); None where the file did not record it
+    residual: bool | float | list | None = None  # rollout / flow: the residual weight (True: 0.5), per layer or token
 
     @classmethod
     def from_dict(cls, g):
-        """None for a graph the file does not have."""
+        """None for a graph the file does not have; a key the file lacks leaves the field's default."""
         if not g:
             return None
-        return cls(weighting=g.get("weighting", "attention"), sentence=g.get("sentence", ""),
-                   level=g.get("level", "token"), threshold=g.get("threshold"),
-                   relative_threshold=g.get("relative_threshold"),
-                   labels=[n["label"] for n in sorted(g.get("nodes", []), key=lambda n: n["id"])], edges=g["edges"],
-                   layers=g.get("layers"), self_share=g.get("self_share"))
+        labels = [n["label"] for n in sorted(g.get("nodes", []), key=lambda n: n["id"])]
+        return cls(labels=labels, **{f.name: g[f.name] for f in fields(cls) if f.name != "labels" and f.name in g})
 
     def strongest(self, layer, k=5, self_edges=False):
-        """[(source label, target label, weight)]: the k heaviest head-mean edges at `layer`, heaviest first; edges
-        from a node to itself only with `self_edges`."""
+        """[(source label, target label, weight)]: the k heaviest "mean" edges at `layer` (self edges with
+        `self_edges`), heaviest first."""
         edges = [e for e in self.edges if e["layer"] == layer and e["head"] == "mean"
                  and (self_edges or e["source"] != e["target"])]
         edges.sort(key=lambda e: -e["weight"])
@@ -137,9 +137,8 @@ class AttentionGraph:
 
 
 class Part:
-    """A part of probes.json typed by its field names: each field is read from the key of the same name, and a key the
-    file lacks leaves the field's default (None for the optional ones). `from_dict` gives None for a part the file
-    does not have, as the dict gave no such key."""
+    """A part of probes.json typed by its field names: each field is read from the key of the same name, a key the file
+    lacks leaves the field's default (None for the optional ones); `from_dict` gives None for a part it lacks."""
 
     @classmethod
     def from_dict(cls, d):
@@ -205,6 +204,7 @@ class HeadExample(Part):
     norm_weighted: list | None = None
     labels: list | None = None  # the tokens as figures show them (heads.token_labels); None in older files
     norm_weighted_layer: list | None = None  # (layers, tokens, tokens): ||sum_h a_ij f_h(x_j)||; None in older files
+    causal: bool | None = None  # heads.is_causal on the exact weights; None in older files
 
 
 def shown_tokens(example) -> list:
@@ -232,6 +232,7 @@ class Heads(Part):
     mds: list | None = None
     within_layer_js: list | None = None
     examples: list = field(default_factory=list)  # HeadExample
+    causal: bool | None = None  # a causal model's attention (heads.is_causal); None in older files
 
     @classmethod
     def from_dict(cls, d):
@@ -293,8 +294,7 @@ class SenseExample(Part):
 
 @dataclass
 class SenseAccuracy(Part):
-    """Homonym senses by layer (senses.py): leave-one-out accuracy, its intervals (dicts with low and high; None in
-    older files) and the controls."""
+    """Homonym senses by layer (senses.py): leave-one-out accuracy, its intervals (None in older files), controls."""
 
     words: list
     occurrences: int
@@ -349,8 +349,7 @@ class Weights(Part):
 
 @dataclass
 class SavedCircuits(Part):
-    """Layer 0's circuits as saved (circuits.Circuits's fields the report reads): per head, Interval dicts of
-    Spearman's rho and the OV scores."""
+    """Layer 0's circuits as saved (circuits.Circuits's fields the report reads): per head, Interval dicts."""
 
     num_heads: int
     token_ids: list
@@ -386,11 +385,9 @@ class SavedProbeResults:
     hidden_size: int
     benchmarks: BenchmarkSummary | None
     vector_corpus: dict | None  # source, sentences, words, vocabulary, seconds... (None in older files)
-    # the first example's graphs by name (GRAPHS: raw, norm_weighted, rollout, flow); None where not in the file
-    attention_graphs: dict = field(default_factory=dict)
+    attention_graphs: dict = field(default_factory=dict)  # the first example's graphs by GRAPHS name; None: absent
     provenance: dict | None = None  # date, seed, versions, arguments, command
-    # the probes' parts (PARTS); None where the file does not have one
-    geometry: Geometry | None = None
+    geometry: Geometry | None = None  # from here on the probes' parts (PARTS); None where the file does not have one
     heads: Heads | None = None
     head_ablation: HeadAblation | None = None
     logit_lens: SavedLogitLens | None = None
@@ -404,16 +401,18 @@ class SavedProbeResults:
 
     @classmethod
     def from_dict(cls, r):
-        missing = [k for k in ("model", "num_layers") if k not in r]
-        if missing:
+        if missing := [k for k in ("model", "num_layers") if k not in r]:
             raise ValueError(f"not a probes.json dict: missing {missing}")
-        return cls(model=r["model"], model_class=r.get("model_class", ""), num_layers=r["num_layers"],
-                   num_heads=r.get("num_heads", 0), hidden_size=r.get("hidden_size", 0),
-                   benchmarks=BenchmarkSummary.from_dict(r["benchmarks"]) if r.get("benchmarks") else None,
-                   vector_corpus=r.get("vector_corpus"),
-                   attention_graphs={name: AttentionGraph.from_dict(r.get(key)) for name, key in GRAPHS.items()},
-                   provenance=r.get("provenance"), raw=r,
-                   **{key: part.from_dict(r.get(key)) for key, part in PARTS.items()})
+        saved = cls(model=r["model"], model_class=r.get("model_class", ""), num_layers=r["num_layers"],
+                    num_heads=r.get("num_heads", 0), hidden_size=r.get("hidden_size", 0),
+                    benchmarks=BenchmarkSummary.from_dict(r["benchmarks"]) if r.get("benchmarks") else None,
+                    vector_corpus=r.get("vector_corpus"), provenance=r.get("provenance"), raw=r,
+                    attention_graphs={name: AttentionGraph.from_dict(r.get(key)) for name, key in GRAPHS.items()},
+                    **{key: part.from_dict(r.get(key)) for key, part in PARTS.items()})
+        norm, examples = saved.attention_graphs["norm_weighted"], saved.heads.examples if saved.heads else []
+        if norm and "whole_layer" not in r[GRAPHS["norm_weighted"]] and examples and examples[0].norm_weighted_layer:
+            norm.whole_layer = "layer"  # a file from before the field whose code already drew the layer measure
+        return saved
 
 
 def load_probe_results(folder):

@@ -4,8 +4,9 @@ graphs: raw attention, norm-weighted, rollout and flow (Abnar & Zuidema 2020).""
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..attention_flow import attention_rollout, self_share
-from ..mixing import uniform_rollout_self_share
+from ..attention_flow import self_share
+from ..heads import is_causal
+from ..mixing import uniform_rollout
 from ..plots import graph_panel, save_figure
 from ..results import GRAPHS
 from .page import Section
@@ -18,9 +19,13 @@ GRAPH_MEANINGS = {  # what an edge a -> b of each graph says (attention_graphs s
     "norm_weighted": "norm-weighted: per head each weight scaled by ||W_O W_V x_j||, and for the layer (what the "
                      "figure draws) ||sum_h a_ab^h W_O^h W_V^h x_b||, the size of what word b actually moves through "
                      "all heads, as shares of a's total (Kobayashi et al. 2020)",
-    "rollout": "rollout: every layer's head-mean attention with the residual connection (0.5 A + 0.5 I), multiplied "
-               "from the input up: the share of input word b in a's representation after that layer, through "
-               "attention and residuals (Abnar & Zuidema 2020)",
+    # a graph written before the layer measure (its "whole_layer" is "head mean"): the mean of the heads' shares
+    "norm_weighted_head_mean": "norm-weighted: per head each weight scaled by ||W_O W_V x_j|| as shares of a's total "
+                               "(Kobayashi et al. 2020), and for the layer (what the figure draws) the mean of the "
+                               "heads' shares, which counts a head moving short vectors like one moving long ones",
+    "rollout": "rollout: every layer's head-mean attention with the residual connection (A' = w I + (1 - w) A), "
+               "multiplied from the input up: the share of input word b in a's representation after that layer, "
+               "through attention and residuals (Abnar & Zuidema 2020)",
     "flow": "flow: the same layered graph read as a flow network: the maximum flow from input word b to a, rows "
             "normalised (Abnar & Zuidema 2020)",
 }
@@ -42,27 +47,46 @@ def _graph_findings(r, k=5):
             "uniform": _uniform_self_share(r, len(rollout.labels), last + 1), "common": common}
 
 
-def _residual_weight(r):
-    """The residual weight w of rollout's A' = w I + (1 - w) A, as the rollout graph records it (True: 0.5)."""
-    residual = (getattr(r, "raw", None) or {}).get(GRAPHS["rollout"], {}).get("residual", True)
-    return 0.5 if residual is True else 0.0 if residual is False else float(residual)
+def _meaning(name, graph):
+    """The GRAPH_MEANINGS key of a graph: a norm graph says by its whole_layer which measure its "mean" edges are."""
+    return "norm_weighted_head_mean" if name == "norm_weighted" and graph.whole_layer != "layer" else name
+
+
+def cut_text(graph, fmt=".2f"):
+    """A graph's cut as words: "0.13", or in a causal graph (one cut per query) "2/n_i (0.13 at the last query, more
+    before)", where `threshold` is only the smallest cut."""
+    if graph.causal and graph.relative_threshold is not None:
+        return f"{graph.relative_threshold:g}/n_i ({graph.threshold:{fmt}} at the last query, more before)"
+    return f"{graph.threshold:{fmt}}"
+
+
+def _residual(r, layers, n):
+    """Rollout's residual weight w of A' = w I + (1 - w) A as the rollout graph records it, in the form
+    attention_rollout takes for n nodes: a number (True or not recorded: 0.5; False: 0), one per layer (layers,), or
+    one per layer and node (layers, n); per-token weights of a word-level graph (not n of them) averaged per layer."""
+    residual = r.attention_graphs["rollout"].residual
+    if residual is None or isinstance(residual, bool):
+        return 0.0 if residual is False else 0.5  # None: a file from before the field, always the default 0.5
+    w = np.asarray(residual, dtype=float)
+    return w.mean(-1) if w.ndim == 2 and w.shape[-1] != n else w
 
 
 def _causal(r):
-    """Whether the first example's attention (the graphs') is causal: every weight above the diagonal 0."""
-    examples = r.heads.examples if getattr(r, "heads", None) else []
-    return bool(examples) and not np.triu(np.asarray(examples[0].attention), 1).any()
+    """Whether the graphs are a causal model's, as the files record it (the rollout graph's, else the heads'); files
+    from before either recorded it: heads.is_causal on the first example's stored weights."""
+    recorded = r.attention_graphs["rollout"].causal
+    heads = getattr(r, "heads", None)
+    if recorded is None and heads is not None:
+        recorded = heads.causal if heads.causal is not None else (
+            bool(is_causal(heads.examples[0].attention)) if heads.examples else None)
+    return bool(recorded)
 
 
 def _uniform_self_share(r, n, layers):
     """A node's mean share of itself after `layers` layers of rollout if every layer attended uniformly over the n
-    nodes, with the same residual weight: what the residual alone keeps. In a causal model node i sees i + 1 nodes
-    (exact for words of one token each)."""
-    w = _residual_weight(r)
-    if not _causal(r):
-        return uniform_rollout_self_share(n, [w] * layers)  # w^L + (1 - w^L) / n
-    uniform = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]  # (n, n): row i spread over nodes 0..i
-    return self_share(attention_rollout(np.broadcast_to(uniform, (layers, 1, n, n)), w)[-1:], None, "token")[0]
+    nodes (in a causal model node i over the i + 1 up to it), with the same residual weights: what the residual
+    alone keeps (exact for words of one token each)."""
+    return self_share(uniform_rollout(n, _residual(r, layers, n), layers, _causal(r))[-1:], None, "token")[0]
 
 
 def attention_graphs_text(r, k=5):
@@ -72,19 +96,19 @@ def attention_graphs_text(r, k=5):
     rollout, last, top = f["graphs"]["rollout"], f["last"], f["top"]
     shown = [name for name, graph in f["graphs"].items() if graph is not None]
     text = (f"The first example's words as graphs at the last layer (layer {last}); an edge a -> b says that a draws "
-            f"on b. " + "; ".join(GRAPH_MEANINGS[name] for name in shown) + ". ")
+            f"on b. " + "; ".join(GRAPH_MEANINGS[_meaning(name, f["graphs"][name])] for name in shown) + ". ")
     own, uniform = f["own"], f["uniform"]
     kept = (f"After the last layer a word's representation is on average {own:.2f} its own input word, against "
             f"{uniform:.2f} if every layer attended evenly with the same residual weight, so "
             + SELF_VERDICT[_against_uniform(own, uniform)])
     if not top:
-        return text + (f"No rollout edge between different words reaches the threshold ({rollout.threshold:.3g}). "
+        return text + (f"No rollout edge between different words reaches the threshold ({cut_text(rollout, '.3g')}). "
                        + kept)
     flow = f["graphs"].get("flow")
     text += ("The strongest edges, from rollout, between different words: "
              + ", ".join(f"{a} -> {b} ({w:.2f})" for a, b, w in top) + ". "
              + (f"All lead to {top[0][1]}. " if _one_target(top) else "")
-             + (f"Flow has no edge between different words above its threshold ({flow.threshold:.2f}) at that layer: "
+             + (f"Flow has no edge between different words above its threshold ({cut_text(flow)}) at that layer: "
                 "it spreads each word's input over the words more evenly than that. "
                 if flow is not None and not flow.strongest(last, 1) else "")
              + kept + " ")
@@ -110,9 +134,12 @@ def attention_graphs_headline(r):
     f = _graph_findings(r)
     own, uniform = f["own"], f["uniform"]
     what = {"above": "more of itself than", "below": "less of itself than", "level": "about as much of itself as"}
-    w = _residual_weight(r)
-    share = "half" if w == 0.5 else f"{w:g}"
-    text = (f"By rollout (each layer's residual path taken as {share} of it), after the last layer a word keeps "
+    rollout = f["graphs"]["rollout"]
+    w = np.asarray(_residual(r, len(rollout.layers), len(rollout.labels)))
+    how = f"each layer's residual path taken as {'half' if w == 0.5 else f'{w:g}'} of it" if w.ndim == 0 else (
+        "each layer's residual path weighted as measured, " + (", ".join(f"{x:.2f}" for x in w) + " by layer"
+                                                              if w.ndim == 1 else f"{w.mean():.2f} on average"))
+    text = (f"By rollout ({how}), after the last layer a word keeps "
             f"{what[_against_uniform(own, uniform)]} even attention with the same residual would leave it (on average "
             f"{own:.2f} of it is its own input word, against {uniform:.2f})")
     if f["common"] is not None:
@@ -155,9 +182,11 @@ def attention_graphs_plot(r, path, figure_format=None):
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.4), squeeze=False)
     for ax, (key, name) in zip(axes[0], panels):
         # plots.graph_panel draws a graph as attention_graph.json holds it (experiments/figures.py reads those files)
-        graph_panel(ax, r.raw[GRAPHS[key]], layer,
-                    f"{name}, layer {layer} (edges >= {r.attention_graphs[key].threshold:.2f})")
-    fig.suptitle("a -> b: a draws on b (head mean; edges to itself left out)", fontsize=9)
+        cut = cut_text(r.attention_graphs[key])
+        graph_panel(ax, r.raw[GRAPHS[key]], layer, f"{name}, layer {layer} (edges >= {cut})")
+    norm = r.attention_graphs["norm_weighted"]
+    whole = "head mean; norm-weighted: the whole layer" if norm and norm.whole_layer == "layer" else "head mean"
+    fig.suptitle(f"a -> b: a draws on b ({whole}; edges to itself left out)", fontsize=9)
     return save_figure(fig, path, figure_format)
 
 

@@ -1,33 +1,40 @@
 """Context-specificity by word frequency: do the most frequent words change more with their sentence than the rarest?
 The answer is the probe's contrast of the top 100 against the 1000+ band (or, in files without it, the lowest other
 band); the published result (Ethayarajh 2019: stop words are the most context-specific) is claimed only where the top
-100 band also has the lowest mean of all."""
+100 band also has the lowest mean of all. Which band is lower, lowest or tied is read from the means as shown (two
+decimals), so that a sentence never contradicts the numbers beside it."""
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from ..plots import save_figure
 from .page import Section
-from .words import cell, differ, lower
+from .words import cell, differ
+
+
+def _shown(bands):
+    """{band: its mean as the sentences and tables print it (two decimals)}."""
+    return {b: float(format(v, ".2f")) for b, v in bands.items()}
 
 
 def _bands(g):
     """(bands, lowest, frequent, other): {band: adjusted self-similarity at the last layer} of the bands that have
-    words, the lowest band, how the most frequent words ("top 100") stand against `other`: +1 lower (they vary more
-    with context), -1 higher, 0 not told apart; None without them. `other` is the "1000+" band of the
-    probe's bootstrap contrast where the file has one (its interval decides), else the lowest other band (equal at
-    the precision shown: 0)."""
+    words, the bands tied for the lowest mean as shown (a list, in the file's order), how the most frequent words
+    ("top 100") stand against `other`: +1 lower (they vary more with context), -1 higher, 0 not told apart; None
+    without them. `other` is the "1000+" band of the probe's bootstrap contrast where the file has one (its interval
+    decides), else the lowest other band as shown (less than one unit of the last decimal shown apart: 0)."""
     bands = {b: v[-1] for b, v in g.adjusted_self_similarity_by_band.items() if v[-1] is not None}
     if len(bands) < 2:
         return bands, None, None, None
-    lowest = min(bands, key=bands.get)
+    shown = _shown(bands)
+    lowest = [b for b in bands if shown[b] == min(shown.values())]
     if "top 100" not in bands:
         return bands, lowest, None, None
     c = g.band_contrast
     if c is not None:
         return bands, lowest, _sign(c), c["bands"][1]
-    other = min((b for b in bands if b != "top 100"), key=bands.get)
-    top, rest = bands["top 100"], bands[other]
+    other = min((b for b in bands if b != "top 100"), key=lambda b: (shown[b], bands[b]))
+    top, rest = bands["top 100"], bands[other]  # no interval here: a direction needs a full unit of what is shown
     return bands, lowest, (0 if not differ(top, rest) else 1 if top < rest else -1), other
 
 
@@ -71,21 +78,38 @@ def _pieces_sentence(g):
             f"is not one of frequency alone.")
 
 
-def _below_top(bands, lowest):
-    """The band below the top 100 band at the precision shown (the lowest), or None where the top 100 is lowest."""
-    return lowest if lowest != "top 100" and lower(bands[lowest], bands["top 100"]) else None
+def _below_top(lowest):
+    """The bands below the top 100 band as shown (those tied for the lowest mean), or None where the top 100 is among
+    the lowest."""
+    return None if "top 100" in lowest else " and ".join(lowest)
+
+
+def _tied_with_top(lowest):
+    """The other bands tied with the top 100 band for the lowest mean as shown, or None where it is lowest alone or
+    not lowest."""
+    return " and ".join(b for b in lowest if b != "top 100") if "top 100" in lowest and len(lowest) > 1 else None
+
+
+def _lowest_words(lowest):
+    """The clause naming the band of the lowest mean, or the bands tied for it as shown."""
+    if len(lowest) == 1:
+        return f"the {lowest[0]} band has the lowest mean"
+    return f"the {' and '.join(lowest)} bands are tied for the lowest mean as shown"
 
 
 def _frequent_verdict(bands, frequent, other, lowest):
     """What the top 100 band's contrast with `other` says, beside the band with the lowest mean: "as published" only
-    where the frequent words vary more than `other` and no band is lower than the top 100."""
+    where the frequent words vary more than `other` and the top 100 band alone has the lowest mean as shown."""
     if frequent is None:
         return "no band of frequent words to compare with the published result"
-    than, below = _band_name(other, rarest=True), _below_top(bands, lowest)
-    if frequent > 0 and below is None and other == min((b for b in bands if b != "top 100"), key=bands.get):
+    than, below, tied = _band_name(other, rarest=True), _below_top(lowest), _tied_with_top(lowest)
+    shown = _shown(bands)
+    rest = min(v for b, v in shown.items() if b != "top 100")
+    if frequent > 0 and lowest == ["top 100"] and shown.get(other) == rest:
         return "frequent (stop) words vary most with context, as published"  # below every other band
     if frequent > 0:
         return f"frequent (stop) words vary more with context than {than}" + (
+            f", tied for most with the {tied} band as shown" if tied else
             ", as published" if below is None else f", though not most: the {below} band is lower still")
     if frequent < 0:
         return "not the stop words, unlike the published result"
@@ -99,7 +123,7 @@ def bands_text(r):
         return "Too few bands have words to compare frequencies."
     words = ", ".join(f"'{w}'" for w, _ in g.most_context_specific[:6])
     return (f"At the last layer, adjusted self-similarity by frequency rank is "
-            f"{'; '.join(f'{b}: {v:.2f}' for b, v in bands.items())}: the {lowest} band has the lowest mean "
+            f"{'; '.join(f'{b}: {v:.2f}' for b, v in bands.items())}: {_lowest_words(lowest)} "
             f"({_frequent_verdict(bands, frequent, other, lowest)}{_contrast(g)}).{_pieces_sentence(g)} The most "
             f"context-specific words are {words}.")
 
@@ -116,16 +140,20 @@ def bands_headline(r):
     if len(bands) < 2:
         return "Too few frequency bands have words to compare."
     if frequent is None:
-        return (f"At the last layer {_band_name(lowest)} change most with their sentence (adjusted self-similarity "
-                f"{bands[lowest]:.2f}).")
+        names = " and ".join(_band_name(b) for b in lowest)
+        return (f"At the last layer {names} change most with their sentence (adjusted self-similarity "
+                f"{bands[lowest[0]]:.2f}{', tied as shown' if len(lowest) > 1 else ''}).")
     numbers = (f"adjusted self-similarity {bands['top 100']:.2f}, against {bands[other]:.2f} for {_band_name(other)}"
                f"{_contrast(r.geometry)}")
     if frequent > 0:
+        tied = [_band_name(b) for b in lowest if b != "top 100"]
         answer = (f"Yes: the most frequent words (mostly function words like 'the') change more with their sentence "
                   f"than {_band_name(other, rarest=True)} at the last layer ({numbers})" +
-                  (", as published." if _below_top(bands, lowest) is None else
-                   f"; {_band_name(lowest)} change more still ({bands[lowest]:.2f}), so the most frequent words do not "
-                   f"change most."))
+                  (", as published." if lowest == ["top 100"] else
+                   f"; {' and '.join(tied)} change as much ({bands['top 100']:.2f} as shown), so the most frequent "
+                   f"words are tied for most." if "top 100" in lowest else
+                   f"; {' and '.join(tied)} change more still ({bands[lowest[0]]:.2f}), so the most frequent words do "
+                   f"not change most."))
     elif frequent < 0:
         answer = (f"No: at the last layer the most frequent words change less with their sentence than rarer ones "
                   f"({numbers}), unlike the published result.")

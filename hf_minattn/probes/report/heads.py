@@ -15,12 +15,12 @@ HEAD_TARGETS = (("previous", "previous token"), ("next", "next token"), ("self",
 
 def _strongest_heads(h):
     """[(label, layer, head, mass, ratio to uniform or None)]: per target, the head that gives it the most
-    attention."""
+    attention; no next token in a causal model (h.causal), which cannot see it."""
     stats, H = h.stats, h.num_heads
     relative = h.relative_to_uniform or {}
     out = []
     for key, label in HEAD_TARGETS:
-        if key in stats:
+        if key in stats and not (key == "next" and getattr(h, "causal", None)):
             values = np.array(stats[key])
             k = int(np.argmax(values))
             ratio = relative[key][k // H][k % H] if key in relative else None

@@ -77,12 +77,22 @@ def norm_weighting_plot(r, path, figure_format=None):
 
 
 def _edge_rule(graph):
-    """The cut attention_graph used: relative_threshold / n (a multiple of uniform attention), an absolute one, or
-    None where the graph does not record it."""
+    """The cut attention_graph used: relative_threshold / n (a multiple of uniform attention; in a causal graph
+    / n_i, over the n_i words each query sees), an absolute one, or None where the graph does not record it."""
     t = graph.relative_threshold
     if t is None:
         return None if graph.threshold is None else f">= {graph.threshold:.3g}"
-    return f">= {t:g}/n ({'twice' if t == 2 else f'{t:g} times'} uniform attention over the n words)"
+    times = "twice" if t == 2 else f"{t:g} times"
+    if graph.causal:
+        return f">= {t:g}/n_i ({times} uniform attention over the n_i words query i sees)"
+    return f">= {t:g}/n ({times} uniform attention over the n words)"
+
+
+def _layer_measure(r):
+    """Whether the norm-weighted graph's whole-layer ("mean") edges are the layer's ||sum_h a_ij^h f_h(x_j)|| (as its
+    whole_layer says), not the mean of the heads' shares (older files); without the graph, as the example holds."""
+    graph = r.attention_graphs["norm_weighted"]
+    return graph.whole_layer == "layer" if graph else whole_layer_shares_example(r) is not None
 
 
 def _edge_counts(r):
@@ -96,8 +106,11 @@ def _edge_counts(r):
 
 def attention_norm_example_text(r):
     raw, weighted = r.attention_graphs["raw"], r.attention_graphs["norm_weighted"]
-    text = ("Attention of the first example by layer, raw (top, the head mean) and norm-weighted (bottom, the layer's "
-            "||sum_h a_ij^h f_h(x_j)|| as shares: heads that move longer vectors weigh more)")
+    text = ("Attention of the first example by layer, raw (top, the head mean) and norm-weighted (bottom, " + (
+        "the layer's ||sum_h a_ij^h f_h(x_j)|| as shares: heads that move longer vectors weigh more)"
+        if whole_layer_shares_example(r) is not None else
+        "the mean of the heads' norm-weighted shares, which weighs a head moving short vectors like one moving long "
+        "ones: this file has no measure of the whole layer)"))
     counts = _edge_counts(r)
     if counts is None:
         return text + "."
@@ -108,8 +121,10 @@ def attention_norm_example_text(r):
         need = rules[0] if rules[0] == rules[1] else f"{rules[0]} (raw) and {rules[1]} (norm-weighted)"
         text += f"; both are exported as graphs whose edges need {need}"
     n_raw, n_weighted, verdict = counts
+    whole = "the layer's" if _layer_measure(r) else "their mean"
+    drawn = "the layer's" if whole_layer_shares_example(r) is not None else "the heads' mean"
     return text + (f": {n_raw} edges raw, {n_weighted} norm-weighted, in every layer's graphs, each head's and "
-                   "the layer's together (the figure draws the layer's), so norm weighting "
+                   f"{whole} together (the figure draws {drawn}), so norm weighting "
                    + {"fewer": "concentrates attention on fewer edges.", "more": "spreads it over more edges.",
                       "as many": "keeps as many edges."}[verdict])
 
@@ -117,9 +132,11 @@ def attention_norm_example_text(r):
 def attention_norm_example_headline(r):
     counts = _edge_counts(r)
     if counts is None:
-        return "The first example's head-mean attention by layer, raw and weighted by the size of what it moves."
+        return ("The first example's attention by layer, raw (head mean) and weighted by the size of what it moves ("
+                + ("the whole layer)." if _layer_measure(r) else "head mean)."))
     n_raw, n_weighted, verdict = counts
-    numbers = f"{n_weighted} strong links against {n_raw} raw, every layer's heads and their mean"
+    numbers = f"{n_weighted} strong links against {n_raw} raw, every layer's heads and " + (
+        "the whole layer (raw: the head mean)" if _layer_measure(r) else "their mean")
     if verdict == "as many":
         return f"No difference in count: weighting by the size of what it moves keeps as many strong links ({numbers})."
     return (f"Weighting by the size of what it moves {'concentrates' if verdict == 'fewer' else 'spreads'} the first "
@@ -132,7 +149,7 @@ def attention_norm_example_tables(r):
     return [{"header": ["graph", "edges", "an edge needs"], "rows": rows}] if rows else []
 
 
-def layer_norm_weighted_example(r, index=0):
+def whole_layer_shares_example(r, index=0):
     """The example's Kobayashi et al. layer-level shares ||sum_h a_ij^h f_h(x_j)|| per query, (L, T, T), as
     probes.json holds them (heads.AttentionExample.norm_weighted_layer); None in files from before they were kept."""
     examples = r.heads.examples if r.heads else []
@@ -145,7 +162,7 @@ def attention_norm_example_plot(r, path, index=0, figure_format=None):
     if not h or len(h.examples) <= index or h.examples[index].norm_weighted is None:
         return None
     ex = h.examples[index]
-    raw, weighted = np.array(ex.attention).mean(1), layer_norm_weighted_example(r, index)  # (L, T, T)
+    raw, weighted = np.array(ex.attention).mean(1), whole_layer_shares_example(r, index)  # (L, T, T)
     # an older file: only the heads' shares, whose mean weighs a head moving short vectors like one moving long ones
     bottom = ("norm-weighted", "the layer's ||sum_h a_ij f_h(x_j)|| as shares") if weighted is not None else (
         "heads' norm shares", "the mean of the heads' norm-weighted shares")
@@ -175,4 +192,4 @@ EXAMPLE = Section(
     question="Does weighting by vector size change the attention graph?",
     reads="results", headline=attention_norm_example_headline, text=attention_norm_example_text,
     tables=attention_norm_example_tables, figure=attention_norm_example_plot,
-    alt="Head-mean attention matrices of the first example by layer, raw (top row) and norm-weighted (bottom row)")
+    alt="Attention matrices of the first example by layer, raw head mean (top row) and norm-weighted (bottom row)")

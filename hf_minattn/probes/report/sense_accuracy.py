@@ -1,5 +1,8 @@
 """Homonym senses by layer: can the vectors tell a word's meanings apart? Leave-one-out nearest-centroid accuracy
-with its 95% interval, against chance and controls that see only the word's position and the sentence's length."""
+with its 95% interval, against chance and controls that see only the word's position and the sentence's length.
+Chance is what this classifier scores with no information: every sense tied, 1/senses per occurrence (0.5 with two
+senses), which is the static word embeddings' score (one vector per word); files written before it was defined so
+record the majority sense's share as `chance`, and are read against their static score where they have one."""
 
 import matplotlib.pyplot as plt
 
@@ -23,6 +26,23 @@ SENSE_CONTROLS = {"position": "the word's position alone",
                   "position and length": "the word's position and the sentence's length alone"}
 
 
+def no_information(senses):
+    """Chance as the verdicts read it: the score of the classifier on vectors that carry nothing (the static word
+    embeddings: every sense tied) where the file has it, else the file's `chance`."""
+    return senses.chance if senses.static_accuracy is None else senses.static_accuracy
+
+
+def _static_clause(senses):
+    """The static word embeddings' score beside chance, in the words the numbers allow."""
+    static, recorded = senses.static_accuracy, senses.chance
+    if static is None:
+        return ""
+    if f"{recorded:.2f}" == f"{static:.2f}":
+        return f"; the static word embeddings get {static:.2f}, chance by construction"
+    return (f"; the static word embeddings get {static:.2f} (every sense tied), the chance read here, not the "
+            f"{recorded:.2f} this file records as chance (the majority sense's share)")
+
+
 def _sense_claim(senses):
     """(verdict, control, its accuracy, beats it) at the last layer: the verdict against chance (sense_verdict) and,
     when above chance, whether the interval's low end is above the strongest control (the word's position, and its
@@ -33,7 +53,7 @@ def _sense_claim(senses):
     controls = {"position": senses.position_accuracy, "position and length": senses.length_accuracy}
     controls = {k: v for k, v in controls.items() if v is not None}
     best_control, control = max(controls.items(), key=lambda kv: kv[1])
-    verdict = sense_verdict(intervals[-1], senses.chance)
+    verdict = sense_verdict(intervals[-1], no_information(senses))
     return verdict, best_control, control, verdict == "above chance" and intervals[-1]["low"] > control
 
 
@@ -42,7 +62,7 @@ def sense_accuracy_text(r, untrained=None):
     the controls that see only the word's position and the sentence's length. `untrained`: the SenseAccuracy
     (results.py) of the same architecture at initialisation, shown beside. Files written before the intervals get no verdict."""
     senses = r.sense_accuracy
-    acc, layers, chance = senses.accuracy, senses.layers, senses.chance
+    acc, layers, chance = senses.accuracy, senses.layers, no_information(senses)
     intervals = senses.accuracy_interval
     text = (f"{len(senses.words)} homonyms ({', '.join(senses.words)}), {senses.occurrences} labelled "
             "sentences: ")
@@ -59,10 +79,12 @@ def sense_accuracy_text(r, untrained=None):
              f"against chance {chance:.2f}. The same classifier on the word's position alone gets "
              f"{senses.position_accuracy:.2f}" +
              (f", on its position and the sentence's length {length:.2f}" if length is not None else "") +
-             " (static word embeddings: chance by construction). ")
+             f"{_static_clause(senses)}. ")
     above = [layer for layer, i in zip(layers, intervals) if sense_verdict(i, chance) == "above chance"]
     verdict, best_control, control, beats = _sense_claim(senses)
-    text += f"At the last layer ({layers[-1]}) sense accuracy is {verdict}"
+    last = intervals[-1]
+    text += (f"At the last layer ({layers[-1]}) sense accuracy, {acc[-1]:.2f} [{last['low']:.2f}, "
+             f"{last['high']:.2f}] against chance {chance:.2f}, is {verdict}")
     if verdict == "above chance":
         text += (f", and above the {best_control} control ({control:.2f})" if beats else
                  f", but not above the {best_control} control ({control:.2f}): the senses are not shown to be told "
@@ -74,13 +96,13 @@ def sense_accuracy_text(r, untrained=None):
     if untrained and untrained.accuracy_interval:
         i = untrained.accuracy_interval[-1]
         text += (f" The untrained model: {untrained.accuracy[-1]:.2f} [{i['low']:.2f}, {i['high']:.2f}] at its last "
-                 f"layer ({sense_verdict(i, untrained.chance)}).")
+                 f"layer ({sense_verdict(i, no_information(untrained))}, chance {no_information(untrained):.2f}).")
     return text
 
 
 def sense_accuracy_headline(r):
     senses = r.sense_accuracy
-    acc, chance = senses.accuracy[-1], senses.chance
+    acc, chance = senses.accuracy[-1], no_information(senses)
     claim = _sense_claim(senses)
     if claim is None:
         return (f"No verdict: this run recorded no interval (last-layer sense accuracy {acc:.0%}, chance "
@@ -103,7 +125,7 @@ def sense_accuracy_headline(r):
 
 def sense_accuracy_tables(r):
     senses = r.sense_accuracy
-    layers, chance = senses.layers, senses.chance
+    layers, chance = senses.layers, no_information(senses)
     intervals = senses.accuracy_interval or [None] * len(layers)
     raw = senses.raw_accuracy
     per_layer = {"header": ["layer", "accuracy", "95% interval", "raw vectors", "against chance"],
@@ -111,8 +133,9 @@ def sense_accuracy_tables(r):
                            cell(raw, n), "-" if i is None else sense_verdict(i, chance)]
                           for n, (layer, a, i) in enumerate(zip(layers, senses.accuracy, intervals))]}
     controls = {"header": ["control", "accuracy"],
-                "rows": [[label, cell(getattr(senses, key))] for key, label in
-                         (("chance", "chance"), ("position_accuracy", SENSE_CONTROLS["position"]),
+                "rows": [["chance", cell(chance)]] +
+                        [[label, cell(getattr(senses, key))] for key, label in
+                         (("position_accuracy", SENSE_CONTROLS["position"]),
                           ("length_accuracy", SENSE_CONTROLS["position and length"]),
                           ("static_accuracy", "static word embeddings")) if getattr(senses, key) is not None]}
     by_word = senses.accuracy_by_word or {}
@@ -130,7 +153,7 @@ def sense_accuracy_plot(r, path, figure_format=None):
     ax.plot(senses.layers, senses.accuracy, marker="o", color="k", label="all homonyms")
     for word, values in senses.accuracy_by_word.items():
         ax.plot(senses.layers, values, alpha=0.4, label=word)
-    ax.axhline(senses.chance, linestyle="--", color="grey", label="chance (majority sense's share)")
+    ax.axhline(no_information(senses), linestyle="--", color="grey", label="chance")
     ax.axhline(senses.position_accuracy, linestyle=":", color="red", label="position alone")
     ax.set_xlabel("layer (0 = embedding output)"), ax.set_ylabel("leave-one-out accuracy")
     ax.set_ylim(-0.02, 1.02)
