@@ -28,10 +28,23 @@ def demo():
     return json.loads(DEMO.read_text())
 
 
+def _old_style(demo):
+    """The demo's probes.json as the probe wrote it before the layer measure: the norm graph's "mean" edges the heads'
+    mean shares, no whole_layer, no causal flag, no norm_weighted_layer."""
+    r = copy.deepcopy(demo)
+    for key in ("attention_graph", "attention_graph_norm_weighted", "attention_graph_rollout", "attention_graph_flow"):
+        for field in ("whole_layer", "causal"):
+            (r.get(key) or {}).pop(field, None)
+    for example in r["heads"]["examples"]:
+        example.pop("norm_weighted_layer", None), example.pop("causal", None)
+    r["heads"].pop("causal", None)
+    return SavedProbeResults.from_dict(r)
+
+
 def _new_style(demo):
     """The demo's probes.json as today's probe writes it: the example keeps the layer measure, and the norm graph
     says its "mean" edges are that measure."""
-    r = copy.deepcopy(demo)
+    r = copy.deepcopy(_old_style(demo).raw)
     example = r["heads"]["examples"][0]
     example["norm_weighted_layer"] = np.array(example["norm_weighted"]).mean(1).tolist()  # any (L, T, T) shares
     r["attention_graph_norm_weighted"]["whole_layer"] = "layer"
@@ -47,9 +60,9 @@ def _no_figure(monkeypatch):
 
 
 def test_an_older_file_is_described_as_the_head_mean_it_holds(demo, monkeypatch):
-    """docs/demo/probes.json stores the mean of the heads' norm shares under "mean": every sentence, table and figure
-    says so, none the layer's ||sum_h ...||."""
-    r = SavedProbeResults.from_dict(demo)
+    """Files from before the layer measure store the mean of the heads' norm shares under "mean": every sentence,
+    table and figure says so, none the layer's ||sum_h ...||."""
+    r = _old_style(demo)
     assert r.attention_graphs["norm_weighted"].whole_layer == "head mean"
     text = attention_graphs.attention_graphs_text(r)
     assert "the mean of the heads' shares" in text and "sum_h" not in text
@@ -222,3 +235,10 @@ def test_uniform_rollout_is_the_closed_form_without_a_causal_mask():
     w = [0.5, 0.25]
     diag = np.diagonal(mixing.uniform_rollout(6, w, 2)[-1]).mean()
     assert diag == pytest.approx(uniform_rollout_self_share(6, w))
+
+
+def test_the_committed_demo_holds_the_layer_measure(demo):
+    """docs/demo/probes.json comes from today's probe: its norm graph's whole-layer edges are the layer's measure."""
+    r = SavedProbeResults.from_dict(demo)
+    assert r.attention_graphs["norm_weighted"].whole_layer == "layer"
+    assert r.heads.examples[0].norm_weighted_layer is not None
