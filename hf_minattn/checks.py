@@ -46,6 +46,8 @@ def check_output_folder(path, flag: str) -> None:
     passes them on /sys, /proc or a read-only mount): an empty folder is made there and removed at once, so
     nothing is left behind."""
     path = os.fspath(path)
+    if not path:  # abspath("") is the working folder: every output would land beside the user's own files
+        raise ValueError(f"{flag} is empty; expected a folder path")
     existing = os.path.abspath(path)
     while not os.path.lexists(existing):
         existing = os.path.dirname(existing)

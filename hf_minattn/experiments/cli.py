@@ -13,6 +13,7 @@ from hf_minattn.checks import check_bounds, check_output_folder
 from hf_minattn.cli import OneLineArgumentParser
 from hf_minattn.data import WIKIPEDIA_CORPUS_DESCRIPTION
 from hf_minattn.machine import fast_bf16_available, machine_description
+from hf_minattn.record_files import write_json_atomically
 
 from .answers import answer_questions, rounded
 from .evaluation import (drift_summary, initialisation_agreement, input_ids_ever_masked_in, load_splits,
@@ -22,8 +23,8 @@ from .figures import make_figures
 from .findings import int_seed_keys, protocol_record, render_findings
 from .head_dynamics import head_curves, remove_early_states
 from .probing import probe_variants
-from .training import (SETTINGS, VARIANTS, build_config, count_parameters, log, matched_intermediate_size,
-                       train_variants, variant_named, variant_overrides)
+from .training import (SETTINGS, VARIANTS, build_config, check_same_settings, count_parameters, log,
+                       matched_intermediate_size, train_variants, variant_named, variant_overrides)
 from .word2vec import word2vec_tasks
 
 
@@ -118,6 +119,9 @@ def preset_settings(preset: str, reference: str | None = None, precision: str | 
     the training precision `precision` ("fp32", "bf16", "auto": bf16 where the hardware makes it fast; None: the
     preset's) and `parallel` training runs side by side (None: the preset's; a GPU takes many: the same numbers,
     sooner)."""
+    for name, value in (("preset", preset), ("reference", reference), ("precision", precision)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must be a string, got {value!r}")
     if preset not in SETTINGS:
         raise ValueError(f"preset must be one of {sorted(SETTINGS)}, got {preset!r}")
     settings = dict(SETTINGS[preset])
@@ -145,6 +149,7 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
     `parallel`: as `preset_settings`."""
     settings, seeds = checked_arguments(out, preset, seeds, figure_format, reference, precision, parallel)
     out = os.fspath(out)
+    check_same_settings(out, settings)
     start = time.perf_counter()
     clock = PhaseClock()
     folders, measured = run_phases(out, settings, seeds, figure_format, clock)
@@ -288,14 +293,17 @@ def cached_json(path: str, read_back, compute, **dump_options):
     JSON) where the file exists, unless it returns None (measured for other seeds or models); else compute(), written
     to `path` (nothing written when it returns None)."""
     if os.path.isfile(path):
-        with open(path) as f:
-            kept = read_back(json.load(f))
+        try:
+            with open(path, encoding="utf-8") as f:
+                kept = read_back(json.load(f))
+        except json.JSONDecodeError:  # written before writes were atomic, and cut short: measure again
+            log(f"{path} is not whole JSON (a call stopped while writing it): measuring again")
+            kept = None
         if kept is not None:
             return kept
     value = compute()
     if value is not None:
-        with open(path, "w") as f:
-            json.dump(value, f, **dump_options)
+        write_json_atomically(path, value, **dump_options)
     return value
 
 
@@ -319,13 +327,27 @@ def similarity_dynamics(out: str, folders: dict, settings: dict, seeds, remove_s
     """Word similarity at every saved state (dynamics.similarity_curves), kept in `out/similarity_dynamics.json`:
     the saved states are deleted once scored (unless `remove_states` is False: another phase still reads them), so a
     rerun reads the numbers back."""
-    def read_back(curves):
-        curves["variants"] = {name: {**v, "seeds": {int(s): x for s, x in v["seeds"].items()}}
-                              for name, v in curves["variants"].items()}
-        return curves if sorted(curves["variants"]["full"]["seeds"]) == sorted(seeds) else None
+    def read_back(curves):  # any subset of the seeds kept: a call on fewer seeds reads theirs
+        variants = {name: {int(s): x for s, x in v["seeds"].items()} for name, v in curves["variants"].items()}
+        if not set(seeds) <= set(variants["full"]):
+            return None
+        return {**curves, "variants": {name: {**v, "seeds": _of_seeds(variants[name], seeds)}
+                                       for name, v in curves["variants"].items()}}
 
-    return cached_json(os.path.join(out, "similarity_dynamics.json"), read_back,
-                       lambda: similarity_curves(folders, settings, seeds, remove_states=remove_states), indent=1)
+    def measure():
+        gone = [seed for seed in seeds if not saved_states(folders["full"][seed])]
+        if gone:  # measuring again would score step 0 alone for them and overwrite the numbers kept
+            raise ValueError(f"the saved states of seeds {gone} in {out} were deleted once an earlier call measured "
+                             "their word similarity during training, and similarity_dynamics.json does not hold all "
+                             f"of seeds {list(seeds)}: run the new seeds into another --out")
+        return similarity_curves(folders, settings, seeds, remove_states=remove_states)
+
+    return cached_json(os.path.join(out, "similarity_dynamics.json"), read_back, measure, indent=1)
+
+
+def _of_seeds(by_seed: dict, seeds) -> dict:
+    """{seed: value} of `seeds` alone, those `by_seed` holds."""
+    return {seed: by_seed[seed] for seed in seeds if seed in by_seed}
 
 
 def head_dynamics(out: str, folders: dict, settings: dict, seeds) -> dict | None:
@@ -336,9 +358,15 @@ def head_dynamics(out: str, folders: dict, settings: dict, seeds) -> dict | None
 
     from .head_dynamics import SENTENCES
 
-    def read_back(curves):
-        curves["seeds"] = {int(s): x for s, x in curves["seeds"].items()}
-        return curves if sorted(curves["seeds"]) == sorted(seeds) else None
+    def read_back(curves):  # any subset of the seeds kept, as similarity_dynamics reads its file
+        kept = {int(s): x for s, x in curves["seeds"].items()}
+        if not set(seeds) <= set(kept):
+            return None
+        curves["seeds"] = _of_seeds(kept, seeds)
+        if curves.get("early"):
+            curves["early"] = {**curves["early"],
+                               "seeds": _of_seeds({int(s): x for s, x in curves["early"]["seeds"].items()}, seeds)}
+        return curves
 
     def measure():
         if not all(saved_states(folders["full"][seed]) for seed in seeds):

@@ -7,12 +7,15 @@ initialisation of every module they share by name and shape (`hf_minattn.initial
 each module's draw by its name). `evaluation.initialisation_agreement` measures the last point.
 """
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
+
+from hf_minattn.record_files import write_json_atomically
 
 # ====================================================================================== SETTINGS (the recipe)
 # ONE table of training settings per preset: the recipe of docs/recipe.md (the `small` preset already has rotary
@@ -351,9 +354,41 @@ def train_variants(out: str, settings: dict, seeds, also=None) -> dict[str, dict
     extra = (lambda: also(tokenizer_dir)) if also is not None and todo else None
     run_side_by_side(train, side_by_side_order(todo), parallel, extra)
     for seed in seeds:
-        if not os.path.isfile(os.path.join(folders["untrained"][seed], "config.json")):
+        if not holds_saved_model(folders["untrained"][seed]):
             initialise_untrained(folders["untrained"][seed], folders["full"][seed], seed)
     return folders
+
+
+# What a call may change on a folder an earlier call wrote: how many runs go side by side, and the pretrained reference
+# (probed on its own, beside the models). Every other setting shaped the models and numbers already there.
+FREE_SETTINGS = ("parallel", "reference", "seeds")
+
+
+def check_same_settings(out: str, settings: dict) -> None:
+    """Keep `out/settings.json`, the settings that trained the models in `out`: written by the first call, compared
+    by every later one. A ValueError names each setting that differs (a rerun would silently keep the models and
+    numbers of the first call's, say --quick's 20 steps under the full preset's name). A folder from before the
+    file is taken as it is."""
+    path, kept = os.path.join(out, "settings.json"), {k: v for k, v in settings.items() if k not in FREE_SETTINGS}
+    if not os.path.isfile(path):
+        os.makedirs(out, exist_ok=True)
+        write_json_atomically(path, json.loads(json.dumps(kept, default=str)), indent=1)
+        return
+    with open(path, encoding="utf-8") as f:
+        before = json.load(f)
+    now = json.loads(json.dumps(kept, default=str))
+    differ = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+    if differ:
+        shown = "; ".join(f"{k}: {before.get(k)!r} there, {now.get(k)!r} now" for k in differ)
+        raise ValueError(f"--out {out} holds models trained with other settings ({shown}); use another --out, or the "
+                         "preset and --precision that folder was trained with")
+
+
+def holds_saved_model(folder: str) -> bool:
+    """Whether `folder` holds a whole saved model, weights and tokenizer: config.json alone does not say so, as
+    save_pretrained writes it first and a kill may come before the rest."""
+    return all(os.path.isfile(os.path.join(folder, name)) for name in ("config.json", "model.safetensors",
+                                                                          "tokenizer.json"))
 
 
 def shared_tokenizer(out: str, settings: dict, seed: int) -> str:
