@@ -369,14 +369,14 @@ def check_same_settings(out: str, settings: dict) -> None:
     by every later one. A ValueError names each setting that differs (a rerun would silently keep the models and
     numbers of the first call's, say --quick's 20 steps under the full preset's name). A folder from before the
     file is taken as it is."""
-    path, kept = os.path.join(out, "settings.json"), {k: v for k, v in settings.items() if k not in FREE_SETTINGS}
+    path = os.path.join(out, "settings.json")
+    now = json.loads(json.dumps({k: v for k, v in settings.items() if k not in FREE_SETTINGS}, default=str))  # as kept
     if not os.path.isfile(path):
         os.makedirs(out, exist_ok=True)
-        write_json_atomically(path, json.loads(json.dumps(kept, default=str)), indent=1)
+        write_json_atomically(path, now, indent=1)
         return
     with open(path, encoding="utf-8") as f:
         before = json.load(f)
-    now = json.loads(json.dumps(kept, default=str))
     differ = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
     if differ:
         shown = "; ".join(f"{k}: {before.get(k)!r} there, {now.get(k)!r} now" for k in differ)

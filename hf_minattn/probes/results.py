@@ -100,8 +100,19 @@ GRAPHS = {"raw": "attention_graph", "norm_weighted": "attention_graph_norm_weigh
           "rollout": "attention_graph_rollout", "flow": "attention_graph_flow"}  # graph name -> probes.json key
 
 
+class Part:
+    """A part of probes.json typed by its field names: each field is read from the key of the same name, a key the file
+    lacks leaves the field's default (None for the optional ones); `from_dict` gives None for a part it lacks."""
+
+    @classmethod
+    def from_dict(cls, d):
+        if not d:
+            return None
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+
+
 @dataclass
-class AttentionGraph:
+class AttentionGraph(Part):
     """One sentence's attention as a graph (heads.attention_graph; attention_flow.rollout_graph / flow_graph): an edge
     source -> target at a layer: node `source` draws on node `target` (attends to it; rollout, flow: holds a share of
     input word `target`) with at least the cut (`threshold`) of its weight."""
@@ -121,11 +132,10 @@ class AttentionGraph:
 
     @classmethod
     def from_dict(cls, g):
-        """None for a graph the file does not have; a key the file lacks leaves the field's default."""
+        """Part's, the labels read from the file's nodes."""
         if not g:
             return None
-        labels = [n["label"] for n in sorted(g.get("nodes", []), key=lambda n: n["id"])]
-        return cls(labels=labels, **{f.name: g[f.name] for f in fields(cls) if f.name != "labels" and f.name in g})
+        return super().from_dict({**g, "labels": [n["label"] for n in sorted(g.get("nodes", []), key=lambda n: n["id"])]})
 
     def strongest(self, layer, k=5, self_edges=False):
         """[(source label, target label, weight)]: the k heaviest "mean" edges at `layer` (self edges with
@@ -134,17 +144,6 @@ class AttentionGraph:
                  and (self_edges or e["source"] != e["target"])]
         edges.sort(key=lambda e: -e["weight"])
         return [(self.labels[e["source"]], self.labels[e["target"]], e["weight"]) for e in edges[:k]]
-
-
-class Part:
-    """A part of probes.json typed by its field names: each field is read from the key of the same name, a key the file
-    lacks leaves the field's default (None for the optional ones); `from_dict` gives None for a part it lacks."""
-
-    @classmethod
-    def from_dict(cls, d):
-        if not d:
-            return None
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
 
 @dataclass

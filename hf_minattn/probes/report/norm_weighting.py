@@ -92,7 +92,7 @@ def _layer_measure(r):
     """Whether the norm-weighted graph's whole-layer ("mean") edges are the layer's ||sum_h a_ij^h f_h(x_j)|| (as its
     whole_layer says), not the mean of the heads' shares (older files); without the graph, as the example holds."""
     graph = r.attention_graphs["norm_weighted"]
-    return graph.whole_layer == "layer" if graph else whole_layer_shares_example(r) is not None
+    return graph.whole_layer == "layer" if graph else _layer_shares(r) is not None
 
 
 def _edge_counts(r):
@@ -108,7 +108,7 @@ def attention_norm_example_text(r):
     raw, weighted = r.attention_graphs["raw"], r.attention_graphs["norm_weighted"]
     text = ("Attention of the first example by layer, raw (top, the head mean) and norm-weighted (bottom, " + (
         "the layer's ||sum_h a_ij^h f_h(x_j)|| as shares: heads that move longer vectors weigh more)"
-        if whole_layer_shares_example(r) is not None else
+        if _layer_shares(r) is not None else
         "the mean of the heads' norm-weighted shares, which weighs a head moving short vectors like one moving long "
         "ones: this file has no measure of the whole layer)"))
     counts = _edge_counts(r)
@@ -122,7 +122,7 @@ def attention_norm_example_text(r):
         text += f"; both are exported as graphs whose edges need {need}"
     n_raw, n_weighted, verdict = counts
     whole = "the layer's" if _layer_measure(r) else "their mean"
-    drawn = "the layer's" if whole_layer_shares_example(r) is not None else "the heads' mean"
+    drawn = "the layer's" if _layer_shares(r) is not None else "the heads' mean"
     return text + (f": {n_raw} edges raw, {n_weighted} norm-weighted, in every layer's graphs, each head's and "
                    f"{whole} together (the figure draws {drawn}), so norm weighting "
                    + {"fewer": "concentrates attention on fewer edges.", "more": "spreads it over more edges.",
@@ -149,11 +149,16 @@ def attention_norm_example_tables(r):
     return [{"header": ["graph", "edges", "an edge needs"], "rows": rows}] if rows else []
 
 
+def _layer_shares(r, index=0):
+    """The example's layer-level shares as probes.json holds them (nested lists), or None."""
+    examples = r.heads.examples if r.heads else []
+    return examples[index].norm_weighted_layer if index < len(examples) else None
+
+
 def whole_layer_shares_example(r, index=0):
     """The example's Kobayashi et al. layer-level shares ||sum_h a_ij^h f_h(x_j)|| per query, (L, T, T), as
     probes.json holds them (heads.AttentionExample.norm_weighted_layer); None in files from before they were kept."""
-    examples = r.heads.examples if r.heads else []
-    layer = examples[index].norm_weighted_layer if index < len(examples) else None
+    layer = _layer_shares(r, index)
     return None if layer is None else np.array(layer)
 
 
