@@ -392,21 +392,30 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted.tolist()
 
 
+def sign_test_p(n: int) -> float:
+    """One-sided exact sign-test p-value of n values all on one side (0.5 ** n). Where the values have no spread (a
+    coarse measurement grid gives every seed the same number), a t statistic is infinite and says nothing about the
+    variance the grid hid; the signs are the evidence left, so 5 equal values are needed for p < 0.05 two-sided."""
+    return 0.5 ** n
+
+
 def t_test_p(values: Sequence[float]) -> float:
     """Two-sided one-sample t-test p-value of mean(values) = 0 (e.g. paired differences over seeds); 1.0 where it is
-    undefined (one value, or all values equal to 0), 0.0 where every value is the same non-zero number."""
+    undefined (one value, or all values equal to 0); where every value is the same non-zero number, the exact sign
+    test's (min(1, 2 * 0.5 ** n), `sign_test_p`)."""
     values = np.asarray(values, dtype=np.float64)
     if values.size < 2 or np.all(values == 0):
         return 1.0
     if np.all(values == values[0]):
-        return 0.0
+        return min(1.0, 2 * sign_test_p(values.size))
     return float(stats.ttest_1samp(values, 0.0).pvalue)
 
 
 def tost(values: Sequence[float], margin: float, alpha: float = 0.05) -> dict:
     """Two one-sided t-tests (Schuirmann 1987) that the mean of `values` (paired differences over seeds) lies within
     (-margin, +margin). Equivalent at level `alpha` exactly when the (1 - 2 alpha) t-interval lies inside the
-    margins. Returns {"equivalent", "p", "margin", "low", "high", "df"} (low/high: the 90% interval)."""
+    margins; values without spread, by the sign test (`sign_test_p`). Returns {"equivalent", "p", "margin", "low",
+    "high", "df"} (low/high: the 90% interval)."""
     values = np.asarray(values, dtype=np.float64)
     if not (isinstance(margin, (int, float)) and margin > 0):
         raise ValueError(f"margin must be a positive number, got {margin!r}")
@@ -414,8 +423,8 @@ def tost(values: Sequence[float], margin: float, alpha: float = 0.05) -> dict:
         return {"equivalent": False, "p": 1.0, "margin": margin, "low": None, "high": None, "df": values.size - 1}
     mean, df = float(values.mean()), values.size - 1
     se = float(stats.sem(values))
-    if se == 0:
-        p = 0.0 if abs(mean) < margin else 1.0
+    if se == 0:  # no spread: each side's test is the sign test of n values inside the margin
+        p = sign_test_p(values.size) if abs(mean) < margin else 1.0
         low = high = mean
     else:
         p_low = stats.t.sf((mean + margin) / se, df)  # H0: mean <= -margin

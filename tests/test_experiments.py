@@ -190,13 +190,13 @@ def test_every_probe_ran_at_every_seed_and_the_comparisons_are_paired(run):
 def test_scoring_is_kept_with_what_it_was_computed_from(run):
     """scoring.json keeps the re-scored numbers beside their key: the seeds, the settings scoring reads, and each
     model file's size and time. A model written again, or another setting, gives another key (and a new scoring)."""
-    from hf_minattn.experiments.cli import scoring_key
+    from hf_minattn.experiments.caches import rows_key, scoring_key
     from hf_minattn.experiments.training import SETTINGS
 
     kept = json.loads((run.out / "scoring.json").read_text())
     folders = {name: {int(s): str(run.out / p) for s, p in v.items()} for name, v in run.results["folders"].items()}
     seeds, settings = run.results["seeds"], dict(SETTINGS["quick"])
-    assert kept["key"] == scoring_key(folders, settings, seeds)
+    assert kept["key"] == scoring_key(folders, settings, seeds) == rows_key(str(run.out / "rows.npz"))
     assert kept["scored"]["epochs_touched"] == run.results["epochs_touched"]
     assert scoring_key(folders, {**settings, "mask_draws": 2}, seeds) != kept["key"]
     model = os.path.join(folders["attention_only"][seeds[-1]], "model.safetensors")

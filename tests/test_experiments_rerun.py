@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from hf_minattn.experiments.cli import cached_json, preset_settings, run_experiments
+from hf_minattn.experiments.caches import cached_json
+from hf_minattn.experiments.cli import preset_settings, run_experiments
 from hf_minattn.experiments.training import SETTINGS, check_same_settings, holds_saved_model
 
 
@@ -64,25 +65,54 @@ def test_arguments_of_the_wrong_kind_are_named(kwargs, error, match, tmp_path, m
     assert list(tmp_path.iterdir()) == []  # refused before anything was written
 
 
-def test_a_call_on_fewer_seeds_reads_theirs_and_one_on_new_seeds_whose_states_are_gone_is_refused(tmp_path):
-    """similarity_dynamics.json of seeds 0-2: a call on seeds 0 and 1 measured again (from step 0 alone, the saved
-    states being deleted) and overwrote it; one adding seed 3 to seeds whose states are gone stopped in the middle
-    with a message about steps. head_dynamics.json is read the same way."""
-    from hf_minattn.experiments.cli import head_dynamics, similarity_dynamics
+def _states(folder, steps=(10,)):
+    for step in steps:
+        (folder / f"checkpoint-{step}").mkdir(parents=True)
+        (folder / f"checkpoint-{step}" / "config.json").write_text("{}")
 
-    curve = {"steps": [0, 10], "spearman": [0.1, 0.2]}
-    kept = {"sentences": 30, "variants": {v: {"seeds": {str(s): {**curve, "seed": s} for s in (0, 1, 2)}}
-                                          for v in ("full", "frozen_embeddings")}}
+
+def test_a_call_on_fewer_seeds_reads_theirs_and_one_adding_seeds_measures_them_alone(tmp_path, monkeypatch):
+    """similarity_dynamics.json of seeds 0-2: a call on seeds 0 and 1 measured again (from step 0 alone, the saved
+    states being deleted) and overwrote it; one adding seed 3 was refused, after seed 3 had trained, since seeds 0-2
+    had no states left. Now the new seed alone is measured and added to the file; a new seed without states is named.
+    head_dynamics.json is read and added to the same way."""
+    from hf_minattn.experiments import caches
+
+    def curves(seeds):
+        return {"sentences": 30, "variants": {v: {"steps": [0, 10], "seeds": {s: {"seed": s, "rho": [0.1, s]} for s in seeds}}
+                                              for v in ("full", "frozen_embeddings")}}
+
+    kept = json.loads(json.dumps(curves((0, 1, 2))))
     (tmp_path / "similarity_dynamics.json").write_text(json.dumps(kept))
-    folders = {"full": {s: str(tmp_path / "models" / "full" / f"seed{s}") for s in range(4)}}
-    fewer = similarity_dynamics(str(tmp_path), folders, {}, [0, 1])
+    folders = {"full": {s: tmp_path / "models" / "full" / f"seed{s}" for s in range(5)}}
+    _states(folders["full"][3])
+    folders = {"full": {s: str(f) for s, f in folders["full"].items()}}
+    fewer = caches.similarity_dynamics(str(tmp_path), folders, {}, [0, 1])
     assert {v: sorted(x["seeds"]) for v, x in fewer["variants"].items()} == {"full": [0, 1], "frozen_embeddings": [0, 1]}
     assert fewer["variants"]["full"]["seeds"][1]["seed"] == 1
     assert json.loads((tmp_path / "similarity_dynamics.json").read_text()) == kept  # not overwritten
-    with pytest.raises(ValueError, match=r"the saved states of seeds \[0, 1, 3\] .* another --out"):
-        similarity_dynamics(str(tmp_path), folders, {}, [0, 1, 3])
+    with pytest.raises(ValueError, match=r"seeds \[4\] in .* have no saved states"):
+        caches.similarity_dynamics(str(tmp_path), folders, {}, [0, 1, 4])
+    asked = []
+    monkeypatch.setattr(caches, "similarity_curves", lambda f, settings, seeds, remove_states: asked.append(seeds) or curves(seeds))
+    more = caches.similarity_dynamics(str(tmp_path), folders, {}, [3, 0, 1])
+    assert asked == [[3]] and list(more["variants"]["full"]["seeds"]) == [3, 0, 1]
+    assert more["variants"]["frozen_embeddings"]["seeds"][3] == {"seed": 3, "rho": [0.1, 3]}
+    written = json.loads((tmp_path / "similarity_dynamics.json").read_text())
+    assert sorted(written["variants"]["full"]["seeds"]) == ["0", "1", "2", "3"]
+    assert caches.similarity_dynamics(str(tmp_path), folders, {}, [2, 3])["variants"]["full"]["seeds"][3]["seed"] == 3
+    assert asked == [[3]]  # read back
+    monkeypatch.setattr(caches, "similarity_curves", lambda f, settings, seeds, remove_states: {**curves(seeds), "sentences": 31})
+    _states(tmp_path / "models" / "full" / "seed4")
+    with pytest.raises(ValueError, match=r"30 for the seeds measured before, 31 for the new ones"):
+        caches.similarity_dynamics(str(tmp_path), folders, {}, [0, 4])
+
     heads = {"sentences": 32, "seeds": {str(s): {"seed": s} for s in (0, 1, 2)},
              "early": {"steps": [0], "seeds": {str(s): {"seed": s} for s in (0, 1, 2)}}}
     (tmp_path / "head_dynamics.json").write_text(json.dumps(heads))
-    read = head_dynamics(str(tmp_path), folders, {}, [2, 0])
+    read = caches.head_dynamics(str(tmp_path), folders, {}, [2, 0])
     assert sorted(read["seeds"]) == [0, 2] and sorted(read["early"]["seeds"]) == [0, 2]
+    monkeypatch.setattr(caches, "head_curves", lambda f, settings, seeds, sentences: {
+        "sentences": 32, "seeds": {s: {"seed": s} for s in seeds}, "early": {"steps": [0], "seeds": {s: {"seed": s} for s in seeds}}})
+    read = caches.head_dynamics(str(tmp_path), folders, {}, [0, 3])
+    assert read["seeds"] == {0: {"seed": 0}, 3: {"seed": 3}} and list(read["early"]["seeds"]) == [0, 3]

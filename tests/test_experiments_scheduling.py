@@ -86,7 +86,7 @@ def test_a_phase_kept_in_its_file_is_read_back_unless_it_was_measured_for_someth
     """cached_json: the first call measures and writes; a rerun reads the file back (as its read_back converts it);
     numbers read_back rejects (other seeds, other models) are measured again; a phase that measures nothing writes
     nothing."""
-    from hf_minattn.experiments.cli import cached_json
+    from hf_minattn.experiments.caches import cached_json
 
     path, calls = str(tmp_path / "phase.json"), []
 

@@ -14,7 +14,7 @@ from test_experiments_verdicts import NUMBER
 from test_findings import full_results, numbers_missing
 
 from hf_minattn import MinAttnForMaskedLM
-from hf_minattn.experiments import cli
+from hf_minattn.experiments import caches
 from hf_minattn.experiments.dynamics import remove_saved_states
 from hf_minattn.experiments.findings import head_dynamics_lines, q4_section, render_findings
 from hf_minattn.experiments import head_dynamics
@@ -94,13 +94,17 @@ def sentence(specialised_at, exits_at, seeds=SEEDS):
 
 
 def test_the_sentence_follows_the_paired_difference_of_the_two_steps():
-    before = sentence((10, 10, 20), (30, 30, 40))
+    five, six = (0, 1, 2, 3, 4), (0, 1, 2, 3, 4, 5)
+    before = sentence((10, 10, 20, 10, 20, 10), (30, 30, 40, 30, 40, 30), seeds=six)
     assert "**Heads specialise before the loss leaves the unigram plateau**" in before
-    assert "| specialisation - exit, paired over 3 seeds | -20 | [-20, -20] |" in before
-    after = sentence((40, 40, 30), (10, 10, 10))
+    assert "| specialisation - exit, paired over 6 seeds | -20 | [-20, -20] |" in before
+    # seeds 20 steps apart each: no spread, so only the signs count (p 0.0625 at 5 seeds), where the t-test gave p 0
+    assert "is not resolved" in sentence((10, 10, 20, 10, 20), (30, 30, 40, 30, 40), seeds=five)
+    after = sentence((40, 40, 30, 40, 30), (10, 10, 10, 20, 10), seeds=five)
     assert "**Heads specialise after the loss leaves the unigram plateau**" in after
-    same = sentence((20, 30, 10), (20, 30, 10))
+    same = sentence((20, 30, 10, 20, 30), (20, 30, 10, 20, 30), seeds=five)
     assert "**Heads specialise as the loss leaves the unigram plateau (equivalent within ±10" in same
+    assert "is not resolved" in sentence((20, 30, 10), (20, 30, 10))
     unresolved = sentence((10, 40, 20), (30, 10, 20))
     assert "**Whether heads specialise before, as or after the loss leaves the unigram plateau is not resolved" in unresolved
     never = sentence((10, 10, 20), (None, None, 30))
@@ -122,7 +126,7 @@ def test_the_summary_pairs_steps_by_seed_and_reads_the_gain_at_the_saved_steps()
 
 
 def test_q4_prints_the_bullet_from_the_answers_and_every_number_is_stored():
-    curves, results = synthetic((10, 10, 20), (30, 30, 40))
+    curves, results = synthetic((10, 10, 20), (30, 40, 40))
     p = probes()
     answers = probe_answers(results, p, CONFIG)
     text = "\n".join(q4_section(answers["q4"], lambda *a: ""))
@@ -175,14 +179,14 @@ def with_early(curves, specialised_at, exits_at, layers=0):
 
 def test_the_early_grid_decides_the_sentence_against_the_control_where_the_run_has_one():
     curves, results = synthetic((40, 40, 30), (10, 10, 10))  # the saved states alone would say "after"
-    early = head_dynamics_summary(with_early(curves, (20, 20, 40), (60, 60, 80)), results)
+    early = head_dynamics_summary(with_early(curves, (20, 20, 40), (60, 80, 80)), results)
     assert [r["specialisation_step"] for r in early["early"]["by_seed"]] == [20, 20, 40]
-    assert [r["plateau_exit_step"] for r in early["early"]["by_seed"]] == [60, 60, 80]
+    assert [r["plateau_exit_step"] for r in early["early"]["by_seed"]] == [60, 80, 80]
     assert early["early"]["specialisation_minus_exit"]["margin"] == 20
     assert early["specialisation_minus_exit"]["verdict"] == "higher"  # today's keys are still there
     before = "\n".join(head_dynamics_lines(early, lambda *a: ""))
     assert "**Heads specialise before the loss leaves the unigram plateau** (on states saved every 20 steps" in before
-    assert "| specialisation - exit, paired over 3 seeds | -40 | [-40, -40] |" in before
+    assert "| specialisation - exit, paired over 3 seeds | -46.7 | [-75.4, -18] |" in before
     assert not numbers_missing(before, early)
     after = head_dynamics_summary(with_early(curves, (80, 80, 100), (20, 20, 20)), results)
     assert "**Heads specialise after the loss leaves" in "\n".join(head_dynamics_lines(after, lambda *a: ""))
@@ -192,12 +196,16 @@ def test_the_answer_says_before_or_after_by_the_early_grid_and_nothing_without_o
     curves, results = synthetic((40, 40, 30), (10, 10, 10))
 
     def answer(specialised_at, exits_at):
-        res = {**results, "head_dynamics": with_early(curves, specialised_at, exits_at)}
+        seeds = tuple(range(len(exits_at)))
+        run, res = synthetic((40, 40, 30, 40, 30)[:len(seeds)], (10,) * len(seeds), seeds) if seeds != SEEDS else (curves, results)
+        res = {**res, "head_dynamics": with_early(run, specialised_at, exits_at)}
         return q4_answer({"answers": probe_answers(res, probes(), CONFIG)})
 
-    assert "without linguistic signal, they specialise before the loss leaves" in answer((20, 20, 40), (60, 60, 80))
+    assert "without linguistic signal, they specialise before the loss leaves" in answer((20, 20, 40), (60, 80, 80))
     assert "they specialise after the loss leaves" in answer((80, 80, 100), (20, 20, 20))
-    assert "they specialise as the loss leaves" in answer((20, 40, 60), (20, 40, 60))
+    assert "they specialise as the loss leaves" in answer((20, 40, 60, 20, 40), (20, 40, 60, 20, 40))
+    # on a 20-step grid, 3 seeds cannot show "as": equal steps have no spread (the signs alone), any spread is wider
+    assert "before, as or after the loss leaves its unigram plateau is not resolved" in answer((20, 40, 60), (20, 40, 60))
     plain = q4_answer({"answers": probe_answers(results, probes(), CONFIG)})
     assert "linguistic signal" not in plain and "plateau" not in plain
 
@@ -260,7 +268,7 @@ def test_head_curves_on_tiny_saved_states(tmp_path, tokenizer, one_thread):
 
 
 def test_the_phase_caches_its_numbers_and_the_states_go_only_when_asked(tmp_path, monkeypatch):
-    """cli.head_dynamics writes head_dynamics.json and a rerun reads it back (seed keys as ints) without measuring;
+    """caches.head_dynamics writes head_dynamics.json and a rerun reads it back (seed keys as ints) without measuring;
     without states or a cache there is nothing to measure (None)."""
     run = tmp_path / "models" / "full" / "seed0"
     (run / "checkpoint-5").mkdir(parents=True)
@@ -272,17 +280,17 @@ def test_the_phase_caches_its_numbers_and_the_states_go_only_when_asked(tmp_path
         calls.append(len(sentences))
         return {"steps": [0, 5], "seeds": {0: {"within_layer_js": [0.0, 0.1]}}}
 
-    monkeypatch.setattr(cli, "head_curves", fake_curves)
+    monkeypatch.setattr(caches, "head_curves", fake_curves)
     monkeypatch.setattr("hf_minattn.probes.corpus.default_sentences", lambda n: ["a sentence ."] * n)
-    first = cli.head_dynamics(str(tmp_path), folders, {}, (0,))
+    first = caches.head_dynamics(str(tmp_path), folders, {}, (0,))
     assert calls == [32] and (tmp_path / "head_dynamics.json").is_file()
     assert (run / "checkpoint-5").is_dir()  # measuring leaves the states in place
     remove_saved_states(folders, (0,))
     assert not (run / "checkpoint-5").exists()
-    again = cli.head_dynamics(str(tmp_path), folders, {}, (0,))
+    again = caches.head_dynamics(str(tmp_path), folders, {}, (0,))
     assert calls == [32] and again == first and list(again["seeds"]) == [0]
     (tmp_path / "head_dynamics.json").unlink()
-    assert cli.head_dynamics(str(tmp_path), folders, {}, (0,)) is None and calls == [32]
+    assert caches.head_dynamics(str(tmp_path), folders, {}, (0,)) is None and calls == [32]
 
 
 def test_the_figure_has_a_panel_per_measure_and_the_gain():

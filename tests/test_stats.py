@@ -194,7 +194,19 @@ def test_tost_branches():
 def test_t_test_p_is_scipys_and_handles_degenerate_seeds():
     from scipy import stats
     assert t_test_p([0.1, 0.2, 0.4]) == pytest.approx(stats.ttest_1samp([0.1, 0.2, 0.4], 0).pvalue)
-    assert t_test_p([0.5]) == 1.0 and t_test_p([0.0, 0.0]) == 1.0 and t_test_p([0.2, 0.2]) == 0.0
+    assert t_test_p([0.5]) == 1.0 and t_test_p([0.0, 0.0]) == 1.0
+
+
+def test_values_without_spread_are_tested_by_their_signs_alone():
+    """Every seed the same number (a coarse grid): the t statistic is infinite, so p was 0 and TOST held at any n.
+    The exact sign test: 2 * 0.5 ** n two-sided, 0.5 ** n for each side of TOST; 5 seeds are the fewest for 0.05."""
+    assert t_test_p([0.2, 0.2]) == 0.5 and t_test_p([0.2] * 3) == 0.25 and t_test_p([-120.0] * 5) == 0.0625
+    assert t_test_p([0.2] * 6) == pytest.approx(0.03125)
+    assert t_test_p([0.2, 0.2, 0.2, 0.2, 0.21]) < 0.001  # any spread: the t-test again
+    three, five = tost([0.0] * 3, margin=120), tost([0.0] * 5, margin=120)
+    assert not three["equivalent"] and three["p"] == 0.125
+    assert five["equivalent"] and five["p"] == 0.03125 and five["low"] == five["high"] == 0.0
+    assert not tost([130.0] * 5, margin=120)["equivalent"]
 
 
 def test_vectorised_spearman_is_scipys_and_gives_the_same_bootstrap_interval():
@@ -416,10 +428,10 @@ def test_holm_caps_at_one_and_tost_edge_cases():
     two = tost([0.01, 0.02], margin=0.05)
     assert two["df"] == 1 and two["low"] is not None
     # constant differences (exact in binary, so the standard error is exactly 0)
-    assert tost([0.25] * 3, margin=0.5) == {"equivalent": True, "p": 0.0, "margin": 0.5, "low": 0.25, "high": 0.25,
-                                            "df": 2}
-    assert tost([0.5] * 3, margin=0.5)["p"] == 1.0  # on the margin is not inside it
-    assert not tost([0.25] * 3, margin=0.5, alpha=0.0)["equivalent"]  # p must be below alpha, not equal to it
+    assert tost([0.25] * 5, margin=0.5) == {"equivalent": True, "p": 0.03125, "margin": 0.5, "low": 0.25,
+                                            "high": 0.25, "df": 4}
+    assert tost([0.5] * 5, margin=0.5)["p"] == 1.0  # on the margin is not inside it
+    assert not tost([0.25] * 5, margin=0.5, alpha=0.03125)["equivalent"]  # p must be below alpha, not equal to it
 
 
 # ---------------------------------------------------------------- every published number against an independent value

@@ -5,6 +5,7 @@ import argparse
 import json
 import math
 import os
+import re
 import time
 
 import numpy as np
@@ -13,15 +14,14 @@ from hf_minattn.checks import check_bounds, check_output_folder
 from hf_minattn.cli import OneLineArgumentParser
 from hf_minattn.data import WIKIPEDIA_CORPUS_DESCRIPTION
 from hf_minattn.machine import fast_bf16_available, machine_description
-from hf_minattn.record_files import write_json_atomically
 
 from .answers import answer_questions, rounded
-from .evaluation import (drift_summary, initialisation_agreement, input_ids_ever_masked_in, load_splits,
-                         loss_allocation_summary, mask_validation, row_drift, score_model, token_counts, trainer_metrics, word_embeddings)
-from .dynamics import remove_saved_states, saved_states, similarity_curves
+from .caches import head_dynamics, scoring, similarity_dynamics
+from .dynamics import remove_saved_states
+from .evaluation import drift_summary, initialisation_agreement, loss_allocation_summary
 from .figures import make_figures
 from .findings import int_seed_keys, protocol_record, render_findings
-from .head_dynamics import head_curves, remove_early_states
+from .head_dynamics import remove_early_states
 from .probing import probe_variants
 from .training import (SETTINGS, VARIANTS, build_config, check_same_settings, count_parameters, log,
                        matched_intermediate_size, train_variants, variant_named, variant_overrides)
@@ -50,11 +50,11 @@ def parse_seeds(text: str) -> tuple[int, ...]:
     seeds = []
     for part in text.split(","):
         first, dash, last = part.strip().partition("-")
-        try:
-            low, high = int(first), int(last) if dash else int(first)
-        except ValueError:
+        if not all(re.fullmatch(r"[0-9]+", end.strip()) for end in ((first, last) if dash else (first,))):
+            # int() alone would take "1_0" as 10 and "+3" as 3
             raise ValueError(f"--seeds must be non-negative integers and ranges such as 0,1,2 or 3-7, got "
-                             f"{text!r}") from None
+                             f"{text!r}")
+        low, high = int(first), int(last) if dash else int(first)
         if high < low:
             raise ValueError(f"--seeds: the range {part.strip()!r} runs backwards; write it as {last}-{first}")
         if len(seeds) + high - low + 1 > MAX_SEEDS:  # counted before the range is expanded
@@ -65,46 +65,6 @@ def parse_seeds(text: str) -> tuple[int, ...]:
         return check_seeds(seeds)
     except ValueError as error:
         raise ValueError(f"--seeds {text!r}: {error}") from None
-
-
-def evaluate(out: str, folders: dict, settings: dict, seeds) -> dict:
-    """Re-score every model on the whole validation set (several mask draws), per seed; the unigram floor on the
-    same tokens; per-row embedding drift for the full and frozen variants."""
-    from hf_minattn.unigram import UnigramFloor
-
-    first = folders["full"][seeds[0]]
-    splits = load_splits(first, settings["max_seq_length"], settings["mlm_probability"])
-    vocab = len(splits.tokenizer)
-    unigram = UnigramFloor.from_dataset(splits.train, vocab)
-    counts = token_counts(splits.train, vocab)
-    epochs = -(-settings["max_steps"] * settings["batch_size"] // len(splits.train))  # epochs training started
-    variants = {v.name: {"description": v.description, "trained": v.trained, "seeds": []} for v in VARIANTS}
-    rows, arrays = {}, {}
-    for seed in seeds:
-        log(f"scoring seed {seed}: {len(splits.validation)} validation sequences x {settings['mask_draws']} mask draws")
-        draws = mask_validation(splits, seed, settings["mask_draws"])
-        for variant in VARIANTS:
-            folder = folders[variant.name][seed]
-            trainer = trainer_metrics(folder)
-            row = {"seed": seed, **score_model(folder, draws, unigram, settings["batch_size"],
-                                               settings["curve_eval_samples"] if variant.trained else None), **trainer}
-            variants[variant.name]["seeds"].append(row)
-        # per-row drift at every seed: the bins of the first seed are shown, the frequency correlation over seeds
-        initial = word_embeddings(folders["untrained"][seed])
-        ever = input_ids_ever_masked_in(splits, seed, epochs, vocab)
-        for name in ("full", "frozen_embeddings"):
-            trained = word_embeddings(folders[name][seed])
-            drift = row_drift(trained, initial, counts, ever)
-            if seed == seeds[0]:
-                rows[name] = drift
-                arrays[f"{'frozen' if name != 'full' else 'full'}_drift"] = np.linalg.norm(trained - initial, axis=1)
-            rows.setdefault("by_seed", {}).setdefault(name, {})[seed] = {
-                "spearman_drift_vs_count": drift["spearman_drift_vs_count"],
-                "never_input_moved": (drift.get("never_input") or {}).get("moved"),
-                "not_in_text_moved": drift["not_in_text"]["moved"]}
-    np.savez_compressed(os.path.join(out, "rows.npz"), counts=counts, **arrays)
-    return {"variants": variants, "rows": rows, "unigram_entropy": unigram.entropy(),
-            "unigram_tokens": unigram.num_tokens, "vocab_size": vocab, "epochs_touched": epochs}
 
 
 REFERENCES = ("minilm", "none")  # the pretrained encoder probed beside the models (probes.loading.load_reference), or none
@@ -271,110 +231,6 @@ def write_results(results: dict, out: str, figure_format: str) -> None:
         json.dump(results, f, indent=1, allow_nan=False, default=str)
     with open(os.path.join(out, "FINDINGS.md"), "w") as f:
         f.write(render_findings(results, figures))
-
-
-SCORING_SETTINGS = ("max_seq_length", "mlm_probability", "mask_draws", "max_steps", "batch_size", "curve_eval_samples")
-
-
-def scoring_key(folders: dict, settings: dict, seeds) -> dict:
-    """What `evaluate`'s numbers are computed from: the seeds, the settings it reads, and the size and modification
-    time of every model it scores (a model trained again is a new file)."""
-    def stamp(folder):  # every weights file (one, or the shards of a large model): [name, size, time]
-        names = sorted(n for n in os.listdir(folder) if n.startswith("model") and n.endswith(".safetensors"))
-        stats = [os.stat(os.path.join(folder, n)) for n in names]
-        return [[n, info.st_size, info.st_mtime_ns] for n, info in zip(names, stats)]
-
-    return {"seeds": list(seeds), "settings": {k: settings[k] for k in SCORING_SETTINGS},
-            "models": {name: {str(seed): stamp(folders[name][seed]) for seed in seeds} for name in sorted(folders)}}
-
-
-def cached_json(path: str, read_back, compute, **dump_options):
-    """A phase's numbers kept in `path` so that a rerun reads them instead of measuring again: read_back(the file's
-    JSON) where the file exists, unless it returns None (measured for other seeds or models); else compute(), written
-    to `path` (nothing written when it returns None)."""
-    if os.path.isfile(path):
-        try:
-            with open(path, encoding="utf-8") as f:
-                kept = read_back(json.load(f))
-        except json.JSONDecodeError:  # written before writes were atomic, and cut short: measure again
-            log(f"{path} is not whole JSON (a call stopped while writing it): measuring again")
-            kept = None
-        if kept is not None:
-            return kept
-    value = compute()
-    if value is not None:
-        write_json_atomically(path, value, **dump_options)
-    return value
-
-
-def scoring(out: str, folders: dict, settings: dict, seeds) -> dict:
-    """`evaluate`'s numbers, kept in `out/scoring.json` beside what they were computed from (`scoring_key`): a rerun
-    (after a kill in a later phase, say) reads them back instead of scoring every model again."""
-    key = scoring_key(folders, settings, seeds)
-
-    def read_back(kept):
-        if kept["key"] != key or not os.path.isfile(os.path.join(out, "rows.npz")):
-            return None
-        log("scoring: read back from scoring.json (every model as an earlier call scored it)")
-        return {"key": key, "scored": int_seed_keys(kept["scored"])}
-
-    return cached_json(os.path.join(out, "scoring.json"), read_back,
-                       lambda: {"key": key, "scored": evaluate(out, folders, settings, seeds)},
-                       default=str)["scored"]  # default=str as collect_results
-
-
-def similarity_dynamics(out: str, folders: dict, settings: dict, seeds, remove_states: bool = True) -> dict:
-    """Word similarity at every saved state (dynamics.similarity_curves), kept in `out/similarity_dynamics.json`:
-    the saved states are deleted once scored (unless `remove_states` is False: another phase still reads them), so a
-    rerun reads the numbers back."""
-    def read_back(curves):  # any subset of the seeds kept: a call on fewer seeds reads theirs
-        variants = {name: {int(s): x for s, x in v["seeds"].items()} for name, v in curves["variants"].items()}
-        if not set(seeds) <= set(variants["full"]):
-            return None
-        return {**curves, "variants": {name: {**v, "seeds": _of_seeds(variants[name], seeds)}
-                                       for name, v in curves["variants"].items()}}
-
-    def measure():
-        gone = [seed for seed in seeds if not saved_states(folders["full"][seed])]
-        if gone:  # measuring again would score step 0 alone for them and overwrite the numbers kept
-            raise ValueError(f"the saved states of seeds {gone} in {out} were deleted once an earlier call measured "
-                             "their word similarity during training, and similarity_dynamics.json does not hold all "
-                             f"of seeds {list(seeds)}: run the new seeds into another --out")
-        return similarity_curves(folders, settings, seeds, remove_states=remove_states)
-
-    return cached_json(os.path.join(out, "similarity_dynamics.json"), read_back, measure, indent=1)
-
-
-def _of_seeds(by_seed: dict, seeds) -> dict:
-    """{seed: value} of `seeds` alone, those `by_seed` holds."""
-    return {seed: by_seed[seed] for seed in seeds if seed in by_seed}
-
-
-def head_dynamics(out: str, folders: dict, settings: dict, seeds) -> dict | None:
-    """The heads at every saved state of the full run (head_dynamics.head_curves on the first SENTENCES probe
-    sentences), kept in `out/head_dynamics.json` as similarity_dynamics keeps its numbers. None (and a log line) when
-    the full run's states are already gone: an output folder whose similarity dynamics ran before this phase existed."""
-    from hf_minattn.probes.corpus import default_sentences
-
-    from .head_dynamics import SENTENCES
-
-    def read_back(curves):  # any subset of the seeds kept, as similarity_dynamics reads its file
-        kept = {int(s): x for s, x in curves["seeds"].items()}
-        if not set(seeds) <= set(kept):
-            return None
-        curves["seeds"] = _of_seeds(kept, seeds)
-        if curves.get("early"):
-            curves["early"] = {**curves["early"],
-                               "seeds": _of_seeds({int(s): x for s, x in curves["early"]["seeds"].items()}, seeds)}
-        return curves
-
-    def measure():
-        if not all(saved_states(folders["full"][seed]) for seed in seeds):
-            log("heads during training: the full run's saved states were already deleted; no head dynamics")
-            return None
-        return head_curves(folders, settings, seeds, default_sentences(SENTENCES))
-
-    return cached_json(os.path.join(out, "head_dynamics.json"), read_back, measure, indent=1)
 
 
 EXACT = ("p", "p_holm", "p_bootstrap")  # p-values stay exact: rounding one could carry it across 0.05

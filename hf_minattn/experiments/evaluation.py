@@ -285,3 +285,46 @@ def loss_allocation_summary(folder: str) -> dict | None:
             "groups": {name: curve[-1] for name, curve in curves.items()},
             "half_step": {name: half_step(history.steps, curve) for name, curve in curves.items()},
             "curve": {"steps": history.steps, "observed": history.observed, "groups": curves}}
+
+
+def evaluate(folders: dict, settings: dict, seeds) -> tuple[dict, dict]:
+    """Re-score every model on the whole validation set (several mask draws), per seed; the unigram floor on the
+    same tokens; per-row embedding drift for the full and frozen variants. Returns the numbers and the per-row arrays
+    of the first seed (training counts, each variant's drift) that rows.npz keeps for the figures."""
+    from hf_minattn.unigram import UnigramFloor
+
+    from .training import VARIANTS, log
+
+    first = folders["full"][seeds[0]]
+    splits = load_splits(first, settings["max_seq_length"], settings["mlm_probability"])
+    vocab = len(splits.tokenizer)
+    unigram = UnigramFloor.from_dataset(splits.train, vocab)
+    counts = token_counts(splits.train, vocab)
+    epochs = -(-settings["max_steps"] * settings["batch_size"] // len(splits.train))  # epochs training started
+    variants = {v.name: {"description": v.description, "trained": v.trained, "seeds": []} for v in VARIANTS}
+    rows, arrays = {}, {}
+    for seed in seeds:
+        log(f"scoring seed {seed}: {len(splits.validation)} validation sequences x {settings['mask_draws']} mask draws")
+        draws = mask_validation(splits, seed, settings["mask_draws"])
+        for variant in VARIANTS:
+            folder = folders[variant.name][seed]
+            trainer = trainer_metrics(folder)
+            row = {"seed": seed, **score_model(folder, draws, unigram, settings["batch_size"],
+                                               settings["curve_eval_samples"] if variant.trained else None), **trainer}
+            variants[variant.name]["seeds"].append(row)
+        # per-row drift at every seed: the bins of the first seed are shown, the frequency correlation over seeds
+        initial = word_embeddings(folders["untrained"][seed])
+        ever = input_ids_ever_masked_in(splits, seed, epochs, vocab)
+        for name in ("full", "frozen_embeddings"):
+            trained = word_embeddings(folders[name][seed])
+            drift = row_drift(trained, initial, counts, ever)
+            if seed == seeds[0]:
+                rows[name] = drift
+                arrays[f"{'frozen' if name != 'full' else 'full'}_drift"] = np.linalg.norm(trained - initial, axis=1)
+            rows.setdefault("by_seed", {}).setdefault(name, {})[seed] = {
+                "spearman_drift_vs_count": drift["spearman_drift_vs_count"],
+                "never_input_moved": (drift.get("never_input") or {}).get("moved"),
+                "not_in_text_moved": drift["not_in_text"]["moved"]}
+    scored = {"variants": variants, "rows": rows, "unigram_entropy": unigram.entropy(),
+              "unigram_tokens": unigram.num_tokens, "vocab_size": vocab, "epochs_touched": epochs}
+    return scored, {"counts": counts, **arrays}

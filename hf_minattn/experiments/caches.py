@@ -1,0 +1,173 @@
+"""What `hf-minattn experiments` keeps in its output folder so that a rerun does not measure again: the scoring
+(`scoring.json` and `rows.npz`, tied to the models and settings they were computed from) and the two dynamics phases
+(`similarity_dynamics.json`, `head_dynamics.json`), kept per seed. A rerun on fewer seeds reads theirs; one that
+adds seeds measures the new seeds alone (their saved states are still there) and adds them to the file, since the
+states of the seeds measured before are deleted once their numbers are kept."""
+
+import json
+import os
+
+import numpy as np
+
+from hf_minattn.record_files import write_json_atomically
+
+from .dynamics import saved_states, similarity_curves
+from .evaluation import evaluate
+from .findings import int_seed_keys
+from .head_dynamics import head_curves
+from .training import log
+
+SCORING_SETTINGS = ("max_seq_length", "mlm_probability", "mask_draws", "max_steps", "batch_size", "curve_eval_samples")
+
+
+def scoring_key(folders: dict, settings: dict, seeds) -> dict:
+    """What `evaluate`'s numbers are computed from: the seeds, the settings it reads, and the size and modification
+    time of every model it scores (a model trained again is a new file)."""
+    def stamp(folder):  # every weights file (one, or the shards of a large model): [name, size, time]
+        names = sorted(n for n in os.listdir(folder) if n.startswith("model") and n.endswith(".safetensors"))
+        stats = [os.stat(os.path.join(folder, n)) for n in names]
+        return [[n, info.st_size, info.st_mtime_ns] for n, info in zip(names, stats)]
+
+    return {"seeds": list(seeds), "settings": {k: settings[k] for k in SCORING_SETTINGS},
+            "models": {name: {str(seed): stamp(folders[name][seed]) for seed in seeds} for name in sorted(folders)}}
+
+
+def read_json(path: str):
+    """The JSON in `path`; None where there is no file, or one cut short (written before writes were atomic)."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError:
+        log(f"{path} is not whole JSON (a call stopped while writing it): measuring again")
+        return None
+
+
+def cached_json(path: str, read_back, compute, **dump_options):
+    """A phase's numbers kept in `path` so that a rerun reads them instead of measuring again: read_back(the file's
+    JSON) where the file exists, unless it returns None (measured for other seeds or models); else compute(), written
+    to `path` (nothing written when it returns None)."""
+    kept = read_json(path)
+    if kept is not None:
+        kept = read_back(kept)
+        if kept is not None:
+            return kept
+    value = compute()
+    if value is not None:
+        write_json_atomically(path, value, **dump_options)
+    return value
+
+
+def rows_key(path: str) -> dict | None:
+    """The scoring key rows.npz was written under (None: no file, or one written before it kept its key)."""
+    if not os.path.isfile(path):
+        return None
+    with np.load(path) as rows:
+        return json.loads(str(rows["key"])) if "key" in rows.files else None
+
+
+def scoring(out: str, folders: dict, settings: dict, seeds) -> dict:
+    """`evaluate`'s numbers, kept in `out/scoring.json` beside what they were computed from (`scoring_key`), and its
+    per-row arrays in `out/rows.npz` under the same key: a rerun (after a kill in a later phase, say) reads them back
+    instead of scoring every model again, and a rows.npz of other models is never read as theirs."""
+    key = scoring_key(folders, settings, seeds)
+    rows_path = os.path.join(out, "rows.npz")
+    key_text = json.dumps(key, sort_keys=True, default=str)
+
+    def read_back(kept):
+        if kept["key"] != key or rows_key(rows_path) != json.loads(key_text):
+            return None
+        log("scoring: read back from scoring.json (every model as an earlier call scored it)")
+        return {"key": key, "scored": int_seed_keys(kept["scored"])}
+
+    def compute():
+        scored, arrays = evaluate(folders, settings, seeds)
+        np.savez_compressed(rows_path, key=np.array(key_text), **arrays)
+        return {"key": key, "scored": scored}
+
+    return cached_json(os.path.join(out, "scoring.json"), read_back, compute,
+                       default=str)["scored"]  # default=str as collect_results
+
+
+def seed_tables(value, path: tuple = ()):
+    """Every {seed: ...} table in a dynamics file (under a "seeds" key, at any depth): [(path, table)]."""
+    if not isinstance(value, dict):
+        return []
+    found = [(path, value["seeds"])] if isinstance(value.get("seeds"), dict) else []
+    for key, inner in value.items():
+        if key != "seeds":
+            found += seed_tables(inner, (*path, key))
+    return found
+
+
+def with_seeds(value, seeds=None, added=None, where: str = "the kept numbers"):
+    """A copy of a dynamics file's numbers with every seed table keyed by int and cut to `seeds` (None: all), or
+    joined with the tables of `added` (the same numbers measured for other seeds). Everything else must then match:
+    steps, sentences and pairs measured otherwise cannot be put side by side."""
+    if not isinstance(value, dict):
+        if added is not None and added != value:
+            raise ValueError(f"{where}: {value!r} for the seeds measured before, {added!r} for the new ones; the new "
+                             "seeds cannot be added to them: run all the seeds into another --out")
+        return value
+    if added is not None and set(added) != set(value):
+        raise ValueError(f"{where} hold {sorted(value)}, the new seeds' {sorted(added)}: run all the seeds into "
+                         "another --out")
+    copy = {}
+    for key, inner in value.items():
+        if key == "seeds" and isinstance(inner, dict):
+            table = {int(seed): x for seed, x in inner.items()}
+            table.update({int(seed): x for seed, x in (added or {}).get("seeds", {}).items()})
+            copy[key] = {seed: table[seed] for seed in (sorted(table) if seeds is None else seeds) if seed in table}
+        else:
+            copy[key] = with_seeds(inner, seeds, None if added is None else added[key], f"{where}' {key}")
+    return copy
+
+
+def per_seed_cache(path: str, seeds, measure):
+    """A dynamics phase's numbers kept per seed in `path`: the seeds the file holds are read back, the others
+    measured (measure(those seeds); None: nothing to measure) and added to it. Returns the numbers of `seeds`."""
+    kept = read_json(path)
+    held = set.intersection(*({int(s) for s in t} for _, t in seed_tables(kept))) if seed_tables(kept) else set()
+    missing = [seed for seed in seeds if seed not in held]
+    if kept is not None and missing and held:
+        log(f"{os.path.basename(path)}: seeds {sorted(held & set(seeds))} read back, seeds {missing} measured")
+    value = measure(missing) if missing else None
+    if missing and value is None:
+        return None
+    if missing:
+        value = with_seeds(kept, added=value) if held else value
+        write_json_atomically(path, value, indent=1)
+    return with_seeds(value if missing else kept, list(seeds))
+
+
+def similarity_dynamics(out: str, folders: dict, settings: dict, seeds, remove_states: bool = True) -> dict:
+    """Word similarity at every saved state (dynamics.similarity_curves), kept per seed in
+    `out/similarity_dynamics.json`: the saved states are deleted once scored (unless `remove_states` is False:
+    another phase still reads them), so a rerun reads the numbers back."""
+    def measure(new_seeds):
+        gone = [seed for seed in new_seeds if not saved_states(folders["full"][seed])]
+        if gone:  # measuring them would score step 0 alone
+            raise ValueError(f"seeds {gone} in {out} have no saved states and similarity_dynamics.json does not hold "
+                             "their word similarity during training: train them again into another --out")
+        return similarity_curves(folders, settings, new_seeds, remove_states=remove_states)
+
+    return per_seed_cache(os.path.join(out, "similarity_dynamics.json"), seeds, measure)
+
+
+def head_dynamics(out: str, folders: dict, settings: dict, seeds) -> dict | None:
+    """The heads at every saved state of the full run (head_dynamics.head_curves on the first SENTENCES probe
+    sentences), kept per seed in `out/head_dynamics.json` as similarity_dynamics keeps its numbers. None (and a log
+    line) when the full run's states are already gone: an output folder whose similarity dynamics ran before this
+    phase existed."""
+    from hf_minattn.probes.corpus import default_sentences
+
+    from .head_dynamics import SENTENCES
+
+    def measure(new_seeds):
+        if not all(saved_states(folders["full"][seed]) for seed in new_seeds):
+            log("heads during training: the full run's saved states were already deleted; no head dynamics")
+            return None
+        return head_curves(folders, settings, new_seeds, default_sentences(SENTENCES))
+
+    return per_seed_cache(os.path.join(out, "head_dynamics.json"), seeds, measure)
