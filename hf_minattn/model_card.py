@@ -118,10 +118,15 @@ def build_model_card(facts: CardFacts) -> ModelCard:
         template_path=str(TEMPLATE_PATH),
         results=results,
         floor_sentence=floor_sentence(facts.eval_metrics, _kept(facts)),
+        findings_command=FINDINGS_COMMAND,
         repo_id=facts.repo_id or f"path/to/{facts.model_name}",
         **{k: v for k, v in vars(facts).items() if k not in ("eval_metrics", "repo_id")},
     )
 
+
+# The command of the committed findings the card points to (docs/findings/results.json's "command", --out left open):
+# the confirmation seeds, not `hf-minattn experiments`' default exploration seeds.
+FINDINGS_COMMAND = "hf-minattn experiments --seeds 3-7 --reference minilm --out DIR"
 
 # The card prints nats with 2 decimals: a gain must clear the copying bound by more than that to show in the numbers.
 PRINTED_NATS = 0.01
@@ -206,7 +211,8 @@ def validate_model_card(path, pipeline_tag: str = "fill-mask") -> ModelCard:
 def describe_training(args, train_metrics: dict, steps: int | None) -> str:
     """The hyper-parameters line of the model card, from the run's TrainingArguments (`steps` None: not yet known)."""
     batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
-    schedule = (f"linear decay over {args.max_train_minutes:g} minutes of training" if args.max_train_minutes
+    minutes = args.max_train_minutes
+    schedule = (f"linear decay over {minutes:g} minute{'' if minutes == 1 else 's'} of training" if minutes
                 else f"{_value(args.lr_scheduler_type)} schedule")
     parts = [
         *([f"{steps} steps" + (f" ({train_metrics['epoch']:.2f} epochs)" if "epoch" in train_metrics else "")]

@@ -1,8 +1,12 @@
 """The model card: its data named in a few words where the Hub shows a title and in full in its text; what it says
-about the run (command, hyper-parameters, the floor) and the architecture; a fill-mask example that runs."""
+about the run (command, hyper-parameters, the floor), the architecture and what is learned (frozen embeddings,
+identity projections); the command of the committed findings; a fill-mask example that runs."""
 
+import json
 import os
 import re
+import shlex
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -14,6 +18,7 @@ from hf_minattn.arguments import DataTrainingArguments, ModelArguments
 from hf_minattn.data import WIKIPEDIA_CORPUS_DESCRIPTION
 from hf_minattn.model_card import (
     EMBEDDED_CORPUS_TITLE,
+    FINDINGS_COMMAND,
     CardFacts,
     build_model_card,
     card_facts,
@@ -116,6 +121,11 @@ def test_the_hyper_parameters_line_says_what_the_run_used():
     fp16 = describe_training(training_args(fp16=True), {}, 10)
     assert "fp16 autocast" in fp16 and "fp32" not in fp16
     assert "bf16 autocast" in describe_training(training_args(bf16=True), {}, 10)
+    timed = training_args()
+    timed.max_train_minutes = 1
+    assert "linear decay over 1 minute of training" in describe_training(timed, {}, 10)
+    timed.max_train_minutes = 2.5
+    assert "linear decay over 2.5 minutes of training" in describe_training(timed, {}, 10)
 
 
 def test_the_floor_sentence_claims_context_only_beyond_the_printed_precision():
@@ -142,9 +152,10 @@ def test_the_unchanged_share_comes_from_the_masking_settings(tmp_path, tokenizer
     assert "copying the 30% of scored tokens" in str(build_model_card(facts))
 
 
-def card_text(**config) -> str:
+def card_text(frozen=False, **config) -> str:
     return build_model_card(CardFacts(model_name="m", config=tiny_config(**config), num_parameters=1, dataset_id=None,
-                                      dataset_config=None, dataset_description="text", max_seq_length=16)).text
+                                      dataset_config=None, dataset_description="text", max_seq_length=16,
+                                      frozen_embeddings=frozen)).text
 
 
 def test_the_architecture_lines_follow_the_config():
@@ -175,3 +186,34 @@ def test_the_card_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert "second" in write_model_card(tmp_path, facts).read_text()
     assert sorted(os.listdir(tmp_path)) == ["README.md"]
+
+
+def test_what_is_learned_follows_frozen_embeddings_and_identity_projections():
+    full = card_text()
+    assert "and is trained by backpropagation" in full and "excepted, is trained" not in full
+    assert "W_Q and W_K are not the embedding matrix, and the embeddings are updated too." in full
+    assert "Not in this model" not in full
+
+    frozen = card_text(frozen=True)
+    assert "Not in this model: they were frozen" in frozen
+    assert "and, the frozen embeddings excepted, is trained by backpropagation" in frozen
+    assert "the embeddings are updated too" not in frozen and "the embeddings are not updated (frozen)" in frozen
+
+    identity = card_text(qkv_projection="identity")
+    assert "Not in this model: W_Q = W_K = W_V = I" in identity
+    assert "W_Q and W_K are not the embedding matrix" not in identity
+    assert "W_Q, W_K and W_V are not learned matrices but the identity, and the embeddings are updated too" in identity
+
+    both = " ".join(card_text(frozen=True, qkv_projection="identity").split())
+    assert "not learned matrices but the identity, and the embeddings are not updated (frozen)." in both
+    assert "updated too" not in both
+
+
+def test_the_card_points_to_the_command_of_the_committed_findings():
+    """The command FINDINGS.md's numbers come from (the confirmation seeds and the reference), not the exploration
+    seeds that `hf-minattn experiments` runs by default."""
+    results = Path(__file__).resolve().parents[1] / "docs" / "findings" / "results.json"
+    committed = shlex.split(json.loads(results.read_text(encoding="utf-8"))["command"])
+    out = committed.index("--out")
+    assert shlex.split(FINDINGS_COMMAND) == committed[:out + 1] + ["DIR"] + committed[out + 2:]
+    assert f"reproducible with\n`{FINDINGS_COMMAND}`." in card_text()

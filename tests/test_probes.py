@@ -796,3 +796,18 @@ def test_layer0_note_measures_the_position_term_and_the_embedding_normalisation(
     assert all(phrase in note for phrase in says), note
     assert not any(phrase in note for phrase in never), note
     assert model.training  # left as it was found
+
+
+def test_probes_json_is_written_whole_or_not_at_all(tmp_path):
+    """A probe that fails while writing probes.json (here: a value JSON cannot hold) leaves the earlier file whole:
+    it was opened for writing, so truncated, before the first byte was dumped."""
+    from hf_minattn.probes.run import ProbeResults
+
+    path = tmp_path / "probes.json"
+    path.write_text('{"model": "the earlier probe"}')
+    broken = ProbeResults(model="m", model_class="C", num_layers=1, num_heads=1, hidden_size=4, corpus=None,
+                          geometry=None, neighbours=None, notes=[{1, 2}])  # a set: not JSON
+    with pytest.raises(TypeError):
+        broken.save_json(str(path))
+    assert json.loads(path.read_text()) == {"model": "the earlier probe"}
+    assert [p.name for p in tmp_path.iterdir()] == ["probes.json"]  # no temporary file left either

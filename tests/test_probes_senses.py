@@ -323,3 +323,36 @@ def test_the_default_sense_sentences_carry_their_senses_and_others_none(tokenize
     assert default.senses == list(DEFAULT_SENSE_LABELS) and len(default.senses) == len(default.sentences)
     own = word_in_contexts(model, tokenizer, "bank", ["the bank is here.", "a bank by the river."])
     assert own.senses is None
+
+
+def test_the_sense_figure_labels_the_senses_has_a_colour_bar_and_says_what_it_plots(tmp_path):
+    """Sentences labelled with their senses where known; a colour bar; raw cosine, or minus each layer's anisotropy
+    baseline where the results have the geometry probe's (then the cells are shifted by it)."""
+    import matplotlib.pyplot as plt
+
+    from hf_minattn.probes.report.sense import sense_figure, sense_plot
+
+    sim = [[[1, 0.8, 0.2], [0.8, 1, 0.3], [0.2, 0.3, 1]]] * 2
+    sense = {"word": "bank", "sentences": ["a", "b", "c"], "layers": [0, 1], "similarity": sim,
+             "senses": ["river", "river", "money"]}
+    raw = sense_figure(probe_results(sense=sense))
+    heat = [ax for ax in raw.axes if ax.get_title().startswith("layer")]
+    colour_bar = [ax for ax in raw.axes if ax not in heat]
+    assert len(heat) == 2 and len(colour_bar) == 1
+    assert [t.get_text() for t in heat[0].get_yticklabels()] == ["0 river", "1 river", "2 money"]
+    assert colour_bar[0].get_ylabel() == "raw cosine" and raw._suptitle.get_text().startswith("raw cosine between")
+    assert heat[1].images[0].get_array()[0, 1] == pytest.approx(0.8)
+    plt.close(raw)
+
+    adjusted = sense_figure(probe_results(sense=sense, geometry={"anisotropy": [0.5, 0.3], "layers": [0, 1],
+                                                                        "adjusted_self_similarity": [0.5, 0.4]}))
+    heat = [ax for ax in adjusted.axes if ax.get_title().startswith("layer")]
+    assert "minus the layer's anisotropy baseline" in adjusted._suptitle.get_text()
+    assert [ax.get_ylabel() for ax in adjusted.axes if ax not in heat] == ["cosine minus baseline"]
+    assert heat[1].images[0].get_array()[0, 1] == pytest.approx(0.5)  # 0.8 - 0.3
+    plt.close(adjusted)
+
+    unlabelled = sense_figure(probe_results(sense={**sense, "senses": None}))
+    assert [t.get_text() for t in unlabelled.axes[0].get_yticklabels()] == ["0", "1", "2"]
+    plt.close(unlabelled)
+    assert sense_plot(probe_results(sense=sense), tmp_path / "sense.png").is_file()

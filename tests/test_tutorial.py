@@ -42,6 +42,41 @@ def test_the_committed_notebook_has_no_outputs_and_a_cell_per_question():
         assert f"show_answer({number})" in "".join(tagged(nb, f"question-{number}")["source"])
 
 
+def markdown(nb, tag) -> str:
+    return " ".join("".join(tagged(nb, tag)["source"]).split())
+
+
+def test_the_prose_states_what_the_statistics_and_the_training_cell_do():
+    """The verdicts and the glossary give the thresholds the code uses; Part 2 gives the step count's default and
+    the time cap of the training cell; Part 3 claims the probe for the answers it is behind only."""
+    from hf_minattn.experiments.head_dynamics import PLATEAU_GAIN
+    from hf_minattn.experiments.statistics import ALPHA
+    from hf_minattn.experiments.word_pairs import HIERARCHICAL_WIDENING
+    from hf_minattn.probes.cooccurrence import ANISOTROPY_THRESHOLD
+    from hf_minattn.probes.word2vec import WORD2VEC_SETTINGS
+
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    verdicts, glossary = markdown(nb, "verdicts"), markdown(nb, "glossary")
+    assert f"Holm-adjusted p below {ALPHA}" in verdicts and "not adjusted" in verdicts
+    assert "excludes zero after correcting" not in verdicts
+    for phrase in (f"higher, not if {HIERARCHICAL_WIDENING}x as wide", "**above 0**", "*not told apart from*"):
+        assert phrase in verdicts, phrase
+    for term in ("Holm's adjustment", "TOST", "unigram plateau", "hierarchical bootstrap", "passes over the text",
+                 "All-but-the-Top"):
+        assert f"**{term}**" in glossary, term
+    assert f"exceeds {PLATEAU_GAIN} nat" in glossary and f"above {ANISOTROPY_THRESHOLD}." in glossary
+    assert f"make {WORD2VEC_SETTINGS.epochs} passes" in glossary
+
+    training = "".join(tagged(nb, "train")["source"])
+    default = re.search(r'"HF_MINATTN_TUTORIAL_STEPS", "(\d+)"', training).group(1)
+    minutes = re.search(r'"--max_train_minutes", "([\d.]+)"', training).group(1)
+    assert f"`HF_MINATTN_TUTORIAL_STEPS` (default {default})" in markdown(nb, "train-text")
+    assert f"`--max_train_minutes {minutes}`" in markdown(nb, "train-text")
+    assert "the seven answers" not in markdown(nb, "probe-text") + markdown(nb, "contents")
+    assert "not tested" in markdown(nb, "question-5-text")
+    assert "means the model uses context" not in markdown(nb, "floor-text")
+
+
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
     """The notebook run in a temporary copy of docs/ (docs/findings linked beside it), as a fresh kernel of this
@@ -105,3 +140,27 @@ def test_the_circuits_cell_answers_for_the_trained_model_and_the_model_trained_a
     counted = r"In layer 0, the query-key logits of (\d+ of|none of the) {} heads"
     assert re.match(r"\*\*your model\*\*: " + counted.format(4), shown[0]), shown[0]
     assert re.match(r"\*\*all-MiniLM-L6-v2\*\*: " + counted.format(12), shown[1]), shown[1]
+
+
+@pytest.mark.slow
+def test_the_q5_note_and_the_floors_are_shown_from_their_sources(executed):
+    """Q5's note under the table and its co-occurrence line as FINDINGS.md has them; the model card's own floor
+    sentence; the steps that ran; the training's and the logit lens's floors, each named."""
+    from hf_minattn.model_card import floor_sentence
+
+    nb, work = executed
+    findings = (FINDINGS / "FINDINGS.md").read_text(encoding="utf-8")
+    note = "\n".join(texts(tagged(nb, "q5-note"), "text/markdown"))
+    shown = re.search(r"\(docs/findings/FINDINGS.md, question 5\): (.*?)\n\n", note).group(1)
+    assert shown.startswith("Differences of Spearman correlations") and shown in findings
+    assert note.split("(no verdict):\n\n")[1] in findings
+    model = work / "outputs" / "tutorial" / "minattn-tutorial"
+    metrics = json.loads((model / "eval_results.json").read_text(encoding="utf-8"))
+    floor = tagged(nb, "floor")
+    assert floor_sentence(metrics) in "\n".join(texts(floor, "text/markdown"))
+    printed = "".join(output.get("text", "") for output in floor["outputs"])
+    assert f"trained {STEPS} of the {STEPS} steps asked for" in printed
+    lens = json.loads((work / "outputs" / "tutorial" / "probes" / "probes.json").read_text())["logit_lens"]
+    printed = "".join(output.get("text", "") for output in tagged(nb, "floors")["outputs"])
+    assert f"unigram floor of training's evaluation: {metrics['eval_unigram_loss']:.2f} nats" in printed
+    assert f"unigram floor of the logit lens:        {lens['floor']:.2f} nats" in printed

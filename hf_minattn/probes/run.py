@@ -2,7 +2,6 @@
 (numbers only), in phases that each fill part of the results: the word vectors, the word-level probes, the attention
 probes, the masked-LM probes and the weight probes."""
 
-import json
 import math
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -98,8 +97,10 @@ class ProbeResults:
                 for f in fields(self) if f.metadata.get("json", True) for v in [getattr(self, f.name)]}
 
     def save_json(self, path):
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, indent=1, allow_nan=False)
+        """Written whole or not at all: a probe killed while writing leaves the earlier probes.json, not half of one."""
+        from hf_minattn.record_files import write_json_atomically
+
+        write_json_atomically(path, self.to_dict(), indent=1, allow_nan=False)
 
 
 def _jsonable(value):

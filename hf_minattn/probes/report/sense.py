@@ -111,22 +111,45 @@ def sense_tables(r):
                       for sent, near in zip(sense.sentences, sense.nearest[-1])]}]
 
 
-def sense_plot(r, path, figure_format=None):
+def _tick_labels(sense):
+    """Each sentence's number, with its sense where the results know it ("0 river")."""
+    senses = sense.senses if sense.senses and len(sense.senses) == len(sense.sentences) else None
+    return [f"{i} {senses[i]}" if senses else str(i) for i in range(len(sense.sentences))]
+
+
+def sense_figure(r):
+    """The heat maps of the sense example, one per layer: the cosines minus the layer's anisotropy baseline where
+    the results have one (`_baselines`), else raw, as the colour bar and the title say; None without an example."""
     sense = r.sense
     if not sense:
         return None
-    n = len(sense.layers)
-    fig, axes = plt.subplots(1, n, figsize=(2.2 * n, 2.6), squeeze=False)
-    for ax, layer, sim in zip(axes[0], sense.layers, sense.similarity):
-        ax.imshow(sim, vmin=0, vmax=1, cmap="viridis")
+    baselines = _baselines(r)
+    shown = [np.array(sim) - (0 if baselines is None else b)
+             for sim, b in zip(sense.similarity, baselines or [0] * len(sense.layers))]
+    what, short = (("raw cosine",) * 2 if baselines is None else
+                   ("cosine minus the layer's anisotropy baseline", "cosine minus baseline"))
+    vmin = min(0.0, np.floor(min(m.min() for m in shown) * 10) / 10)
+    n, labels = len(sense.layers), _tick_labels(sense)
+    fig, axes = plt.subplots(1, n, figsize=(2.4 * n + 0.6, 2.9), squeeze=False)
+    for ax, layer, values in zip(axes[0], sense.layers, shown):
+        image = ax.imshow(values, vmin=vmin, vmax=1, cmap="viridis")
         ax.set_title(f"layer {layer}", fontsize=9)
-        ax.set_xticks(range(len(sim))), ax.set_yticks(range(len(sim)))
-    fig.suptitle(f"cosine between the vectors of '{sense.word}' in sentences 0..{len(sense.sentences) - 1}", fontsize=10)
-    return save_figure(fig, path, figure_format)
+        ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=7)
+        ax.set_yticks(range(len(labels)), labels, fontsize=7)
+    fig.colorbar(image, ax=axes[0][-1], fraction=0.046).set_label(short, fontsize=8)  # one scale for all layers
+    fig.suptitle(f"{what} between the vectors of '{sense.word}' in sentences 0..{len(sense.sentences) - 1}",
+                 fontsize=10)
+    return fig
+
+
+def sense_plot(r, path, figure_format=None):
+    fig = sense_figure(r)
+    return None if fig is None else save_figure(fig, path, figure_format)
 
 
 SECTION = Section(
     name="sense", title="One word, several meanings", needs="sense",
     question="Does the sentence move one word's vectors apart?",
     reads="results", headline=sense_headline, text=sense_text, tables=sense_tables, figure=sense_plot,
-    alt="Heat maps, one per layer: cosine between the vectors of the same word in each pair of sentences")
+    alt="Heat maps, one per layer: cosine between the vectors of the same word in each pair of sentences (minus the "
+        "layer's anisotropy baseline where the results have it), each sentence labelled with its sense where known")
