@@ -3,6 +3,7 @@ the page in a real headless Chromium from a file:// URL (select a head, hover a 
 from the DOM, compare them with the JSON), and `hf-minattn view` serving it (type a sentence and see its edges;
 bad sentences get a message in the page; the server stops by itself)."""
 
+import contextlib
 import json
 import os
 import re
@@ -82,11 +83,28 @@ def test_view_sentences_are_the_examples_then_short_probe_sentences(tokenizer):
 
 
 @pytest.mark.parametrize("sentence, message", [("", "it is empty"), ("   ", "it is empty"), (None, "it is empty"),
-                                               (" ".join(TEXTS[:4]), "tokens; the view encodes at most 24")])
+                                               (" ".join(TEXTS[:4]), "tokens; the view encodes at most 24"),
+                                               ("\u200b", "no token but its special ones"),
+                                               ("\x00\u200b", "no token but its special ones")])
 def test_typed_sentences_are_checked(tokenizer, sentence, message):
+    """Invisible characters alone (a zero-width space, NUL) leave the model nothing but [CLS] [SEP]: refused."""
     with pytest.raises(ValueError, match=message):
         check_sentence(tokenizer, sentence, 24)
     assert check_sentence(tokenizer, "  the king  ", 24) == "the king"
+    assert check_sentence(tokenizer, "\u2603", 24) == "\u2603"  # a character the vocabulary lacks reads as [UNK]
+
+
+def test_example_sentences_longer_than_the_model_reads_say_they_are_cut(tokenizer):
+    """The view encodes an example sentence as the model reads it, cut to its positions: its entry says so, as a
+    typed sentence that long is refused (check_sentence) rather than cut without a word."""
+    model = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer), max_position_embeddings=12)).eval()
+    long = TEXTS[0]
+    assert len(tokenizer(long)["input_ids"]) > 12
+    view, _ = attention_view(model, tokenizer, ["The king.", long])
+    short, cut = view["sentences"]
+    assert short["sentence"] == "The king." and cut["sentence"] == f"{long} (cut to 12 tokens)"
+    assert len(cut["tokens"]) == 12 and view["max_tokens"] == 12
+    schema_validator().validate(view)
 
 
 def test_view_json_cannot_close_its_script_block():
@@ -202,11 +220,12 @@ def test_report_view_from_a_file_url_shows_the_json_edges_of_the_hovered_token(b
     assert "rollout" in page.text_content("#av-caption") and page.errors == []
 
 
-@pytest.mark.slow  # starts a browser
-def test_view_server_encodes_a_typed_sentence_and_explains_bad_ones(browser, probe_folder):
+@contextlib.contextmanager
+def view_server(*args, stderr=subprocess.STDOUT):
+    """`hf-minattn view ARGS --port 0` in a process of its own: yields (process, the URL it serves), then stops it."""
     command = [sys.executable, "-c", "import sys; from hf_minattn.cli import main; sys.exit(main())", "view",
-               str(probe_folder / "model"), "--port", "0", "--serve-for", "120"]
-    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+               *map(str, args), "--port", "0", "--serve-for", "120"]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True,
                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         for line in server.stdout:
@@ -214,15 +233,29 @@ def test_view_server_encodes_a_typed_sentence_and_explains_bad_ones(browser, pro
                 break
         else:
             pytest.fail(f"hf-minattn view did not start (exit {server.wait()})")
-        page = open_page(browser, match.group(1))
+        yield server, match.group(1)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def type_sentence(page, sentence):
+    """Type `sentence` into the served page's form and wait for it to be listed; returns the server's answer."""
+    before = page.eval_on_selector_all("#av-sentence option", "os => os.length")
+    page.fill("#av-input", sentence)
+    page.click("#av-form button")
+    page.wait_for_function(f"document.querySelectorAll('#av-sentence option').length === {before + 1}")
+    return page.evaluate("s => fetch('api/attention?sentence=' + encodeURIComponent(s)).then(r => r.json())", sentence)
+
+
+@pytest.mark.slow  # starts a browser
+def test_view_server_encodes_a_typed_sentence_and_explains_bad_ones(browser, probe_folder):
+    with view_server(probe_folder / "model") as (_, url):
+        page = open_page(browser, url)
         page.wait_for_selector("#av-form", state="visible")
         before = page.eval_on_selector_all("#av-sentence option", "os => os.length")
         sentence = "the queen gave the dog a crown"
-        page.fill("#av-input", sentence)
-        page.click("#av-form button")
-        page.wait_for_function(f"document.querySelectorAll('#av-sentence option').length === {before + 1}")
-        answer = page.evaluate("s => fetch('api/attention?sentence=' + encodeURIComponent(s)).then(r => r.json())",
-                               sentence)
+        answer = type_sentence(page, sentence)
         assert answer["sentence"] == sentence and page.eval_on_selector("#av-sentence", "s => s.value") == str(before)
         page.select_option("#av-head", "mean")
         page.hover('#av-head-view g.token[data-side="source"][data-index="1"]')
@@ -235,9 +268,47 @@ def test_view_server_encodes_a_typed_sentence_and_explains_bad_ones(browser, pro
             assert message in page.text_content("#av-error")
         assert page.eval_on_selector_all("#av-sentence option", "os => os.length") == before + 1
         assert page.errors == []
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+
+
+def menu(page, name):
+    return page.eval_on_selector_all(f"#av-{name} option:not([disabled])", "os => os.map(o => o.value)")
+
+
+@pytest.mark.slow  # starts a browser
+def test_view_lists_each_sentences_own_layers_and_heads_and_keeps_the_picked_head(browser, probe_folder):
+    """--model may name a model of another size than the probed one (here 3 layers x 2 heads; the probe's 2 x 4): a
+    typed sentence's Layer and Head menus and model view are its model's. A head picked stays picked through a
+    weighting or sentence that lacks it (rollout has the head mean only), and is shown again where it exists."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(probe_folder / "model")
+    other = probe_folder / "model_3x2"
+    MinAttnForMaskedLM(tiny_config(vocab_size=len(tok), max_position_embeddings=32, num_hidden_layers=3,
+                                   num_attention_heads=2, qk_logit_init_std=2.0)).save_pretrained(other)
+    tok.save_pretrained(other)
+    with view_server(probe_folder / "probe", "--model", other) as (_, url):
+        page = open_page(browser, url)
+        page.wait_for_selector("#av-form", state="visible")
+        assert menu(page, "layer") == ["0", "1"] and menu(page, "head") == ["0", "1", "2", "3", "mean"]
+        page.select_option("#av-head", "2")
+        page.select_option("#av-weighting", "rollout")
+        assert page.eval_on_selector("#av-head", "s => s.value") == "mean"
+        page.select_option("#av-weighting", "attention")
+        assert page.eval_on_selector("#av-head", "s => s.value") == "2"  # the head picked, not the mean
+        answer = type_sentence(page, "the king and the queen")
+        assert menu(page, "layer") == ["0", "1", "2"] and menu(page, "head") == ["0", "1", "mean"]
+        assert page.eval_on_selector("#av-head", "s => s.value") == "mean"  # head 2 is not this model's
+        rows = page.eval_on_selector_all("#av-model-view tr th:first-child", "ths => ths.map(t => t.textContent)")
+        columns = page.eval_on_selector_all("#av-model-view tr:first-child th", "ths => ths.map(t => t.textContent)")
+        assert rows[1:] == ["layer 0", "layer 1", "layer 2"] and columns[1:] == ["head 0", "head 1"]
+        page.select_option("#av-layer", "2")
+        page.select_option("#av-head", "1")
+        page.hover('#av-head-view g.token[data-side="source"][data-index="1"]')
+        assert active_edges(page) == json_edges(answer["graphs"]["attention"], 2, 1, 1) and active_edges(page)
+        page.select_option("#av-sentence", "0")  # the probe's model: layer 2 is not there, head 1 is
+        assert page.eval_on_selector("#av-layer", "s => s.value") == "1"
+        assert page.eval_on_selector("#av-head", "s => s.value") == "1"
+        assert page.errors == []
 
 
 def test_a_killed_view_server_removes_its_temporary_page(probe_folder, tmp_path):
@@ -290,19 +361,18 @@ def test_view_serves_a_probe_folder_with_the_model_it_probed(probe_folder):
     import threading
     import urllib.error
     import urllib.request
-    from functools import partial
-    from http.server import HTTPServer
 
-    from hf_minattn.probes.serve import ViewHandler, prepare
+    from hf_minattn.probes.serve import make_server, prepare
 
     folder, encoder, page = prepare(str(probe_folder / "probe"))
     assert (folder, page) == (str(probe_folder / "probe"), "report.html") and encoder.name == "model"
-    server = HTTPServer(("127.0.0.1", 0), partial(ViewHandler, directory=folder, encoder=encoder))
+    server = make_server("127.0.0.1", 0, folder, encoder)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/"
     try:
         assert b'id="attention-view"' in urllib.request.urlopen(url + "report.html").read()
-        assert json.loads(urllib.request.urlopen(url + "api/info").read()) == {"model": "model", "max_tokens": 32}
+        assert json.loads(urllib.request.urlopen(url + "api/info").read()) == {
+            "model": "model", "max_tokens": 32, "num_layers": 2, "num_heads": 4}
         with pytest.raises(urllib.error.HTTPError) as error:
             urllib.request.urlopen(url + "api/nothing")
         assert error.value.code == 404 and "api/info and api/attention" in json.loads(error.value.read())["error"]

@@ -128,10 +128,14 @@ def test_compare_cli_puts_probe_folders_side_by_side(probed, tmp_path):
     odd.mkdir()
     probes = json.loads((out / "probes.json").read_text())
     (odd / "probes.json").write_text(json.dumps({**probes, "circuits": None}))  # a run with --no-circuits
-    assert main(["compare", str(out), str(out), str(odd), "--out", str(tmp_path / "cmp")]) == 0
+    again = tmp_path / "probe"  # the same numbers in another folder (the same folder twice is refused)
+    again.mkdir()
+    shutil.copy(out / "probes.json", again)
+    assert main(["compare", str(out), str(again), str(odd), "--out", str(tmp_path / "cmp")]) == 0
     assert (tmp_path / "cmp" / "compare.html").stat().st_size > 1000
     compare = (tmp_path / "cmp" / "compare.html").read_text()
-    assert_page_layout(compare, {"geometry", "benchmarks"})
+    assert_page_layout(compare, {"settings", "geometry", "benchmarks"})
+    assert "The probes were run with the same recorded settings" in compare
     assert "<td>b&lt;script&gt;x</td>" in compare
     # each row says how many of its layer-0 heads' intervals lie above 0 (and above 0.5), and how many OV circuits
     # copy (score above 0.5, a token's own logit within a tenth of chance); "-" without circuits

@@ -12,6 +12,9 @@
   const controls = {sentence: $("av-sentence"), weighting: $("av-weighting"), layer: $("av-layer"), head: $("av-head")};
   const NAMES = {attention: "raw attention", norm: "norm-weighted (Kobayashi et al.)", rollout: "rollout (Abnar & Zuidema)"};
   let focus = null; // {side: "source" | "target", index} of the hovered or focused token
+  // The layer and head last picked: kept while a sentence or weighting cannot show them (rollout has the head mean
+  // only; a typed sentence's model may have fewer layers), and shown again once one can.
+  const picked = {layer: "0", head: "0"};
 
   function el(name, attrs, parent) {
     const node = document.createElementNS(SVG, name);
@@ -28,15 +31,24 @@
     select.appendChild(o);
   }
 
+  function entry() {
+    return data.sentences[+controls.sentence.value];
+  }
+
   function graph() {
-    const entry = data.sentences[+controls.sentence.value];
-    return entry.graphs[controls.weighting.value] || entry.graphs.attention;
+    return entry().graphs[controls.weighting.value] || entry().graphs.attention;
+  }
+
+  // The layers and heads of the shown sentence: a typed one's are its model's (api/info), which --model may make
+  // differ from the probe's.
+  function shape(e) {
+    return e.shape || {layers: data.num_layers, heads: data.num_heads};
   }
 
   // The heads a weighting has: 0..H-1 and "mean" for attention weights (no "mean" where whole_layer is null: a norm
   // graph without the layer measure); "mean" alone for rollout.
-  function heads(g) {
-    const each = [...Array(data.num_heads).keys()].map(String);
+  function heads(g, count) {
+    const each = [...Array(count).keys()].map(String);
     return g.weighting === "rollout" ? ["mean"] : g.whole_layer === null ? each : each.concat(["mean"]);
   }
 
@@ -117,16 +129,24 @@
       "hover or focus a token (Tab, then arrow keys) to see its edges alone.";
   }
 
+  // The Layer and Head menus for the shown sentence's graph `g`, set to the picked layer and head where it has
+  // them (else its last layer; the head mean, or the last head).
+  function fillLayersAndHeads(g, size) {
+    controls.layer.replaceChildren();
+    for (let l = 0; l < size.layers; l++) option(controls.layer, l, "layer " + l);
+    controls.layer.value = +picked.layer < size.layers ? picked.layer : String(size.layers - 1);
+    const options = heads(g, size.heads);
+    controls.head.replaceChildren();
+    for (let h = 0; h < size.heads; h++) option(controls.head, h, "head " + h);
+    option(controls.head, "mean", meanLabel(g, true));
+    for (const o of controls.head.options) o.disabled = !options.includes(o.value);
+    controls.head.value = options.includes(picked.head) ? picked.head : options[options.length - 1];
+  }
+
   function render() {
-    const g = graph();
-    const layer = +controls.layer.value;
-    const options = heads(g);
-    if (!options.includes(controls.head.value)) controls.head.value = options[options.length - 1];
-    for (const o of controls.head.options) {
-      o.disabled = !options.includes(o.value);
-      if (o.value === "mean") o.textContent = meanLabel(g, true);
-    }
-    const head = controls.head.value;
+    const g = graph(), size = shape(entry());
+    fillLayersAndHeads(g, size);
+    const layer = +controls.layer.value, head = controls.head.value;
     const headView = $("av-head-view"), modelView = $("av-model-view");
     headView.replaceChildren();
     modelView.replaceChildren();
@@ -134,7 +154,7 @@
     panel(headView, g, layer, head, {labels: true, row: 20, width: 2 * column + 200, column});
     $("av-caption").textContent = caption(g, layer, head);
     // Model view: a row per layer, a panel per head (the mean alone for rollout).
-    const columns = g.weighting === "rollout" ? ["mean"] : [...Array(data.num_heads).keys()].map(String);
+    const columns = g.weighting === "rollout" ? ["mean"] : [...Array(size.heads).keys()].map(String);
     const table = document.createElement("table");
     table.className = "av-model";
     const top = table.insertRow();
@@ -144,7 +164,7 @@
       th.textContent = h === "mean" ? "mean" : "head " + h;
       top.appendChild(th);
     }
-    for (const l of g.layers || [...Array(data.num_layers).keys()]) {
+    for (const l of g.layers || [...Array(size.layers).keys()]) {
       const row = table.insertRow();
       const th = document.createElement("th");
       th.textContent = "layer " + l;
@@ -165,11 +185,13 @@
   function setup() {
     fillSentences(0);
     for (const w of data.weightings) option(controls.weighting, w, NAMES[w] || w);
-    for (let l = 0; l < data.num_layers; l++) option(controls.layer, l, "layer " + l);
-    for (let h = 0; h < data.num_heads; h++) option(controls.head, h, "head " + h);
-    option(controls.head, "mean", "all heads (mean)");
-    controls.head.value = "0";
-    for (const c of Object.values(controls)) c.addEventListener("change", () => { focus = null; render(); });
+    for (const [key, c] of Object.entries(controls)) {
+      c.addEventListener("change", () => {
+        if (key in picked) picked[key] = c.value;
+        focus = null;
+        render();
+      });
+    }
     // Arrow keys move the focus between the tokens of a column.
     $("av-head-view").addEventListener("keydown", (event) => {
       const token = event.target.closest && event.target.closest("g.token");
@@ -202,6 +224,7 @@
           .then((r) => r.json().then((body) => ({ok: r.ok, body})))
           .then(({ok, body}) => {
             if (!ok) { error.textContent = body.error; return; }
+            body.shape = {layers: info.num_layers, heads: info.num_heads};
             data.sentences.push(body);
             fillSentences(data.sentences.length - 1);
             focus = null;

@@ -10,7 +10,8 @@ one graph per weighting:
 Graphs are at token level (the pieces the model sees, as bertviz shows them), edges kept from
 GRAPH_RELATIVE_THRESHOLD = 2 times the uniform weight 1/n up, as in attention_graph.json: a line means "at least
 twice uniform", and the data stays small (a few hundred kB a sentence at 4 layers x 4 heads). The page
-(attention_view.js) draws them; nothing is computed in the browser but which edges to show.
+(attention_view.js) draws them; nothing is computed in the browser but which edges to show. A sentence longer than
+the model reads is encoded cut to that length, and listed as "<sentence> (cut to N tokens)".
 """
 
 import json
@@ -36,8 +37,16 @@ def example_graphs(example) -> dict:
     return graphs
 
 
-def view_entry(example) -> dict:
-    return {"sentence": example.sentence, "tokens": list(example.tokens), "graphs": example_graphs(example)}
+def view_entry(example, sentence=None) -> dict:
+    """One sentence of the view; `sentence`: how the view lists it (default: the example's own sentence)."""
+    return {"sentence": example.sentence if sentence is None else sentence, "tokens": list(example.tokens),
+            "graphs": example_graphs(example)}
+
+
+def attention_shape(example) -> tuple:
+    """(layers, heads) of an AttentionExample, as the weights have them (ConvBERT's attention has fewer heads than
+    its config's num_attention_heads)."""
+    return len(example.attention), len(example.attention[0])
 
 
 def view_sentences(tokenizer, examples, sentences, n=VIEW_SENTENCES, max_tokens=VIEW_MAX_TOKENS) -> list:
@@ -54,22 +63,39 @@ def view_sentences(tokenizer, examples, sentences, n=VIEW_SENTENCES, max_tokens=
 def attention_view(model, tokenizer, sentences, model_name=None) -> tuple:
     """The view's data for `sentences` (a dict in the schema VIEW_SCHEMA) and the notes of the norm weighting."""
     examples, notes = attention_examples(model, tokenizer, sentences)
-    # the heads as the weights have them (ConvBERT's attention has fewer than its config's num_attention_heads)
-    layers, heads = (len(examples[0].attention), len(examples[0].attention[0])) if examples else (
+    layers, heads = attention_shape(examples[0]) if examples else (
         model.config.num_hidden_layers, model.config.num_attention_heads)
+    max_tokens = max_length_for(model, tokenizer)
     view = {"schema": VIEW_SCHEMA, "model": model_name or model.config.name_or_path or type(model).__name__,
-            "num_layers": layers, "num_heads": heads,
-            "level": VIEW_LEVEL, "max_tokens": max_length_for(model, tokenizer),
+            "num_layers": layers, "num_heads": heads, "level": VIEW_LEVEL, "max_tokens": max_tokens,
             "weightings": [w for w in WEIGHTINGS if w != "norm" or examples and examples[0].norm_weighted is not None],
-            "sentences": [view_entry(e) for e in examples]}
+            "sentences": [view_entry(e, listed_sentence(tokenizer, e.sentence, max_tokens)) for e in examples]}
     return view, notes
 
 
+def listed_sentence(tokenizer, sentence, max_tokens) -> str:
+    """The sentence as the view lists it: "<sentence> (cut to N tokens)" where it is longer than the model reads.
+    A typed sentence that long is refused (check_sentence); an example sentence is kept, cut as the model reads it,
+    and says so."""
+    n = len(_encoded(tokenizer, sentence)["input_ids"])
+    return f"{sentence} (cut to {max_tokens} tokens)" if n > max_tokens else sentence
+
+
+def _encoded(tokenizer, sentence):
+    """The tokenizer's encoding of `sentence` in full (no truncation, no warning that it is long)."""
+    return tokenizer(sentence, verbose=False, return_special_tokens_mask=True)
+
+
 def check_sentence(tokenizer, sentence, max_tokens) -> str:
-    """A typed sentence, stripped; ValueError with a message for the page if it is empty or too long."""
+    """A typed sentence, stripped; ValueError with a message for the page if it is empty, holds nothing the tokenizer
+    reads (invisible characters only: just the special tokens are left), or is too long."""
     if not isinstance(sentence, str) or not sentence.strip():
         raise ValueError("type a sentence: it is empty")
-    n = len(tokenizer(sentence.strip(), verbose=False)["input_ids"])
+    encoded = _encoded(tokenizer, sentence.strip())
+    if all(encoded["special_tokens_mask"]):
+        raise ValueError(f"type a sentence: {sentence.strip()!r} gives the tokenizer no token but its special ones; "
+                         "expected visible text")
+    n = len(encoded["input_ids"])
     if n > max_tokens:
         raise ValueError(f"the sentence has {n} tokens; the view encodes at most {max_tokens} with this model")
     return sentence.strip()

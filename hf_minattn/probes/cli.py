@@ -4,6 +4,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import sys
 import time
 import unicodedata
@@ -19,6 +20,7 @@ from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WOR
 from .pooling import DEFAULT_CONTEXTS_PER_WORD, DEFAULT_TWIN_CONTEXTS_PER_WORD
 from .plots import FIGURE_FORMATS, compare_plots
 from .report import write_compare_report, write_outputs
+from .report.render import check_compared
 from .run import run_all_probes
 from .settings import ProbeSettings
 from .vectors import VECTOR_FORMATS
@@ -264,22 +266,40 @@ def compare_main(argv=None):
     _figure_format_argument(p)
     args = p.parse_args(argv)
     check_output_folder(args.out, "--out")
-    results = {}
-    for folder in args.dirs:
+    results = compared_results(args.dirs)
+    created = not os.path.isdir(args.out)
+    os.makedirs(args.out, exist_ok=True)  # only now: every input was read and checked
+    try:
+        plots = compare_plots(results, args.out, args.figure_format)
+        report = write_compare_report(results, plots, os.path.join(args.out, "compare.html"))
+    except BaseException:
+        if created:  # a failure leaves no half-written folder behind
+            shutil.rmtree(args.out, ignore_errors=True)
+        raise
+    print(f"[compare] wrote {report}")
+    return 0
+
+
+def compared_results(folders) -> dict:
+    """{row name: probes.json dict} of compare's folders, each read and checked (report.render.check_compared); a
+    ValueError naming the file that cannot be, or the folders given twice (the same path, however written)."""
+    results, seen = {}, {}
+    for folder in folders:
+        real = os.path.realpath(folder)
+        if real in seen:
+            raise ValueError(f"{seen[real]} and {folder} are the same folder ({real}); expected each probe folder once")
+        seen[real] = folder
         path = os.path.join(folder, "probes.json")
         if not os.path.isfile(path):
             raise FileNotFoundError(f"{folder} has no probes.json; run `hf-minattn probe MODEL --out {folder}` first")
         try:
             with open(path, encoding="utf-8") as f:
                 loaded = json.load(f)
+            check_compared(loaded)
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             raise ValueError(f"{path}: not a probes.json written by `hf-minattn probe` (not JSON: {error})") from None
-        if not isinstance(loaded, dict) or not isinstance(loaded.get("geometry"), dict):
-            raise ValueError(f"{path}: not a probes.json written by `hf-minattn probe` (it has no geometry results)")
+        except ValueError as error:
+            raise ValueError(f"{path}: not a probes.json written by `hf-minattn probe` ({error})") from None
         name = os.path.basename(os.path.normpath(folder))
         results[name if name not in results else folder] = loaded
-    os.makedirs(args.out, exist_ok=True)
-    plots = compare_plots(results, args.out, args.figure_format)
-    report = write_compare_report(results, plots, os.path.join(args.out, "compare.html"))
-    print(f"[compare] wrote {report}")
-    return 0
+    return results

@@ -111,30 +111,57 @@ def all_plots(r, folder, figure_format="both"):
     return {k: v for k, v in paths.items() if v}
 
 
+def legend_or_not_scored(ax):
+    """The panel's legend, or "not scored" across it where nothing was drawn."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=6)
+    else:
+        ax.text(0.5, 0.5, "not scored", ha="center", va="center", transform=ax.transAxes)
+
+
+def compare_benchmark_lines(results):
+    """What compare's benchmark figure draws, {benchmark key: [(model, kind, layers, scores, word2vec score)]}: per
+    model with benchmarks, its first set family by layer (kind "contextual", else "decontextualized"; a score None
+    where unscored) and its word2vec score (None where it has none); a model with neither is left out of the list."""
+    lines = {key: [] for key, _ in BENCHMARKS}
+    for name, r in results.items():
+        if not r.get("benchmarks"):
+            continue
+        layers, families, singles = benchmark_series(r)
+        family, series = next(iter(families.items()), ("", []))
+        kind = family.split()[0] if family else ""
+        for key in lines:
+            scores = [None if s is None else s.get(key) for s in series]
+            w2v = singles["word2vec"].get(key) if "word2vec" in singles else None
+            if any(x is not None for x in scores) or w2v is not None:
+                lines[key].append((name, kind, layers[: len(scores)], scores, w2v))
+    return lines
+
+
 def compare_plots(results, folder, figure_format="both"):
     """Several models side by side: adjusted self-similarity and word-similarity by layer (PNG, SVG or both, as
-    all_plots writes them)."""
+    all_plots writes them); a benchmark panel no model was scored on says "not scored"."""
     figure_suffixes(figure_format)
     paths = {}
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for name, r in results.items():
-        ax.plot(r["geometry"]["layers"], r["geometry"]["adjusted_self_similarity"], marker="o", label=name)
+        values = r["geometry"]["adjusted_self_similarity"]
+        ax.plot(r["geometry"].get("layers") or range(len(values)), values, marker="o", label=name)
     ax.set_xlabel("layer"), ax.set_ylabel("adjusted self-similarity")
     ax.legend(fontsize=7)
     paths["geometry"] = save_figure(fig, os.path.join(folder, "compare_geometry.png"), figure_format)
-    with_bench = {k: r for k, r in results.items() if r.get("benchmarks")}
-    if with_bench:
+    if any(r.get("benchmarks") for r in results.values()):
         fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+        lines = compare_benchmark_lines(results)
         for ax, (key, title) in zip(axes, BENCHMARKS):
-            for i, (name, r) in enumerate(with_bench.items()):
-                layers, families, singles = benchmark_series(r)
-                series = next(iter(families.values()), [])
-                line = ax.plot(layers[: len(series)], [np.nan if s is None or s[key] is None else s[key] for s in series],
-                               marker="o", label=f"{name} contextual")[0]
-                if "word2vec" in singles and singles["word2vec"][key] is not None:
-                    ax.axhline(singles["word2vec"][key], linestyle="--", color=line.get_color(), label=f"{name} word2vec")
+            for name, kind, layers, scores, w2v in lines[key]:
+                color = None  # the model's colour, shared by its word2vec line
+                if any(s is not None for s in scores):
+                    values = [np.nan if s is None else s for s in scores]
+                    color = ax.plot(layers, values, marker="o", label=f"{name} {kind}")[0].get_color()
+                if w2v is not None:
+                    ax.axhline(w2v, linestyle="--", color=color, label=f"{name} word2vec")
             ax.set_title(title), ax.set_xlabel("layer")
-            ax.legend(fontsize=6)
+            legend_or_not_scored(ax)
         paths["benchmarks"] = save_figure(fig, os.path.join(folder, "compare_benchmarks.png"), figure_format)
     return paths
-

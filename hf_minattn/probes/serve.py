@@ -6,20 +6,23 @@ typed into it with the model.
 - A model folder (save_pretrained: config.json, weights, tokenizer) or a Hub id (`--revision` picks a branch, tag or
   commit): a page with the view alone, on the probes' example sentences.
 
-The standard library's http.server, one request at a time (the model is not shared between threads), on
-127.0.0.1 by default. GET api/info says which model encodes; GET api/attention?sentence=... answers the sentence's
-entry in the view's schema (attention_view.py), or HTTP 400 with {"error": message} for an empty sentence or one
-longer than the model reads; the page shows the message.
+The standard library's http.server, a thread per connection (an idle or slow client does not hold up the others;
+the model encodes one sentence at a time), on 127.0.0.1 by default. GET api/info says which model encodes and its
+layers and heads; GET api/attention?sentence=... answers the sentence's entry in the view's schema
+(attention_view.py), or HTTP 400 with {"error": message} for an empty sentence, one with no token but the special
+ones, or one longer than the model reads; the page shows the message.
 """
 
+import ipaddress
 import json
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 from functools import partial
-from http.server import HTTPServer, SimpleHTTPRequestHandler
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from markupsafe import Markup
@@ -28,7 +31,7 @@ from hf_minattn.checks import check_bounds
 from hf_minattn.cli import OneLineArgumentParser
 from hf_minattn.model_source import find_model, is_hub_id
 
-from .attention_view import attention_view, check_sentence, view_assets, view_entry, view_json
+from .attention_view import attention_shape, attention_view, check_sentence, view_assets, view_entry, view_json
 from .heads import attention_examples
 
 from .loading import load_encoder, max_length_for, resolve_device
@@ -40,18 +43,27 @@ class Encoder:
     def __init__(self, model, tokenizer, name):
         self.model, self.tokenizer, self.name = model, tokenizer, name
         self.max_tokens = max_length_for(model, tokenizer)  # what attention_examples reads: the model's, <= 128
+        self.lock = threading.Lock()  # requests come on several threads; one sentence is encoded at a time
+        # The page lists a typed sentence's layers and heads from these, not from the probe's view: --model may
+        # name a model of another size. Read from one encoding: the config may say otherwise (ConvBERT's heads).
+        (example,), _ = attention_examples(model, tokenizer, ["a"], norm_weighting=False)
+        self.num_layers, self.num_heads = attention_shape(example)
 
     def info(self) -> dict:
-        return {"model": self.name, "max_tokens": self.max_tokens}
+        return {"model": self.name, "max_tokens": self.max_tokens, "num_layers": self.num_layers,
+                "num_heads": self.num_heads}
 
     def encode(self, sentence) -> dict:
-        sentence = check_sentence(self.tokenizer, sentence, self.max_tokens)
-        (example,), _ = attention_examples(self.model, self.tokenizer, [sentence])
+        with self.lock:  # the tokenizer too: a fast tokenizer refuses to be used by two threads at once
+            sentence = check_sentence(self.tokenizer, sentence, self.max_tokens)
+            (example,), _ = attention_examples(self.model, self.tokenizer, [sentence])
         return view_entry(example)
 
 
 class ViewHandler(SimpleHTTPRequestHandler):
     """Static files of the served folder, plus the two API routes when an encoder is loaded."""
+
+    timeout = 60  # seconds a connection may sit idle: a client that never sends frees its thread
 
     def __init__(self, *args, encoder=None, **kwargs):
         self.encoder = encoder
@@ -59,6 +71,10 @@ class ViewHandler(SimpleHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802 (http.server's naming)
         url = urlsplit(self.path)
+        if url.path == "/favicon.ico":  # asked for by every browser; the page has none, and a 404 is console noise
+            self.send_response(204)
+            self.end_headers()
+            return None
         if not url.path.startswith("/api/"):
             return super().do_GET()
         if self.encoder is None:
@@ -84,14 +100,42 @@ class ViewHandler(SimpleHTTPRequestHandler):
         pass
 
 
+class ViewServer(ThreadingHTTPServer):
+    """A thread per connection, daemon threads (ThreadingHTTPServer's: stopping does not wait for an idle client)."""
+
+    def handle_error(self, request, client_address):
+        # a browser that closes a tab or stops a load mid-answer hangs up: nothing went wrong here, print nothing
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
+
+
+def make_server(host, port, folder, encoder):
+    """The view's server on (host, port), not yet serving: `folder`'s files and, with an Encoder, its API."""
+    return ViewServer((host, port), partial(ViewHandler, directory=folder, encoder=encoder))
+
+
+def is_loopback(host) -> bool:
+    """Whether `host` reaches this machine only: "localhost" or a loopback address (127.x, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name, which may name any of this machine's addresses
+        return False
+
+
 def _model_of_probe(folder):
     """The model folder a probe folder probed (provenance.model_path, absolute since probes.json recorded it so), if it
     still holds a model; a note line when it does not, or when an older probes.json names it relative to the folder
     `hf-minattn probe` ran in (it is then read relative to the current folder, as before)."""
+    probes = os.path.join(folder, "probes.json")
     try:
-        with open(os.path.join(folder, "probes.json"), encoding="utf-8") as f:
+        with open(probes, encoding="utf-8") as f:
             path = json.load(f).get("provenance", {}).get("model_path")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError) as error:
+        why = "is missing" if isinstance(error, FileNotFoundError) else f"cannot be read ({error})"
+        print(f"[view] note: {probes} {why}, so the probed model is not known; typed sentences are not encoded "
+              "unless --model names a model", flush=True)
         return None
     if not isinstance(path, str) or not path:
         return None
@@ -173,7 +217,7 @@ def view_main(argv=None):
 def _serve(args, folder, encoder, page):
     """Serve `folder` until Ctrl-C, a kill (SIGTERM: from `kill` or a process manager) or --serve-for seconds."""
     try:
-        server = HTTPServer((args.host, args.port), partial(ViewHandler, directory=folder, encoder=encoder))
+        server = make_server(args.host, args.port, folder, encoder)
     except OSError as error:  # the address is not this machine's, or the port is taken
         raise ValueError(f"--host {args.host} --port {args.port}: cannot serve there ({error.strerror or error}); "
                          "expected an address of this machine and a free port (--port 0 picks one)") from None
@@ -188,6 +232,10 @@ def _serve(args, folder, encoder, page):
         timer.daemon = True  # Ctrl-C or a kill does not wait for it
         timer.start()
     url = f"http://{args.host}:{server.server_address[1]}/{page}"
+    if not is_loopback(args.host):
+        print(f"[view] warning: --host {args.host} is not a loopback address: anyone who can reach this machine on "
+              f"port {server.server_address[1]} can read {folder} and run the model on their sentences (--host "
+              "127.0.0.1 keeps it to this machine)", flush=True)
     typing = f"typed sentences encoded by {encoder.name}" if encoder else "no model to encode typed sentences (--model)"
     print(f"[view] serving {url} ({typing}); Ctrl-C stops", flush=True)
     try:

@@ -194,10 +194,11 @@ def test_the_clis_refuse_an_unknown_figure_format(tmp_path, capsys):
 def test_compare_cli_writes_the_format_asked_for(tmp_path):
     from hf_minattn.cli import main
 
-    folder = tmp_path / "a"
-    folder.mkdir()
-    (folder / "probes.json").write_text(json.dumps(results()))
-    assert main(["compare", str(folder), str(folder), "--out", str(tmp_path / "c"), "--figure-format", "svg"]) == 0
+    for name in ("a", "b"):  # the same results in two folders: one folder given twice is refused
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "probes.json").write_text(json.dumps(results()))
+    folders = [str(tmp_path / "a"), str(tmp_path / "b")]
+    assert main(["compare", *folders, "--out", str(tmp_path / "c"), "--figure-format", "svg"]) == 0
     assert sorted(p.name for p in (tmp_path / "c").glob("compare_*")) == ["compare_geometry.svg"]
     assert "data:image/svg+xml;base64," in (tmp_path / "c" / "compare.html").read_text()
 

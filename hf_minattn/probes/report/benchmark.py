@@ -11,12 +11,13 @@ The functions take the typed results (SavedProbeResults, built once per page).
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..plots import save_figure
+from ..plots import legend_or_not_scored, save_figure
 from ..results import BENCHMARKS, DECISION_RULE, LEGACY_DECISION_RULE, paired_verdict, verdict
 from .page import Section
 from .words import lower
 
 
+TOO_FEW_PAIRS = "too few pairs to score"  # where no vector set has a Spearman (under 3 pairs): report and compare
 NAMES = {"wordsim353": "WordSim-353", "simlex999": "SimLex-999",
          "wordsim353_similarity": "WordSim-353 similarity subset", "wordsim353_relatedness": "WordSim-353 relatedness subset"}
 
@@ -89,7 +90,7 @@ def similarity_sentence(res, bench):
     head = f"{name} (OOV {oov:.0%} of pairs{'; ' + coverage if coverage else ''}, the same pairs for every system)" \
         if oov is not None else f"{name}"
     if best is None:
-        return f"{head}: too few pairs to score"
+        return f"{head}: {TOO_FEW_PAIRS}"
     s = best.similarity[bench]
     parts = [f"{head}: best encoder set is {_label(best.vectors)} (Spearman {_score(s)})"]
     static = b.systems.get("static")
@@ -262,10 +263,15 @@ def benchmarks_headline(r, bench="wordsim353"):
     return f"{text} ({numbers}){_picked(b, bench)}."
 
 
+def _sets_scored(b, bench):
+    """How many encoder vector sets have a Spearman on `bench`: the best set is picked among these."""
+    return sum(1 for name, system in b.systems.items() if name.startswith(("static", "layer_", "decontext_"))
+               and bench in system.similarity and system.similarity[bench].spearman is not None)
+
+
 def _picked(b, bench):
     """Said where the best set was picked among several on the very pairs it is scored on: selection flatters it."""
-    sets = sum(1 for name, system in b.systems.items() if name.startswith(("static", "layer_", "decontext_"))
-               and bench in system.similarity and system.similarity[bench].spearman is not None)
+    sets = _sets_scored(b, bench)
     return (f"; picked as the best of {sets} vector sets on these same pairs, so its score and its lead are "
             "optimistic" if sets > 1 else "")
 
@@ -329,7 +335,7 @@ def benchmarks_plot(r, path, figure_format=None):
         cov = f", {pairs['kept']}/{pairs['total']} pairs" if pairs else ""
         ax.set_title(f"{NAMES[bench]} (Spearman, 95% CI{cov})", fontsize=9)
         ax.set_xlabel("layer")
-        _legend_or_not_scored(ax)  # a probes.json from before the subsets has none to draw
+        legend_or_not_scored(ax)  # a probes.json from before the subsets has none to draw
     _analogy_panel(axes[2], b)
     return save_figure(fig, path, figure_format)
 
@@ -351,15 +357,7 @@ def _analogy_panel(ax, b):
     ax.set_title(f"Google analogies, 3CosAdd ({q.get('semantic', '?')} sem. / {q.get('syntactic', '?')} syn. questions)",
                  fontsize=9)
     ax.set_xlabel("layer")
-    _legend_or_not_scored(ax)  # a vocabulary too small for any question has none to draw
-
-
-def _legend_or_not_scored(ax):
-    """The panel's legend, or "not scored" across it where nothing was drawn."""
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=6)
-    else:
-        ax.text(0.5, 0.5, "not scored", ha="center", va="center", transform=ax.transAxes)
+    legend_or_not_scored(ax)  # a vocabulary too small for any question has none to draw
 
 
 def benchmarks_tables(r):
@@ -368,12 +366,24 @@ def benchmarks_tables(r):
 
 
 def best_cell(r, key):
-    """compare.html's cell: the best encoder set on benchmark `key` with its 95% interval, and word2vec's."""
+    """compare.html's cell for benchmark `key`: the best encoder set's Spearman with its 95% interval (or "no 95%
+    interval" where the bootstrap gave none), the set as the report names it, how many sets it was picked from, the
+    pairs kept, and word2vec's score; TOO_FEW_PAIRS where the report says so (no set has a Spearman)."""
     b = r.benchmarks
-    top = b.best(key) if b else None
-    w2v = b.systems.get("word2vec") if b else None
-    return (f"{_score(top.similarity[key]) if top else 'n/a'} ({top.vectors if top else '-'}); "
-            f"w2v {_score(w2v.similarity.get(key)) if w2v else 'n/a'}")
+    if b is None:
+        return "not scored (no benchmarks in this probe)"
+    pairs = b.pairs.get(key)
+    kept = f"{pairs['kept']} of {pairs['total']} pairs" if pairs else "pairs kept not recorded"
+    top = b.best(key)
+    if top is None:
+        return f"{TOO_FEW_PAIRS} ({kept})"
+    s = top.similarity[key]
+    score = _score(s) if s.interval is not None else f"{s.spearman:.2f} (no 95% interval)"
+    sets = _sets_scored(b, key)
+    picked = f", best of {sets} sets" if sets > 1 else ""
+    w2v = b.systems.get("word2vec")
+    return (f"{score}: {_label(top.vectors)}{picked}, on {kept}; "
+            f"word2vec {_score(w2v.similarity.get(key)) if w2v else 'not trained'}")
 
 
 SECTION = Section(

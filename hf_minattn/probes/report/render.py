@@ -5,9 +5,9 @@ graphs' JSON). Every number on the pages comes from the results; no sentence is 
 import json
 import os
 
-from ..plots import all_plots
+from ..plots import BENCHMARKS, all_plots, compare_benchmark_lines
 from ..results import SavedProbeResults
-from .benchmark import best_cell
+from .benchmark import and_list, best_cell
 from .circuits import head_counts
 from .page import Probes, provenance_html, render, render_section, section_page
 from .sections import SECTIONS
@@ -29,8 +29,11 @@ def write_report(r, plots, path, view=None, sections=SECTIONS):
 
 
 COMPARE_ALT = {"geometry": "Line chart: baseline-adjusted self-similarity by layer, one line per model",
-               "benchmarks": "Charts by layer: WordSim-353, SimLex-999 and analogy scores, one line per model, each "
-                             "model's word2vec baseline dashed"}
+               "benchmarks": "Charts by layer: WordSim-353, SimLex-999 and analogy scores, one line per model scored, "
+                             "word2vec baselines dashed where trained"}
+# `hf-minattn probe` arguments that say which model and where the files go, not how the numbers were made
+NOT_SETTINGS = {"model", "revision", "trust_remote_code", "out", "name", "figure_format", "vectors_format",
+                "no_save_vectors", "seed", "vector_corpus"}  # the last two: provenance's own, with more said
 
 
 def _compare_row(name, res):
@@ -51,24 +54,104 @@ def _circuits_cell(circuits):
     return cell if counts["copies"] is None else f"{cell}; {counts['copies']} copy"
 
 
-def _compare_answers(results):
-    """{figure name: the sentence above it} of compare.html; `results` {name: SavedProbeResults}."""
+def _compare_answers(results, lines):
+    """{figure name: the sentence above it} of compare.html; `results` {name: SavedProbeResults}, `lines` what the
+    benchmark figure draws (plots.compare_benchmark_lines)."""
     trends = "; ".join(f"{n}: {r.geometry.adjusted_self_similarity[0]:.2f} -> "
                        f"{r.geometry.adjusted_self_similarity[-1]:.2f}" for n, r in results.items())
     return {"geometry": "Adjusted self-similarity by layer for each model: a falling line means upper layers are more "
                         f"context-specific; {trends}.",
-            "benchmarks": "Word-similarity and analogy scores of each model's contextual vectors by layer, with each "
-                          "model's word2vec baseline (dashed, same corpus) for reference."}
+            "benchmarks": _benchmarks_answer(lines)}
+
+
+def _benchmarks_answer(lines):
+    """The sentence above compare's benchmark figure, written from what it draws."""
+    titles = {key: title.split(" (")[0] for key, title in BENCHMARKS}
+    drawn = [row for rows in lines.values() for row in rows]
+    kinds = and_list(dict.fromkeys(kind for _, kind, _, scores, _ in drawn if any(x is not None for x in scores)))
+    text = f"Word-similarity and analogy scores by layer of each model's {kinds or 'encoder'} vectors"
+    with_w2v = list(dict.fromkeys(name for name, *_, w2v in drawn if w2v is not None))
+    text += (f", with the word2vec baseline trained on the probe's own corpus (dashed) of {and_list(with_w2v)}"
+             if with_w2v else "; no probe trained a word2vec baseline")
+    unscored = [titles[key] for key, rows in lines.items() if not rows]
+    return text + (f"; not scored for any model: {and_list(unscored)}." if unscored else ".")
+
+
+def _settings(r):
+    """{setting: value} of one probes.json dict, from its provenance: seed, corpora, package versions and the
+    `hf-minattn probe` arguments that shape the numbers."""
+    p = r.get("provenance") if isinstance(r.get("provenance"), dict) else {}
+    found = {key: p[key] for key in ("seed", "vector_corpus", "probe_sentences") if key in p}
+    found.update({f"{name} version": v for name, v in (p.get("versions") or {}).items()})
+    arguments = p.get("arguments") or {}
+    found.update({f"--{k.replace('_', '-')}": v for k, v in arguments.items() if k not in NOT_SETTINGS})
+    return found
+
+
+def settings_section(results):
+    """compare.html's section on comparability: the settings that differ between the probes (`results` {name:
+    probes.json dict}), one row each, "not recorded" where a file lacks one."""
+    found = {name: _settings(r) for name, r in results.items()}
+    keys = dict.fromkeys(key for settings in found.values() for key in settings)
+    shown = lambda settings, key: json.dumps(settings[key]) if key in settings else "not recorded"  # noqa: E731
+    rows = [[key, *(shown(settings, key) for settings in found.values())] for key in keys
+            if len({shown(settings, key) for settings in found.values()}) > 1]
+    if not keys:
+        answer = "No probes.json records how it was run (an older file): the probes cannot be checked as comparable."
+    elif rows:
+        answer = (f"The probes differ in {len(rows)} recorded setting{'s' * (len(rows) > 1)}: a difference below may "
+                  "come from these rather than from the models.")
+    else:
+        answer = "The probes were run with the same recorded settings (seed, corpora, arguments, package versions)."
+    table = {"header": ["setting", *found], "rows": rows}
+    return section_page("settings", "Settings that differ between the probes", answer, tables=[table] if rows else ())
+
+
+def check_compared(r):
+    """One probes.json dict as compare reads it, typed (SavedProbeResults); a ValueError saying what is missing or
+    damaged otherwise, before anything is drawn or written."""
+    geometry = r.get("geometry") if isinstance(r, dict) else None
+    values = geometry.get("adjusted_self_similarity") if isinstance(geometry, dict) else None
+    if not values:
+        raise ValueError("it has no geometry results")
+    if not isinstance(values, list) or not all(_is_number(v) for v in values):
+        raise ValueError(f"geometry.adjusted_self_similarity is {values!r:.80}; expected a number per layer")
+    layers = geometry.get("layers")
+    if layers is not None and (not isinstance(layers, list) or len(layers) != len(values)):
+        raise ValueError(f"geometry.layers is {layers!r:.80}, for {len(values)} adjusted_self_similarity values; "
+                         "expected a list of as many layers")
+    if missing := [key for key in ("model", "num_layers") if key not in r]:
+        raise ValueError(f"it has no {and_list(missing)}")
+    for key in ("num_layers", "num_heads", "hidden_size"):
+        if key in r and not (isinstance(r[key], int) and not isinstance(r[key], bool) and r[key] >= 0):
+            raise ValueError(f"{key} is {r[key]!r}; expected a whole number")
+    try:  # what the figures draw, then every cell of its row and its settings, read once here
+        drawn = [x for rows in compare_benchmark_lines({"": r}).values() for *_, scores, w2v in rows
+                 for x in (*scores, w2v) if x is not None]
+        typed = SavedProbeResults.from_dict(r) if all(_is_number(x) for x in drawn) else None
+        if typed is not None:
+            _compare_row("", typed)
+            _settings(r)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+        raise ValueError(f"it cannot be read ({type(error).__name__}: {error})") from None
+    if typed is None:
+        raise ValueError("its benchmark scores are not all numbers")
+    return typed
+
+
+def _is_number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def write_compare_report(results, plots, path):
     """compare.html: several models' probes side by side; `results` {name: probes.json dict}, typed here once per
-    model; `plots` {figure name: path} from plots.compare_plots."""
-    results = {name: SavedProbeResults.from_dict(r) for name, r in results.items()}
-    answers = _compare_answers(results)
-    sections = [section_page(name, name, answers.get(name, ""), png,
-                             COMPARE_ALT.get(name, f"{name}, one line per model")) for name, png in plots.items()]
-    return render(path, "compare.html.j2", rows=[_compare_row(name, res) for name, res in results.items()],
+    model (check_compared has read each); `plots` {figure name: path} from plots.compare_plots."""
+    typed = {name: SavedProbeResults.from_dict(r) for name, r in results.items()}
+    answers = _compare_answers(typed, compare_benchmark_lines(results))
+    sections = [settings_section(results)] + [
+        section_page(name, name, answers.get(name, ""), png, COMPARE_ALT.get(name, f"{name}, one line per model"))
+        for name, png in plots.items()]
+    return render(path, "compare.html.j2", rows=[_compare_row(name, res) for name, res in typed.items()],
                   sections=sections)
 
 
