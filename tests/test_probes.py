@@ -811,3 +811,38 @@ def test_probes_json_is_written_whole_or_not_at_all(tmp_path):
         broken.save_json(str(path))
     assert json.loads(path.read_text()) == {"model": "the earlier probe"}
     assert [p.name for p in tmp_path.iterdir()] == ["probes.json"]  # no temporary file left either
+
+
+def test_a_probe_folder_holds_one_probe_and_a_failed_rerun_leaves_the_earlier_one(tokenizer, tmp_path, monkeypatch):
+    """A rerun into the same folder leaves none of the earlier probe's files (a figure format or vectors it no longer
+    writes), keeps the user's own files, and a rerun that fails while drawing leaves the earlier folder as it was:
+    probes.json was written first, so a failure left one probe's numbers beside the other's report."""
+    from hf_minattn.probes import ProbeSettings, run_all_probes
+    from hf_minattn.probes.report import render
+
+    model = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer))).eval()
+    results = run_all_probes(model, tokenizer, TEXTS[:12], ProbeSettings(min_count=2, word2vec=False, untrained=False),
+                             log=lambda message: None)
+    out = tmp_path / "probe"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    render.write_outputs(results, str(out), "both", vector_formats=("binary",))
+    first = sorted(p.name for p in out.iterdir())
+    assert {"probes.json", "report.html", "vectors", "notes.txt", "geometry.svg"} <= set(first)
+    before = (out / "report.html").read_text()
+    results.model = "the second probe"
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("drawing failed")
+
+    monkeypatch.setattr(render, "all_plots", broken)
+    with pytest.raises(RuntimeError, match="drawing failed"):
+        render.write_outputs(results, str(out), "png")
+    assert sorted(p.name for p in out.iterdir()) == first and (out / "report.html").read_text() == before
+    assert json.loads((out / "probes.json").read_text())["model"] != "the second probe"
+    assert not (tmp_path / "probe.partial").exists()
+    monkeypatch.undo()
+    render.write_outputs(results, str(out), "png")  # no vectors, no SVG this time
+    names = {p.name for p in out.iterdir()}
+    assert "notes.txt" in names and "vectors" not in names and not any(n.endswith(".svg") for n in names)
+    assert json.loads((out / "probes.json").read_text())["model"] == "the second probe"

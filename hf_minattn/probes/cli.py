@@ -252,9 +252,7 @@ def probe_main(argv=None):
     results = run_all_probes(model, tokenizer, sentences, settings, model_path=source.folder, corpus=corpus,
                              corpus_name=corpus_name, reference=reference,
                              provenance={"command": command, "arguments": vars(args)})
-    if not args.no_save_vectors:
-        results.word_vectors.save(os.path.join(args.out, "vectors"), formats)
-    write_outputs(results, args.out, args.figure_format)
+    write_outputs(results, args.out, args.figure_format, vector_formats=None if args.no_save_vectors else formats)
     print(f"[probe] wrote {os.path.join(args.out, 'report.html')} in {time.perf_counter() - start:.1f}s")
     return 0
 

@@ -4,6 +4,7 @@ graphs' JSON). Every number on the pages comes from the results; no sentence is 
 
 import json
 import os
+import shutil
 
 from ..plots import BENCHMARKS, all_plots, compare_benchmark_lines
 from ..results import SavedProbeResults
@@ -155,15 +156,55 @@ def write_compare_report(results, plots, path):
                   sections=sections)
 
 
-def write_outputs(results, out, figure_format="both"):
-    """probes.json, the figures (PNG, SVG or both: `figure_format`), report.html, attention_graph.json and
-    attention_view.json (docs/attention-graph.md) into `out`, from a run's ProbeResults (run.py)."""
+# What a probe writes into its folder, besides <section>.png / .svg for every section with a figure: a rerun into the
+# same folder replaces these and leaves any other file there alone.
+PROBE_FILES = ("probes.json", "report.html", "attention_graph.json", "attention_view.json", "vectors")
+
+
+def probe_outputs(folder) -> list:
+    """The entries of `folder` that an earlier probe wrote there (PROBE_FILES and the sections' figures)."""
+    figures = {f"{s.name}{suffix}" for s in SECTIONS if s.figure is not None for suffix in (".png", ".svg")}
+    names = os.listdir(folder) if os.path.isdir(folder) else []
+    return [name for name in names if name in PROBE_FILES or name in figures]
+
+
+def _remove(path) -> None:
+    if os.path.isdir(path):
+        shutil.rmtree(path)
+    else:
+        os.remove(path)
+
+
+def write_outputs(results, out, figure_format="both", vector_formats=None):
+    """probes.json, the figures (PNG, SVG or both: `figure_format`), report.html, attention_graph.json,
+    attention_view.json (docs/attention-graph.md) and, with `vector_formats`, the word vectors (vectors/) into `out`,
+    from a run's ProbeResults (run.py).
+
+    Written into a sibling folder first and moved in once whole, probes.json last: a probe that fails or is killed
+    leaves the earlier probe's folder as it was, and one that finishes leaves none of its files behind (a figure it
+    no longer draws, vectors it no longer saves), so a folder never holds one probe's numbers beside another's
+    report. Files of other kinds in `out` are left alone."""
+    staging = os.path.normpath(out) + ".partial"
+    if os.path.exists(staging):  # left by a probe killed while writing
+        shutil.rmtree(staging)
+    os.makedirs(staging)
+    try:
+        if vector_formats:
+            results.word_vectors.save(os.path.join(staging, "vectors"), vector_formats)
+        for name, graph in (("attention_graph", results.attention_graph), ("attention_view", results.attention_view)):
+            if graph:
+                with open(os.path.join(staging, f"{name}.json"), "w", encoding="utf-8") as f:
+                    json.dump(graph, f)
+        saved = SavedProbeResults.from_dict(results.to_dict())  # typed once, read by the figures and the page
+        write_report(saved, all_plots(saved, staging, figure_format), os.path.join(staging, "report.html"),
+                     view=results.attention_view)
+        results.save_json(os.path.join(staging, "probes.json"))
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     os.makedirs(out, exist_ok=True)
-    results.save_json(os.path.join(out, "probes.json"))
-    for name, graph in (("attention_graph", results.attention_graph), ("attention_view", results.attention_view)):
-        if graph:
-            with open(os.path.join(out, f"{name}.json"), "w", encoding="utf-8") as f:
-                json.dump(graph, f)
-    saved = SavedProbeResults.from_dict(results.to_dict())  # typed once, read by the figures and the page
-    write_report(saved, all_plots(saved, out, figure_format), os.path.join(out, "report.html"),
-                 view=results.attention_view)
+    for name in probe_outputs(out):
+        _remove(os.path.join(out, name))
+    for name in sorted(os.listdir(staging), key=lambda n: n == "probes.json"):  # probes.json last: the folder is whole
+        os.replace(os.path.join(staging, name), os.path.join(out, name))
+    os.rmdir(staging)
