@@ -44,9 +44,13 @@ def check_tokenizer_name(name: str) -> None:
     require_folder_or_hub_id(name, "--tokenizer_name")
 
 
-def check_checkpoint_folder(path: str) -> None:
+def check_checkpoint_folder(path: str, world_size: int) -> None:
     """A one-line error naming --resume_from_checkpoint unless `path` is a folder the Trainer saved a checkpoint in
-    (its config.json and trainer_state.json, the file the Trainer writes last)."""
+    (its config.json and trainer_state.json, the file the Trainer writes last) that can resume training as if the
+    run had never stopped (`checkpoint_problem`: a model-only one would restart the optimizer and the schedule)."""
+    # Imported here: the Trainer's module is heavy, and the experiments read this module's presets without training.
+    from hf_minattn.trainer import checkpoint_problem
+
     expected = "expected a checkpoint folder the Trainer wrote (output_dir/checkpoint-<step>)"
     if os.path.isfile(path):
         raise ValueError(f"--resume_from_checkpoint {path!r} is a file; {expected}")
@@ -56,6 +60,13 @@ def check_checkpoint_folder(path: str) -> None:
     if missing:
         raise ValueError(f"--resume_from_checkpoint {path!r} is not a checkpoint: it has no {' nor '.join(missing)}; "
                          f"{expected}")
+    problem = checkpoint_problem(path, world_size)
+    if problem and problem.startswith("is model-only"):
+        raise ValueError(f"--resume_from_checkpoint {path!r} {problem}: model-only checkpoints cannot resume training "
+                         "(the optimizer and the learning-rate schedule would start again); give a complete checkpoint, "
+                         "or this one as --model_name_or_path to train anew from its weights")
+    if problem:
+        raise ValueError(f"--resume_from_checkpoint {path!r} {problem}; expected a complete checkpoint")
 
 
 def check_argument_groups(model_args, data_args, training_args) -> None:
@@ -240,7 +251,17 @@ class MinAttnTrainingArguments(TrainingArguments):
         default=True, metadata={"help": "Count the tokens trained on, for tokens/s (padding included: none with concatenated texts)."}
     )
     resume: bool = field(
-        default=False, metadata={"help": "Continue from the last checkpoint in --output_dir if there is one (else start afresh)."}
+        default=False,
+        metadata={"help": "Continue from the last complete checkpoint in --output_dir (checkpoints cut short or model-only, "
+                  "--save_only_model, are skipped and named); a run killed after its last checkpoint gets its end "
+                  "(model, results, card) from it, training nothing; a finished run is left as it is. Without a "
+                  "checkpoint it starts afresh, unless --output_dir holds a trained model (see --overwrite_output_dir)."},
+    )
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={"help": "Train afresh into an --output_dir that holds a trained model or checkpoints (refused without "
+                  "it), removing first the earlier run's checkpoints, early states, trainer_state.json, results and "
+                  "drift and loss-allocation records. Not with --resume."},
     )
     max_train_minutes: float | None = field(
         default=None,
@@ -286,8 +307,9 @@ class MinAttnTrainingArguments(TrainingArguments):
                             "num_train_epochs": (0, None, True)})
         check_finite_floats(self)  # NaN and inf in the Trainer's other float flags (label smoothing, steps...)
         self._check_steps()
-        if self.resume_from_checkpoint is not None:
-            check_checkpoint_folder(self.resume_from_checkpoint)
+        if self.resume and self.overwrite_output_dir:
+            raise ValueError("--resume continues the run in --output_dir, --overwrite_output_dir true trains afresh over "
+                             "it; give one of them")
         if self.bf16 is None:  # auto: never beside an fp16 the user asked for
             self.bf16 = fast_bf16_available() and not self.fp16
         # On a machine with no accelerator, transformers needs use_cpu to accept bf16 and, under
@@ -296,6 +318,8 @@ class MinAttnTrainingArguments(TrainingArguments):
             self.use_cpu = True
         super().__post_init__()  # fills in the default --output_dir ("trainer_output") where none is given
         check_output_folder(self.output_dir, "--output_dir")
+        if self.resume_from_checkpoint is not None:  # once the number of processes is known: each needs its RNG state
+            check_checkpoint_folder(self.resume_from_checkpoint, self.world_size)
 
     def _check_steps(self):
         """--max_steps, and the step flags that must agree with it and with each other."""

@@ -4,6 +4,7 @@
 It writes `drift.json` in the output folder:
   {"tracked": [matrix, ...], "records": [{"step": 10, "epoch": 0.1, "loss": 5.2,
                                           "drift": {matrix: value}, "grad_norm": {matrix: value or null}}, ...]}
+(a checkpoint's copy also holds "pending": the gradient norms summed since the last record, and their count),
 and this module alone knows that layout: `read_drift` turns it into a `DriftHistory` (one series per matrix),
 which the probes and the experiments read.
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from transformers import TrainerCallback
 
-from hf_minattn.record_files import record_file, records_until, write_json_atomically
+from hf_minattn.record_files import KeptInCheckpoints, read_json, record_file, records_until, write_json_atomically
 
 DRIFT_FILE = "drift.json"
 
@@ -37,7 +38,7 @@ def _named_weights(model, grad: bool = False) -> dict[str, torch.Tensor | None]:
     return weights
 
 
-class DriftCallback(TrainerCallback):
+class DriftCallback(KeptInCheckpoints, TrainerCallback):
     """At every logging step, records for each tracked matrix W (word and position embeddings, each layer's W_Q,
     W_K, W_V, W_O as returned by `get_head_weights`):
 
@@ -47,7 +48,9 @@ class DriftCallback(TrainerCallback):
 
     The initial values are copied when the callback is created, so create it right after initialising the
     model and before any training. A resumed run re-creates the same initial weights from the same seed, and
-    keeps the records of `drift.json` up to the checkpoint's step.
+    continues the records up to the checkpoint's step, and the gradient norms summed since the last record, from the
+    copy of `drift.json` that each checkpoint holds (`KeptInCheckpoints`; a checkpoint without one: the run folder's
+    file, and the sums since the last record are lost).
 
     With tied word embeddings, the word-embedding matrix is also the output layer of the masked-LM head: its
     drift and gradient include both roles.
@@ -63,9 +66,21 @@ class DriftCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         # resuming: keep the history up to the checkpoint
-        self.records = records_until(os.path.join(args.output_dir, DRIFT_FILE), state.global_step, "step")
+        path = self.history_file(DRIFT_FILE, args.output_dir) if state.global_step > 0 else None
+        self.records = records_until(path, state.global_step, "step")
+        pending = read_json(path).get("pending", {}) if path else {}  # only a checkpoint's copy has it
+        self._grad_sums, self._grad_steps = dict(pending.get("grad_sums", {})), pending.get("grad_steps", 0)
         if state.global_step == 0:  # step 0: the initial state, drift 0 by definition
             self.records = [self._record(state, with_grads=False)]
+
+    def save_into_checkpoint(self, folder, state):
+        # The sums since the last record too: the next record, after a resume, then averages the same steps.
+        pending = {"grad_sums": self._grad_sums, "grad_steps": self._grad_steps}
+        self.save(os.path.join(folder, DRIFT_FILE), pending=pending)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:  # a run whose end is redone from its last checkpoint logs nothing
+            self.save(os.path.join(args.output_dir, DRIFT_FILE))
 
     def on_pre_optimizer_step(self, args, state, control, **kwargs):
         # Gradients exist only between backward and the optimizer step (the Trainer zeroes them before on_log).
@@ -111,8 +126,8 @@ class DriftCallback(TrainerCallback):
             record["grad_norm"][name] = mean_grad
         return record
 
-    def save(self, path):
-        write_json_atomically(path, {"tracked": list(self.initial), "records": self.records})
+    def save(self, path, **extra):
+        write_json_atomically(path, {"tracked": list(self.initial), "records": self.records, **extra})
 
 
 def matrix_kind(name: str) -> str:

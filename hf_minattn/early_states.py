@@ -28,10 +28,21 @@ def early_states_folder(output_dir: str) -> str:
 class EarlyStates(TrainerCallback):
     """Saves a state at every step of `early_steps(every, until)`, as the Trainer saves its checkpoints (model only
     with --save_only_model), then moves it to `early_states/`; a state the Trainer saved at that step anyway (a
-    multiple of --save_steps) is copied there instead, so that the early grid is complete in one folder."""
+    multiple of --save_steps) is copied there instead, so that the early grid is complete in one folder. A run killed
+    after the Trainer saved an early state and before it was moved left it among the Trainer's checkpoints, where
+    rotation would delete it and the resumed run, past that step, would never save it again: at train begin, every
+    grid step up to the step resumed from that is still there and missing from `early_states/` is moved (copied where
+    the Trainer keeps it, and for the checkpoint resumed from, whose random states the Trainer reads later)."""
 
     def __init__(self, every: int, until: int):
         self.steps = set(early_steps(every, until))
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            for step in sorted(step for step in self.steps if step <= state.global_step):
+                if not os.path.isdir(os.path.join(early_states_folder(args.output_dir), f"checkpoint-{step}")):
+                    self._keep(args, step, copy=regular_save(args, state, step) or step == state.global_step)
+        return control
 
     def on_step_end(self, args, state, control, **kwargs):
         if state.global_step in self.steps:
@@ -39,28 +50,35 @@ class EarlyStates(TrainerCallback):
         return control
 
     def on_save(self, args, state, control, **kwargs):
-        if state.global_step not in self.steps or not state.is_world_process_zero:
-            return control
-        name = f"checkpoint-{state.global_step}"
+        if state.global_step in self.steps and state.is_world_process_zero:
+            self._keep(args, state.global_step, copy=regular_save(args, state, state.global_step))
+        return control
+
+    @staticmethod
+    def _keep(args, step: int, copy: bool) -> None:
+        """Move (or copy) output_dir/checkpoint-<step> to early_states/: whole or not at all, as a copy goes to a
+        hidden folder first, then is renamed (a rename is atomic, a copy is not)."""
+        name = f"checkpoint-{step}"
         source, target = os.path.join(args.output_dir, name), os.path.join(early_states_folder(args.output_dir), name)
         if not os.path.isdir(source):  # saved under a hyperparameter search's run folder: nothing of ours to move
-            return control
+            return
         os.makedirs(os.path.dirname(target), exist_ok=True)
         if os.path.isdir(target):  # a rerun of the same step (resumed run)
             shutil.rmtree(target)
-        if regular_save(args, state):
-            shutil.copytree(source, target)
+        if copy:
+            partial = os.path.join(os.path.dirname(target), f".partial-{name}")
+            shutil.rmtree(partial, ignore_errors=True)  # left by a copy killed half-way
+            shutil.copytree(source, partial)
+            os.rename(partial, target)
         else:
             shutil.move(source, target)
-        return control
 
 
-def regular_save(args, state) -> bool:
-    """Whether the Trainer saves at this step anyway: with save_strategy "steps", at a multiple of save_steps (made
+def regular_save(args, state, step: int) -> bool:
+    """Whether the Trainer saves at `step` anyway: with save_strategy "steps", at a multiple of save_steps (made
     absolute in `state.save_steps`) and at the last step."""
     if getattr(args.save_strategy, "value", args.save_strategy) != "steps":
         return False
-    step = state.global_step
     return step == state.max_steps or bool(state.save_steps and step % state.save_steps == 0)
 
 

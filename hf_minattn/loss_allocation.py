@@ -48,12 +48,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
 from torch.func import functional_call
 from transformers import TrainerCallback
 
-from hf_minattn.record_files import record_file, records_until, write_json_atomically
+from hf_minattn.record_files import KeptInCheckpoints, record_file, records_until, write_json_atomically
 
 LOSS_ALLOCATION_FILE = "loss_allocation.json"
+INTERVAL_START_FILE = "loss_allocation_start.safetensors"  # in each checkpoint: the weights of the open interval's start
 FUSED_QKV = "W_QKV"  # the fused qkv_proj: `_split` shares it out to W_Q, W_K, W_V
 
 # (parameter name prefix, group, layer) outside the blocks; the blocks' parameters are mapped in `parameter_group`.
@@ -205,7 +208,7 @@ def totals(records: list[dict]) -> dict:
             "groups": groups, "layers": layers}
 
 
-class LossAllocationCallback(TrainerCallback):
+class LossAllocationCallback(KeptInCheckpoints, TrainerCallback):
     """Every `every` optimizer steps, shares out the change of the loss on a fixed batch over the parameters (Loss
     Change Allocation, see the module docstring) and records it by group and by layer in `loss_allocation.json`.
 
@@ -216,10 +219,12 @@ class LossAllocationCallback(TrainerCallback):
     weights, its `.grad` buffers and the optimizer are not touched, and training goes on exactly as without the
     callback (the loss draws no random numbers in eval mode).
 
-    The last interval may be shorter: training's end closes it. A resumed run keeps the records of
-    `loss_allocation.json` that end at or before the checkpoint's step and starts its next interval from the
-    checkpoint's weights; the file is written whenever a checkpoint is about to be saved (before it, so that a run
-    killed while saving never leaves a gap), at each save and at the end of training.
+    The last interval may be shorter: training's end closes it. The file is written at each checkpoint and at the end
+    of training. Every checkpoint also keeps a copy of the records so far and the weights where the open interval
+    started (`loss_allocation_start.safetensors`, an fp32 copy of the parameters; `KeptInCheckpoints`), written before
+    the checkpoint is complete: a run resumed from any checkpoint, in its own folder or another, continues that
+    interval and ends with the records of the run that was never stopped. (A checkpoint without them, written before
+    they were kept: the run folder's records up to the checkpoint, and the next interval starts at its step.)
 
     In distributed runs every process computes the same numbers on the same batch (the parameters are the same on
     every process, and the batch is not split); only the main process writes the file. Under DDP the unwrapped
@@ -254,18 +259,27 @@ class LossAllocationCallback(TrainerCallback):
             return functional_call(self.model, params, args=(), kwargs={**batch, "sparse_prediction": True}).loss
 
     def on_train_begin(self, args, state, control, **kwargs):
-        # resuming: keep the history up to the checkpoint
-        self.records = records_until(os.path.join(args.output_dir, LOSS_ALLOCATION_FILE), state.global_step, "step_end")
-        start = self._parameters()  # the checkpoint's weights when resuming: the Trainer loaded them already
+        # resuming: the history up to the checkpoint, and the open interval from where it started
+        step, start = state.global_step, self._parameters()  # the checkpoint's weights: the Trainer loaded them
+        path = self.history_file(LOSS_ALLOCATION_FILE, args.output_dir) if step > 0 else None
+        self.records = records_until(path, step, "step_end")
+        kept = os.path.join(self.resumed_from, INTERVAL_START_FILE) if step > 0 and self.resumed_from else None
+        if kept and os.path.isfile(kept):
+            with safe_open(kept, framework="pt") as f:
+                step = int(f.metadata()["step"])
+                start = {name: f.get_tensor(name).to(start[name].device) for name in start}
         with _eval_mode(self.model):
-            self._start = (state.global_step, start, loss_and_gradients(self._loss, start))
+            self._start = (step, start, loss_and_gradients(self._loss, start))
 
     def on_step_end(self, args, state, control, **kwargs):
         if state.global_step - self._start[0] >= self.every:
             self._close_interval(state.global_step)
-        # The Trainer saves a checkpoint after this step (DefaultFlowCallback, which runs first, decided it): write now.
-        if control.should_save and state.is_world_process_zero:
-            self.save(os.path.join(args.output_dir, LOSS_ALLOCATION_FILE))
+
+    def save_into_checkpoint(self, folder, state):
+        step, start, _ = self._start
+        self.save(os.path.join(folder, LOSS_ALLOCATION_FILE))
+        save_file({name: t.cpu().contiguous() for name, t in start.items()}, os.path.join(folder, INTERVAL_START_FILE),
+                  metadata={"step": str(step)})
 
     def on_save(self, args, state, control, **kwargs):
         if state.is_world_process_zero:  # also catches checkpoints decided at an epoch's end

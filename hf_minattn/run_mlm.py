@@ -20,6 +20,7 @@ Run `python training/run_mlm.py --help` for every flag; `accelerate launch train
 distributed.
 """
 
+import copy
 import itertools
 import json
 import logging
@@ -34,7 +35,6 @@ import transformers
 from transformers import AutoModelForMaskedLM, AutoTokenizer, HfArgumentParser, set_seed
 from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_utils import sort_checkpoints
-from transformers.utils import SAFE_WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME
 
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
 from hf_minattn.arguments import (DataTrainingArguments, MinAttnTrainingArguments, ModelArguments, build_config,
@@ -51,27 +51,12 @@ from hf_minattn.masking import MLMCollator, mask_once, with_example_index
 from hf_minattn.model_card import card_facts
 from hf_minattn.model_source import ModelSource, find_model, hub_errors
 from hf_minattn.sentence_embedding import write_sentence_transformers_files
-from hf_minattn.trainer import MinAttnTrainer, metrics_computer, preprocess_logits_for_metrics
+from hf_minattn.record_files import write_json_atomically
+from hf_minattn.trainer import (MinAttnTrainer, checkpoint_to_resume, finished_run, holds_model, metrics_computer,
+                                preprocess_logits_for_metrics, write_trainer_state)
 from hf_minattn.unigram import UnigramFloor
 
 logger = logging.getLogger(__name__)
-
-
-def last_complete_checkpoint(output_dir: str) -> str | None:
-    """The newest checkpoint of `output_dir` that was completely written, or None.
-
-    The Trainer writes trainer_state.json last: a run killed while saving leaves a checkpoint folder without
-    it, which `get_last_checkpoint` would pick and resuming from it would fail.
-    """
-    for checkpoint in reversed(sort_checkpoints(output_dir)):
-        if os.path.isfile(os.path.join(checkpoint, TRAINER_STATE_NAME)):
-            return checkpoint
-    return None
-
-
-def holds_model(folder: str) -> bool:
-    """Whether `folder` holds saved model weights (safetensors, one file or sharded)."""
-    return any(os.path.isfile(os.path.join(folder, name)) for name in (SAFE_WEIGHTS_NAME, SAFE_WEIGHTS_INDEX_NAME))
 
 
 class OneLineErrorParser(OneLineErrors, HfArgumentParser):
@@ -109,58 +94,6 @@ def setup_logging(training_args) -> None:
         f"Process rank: {training_args.process_index}, world size: {training_args.world_size}, "
         f"device: {training_args.device}, bf16: {training_args.bf16}"
     )
-
-
-def finished_run(training_args) -> str | None:
-    """With --resume: why the run in --output_dir needs no more training, or None. The state --resume would continue
-    from (its last checkpoint; without checkpoints, the trainer_state.json written when training ended) reached
-    --stop_at_step, or --max_steps (or --num_train_epochs without them): resuming would train one more step at every
-    rerun (the Trainer checks for a stop only after a step). A run stopped by --max_train_minutes did not reach them,
-    so --resume continues it, with a new time budget."""
-    output_dir = training_args.output_dir
-    checkpoint = last_complete_checkpoint(output_dir) if os.path.isdir(output_dir) else None
-    path = os.path.join(checkpoint or output_dir, TRAINER_STATE_NAME)
-    if not os.path.isfile(path):
-        return None
-    with open(path) as f:
-        state = json.load(f)
-    steps, epoch = state.get("global_step", 0), state.get("epoch") or 0.0
-    if training_args.stop_at_step is not None and steps >= training_args.stop_at_step:
-        return f"step {steps} of --stop_at_step {training_args.stop_at_step}"
-    if training_args.max_steps > 0 and steps >= training_args.max_steps:
-        return f"step {steps} of --max_steps {training_args.max_steps}"
-    if training_args.max_steps <= 0 and epoch >= training_args.num_train_epochs - 1e-9:
-        return f"epoch {epoch:g} of --num_train_epochs {training_args.num_train_epochs:g}"
-    return None
-
-
-def checkpoint_to_resume(training_args) -> str | None:
-    """The checkpoint to continue from: --resume_from_checkpoint, or with --resume the last complete one."""
-    checkpoint = training_args.resume_from_checkpoint
-    output_dir = training_args.output_dir
-    if checkpoint is None and training_args.do_train and os.path.isdir(output_dir) and sort_checkpoints(output_dir):
-        if not training_args.resume:
-            raise ValueError(
-                f"--output_dir {output_dir} already holds checkpoints ({os.path.basename(sort_checkpoints(output_dir)[-1])}): "
-                "pass --resume to continue from the last one, or choose another --output_dir"
-            )
-        checkpoint = last_complete_checkpoint(output_dir)
-        logger.warning(f"Resuming from {checkpoint}" if checkpoint else "No complete checkpoint to resume from: starting afresh")
-    if checkpoint is not None and training_args.stop_at_step is not None:
-        step = checkpoint_step(checkpoint)
-        if step is not None and step >= training_args.stop_at_step:  # the Trainer would train one step past it
-            raise ValueError(f"--resume_from_checkpoint {checkpoint} is at step {step}, at or past --stop_at_step "
-                             f"{training_args.stop_at_step}: there is nothing to train; use a larger --stop_at_step")
-    return checkpoint
-
-
-def checkpoint_step(checkpoint: str) -> int | None:
-    """The step a checkpoint folder was saved at (its trainer_state.json), or None without one."""
-    path = os.path.join(checkpoint, TRAINER_STATE_NAME)
-    if not os.path.isfile(path):
-        return None
-    with open(path) as f:
-        return json.load(f).get("global_step")
 
 
 def sequence_length(data_args, config: MinAttnConfig, pretrained: bool = False) -> int:
@@ -250,14 +183,18 @@ def build_model(model_args, config: MinAttnConfig, tokenizer, seed: int, source=
     return model
 
 
-def train(trainer: MinAttnTrainer, checkpoint, data_args, max_seq_length) -> dict:
-    """Train, save the model (in Hub format, plus the sentence-transformers files) and the train metrics."""
+def train(trainer: MinAttnTrainer, checkpoint, data_args, max_seq_length, at_end: bool = False) -> dict:
+    """Train (or, `at_end`, end the training that `checkpoint` finished: `MinAttnTrainer.finish_from_checkpoint`),
+    save the model (in Hub format, plus the sentence-transformers files) and the train metrics."""
     args, model = trainer.args, trainer.model
-    result = trainer.train(resume_from_checkpoint=checkpoint)
+    if at_end:
+        logger.warning(f"{checkpoint} is at the end of training: the run's end is written from it, no step trained")
+        metrics = trainer.finish_from_checkpoint(checkpoint)
+    else:
+        metrics = dict(trainer.train(resume_from_checkpoint=checkpoint).metrics)
     trainer.save_model()  # weights, config (with auto_map), modeling code, tokenizer, training_args.bin
     if args.should_save:  # SentenceTransformer(output_dir) loads it as a mean-pooling sentence encoder
         write_sentence_transformers_files(args.output_dir, model.config.hidden_size, max_seq_length)
-    metrics = dict(result.metrics)
     metrics["train_samples"] = (trainer.state.global_step * args.train_batch_size * args.gradient_accumulation_steps
                                 * args.world_size if data_args.streaming else len(trainer.train_dataset))
     metrics["world_size"] = args.world_size
@@ -266,7 +203,6 @@ def train(trainer: MinAttnTrainer, checkpoint, data_args, max_seq_length) -> dic
         metrics["train_tokens_per_second"] = speeds[-1]
     trainer.log_metrics("train", metrics)
     trainer.save_metrics("train", metrics)
-    trainer.save_state()  # last: --resume takes a folder with it for a finished run
     return metrics
 
 
@@ -392,7 +328,7 @@ def run(model_args, data_args, training_args, argv=None, progress=None):
     results = finished_run_results(training_args)
     if results is not None:
         return results
-    checkpoint = checkpoint_to_resume(training_args)
+    checkpoint, at_end = checkpoint_to_resume(training_args)
     if data_args.streaming and training_args.max_steps <= 0:
         raise ValueError(f"--streaming needs --max_steps (a stream has no known length), got --max_steps "
                          f"{training_args.max_steps}")
@@ -417,16 +353,19 @@ def run(model_args, data_args, training_args, argv=None, progress=None):
         trainer.create_model_card()
     if progress is not None:
         progress["training"] = True
-    train_metrics = train(trainer, checkpoint, data_args, max_seq_length) if training_args.do_train else {}
+    train_metrics = train(trainer, checkpoint, data_args, max_seq_length, at_end) if training_args.do_train else {}
+    trained = copy.deepcopy(trainer.state)  # as training left it: the final evaluation's log is no point of its curve
     eval_metrics = evaluate(trainer) if training_args.do_eval else {}
 
     trainer.card_facts = facts(train_metrics, eval_metrics)
     if training_args.should_save:
         if training_args.do_train:  # without training no model is saved here: a card would describe none
             trainer.create_model_card()
-        with open(os.path.join(training_args.output_dir, "run_args.json"), "w") as f:
-            json.dump({"model_args": asdict(model_args), "data_args": asdict(data_args),
-                       "training_args": training_args.to_dict()}, f, indent=2, default=str)
+        write_json_atomically(os.path.join(training_args.output_dir, "run_args.json"),
+                              {"model_args": asdict(model_args), "data_args": asdict(data_args),
+                               "training_args": training_args.to_dict()}, indent=2, default=str)
+        if training_args.do_train:  # last, after the model, results and card: --resume takes it for a finished run
+            write_trainer_state(trained, training_args.output_dir)
     if training_args.push_to_hub:
         trainer.push_to_hub()
     return {**train_metrics, **eval_metrics}

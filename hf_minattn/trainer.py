@@ -1,19 +1,34 @@
 """The Trainer that run_mlm.py uses: `transformers.Trainer` plus a time budget (the stopping point, the learning-rate
-schedule and the progress bar follow the minutes left), no weight decay on embeddings, and extra logged metrics
-(gain over the unigram floor, perplexity, drift from initialisation) so that TensorBoard and W&B get them too.
+schedule and the progress bar follow the minutes left), no weight decay on embeddings, extra logged metrics
+(gain over the unigram floor, perplexity, drift from initialisation) so that TensorBoard and W&B get them too, the
+records of its callbacks kept in every checkpoint, and the end of a run killed after its last checkpoint; then what
+a checkpoint must hold to resume a run, and what run_mlm's --output_dir holds: a finished run, a checkpoint to resume
+from, or a trained model that training afresh must not overwrite.
 """
 
+import dataclasses
+import logging
 import inspect
 import math
+import os
+import shutil
 import time
 
 import torch
 from tqdm.auto import tqdm
-from transformers import ProgressCallback, Trainer, TrainerCallback
+from transformers import ProgressCallback, Trainer, TrainerCallback, TrainerState
+from transformers.trainer import OPTIMIZER_NAME, OPTIMIZER_NAME_BIN, SCHEDULER_NAME, TRAINER_STATE_NAME
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
+from transformers.utils import SAFE_WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME
 
-from hf_minattn.drift import DriftCallback
+from hf_minattn.drift import DRIFT_FILE, DriftCallback
+from hf_minattn.early_states import EARLY_STATES
+from hf_minattn.loss_allocation import LOSS_ALLOCATION_FILE
 from hf_minattn.model_card import CardFacts, write_model_card
+from hf_minattn.record_files import KeptInCheckpoints, read_json, write_json_atomically
 from hf_minattn.unigram import UnigramFloor
+
+logger = logging.getLogger(__name__)
 
 
 class TimeBudget(TrainerCallback):
@@ -138,6 +153,67 @@ class MinAttnTrainer(Trainer):
         if self.is_world_process_zero() and self.card_facts is not None:
             write_model_card(self.args.output_dir, self.card_facts)
 
+    def _kept_in_checkpoints(self) -> list[KeptInCheckpoints]:
+        return [callback for callback in self.callback_handler.callbacks if isinstance(callback, KeptInCheckpoints)]
+
+    def train(self, resume_from_checkpoint=None, *args, **kwargs):
+        # The callbacks read their records back from the checkpoint resumed from (`True`, "the last one", is not
+        # resolved here: they then read the run folder's files).
+        resumed = os.fspath(resume_from_checkpoint) if isinstance(resume_from_checkpoint, (str, os.PathLike)) else None
+        for callback in self._kept_in_checkpoints():
+            callback.resumed_from = resumed
+        return super().train(resume_from_checkpoint, *args, **kwargs)
+
+    def save_model(self, output_dir=None, _internal_call=False):
+        super().save_model(output_dir, _internal_call)
+        # Inside Trainer._save_checkpoint, after the weights and before the optimizer, RNG and trainer states: a
+        # checkpoint with its trainer_state.json (written last) holds the callbacks' records too.
+        folder = os.path.basename(os.path.normpath(output_dir or ""))
+        if _internal_call and folder.startswith(f"{PREFIX_CHECKPOINT_DIR}-") and self.args.should_save:
+            for callback in self._kept_in_checkpoints():
+                callback.save_into_checkpoint(output_dir, self.state)
+
+    def finish_from_checkpoint(self, checkpoint: str) -> dict:
+        """End the training whose last step `checkpoint` holds but whose end never ran (the run was killed after
+        saving it): its weights and trainer state loaded, the callbacks' train begin and end called (records closed
+        and written), no step trained. Trainer.train(resume_from_checkpoint=checkpoint) would train one step past
+        the end: it checks for the end only after a step. Returns `trained_metrics(state)`."""
+        for callback in self._kept_in_checkpoints():
+            callback.resumed_from = checkpoint
+        # from_pretrained reads any layout the Trainer saves (one file, shards); load_state_dict keeps the tied weights
+        self.model.load_state_dict(type(self.model).from_pretrained(checkpoint).state_dict())
+        self.state = TrainerState.load_from_json(os.path.join(checkpoint, TRAINER_STATE_NAME))
+        # As Trainer.train sets them: the saved ones are those of the process that saved
+        self.state.is_local_process_zero = self.is_local_process_zero()
+        self.state.is_world_process_zero = self.is_world_process_zero()
+        self.control = self.callback_handler.on_train_begin(self.args, self.state, self.control)
+        metrics = trained_metrics(self.state)
+        self.log(dict(metrics))  # the summary the Trainer logs at the end of training
+        self.control = self.callback_handler.on_train_end(self.args, self.state, self.control)
+        return metrics
+
+
+def trained_metrics(state: TrainerState) -> dict:
+    """The train metrics of a training that ended at `state`, as far as the state keeps them (Trainer.train's were
+    lost with the run that ended there): epoch, tokens, the mean training loss of the logged steps (each log's loss
+    averages the steps since the one before: the Trainer's train_loss when the last step was logged) and the clock
+    of the training call at its last log."""
+    metrics = {"epoch": state.epoch, "num_input_tokens_seen": state.num_input_tokens_seen}
+    logged = [(log["step"], log["loss"]) for log in state.log_history if "loss" in log]
+    if logged and logged[-1][0] > 0:
+        since = [0] + [step for step, _ in logged[:-1]]
+        metrics["train_loss"] = sum(loss * (step - before) for (step, loss), before in zip(logged, since)) / logged[-1][0]
+    clock = [log["train_runtime"] for log in state.log_history if "train_runtime" in log]
+    if clock:
+        metrics["train_runtime"] = clock[-1]
+    return metrics
+
+
+def write_trainer_state(state: TrainerState, folder: str) -> None:
+    """`state` as folder/trainer_state.json (TrainerState.save_to_json's layout), whole or not at all: --resume takes a
+    folder whose trainer_state.json is at the last step for a finished run."""
+    write_json_atomically(os.path.join(folder, TRAINER_STATE_NAME), dataclasses.asdict(state), indent=2, sort_keys=True)
+
 
 def preprocess_logits_for_metrics(logits, labels):
     """Keep only the predicted token ids, laid out like `labels` (-100 where nothing was predicted).
@@ -168,3 +244,163 @@ def metrics_computer(unigram: UnigramFloor | None = None):
         return metrics
 
     return compute_metrics
+
+
+# ---------------------------------------------------------------- checkpoints and the output folder
+
+
+def read_trainer_state(path: str) -> dict | None:
+    """The trainer state in file `path`, None without it; a ValueError naming the file when it is no JSON object (a
+    write cut short)."""
+    if not os.path.isfile(path):
+        return None
+    state = read_json(path)
+    if not isinstance(state, dict):
+        raise ValueError(f"{path} holds no JSON object")
+    return state
+
+
+def checkpoint_problem(folder: str, world_size: int) -> str | None:
+    """Why checkpoint `folder` cannot resume training as if the run had never stopped, or None: its trainer state,
+    written last (missing or cut short: a save that was killed); the optimizer and scheduler states (absent from a
+    model-only checkpoint, --save_only_model: the optimizer and the learning-rate schedule would start again); the
+    random states of each of the `world_size` processes of the resuming run (rng_state.pth alone; one
+    rng_state_<rank>.pth each with several processes)."""
+    try:
+        if read_trainer_state(os.path.join(folder, TRAINER_STATE_NAME)) is None:
+            return f"has no {TRAINER_STATE_NAME}: its save was cut short"
+    except ValueError as error:
+        return f"was cut short while saving: {error}"
+    rng = ["rng_state.pth"] if world_size <= 1 else [f"rng_state_{rank}.pth" for rank in range(world_size)]
+    has = set(os.listdir(folder))
+    missing = [name for name in (SCHEDULER_NAME, *rng) if name not in has]
+    if not has & {OPTIMIZER_NAME, OPTIMIZER_NAME_BIN}:
+        missing.insert(0, OPTIMIZER_NAME)
+    if not missing:
+        return None
+    others = sorted(name for name in has if name.startswith("rng_state") and name not in rng)
+    if others and not has.isdisjoint({OPTIMIZER_NAME, OPTIMIZER_NAME_BIN}) and SCHEDULER_NAME in has:
+        return (f"holds the random states of another number of processes ({', '.join(others)}; this run has "
+                f"{world_size}, so resume it with as many)")
+    return f"is model-only (no {', '.join(missing)})"
+
+
+def last_complete_checkpoint(output_dir: str, world_size: int) -> str | None:
+    """The newest checkpoint of `output_dir` that can resume training (`checkpoint_problem`), or None; each newer one
+    skipped is named, with the reason."""
+    for checkpoint in reversed(sort_checkpoints(output_dir)):
+        problem = checkpoint_problem(checkpoint, world_size)
+        if problem is None:
+            return checkpoint
+        logger.warning(f"Skipping {checkpoint}: it {problem}")
+    return None
+
+
+def end_of_training(state: dict, args) -> str | None:
+    """Why the trainer state `state` is at the end of the training `args` describe, or None: at --stop_at_step, or
+    --max_steps (or --num_train_epochs without them). A run stopped by --max_train_minutes did not reach them: --resume
+    continues it, with a new time budget."""
+    steps, epoch = state.get("global_step", 0), state.get("epoch") or 0.0
+    if args.stop_at_step is not None and steps >= args.stop_at_step:
+        return f"step {steps} of --stop_at_step {args.stop_at_step}"
+    if args.max_steps > 0 and steps >= args.max_steps:
+        return f"step {steps} of --max_steps {args.max_steps}"
+    if args.max_steps <= 0 and epoch >= args.num_train_epochs - 1e-9:
+        return f"epoch {epoch:g} of --num_train_epochs {args.num_train_epochs:g}"
+    return None
+
+
+def finished_run(args) -> str | None:
+    """Why the run in --output_dir is finished, or None: its trainer_state.json, written last (after the model, the
+    results and the card), is at the end of training (`end_of_training`). One cut short is named, and read as not
+    finished: the end is redone."""
+    try:
+        state = read_trainer_state(os.path.join(args.output_dir, TRAINER_STATE_NAME))
+    except ValueError as error:
+        logger.warning(f"{error}: the run's end is redone")
+        return None
+    return end_of_training(state, args) if state is not None else None
+
+
+def holds_model(folder: str) -> bool:
+    """Whether `folder` holds saved model weights (safetensors, one file or sharded)."""
+    return any(os.path.isfile(os.path.join(folder, name)) for name in (SAFE_WEIGHTS_NAME, SAFE_WEIGHTS_INDEX_NAME))
+
+
+IN_PROGRESS_CARD = "Training is in progress"  # the card of a run that has not ended (model_card_template.md)
+
+
+def trained_model_in(folder: str) -> str | None:
+    """What in `folder` is a trained model that training afresh there would replace, or None: the trainer_state.json
+    of a training that ended, or weights, unless the card beside them says that training is in progress (an
+    unfinished run's: the initial weights, or a checkpoint's pushed during training)."""
+    if os.path.isfile(os.path.join(folder, TRAINER_STATE_NAME)):
+        return TRAINER_STATE_NAME
+    card = os.path.join(folder, "README.md")
+    if not holds_model(folder):
+        return None
+    if os.path.isfile(card):
+        with open(card, encoding="utf-8", errors="replace") as f:
+            if IN_PROGRESS_CARD in f.read():
+                return None
+    return "model weights"
+
+
+# What an earlier run leaves that a later --resume, or a reader of the folder, would take for the new run's.
+EARLIER_RUN_FILES = (TRAINER_STATE_NAME, "all_results.json", "train_results.json", "eval_results.json", "run_args.json",
+                     DRIFT_FILE, LOSS_ALLOCATION_FILE)
+
+
+def start_afresh(args) -> None:
+    """Before training from step 0 into --output_dir: refused where it holds a trained model (`trained_model_in`),
+    unless --overwrite_output_dir, which first removes the earlier run's checkpoints, early states, trainer state,
+    results and records (the saving process only)."""
+    output_dir = args.output_dir
+    if not os.path.isdir(output_dir):
+        return
+    if not args.overwrite_output_dir:
+        found = trained_model_in(output_dir)
+        if found:
+            raise ValueError(f"--output_dir {output_dir} holds a trained model ({found}) and no checkpoint to resume "
+                             "from: pass --overwrite_output_dir true to train afresh over it, or choose another "
+                             "--output_dir")
+        return
+    if args.should_save:
+        for folder in [*sort_checkpoints(output_dir), os.path.join(output_dir, EARLY_STATES)]:
+            shutil.rmtree(folder, ignore_errors=True)
+        for name in EARLIER_RUN_FILES:
+            if os.path.isfile(os.path.join(output_dir, name)):
+                os.remove(os.path.join(output_dir, name))
+        logger.warning(f"--overwrite_output_dir: training afresh into {output_dir}, the earlier run's checkpoints, "
+                       "early states, trainer state, results and records removed")
+
+
+def checkpoint_to_resume(args) -> tuple[str | None, bool]:
+    """(the checkpoint to continue from, whether it is at the end of training): --resume_from_checkpoint, or with
+    --resume the last complete one of --output_dir. At the end, the run was killed after its last checkpoint and
+    before its end (model, results, card) was written: run_mlm redoes the end from it, training nothing. Without
+    one, `start_afresh` decides whether --output_dir may be trained into."""
+    checkpoint, output_dir = args.resume_from_checkpoint, args.output_dir
+    if (checkpoint is None and args.do_train and not args.overwrite_output_dir and os.path.isdir(output_dir)
+            and sort_checkpoints(output_dir)):
+        if not args.resume:
+            raise ValueError(
+                f"--output_dir {output_dir} already holds checkpoints ({os.path.basename(sort_checkpoints(output_dir)[-1])}): "
+                "pass --resume to continue from the last one, --overwrite_output_dir true to train afresh (removing "
+                "them), or choose another --output_dir")
+        checkpoint = last_complete_checkpoint(output_dir, args.world_size)
+        logger.warning(f"Resuming from {checkpoint}" if checkpoint else "No complete checkpoint to resume from")
+    if checkpoint is None:
+        if args.do_train:
+            start_afresh(args)
+        return None, False
+    state = read_trainer_state(os.path.join(checkpoint, TRAINER_STATE_NAME))
+    step, last = state.get("global_step", 0), args.stop_at_step or (args.max_steps if args.max_steps > 0 else None)
+    if args.resume_from_checkpoint is not None and args.stop_at_step is not None and step >= args.stop_at_step:
+        raise ValueError(f"--resume_from_checkpoint {checkpoint} is at step {step}, at or past --stop_at_step "
+                         f"{args.stop_at_step}: there is nothing to train; use a larger --stop_at_step")
+    if last is not None and step > last:  # the Trainer would train on past it
+        flag = "--stop_at_step" if args.stop_at_step else "--max_steps"
+        raise ValueError(f"{checkpoint} is at step {step}, past {flag} {last} of this run: expected {flag} {step} or "
+                         "more, or another --output_dir")
+    return checkpoint, end_of_training(state, args) is not None

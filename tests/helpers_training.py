@@ -105,3 +105,49 @@ def recorded_forward_calls():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(run_mlm, "build_model", build_and_record)
         yield calls
+
+
+class Killed(BaseException):
+    """A process killed at that point (SIGKILL): a BaseException, so that no `except Exception` of the run cleans up
+    after it."""
+
+
+@contextmanager
+def killed_at(owner, name: str, call: int = 1, after: bool = False, when=None):
+    """While the block runs, the `call`-th call of `owner.name` (of those for which `when(*args, **kwargs)` is true)
+    raises Killed, before the call or, with `after`, once it returned: in-process, the harness of
+    /tmp/review_resume/harness.py (os._exit(137) at the N-th call of a function)."""
+    original = getattr(owner, name)
+    count = [0]
+
+    def wrapper(*args, **kwargs):
+        if when is None or when(*args, **kwargs):
+            count[0] += 1
+        if count[0] == call and not after:
+            count[0] += 1  # once
+            raise Killed(f"killed before call {call} of {name}")
+        result = original(*args, **kwargs)
+        if count[0] == call and after:
+            count[0] += 1
+            raise Killed(f"killed after call {call} of {name}")
+        return result
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(owner, name, wrapper)
+        yield
+
+
+def model_weights(folder) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(Path(folder) / "model.safetensors")
+
+
+def max_weight_difference(a, b) -> float:
+    wa, wb = model_weights(a), model_weights(b)
+    assert wa.keys() == wb.keys()
+    return max((wa[k] - wb[k]).abs().max().item() for k in wa)
+
+
+def intervals(folder) -> list[tuple[int, int]]:
+    return [(r["step_start"], r["step_end"]) for r in read_json(Path(folder) / "loss_allocation.json")["records"]]

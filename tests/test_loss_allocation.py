@@ -277,11 +277,13 @@ def test_frozen_embeddings_get_exactly_nothing(tokenizer_dir, text_files, tmp_pa
 
 @pytest.mark.slow
 def test_resume_keeps_the_records_up_to_the_checkpoint(allocated, tokenizer_dir, text_files, tmp_path):
-    """A copy of the finished run with its last checkpoint removed resumes from step 4: the records of steps 0-4 are
-    kept as they were, 4-8 computed again, as in the uninterrupted run."""
+    """A copy of the finished run with its last checkpoint and its final trainer state removed (a run killed after
+    step 4) resumes from step 4: the records of steps 0-4 are kept as they were, 4-8 computed again, as in the
+    uninterrupted run."""
     out = tmp_path / "resumed"
     shutil.copytree(allocated, out)
     shutil.rmtree(out / "checkpoint-8")
+    (out / "trainer_state.json").unlink()  # written last: with it the folder holds a finished run
     stale = read_json(out / LOSS_ALLOCATION_FILE)
     for record in stale["records"][4:]:  # what the resumed run must replace
         record["observed"] = 123.0

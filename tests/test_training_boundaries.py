@@ -152,9 +152,12 @@ def test_a_config_json_that_is_no_object_names_the_file_and_the_flag(tmp_path, c
 
 
 def _checkpoint(folder, **overrides):
-    """A folder that reads as a Trainer checkpoint of the tiny preset at step 4 (its config and trainer state)."""
+    """A folder that reads as a complete Trainer checkpoint of the tiny preset at step 4 (its config and trainer
+    state; the optimizer, scheduler and RNG states, empty: a checkpoint without them cannot resume)."""
     MinAttnConfig(**{**MODEL_SIZES["tiny"], **overrides}).save_pretrained(folder)
     (folder / "trainer_state.json").write_text(json.dumps({"global_step": 4, "log_history": []}))
+    for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth"):
+        (folder / name).write_bytes(b"")
     return folder
 
 

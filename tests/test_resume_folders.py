@@ -1,0 +1,106 @@
+"""What run_mlm.py does with an --output_dir that holds something (a trained model, checkpoints, an unfinished run),
+and the checkpoints it refuses to resume from, named in one line before any work."""
+
+import json
+import re
+
+import pytest
+
+from hf_minattn.run_mlm import main, parse_args
+
+from helpers_training import Killed, killed_at, read_json, tiny_argv
+
+
+def complete_checkpoint(folder, *rng):
+    """The files of a checkpoint the Trainer finished writing (empty: only their presence is checked)."""
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"model_type": "minattn"}))
+    (folder / "trainer_state.json").write_text(json.dumps({"global_step": 4, "log_history": []}))
+    for name in ("model.safetensors", "optimizer.pt", "scheduler.pt", *(rng or ["rng_state.pth"])):
+        (folder / name).write_bytes(b"")
+    return folder
+
+
+def test_what_a_checkpoint_needs_to_resume(tmp_path):
+    """One process writes rng_state.pth, each of several rng_state_<rank>.pth (Trainer._save_rng_state)."""
+    from hf_minattn.trainer import checkpoint_problem
+
+    single = complete_checkpoint(tmp_path / "single")
+    assert checkpoint_problem(single, 1) is None
+    assert checkpoint_problem(complete_checkpoint(tmp_path / "two", "rng_state_0.pth", "rng_state_1.pth"), 2) is None
+    assert checkpoint_problem(single, 2) == ("holds the random states of another number of processes (rng_state.pth; "
+                                             "this run has 2, so resume it with as many)")
+    (single / "optimizer.pt").unlink()
+    (single / "scheduler.pt").unlink()
+    assert checkpoint_problem(single, 1) == "is model-only (no optimizer.pt, scheduler.pt)"
+    (single / "trainer_state.json").unlink()
+    assert checkpoint_problem(single, 1) == "has no trainer_state.json: its save was cut short"
+
+
+def test_a_model_only_or_cut_short_checkpoint_is_refused_when_parsed(tmp_path):
+    """--resume_from_checkpoint of a --save_only_model checkpoint resumed with a fresh optimizer and a restarted
+    learning-rate schedule, silently; one whose trainer_state.json was cut short failed later naming no file."""
+    folder = complete_checkpoint(tmp_path / "checkpoint-4")
+    (folder / "optimizer.pt").unlink()
+    with pytest.raises(ValueError, match=re.escape(
+            f"--resume_from_checkpoint '{folder}' is model-only (no optimizer.pt): model-only checkpoints cannot resume "
+            "training (the optimizer and the learning-rate schedule would start again); give a complete checkpoint, or "
+            "this one as --model_name_or_path to train anew from its weights")):
+        parse_args(tiny_argv(tmp_path / "out", resume_from_checkpoint=folder))
+    (folder / "optimizer.pt").write_bytes(b"")
+    (folder / "trainer_state.json").write_text('{"global_step": 4, "log_hist')
+    cut_short = f"'{folder}' was cut short while saving: {folder / 'trainer_state.json'} is not valid JSON"
+    with pytest.raises(ValueError, match=re.escape(cut_short)):
+        parse_args(tiny_argv(tmp_path / "out", resume_from_checkpoint=folder))
+
+
+def test_resume_and_overwrite_together_are_refused_and_overwrite_is_in_the_help(tmp_path, capsys):
+    with pytest.raises(ValueError, match="--resume continues the run in --output_dir, --overwrite_output_dir true "
+                                         "trains afresh over it; give one of them"):
+        parse_args(tiny_argv(tmp_path / "out", resume=True, overwrite_output_dir="true"))
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    assert "--overwrite_output_dir" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_a_trained_model_is_not_trained_over_without_overwrite_output_dir(tokenizer_dir, tmp_path):
+    """--save_strategy no: no checkpoint, and a rerun with another seed replaced the finished model (first by the
+    initial one). Refused, naming the folder and both ways out; --overwrite_output_dir true trains afresh, and removes
+    the earlier run's checkpoints, which a later --resume would take for the new run's."""
+    out = tmp_path / "model"
+    main(tiny_argv(out, tokenizer_dir, report_to="none", save_strategy="no"))
+    written = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    message = (f"--output_dir {out} holds a trained model (trainer_state.json) and no checkpoint to resume from: pass "
+               "--overwrite_output_dir true to train afresh over it, or choose another --output_dir")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        main(tiny_argv(out, tokenizer_dir, report_to="none", save_strategy="no", seed=1))
+    (out / "trainer_state.json").unlink()  # weights alone are a trained model too (the card says training ended)
+    with pytest.raises(ValueError, match=re.escape(message.replace("trainer_state.json", "model weights"))):
+        main(tiny_argv(out, tokenizer_dir, report_to="none", save_strategy="no", seed=1))
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == {
+        p: content for p, content in written.items() if p.name != "trainer_state.json"}
+
+    with_checkpoints = tmp_path / "with-checkpoints"
+    main(tiny_argv(with_checkpoints, tokenizer_dir, report_to="none", max_steps=4, save_steps=2))
+    with pytest.raises(ValueError, match="--overwrite_output_dir true to train afresh"):
+        main(tiny_argv(with_checkpoints, tokenizer_dir, report_to="none", max_steps=4, save_steps=2, seed=1))
+    main(tiny_argv(with_checkpoints, tokenizer_dir, report_to="none", max_steps=4, save_strategy="no", seed=1,
+                   overwrite_output_dir="true"))
+    assert not list(with_checkpoints.glob("checkpoint-*"))
+    assert read_json(with_checkpoints / "run_args.json")["training_args"]["seed"] == 1
+    assert read_json(with_checkpoints / "trainer_state.json")["global_step"] == 4
+
+
+@pytest.mark.slow
+def test_an_unfinished_run_with_no_checkpoint_starts_afresh(tokenizer_dir, tmp_path):
+    """Killed before its first checkpoint: the folder holds the initial weights under a card saying training is in
+    progress, which a rerun (with --resume too) trains over: they are no trained model."""
+    from hf_minattn.trainer import MinAttnTrainer
+
+    out = tmp_path / "model"
+    with killed_at(MinAttnTrainer, "training_step", call=2), pytest.raises(Killed):
+        main(tiny_argv(out, tokenizer_dir, report_to="none"))
+    assert (out / "model.safetensors").is_file() and not list(out.glob("checkpoint-*"))
+    main(tiny_argv(out, tokenizer_dir, report_to="none", resume=True))
+    assert read_json(out / "trainer_state.json")["global_step"] == 8
