@@ -307,9 +307,10 @@ class MinAttnTrainingArguments(TrainingArguments):
                             "num_train_epochs": (0, None, True)})
         check_finite_floats(self)  # NaN and inf in the Trainer's other float flags (label smoothing, steps...)
         self._check_steps()
-        if self.resume and self.overwrite_output_dir:
-            raise ValueError("--resume continues the run in --output_dir, --overwrite_output_dir true trains afresh over "
-                             "it; give one of them")
+        if (self.resume or self.resume_from_checkpoint is not None) and self.overwrite_output_dir:
+            flag = "--resume" if self.resume else f"--resume_from_checkpoint {self.resume_from_checkpoint}"
+            raise ValueError(f"{flag} continues a run, --overwrite_output_dir true trains afresh over --output_dir; "
+                             "give one of them")
         if self.bf16 is None:  # auto: never beside an fp16 the user asked for
             self.bf16 = fast_bf16_available() and not self.fp16
         # On a machine with no accelerator, transformers needs use_cpu to accept bf16 and, under

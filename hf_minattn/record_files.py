@@ -11,6 +11,7 @@ def write_text_atomically(path: str, text: str) -> None:
     """Write `text` (UTF-8, newlines as given) to `path` through a temporary file in the same folder renamed over it:
     a process killed mid-write leaves the previous file, never a truncated one."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    path = os.fspath(path)
     tmp = path + ".tmp"  # same folder, so os.replace is a rename within one file system
     with open(tmp, "w", encoding="utf-8", newline="") as f:
         f.write(text)

@@ -53,7 +53,7 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval
         raise ValueError(f"mean_interval got non-finite values: {values.tolist()}")
     mean = float(values.mean())
     df = int(values.size) - 1
-    if values.size == 1 or np.all(values == values[0]):
+    if values.size == 1 or no_spread(values):
         return Interval(mean, mean, mean, int(values.size), confidence, "t", df)
     low, high = stats.t.interval(confidence, df=df, loc=mean, scale=stats.sem(values))
     return Interval(mean, float(low), float(high), int(values.size), confidence, "t", df)
@@ -395,8 +395,16 @@ def holm(p_values: Sequence[float]) -> list[float]:
 def sign_test_p(n: int) -> float:
     """One-sided exact sign-test p-value of n values all on one side (0.5 ** n). Where the values have no spread (a
     coarse measurement grid gives every seed the same number), a t statistic is infinite and says nothing about the
-    variance the grid hid; the signs are the evidence left, so 5 equal values are needed for p < 0.05 two-sided."""
+    variance the grid hid; the signs are the evidence left, so 6 equal values are needed for p < 0.05 two-sided (5
+    for each one-sided test of TOST)."""
     return 0.5 ** n
+
+
+def no_spread(values) -> bool:
+    """Whether `values` (2 or more) are the same number up to float rounding: the mean of equal values can differ
+    from each in its last bit, which gives a standard error of 1e-17 and a t statistic in the hundreds of millions."""
+    values = np.asarray(values, dtype=np.float64)
+    return bool(np.ptp(values) <= 1e-12 * max(1.0, float(np.abs(values).max())))
 
 
 def t_test_p(values: Sequence[float]) -> float:
@@ -406,8 +414,8 @@ def t_test_p(values: Sequence[float]) -> float:
     values = np.asarray(values, dtype=np.float64)
     if values.size < 2 or np.all(values == 0):
         return 1.0
-    if np.all(values == values[0]):
-        return min(1.0, 2 * sign_test_p(values.size))
+    if no_spread(values):
+        return min(1.0, 2 * sign_test_p(values.size)) if np.all(values != 0) else 1.0
     return float(stats.ttest_1samp(values, 0.0).pvalue)
 
 
@@ -422,11 +430,11 @@ def tost(values: Sequence[float], margin: float, alpha: float = 0.05) -> dict:
     if values.size < 2:
         return {"equivalent": False, "p": 1.0, "margin": margin, "low": None, "high": None, "df": values.size - 1}
     mean, df = float(values.mean()), values.size - 1
-    se = float(stats.sem(values))
-    if se == 0:  # no spread: each side's test is the sign test of n values inside the margin
+    if no_spread(values):  # each side's test is the sign test of n values inside the margin
         p = sign_test_p(values.size) if abs(mean) < margin else 1.0
         low = high = mean
     else:
+        se = float(stats.sem(values))
         p_low = stats.t.sf((mean + margin) / se, df)  # H0: mean <= -margin
         p_high = stats.t.cdf((mean - margin) / se, df)  # H0: mean >= +margin
         p = float(max(p_low, p_high))

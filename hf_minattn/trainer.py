@@ -271,18 +271,21 @@ def checkpoint_problem(folder: str, world_size: int) -> str | None:
             return f"has no {TRAINER_STATE_NAME}: its save was cut short"
     except ValueError as error:
         return f"was cut short while saving: {error}"
-    rng = ["rng_state.pth"] if world_size <= 1 else [f"rng_state_{rank}.pth" for rank in range(world_size)]
     has = set(os.listdir(folder))
-    missing = [name for name in (SCHEDULER_NAME, *rng) if name not in has]
-    if not has & {OPTIMIZER_NAME, OPTIMIZER_NAME_BIN}:
-        missing.insert(0, OPTIMIZER_NAME)
+    optimizer = [] if has & {OPTIMIZER_NAME, OPTIMIZER_NAME_BIN} else [OPTIMIZER_NAME]
+    if optimizer or SCHEDULER_NAME not in has:
+        return f"is model-only (no {', '.join(optimizer + [n for n in (SCHEDULER_NAME,) if n not in has])})"
+    rng = ["rng_state.pth"] if world_size <= 1 else [f"rng_state_{rank}.pth" for rank in range(world_size)]
+    missing = [name for name in rng if name not in has]
     if not missing:
         return None
     others = sorted(name for name in has if name.startswith("rng_state") and name not in rng)
-    if others and not has.isdisjoint({OPTIMIZER_NAME, OPTIMIZER_NAME_BIN}) and SCHEDULER_NAME in has:
+    if others and world_size <= 1 or "rng_state.pth" in others:
         return (f"holds the random states of another number of processes ({', '.join(others)}; this run has "
                 f"{world_size}, so resume it with as many)")
-    return f"is model-only (no {', '.join(missing)})"
+    # Each process writes its own random state, and nothing makes process 0 wait for the others before it writes
+    # trainer_state.json: a kill in between leaves a checkpoint whose other files are whole.
+    return f"was cut short while saving (no {', '.join(missing)}: a process's random state)"
 
 
 def last_complete_checkpoint(output_dir: str, world_size: int) -> str | None:
@@ -389,6 +392,12 @@ def checkpoint_to_resume(args) -> tuple[str | None, bool]:
                 "pass --resume to continue from the last one, --overwrite_output_dir true to train afresh (removing "
                 "them), or choose another --output_dir")
         checkpoint = last_complete_checkpoint(output_dir, args.world_size)
+        model_only = [] if checkpoint else [os.path.basename(c) for c in sort_checkpoints(output_dir)
+                                            if checkpoint_problem(c, args.world_size).startswith("is model-only")]
+        if model_only:  # training afresh would leave them beside the new run's, and they may be wanted
+            raise ValueError(f"--output_dir {output_dir} holds only checkpoints that cannot resume training "
+                             f"(model-only: {', '.join(model_only)}): pass --overwrite_output_dir true to train afresh "
+                             "(removing them), or choose another --output_dir")
         logger.warning(f"Resuming from {checkpoint}" if checkpoint else "No complete checkpoint to resume from")
     if checkpoint is None:
         if args.do_train:
@@ -396,9 +405,6 @@ def checkpoint_to_resume(args) -> tuple[str | None, bool]:
         return None, False
     state = read_trainer_state(os.path.join(checkpoint, TRAINER_STATE_NAME))
     step, last = state.get("global_step", 0), args.stop_at_step or (args.max_steps if args.max_steps > 0 else None)
-    if args.resume_from_checkpoint is not None and args.stop_at_step is not None and step >= args.stop_at_step:
-        raise ValueError(f"--resume_from_checkpoint {checkpoint} is at step {step}, at or past --stop_at_step "
-                         f"{args.stop_at_step}: there is nothing to train; use a larger --stop_at_step")
     if last is not None and step > last:  # the Trainer would train on past it
         flag = "--stop_at_step" if args.stop_at_step else "--max_steps"
         raise ValueError(f"{checkpoint} is at step {step}, past {flag} {last} of this run: expected {flag} {step} or "

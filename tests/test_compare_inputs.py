@@ -80,7 +80,10 @@ def test_the_settings_that_differ_between_the_probes_are_listed(tmp_path):
     assert "seed 0 3" in text and "probe_sentences 40 90" in text and "--max-sentences 40 90" in text
     assert "--out" not in text and "--figure-format" not in text  # where the files went is not how they were made
     text = compare(tmp_path / "cmp", folder(tmp_path, "c", probes()), folder(tmp_path, "d", probes()))
-    assert "The probes were run with the same recorded settings" in text
+    assert "The probes were run with the same recorded settings (seed, corpora, arguments, package versions)." in text
+    bare = probes(provenance={"seed": 0})  # only the seed recorded: the sentence names no more than that
+    text = compare(tmp_path / "c2", folder(tmp_path, "e", bare), folder(tmp_path, "f", bare))
+    assert "The probes were run with the same recorded settings (seed)." in text
 
 
 def test_the_same_folder_twice_is_refused(tmp_path, capsys):

@@ -30,7 +30,9 @@ def mixing(delta_uniform=0.1, delta_untrained=0.05, reference_delta=0.2):
     for seed in SEEDS:
         noise = rng.normal(0, 0.005, SENTENCES)
         out["full"][seed] = columns(uniform + delta_uniform + noise, uniform)
-        out["untrained"][seed] = columns(uniform + delta_uniform - delta_untrained + noise, uniform, 0.8)
+        # noise of its own: with the full model's, every seed's difference was exactly delta_untrained (no spread)
+        out["untrained"][seed] = columns(uniform + delta_uniform - delta_untrained + rng.normal(0, 0.005, SENTENCES),
+                                         uniform, 0.8)
     out["reference"] = {**columns(uniform + reference_delta, uniform, 0.7), "name": "all-MiniLM-L6-v2"}
     return out
 

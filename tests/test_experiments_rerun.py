@@ -116,3 +116,14 @@ def test_a_call_on_fewer_seeds_reads_theirs_and_one_adding_seeds_measures_them_a
         "sentences": 32, "seeds": {s: {"seed": s} for s in seeds}, "early": {"steps": [0], "seeds": {s: {"seed": s} for s in seeds}}})
     read = caches.head_dynamics(str(tmp_path), folders, {}, [0, 3])
     assert read["seeds"] == {0: {"seed": 0}, 3: {"seed": 3}} and list(read["early"]["seeds"]) == [0, 3]
+
+
+def test_a_run_is_done_only_once_its_trainer_state_is_written(tmp_path):
+    """run_mlm writes trainer_state.json last, after eval_results.json: a run killed between them lacked its curve
+    and steps in the scoring (trainer_metrics), yet was taken as done and never trained again."""
+    from hf_minattn.experiments.training import finished_folder
+
+    (tmp_path / "eval_results.json").write_text("{}")
+    assert not finished_folder(str(tmp_path))
+    (tmp_path / "trainer_state.json").write_text("{}")
+    assert finished_folder(str(tmp_path))

@@ -840,7 +840,7 @@ def test_a_probe_folder_holds_one_probe_and_a_failed_rerun_leaves_the_earlier_on
         render.write_outputs(results, str(out), "png")
     assert sorted(p.name for p in out.iterdir()) == first and (out / "report.html").read_text() == before
     assert json.loads((out / "probes.json").read_text())["model"] != "the second probe"
-    assert not (tmp_path / "probe.partial").exists()
+    assert not (out / render.STAGING).exists()
     monkeypatch.undo()
     render.write_outputs(results, str(out), "png")  # no vectors, no SVG this time
     names = {p.name for p in out.iterdir()}

@@ -30,6 +30,9 @@ def test_what_a_checkpoint_needs_to_resume(tmp_path):
     assert checkpoint_problem(complete_checkpoint(tmp_path / "two", "rng_state_0.pth", "rng_state_1.pth"), 2) is None
     assert checkpoint_problem(single, 2) == ("holds the random states of another number of processes (rng_state.pth; "
                                              "this run has 2, so resume it with as many)")
+    # process 1 had not written its state when process 0 wrote trainer_state.json: cut short, not model-only
+    half = complete_checkpoint(tmp_path / "half", "rng_state_0.pth")
+    assert checkpoint_problem(half, 2) == "was cut short while saving (no rng_state_1.pth: a process's random state)"
     (single / "optimizer.pt").unlink()
     (single / "scheduler.pt").unlink()
     assert checkpoint_problem(single, 1) == "is model-only (no optimizer.pt, scheduler.pt)"
@@ -55,9 +58,12 @@ def test_a_model_only_or_cut_short_checkpoint_is_refused_when_parsed(tmp_path):
 
 
 def test_resume_and_overwrite_together_are_refused_and_overwrite_is_in_the_help(tmp_path, capsys):
-    with pytest.raises(ValueError, match="--resume continues the run in --output_dir, --overwrite_output_dir true "
-                                         "trains afresh over it; give one of them"):
+    with pytest.raises(ValueError, match="--resume continues a run, --overwrite_output_dir true trains afresh over "
+                                         "--output_dir; give one of them"):
         parse_args(tiny_argv(tmp_path / "out", resume=True, overwrite_output_dir="true"))
+    checkpoint = complete_checkpoint(tmp_path / "checkpoint-4")
+    with pytest.raises(ValueError, match=f"--resume_from_checkpoint {re.escape(str(checkpoint))} continues a run"):
+        parse_args(tiny_argv(tmp_path / "out", resume_from_checkpoint=checkpoint, overwrite_output_dir="true"))
     with pytest.raises(SystemExit):
         parse_args(["--help"])
     assert "--overwrite_output_dir" in capsys.readouterr().out
@@ -104,3 +110,21 @@ def test_an_unfinished_run_with_no_checkpoint_starts_afresh(tokenizer_dir, tmp_p
     assert (out / "model.safetensors").is_file() and not list(out.glob("checkpoint-*"))
     main(tiny_argv(out, tokenizer_dir, report_to="none", resume=True))
     assert read_json(out / "trainer_state.json")["global_step"] == 8
+
+
+def test_resume_on_model_only_checkpoints_alone_is_refused_naming_them(tmp_path):
+    """--resume where every checkpoint is model-only (--save_only_model) trained afresh beside them, leaving the old
+    run's states among the new run's."""
+    from types import SimpleNamespace
+
+    from hf_minattn.trainer import checkpoint_to_resume
+
+    out = tmp_path / "out"
+    (complete_checkpoint(out / "checkpoint-4") / "optimizer.pt").unlink()
+    args = SimpleNamespace(resume_from_checkpoint=None, output_dir=str(out), do_train=True, overwrite_output_dir=False,
+                           resume=True, world_size=1, stop_at_step=None, max_steps=8, num_train_epochs=3)
+    with pytest.raises(ValueError, match=r"holds only checkpoints that cannot resume training \(model-only: "
+                                         r"checkpoint-4\): pass --overwrite_output_dir true"):
+        checkpoint_to_resume(args)
+    (out / "checkpoint-4" / "trainer_state.json").unlink()  # cut short while saving, not model-only: starts afresh
+    assert checkpoint_to_resume(args) == (None, False)

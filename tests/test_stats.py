@@ -207,6 +207,10 @@ def test_values_without_spread_are_tested_by_their_signs_alone():
     assert not three["equivalent"] and three["p"] == 0.125
     assert five["equivalent"] and five["p"] == 0.03125 and five["low"] == five["high"] == 0.0
     assert not tost([130.0] * 5, margin=120)["equivalent"]
+    # equal up to the last bit (0.3 - 0.1 is not 0.2; the mean of three 0.00137 is not 0.00137): still no spread
+    assert t_test_p([0.3 - 0.1, 0.2, 0.2, 0.2, 0.2]) == 0.0625
+    assert tost([0.00137] * 3, margin=0.0137)["p"] == 0.125
+    assert mean_interval([0.3 - 0.1, 0.2, 0.2]).low == mean_interval([0.3 - 0.1, 0.2, 0.2]).high
 
 
 def test_vectorised_spearman_is_scipys_and_gives_the_same_bootstrap_interval():

@@ -573,7 +573,7 @@ def test_resume_leaves_the_trained_model_in_place_until_training_replaces_it(tok
 @pytest.mark.slow
 def test_resume_of_a_run_that_stopped_at_its_stop_step_trains_no_more(tokenizer_dir, tmp_path, caplog):
     """A --stop_at_step 4 run whose last checkpoint is step 4 is complete: --resume says so and writes nothing (it
-    used to train step 5 and save it over the 4-step model); --resume_from_checkpoint of that step is refused."""
+    used to train step 5 and save it over the 4-step model); --resume_from_checkpoint of that step writes its end."""
     out = tmp_path / "control"
     args = dict(max_steps=8, save_steps=4, stop_at_step=4, report_to="none")
     main(tiny_argv(out, tokenizer_dir, **args))
@@ -583,10 +583,14 @@ def test_resume_of_a_run_that_stopped_at_its_stop_step_trains_no_more(tokenizer_
     assert again == read_json(out / "all_results.json")
     assert f"{out} holds a complete run (step 4 of --stop_at_step 4): nothing to train" in caplog.text
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == written
-    # an explicit checkpoint at the stop step has nothing to train either: refused before any step, naming both
-    with pytest.raises(ValueError, match=r"checkpoint-4 is at step 4, at or past --stop_at_step 4"):
-        main(tiny_argv(tmp_path / "other", tokenizer_dir, resume_from_checkpoint=str(out / "checkpoint-4"), **args))
-    assert not (tmp_path / "other" / "model.safetensors").exists()
+    # an explicit checkpoint at the stop step is the end of that run, as one at --max_steps is: its end is written
+    # into the new folder from it, no step trained (it was refused, and one at --max_steps was not)
+    main(tiny_argv(tmp_path / "other", tokenizer_dir, resume_from_checkpoint=str(out / "checkpoint-4"), **args))
+    assert read_json(tmp_path / "other" / "trainer_state.json")["global_step"] == 4
+    assert (tmp_path / "other" / "model.safetensors").read_bytes() == (out / "checkpoint-4" / "model.safetensors").read_bytes()
+    with pytest.raises(ValueError, match=r"checkpoint-4 is at step 4, past --stop_at_step 3 of this run"):
+        main(tiny_argv(tmp_path / "third", tokenizer_dir, resume_from_checkpoint=str(out / "checkpoint-4"),
+                       **{**args, "stop_at_step": 3}))
 
 
 # --- distributed and reliability (subprocesses) -----------------------------------------------------------

@@ -6,6 +6,7 @@ states of the seeds measured before are deleted once their numbers are kept."""
 
 import json
 import os
+import zipfile
 
 import numpy as np
 
@@ -32,7 +33,7 @@ def scoring_key(folders: dict, settings: dict, seeds) -> dict:
             "models": {name: {str(seed): stamp(folders[name][seed]) for seed in seeds} for name in sorted(folders)}}
 
 
-def read_json(path: str):
+def read_kept_json(path: str):
     """The JSON in `path`; None where there is no file, or one cut short (written before writes were atomic)."""
     if not os.path.isfile(path):
         return None
@@ -48,7 +49,7 @@ def cached_json(path: str, read_back, compute, **dump_options):
     """A phase's numbers kept in `path` so that a rerun reads them instead of measuring again: read_back(the file's
     JSON) where the file exists, unless it returns None (measured for other seeds or models); else compute(), written
     to `path` (nothing written when it returns None)."""
-    kept = read_json(path)
+    kept = read_kept_json(path)
     if kept is not None:
         kept = read_back(kept)
         if kept is not None:
@@ -63,8 +64,11 @@ def rows_key(path: str) -> dict | None:
     """The scoring key rows.npz was written under (None: no file, or one written before it kept its key)."""
     if not os.path.isfile(path):
         return None
-    with np.load(path) as rows:
-        return json.loads(str(rows["key"])) if "key" in rows.files else None
+    try:
+        with np.load(path) as rows:
+            return json.loads(str(rows["key"])) if "key" in rows.files else None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):  # a file cut short: scored again
+        return None
 
 
 def scoring(out: str, folders: dict, settings: dict, seeds) -> dict:
@@ -83,7 +87,9 @@ def scoring(out: str, folders: dict, settings: dict, seeds) -> dict:
 
     def compute():
         scored, arrays = evaluate(folders, settings, seeds)
-        np.savez_compressed(rows_path, key=np.array(key_text), **arrays)
+        with open(rows_path + ".tmp", "wb") as f:  # whole or not at all, as write_json_atomically writes
+            np.savez_compressed(f, key=np.array(key_text), **arrays)
+        os.replace(rows_path + ".tmp", rows_path)
         return {"key": key, "scored": scored}
 
     return cached_json(os.path.join(out, "scoring.json"), read_back, compute,
@@ -105,10 +111,10 @@ def with_seeds(value, seeds=None, added=None, where: str = "the kept numbers"):
     """A copy of a dynamics file's numbers with every seed table keyed by int and cut to `seeds` (None: all), or
     joined with the tables of `added` (the same numbers measured for other seeds). Everything else must then match:
     steps, sentences and pairs measured otherwise cannot be put side by side."""
-    if not isinstance(value, dict):
+    if not isinstance(value, dict) or (added is not None and not isinstance(added, dict)):
         if added is not None and added != value:
-            raise ValueError(f"{where}: {value!r} for the seeds measured before, {added!r} for the new ones; the new "
-                             "seeds cannot be added to them: run all the seeds into another --out")
+            raise ValueError(f"{where}: {_shown(value)} for the seeds measured before, {_shown(added)} for the new "
+                             "ones; the new seeds cannot be added to them: run all the seeds into another --out")
         return value
     if added is not None and set(added) != set(value):
         raise ValueError(f"{where} hold {sorted(value)}, the new seeds' {sorted(added)}: run all the seeds into "
@@ -124,10 +130,18 @@ def with_seeds(value, seeds=None, added=None, where: str = "the kept numbers"):
     return copy
 
 
+def _shown(value) -> str:
+    """`value` in a message: itself when short, else its kind (a table of numbers is no help in one line)."""
+    text = repr(value)
+    if len(text) <= 40:
+        return text
+    return f"a {type(value).__name__} of {len(value)}" if hasattr(value, "__len__") else text[:40] + "..."
+
+
 def per_seed_cache(path: str, seeds, measure):
     """A dynamics phase's numbers kept per seed in `path`: the seeds the file holds are read back, the others
     measured (measure(those seeds); None: nothing to measure) and added to it. Returns the numbers of `seeds`."""
-    kept = read_json(path)
+    kept = read_kept_json(path)
     held = set.intersection(*({int(s) for s in t} for _, t in seed_tables(kept))) if seed_tables(kept) else set()
     missing = [seed for seed in seeds if seed not in held]
     if kept is not None and missing and held:

@@ -326,7 +326,7 @@ def train_variants(out: str, settings: dict, seeds, also=None) -> dict[str, dict
     callables after them on the same workers (`run_side_by_side`)."""
     folders = {v.name: {seed: model_folder(out, v.name, seed) for seed in seeds} for v in VARIANTS}
     jobs = [(seed, v) for seed in seeds for v in VARIANTS if v.trained]
-    done = [job for job in jobs if os.path.isfile(os.path.join(folders[job[1].name][job[0]], "eval_results.json"))]
+    done = [job for job in jobs if finished_folder(folders[job[1].name][job[0]])]
     todo = [job for job in jobs if job not in done]
     tokenizer_dir = folders[done[0][1].name][done[0][0]] if done else None
     parallel = min(settings.get("parallel", 1), os.cpu_count() or 1)  # each run side by side has one CPU thread
@@ -382,6 +382,12 @@ def check_same_settings(out: str, settings: dict) -> None:
         shown = "; ".join(f"{k}: {before.get(k)!r} there, {now.get(k)!r} now" for k in differ)
         raise ValueError(f"--out {out} holds models trained with other settings ({shown}); use another --out, or the "
                          "preset and --precision that folder was trained with")
+
+
+def finished_folder(folder: str) -> bool:
+    """Whether run_mlm finished the run in `folder`: its evaluation and trainer_state.json, which it writes last (a
+    run killed between them has its curve and steps missing from trainer_metrics)."""
+    return all(os.path.isfile(os.path.join(folder, name)) for name in ("eval_results.json", "trainer_state.json"))
 
 
 def holds_saved_model(folder: str) -> bool:

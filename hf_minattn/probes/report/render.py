@@ -89,6 +89,11 @@ def _settings(r):
     return found
 
 
+# The kinds of setting `_settings` reads, by their keys: the sentence that finds no difference names those recorded.
+SETTING_KINDS = (("seed", lambda key: key == "seed"), ("corpora", lambda key: key in ("vector_corpus", "probe_sentences")),
+                 ("arguments", lambda key: key.startswith("--")), ("package versions", lambda key: key.endswith(" version")))
+
+
 def settings_section(results):
     """compare.html's section on comparability: the settings that differ between the probes (`results` {name:
     probes.json dict}), one row each, "not recorded" where a file lacks one."""
@@ -103,7 +108,8 @@ def settings_section(results):
         answer = (f"The probes differ in {len(rows)} recorded setting{'s' * (len(rows) > 1)}: a difference below may "
                   "come from these rather than from the models.")
     else:
-        answer = "The probes were run with the same recorded settings (seed, corpora, arguments, package versions)."
+        kinds = [kind for kind, is_kind in SETTING_KINDS if any(map(is_kind, keys))]  # only what the files record
+        answer = f"The probes were run with the same recorded settings ({', '.join(kinds)})."
     table = {"header": ["setting", *found], "rows": rows}
     return section_page("settings", "Settings that differ between the probes", answer, tables=[table] if rows else ())
 
@@ -159,6 +165,7 @@ def write_compare_report(results, plots, path):
 # What a probe writes into its folder, besides <section>.png / .svg for every section with a figure: a rerun into the
 # same folder replaces these and leaves any other file there alone.
 PROBE_FILES = ("probes.json", "report.html", "attention_graph.json", "attention_view.json", "vectors")
+STAGING = ".hf-minattn-probe.partial"  # where write_outputs writes before moving the files in
 
 
 def probe_outputs(folder) -> list:
@@ -180,11 +187,12 @@ def write_outputs(results, out, figure_format="both", vector_formats=None):
     attention_view.json (docs/attention-graph.md) and, with `vector_formats`, the word vectors (vectors/) into `out`,
     from a run's ProbeResults (run.py).
 
-    Written into a sibling folder first and moved in once whole, probes.json last: a probe that fails or is killed
+    Written into a hidden folder inside `out` first (STAGING: every move stays on one file system, and no folder
+    beside `out` is touched) and moved in once whole, probes.json last: a probe that fails or is killed
     leaves the earlier probe's folder as it was, and one that finishes leaves none of its files behind (a figure it
     no longer draws, vectors it no longer saves), so a folder never holds one probe's numbers beside another's
     report. Files of other kinds in `out` are left alone."""
-    staging = os.path.normpath(out) + ".partial"
+    staging = os.path.join(out, STAGING)
     if os.path.exists(staging):  # left by a probe killed while writing
         shutil.rmtree(staging)
     os.makedirs(staging)
@@ -202,7 +210,6 @@ def write_outputs(results, out, figure_format="both", vector_formats=None):
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    os.makedirs(out, exist_ok=True)
     for name in probe_outputs(out):
         _remove(os.path.join(out, name))
     for name in sorted(os.listdir(staging), key=lambda n: n == "probes.json"):  # probes.json last: the folder is whole
