@@ -87,10 +87,24 @@ def similarity_panel(ax, similarity, last):
     ax.legend(fontsize=7)
 
 
+def rows_of_results(rows_path: str, results: dict) -> bool:
+    """Whether rows.npz was written by the scoring behind `results`: its key's seeds and scoring settings are the
+    results' (a folder scored again on other seeds keeps the later file). One from before rows.npz kept its key is
+    taken as it is."""
+    from .caches import SCORING_SETTINGS, rows_key
+
+    key = rows_key(rows_path)
+    if key is None:
+        return True
+    settings = results.get("settings") or {}
+    return key["seeds"] == list(results.get("seeds") or []) and all(
+        settings.get(name) == value for name, value in key["settings"].items() if name in SCORING_SETTINGS)
+
+
 def row_drift(plt, results, out):
     """Per-row drift against training count (first seed); None without rows.npz."""
     rows_path = os.path.join(out, "rows.npz")
-    if not os.path.isfile(rows_path):
+    if not os.path.isfile(rows_path) or not rows_of_results(rows_path, results):
         return None
     rows = np.load(rows_path)
     fig, ax = plt.subplots(figsize=(6.5, 4))

@@ -247,3 +247,20 @@ def test_related_words_are_drawn_only_where_every_system_scored_a_pair(tmp_path,
     assert "head_diversity" in paths  # the figures beside it are drawn either way
     assert ("related_words" in paths) == bool(scored)
     assert os.path.isfile(tmp_path / "figures" / "related_words.svg") == bool(scored)
+
+
+def test_the_row_drift_is_drawn_only_from_the_scoring_behind_the_results(tmp_path):
+    """rows.npz keeps the scoring key it was written under: a folder scored again on other seeds holds the later
+    file, which `hf-minattn findings` drew under the earlier results."""
+    from test_experiments_verdicts import synthetic
+
+    from hf_minattn.experiments.caches import SCORING_SETTINGS
+    from hf_minattn.experiments.figures import make_figures
+
+    results, rng = synthetic(), np.random.default_rng(0)
+    settings = {k: results["settings"][k] for k in SCORING_SETTINGS if k in results["settings"]}
+    for seeds, drawn in ((list(results["seeds"]), True), ([*results["seeds"], 99], False)):
+        key = json.dumps({"seeds": seeds, "settings": settings, "models": {}})
+        np.savez(tmp_path / "rows.npz", key=np.array(key), counts=rng.integers(0, 50, 100),
+                 full_drift=rng.random(100), frozen_drift=rng.random(100))
+        assert ("row_drift" in make_figures(results, str(tmp_path), "png")) is drawn
