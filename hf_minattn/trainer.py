@@ -272,15 +272,16 @@ def checkpoint_problem(folder: str, world_size: int) -> str | None:
     except ValueError as error:
         return f"was cut short while saving: {error}"
     has = set(os.listdir(folder))
-    optimizer = [] if has & {OPTIMIZER_NAME, OPTIMIZER_NAME_BIN} else [OPTIMIZER_NAME]
-    if optimizer or SCHEDULER_NAME not in has:
-        return f"is model-only (no {', '.join(optimizer + [n for n in (SCHEDULER_NAME,) if n not in has])})"
+    missing = ([] if has & {OPTIMIZER_NAME, OPTIMIZER_NAME_BIN} else [OPTIMIZER_NAME]) + \
+        ([] if SCHEDULER_NAME in has else [SCHEDULER_NAME])
+    if missing:
+        return f"is model-only (no {', '.join(missing)})"
     rng = ["rng_state.pth"] if world_size <= 1 else [f"rng_state_{rank}.pth" for rank in range(world_size)]
     missing = [name for name in rng if name not in has]
     if not missing:
         return None
     others = sorted(name for name in has if name.startswith("rng_state") and name not in rng)
-    if others and world_size <= 1 or "rng_state.pth" in others:
+    if (others and world_size <= 1) or "rng_state.pth" in others:
         return (f"holds the random states of another number of processes ({', '.join(others)}; this run has "
                 f"{world_size}, so resume it with as many)")
     # Each process writes its own random state, and nothing makes process 0 wait for the others before it writes

@@ -10,7 +10,7 @@ import zipfile
 
 import numpy as np
 
-from hf_minattn.record_files import write_json_atomically
+from hf_minattn.record_files import read_json, write_json_atomically
 
 from .dynamics import saved_states, similarity_curves
 from .evaluation import evaluate
@@ -38,10 +38,9 @@ def read_kept_json(path: str):
     if not os.path.isfile(path):
         return None
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except json.JSONDecodeError:
-        log(f"{path} is not whole JSON (a call stopped while writing it): measuring again")
+        return read_json(path)
+    except ValueError as error:  # record_files.read_json names the file
+        log(f"{error}: a call stopped while writing it; measuring again")
         return None
 
 
@@ -96,14 +95,14 @@ def scoring(out: str, folders: dict, settings: dict, seeds) -> dict:
                        default=str)["scored"]  # default=str as collect_results
 
 
-def seed_tables(value, path: tuple = ()):
-    """Every {seed: ...} table in a dynamics file (under a "seeds" key, at any depth): [(path, table)]."""
+def seed_tables(value) -> list[dict]:
+    """Every {seed: ...} table in a dynamics file (under a "seeds" key, at any depth)."""
     if not isinstance(value, dict):
         return []
-    found = [(path, value["seeds"])] if isinstance(value.get("seeds"), dict) else []
+    found = [value["seeds"]] if isinstance(value.get("seeds"), dict) else []
     for key, inner in value.items():
         if key != "seeds":
-            found += seed_tables(inner, (*path, key))
+            found += seed_tables(inner)
     return found
 
 
@@ -142,17 +141,20 @@ def per_seed_cache(path: str, seeds, measure):
     """A dynamics phase's numbers kept per seed in `path`: the seeds the file holds are read back, the others
     measured (measure(those seeds); None: nothing to measure) and added to it. Returns the numbers of `seeds`."""
     kept = read_kept_json(path)
-    held = set.intersection(*({int(s) for s in t} for _, t in seed_tables(kept))) if seed_tables(kept) else set()
+    tables = seed_tables(kept)
+    held = set.intersection(*({int(seed) for seed in table} for table in tables)) if tables else set()
     missing = [seed for seed in seeds if seed not in held]
-    if kept is not None and missing and held:
+    if not missing:
+        return with_seeds(kept, list(seeds))
+    if held:
         log(f"{os.path.basename(path)}: seeds {sorted(held & set(seeds))} read back, seeds {missing} measured")
-    value = measure(missing) if missing else None
-    if missing and value is None:
+    value = measure(missing)
+    if value is None:
         return None
-    if missing:
-        value = with_seeds(kept, added=value) if held else value
-        write_json_atomically(path, value, indent=1)
-    return with_seeds(value if missing else kept, list(seeds))
+    if held:
+        value = with_seeds(kept, added=value)
+    write_json_atomically(path, value, indent=1)
+    return with_seeds(value, list(seeds))
 
 
 def similarity_dynamics(out: str, folders: dict, settings: dict, seeds, remove_states: bool = True) -> dict:
