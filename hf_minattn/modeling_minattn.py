@@ -43,17 +43,24 @@ def is_cpu_bf16(tensor: torch.Tensor) -> bool:
     )
 
 
-def check_label_ids(labels: torch.Tensor, size: int, what: str, size_name: str, unlabelled: str) -> None:
+def check_label_ids(labels: torch.Tensor, size: int, what: str, size_name: str, unlabelled: str) -> torch.Tensor:
     """Labels lie in [0, size), or are -100 (no label); else a ValueError naming one that does not, rather than
     torch's error from inside the loss (an IndexError on a CPU, a device-side assert on a GPU). Reading the values
     syncs a GPU with the host, as the heads' boolean indexing of the labels does anyway. Skipped while traced or
-    compiled, as the check of input_ids is (a check on values cannot be a graph op)."""
-    if is_traced():
-        return
-    outside = labels[(labels != -100) & ((labels < 0) | (labels >= size))]
-    if outside.numel():
-        raise ValueError(f"labels holds {what} {int(outside[0])}, outside [0, {size_name}={size}) "
-                         f"(-100 marks {unlabelled} without a label)")
+    compiled, as the check of input_ids is (a check on values cannot be a graph op).
+
+    Returns the labels as int64, which cross-entropy demands: an int32 column (numpy, `datasets` with_format("torch"))
+    is as good as the int32 input_ids the encoder takes. Floating (or boolean) labels are a TypeError naming the
+    dtype, rather than torch's "expected scalar type Long" from inside the loss."""
+    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+        raise TypeError(f"labels has dtype {labels.dtype}, expected integers: a {what} in [0, {size_name}={size}) "
+                        f"or -100 per label (-100 marks {unlabelled} without a label)")
+    if not is_traced():
+        outside = labels[(labels != -100) & ((labels < 0) | (labels >= size))]
+        if outside.numel():
+            raise ValueError(f"labels holds {what} {int(outside[0])}, outside [0, {size_name}={size}) "
+                             f"(-100 marks {unlabelled} without a label)")
+    return labels.long()
 
 
 def sinusoidal_table(num_positions: int, dim: int) -> torch.Tensor:
@@ -700,7 +707,7 @@ class MinAttnForMaskedLM(MinAttnPreTrainedModel):
         else:
             if labels.shape != sequence_output.shape[:2]:
                 raise ValueError(f"labels has shape {tuple(labels.shape)}, expected {tuple(sequence_output.shape[:2])}")
-            check_label_ids(labels, self.config.vocab_size, "token id", "vocab_size", "a position")
+            labels = check_label_ids(labels, self.config.vocab_size, "token id", "vocab_size", "a position")
             labelled = labels != -100
             targets = labels[labelled]
             if self.config.sparse_prediction if sparse_prediction is None else sparse_prediction:
@@ -729,8 +736,9 @@ class MinAttnClassifierModel(MinAttnPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
-    def _check_class_ids(self, labels):
-        check_label_ids(labels, self.num_labels, "class", "num_labels", "an example or token")
+    def _check_class_ids(self, labels) -> torch.Tensor:
+        """The labels as int64 class ids, checked (see check_label_ids)."""
+        return check_label_ids(labels, self.num_labels, "class", "num_labels", "an example or token")
 
 
 class MinAttnForSequenceClassification(MinAttnClassifierModel):
@@ -774,32 +782,40 @@ class MinAttnForSequenceClassification(MinAttnClassifierModel):
 
         loss = None
         if labels is not None:
-            if self.config.problem_type is None:  # as BERT infers it: one output regresses, class ids classify
-                integer = labels.dtype in (torch.long, torch.int)
-                self.config.problem_type = ("regression" if self.num_labels == 1 else
-                                            "single_label_classification" if integer else "multi_label_classification")
-            if self.config.problem_type not in PROBLEM_TYPES:  # assigned after the model was built: not validated
-                raise ValueError(f"config.problem_type must be one of {PROBLEM_TYPES} or None, got "
-                                 f"{self.config.problem_type!r}")
-            self._check_label_shape(labels, logits.shape[0])
-            if self.config.problem_type == "regression":
+            problem = self._problem_type(labels)
+            self._check_label_shape(labels, logits.shape[0], problem)
+            if problem == "regression":
                 targets = labels.reshape(-1) if self.num_labels == 1 else labels  # (B,) or (B, 1) -> (B,); else (B, L)
                 loss = F.mse_loss(logits.squeeze(-1) if self.num_labels == 1 else logits, targets.to(logits.dtype))
-            elif self.config.problem_type == "single_label_classification":
-                self._check_class_ids(labels)
-                loss = F.cross_entropy(logits, labels.view(-1))  # labels (B,) or (B, 1) -> (B,)
-            elif self.config.problem_type == "multi_label_classification":
+            elif problem == "single_label_classification":
+                loss = F.cross_entropy(logits, self._check_class_ids(labels).view(-1))  # (B,) or (B, 1) -> (B,)
+            else:  # multi_label_classification
                 loss = F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
+            # Kept in the config (as BERT does) only once the labels were accepted: a call refused above leaves it as
+            # it was, so that the next call is not judged by, nor a save stores, a choice made from bad labels.
+            if self.config.problem_type is None:
+                self.config.problem_type = problem
 
         output = SequenceClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
         return output if return_dict else output.to_tuple()
 
-    def _check_label_shape(self, labels, batch: int) -> None:
+    def _problem_type(self, labels) -> str:
+        """config.problem_type, or without one, what the labels make it as BERT infers it: one output regresses,
+        int64/int32 class ids classify, anything else is multi-hot. Not written to the config here."""
+        problem = self.config.problem_type
+        if problem is None:
+            integer = labels.dtype in (torch.long, torch.int)
+            problem = ("regression" if self.num_labels == 1 else
+                       "single_label_classification" if integer else "multi_label_classification")
+        if problem not in PROBLEM_TYPES:  # assigned after the model was built: not validated
+            raise ValueError(f"config.problem_type must be one of {PROBLEM_TYPES} or None, got {problem!r}")
+        return problem
+
+    def _check_label_shape(self, labels, batch: int, problem: str) -> None:
         """Labels shaped as the problem type's loss reads them; else a ValueError naming both shapes, rather than a
         batch-size error from inside the loss or, for regression, a target silently broadcast against the logits."""
-        problem = self.config.problem_type
         if problem == "multi_label_classification" or (problem == "regression" and self.num_labels > 1):
             expected, what = [(batch, self.num_labels)], f"{self.num_labels} targets per sequence"
         else:
@@ -852,7 +868,7 @@ class MinAttnForTokenClassification(MinAttnClassifierModel):
             if labels.shape != logits.shape[:2]:
                 raise ValueError(f"labels has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])} (one "
                                  "class index per token)")
-            self._check_class_ids(labels)
+            labels = self._check_class_ids(labels)
             if num_items is None:
                 num_items = max(int((labels != -100).sum()), 1)
             flat_logits = logits.view(-1, self.num_labels).float()  # (B*T, num_labels)

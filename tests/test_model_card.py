@@ -168,6 +168,25 @@ def test_the_architecture_lines_follow_the_config():
     assert "W_Q and W_K with std" not in card_text(qkv_init="identity")  # they start at the identity
 
 
+def test_the_initialisation_and_frozen_lines_follow_the_config():
+    """With no feed-forward there is no feed-forward output to scale, and without learned positions there are no
+    position embeddings to freeze (rope and none have no table; a sinusoidal one is fixed, not random): the card
+    said both whatever the config."""
+    bare = " ".join(card_text(frozen=True, position_embedding_type="rope", intermediate_size=0, hidden_size=32).split())
+    assert "the residual output projections W_O scaled down by sqrt(2 x layers))" in bare
+    assert "feed-forward output" not in bare
+    assert "- **Embeddings frozen**: the word embeddings kept their random initial values during training." in bare
+    assert "position) embeddings" not in bare and "position embeddings kept" not in bare
+
+    full = " ".join(card_text(frozen=True).split())  # learned positions, a 37-wide feed-forward
+    assert "the residual output projections W_O and the feed-forward output scaled down by sqrt(2 x layers))" in full
+    assert "the word and position embeddings kept their random initial values during training." in full
+
+    sinusoidal = " ".join(card_text(frozen=True, position_embedding_type="sinusoidal").split())
+    assert ("the word embeddings kept their random initial values during training (the sinusoidal position encoding "
+            "is fixed, not learned, in any case).") in sinusoidal
+
+
 def test_the_card_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
     """A write killed before its last step (here: the rename) leaves the previous card, not a truncated one."""
     facts = CardFacts(model_name="m", config=tiny_config(), num_parameters=1, dataset_id=None, dataset_config=None,

@@ -1,5 +1,7 @@
 """What MinAttn's forward takes besides input ids and a mask: position_ids as BERT honours them, BERT's inputs it
-cannot use refused by name, and the rotary frequencies after the model is cast and cast back."""
+cannot use refused by name, the rotary frequencies after the model is cast and cast back, and the heads' labels
+(any integer dtype; floats where classes are expected refused by name; the problem type a refused call implies not
+kept)."""
 
 import copy
 import re
@@ -183,3 +185,71 @@ def test_a_rope_model_built_on_the_meta_device_gets_its_frequencies_when_materia
         model = MinAttnModel(tiny_config(position_embedding_type="rope", hidden_size=32))
     model.to_empty(device="cpu")
     assert torch.equal(model.rotary.inv_freq, rope_inverse_frequencies(8, 10000.0))
+
+
+# ---------------------------------------------------------------- labels
+
+
+def head_labels(head, dtype) -> torch.Tensor:
+    """Labels of `dtype` a head with num_labels=3 accepts for a (2, 6) input: token ids or classes, -100 in places."""
+    if head is MinAttnForSequenceClassification:
+        return torch.tensor([0, 2], dtype=dtype)
+    labels = torch.tensor([[7, -100, 9, 2, -100, 1], [-100, 1, 1, 0, 2, -100]])
+    return (labels.clamp(max=2) if head is MinAttnForTokenClassification else labels).to(dtype)
+
+
+# The sequence classifier reads only int64 and int32 as class ids, as BERT's does: int16 labels it takes for multi-hot.
+@pytest.mark.parametrize("head, dtype", [
+    (MinAttnForMaskedLM, torch.int32),
+    (MinAttnForMaskedLM, torch.int16),
+    (MinAttnForSequenceClassification, torch.int32),
+    (MinAttnForTokenClassification, torch.int32),
+    (MinAttnForTokenClassification, torch.int16),
+], ids=lambda value: getattr(value, "__name__", str(value)))
+def test_labels_of_any_integer_dtype_give_the_loss_of_int64_labels(head, dtype):
+    """An int32 label column (numpy, or `datasets` with_format("torch")) is as good as the int32 input_ids the
+    encoder takes; it failed inside torch ("expected scalar type Long")."""
+    torch.manual_seed(0)
+    model = head(tiny_config(num_labels=3)).eval()
+    input_ids = torch.randint(5, 99, (2, 6))
+    with torch.no_grad():
+        expected = model(input_ids, labels=head_labels(head, torch.long)).loss
+        model.config.problem_type = None
+        assert torch.equal(model(input_ids, labels=head_labels(head, dtype)).loss, expected)
+
+
+@pytest.mark.parametrize("head, message", [
+    (MinAttnForMaskedLM, "labels has dtype torch.float32, expected integers: a token id in [0, vocab_size=99) or "
+                         "-100 per label"),
+    (MinAttnForTokenClassification, "labels has dtype torch.float32, expected integers: a class in [0, num_labels=3) "
+                                    "or -100 per label"),
+    (MinAttnForSequenceClassification, "labels has dtype torch.float32, expected integers: a class in "
+                                       "[0, num_labels=3) or -100 per label"),
+], ids=["masked_lm", "token_classes", "sequence_classes"])
+def test_floating_labels_where_class_ids_are_expected_are_a_type_error_naming_the_dtype(head, message):
+    """Floats where each label is a class (the masked LM, token classes, a sequence classifier told
+    single_label_classification) were torch's RuntimeError from inside the loss."""
+    model = head(tiny_config(num_labels=3, problem_type="single_label_classification")).eval()
+    with pytest.raises(TypeError, match=re.escape(message)):
+        model(torch.randint(5, 99, (2, 6)), labels=head_labels(head, torch.float32))
+
+
+def test_labels_a_call_refuses_leave_the_problem_type_unchosen():
+    """The problem type the labels imply is kept in the config only once the call succeeds. Refused multi-hot floats
+    of the wrong shape left multi_label_classification behind: the next, correct call (class ids) was then refused
+    as not multi-hot, and a save would have stored it. A problem type the user set is still respected."""
+    model = MinAttnForSequenceClassification(tiny_config(num_labels=3)).eval()
+    input_ids = torch.randint(5, 99, (2, 6))
+    refused = "labels has shape (2, 1), expected (2, 3) (3 targets per sequence)"
+    with pytest.raises(ValueError, match=re.escape(refused)):
+        model(input_ids, labels=torch.tensor([[1.0], [0.0]]))
+    assert model.config.problem_type is None
+    assert torch.isfinite(model(input_ids, labels=torch.tensor([0, 2])).loss)
+    assert model.config.problem_type == "single_label_classification"
+
+    chosen = MinAttnForSequenceClassification(tiny_config(num_labels=3, problem_type="multi_label_classification"))
+    multi_hot = torch.tensor([[1, 0, 1], [0, 1, 0]])  # int64, which alone would mean class ids
+    out = chosen.eval()(input_ids, labels=multi_hot)
+    torch.testing.assert_close(out.loss, torch.nn.functional.binary_cross_entropy_with_logits(out.logits,
+                                                                                               multi_hot.float()))
+    assert chosen.config.problem_type == "multi_label_classification"
