@@ -13,7 +13,7 @@ from hf_minattn.probes.corpus import split_sentences
 from hf_minattn.probes.encode import encode_corpus
 from hf_minattn.probes.geometry import (anisotropy, anisotropy_pairs, band_contrast, baseline_groups, layer_contrast,
                                         distinct_context_groups, geometry, max_explainable_variance, scored_groups,
-                                        self_similarity)
+                                        self_similarity, text_ids)
 
 SENTENCES = split_sentences(TEXTS, max_sentences=0)  # 8 texts, each 4 times
 
@@ -73,12 +73,12 @@ def encoded(tokenizer):
 
 def test_geometry_draws_its_baselines_from_the_random_sample(encoded):
     """Both baselines of every layer come from the sampled occurrences: the anisotropy is the mean cosine over the
-    pairs anisotropy_pairs draws among them (different sentences), the same pairs at every layer."""
+    pairs anisotropy_pairs draws among them (different sentence texts), the same pairs at every layer."""
     result = geometry(encoded, min_count=2, max_occurrences=3, min_contexts=2, n_pairs=300, seed=4)
     sample = np.flatnonzero(encoded.kept_sample)
+    texts = text_ids(encoded.kept_sentence, encoded.tokenized.sentences)
     for layer, vectors in enumerate(encoded.kept):
-        assert result.anisotropy[layer] == pytest.approx(
-            anisotropy(vectors[sample], encoded.kept_sentence[sample], n_pairs=300, seed=4))
+        assert result.anisotropy[layer] == pytest.approx(anisotropy(vectors[sample], texts[sample], n_pairs=300, seed=4))
 
 
 def test_the_baseline_sample_is_drawn_without_replacement(encoded, tokenizer):

@@ -16,7 +16,8 @@ from hf_minattn import MinAttnModel
 from hf_minattn.probes import senses_data
 from hf_minattn.probes.corpus import split_sentences
 from hf_minattn.probes.encode import encode_corpus
-from hf_minattn.probes.geometry import distinct_context_groups, geometry, static_word_vectors
+from hf_minattn.probes.geometry import distinct_context_groups, geometry
+from hf_minattn.probes.vectors import static_word_vectors
 from hf_minattn.probes.neighbours import labelled_occurrences, sense_accuracy, sense_scores
 from hf_minattn.probes.report.geometry import layer0_text
 from hf_minattn.probes.report.sense_accuracy import sense_accuracy_text

@@ -459,7 +459,7 @@ def test_static_and_decontextualized_vectors_use_the_pieces_a_word_has_inside_a_
     geometry takes a word's pieces from inside a sentence even where it is first seen first in one; fed alone,
     a word keeps those pieces between the tokenizer's own special tokens, so a model whose layers add nothing gives
     its static vector at every layer."""
-    from hf_minattn.probes.geometry import static_word_vectors
+    from hf_minattn.probes.vectors import static_word_vectors
     from hf_minattn.probes.vectors import _piece_ids, decontextualized_vectors
 
     tok = _tokenizer_of(kind, tokenizer)
@@ -479,3 +479,29 @@ def test_static_and_decontextualized_vectors_use_the_pieces_a_word_has_inside_a_
     assert all([i for i, s in zip(w, m) if s] == expected for w, m in zip(ids, specials))
     every_layer = np.broadcast_to(static, (model.config.num_hidden_layers + 1, *static.shape))
     np.testing.assert_allclose(decontextualized_vectors(model, tok, inside), every_layer, atol=1e-5)
+
+
+def _encoded_words(model, tok):
+    return encode_corpus(model, tok, [s for s in SENTENCES if len(tok(s)["input_ids"]) <= 24], min_count=1).contextual
+
+
+def _decontextualized(model, tok):
+    from hf_minattn.probes.vectors import decontextualized_vectors
+
+    return decontextualized_vectors(model, tok, ["king", "queen", "kingdom", "barked", "the"])
+
+
+def _word_in_contexts(model, tok):
+    from hf_minattn.probes.neighbours import word_in_contexts
+
+    return np.array(word_in_contexts(model, tok, "king", ["The king ruled.", "A tall king sat on the hill."]).similarity)
+
+
+@pytest.mark.parametrize("probe", [_encoded_words, _decontextualized, _word_in_contexts])
+def test_a_tokenizer_that_pads_on_the_left_gives_the_same_vectors(tokenizer, probe):
+    """These functions read each sentence's tokens from the start of its row of the padded batch: a tokenizer with
+    padding_side="left" (a public caller's, not load_encoder's) pooled padding instead of the sentence's pieces."""
+    model = MinAttnModel(tiny_config(vocab_size=120)).eval()
+    left = copy.deepcopy(tokenizer)
+    left.padding_side = "left"
+    np.testing.assert_allclose(probe(model, left), probe(model, tokenizer), atol=1e-5)

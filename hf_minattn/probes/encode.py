@@ -75,6 +75,8 @@ def tokenize_corpus(tokenizer, sentences, max_length=128):
 
 @dataclass
 class EncodedCorpus:
+    """The probe sentences encoded. The kept occurrences (kept_*) are in corpus order: by sentence, then position."""
+
     tokenized: TokenizedCorpus
     contextual: np.ndarray  # (layers+1, vocab, hidden): mean over occurrences
     kept_word: np.ndarray  # (n_kept,) vocab index of each kept occurrence
@@ -83,31 +85,40 @@ class EncodedCorpus:
     kept: np.ndarray  # (layers+1, n_kept, hidden): vectors of the kept occurrences (for geometry)
     intra_similarity: np.ndarray  # (layers+1,): Ethayarajh's IntraSim averaged over sentences
     intra_by_sentence: np.ndarray | None = None  # (layers+1, sentences): each sentence's IntraSim, in encoding order
+    # (n_kept,) True for the occurrences kept for their word's self-similarity and MEV (`_keep_mask`); None: all
+    kept_scored: np.ndarray | None = None
 
     @property
     def num_layers(self):
         return self.contextual.shape[0] - 1
 
 
+SCORED, SAMPLED = 1, 2  # the bits of `_keep_mask`: kept for the word's geometry, drawn for the baselines
+
+
 def _keep_mask(tokenized, min_count, max_occurrences, sample_size, seed):
-    """Which occurrences to keep as full vectors: the first `max_occurrences` of every word seen
-    >= min_count times (self-similarity, MEV), and a uniform random sample of all occurrences (the
-    anisotropy baselines). Returns per sentence, per word: 0 = drop, 1 = keep, 2 = keep as sample."""
+    """Which occurrences to keep as full vectors, per sentence, per word: SCORED for the first occurrence of a word
+    seen >= min_count times in each of its first `max_occurrences` distinct sentence TEXTS in corpus order
+    (self-similarity, MEV: a word repeated within a sentence, or a repeated sentence, is one context), SAMPLED
+    for a uniform random sample of all occurrences (the anisotropy baselines); 0 = drop, both bits = both."""
     index = tokenized.index
-    seen = np.zeros(len(tokenized.vocab), dtype=int)
+    contexts = [set() for _ in tokenized.vocab]  # per word: the sentence texts it is kept from
     keep = []
-    for words in tokenized.words:
+    for sentence, words in zip(tokenized.sentences, tokenized.words):
         row = []
         for w in words:
-            i = index[w]
-            row.append(int(tokenized.counts[i] >= min_count and seen[i] < max_occurrences))
-            seen[i] += 1
+            texts = contexts[index[w]]
+            if tokenized.counts[index[w]] >= min_count and len(texts) < max_occurrences and sentence not in texts:
+                texts.add(sentence)
+                row.append(SCORED)
+            else:
+                row.append(0)
         keep.append(row)
     flat = [(s, j) for s, words in enumerate(tokenized.words) for j in range(len(words))]
     rng = np.random.default_rng(seed)
     for k in rng.choice(len(flat), size=min(sample_size, len(flat)), replace=False):
         s, j = flat[k]
-        keep[s][j] = 2
+        keep[s][j] |= SAMPLED
     return keep
 
 
@@ -118,17 +129,31 @@ def pool_pieces(hidden, word_index, n_words):
     return sums / pieces[None, :, None]
 
 
+def _batch_occurrences(tokenized, batch_ids, keep):
+    """The words of the sentences `batch_ids` (one padded batch, padded on the right), numbered 0.. in order: (batch
+    row, token) of each piece and the number of its word, then per word its vocab index, sentence and keep bits."""
+    index = tokenized.index
+    b_idx, t_idx, occ_idx, occ_word, occ_sent, occ_keep, offset = [], [], [], [], [], [], 0
+    for b, s in enumerate(batch_ids):
+        for t, w in enumerate(tokenized.word_ids[s]):
+            if w is not None:
+                b_idx.append(b), t_idx.append(t), occ_idx.append(offset + w)
+        for j, word in enumerate(tokenized.words[s]):
+            occ_word.append(index[word]), occ_sent.append(s), occ_keep.append(keep[s][j])
+        offset += len(tokenized.words[s])
+    return b_idx, t_idx, torch.tensor(occ_idx), torch.tensor(occ_word), torch.tensor(occ_sent), torch.tensor(occ_keep)
+
+
 def encode_corpus(model, tokenizer, sentences, batch_size=64, max_length=None, min_count=5,
                   max_occurrences=16, baseline_sample=1000, seed=0, tokenized=None, bf16=False):
     """Encode `sentences` with `model` (no_grad, batched by length) and pool pieces into words per layer.
     `bf16`: run the model under bf16 autocast (fast only where the CPU or GPU has native bf16); pooling stays fp32."""
     max_length = max_length or max_length_for(model, tokenizer)
     tokenized = tokenized or tokenize_corpus(tokenizer, sentences, max_length)
-    index = tokenized.index
     keep = _keep_mask(tokenized, min_count, max_occurrences, baseline_sample, seed)
     n_layers, hidden = model.config.num_hidden_layers, model.config.hidden_size
     sums = torch.zeros(n_layers + 1, len(tokenized.vocab), hidden)
-    kept, kept_word, kept_sentence, kept_sample, intra = [], [], [], [], []
+    kept, kept_word, kept_sentence, kept_keep, intra = [], [], [], [], []
 
     # Sorting by length keeps padding (wasted compute) small.
     order = sorted(range(len(tokenized.sentences)), key=lambda s: len(tokenized.encodings[s]))
@@ -136,44 +161,40 @@ def encode_corpus(model, tokenizer, sentences, batch_size=64, max_length=None, m
     model.eval()
     with torch.inference_mode():
         for batch_ids in progress(batches, desc="encoding corpus"):
-            enc = tokenizer.pad({"input_ids": [tokenized.encodings[s] for s in batch_ids]}, return_tensors="pt")
+            # Padded on the right whatever the tokenizer's padding_side: a sentence's tokens start its row.
+            enc = tokenizer.pad({"input_ids": [tokenized.encodings[s] for s in batch_ids]}, padding_side="right",
+                                return_tensors="pt")
             with torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=bf16):
                 out = run_model(model, enc, output_hidden_states=True)
             states = torch.stack(out.hidden_states).float()  # (L+1, B, T, H)
-            # Give every (sentence, word) of the batch one flat index, then pool its pieces.
-            b_idx, t_idx, occ_idx, occ_word, occ_sent, occ_keep, offset = [], [], [], [], [], [], 0
-            for b, s in enumerate(batch_ids):
-                for t, w in enumerate(tokenized.word_ids[s]):
-                    if w is not None:
-                        b_idx.append(b), t_idx.append(t), occ_idx.append(offset + w)
-                for j, word in enumerate(tokenized.words[s]):
-                    occ_word.append(index[word]), occ_sent.append(s), occ_keep.append(keep[s][j])
-                offset += len(tokenized.words[s])
-            occ = pool_pieces(states[:, b_idx, t_idx], torch.tensor(occ_idx), offset)  # (L+1, n_occ, H)
-            occ_word_t = torch.tensor(occ_word)
-            sums.index_add_(1, occ_word_t, occ)
+            b_idx, t_idx, occ_idx, occ_word, occ_sent, occ_keep = _batch_occurrences(tokenized, batch_ids, keep)
+            occ = pool_pieces(states[:, b_idx, t_idx], occ_idx, len(occ_word))  # (L+1, n_occ, H)
+            sums.index_add_(1, occ_word, occ)
             # IntraSim: cosine of each word to its sentence's mean vector, averaged within the sentence.
             sent_local = torch.repeat_interleave(torch.arange(len(batch_ids)),
                                                  torch.tensor([len(tokenized.words[s]) for s in batch_ids]))
             means = pool_pieces(occ, sent_local, len(batch_ids))
             cos = torch.nn.functional.cosine_similarity(occ, means[:, sent_local], dim=-1)  # (L+1, n_occ)
             intra.append(pool_pieces(cos[..., None], sent_local, len(batch_ids))[..., 0])
-            occ_keep = torch.tensor(occ_keep)
             mask = occ_keep > 0
-            kept.append(occ[:, mask]), kept_word.append(occ_word_t[mask])
-            kept_sentence.append(torch.tensor(occ_sent)[mask]), kept_sample.append(occ_keep[mask] == 2)
+            kept.append(occ[:, mask]), kept_word.append(occ_word[mask])
+            kept_sentence.append(occ_sent[mask]), kept_keep.append(occ_keep[mask])
 
     contextual = sums / torch.from_numpy(tokenized.counts).float()[None, :, None]
     intra = torch.cat(intra, dim=1)  # (L+1, sentences)
+    # Back to corpus order: a stable sort by sentence keeps each sentence's words in position order.
+    corpus_order = torch.cat(kept_sentence).argsort(stable=True)
+    kept_keep = torch.cat(kept_keep)[corpus_order]
     return EncodedCorpus(
         tokenized=tokenized,
         contextual=contextual.numpy(),
-        kept_word=torch.cat(kept_word).numpy(),
-        kept_sentence=torch.cat(kept_sentence).numpy(),
-        kept_sample=torch.cat(kept_sample).numpy(),
-        kept=torch.cat(kept, dim=1).numpy(),
+        kept_word=torch.cat(kept_word)[corpus_order].numpy(),
+        kept_sentence=torch.cat(kept_sentence)[corpus_order].numpy(),
+        kept_sample=((kept_keep & SAMPLED) > 0).numpy(),
+        kept=torch.cat(kept, dim=1)[:, corpus_order].numpy(),
         intra_similarity=intra.mean(dim=1).numpy(),
         intra_by_sentence=intra.numpy(),
+        kept_scored=((kept_keep & SCORED) > 0).numpy(),
     )
 
 

@@ -1,14 +1,14 @@
 """How contextual are the representations? Ethayarajh (2019), per layer, at word level (pieces mean-pooled).
 
-- SelfSim(w): mean cosine between the vectors of w's occurrences (its first `max_occurrences` occurrences in
-  DISTINCT sentences, one per sentence text, for words seen >= min_count times in >= `min_contexts` such sentences:
-  repeated sentences would give identical vectors and inflate it);
+- SelfSim(w): mean cosine between the vectors of w's occurrences (its first occurrence in each of its first
+  `max_occurrences` DISTINCT sentence texts in corpus order, for words seen >= min_count times in >= `min_contexts`
+  such sentences: repeated sentences would give identical vectors and inflate it);
 - IntraSim: mean cosine of a sentence's words to the sentence's mean vector, averaged over sentences;
 - MEV(w): share of the variance of w's (n x d, NOT centred) occurrence matrix explained by its first
   singular direction;
-- anisotropy baseline: mean cosine between random words from different sentences; the MEV baseline is
-  the MEV of matrices of random occurrences (also uncentred) of each word's own number of occurrences, since MEV
-  falls as rows are added: one baseline per size, subtracted word by word (a word beyond the random sample's size
+- anisotropy baseline: mean cosine between random words from different sentence texts; the MEV baseline is the MEV
+  of matrices of random occurrences of distinct texts (also uncentred) of each word's own number of occurrences, since
+  MEV falls as rows are added: one baseline per size, subtracted word by word (a word beyond the random sample's size
   gets the baseline at that size, a higher one: counted in `mev_baseline_capped`). Adjusted = raw - baseline.
 
 Layer 0 (`hidden_states[0]`) is the embedding output: the word embedding, plus a position embedding where the model
@@ -23,7 +23,6 @@ its baseline (how anisotropic the embedding matrix is) and so the adjusted value
 """
 
 import inspect
-from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -69,6 +68,13 @@ def _unit(x):
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
 
 
+def text_ids(kept_sentence, sentence_texts):
+    """(n,) one id per distinct sentence TEXT of each occurrence (`kept_sentence`: its sentence index): a repeated
+    sentence gives its words the same vectors again, so its copies are one context, not several."""
+    ids = {}
+    return np.array([ids.setdefault(sentence_texts[s], len(ids)) for s in kept_sentence], dtype=int)
+
+
 def anisotropy_pairs(sentence_ids, n_pairs=2000, seed=0):
     """(a, b): index arrays of random pairs of occurrences from different sentences: `n_pairs` draws of two uniform
     indices into `sentence_ids` (each occurrence's sentence), those within one sentence (the same occurrence twice
@@ -89,16 +95,22 @@ def anisotropy(vectors, sentence_ids, n_pairs=2000, seed=0):
     return float(np.mean(np.sum(u[a] * u[b], axis=1)))
 
 
-def baseline_groups(kept_sample, n_groups=100, size=16, seed=0):
+def baseline_groups(kept_sample, n_groups=100, size=16, seed=0, texts=None):
     """(n_groups, size) indices of kept occurrences from the random sample of occurrences (`kept_sample` True): the
-    matrices of the MEV baseline. Each group holds `size` different occurrences, as a word's group holds different
-    contexts: a row drawn twice would raise the first singular value's share and so the baseline."""
+    matrices of the MEV baseline. Each group holds occurrences of `size` different sentence texts (`texts`: the text
+    id of each kept occurrence, `text_ids`; None: every occurrence its own), as a word's group holds different
+    contexts: a row drawn twice, or a copy of it from a repeated sentence, would raise the first singular value's
+    share and so the baseline."""
     sample = np.flatnonzero(kept_sample)
-    if size > len(sample):
+    texts = np.arange(len(kept_sample)) if texts is None else np.asarray(texts)
+    if size > len(np.unique(texts[sample])):
         raise ValueError(f"the MEV baseline needs groups of {size} different occurrences, but the random sample holds "
-                         f"{len(sample)}")
+                         f"{len(sample)} in {len(np.unique(texts[sample]))} distinct sentences")
     rng = np.random.default_rng(seed)
-    return rng.permuted(np.tile(sample, (n_groups, 1)), axis=1)[:, :size]  # (n_groups, size): a shuffle a row
+    shuffled = rng.permuted(np.tile(sample, (n_groups, 1)), axis=1)  # (n_groups, sample): a shuffle a row
+    # each row's first occurrence of each text, in the row's order: a uniform draw that skips texts already drawn
+    firsts = [np.sort(np.unique(texts[row], return_index=True)[1])[:size] for row in shuffled]
+    return np.stack([row[first] for row, first in zip(shuffled, firsts)])  # (n_groups, size)
 
 
 def self_similarity(unit_vectors):
@@ -116,12 +128,12 @@ def max_explainable_variance(matrix):
 
 
 def distinct_context_groups(kept_word, kept_sentence, sentence_texts, max_occurrences=16, min_contexts=5):
-    """{word: indices of its kept occurrences}, at most one occurrence per distinct sentence TEXT (first kept), the
-    first `max_occurrences` of them, for words found in >= `min_contexts` distinct sentences."""
+    """{word: indices of its kept occurrences}, at most one occurrence per distinct sentence TEXT (the first in the
+    order given: encode_corpus keeps corpus order), the first `max_occurrences` of them, for words found in >=
+    `min_contexts` distinct sentences."""
     if not isinstance(min_contexts, int) or min_contexts < 2:
         raise ValueError(f"min_contexts must be an integer >= 2 (self-similarity needs two contexts), got {min_contexts!r}")
-    text_id = {}
-    sentence_key = np.array([text_id.setdefault(sentence_texts[s], len(text_id)) for s in kept_sentence], dtype=int)
+    sentence_key = text_ids(kept_sentence, sentence_texts)
     groups, seen = {}, set()
     for i, (w, key) in enumerate(zip(kept_word.tolist(), sentence_key.tolist())):
         if (w, key) in seen:
@@ -131,28 +143,6 @@ def distinct_context_groups(kept_word, kept_sentence, sentence_texts, max_occurr
         if len(group) < max_occurrences:
             group.append(i)
     return {w: np.array(g) for w, g in groups.items() if len(g) >= min_contexts}
-
-
-def static_word_vectors(model, tokenized):
-    """(vocab words, hidden): each word's input-embedding rows, mean-pooled over its pieces, i.e. the word embedding
-    without position embeddings, LayerNorm or context. The pieces are those the word has most often inside a sentence
-    (not first in it; ties: first seen), else most often at all: byte-level BPE gives a sentence's first word other
-    pieces (`king`) than the same word after a space (`Ġking`), the form vectors.static_vectors uses too."""
-    embedding = model.get_input_embeddings().weight.detach().float().cpu()
-    forms = [Counter() for _ in tokenized.vocab]  # per word: (first in its sentence?, piece ids) -> occurrences
-    index = tokenized.index
-    for ids, word_ids, words in zip(tokenized.encodings, tokenized.word_ids, tokenized.words):
-        pieces = {}
-        for t, w in enumerate(word_ids):
-            if w is not None:
-                pieces.setdefault(w, []).append(ids[t])
-        for w, piece_ids in pieces.items():
-            forms[index[words[w]]][w == 0, tuple(piece_ids)] += 1
-    vectors = torch.zeros(len(tokenized.vocab), embedding.shape[1])
-    for i, counts in enumerate(forms):
-        inside = Counter({form: n for form, n in counts.items() if not form[0]}) or counts
-        vectors[i] = embedding[list(inside.most_common(1)[0][0][1])].mean(0)
-    return vectors.numpy()
 
 
 def static_intra_similarity(static, tokenized):
@@ -269,12 +259,14 @@ def layer0_note(model):
 
 
 def scored_groups(encoded, min_count=5, max_occurrences=16, min_contexts=5):
-    """{word: indices of its kept occurrences} of the words geometry scores (`distinct_context_groups`, and seen
-    >= `min_count` times), with their vocab indices sorted (`eligible`)."""
-    counts = encoded.tokenized.counts
-    groups = distinct_context_groups(encoded.kept_word, encoded.kept_sentence, encoded.tokenized.sentences,
-                                     max_occurrences, min_contexts)
-    groups = {w: g for w, g in groups.items() if counts[w] >= min_count}
+    """{word: indices of its kept occurrences} of the words geometry scores (`distinct_context_groups` of the
+    occurrences kept for their word, `kept_scored`, not those only drawn for the baselines; and seen >= `min_count`
+    times), with their vocab indices sorted (`eligible`)."""
+    counts, scored = encoded.tokenized.counts, getattr(encoded, "kept_scored", None)
+    chosen = np.arange(len(encoded.kept_word)) if scored is None else np.flatnonzero(scored)  # (chosen,) into kept
+    groups = distinct_context_groups(encoded.kept_word[chosen], encoded.kept_sentence[chosen],
+                                     encoded.tokenized.sentences, max_occurrences, min_contexts)
+    groups = {w: chosen[g] for w, g in groups.items() if counts[w] >= min_count}
     eligible = np.array(sorted(groups), dtype=int)
     if len(eligible) == 0:
         lower = " or a lower --min-count" if min_count > min_contexts else ""
@@ -294,6 +286,12 @@ def padded_groups(groups, eligible):
     return n_occ, padded, present
 
 
+def sample_contexts(encoded):
+    """(the random sample's indices into the kept occurrences, `text_ids` of the kept, the sample's distinct texts)."""
+    sample, texts = np.flatnonzero(encoded.kept_sample), text_ids(encoded.kept_sentence, encoded.tokenized.sentences)
+    return sample, texts, len(np.unique(texts[sample]))
+
+
 def _layer_scorer(encoded, groups, eligible, n_pairs, mev_groups, seed):
     """score(vectors of the kept occurrences) -> (mean self-similarity, mean MEV, anisotropy baseline, MEV baseline,
     per-word adjusted self-similarity).
@@ -304,18 +302,19 @@ def _layer_scorer(encoded, groups, eligible, n_pairs, mev_groups, seed):
     baselines, so that adjusted MEV = mean MEV - MEV baseline = the mean of the per-word differences. Subsampling
     every word to min_contexts occurrences would match sizes too, but throw away occurrences."""
     n_occ, padded, present = padded_groups(groups, eligible)
-    # Baselines from the uniform random sample of occurrences only, as in Ethayarajh (2019).
-    sample = np.flatnonzero(encoded.kept_sample)
+    # Baselines from the uniform random sample of occurrences only, as in Ethayarajh (2019); copies of a sentence
+    # text are one context there too.
+    sample, texts, capacity = sample_contexts(encoded)
     # (sizes,), (words,) index into sizes; a word beyond the sample's size gets the largest size it holds
-    sizes, size_of_word = np.unique(np.minimum(n_occ, len(sample)), return_inverse=True)
-    random_groups = [baseline_groups(encoded.kept_sample, mev_groups, int(n), seed) for n in sizes]
+    sizes, size_of_word = np.unique(np.minimum(n_occ, capacity), return_inverse=True)
+    random_groups = [baseline_groups(encoded.kept_sample, mev_groups, int(n), seed, texts) for n in sizes]
 
     def score(layer_vectors):
         unit = _unit(layer_vectors)[padded] * present[..., None]
         total = unit.sum(axis=1)
         sims = (np.sum(total * total, axis=1) - n_occ) / (n_occ * (n_occ - 1))  # see self_similarity()
         mevs = max_explainable_variance(layer_vectors[padded] * present[..., None])
-        base = anisotropy(layer_vectors[sample], encoded.kept_sentence[sample], n_pairs, seed)
+        base = anisotropy(layer_vectors[sample], texts[sample], n_pairs, seed)
         by_size = np.array([np.mean(max_explainable_variance(layer_vectors[g])) for g in random_groups])  # (sizes,)
         mev_base = float(by_size[size_of_word].mean())  # each word's baseline at its own size, averaged
         return float(sims.mean()), float(mevs.mean()), base, mev_base, sims - base
@@ -409,10 +408,10 @@ def _by_band(eligible, adjusted):
 
 def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=100, seed=0, min_contexts=5,
              static=None, model=None):
-    """Geometry per layer from an EncodedCorpus (words: their first `max_occurrences` occurrences in distinct
-    sentences, for words in >= `min_contexts` distinct sentences). `static` (vocab words, hidden), e.g. from
-    `static_word_vectors(model, encoded.tokenized)`, adds the word embeddings alone as `static`; `model` (optional)
-    only words `layer0_note`."""
+    """Geometry per layer from an EncodedCorpus (words: one occurrence in each of their first `max_occurrences`
+    distinct sentences in corpus order, for words in >= `min_contexts` of them). `static` (vocab words, hidden), e.g.
+    from `static_word_vectors(model, encoded.tokenized)`, adds the word embeddings alone as `static`; `model`
+    (optional) only words `layer0_note`."""
     groups, eligible = scored_groups(encoded, min_count, max_occurrences, min_contexts)
     score = _layer_scorer(encoded, groups, eligible, n_pairs, mev_groups, seed)
     result = {k: [] for k in ("self", "mev", "base", "mev_base", "adj_self")}
@@ -423,7 +422,7 @@ def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=
     by_word_last = result["adj_self"][-1]
     intra = [float(x) for x in encoded.intra_similarity]
     bands, band_sizes = _by_band(eligible, result["adj_self"])
-    tokenized, vocab = encoded.tokenized, encoded.tokenized.vocab
+    tokenized, vocab, capacity = encoded.tokenized, encoded.tokenized.vocab, sample_contexts(encoded)[2]
     ranked = [(vocab[eligible[i]], float(by_word_last[i])) for i in np.argsort(by_word_last)]
     return GeometryResults(
         layers=list(range(len(encoded.kept))),
@@ -446,5 +445,5 @@ def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=
         layer0_note=layer0_note(model),
         band_contrast=band_contrast(eligible, np.asarray(by_word_last), seed, pieces=pieces_per_word(tokenized)),
         layer_contrast=layer_contrast(result["adj_self"], seed),
-        mev_baseline_capped=int(sum(len(g) > encoded.kept_sample.sum() for g in groups.values())),
+        mev_baseline_capped=int(sum(len(g) > capacity for g in groups.values())),
     )

@@ -61,7 +61,8 @@ def word_in_contexts(model, tokenizer, word, sentences, word_vectors=None, topn=
             raise ValueError(f"{word!r} does not occur (as a whole word) in sentence {s}: {sentences[s]!r}")
         j = words.index(target)
         positions.append([t for t, w in enumerate(tokenized.word_ids[s]) if w == j])
-    enc = tokenizer.pad({"input_ids": tokenized.encodings}, return_tensors="pt")
+    # Padded on the right whatever the tokenizer's padding_side: `positions` count from the start of each row.
+    enc = tokenizer.pad({"input_ids": tokenized.encodings}, padding_side="right", return_tensors="pt")
     with torch.inference_mode():
         states = torch.stack(run_model(model, enc, output_hidden_states=True).hidden_states).float()
     b_idx = [s for s, pos in enumerate(positions) for _ in pos]

@@ -4,17 +4,18 @@ per word too).
 
 The probes read pooled vectors of a few words only: the benchmarks' words (WordSim-353 and its subsets, SimLex-999,
 the analogies), the neighbour probe's words, the sense word and the homonyms, the related pairs of
-cooccurrence.py; and, as the candidates every neighbour list and every analogy answer is searched among, the
-`CANDIDATES` most frequent words. Geometry reads the probe sentences' own encoding (encode.encode_corpus), not the
-pooled vectors, and is the same under both designs. Pooling those words only, from at most K sentences each, leaves
-most sentences of a large corpus unencoded: a sentence is encoded only while one of its words still needs contexts.
+cooccurrence.py; and the `CANDIDATES` most frequent words. Every neighbour list and every analogy answer is searched
+among all the pooled words: those most frequent words plus every word a probe reads (all the analogy words included).
+Geometry reads the probe sentences' own encoding (encode.encode_corpus), not the pooled vectors, and is the same under
+both designs. Pooling those words only, from at most K sentences each, leaves most sentences of a large corpus
+unencoded: a sentence is encoded only while one of its words still needs contexts.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-CANDIDATES = 1000  # the most frequent words, always pooled: the neighbours' and the analogies' candidate answers
+CANDIDATES = 1000  # the most frequent words, always pooled (with the probes' words: the answers' candidates)
 DEFAULT_CONTEXTS_PER_WORD = 10  # benchmarks/bench_pooling.py: the smallest K within the bootstrap noise of full pooling
 # The untrained twin is a floor whose scores sit near 0: its pass costs as much as the model's, but at K = 2 every
 # benchmark's rho at every layer stays inside the 95% bootstrap interval of its K = 10 pass (bench_pooling.py --twin)

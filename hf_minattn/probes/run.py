@@ -14,7 +14,7 @@ from .benchmarks import run_benchmarks
 from .circuits import circuit_hypotheses
 from .drift import drift_results
 from .encode import CorpusWords, encode_corpus, pool_corpus, tokenize_corpus, tokenize_words, word_normaliser
-from .geometry import geometry, static_word_vectors
+from .geometry import geometry
 from .head_ablation import head_ablation, language_model_for
 from .attention_view import attention_view, view_sentences
 from .heads import attention_graph, head_statistics
@@ -24,7 +24,7 @@ from .neighbours import nearest_neighbours, sense_accuracy, word_in_contexts
 from .pooling import selection_for
 # DEFAULT_EXAMPLES: serve.py imports it from here
 from .settings import DEFAULT_EXAMPLES, ProbeSettings, check_probe_arguments  # noqa: F401
-from .vectors import word_vectors
+from .vectors import static_word_vectors, word_vectors
 from .layouts import unless_unsupported
 from .weights import initial_model, weight_spectra
 

@@ -9,6 +9,7 @@ All sets share the corpus vocabulary (most frequent first), so benchmarks score 
 """
 
 import os
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,6 +110,29 @@ def static_vectors(model, tokenizer, words):
     return pool_pieces(rows[None], owner, len(words))[0].numpy()
 
 
+def static_word_vectors(model, tokenized):
+    """(vocab words, hidden): each word's input-embedding rows, mean-pooled over its pieces, i.e. the word embedding
+    without position embeddings, LayerNorm or context. The pieces are those the word has most often inside a sentence
+    (not first in it; ties: first seen), else most often at all: byte-level BPE gives a sentence's first word other
+    pieces (`king`) than the same word after a space (`Ġking`), the form `static_vectors` uses too. Geometry
+    scores these as its `static` layer."""
+    embedding = model.get_input_embeddings().weight.detach().float().cpu()
+    forms = [Counter() for _ in tokenized.vocab]  # per word: (first in its sentence?, piece ids) -> occurrences
+    index = tokenized.index
+    for ids, word_ids, words in zip(tokenized.encodings, tokenized.word_ids, tokenized.words):
+        pieces = {}
+        for t, w in enumerate(word_ids):
+            if w is not None:
+                pieces.setdefault(w, []).append(ids[t])
+        for w, piece_ids in pieces.items():
+            forms[index[words[w]]][w == 0, tuple(piece_ids)] += 1
+    vectors = torch.zeros(len(tokenized.vocab), embedding.shape[1])
+    for i, counts in enumerate(forms):
+        inside = Counter({form: n for form, n in counts.items() if not form[0]}) or counts
+        vectors[i] = embedding[list(inside.most_common(1)[0][0][1])].mean(0)
+    return vectors.numpy()
+
+
 def decontextualized_vectors(model, tokenizer, words, batch_size=256):
     """Each word fed alone ([CLS] word [SEP]); its non-special pieces pooled, per layer: (L+1, len(words), hidden)."""
     ids, specials = _piece_ids(tokenizer, words, add_special_tokens=True)
@@ -118,7 +142,8 @@ def decontextualized_vectors(model, tokenizer, words, batch_size=256):
     with torch.inference_mode():
         for start in progress(range(0, len(words), batch_size), desc="decontextualized words"):
             chunk = order[start : start + batch_size]
-            enc = tokenizer.pad({"input_ids": [ids[i] for i in chunk]}, return_tensors="pt")
+            # Padded on the right whatever the tokenizer's padding_side: the positions below start each row.
+            enc = tokenizer.pad({"input_ids": [ids[i] for i in chunk]}, padding_side="right", return_tensors="pt")
             states = torch.stack(run_model(model, enc, output_hidden_states=True).hidden_states).float()
             b_idx, t_idx = [], []
             for b, i in enumerate(chunk):
