@@ -35,12 +35,16 @@ def revisions(tmp_path_factory):
         tokenizer.save_pretrained(root / name)
     (root / "no_config").mkdir()
     tokenizer.save_pretrained(root / "no_config")
+    (root / "no_tokenizer").mkdir()  # a model pushed without its tokenizer
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(root / "v2" / name, root / "no_tokenizer" / name)
     return root
 
 
 @pytest.fixture
 def hub_ids(hub, revisions, tmp_path, monkeypatch):
-    """The stand-in serves 'org/tiny' (branches main and v2) and 'org/no-config' (a tokenizer alone), and this process
+    """The stand-in serves 'org/tiny' (branches main and v2), 'org/no-config' (a tokenizer alone) and
+    'org/no-tokenizer' (a model alone), and this process
     talks to it with an empty cache of its own. huggingface_hub reads HF_ENDPOINT, HF_HOME and HF_HUB_OFFLINE once, when
     it is imported: the variables are set for subprocesses, and the values they became (huggingface_hub.constants) are
     set here; transformers' shared HfApi, which keeps the endpoint it was made with, is dropped so that a new one is
@@ -51,6 +55,7 @@ def hub_ids(hub, revisions, tmp_path, monkeypatch):
     serve(hub, "org/tiny", "main", revisions / "main")
     serve(hub, "org/tiny", "v2", revisions / "v2")
     serve(hub, "org/no-config", "main", revisions / "no_config")
+    serve(hub, "org/no-tokenizer", "main", revisions / "no_tokenizer")
     endpoint, home = f"http://127.0.0.1:{hub.server_port}", tmp_path / "hf_home"
     for name in [k for k in os.environ if k.startswith(("HF_", "TRANSFORMERS_OFFLINE"))]:
         monkeypatch.delenv(name)
@@ -143,8 +148,9 @@ def test_minilm_comes_from_the_hub_where_its_package_is_not_installed(hub_ids, r
     (["org/nope"], "'org/nope' is not a local folder and was not found on the Hub (http://127.0.0.1:"),
     (["org/tiny", "--revision", "v9"], "'org/tiny' has no revision 'v9' on the Hub"),
     (["org/no-config"], "'org/no-config' has no config.json on the Hub"),
+    (["org/no-tokenizer"], "'org/no-tokenizer' has a model but no tokenizer files on the Hub (tokenizer.json, "),
     (["org/tiny", "--reference", "org/nope", "--reference-revision", "v2"], "'org/nope' at revision 'v2' is not a"),
-], ids=["missing id", "missing revision", "no config.json", "missing reference"])
+], ids=["missing id", "missing revision", "no config.json", "no tokenizer files", "missing reference"])
 def test_a_hub_id_that_cannot_be_loaded_is_one_line_and_no_output(hub_ids, revisions, tmp_path, capsys, argv,
                                                                    expected):
     out = tmp_path / "out"
@@ -153,6 +159,33 @@ def test_a_hub_id_that_cannot_be_loaded_is_one_line_and_no_output(hub_ids, revis
     last = err.strip().splitlines()[-1]  # after the progress bars of what loaded before
     assert last.startswith("hf-minattn probe: error: ") and expected in last and err.count("error:") == 1, err
     assert not out.exists()
+
+
+def test_a_hub_repository_without_tokenizer_files_is_refused_before_its_weights_are_fetched(hub_ids):
+    """transformers 5 would build a tokenizer that knows only its special tokens from the config (every word its
+    unknown token), and the probes would run on that: the repository's files are listed at the commit first."""
+    with pytest.raises(ValueError, match=r"^'org/no-tokenizer' has a model but no tokenizer files on the Hub \("):
+        load_encoder("org/no-tokenizer")
+    assert [file for _, file in downloads(hub_ids)] == ["config.json"]  # not the weights
+
+
+def test_a_tokenizer_that_knows_only_its_special_tokens_is_refused(revisions, tmp_path):
+    """A folder whose tokenizer holds no word (what transformers builds where it finds no vocabulary): one line,
+    not probes run on a sentence of unknown tokens."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    backend = Tokenizer(models.WordPiece({token: i for i, token in enumerate(specials)}, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    folder = tmp_path / "special_only"
+    folder.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(revisions / "main" / name, folder / name)
+    PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
+                            sep_token="[SEP]", mask_token="[MASK]").save_pretrained(folder)
+    with pytest.raises(ValueError, match=r"the tokenizer of special_only knows only its special tokens \(\[CLS\], "):
+        load_encoder(str(folder))
 
 
 def test_offline_with_nothing_cached_is_one_line_and_no_output(hub_ids, revisions, tmp_path, capsys, monkeypatch):

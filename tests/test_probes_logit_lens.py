@@ -16,7 +16,7 @@ from transformers import BertConfig, BertForMaskedLM, BertModel, DistilBertConfi
 from hf_minattn import MinAttnForMaskedLM
 from hf_minattn.probes import logit_lens as lens_module
 from hf_minattn.probes import report
-from hf_minattn.probes.head_ablation import masked_batches
+from hf_minattn.probes.head_ablation import head_ablation, masked_batches
 from hf_minattn.probes.logit_lens import logit_lens
 from hf_minattn.probes.report.logit_lens import logit_lens_text, plot_logit_lens
 from hf_minattn.probes.weights import UnsupportedArchitecture
@@ -152,6 +152,46 @@ def test_bad_arguments_are_named(tokenizer):
     no_mask.mask_token = None
     with pytest.raises(ValueError, match="has no mask token; masking sentences .*the logit lens.* needs a masked-LM"):
         logit_lens(model, no_mask, SENTENCES)
+
+
+def _special_only_tokenizer():
+    """A WordPiece tokenizer that knows only its special tokens, as transformers 5 builds one from a config where no
+    tokenizer file is found: every word is [UNK], a special token."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    backend = Tokenizer(models.WordPiece({token: i for i, token in enumerate(specials)}, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    return PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]", model_max_length=24)
+
+
+def test_sentences_with_no_token_to_score_are_refused_in_one_sentence():
+    """Nothing to mask (every token special): the logit lens and the head ablation say so, where the lens used to
+    fail on the max() of an empty tensor and the ablation to report a NaN loss."""
+    special_only = _special_only_tokenizer()
+    model = _masked_lm("bert", special_only)
+    for probe in (logit_lens, head_ablation):
+        with pytest.raises(ValueError, match=r"^no token to score: none of the 8 sentences has a non-special token to "
+                                             r"mask under the tokenizer"):
+            probe(model, special_only, SENTENCES, **MASKING)
+
+
+def test_a_batch_with_no_token_to_score_is_passed_over(tokenizer):
+    """A next-token LM on sentences one of which, alone in its batch, has no next token to score ("" is [CLS] [SEP]):
+    the lens checks the last layer on the other batches, and it and the ablation score the same tokens."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=4,
+                                       n_positions=24)).eval()
+    sentences = ["", *SENTENCES[:3]]
+    lens = logit_lens(model, tokenizer, sentences, batch_size=1)
+    ablation = head_ablation(model, tokenizer, sentences, batch_size=1)
+    # [CLS] w_1..w_n [SEP], cut at the model's 24 positions: n next tokens
+    tokens = sum(len(tokenizer(s, truncation=True, max_length=24)["input_ids"]) - 2 for s in sentences)
+    assert lens.objective == "next-token" and lens.masked_tokens == ablation.masked_tokens == tokens
+    assert lens.loss[-1] == pytest.approx(ablation.base_loss, abs=1e-5) and np.isfinite(ablation.loss_increase).all()
 
 
 def _lens_dict(loss, floor=None, half_width=0.1):

@@ -8,8 +8,9 @@ table works: MinAttn, BERT-style encoders, GPT-2, Llama, ... For each head h and
 - the QK form A_h = (X W_Q,h^T + b_Q,h)(X W_K,h^T + b_K,h)^T, (N, N): A_h[i, j] is the logit of query token i for
   key token j before the model's scaling by 1/sqrt(head_dim), which no rank-based number here depends on. It is
   correlated (Spearman, bootstrap interval over tokens) with three hypotheses:
-    identity      X_h X_h^T, X_h = X[:, h*D:(h+1)*D]: what W_Q = W_K = I gives head h (the `qkv_projection=
-                  "identity"` model: a head's query and key are its slice of the input channels);
+    identity      X_h X_h^T, X_h = head h's 1/H of X's channels (X[:, h*D:(h+1)*D] where H * D is the hidden
+                  size): what W_Q = W_K = I gives head h (the `qkv_projection="identity"` model: a head's query and
+                  key are its slice of the input channels);
     cooccurrence  the PPMI of the two tokens within a window of running text (cooccurrence.ppmi_matrix);
     initial       A_h of the same architecture at initialisation.
   Beside them: the share of A_h's eigenvalues that are positive, weighted by magnitude (1: A_h is positive
@@ -20,7 +21,8 @@ table works: MinAttn, BERT-style encoders, GPT-2, Llama, ... For each head h and
   the mean rank of M_h[j, j] within column j says how high a token's own logit is among what it writes.
 
 Eigenvalues come from the factors: the nonzero eigenvalues of L R (N, N) with L (N, D), R (D, N) are those of R L
-(D, D), so no N x N matrix is ever decomposed.
+(D, D), so no N x N matrix is ever decomposed. A model that normalises each head's queries and keys after W_Q and W_K
+(Qwen 3, Gemma 3: weights.query_key_norm_problem) computes no A_h: its QK scores are None, with a note.
 """
 
 from dataclasses import dataclass
@@ -33,7 +35,7 @@ from hf_minattn.stats import bootstrap_interval, spearman_of_copies
 from . import layouts
 from .attention_norms import attention_modules
 from .cooccurrence import ppmi_matrix
-from .weights import UnsupportedArchitecture, head_weights
+from .weights import UnsupportedArchitecture, head_weights, query_key_norm_problem
 from .weights import initial_model as fresh_model
 
 SPECIAL_ID_FIELDS = ("pad_token_id", "unk_token_id", "cls_token_id", "sep_token_id", "mask_token_id", "bos_token_id",
@@ -49,11 +51,12 @@ class Circuits:
     head_dim: int
     token_ids: list  # the N tokens, most frequent first; the rows and columns of every (N, N) form
     scaling: float  # 1/sqrt(head_dim), by which the model multiplies A_h before the softmax (ignored here)
-    identity: list  # per head: Interval dict, Spearman of A_h with X_h X_h^T (ordered pairs i != j)
-    qk_positive: list  # per head: sum Re(lambda) / sum |lambda| of A_h (1: positive semi-definite)
-    qk_self_rank: list  # per head: mean rank of A_h[i, i] in row i (1: every token prefers itself; chance (N+1)/2)
-    ov_copying: list | None  # per head: sum Re(lambda) / sum |lambda| of M_h (1: copies, -1: suppresses); None: no W_U
-    ov_self_rank: list | None  # per head: mean rank of M_h[j, j] in column j (1: a token's own logit is its top)
+    # the QK scores; None where the model normalises queries and keys per head (no A_h: the note says so)
+    identity: list | None = None  # per head: Interval dict, Spearman of A_h with X_h X_h^T (ordered pairs i != j)
+    qk_positive: list | None = None  # per head: sum Re(lambda) / sum |lambda| of A_h (1: positive semi-definite)
+    qk_self_rank: list | None = None  # per head: mean rank of A_h[i, i] in row i (1: every token prefers itself)
+    ov_copying: list | None = None  # per head: sum Re(lambda) / sum |lambda| of M_h (1: copies, -1: suppresses)
+    ov_self_rank: list | None = None  # per head: mean rank of M_h[j, j] in column j (1: a token's own logit is its top)
     initial: list | None = None  # per head: Interval dict, Spearman of A_h with A_h at initialisation; None: not asked
     cooccurrence: list | None = None  # per head: Interval dict, Spearman of A_h (symmetric part) with PPMI
     pairs: dict | None = None  # how many token pairs each correlation was computed on (after subsampling)
@@ -181,7 +184,11 @@ def _projections(model, X):
 
 def qk_forms(model, ids):
     """A_h = Q_h K_h^T for every head of layer 0, (H, N, N) float64, unscaled: A_h[i, j] is query token i's logit
-    for key token j (times 1/sqrt(head_dim) in the model), at equal positions under rotary embeddings."""
+    for key token j (times 1/sqrt(head_dim) in the model), at equal positions under rotary embeddings.
+    UnsupportedArchitecture where the model normalises queries and keys per head (its logits are not A_h)."""
+    problem = query_key_norm_problem(model)
+    if problem:
+        raise UnsupportedArchitecture(problem)
     Q, K, _ = _projections(model, attention_inputs(model, ids))
     return Q @ K.transpose(1, 2)  # (H, N, N)
 
@@ -192,8 +199,8 @@ def identity_forms(model, ids):
 
 
 def _identity_forms(X, H):
-    X_heads = X.view(len(X), H, -1).transpose(0, 1)  # (H, N, D): head h's channels h*D:(h+1)*D
-    return X_heads @ X_heads.transpose(1, 2)  # (H, N, N)
+    # head h's 1/H of the channels, (N, C / H) each (sizes differing by one where H does not divide C)
+    return torch.stack([X_h @ X_h.T for X_h in X.tensor_split(H, dim=1)])  # (H, N, N)
 
 
 def unembedding(model):
@@ -317,7 +324,7 @@ def _qk_notes(model, inputs, how, max_pairs, n_resamples):
     """What the QK numbers are, for Circuits.note: the tokens, X, positions, projection, scale and correlations;
     `inputs` (N, P, C) from `position_inputs`."""
     config = model.config
-    D = config.hidden_size // config.num_attention_heads
+    D = layouts.head_geometry(model)[1]
     inputs = inputs[:50]  # the 50 most frequent tokens: enough to see whether positions move X
     _, biases = _layer0(model)
     projection = ("W_Q = W_K = W_V = I (qkv_projection='identity'): Q_h = K_h = X_h, so A_h is the identity "
@@ -332,6 +339,14 @@ def _qk_notes(model, inputs, how, max_pairs, n_resamples):
             f"Identity and initial: Spearman's rho over ordered token pairs i != j (at most {max_pairs}, drawn once; "
             f"the diagonal is qk_self_rank), with a percentile bootstrap over tokens ({n_resamples} resamples; a pair "
             "counts as often as both its tokens are drawn)."]
+
+
+def _no_qk_notes(inputs, how, problem):
+    """Circuits.note's first sentences where the QK scores are refused (`problem`: query_key_norm_problem's)."""
+    spread = position_spread(inputs[:50])
+    averaged = f", averaged over positions 1-{inputs.shape[1]} (they move it by {spread:.0%})" if spread >= 1e-6 else ""
+    return [how, f"X is what layer 0's attention reads for each token (its normed embedding){averaged}.",
+            f"QK scores skipped: {problem}; the identity, co-occurrence and initial hypotheses are about that form."]
 
 
 def _add_ov_scores(result, model, ids, X, notes):
@@ -379,7 +394,8 @@ def _add_cooccurrence(result, forms, cooccurrence, window, max_pairs, rng, boots
 def circuit_hypotheses(model, counts=None, n_tokens=1000, initial_model=None, cooccurrence=None, n_resamples=200,
                        seed=0, window=5, max_pairs=20_000, special_ids=()) -> Circuits:
     """Layer 0's QK form of each head against the identity, co-occurrence and initialisation hypotheses, and its OV
-    copying score, on the `n_tokens` most frequent tokens (see `select_tokens` for `counts` and `special_ids`).
+    copying score, on the `n_tokens` most frequent tokens (see `select_tokens` for `counts` and `special_ids`). The
+    QK scores are None, with a note, where the model normalises queries and keys per head (query_key_norm_problem).
 
     `initial_model`: the same architecture at initialisation (True: re-created from the config with `seed`,
     `hf_minattn.initialization.initial_model`), or None.
@@ -390,13 +406,30 @@ def circuit_hypotheses(model, counts=None, n_tokens=1000, initial_model=None, co
     """
     _layer0(model)  # UnsupportedArchitecture first, for a layout the table does not know
     _check_arguments(n_resamples, max_pairs, window)
-    config = model.config
-    H = config.num_attention_heads
-    D = config.hidden_size // H
+    H, D, _ = layouts.head_geometry(model)
     ids, how = select_tokens(model, counts, n_tokens, special_ids)
     rng = np.random.default_rng(seed)
     inputs = position_inputs(model, ids)  # (N, P, C), once: X and the note's position measure
     X = inputs.mean(1)  # as attention_inputs
+    result = Circuits(layer=0, num_heads=H, head_dim=D, token_ids=ids.tolist(), scaling=D**-0.5, pairs={})
+    problem = query_key_norm_problem(model)
+    if problem:
+        notes = _no_qk_notes(inputs, how, problem)
+        _add_ov_scores(result, model, ids, X, notes)
+    else:
+        notes = _qk_notes(model, inputs, how, max_pairs, n_resamples)
+        forms, bootstrap = _add_qk_scores(result, model, ids, X, rng, initial_model, max_pairs, n_resamples, seed)
+        _add_ov_scores(result, model, ids, X, notes)
+        if cooccurrence is not None:
+            _add_cooccurrence(result, forms, cooccurrence, window, max_pairs, rng, bootstrap, notes)
+    result.note = " ".join(notes)
+    return result
+
+
+def _add_qk_scores(result, model, ids, X, rng, initial_model, max_pairs, n_resamples, seed):
+    """result.identity, .qk_positive, .qk_self_rank and .initial from layer 0's QK forms A_h; returns the forms
+    ((H, N, N) array) and the bootstrap over tokens used, for the co-occurrence."""
+    H = result.num_heads
     Q, K, _ = _projections(model, X)  # each (H, N, D)
     forms = (Q @ K.transpose(1, 2)).numpy()  # (H, N, N): A_h, as qk_forms
     identity = _identity_forms(X, H).numpy()  # (H, N, N), as identity_forms
@@ -405,21 +438,13 @@ def circuit_hypotheses(model, counts=None, n_tokens=1000, initial_model=None, co
     def bootstrap(form, hypothesis, pair_rows=rows, pair_cols=cols):
         return token_bootstrap_spearman(form, hypothesis, pair_rows, pair_cols, n_resamples=n_resamples, seed=seed)
 
-    result = Circuits(
-        layer=0, num_heads=H, head_dim=D, token_ids=ids.tolist(), scaling=D**-0.5,
-        identity=[bootstrap(forms[h], identity[h]) for h in range(H)],
-        qk_positive=[positive_eigen_share(Q[h], K[h].T) for h in range(H)],  # A_h = Q_h K_h^T
-        qk_self_rank=[diagonal_rank(torch.from_numpy(forms[h]), dim=1) for h in range(H)],
-        ov_copying=None, ov_self_rank=None, pairs={"identity": len(rows)},
-    )
-    notes = _qk_notes(model, inputs, how, max_pairs, n_resamples)
-    _add_ov_scores(result, model, ids, X, notes)
+    result.identity = [bootstrap(forms[h], identity[h]) for h in range(H)]
+    result.qk_positive = [positive_eigen_share(Q[h], K[h].T) for h in range(H)]  # A_h = Q_h K_h^T
+    result.qk_self_rank = [diagonal_rank(torch.from_numpy(forms[h]), dim=1) for h in range(H)]
+    result.pairs["identity"] = len(rows)
     if initial_model is not None and initial_model is not False:
         initial = fresh_model(model.config, seed, type(model)).eval() if initial_model is True else initial_model
         _check_same_architecture(model, initial)
         initial_forms = qk_forms(initial, ids).numpy()  # the initial model's own embeddings, same token ids
         result.initial = [bootstrap(forms[h], initial_forms[h]) for h in range(H)]
-    if cooccurrence is not None:
-        _add_cooccurrence(result, forms, cooccurrence, window, max_pairs, rng, bootstrap, notes)
-    result.note = " ".join(notes)
-    return result
+    return forms, bootstrap

@@ -20,7 +20,7 @@ from hf_minattn.stats import mean_interval
 
 from .attention_norms import attention_modules
 from .heads import sentence_batches
-from .layouts import hook_layers
+from .layouts import head_geometry, hook_layers
 from .loading import max_length_for, run_model
 from .progress import progress
 from .weights import UnsupportedArchitecture
@@ -96,11 +96,12 @@ def language_model_for(model, model_path=None, lm_model=None, trust_remote_code=
 def zero_head(model, layer, head):
     """Within the block, head `head` of layer `layer` outputs zero: a forward pre-hook on the attention output
     projection (W_O, found through the layout table of layouts.py) zeroes channels head*D:(head+1)*D of its input
-    (W_O's bias stays). UnsupportedArchitecture for a layout the table does not know."""
+    (D: layouts.head_geometry; W_O's bias stays). UnsupportedArchitecture for a layout the table does not know."""
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     if not (0 <= layer < L and 0 <= head < H):
         raise ValueError(f"(layer, head) must lie in [0, {L}) x [0, {H}), got ({layer}, {head})")
-    D = model.config.hidden_size // H
+    modules = [entry["output"] for entry in attention_modules(model)]  # the heads' shapes checked first
+    D = head_geometry(model)[1]
 
     def hook(called, args, kwargs):
         if called != layer:  # W_O of another layer (ALBERT's layers share one)
@@ -109,7 +110,7 @@ def zero_head(model, layer, head):
         x[..., head * D:(head + 1) * D] = 0
         return (x, *args[1:]), kwargs
 
-    handles = hook_layers(model, [entry["output"] for entry in attention_modules(model)], hook)
+    handles = hook_layers(model, modules, hook)
     try:
         yield model
     finally:
@@ -179,17 +180,31 @@ def check_next_token(model, enc):
 def scored_batches(model, tokenizer, sentences, max_length, batch_size, mlm_probability, seed, mask_draws):
     """(batches, objective): the tokens the model's head is scored on, as (encoding, chosen, labels) batches: masked
     tokens for a masked LM (`masked_batches`), every next token for a next-token LM (`next_token_batches`, after
-    `check_next_token`). UnsupportedArchitecture for a model that is neither."""
+    `check_next_token`). UnsupportedArchitecture for a model that is neither; a ValueError where no token is scored."""
     objective = lm_objective(model)
     if objective == "masked":
-        return masked_batches(tokenizer, sentences, max_length, batch_size, mlm_probability, seed, mask_draws), objective
-    if objective is None:
+        batches = masked_batches(tokenizer, sentences, max_length, batch_size, mlm_probability, seed, mask_draws)
+    elif objective is None:
         raise UnsupportedArchitecture(f"scoring needs a masked LM (a *ForMaskedLM class) or a next-token LM (a "
                                       f"*ForCausalLM class), got {type(model).__name__}; load it with "
                                       "AutoModelForMaskedLM")
-    batches = next_token_batches(tokenizer, sentences, max_length, batch_size)
-    check_next_token(model, batches[-1][0])  # the longest sentences come last
+    else:
+        batches = next_token_batches(tokenizer, sentences, max_length, batch_size)
+        check_next_token(model, batches[-1][0])  # the longest sentences come last
+    _require_scored_tokens(batches, tokenizer, len(sentences), objective)
     return batches, objective
+
+
+def _require_scored_tokens(batches, tokenizer, n_sentences, objective):
+    """A ValueError where the batches score no token (a loss over none would be NaN): every token of the sentences
+    is a special one, as under a tokenizer that knows only its special tokens (each word its unknown token)."""
+    if sum(int(chosen.sum()) for _, chosen, _ in batches):
+        return
+    what = ("a non-special token to mask" if objective == "masked" else
+            "a real, non-special token after its first")
+    raise ValueError(f"no token to score: none of the {n_sentences} sentences has {what} under the tokenizer "
+                     f"{tokenizer.name_or_path!r} (is it the model's own? one that knows only its special tokens reads "
+                     "every word as its unknown token)")
 
 
 def _token_losses(model, batches):

@@ -5,22 +5,25 @@ the value bias b_V) and head ablation (W_O, whose input holds the heads' outputs
 modules here. `LAYOUTS` is a tuple of `Layout`s, tried in order; each names, as attribute paths,
 
 - `layers`: the list of layers, from `model.base_model` (the bare encoder inside any task model);
-- from each layer, either separate projections `query`, `key`, `value` (each hidden -> hidden; keys and values
-  hidden -> kv_heads * head_dim under grouped-query attention) or one fused `qkv` (hidden -> 3 * hidden, output rows
-  [0, C) = W_Q, [C, 2C) = W_K, [2C, 3C) = W_V; with `qkv_per_head`, rows 3hD:(3h+3)D = head h's q, k, v), and
-  `output` (W_O, hidden -> hidden, its input the heads' outputs concatenated: head h at channels h*D:(h+1)*D);
+- from each layer, either separate projections `query`, `key`, `value` (each hidden -> heads * head_dim; keys and
+  values hidden -> kv_heads * head_dim under grouped-query attention) or one fused `qkv` (hidden -> 3 * heads *
+  head_dim, output rows [0, HD) = W_Q, [HD, 2HD) = W_K, [2HD, 3HD) = W_V; with `qkv_per_head`, rows 3hD:(3h+3)D =
+  head h's q, k, v), and `output` (W_O, heads * head_dim -> hidden, its input the heads' outputs concatenated: head h
+  at channels h*D:(h+1)*D);
 - `input`: the module whose forward input is x, the input of the attention sublayer (after the LayerNorm in a
   pre-norm model, the layer input in a post-norm one); by default the value (or fused) projection itself;
 - `conv1d`: the projections are transformers' `Conv1D` (GPT-2), whose weight is stored (in, out), the transpose of
   `nn.Linear`'s (out, in);
 - `identity_if_absent`: the fused projection may be None, meaning W_Q = W_K = W_V = I (MinAttn's identity variant).
 
-Inside every projection, head h owns output rows h*D:(h+1)*D of each of Q, K, V (D = hidden / heads): this is how
-every architecture here splits its projections into heads (`.view(..., heads, head_dim)`). A layout matches when
-all its paths exist in the first layer and are modules of the right kind; its weights must then have the shapes
-above (so heads of another size are refused rather than misread). The head count and hidden size come from
-`config.num_attention_heads` and `config.hidden_size`, which transformers maps to each config's own names (GPT-2:
-n_head, n_embd; DistilBERT: n_heads, dim), and the key/value heads from `config.num_key_value_heads` where it has one.
+Inside every projection, head h owns output rows h*D:(h+1)*D of each of Q, K, V: this is how every architecture
+here splits its projections into heads (`.view(..., heads, head_dim)`). D is `config.head_dim` where the config has
+one (Llama, Mistral, Gemma, Qwen 3: Gemma-7B's and Mistral-Nemo's heads are not hidden / heads wide), else hidden /
+heads (`head_geometry`). A layout matches when all its paths exist in the first layer and are modules of the right
+kind; its weights must then have the shapes above (so heads of another size are refused rather than misread). The
+head count and hidden size come from `config.num_attention_heads` and `config.hidden_size`, which transformers maps
+to each config's own names (GPT-2: n_head, n_embd; DistilBERT: n_heads, dim), and the key/value heads from
+`config.num_key_value_heads` where it has one.
 
 | layout     | layers (base model) | Q, K, V (from each layer)                  | W_O                    | x enters        |
 |------------|---------------------|--------------------------------------------|------------------------|-----------------|
@@ -40,11 +43,13 @@ n_head, n_embd; DistilBERT: n_heads, dim), and the key/value heads from `config.
 BERT-style covers BERT, RoBERTa, XLM-R, ELECTRA and MiniLM (a BertModel); DeBERTa-v2-style, DeBERTa v2 and v3, whose
 scores add position terms (content-to-position, position-to-content) to the content term that W_Q^T W_K gives;
 MPNet-style, MPNet (all-mpnet-base-v2), whose scores add a relative position bias; Llama-style, decoders with its
-names (Llama, Gemma, Mistral, Qwen 2), grouped-query attention included: each query head gets the key and value head
-it shares; OPT-style, OPT; Phi-style, Phi 1 and 2; GPT-NeoX-style, Pythia. ALBERT's layers share their modules
-(`layer_order`: layer i runs group int(i / (layers / groups))'s one layer), so hooks on them go through `hook_layers`,
-which tells the layers apart by the order of the calls. Any other layout raises `UnsupportedArchitecture` naming the
-attention-like modules of the model's first layer, so a new row is easy to add.
+names (Llama, Gemma, Mistral, Qwen 2 and 3), grouped-query attention included: each query head gets the key and value
+head it shares (a model that normalises each head's queries and keys, Qwen 3 and Gemma 3, has no W_Q^T W_K form:
+weights.query_key_norm_problem); OPT-style, OPT; Phi-style, Phi 1 and 2; GPT-NeoX-style, Pythia. ALBERT's layers
+share their modules (`layer_order`: layer i runs group int(i / (layers / groups))'s one layer), so hooks on them go
+through `hook_layers`, which tells the layers apart by the order of the calls. Any other layout, or projections that
+do not split into the configured heads, raises `LayoutMismatch` (an `UnsupportedArchitecture`) naming the
+attention-like modules of the model's first layer or the shapes, so a new row is easy to add.
 """
 
 from collections.abc import Callable
@@ -56,19 +61,30 @@ from torch import nn
 
 
 class UnsupportedArchitecture(ValueError):
-    """The probes do not know where this architecture keeps its per-head projections."""
+    """A probe cannot read this architecture (its per-head projections, its head, its attention)."""
+
+
+class LayoutMismatch(UnsupportedArchitecture):
+    """The layout table does not know where this architecture keeps its per-head projections, or they do not split
+    into the configured heads."""
 
 
 def unless_unsupported(notes: list, what: str, compute):
-    """compute(), or None and the note "WHAT skipped: ..." where the layout table does not know the model (the probe
-    run goes on without that probe)."""
+    """compute(), or None and the note "WHAT skipped: ..." where the probe cannot read the model (the probe run goes
+    on without that probe). A reason already given in an earlier note (the message after its first ": ", the same
+    for the bare and the masked-LM model) is not repeated: the note points to it."""
     try:
         return compute()
     except UnsupportedArchitecture as error:
-        # the layout's modules (the message after its first ": ", the same for the bare and the masked-LM model) are
-        # listed once
-        said = any(str(error).split(": ", 1)[-1] in note for note in notes)
-        notes.append(f"{what} skipped: " + ("the attention layout does not fit, as said above" if said else str(error)))
+        detail = str(error).split(": ", 1)[-1]
+        earlier = next((note for note in notes if detail in note), None)
+        if earlier is None:
+            notes.append(f"{what} skipped: {error}")
+        elif isinstance(error, LayoutMismatch):
+            notes.append(f"{what} skipped: the attention layout does not fit, as said above")
+        else:
+            which = earlier.split(" skipped: ", 1)[0] if " skipped: " in earlier else "a note"
+            notes.append(f"{what} skipped: for the reason given above (with {which})")
         return None
 
 
@@ -215,29 +231,36 @@ def find_layout(model, table=None):
             continue
         resolved = [_resolve(layer, layout) for layer in layers]
         if any(r is None for r in resolved):
-            raise UnsupportedArchitecture(f"{type(model).__name__} matches {layout.name} in its first layer but not "
+            raise LayoutMismatch(f"{type(model).__name__} matches {layout.name} in its first layer but not "
                                           f"in every layer")
         return layout, resolved
-    raise UnsupportedArchitecture(_describe(model, table))
+    raise LayoutMismatch(_describe(model, table))
 
 
-def _geometry(model):
+def head_geometry(model):
+    """(heads H, head_dim D, hidden C): D is config.head_dim where the config sets one (Gemma-7B's 256 under a
+    hidden size of 3072 and 16 heads), else C / H; the heads' queries, keys and values are H * D wide, which need
+    not be C."""
     H, C = model.config.num_attention_heads, model.config.hidden_size
+    D = getattr(model.config, "head_dim", None)
+    if isinstance(D, int) and D > 0:
+        return H, D, C
     if C % H:
-        raise UnsupportedArchitecture(f"{type(model).__name__}: hidden size {C} is not a multiple of {H} heads")
+        raise LayoutMismatch(f"{type(model).__name__}: hidden size {C} is not a multiple of {H} heads, and its "
+                             "config gives no head_dim")
     return H, C // H, C
 
 
-def _weight(module, layout, out_features, model, role, layer):
-    """The weight as nn.Linear stores it, (out, in) = (out_features, hidden); a view, never a copy."""
+def _weight(module, layout, shape, model, role, layer):
+    """The weight as nn.Linear stores it, (out, in) = `shape`; a view, never a copy."""
     weight = module.weight.detach()
     weight = weight.T if layout.conv1d else weight  # Conv1D stores (in, out)
-    C = model.config.hidden_size
-    if tuple(weight.shape) != (out_features, C):
-        raise UnsupportedArchitecture(
+    if tuple(weight.shape) != tuple(shape):
+        H, D, C = head_geometry(model)
+        raise LayoutMismatch(
             f"{type(model).__name__} matches {layout.name}, but layer {layer}'s {role} maps {weight.shape[1]} -> "
-            f"{weight.shape[0]} features where {model.config.num_attention_heads} heads of the hidden size {C} need "
-            f"{C} -> {out_features} (heads of another size are not supported)")
+            f"{weight.shape[0]} features where {H} heads of {D} dimensions (hidden size {C}) need {shape[1]} -> "
+            f"{shape[0]} (heads of another size are not supported)")
     return weight
 
 
@@ -246,8 +269,7 @@ def _key_value_heads(model, H):
     Qwen 2: config.num_key_value_heads), each shared by H / that many query heads in turn."""
     kv = getattr(model.config, "num_key_value_heads", None) or H
     if H % kv:
-        raise UnsupportedArchitecture(f"{type(model).__name__}: {H} query heads do not share {kv} key/value heads "
-                                      "evenly")
+        raise LayoutMismatch(f"{type(model).__name__}: {H} query heads do not share {kv} key/value heads evenly")
     return kv
 
 
@@ -294,42 +316,42 @@ def layout_head_weights(model, table=None):
 def _head_weights(model, layout, resolved) -> list:
     """layout_head_weights' per-layer weights from a layout already found; UnsupportedArchitecture where a weight's
     shape does not split into the configured heads."""
-    H, D, C = _geometry(model)
+    H, D, C = head_geometry(model)
     heads = []
     for i, modules in enumerate(resolved):
         if layout.qkv:
-            if modules["qkv"] is None:  # identity variant: head h reads channels h*D:(h+1)*D
+            if modules["qkv"] is None:  # identity variant (H * D = C): head h reads channels h*D:(h+1)*D
                 identity = torch.eye(C, device=modules["output"].weight.device).view(H, D, C)
                 W_Q = W_K = W_V = identity
             else:
-                qkv = _weight(modules["qkv"], layout, 3 * C, model, "fused Q/K/V projection", i)  # (3C, C)
+                qkv = _weight(modules["qkv"], layout, (3 * H * D, C), model, "fused Q/K/V projection", i)
                 if layout.qkv_per_head:
                     W_Q, W_K, W_V = qkv.view(H, 3, D, C).unbind(1)  # rows [q_h | k_h | v_h] head by head
                 else:
                     W_Q, W_K, W_V = qkv.view(3, H, D, C).unbind(0)  # rows [q | k | v], each head-major
         else:
             kv = _key_value_heads(model, H)
-            W_Q = _weight(modules["query"], layout, C, model, "query", i)
-            W_K, W_V = (_shared(_weight(modules[role], layout, kv * D, model, role, i), kv, H)
+            W_Q = _weight(modules["query"], layout, (H * D, C), model, "query", i)
+            W_K, W_V = (_shared(_weight(modules[role], layout, (kv * D, C), model, role, i), kv, H)
                         for role in ("key", "value"))
-            W_Q, W_K, W_V = (w.view(H, D, C) for w in (W_Q, W_K, W_V))  # (C, C) -> (H, D, C)
-        W_O = _weight(modules["output"], layout, C, model, "output projection", i)  # (C out, C in = heads x D)
+            W_Q, W_K, W_V = (w.view(H, D, C) for w in (W_Q, W_K, W_V))  # (H * D, C) -> (H, D, C)
+        W_O = _weight(modules["output"], layout, (C, H * D), model, "output projection", i)  # (C out, heads x D in)
         heads.append({"W_Q": W_Q, "W_K": W_K, "W_V": W_V,
                       "W_O": W_O.view(C, H, D).permute(1, 0, 2)})  # (C, H, D) -> (H, C, D): columns of head h
     return heads
 
 
 def _head_biases(model, layout, modules):
-    """{"b_Q", "b_K", "b_V": (C,) or None} of one layer, ordered like the heads' rows (head h at h*D:(h+1)*D; key and
-    value biases copied for the query heads that share them)."""
-    H, _, C = _geometry(model)
+    """{"b_Q", "b_K", "b_V": (H * D,) or None} of one layer, ordered like the heads' rows (head h at h*D:(h+1)*D; key
+    and value biases copied for the query heads that share them)."""
+    H, D, _ = head_geometry(model)
     if layout.qkv:
         fused = modules["qkv"]
         if fused is None or fused.bias is None:
             return dict.fromkeys(("b_Q", "b_K", "b_V"))
         bias = fused.bias.detach()  # ordered like the weight's rows
-        parts = bias.view(H, 3, -1).unbind(1) if layout.qkv_per_head else bias.view(3, C).unbind(0)
-        return {name: part.reshape(C) for name, part in zip(("b_Q", "b_K", "b_V"), parts)}
+        parts = bias.view(H, 3, D).unbind(1) if layout.qkv_per_head else bias.view(3, H * D).unbind(0)
+        return {name: part.reshape(H * D) for name, part in zip(("b_Q", "b_K", "b_V"), parts)}
     kv = _key_value_heads(model, H)
     biases = {}
     for name, role in (("b_Q", "query"), ("b_K", "key"), ("b_V", "value")):
@@ -342,7 +364,7 @@ def layout_head_biases(model, table=None):
     """Per layer {"b_Q", "b_K", "b_V": (heads, head_dim) or None where the projection has no bias}."""
     layout, resolved = find_layout(model, table)
     _head_weights(model, layout, resolved)  # the heads' shapes checked as for the weights probe
-    H, D, _ = _geometry(model)
+    H, D, _ = head_geometry(model)
     return [{name: None if bias is None else bias.view(H, D) for name, bias in _head_biases(model, layout, m).items()}
             for m in resolved]
 

@@ -6,6 +6,7 @@ from contextlib import contextmanager
 
 import torch
 
+from huggingface_hub import HfApi
 from transformers import AutoModel, AutoTokenizer
 
 from hf_minattn.model_source import TOKENIZER_FILES, ModelSource, find_model, holds_tokenizer, hub_errors
@@ -41,7 +42,7 @@ def load_encoder(path, attn_implementation=None, trust_remote_code=False, device
     if getattr(model.config, "is_encoder_decoder", False):
         raise ValueError(f"{source.name} is an encoder-decoder model ({type(model).__name__}); the probes read the "
                          "layers of an encoder-only (BERT-like) or decoder-only (GPT-2-like) model")
-    tokenizer = with_pad_token(require_fast_tokenizer(tokenizer))
+    tokenizer = with_pad_token(require_fast_tokenizer(require_vocabulary(tokenizer, source.label)))
     # The probes read a sentence's tokens from the start of its row; a decoder's tokenizer is often saved with
     # padding on the left, which would put the padding where they read.
     tokenizer.padding_side = "right"
@@ -50,11 +51,34 @@ def load_encoder(path, attn_implementation=None, trust_remote_code=False, device
 
 
 def require_tokenizer_files(source: ModelSource) -> None:
-    """A model folder saved without its tokenizer is one line naming it: transformers would blame a missing
-    sentencepiece or tiktoken instead."""
-    if not source.is_hub and not holds_tokenizer(source.folder):
-        raise ValueError(f"{source.name!r} has a model but no tokenizer files ({', '.join(TOKENIZER_FILES)}); save the "
-                         "tokenizer beside it (tokenizer.save_pretrained(folder)) and run again")
+    """A model folder or Hub repository saved without its tokenizer is one line naming it: transformers would blame
+    a missing sentencepiece or tiktoken instead, or (5.x, from a Hub id) build a tokenizer that knows only its special
+    tokens from the config. A Hub id's files are listed at its commit, unless its cached snapshot holds one already
+    (so that a cached model loads offline)."""
+    if holds_tokenizer(source.folder):
+        return
+    if source.is_hub:
+        with hub_errors(source.name, source.revision):
+            files = HfApi().list_repo_files(source.name, revision=source.commit)
+        if set(files) & set(TOKENIZER_FILES):
+            return
+        where = " on the Hub" + (f" at revision {source.revision!r}" if source.revision else "")
+        fix = "push the tokenizer to the repository (tokenizer.push_to_hub(repo_id)) or probe a folder that holds both"
+    else:
+        where, fix = "", "save the tokenizer beside it (tokenizer.save_pretrained(folder)) and run again"
+    raise ValueError(f"{source.name!r} has a model but no tokenizer files{where} ({', '.join(TOKENIZER_FILES)}); "
+                     f"{fix}")
+
+
+def require_vocabulary(tokenizer, name):
+    """A ValueError for a tokenizer that knows only its special tokens (what transformers 5 builds from a config
+    where no tokenizer file is found): it would read every word as its unknown token."""
+    special = set(tokenizer.all_special_tokens)
+    if not set(tokenizer.get_vocab()) - special:
+        raise ValueError(f"the tokenizer of {name} knows only its special tokens ({', '.join(sorted(special))}): it "
+                         "would read every word as its unknown token; load the model's own tokenizer files "
+                         f"({', '.join(TOKENIZER_FILES)})")
+    return tokenizer
 
 
 def check_special_ids(model, tokenizer, name):

@@ -352,7 +352,7 @@ class SavedCircuits(Part):
 
     num_heads: int
     token_ids: list
-    identity: list
+    identity: list | None  # None: no QK scores (queries and keys normalised per head), the OV scores alone
     cooccurrence: list | None = None
     initial: list | None = None
     qk_positive: list | None = None

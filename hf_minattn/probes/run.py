@@ -431,7 +431,10 @@ def _probe_weights(results, model, mlm, tokenizer, vector_corpus, settings, log)
         results.circuits = unless_unsupported(notes, "circuits", lambda: circuit_hypotheses(
             target, counts=counts, initial_model=True, cooccurrence=seqs, n_resamples=min(settings.bootstrap, 200),
             seed=seed, special_ids=tokenizer.all_special_ids))
-        if results.circuits is not None:
+        if results.circuits is not None and results.circuits.identity is None:  # OV scores alone (no QK form)
+            notes.append(f"circuits: token counts from {len(seqs)} sentences of {vector_corpus.name} (the first "
+                         f"{CIRCUIT_SENTENCES:,} at most)")
+        elif results.circuits is not None:
             notes.append(f"circuits: token counts and co-occurrences (within {results.circuits.window} tokens) "
                          f"from {len(seqs)} sentences of {vector_corpus.name} (the first {CIRCUIT_SENTENCES:,} at "
                          f"most); initial = {type(target).__name__} re-created from its config, each module "

@@ -93,12 +93,21 @@ def _circuit_spectra(heads):
 QUERY_KEY_NORMS = ("q_norm", "k_norm", "q_layernorm", "k_layernorm")
 
 
-def weight_spectra(model, compare_with_init=True, seed=0):
+def query_key_norm_problem(model) -> str | None:
+    """Why W_Q,h^T W_K,h is not the form the model's attention computes, where it normalises each head's queries and
+    keys after W_Q and W_K (a module named as in QUERY_KEY_NORMS); None where it does not. The QK circuits of the
+    weights probe and of the circuits probe (circuits.py) are refused on it; W_V and W_O hold."""
     normed = [name for name, _ in model.named_modules() if name.rsplit(".", 1)[-1] in QUERY_KEY_NORMS]
-    if normed:  # the OV circuits would be right, the QK ones not: the probe reports both, so it does not run
-        raise UnsupportedArchitecture(f"{type(model).__name__} normalises each head's queries and keys after W_Q and "
-                                      f"W_K ({normed[0]} and {len(normed) - 1} more), so W_Q,h^T W_K,h is not the form "
-                                      "its attention computes")
+    if not normed:
+        return None
+    return (f"{type(model).__name__} normalises each head's queries and keys after W_Q and W_K ({normed[0]} and "
+            f"{len(normed) - 1} more), so W_Q,h^T W_K,h is not the form its attention computes")
+
+
+def weight_spectra(model, compare_with_init=True, seed=0):
+    problem = query_key_norm_problem(model)
+    if problem:  # the OV circuits would be right, the QK ones not: the probe reports both, so it does not run
+        raise UnsupportedArchitecture(problem)
     heads, source = head_weights(model)
     heads = [{k: None if w is None else w.cpu() for k, w in layer.items()} for layer in heads]
     result = WeightResults(source=source, head_dim=heads[0]["W_Q"].shape[1], trained=circuit_spectra(heads))

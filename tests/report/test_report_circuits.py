@@ -154,3 +154,39 @@ def test_the_corpus_is_tokenized_once_for_the_lens_and_the_circuits(tokenizer):
 def test_the_cli_turns_the_circuits_off():
     assert probe_parser().parse_args(["m", "--out", "o", "--no-circuits"]).no_circuits
     assert not probe_parser().parse_args(["m", "--out", "o"]).no_circuits
+
+
+def test_circuits_without_qk_scores_speak_of_the_ov_circuits_alone():
+    """A model that normalises queries and keys per head (Qwen 3) has OV scores only: the text, the headline and the
+    comparison's cell say that no query-key score was given, and still read the OV circuits."""
+    from hf_minattn.probes.report.circuits import circuits_headline
+    from hf_minattn.probes.report.render import _circuits_cell
+
+    r = probe_results(circuits=circuits(identity=None, cooccurrence=None, initial=None, qk_positive=None,
+                                        qk_self_rank=None))
+    assert "Head 0: no query-key score; its OV circuit copies" in circuits_text(r)
+    assert circuits_headline(r) == ("In layer 0, no head's query-key logits are scored (queries and keys are "
+                                    "normalised per head); 1 of 1 copy the token they attend to into their output.")
+    assert _circuits_cell(r.circuits) == "no QK scores; 1 copy"
+
+
+def test_a_probe_run_on_a_model_with_query_key_norms_gives_its_ov_circuits_alone(tokenizer, tmp_path):
+    """Qwen 3 normalises each head's queries and keys: the run keeps layer 0's OV scores, gives no QK score, and the
+    report's text and figure read that."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from hf_minattn.probes import ProbeSettings, run_all_probes
+    from hf_minattn.probes.corpus import split_sentences
+
+    model = Qwen3ForCausalLM(Qwen3Config(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                                         intermediate_size=37, max_position_embeddings=24)).eval()
+    results = run_all_probes(model, tokenizer, split_sentences(TEXTS, max_sentences=0),
+                             ProbeSettings(min_count=2, word2vec=False, untrained=False, bootstrap=20),
+                             log=lambda message: None)
+    c = results.circuits
+    assert c.identity is None and c.initial is None and len(c.ov_copying) == 4 and results.weights is None
+    assert "QK scores skipped: Qwen3ForCausalLM normalises each head's queries and keys" in c.note
+    assert any(note.startswith("circuits: token counts from ") for note in results.notes)
+    r = probe_results(circuits=asdict(c))
+    assert circuits_text(r).count("Head ") == 4 and plot_circuits(r.circuits, tmp_path / "c.png").exists()

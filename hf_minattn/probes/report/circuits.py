@@ -40,11 +40,14 @@ OV_SELF_RANK = 0.1  # ... with a token's own logit ranked within this fraction o
 
 
 def _circuit_head(c, h):
-    """What the numbers say of layer 0's head `h`: {"qk": "reproduces" / "partly" / "constant" / "other",
-    "cooccurrence": bool, "initial": bool, "ov": "copies" / "leans" / "suppresses" / "none" / None (no OV scores)};
-    "leans": a copying score above OV_COPIES whose token's own logit still ranks too far down to call it copying."""
-    identity = c.identity[h]
-    if _above(identity, CIRCUIT_FOLLOWS):
+    """What the numbers say of layer 0's head `h`: {"qk": "reproduces" / "partly" / "constant" / "other" / None (no QK
+    scores: queries and keys normalised per head), "cooccurrence": bool, "initial": bool, "ov": "copies" / "leans" /
+    "suppresses" / "none" / None (no OV scores)}; "leans": a copying score above OV_COPIES whose token's own logit
+    still ranks too far down to call it copying."""
+    identity = c.identity[h] if c.identity else None
+    if identity is None:
+        qk = None
+    elif _above(identity, CIRCUIT_FOLLOWS):
         qk = "reproduces"
     elif _above(identity, 0):
         qk = "partly"
@@ -68,7 +71,8 @@ def _circuit_head(c, h):
     # "mostly" its initial form: a strong correlation with it (as "reproduce" is for the identity), above the
     # identity one; a correlation near 0 with both is neither
     return {"qk": qk, "cooccurrence": _above((c.cooccurrence or [None] * (h + 1))[h], 0),
-            "initial": identity["high"] is not None and _above(initial, max(identity["high"], CIRCUIT_FOLLOWS)),
+            "initial": identity is not None and identity["high"] is not None
+            and _above(initial, max(identity["high"], CIRCUIT_FOLLOWS)),
             "ov": ov}
 
 
@@ -86,13 +90,16 @@ def circuits_text(r):
     chance = (N + 1) / 2
     sentences = [f"Layer 0 on {N} tokens: Spearman's ρ (95% bootstrap interval over tokens) of each "
                  "head's query-key logits with the embedding similarity (what W_Q = W_K = I would give), with "
-                 "co-occurrence and with the same head at initialisation"
-                 + ("; the OV circuit's copying score is in [-1, 1]." if c.ov_copying else
-                    "; no OV scores: the model has no unembedding W_U.")]
+                 "co-occurrence and with the same head at initialisation" if c.identity else
+                 f"Layer 0 on {N} tokens: no query-key scores (see below)"]
+    sentences[0] += ("; the OV circuit's copying score is in [-1, 1]." if c.ov_copying else
+                     "; no OV scores: the model has no unembedding W_U.")
     for h in range(c.num_heads):
         kind = _circuit_head(c, h)
-        identity = c.identity[h]
-        if kind["qk"] == "reproduces":
+        identity = c.identity[h] if c.identity else None
+        if kind["qk"] is None:
+            text = f"Head {h}: no query-key score"
+        elif kind["qk"] == "reproduces":
             text = f"Head {h}'s W_Q/W_K reproduce the embedding similarity ({_rho(identity)})"
         elif kind["qk"] == "partly":
             text = f"Head {h}'s W_Q/W_K partly follow the embedding similarity ({_rho(identity)})"
@@ -132,15 +139,19 @@ def head_counts(c):
     """{"heads", "follow" (interval above 0), "closely" (above CIRCUIT_FOLLOWS), "copies", "leans" (None: no OV
     scores)}."""
     kinds = head_kinds(c)
-    return {"heads": c.num_heads, "follow": sum(k["qk"] in ("reproduces", "partly") for k in kinds),
-            "closely": sum(k["qk"] == "reproduces" for k in kinds),
+    qk = bool(c.identity)
+    return {"heads": c.num_heads, "follow": sum(k["qk"] in ("reproduces", "partly") for k in kinds) if qk else None,
+            "closely": sum(k["qk"] == "reproduces" for k in kinds) if qk else None,
             "copies": sum(k["ov"] == "copies" for k in kinds) if c.ov_copying else None,
             "leans": sum(k["ov"] == "leans" for k in kinds) if c.ov_copying else None}
 
 
 def headline_text(heads, follow, closely, copies, leans=None):
-    """The sentence of `head_counts` (`leans` None: counts stored before that tier, not said)."""
-    if follow:
+    """The sentence of `head_counts` (`leans` None: counts stored before that tier, not said; `follow` None: no QK
+    scores)."""
+    if follow is None:
+        text = "In layer 0, no head's query-key logits are scored (queries and keys are normalised per head)"
+    elif follow:
         text = (f"In layer 0, the query-key logits of {follow} of {heads} heads correlate with how similar the token "
                 "embeddings are" + (f" ({closely} closely)" if closely else " (weakly: no interval above "
                                                                             f"{CIRCUIT_FOLLOWS})"))
@@ -198,7 +209,8 @@ def plot_circuits(circuits, path, figure_format=None):
     rho.set_ylim(-1, 1)
     rho.set_ylabel("Spearman's rho with the QK logits")
     rho.set_title(f"layer 0, {len(c.token_ids)} tokens (95% bootstrap over tokens)", fontsize=10)
-    rho.legend(fontsize=7)
+    if shown:  # none where the model has no QK scores
+        rho.legend(fontsize=7)
     shown = [(key, label) for key, label in (("ov_copying", "OV copying score"),
                                             ("qk_positive", "QK positive eigenvalue share")) if getattr(c, key)]
     width = 0.8 / max(len(shown), 1)

@@ -51,7 +51,8 @@ def _circuits_cell(circuits):
     if circuits is None:
         return "-"
     counts = head_counts(circuits)
-    cell = f"{counts['follow']} of {counts['heads']} ({counts['closely']} closely)"
+    cell = (f"{counts['follow']} of {counts['heads']} ({counts['closely']} closely)" if counts["follow"] is not None
+            else "no QK scores")
     return cell if counts["copies"] is None else f"{cell}; {counts['copies']} copy"
 
 
