@@ -161,7 +161,7 @@ class DataTrainingArguments:
         default=None, metadata={"help": "Validation data, same formats. Unset: --validation_split_percentage of the training data."}
     )
     text_column_name: str | None = field(
-        default=None, metadata={"help": "Column holding the text. Unset: 'text' if present, else the first column."}
+        default=None, metadata={"help": "Column holding the text. Unset: 'text' if present, else the first column of strings."}
     )
     validation_split_percentage: int = field(
         default=5,
@@ -239,6 +239,10 @@ class MinAttnTrainingArguments(TrainingArguments):
         default=None,
         metadata={"help": "bf16 autocast. Unset: on where it is fast (GPU with bf16, CPU with AVX512-BF16 or AMX), "
                   "else off (and off under --fp16). `--bf16 false` turns it off, `--bf16 true` forces it on."},
+    )
+    output_dir: str | None = field(
+        default=None, metadata={"help": "Where the model, its checkpoints, results and logs are written. Unset: "
+                                "trainer_output, in the working folder (transformers' default)."}
     )
     report_to: None | str | list[str] = field(default="tensorboard", metadata={"help": "Where to log: 'tensorboard', 'none', 'all', ..."})
     logging_steps: float = field(default=10, metadata={"help": "Log (and record embedding drift) every X optimizer steps."})
@@ -353,6 +357,16 @@ def check_minattn_checkpoint(source: ModelSource) -> None:
         raise ValueError(f"--model_name_or_path {source.name!r} is a {model_type!r} checkpoint; run_mlm.py continues "
                          "training a MinAttn model (model_type 'minattn'). Leave it unset to train one from scratch, "
                          "or train other models with transformers' own run_mlm.py example")
+
+
+def check_model_tokenizer(source: ModelSource) -> None:
+    """A ValueError naming --model_name_or_path when `source`, a local folder that is to give the run its tokenizer
+    (no --tokenizer_name, no checkpoint), holds none: transformers would blame a missing sentencepiece, once the data
+    is read. (A Hub id is not looked into: its files are fetched only when loaded.)"""
+    if not source.is_hub and not holds_tokenizer(source.folder):
+        raise ValueError(f"--model_name_or_path {source.name!r} holds no tokenizer (none of {', '.join(TOKENIZER_FILES)}) "
+                         "and no --tokenizer_name is given; expected a folder saved with its tokenizer "
+                         "(tokenizer.save_pretrained), or give --tokenizer_name")
 
 
 def build_config(model_args: ModelArguments, source: ModelSource | None = None) -> MinAttnConfig:

@@ -1,13 +1,18 @@
-"""Checks of user-given numbers, input files and output folders shared by the training arguments, the probes and the
-experiments: each fails at once with the flag's name, before any data is read or any model loaded."""
+"""Checks of user-given numbers, input files, arguments files and output folders shared by the training arguments,
+the probes and the experiments: each fails at once with the flag's name, before any data is read or any model
+loaded."""
 
 import codecs
+import dataclasses
+import enum
 import json
 import math
 import numbers
 import os
 import re
 import tempfile
+import types
+import typing
 
 
 def check_bounds(arguments, bounds: dict, separator: str = "_") -> None:
@@ -70,6 +75,22 @@ def check_holdout(rows: int, percentage: int, what: str) -> None:
         raise ValueError(f"{what} has {rows} row{'s' if rows != 1 else ''}: holding out --validation_split_percentage "
                          f"{percentage}% of them for validation ({held_out}) leaves none to train on; add rows, lower "
                          "--validation_split_percentage or give a --validation_file")
+
+
+def check_stream_holdout(train_is_empty: bool, held_out: int, what: str) -> None:
+    """A ValueError naming `what` (the data) when holding its first `held_out` texts out for validation, as
+    --streaming does without a validation split, leaves no text to train on: the data had no more than that."""
+    if train_is_empty:
+        raise ValueError(f"{what} has no more than {held_out:,} texts, all held out for validation under --streaming "
+                         f"(which holds out the first {held_out:,} where there is no validation split); give a "
+                         "--validation_file, or drop --streaming to hold out --validation_split_percentage of them")
+
+
+def check_train_split(splits, what: str) -> None:
+    """A ValueError naming `what` (the data) and listing its splits when none of `splits` is "train"."""
+    if "train" not in splits:
+        raise ValueError(f"{what} has no 'train' split (its splits: {', '.join(map(repr, splits)) or 'none'}); "
+                         "expected a dataset with a 'train' split to train on")
 
 
 def read_json_object(path, what: str) -> dict:
@@ -169,3 +190,76 @@ def data_files_error(error: Exception, data_files: dict, builder: str) -> Except
         return ValueError(f"--train_file/--validation_file {', '.join(map(repr, data_files.values()))}: datasets "
                           f"could not read them as {builder} ({cause}); expected {builder} data files")
     return error
+
+
+# What each JSON value is called in messages: the type json.load gives it.
+_JSON_KINDS = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", type(None): "null",
+               list: "a list", dict: "an object"}
+_EXPECTED = {bool: "true or false", int: "an integer", float: "a number", str: "a string", type(None): "null",
+             list: "a list", dict: "an object"}
+
+
+def _same(value, allowed) -> bool:
+    return type(value) is type(allowed) and value == allowed  # 1 == True and 0 == False, but not here
+
+
+def json_value_fits(value, annotation) -> bool:
+    """Whether `value`, as json.load gives it, has the type `annotation` (a dataclass field's resolved type hint): a
+    bool only for bool, an integer (not a bool) for int, an integer or a float for float, null for None; unions,
+    Literal, enums (their values), list[X] and dict[K, V] as declared. A class no JSON value can be is not judged."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(json_value_fits(value, arg) for arg in args)
+    if origin is typing.Literal:
+        return any(_same(value, arg) for arg in args)
+    if list in (origin, annotation):
+        return isinstance(value, list) and (not args or all(json_value_fits(v, args[0]) for v in value))
+    if dict in (origin, annotation):
+        return isinstance(value, dict) and (len(args) < 2 or all(json_value_fits(v, args[1]) for v in value.values()))
+    if _is_enum(annotation):
+        return any(_same(value, member.value) for member in annotation)
+    if annotation is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if annotation in _EXPECTED:
+        return type(value) is annotation
+    return True  # typing.Any, or a class (accelerate's ParallelismConfig) that its dataclass checks itself
+
+
+def describe_json_type(annotation) -> str:
+    """`annotation` in the words of a JSON file: "an integer or null", "null, a string or a list of strings"."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):  # an enum beside str (IntervalStrategy | str) adds nothing
+        parts = list(dict.fromkeys(describe_json_type(arg) for arg in args if not (str in args and _is_enum(arg))))
+        return " or ".join(parts) if len(parts) < 3 else f"{', '.join(parts[:-1])} or {parts[-1]}"
+    if origin is typing.Literal:
+        return " or ".join(json.dumps(arg) for arg in args)
+    if origin is list and args in ((str,), (int,), (float,)):
+        return f"a list of {_EXPECTED[args[0]].split(' ', 1)[1]}s"
+    if _is_enum(annotation):
+        return "one of " + ", ".join(json.dumps(member.value) for member in annotation)
+    return _EXPECTED.get(origin or annotation, getattr(annotation, "__name__", str(annotation)))
+
+
+def _is_enum(annotation) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, enum.Enum)
+
+
+def check_json_arguments(values: dict, dataclass_types, what: str) -> None:
+    """A ValueError naming the key, its value and the type expected for the first entry of `values` (an arguments
+    file read by json.load) that does not fit the type hint (`json_value_fits`) or the "choices" of its field in
+    `dataclass_types`: HfArgumentParser.parse_dict converts nothing, so "max_steps": "abc" failed in a comparison
+    deep inside the checks, and "line_by_line": "false" was true. Keys of no field are left to parse_dict."""
+    for dataclass_type in dataclass_types:
+        hints = typing.get_type_hints(dataclass_type)
+        for field in dataclasses.fields(dataclass_type):
+            if not field.init or field.name not in values:
+                continue
+            value, choices = values[field.name], field.metadata.get("choices")
+            if not json_value_fits(value, hints[field.name]):
+                expected = describe_json_type(hints[field.name])
+            elif choices is not None and value is not None and not any(_same(value, c) for c in choices):
+                expected = "one of " + ", ".join(json.dumps(choice) for choice in choices)
+            else:
+                continue
+            kind = _JSON_KINDS.get(type(value), type(value).__name__)
+            raise ValueError(f"{what}: {json.dumps(field.name)} is {json.dumps(value)} ({kind}); expected {expected}")

