@@ -22,8 +22,9 @@ What is measured (for each precision):
   gradients, optimizer state and allocator slack, but not the Python/torch runtime or the weights. On a GPU: the
   growth of torch's peak allocated GPU memory over what was allocated before the first step.
 - MFU: the matmul FLOPs each model actually performs per step (the formula is in `bench_common.train_flops`) divided
-  by the step time, against the matmul peak timed in this run: one 1024^3 product (8192^3 on a GPU) after every pair
-  of training steps, so that it sees the same machine load as the steps (median over steps of the per-step MFU).
+  by the step time, against the matmul peak timed in this run: one 1024^3 product (8192^3 on a GPU) after every round
+  of training steps (one step of each model), so that it sees the same machine load as the steps; the median over
+  steps of each step's MFU against the sample of its round.
 
 On a GPU every model runs its default attention kernel (sdpa: flash or memory-efficient attention), every timing
 waits for the GPU to finish (`loss.item()` in a training step, `synchronize` elsewhere), and `--levers` times the
@@ -148,7 +149,7 @@ def run_precision(precision, sizes, train_batches, val_batches, args) -> dict:
 
 
 def summarize_training(result: dict, sizes: dict, warmup: int):
-    """Speed numbers from the raw step and inference times and the matmul peak sampled after each pair of steps.
+    """Speed numbers from the raw step and inference times and the matmul peak sampled after each round of steps.
 
     Other people's jobs come and go on this machine and change step times several-fold, so the speed-up is the
     median over steps of BERT's step time / MinAttn's step time *at the same step* (the two ran back to back,
