@@ -140,9 +140,8 @@ class AttentionGraph(Part):
     def strongest(self, layer, k=5, self_edges=False):
         """[(source label, target label, weight)]: the k heaviest "mean" edges at `layer` (self edges with
         `self_edges`), heaviest first."""
-        edges = [e for e in self.edges if e["layer"] == layer and e["head"] == "mean"
-                 and (self_edges or e["source"] != e["target"])]
-        edges.sort(key=lambda e: -e["weight"])
+        edges = sorted((e for e in self.edges if e["layer"] == layer and e["head"] == "mean"
+                        and (self_edges or e["source"] != e["target"])), key=lambda e: -e["weight"])
         return [(self.labels[e["source"]], self.labels[e["target"]], e["weight"]) for e in edges[:k]]
 
 
@@ -178,6 +177,7 @@ class Geometry(Part):
     min_contexts: int | None = None  # distinct sentences a word needs (None in older files)
     static: StaticGeometry | None = None
     layer0_note: str | None = None
+    layer0_position: bool | None = None  # a position term measured in layer 0 (None: not measured, older files)
     adjusted_self_similarity_by_band: dict | None = None  # frequency band -> [value per layer]
     words_per_band: dict | None = None
     most_context_specific: list | None = None  # [(word, adjusted self-similarity at the last layer)]

@@ -114,6 +114,7 @@ def test_geometry_headline_names_a_lowest_layer_below_the_last(r):
 def test_layer0_against_the_word_alone_is_read_at_the_precision_shown(r):
     from hf_minattn.probes.report.geometry import layer0_text
 
+    r["geometry"]["layer0_position"] = True  # the position signal is named only where the probe measured one
     assert "The position signal does not measurably change how alike" in layer0_text(typed(r))  # 0.920 and 0.920
     r["geometry"]["adjusted_self_similarity"][0] = 0.85
     assert "The position signal makes a word's occurrences less alike" in layer0_text(typed(r))
@@ -275,9 +276,8 @@ def test_head_ablation_headline_follows_the_intervals(r):
     a["loss_increase"][1][3] = 0.05
     a["interval95"] = [[0.1] * 4 for _ in range(4)]
     assert head_ablation_headline(typed(r)).startswith(
-        "No single head is shown to be needed on its own at this scale: zeroing any one leaves the masked-word loss "
-        "within its "
-        "95% interval (largest rise +0.05 ±")
+        "No single head is shown to be needed on its own at this scale: no head, zeroed, raises the masked-word loss "
+        "beyond its 95% interval (largest rise +0.05 ±")
     assert "head 1-3 (no clear role)" in head_ablation_headline(typed(r))
 
 
@@ -366,9 +366,9 @@ def test_norm_example_headline_follows_the_edge_counts(r):
 def test_graphs_headline_follows_the_own_share_and_the_pairs(r):
     # the baseline is uniform attention with the same residual: 0.5^4 + (1 - 0.5^4) / 15 words = 0.125, not 1/15
     assert attention_graphs_headline(typed(r)) == (
-        "By rollout (each layer's residual path taken as half of it), after the last layer a word keeps more of itself "
-        "than even attention with the same residual would leave it (on average 0.15 of it is its own input word, "
-        "against 0.12), and raw attention names different strongest pairs than rollout.")
+        "In the first example sentence, by rollout (each layer's residual path taken as half of it), after the last "
+        "layer a word keeps more of itself than even attention with the same residual would leave it (on average 0.15 "
+        "of it is its own input word, against 0.12), and raw attention names different strongest pairs than rollout.")
     rollout, raw = r["attention_graph_rollout"], r["attention_graph"]
     rollout["self_share"][-1] = 0.10
     assert "a word keeps less of itself than even attention" in attention_graphs_headline(typed(r))
@@ -413,7 +413,8 @@ def _circuits(identity, ov_copying=0.8, own_rank=2.0):
 
 def test_circuits_headline_counts_the_heads_by_their_intervals():
     assert circuits_headline(_circuits((0.7, 0.6, 0.8))) == (
-        "In layer 0, the query-key logits of 1 of 2 heads correlate with how similar the token embeddings are (1 "
+        "In layer 0, the query-key logits of 1 of 2 heads correlate positively with how similar the token embeddings "
+        "are (1 "
         "closely); 1 of 2 copy the token they attend to into their output.")
     assert "(weakly: no interval above 0.5)" in circuits_headline(_circuits((0.4, 0.3, 0.5)))
     text = circuits_headline(_circuits((0.05, -0.1, 0.2), ov_copying=0.1))
@@ -421,7 +422,7 @@ def test_circuits_headline_counts_the_heads_by_their_intervals():
                            "similarity") and text.endswith("; none copies the token it attends to into its output.")
     leaning = circuits_headline(_circuits((0.05, -0.1, 0.2), ov_copying=0.8, own_rank=30.0))  # high score, rank 30
     assert leaning.endswith("; none copies the token it attends to into its output (1 more leans to it: high copying "
-                            "scores, but a token's own logit ranks far down).")
+                            "scores, but a token's own logit does not rank near the top, 30 of 99 on average).")
 
 
 def test_drift_headline_names_what_moved_most(r):

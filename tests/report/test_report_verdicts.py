@@ -189,8 +189,10 @@ def test_weights_sentence_follows_the_rank_against_initialisation():
     lower = weights(3.0, 7.0)
     assert "mean effective rank (entropy-based, Roy & Vetterli) QK 3.0, OV 3.0 of at most 8" in lower
     assert "against QK 7.0, OV 7.0 for the same model at random initialisation (its own initial weights): the " \
-           "trained circuits' mean rank is lower: on average the trained heads use fewer directions (4 of 4 head " \
+           "trained circuits' mean rank of both, 3.0 against 7.0, is lower: on average the trained heads use fewer " \
+           "directions (4 of 4 head " \
            "circuits lower)" in lower
     higher = weights(7.5, 7.0)
-    assert "mean rank is not lower: on average the trained heads do not use fewer directions (0 of 4" in higher
+    assert "mean rank of both, 7.5 against 7.0, is not lower: on average the trained heads do not use fewer " \
+           "directions (0 of 4" in higher
     assert "heads use fewer directions" not in higher

@@ -116,8 +116,16 @@ def attention_graphs_text(r, k=5):
         return text.rstrip()
     common = f["common"]
     return text + (f"{common} of rollout's {len(top)} strongest pairs are among raw attention's {len(top)} strongest at "
-                   f"that layer: " + ("raw weights name mostly the same relations here." if 2 * common > len(top) else
-                                      "read as word-to-word relations, raw weights would name different pairs here."))
+                   f"that layer: " + {"mostly": "raw weights name mostly the same relations here.",
+                                      "partly": "raw weights name partly the same relations here: half of them.",
+                                      "different": "read as word-to-word relations, raw weights would name different "
+                                                   "pairs here."}[_shared(common, len(top))])
+
+
+def _shared(common, n):
+    """How many of rollout's n strongest pairs raw attention shares: "mostly" (more than half), "partly" (exactly
+    half) or "different" (fewer)."""
+    return "mostly" if 2 * common > n else "partly" if 2 * common == n else "different"
 
 
 SELF_VERDICT = {  # a word's rollout self-share against uniform attention's with the same residual weight
@@ -139,13 +147,14 @@ def attention_graphs_headline(r):
     how = f"each layer's residual path taken as {'half' if w == 0.5 else f'{w:g}'} of it" if w.ndim == 0 else (
         "each layer's residual path weighted as measured, " + (", ".join(f"{x:.2f}" for x in w) + " by layer"
                                                               if w.ndim == 1 else f"{w.mean():.2f} on average"))
-    text = (f"By rollout ({how}), after the last layer a word keeps "
+    text = (f"In the first example sentence, by rollout ({how}), after the last layer a word keeps "
             f"{what[_against_uniform(own, uniform)]} even attention with the same residual would leave it (on average "
             f"{own:.2f} of it is its own input word, against {uniform:.2f})")
     if f["common"] is not None:
-        same = 2 * f["common"] > len(f["top"])
-        text += (f", and raw attention names {'mostly the same' if same else 'different'} strongest pairs "
-                 f"{'as' if same else 'than'} rollout")
+        text += ", and raw attention names " + {
+            "mostly": "mostly the same strongest pairs as rollout",
+            "partly": f"partly the same strongest pairs as rollout ({f['common']} of {len(f['top'])})",
+            "different": "different strongest pairs than rollout"}[_shared(f["common"], len(f["top"]))]
     if _one_target(f["top"]):
         text += f", all {len(f['top'])} of rollout's strongest leading to {f['top'][0][1]}"
     return text + "."

@@ -131,8 +131,13 @@ def circuits_text(r):
 
 def circuits_headline(r):
     """How many heads of layer 0 choose by embedding similarity (interval above 0), how many clearly (above
-    CIRCUIT_FOLLOWS); how many OV circuits copy."""
-    return headline_text(**head_counts(r.circuits))
+    CIRCUIT_FOLLOWS), how many against it (interval below 0); how many OV circuits copy, and where a leaning head's own
+    token ranks."""
+    c = r.circuits
+    kinds = head_kinds(c)
+    against = sum(k["qk"] == "other" and c.identity[h]["high"] < 0 for h, k in enumerate(kinds)) if c.identity else None
+    ranks = [c.ov_self_rank[h] for h, k in enumerate(kinds) if k["ov"] == "leans"]
+    return headline_text(**head_counts(c), against=against, lean_ranks=ranks, tokens=len(c.token_ids))
 
 
 def head_counts(c):
@@ -146,24 +151,31 @@ def head_counts(c):
             "leans": sum(k["ov"] == "leans" for k in kinds) if c.ov_copying else None}
 
 
-def headline_text(heads, follow, closely, copies, leans=None):
+def headline_text(heads, follow, closely, copies, leans=None, against=None, lean_ranks=None, tokens=None):
     """The sentence of `head_counts` (`leans` None: counts stored before that tier, not said; `follow` None: no QK
-    scores)."""
+    scores). `against`: how many heads' intervals lie below 0, said where counted ("positively" then tells the two
+    apart); `lean_ranks`, `tokens`: the own-token ranks of the leaning heads, of `tokens`, said where given."""
+    negative = (f", and those of {against} negatively (interval{'s' if against > 1 else ''} below 0)" if against
+                else "")
     if follow is None:
         text = "In layer 0, no head's query-key logits are scored (queries and keys are normalised per head)"
     elif follow:
-        text = (f"In layer 0, the query-key logits of {follow} of {heads} heads correlate with how similar the token "
-                "embeddings are" + (f" ({closely} closely)" if closely else " (weakly: no interval above "
-                                                                            f"{CIRCUIT_FOLLOWS})"))
+        text = (f"In layer 0, the query-key logits of {follow} of {heads} heads correlate "
+                f"{'positively ' if against is not None else ''}with how similar the token embeddings are"
+                + (f" ({closely} closely)" if closely else f" (weakly: no interval above {CIRCUIT_FOLLOWS})")
+                + negative)
     else:
         text = (f"In layer 0, the query-key logits of none of the {heads} heads are shown to follow embedding "
-                "similarity (every interval includes 0 or is below it)")
+                "similarity (every interval includes 0 or is below it" + (f": {against} below" if against else "")
+                + ")")
     if copies is not None:
         text += (f"; {copies} of {heads} copy the token they attend to into their output" if copies else
                  "; none copies the token it attends to into its output")
         if leans:
+            ranks = (f", {' and '.join(f'{x:.0f}' for x in lean_ranks)} of {tokens} on average" if lean_ranks and tokens
+                     else "")
             text += (f" ({leans} more lean{'s' if leans == 1 else ''} to it: high copying scores, but a token's own "
-                     "logit ranks far down)")
+                     f"logit does not rank near the top{ranks})")
     return text + "."
 
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..plots import save_figure
 from .page import Section
-from .words import cell, differ, lower
+from .words import cell, differ, lower, signed_interval
 
 
 def _word_filter(r):
@@ -38,8 +38,9 @@ TREND_WORDS = {"falls": "upper layers are more context-specific, the published t
 def _contrast(g):
     """"; last - layer 0, per word: -0.12 [-0.14, -0.10]" where the probe measured it, else ""."""
     c = g.layer_contrast
-    return "" if c is None else (f"; last layer - layer 0, per word: {c['estimate']:+.2f} [{c['low']:+.2f}, "
-                                 f"{c['high']:+.2f}], 95% bootstrap over the {c['words']} words")
+    return "" if c is None else (f"; last layer - layer 0, per word: "
+                                 f"{signed_interval(c['estimate'], c['low'], c['high'])}, 95% bootstrap over the "
+                                 f"{c['words']} words")
 
 
 def _against_baseline(adjusted):
@@ -70,15 +71,46 @@ def geometry_text(r):
             f"contextual vectors.")
 
 
+# What the embedding output is called, by whether the probe measured a position term in it (None: not recorded)
+LAYER0_OUTPUT = {True: "hidden_states[0], with positions", False: "hidden_states[0], no position term measured",
+                 None: "hidden_states[0]"}
+
+
+def _layer0_parts(g):
+    """"the anisotropy baseline is 0.57 at layer 0 against 0.15": which of the two parts of adjusted self-similarity
+    (raw - baseline) differ between layer 0 and the word embeddings alone at the precision shown ("" if neither)."""
+    parts = (("raw self-similarity", (g.self_similarity or [None])[0], g.static.self_similarity),
+             ("anisotropy baseline", (g.anisotropy or [None])[0], g.static.anisotropy))
+    shown = [f"the {name} is {a:.2f} at layer 0 against {b:.2f}" for name, a, b in parts
+             if a is not None and b is not None and differ(a, b)]
+    return " and ".join(shown)
+
+
+# Who the layer-0 sentence credits with the difference, by whether the probe measured a position term (None: not
+# recorded, files from before the field): the position signal only where one was measured
+LAYER0_SUBJECT = {True: "The position signal", False: "With no position term measured, the embedding output",
+                  None: "The embedding output"}
+
+
+def _layer0_verdict(g, way):
+    """The sentence on layer 0 against the word alone: "less" / "more" alike or None (equal as shown). The position
+    signal is named only where the probe measured a position term; otherwise the parts that differ are."""
+    subject = LAYER0_SUBJECT[g.layer0_position]
+    if way is None:
+        return (f"{subject} does not measurably change how alike a word's occurrences are (equal at the precision "
+                "shown).")
+    parts = "" if g.layer0_position else _layer0_parts(g)
+    ending = f", where {parts}." if parts else "."
+    return f"{subject} makes a word's occurrences {way} alike than the word alone{ending}"
+
+
 def layer0_text(r):
     g = r.geometry
     static, layer0 = g.static.adjusted_self_similarity, g.adjusted_self_similarity[0]
-    return (f"Layer 0 measured two ways: the embedding output (hidden_states[0], with positions) has adjusted "
+    way = "less" if lower(layer0, static) else "more" if lower(static, layer0) else None
+    return (f"Layer 0 measured two ways: the embedding output ({LAYER0_OUTPUT[g.layer0_position]}) has adjusted "
             f"self-similarity {layer0:.2f}; the word embeddings alone (static, no positions) {static:.2f} (raw 1 by "
-            f"construction minus their anisotropy baseline {g.static.anisotropy:.2f}). The position signal "
-            + ("makes a word's occurrences less alike than the word alone." if lower(layer0, static) else
-               "makes a word's occurrences more alike than the word alone." if lower(static, layer0) else
-               "does not measurably change how alike a word's occurrences are (equal at the precision shown).")
+            f"construction minus their anisotropy baseline {g.static.anisotropy:.2f}). " + _layer0_verdict(g, way)
             + f" ({g.layer0_note or ''})")
 
 

@@ -34,12 +34,14 @@ def role_label(role, min_mass):
 
 def _role_counts(h):
     """(cells, counts, min_mass, most_none, commonest): cells per head k = layer * H + head as (role, mass, ratio);
-    most_none when more than half the heads have no role; commonest (n, role) among named roles otherwise."""
+    most_none when more than half the heads have no role; commonest (n, [roles]) among named roles otherwise: every
+    role tied for the largest count n, in the file's order."""
     roles, mass, ratio, min_mass = saved_roles(h)
     cells = [cell for row in zip(roles, mass, ratio) for cell in zip(*row)]
     counts = Counter(role for role, _, _ in cells)
     most_none = counts["none"] > len(cells) / 2
-    commonest = None if most_none else max((n, role) for role, n in counts.items() if role != "none")
+    n = None if most_none else max(n for role, n in counts.items() if role != "none")
+    commonest = None if most_none else (n, [role for role, k in counts.items() if role != "none" and k == n])
     return cells, counts, min_mass, most_none, commonest
 
 
@@ -62,7 +64,9 @@ def head_roles_text(r):
         verdict = f"most heads ({counts['none']} of {len(cells)}) give no single target {min_mass:g} of their attention"
     else:  # at least half the heads have a role
         n, top = commonest
-        verdict = f"the commonest role is {role_label(top, min_mass)} ({n} of {len(cells)} heads)"
+        verdict = (f"the commonest role is {role_label(top[0], min_mass)} ({n} of {len(cells)} heads)" if len(top) == 1
+                   else f"{' and '.join(role_label(t, min_mass) for t in top)} are tied for the commonest role ({n} of "
+                   f"{len(cells)} heads each)")
     return (f"Roles as Clark et al. (2019) report them: a head's role is the target it gives the largest attention "
             f"mass (mean over queries), if that mass is >= {min_mass:g}; the ratio to uniform attention on the same "
             f"queries is shown beside it, but does not choose the role (its ceiling differs by target). Roles: "
@@ -77,8 +81,12 @@ def head_roles_headline(r):
         return (f"Most heads ({counts['none']} of {len(cells)}) have no single clear job: no target gets "
                 f"{min_mass:.0%} of their attention{rest}.")
     n, top = commonest
-    return (f"The commonest job is attending to {target_object(ROLE_LABELS.get(top, top))}: {n} of {len(cells)} heads give "
-            f"it at least {min_mass:.0%} of their attention.")
+    if len(top) > 1:
+        tied = " and to ".join(target_object(ROLE_LABELS.get(t, t)) for t in top)
+        return (f"Attending to {tied} are tied for the commonest job: each is the job of {n} of {len(cells)} heads, "
+                f"which give it at least {min_mass:.0%} of their attention.")
+    return (f"The commonest job is attending to {target_object(ROLE_LABELS.get(top[0], top[0]))}: {n} of {len(cells)} "
+            f"heads give it at least {min_mass:.0%} of their attention.")
 
 
 def head_roles_tables(r):

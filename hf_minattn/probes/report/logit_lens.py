@@ -40,8 +40,8 @@ def logit_lens_text(r):
     if not below:
         best = int(np.nanargmax(gain))
         return text + (f"No layer's loss is below {floor} beyond its 95% interval (largest gain {gain[best]:+.2f} ± "
-                       f"{ci[best]:.2f} nats, at layer {best}): read through its head, no layer, not even the output, "
-                       f"predicts {words['tokens']} better than token frequencies alone.") + caveat
+                       f"{ci[best]:.2f} nats, at layer {best}): read through its head, no layer is shown to predict "
+                       f"{words['tokens']} better than token frequencies alone.") + caveat
     first = below[0]
     return text + (f"The loss first goes below {floor} beyond its 95% interval at layer {first} (gain {gain[first]:.2f} ± "
                    f"{ci[first]:.2f} nats); at the last layer the gain is {gain[-1]:+.2f} ± {ci[-1]:.2f} nats. "
@@ -72,8 +72,8 @@ def logit_lens_headline(r):
     gain, ci, below = gains
     if not below:
         best = int(np.nanargmax(gain))
-        return (f"Not resolved at this scale: no layer, {head}, {guess} better than word frequencies alone (largest "
-                f"gain {gain[best]:+.2f} ± {ci[best]:.2f} nats, layer {best}).")
+        return (f"Not resolved at this scale: no layer, {head}, is shown to guess {words['words']} better than word "
+                f"frequencies alone (largest gain {gain[best]:+.2f} ± {ci[best]:.2f} nats, layer {best}).")
     first = below[0]
     if first == 0:
         return (f"Even layer 0, {head}, {guess} better than word frequencies alone (gain {gain[0]:.2f} ± "

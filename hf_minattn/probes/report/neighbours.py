@@ -29,8 +29,9 @@ def neighbours_headline(r):
         return (f"The nearest words of {len(n.words)} probe words in each vector set (no static and last-layer "
                 "sets to compare).")
     last, shared = overlap
-    mean = float(np.mean(list(shared.values())))
-    verdict = "mostly stay the same as" if mean >= NEIGHBOURS / 2 else "mostly change from"
+    mean = float(f"{np.mean(list(shared.values())):.1f}")  # as the sentence prints it
+    verdict = ("mostly stay the same as" if mean > NEIGHBOURS / 2 else "are half shared with" if mean == NEIGHBOURS / 2
+               else "mostly change from")
     return (f"At the last layer ({last.replace('_', ' ')}) the probe words' nearest words {verdict} those of the "
             f"input embeddings: on average {mean:.1f} of the {NEIGHBOURS} nearest are shared "
             f"({min(shared.values())} to {max(shared.values())} over {len(shared)} words).")

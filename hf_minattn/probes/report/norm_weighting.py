@@ -27,12 +27,12 @@ def norm_weighting_text(r):
     h = r.heads
     changes, key, direction = _norm_change(h)
     raw, weighted = changes[key]
-    moves = ", ".join(f"{ROLE_LABELS[k]} {a:.2f} -> {b:.2f}" for k, (a, b) in changes.items())
+    moves = ", ".join(f"{ROLE_LABELS[k]} {a:.3f} -> {b:.3f}" for k, (a, b) in changes.items())  # as the table shows
     text = (f"Weighting each attention weight by the norm of the vector it moves (||a_ij W_O W_V x_j||, value bias "
             f"included; Kobayashi et al. 2020), mean attention {moves}. ")
     if direction == "same":
         return text + (f"The largest change, attention to {ROLE_LABELS[key]} ({raw:.3f} -> {weighted:.3f}), is "
-                       "below the precision shown: norm weighting does not change the picture here.")
+                       "under 0.01: norm weighting does not change the picture here.")
     return text + (f"The largest change: attention to {ROLE_LABELS[key]} {direction} from {raw:.2f} to {weighted:.2f}, "
                    "so " + ("raw weights overstate how much these tokens contribute." if direction == "falls" else
                             "raw weights understate how much these tokens contribute."))

@@ -4,6 +4,8 @@ Chance is what this classifier scores with no information: every sense tied, 1/s
 senses), which is the static word embeddings' score (one vector per word); files written before it was defined so
 record the majority sense's share as `chance`, and are read against their static score where they have one."""
 
+import math
+
 import matplotlib.pyplot as plt
 
 from ..plots import save_figure
@@ -12,13 +14,16 @@ from .words import cell
 
 
 def sense_verdict(interval, chance):
-    """"above chance", "below chance" or "not told apart from chance: not at this scale", from where the 95% interval
-    (a dict with low and high) lies against chance (no equivalence test: an interval holding chance does not say the
-    vectors are at chance)."""
+    """"above chance", "below chance", "at chance by construction" (an interval of zero width at chance: every
+    resample scores chance, as vectors that carry nothing do, e.g. identical ones) or "not told apart from chance: not
+    at this scale", from where the 95% interval (a dict with low and high) lies against chance (no equivalence test:
+    an interval of some width holding chance does not say the vectors are at chance)."""
     if interval["low"] > chance:
         return "above chance"
     if interval["high"] < chance:
         return "below chance"
+    if math.isclose(interval["low"], chance, abs_tol=1e-9) and math.isclose(interval["high"], chance, abs_tol=1e-9):
+        return "at chance by construction"
     return "not told apart from chance: not at this scale"
 
 
@@ -119,6 +124,9 @@ def sense_accuracy_headline(r):
                 "meaning.")
     if verdict == "below chance":
         return f"No: at the last layer {found}, below chance ({chance:.0%})."
+    if verdict == "at chance by construction":
+        return (f"No: at the last layer {found}, at chance by construction (its 95% interval has zero width at "
+                f"{chance:.0%}).")
     return (f"Not resolved at this scale: at the last layer {found}, but its 95% interval ({i['low']:.0%} to "
             f"{i['high']:.0%}) includes chance ({chance:.0%}).")
 

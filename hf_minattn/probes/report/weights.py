@@ -10,13 +10,15 @@ from .words import lower
 
 
 def _effective_ranks(w):
-    """(trained, initial or None, lower): mean effective rank {"qk", "ov"} over every head; lower when the trained
-    circuits' summed rank is below the initial ones', as shown."""
+    """(trained, initial or None, lower): mean effective rank {"qk", "ov", "both" (their mean)} over every head; lower
+    when the trained circuits' mean rank of both is below the initial one's as printed (one decimal)."""
     t = {c: float(np.mean(getattr(w.trained, f"{c}_effective_rank"))) for c in ("qk", "ov")}
+    t["both"] = (t["qk"] + t["ov"]) / 2
     if not w.initial:
         return t, None, None
     i = {c: float(np.mean(getattr(w.initial, f"{c}_effective_rank"))) for c in ("qk", "ov")}
-    return t, i, lower(t["qk"] + t["ov"], i["qk"] + i["ov"], 1)
+    i["both"] = (i["qk"] + i["ov"]) / 2
+    return t, i, lower(t["both"], i["both"], 1)
 
 
 def weights_text(r):
@@ -28,19 +30,19 @@ def weights_text(r):
         verdict = ("lower: on average the trained heads use fewer directions" if lower else
                    "not lower: on average the trained heads do not use fewer directions")
         text += (f", against QK {i['qk']:.1f}, OV {i['ov']:.1f} for the same model at random initialisation "
-                 f"({'; '.join(w.notes or []) or 'its own initial weights'}): the trained circuits' mean rank is "
-                 f"{verdict} ({_lower_heads(w)})")
+                 f"({'; '.join(w.notes or []) or 'its own initial weights'}): the trained circuits' mean rank of both, "
+                 f"{t['both']:.1f} against {i['both']:.1f}, is {verdict} ({_lower_heads(w)})")
     return text + ". Biases and LayerNorm are ignored."
 
 
 def weights_headline(r):
     w = r.weights
     t, i, lower = _effective_ranks(w)
-    trained = (t["qk"] + t["ov"]) / 2
+    trained = t["both"]
     if i is None:
         return (f"Each head's circuits use on average {trained:.1f} of at most {w.head_dim} directions (effective "
                 "rank); no copy of the model at initialisation was measured to compare.")
-    initial = (i["qk"] + i["ov"]) / 2
+    initial = i["both"]
     numbers = (f"mean effective rank {trained:.1f} of at most {w.head_dim}, against {initial:.1f} at random "
                f"initialisation; {_lower_heads(w)}")
     if lower:

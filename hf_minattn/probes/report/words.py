@@ -18,6 +18,15 @@ def lower(a, b, decimals=2):
     return a < b and differ(a, b, decimals)
 
 
+def signed_interval(estimate, low, high, decimals=2, most=4):
+    """"+0.12 [+0.08, +0.16]": an estimate and its interval, signed, at `decimals`, or at more (up to `most`) where
+    the interval excludes 0 but its bound nearest 0 would print as 0 (so the printed bounds show why it excludes 0)."""
+    near = min(abs(low), abs(high)) if low > 0 or high < 0 else None
+    while near is not None and decimals < most and float(f"{near:.{decimals}f}") == 0:
+        decimals += 1
+    return f"{estimate:+.{decimals}f} [{low:+.{decimals}f}, {high:+.{decimals}f}]"
+
+
 # What a language model's head is scored on, in the words of the head-ablation and logit-lens sections: the masked
 # tokens of a masked LM, each next token of a decoder (the `objective` of those results)
 PREDICTED = {
