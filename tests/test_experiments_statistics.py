@@ -2,10 +2,13 @@
 results.json stores, and the verdict of a stored comparison. Known answers are worked out by hand, the arithmetic
 beside them."""
 
+import copy
+
 import numpy as np
 import pytest
 
 from hf_minattn.experiments import statistics as st
+from hf_minattn.stats import holm
 
 
 def results(variants: dict, floors=(7.0, 7.1, 7.2, 7.3)) -> dict:
@@ -216,3 +219,34 @@ def test_a_crossed_comparison_needs_the_seed_level_t_test_to_agree():
     assert agreeing["verdict"] == "higher" and agreeing["seeds"]["low"] > 0
     one_model = st.crossed_tested(spread[:1], 0.05, 500, n=40)  # items only: no seed level
     assert "seeds" not in one_model and one_model["n"] == 40
+
+
+def crossed_with_seeds(seed_p, low=0.01, combined_p=0.2):
+    """A crossed comparison (combined p `combined_p`, unresolved) whose stored seed level has p `seed_p`."""
+    return {"estimate": 0.05, "low": -0.02, "high": 0.12, "n": 5, "method": "crossed", "p": combined_p,
+            "p_holm": combined_p, "family_size": 3, "margin": 0.05, "verdict": "unresolved",
+            "tost": {"equivalent": False}, "seeds": {"estimate": 0.05, "low": low, "high": 0.09, "n": 5, "df": 4,
+                                                     "p": seed_p, "tost": {"equivalent": False}}}
+
+
+@pytest.mark.parametrize("p_b, verdict_b", [(0.024, "higher"), (0.026, "unresolved")])
+def test_the_seed_levels_are_decided_by_holm_over_the_family_without_changing_it(p_b, verdict_b):
+    """Seed-level p-values 0.01 and p_b, and a comparison without a seed level (p 0.5, counted as it is): Holm
+    takes p_b to 2 x p_b, a difference below 0.025 only. The stored family is left as it was."""
+    family = {"a": crossed_with_seeds(0.01), "b": crossed_with_seeds(p_b),
+              "c": {"estimate": 0.0, "low": -0.1, "high": 0.1, "n": 5, "p": 0.5, "p_holm": 0.5, "verdict": "unresolved",
+                    "tost": {"equivalent": False}, "margin": 0.05}}
+    before = copy.deepcopy(family)
+    levels = st.seed_levels(family)
+    assert family == before and set(levels) == {"a", "b"}
+    assert levels["a"]["verdict"] == "higher" and levels["b"]["verdict"] == verdict_b
+    assert levels["b"]["p"] == p_b and "p_holm" not in levels["b"] and levels["b"]["family_size"] == 3
+    assert levels["b"]["level"] == "seeds" and levels["b"]["margin"] == 0.05
+    assert st.seed_levels({"c": family["c"]}) == {}
+
+
+def test_a_family_counts_the_tests_stored_elsewhere():
+    family = {"a": st.tested([0.1, 0.11, 0.12]), "b": st.tested([0.1, 0.2, 0.15])}
+    p = [family["a"]["p"], family["b"]["p"]]
+    st.holm_family(family, [0.001])
+    assert family["a"]["family_size"] == 3 and [family[k]["p_holm"] for k in "ab"] == holm(p + [0.001])[:2]

@@ -18,7 +18,8 @@ import hf_minattn
 from hf_minattn.cli import main as cli_main
 from hf_minattn.experiments.findings import load_results, protocol_record, render_findings, rerender_findings
 from hf_minattn.experiments.findings_answers import ANSWERS, key_numbers
-from hf_minattn.experiments.findings_format import df_cell, num, p_cell, p_value, verdict_cell
+from hf_minattn.experiments.findings_format import df_cell, num, p_cell, p_value, row_cells, verdict_cell
+from hf_minattn.experiments.statistics import seed_levels
 from hf_minattn.experiments.probe_answers import probe_answers
 
 FINDINGS = Path(__file__).resolve().parents[1] / "docs" / "findings"
@@ -59,10 +60,11 @@ def comparison_rows_missing(text: str, results: dict) -> list[str]:
     def walk(node):
         if isinstance(node, dict):
             if {"estimate", "low", "high"} <= set(node) and None not in (node["low"], node["high"]):
-                cells = (num(node["estimate"]), f"[{num(node['low'])}, {num(node['high'])}]", df_cell(node))
-                stored.add((*cells, p_cell(node), verdict_cell(node)))
+                stored.add(tuple(row_cells(node)))
                 half = "above" if node["low"] > 0.5 else "below" if node["high"] < 0.5 else "includes"
-                stored.add((*cells, "-", f"{half} 0.5"))  # an older Q7 row: one share against 0.5, untested
+                stored.add((*row_cells(node)[:3], "-", f"{half} 0.5"))  # an older Q7 row: one share against 0.5
+            # a family's seed levels, decided at rendering from its stored t-tests over seeds ("seeds")
+            stored.update(tuple(row_cells(level)) for level in seed_levels(node).values())
             for value in node.values():
                 walk(value)
         elif isinstance(node, list):
@@ -273,14 +275,19 @@ def test_an_older_results_json_is_refused_before_any_figure_is_drawn(tmp_path):
     assert not (tmp_path / "out" / "figures").exists()
 
 
-def test_an_equivalence_whose_interval_excludes_zero_is_not_called_the_same():
+def test_an_equivalence_whose_interval_excludes_zero_says_why_no_difference_was_called():
+    """Equivalent, yet its unadjusted 95% interval excludes 0: Holm's adjustment (or, for a test alone, its own p at
+    the boundary) is why no difference was called; it is not said to differ ("not identical", as it read)."""
     from hf_minattn.experiments.findings_format import compared
 
     inside = {"estimate": 0.02, "low": -0.01, "high": 0.05, "n": 3, "margin": 0.05, "verdict": "equivalent"}
-    small = {**inside, "low": 0.0012, "high": 0.0392}
+    small = {**inside, "low": 0.0012, "high": 0.0392, "p": 0.0445, "p_holm": 0.0618, "family_size": 3}
     assert compared(inside, "worse", "the same", "better") == "the same (equivalent within ±0.05 by a TOST test)"
-    assert "not identical" in compared(small, "worse", "the same", "better") and "[0.0012, 0.0392]" in \
-        compared(small, "worse", "the same", "better")
+    assert compared(small, "worse", "the same", "better") == (
+        "the same (equivalent within ±0.05 by a TOST test; its unadjusted 95% interval excludes 0, but Holm's "
+        "adjustment for 3 tests leaves p 0.062)")
+    alone = compared({**small, "p": 0.05, "p_holm": 0.05, "family_size": 1}, "worse", "the same", "better")
+    assert alone.endswith("its 95% interval [0.0012, 0.0392] excludes 0, but its p, 0.05, does not reach 0.05)")
 
 
 def test_the_logit_lens_verdict_reads_the_interval_with_the_sentences_when_there_is_one():

@@ -73,7 +73,8 @@ REFERENCE_DESCRIPTIONS = {
                         "embeddings: trained at scale, but not a plain masked language model."}
 
 
-WORD2VECS, OWN_INPUTS = "word2vec's", "its own input embeddings'"  # possessives, as the sentences compare them
+# possessives, as the sentences compare them
+WORD2VECS, OWN_INPUTS, UNTRAINED_MODELS = "word2vec's", "its own input embeddings'", "the untrained model's"
 
 
 def _versus(d: dict | None, what: str) -> str:
@@ -83,6 +84,15 @@ def _versus(d: dict | None, what: str) -> str:
     if not holds_widened(d):
         return f"not shown {VERSUS[verdict]} {what}: {VERSUS[verdict]} only by an interval drawn too narrow, {too_narrow(d)}"
     return f"{VERSUS[verdict]} {what}{caveat(d)}"
+
+
+def _alone(d: dict | None, seeds: dict | None, words: dict, it: str, sample: str) -> str:
+    """", but above it over the seeds alone, the pairs not resampled": the seed level's verdict (`words`' word for
+    it) where it differs from the verdict the answer states, which has the items as a sample too (PROTOCOL.md,
+    section 5); "" where they agree or there is no seed level."""
+    if d is None or seeds is None or st.verdict(seeds) == st.verdict(d):
+        return ""
+    return f", but {words[st.verdict(seeds)]} {it} over the seeds alone, {sample} not resampled"
 
 
 def parameter_count(n: int) -> str:
@@ -117,16 +127,22 @@ def q5_answer(results: dict) -> str:
         return NOT_MEASURED
     comparisons, pairs = q5["comparisons"] or {}, (q5["pairs"] or {}).get("wordsim353", {})
     matched, ref = comparisons.get("last_vs_word2vec_matched"), q5.get("reference_scores")
-    untrained = _versus(comparisons.get("last_vs_untrained"), "the untrained model's")
+    levels = st.seed_levels(comparisons)
+
+    def versus(family, name, what, seeds=levels):  # the verdict, and the seeds alone's where it differs
+        return _versus(family.get(name), what) + _alone(family.get(name), seeds.get(name), VERSUS, "it", "the pairs")
+
     text = (f"Measured against human similarity judgements (WordSim-353, {pairs.get('kept')} of {pairs.get('total')} "
             "pairs, both words in every vocabulary), "
             + (f"{ours(results)}, the last-layer vectors are " if ref else "the full model's last-layer vectors are ")
-            + f"{untrained} and {_versus(comparisons.get('last_vs_word2vec'), WORD2VECS)}"
-            + (f" (tuned; {_versus(matched, exposure(q5.get('word2vec_matched')))})" if matched else ""))
+            + f"{versus(comparisons, 'last_vs_untrained', UNTRAINED_MODELS)} and "
+            + versus(comparisons, "last_vs_word2vec", WORD2VECS)
+            + (f" (tuned; {versus(comparisons, 'last_vs_word2vec_matched', exposure(q5.get('word2vec_matched')))})"
+               if matched else ""))
     if ref:
-        c = ref["comparisons"]
-        text += (f"; {AT_SCALE} ({ref['name']}), the last layer's are {_versus(c.get('vs_word2vec'), WORD2VECS)} "
-                 f"and {_versus(c.get('vs_static'), OWN_INPUTS)}")
+        c, theirs = ref["comparisons"], st.seed_levels(ref["comparisons"] or {})
+        text += (f"; {AT_SCALE} ({ref['name']}), the last layer's are {versus(c, 'vs_word2vec', WORD2VECS, theirs)} "
+                 f"and {versus(c, 'vs_static', OWN_INPUTS, theirs)}")
     if pairs_method(comparisons) == "hierarchical":
         text += "; the comparisons between systems from word-pair intervals drawn too narrow (the note under the table)"
     return text
@@ -136,6 +152,10 @@ REFERENCE_SENSES = {"higher": "its last layer tells them apart above chance",
                     "lower": "its last layer classifies them below chance",
                     "equivalent": "its last layer is at chance on them",
                     "unresolved": "whether its last layer tells them apart is not resolved"}
+
+
+SENSE_COMPARISONS = (("vs_chance", "chance"), ("vs_untrained", "the untrained model"),
+                     ("vs_position", "the control that sees only position and sentence length"))
 
 
 def q6_answer(results: dict) -> str:
@@ -159,6 +179,11 @@ def q6_answer(results: dict) -> str:
             "equivalent": "the last layer is at chance on a homonym's senses (equivalent within the margin)",
             "unresolved": f"not resolved{here} whether the last layer tells a homonym's senses apart"
             }[st.verdict(c["vs_chance"])]
+    items = senses.get("comparisons_items") or {}
+    alone = [f"{VERSUS[st.verdict(senses['comparisons'][name])]} {what}" for name, what in SENSE_COMPARISONS
+             if name in items and st.verdict(items[name]) != st.verdict(senses["comparisons"][name])]
+    if alone:  # the answer reads the homonyms as a sample too; where the seeds alone say otherwise, both are given
+        text += f" (over the seeds alone, the homonyms not resampled: {', '.join(alone)})"
     if not beside:
         return f"Senses: {text}"
     return (f"Senses: {ours(results)}, {text}; {AT_SCALE} ({ref['name']}), "
@@ -189,14 +214,18 @@ def q7_mixing_answer(mixing: dict, in_ours: str = "in our model at this scale") 
     attention with the same weights and against the untrained model (and, where the fixed weight 0.5 turns that
     comparison around, what it says there); the reference encoder beside it. `in_ours`: how the sentence names our
     model (`ours`)."""
-    c = mixing["comparisons"]
-    untrained = c["full_minus_untrained_measured"]
+    c, levels = mixing["comparisons"], st.seed_levels(mixing["comparisons"])
+    uniform, untrained = c["full_minus_uniform_measured"], c["full_minus_untrained_measured"]
+
+    def alone(name):  # the seeds alone's verdict, where it differs
+        return _alone(c[name], levels.get(name), KEEPS, "it", "the sentences")
+
     text = ("Each head's attention weights are a weighted directed graph over the tokens; followed through the "
             f"residual path and the layers (rollout over {mixing['sentences']} sentences, residual weights measured "
             f"from the layers' norms), attention {in_ours} keeps a word to itself "
-            f"{KEEPS[st.verdict(c['full_minus_uniform_measured'])]} uniform attention with the same residual weights "
-            f"would{caveat(c['full_minus_uniform_measured'])}, and {KEEPS[st.verdict(untrained)]} the untrained "
-            f"model{caveat(untrained)}{_fixed_weight_clause(mixing)}")
+            f"{KEEPS[st.verdict(uniform)]} uniform attention with the same residual weights "
+            f"would{caveat(uniform)}{alone('full_minus_uniform_measured')}, and {KEEPS[st.verdict(untrained)]} the "
+            f"untrained model{caveat(untrained)}{alone('full_minus_untrained_measured')}{_fixed_weight_clause(mixing)}")
     ref = mixing.get("reference")
     if ref:
         text += (f"; {AT_SCALE} ({ref['name']}), "

@@ -44,20 +44,29 @@ def ci(d: dict | None, unit: str = "") -> str:
 
 
 def p_value(p) -> str:
-    """A stored p at 2 significant digits, never rounded across the 0.05 threshold the verdicts use."""
+    """A stored p at 2 significant digits, never rounded across the 0.05 threshold the verdicts use: a p below it
+    takes more digits until it prints below it (0.04996 as "0.04996", not "0.05"), and a p at or above it never
+    prints below it."""
     if p is None:
         return "-"
     if p < P_FLOOR:
         return f"< {P_FLOOR}"
-    text = num(p, 2)
-    return num(p, 3) if p < st.ALPHA <= float(text) else text
+    digits, text = 2, num(p, 2)
+    while (float(text) < st.ALPHA) != (p < st.ALPHA) and digits < 17:
+        digits += 1
+        text = num(p, digits)
+    return text
 
 
 def p_cell(d: dict | None) -> str:
-    """The p of a stored comparison, labelled honestly: Holm-adjusted within its family of k tests, or a test alone."""
+    """The p of a stored comparison, labelled honestly: Holm-adjusted within its family of k tests, or a test alone;
+    a seed level decided at rendering (`statistics.seed_levels`) prints its stored p, the one before Holm's
+    adjustment (its verdict reads the adjusted one)."""
+    k = (d or {}).get("family_size") or 1
+    if d and d.get("level") == "seeds" and d.get("p") is not None:
+        return f"{p_value(d['p'])} (" + (f"before Holm's adjustment for {k} tests)" if k > 1 else "one test, unadjusted)")
     if not d or d.get("p_holm") is None:
         return "-"
-    k = d.get("family_size") or 1
     return f"{p_value(d['p_holm'])} (Holm, {k} tests)" if k > 1 else f"{p_value(d['p_holm'])} (one test, unadjusted)"
 
 
@@ -69,15 +78,26 @@ def df_cell(d: dict | None) -> str:
     return "-" if d.get("df") is None else str(d["df"])
 
 
-def verdict_cell(d: dict | None) -> str:
-    """A tested comparison's verdict; a bare interval says only where it lies against 0."""
+def verdict_cell(d: dict | None, tost_interval: bool = False) -> str:
+    """A tested comparison's verdict; a bare interval says only where it lies against 0. `tost_interval`: an
+    equivalence with the 90% interval its TOST test decided on (a table prints the 95% one beside it, which may leave
+    the margins)."""
     if not d:
         return "-"
     if "verdict" in d:
         word = {"higher": "higher", "lower": "lower", "equivalent": f"equivalent within ±{num(d.get('margin'))}",
                 "unresolved": "not resolved"}[d["verdict"]]
+        tost = d.get("tost") or {}
+        if tost_interval and d["verdict"] == "equivalent" and None not in (tost.get("low"), tost.get("high")):
+            word += f" (90% [{num(tost['low'])}, {num(tost['high'])}])"
         return word if holds_widened(d) else f"{word}, not if {HIERARCHICAL_WIDENING}x as wide"
     return {1: "above 0", -1: "below 0", 0: "includes 0"}[st.sign(d)]
+
+
+def row_cells(d: dict) -> list[str]:
+    """A comparison's cells in a table: estimate, 95% interval, df, p, verdict (an equivalence with its 90%)."""
+    return [num(d["estimate"]), f"[{num(d['low'])}, {num(d['high'])}]", df_cell(d), p_cell(d),
+            verdict_cell(d, tost_interval=True)]
 
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -92,8 +112,22 @@ def comparisons_table(rows: list[tuple[str, dict | None]], unit: str = "") -> li
     if not kept:
         return []
     return table([f"comparison{f' ({unit})' if unit else ''}", "estimate", "95% interval", "df", "p", "verdict"],
-                 [[label, num(d["estimate"]), f"[{num(d['low'])}, {num(d['high'])}]", df_cell(d), p_cell(d),
-                   verdict_cell(d)] for label, d in kept])
+                 [[label, *row_cells(d)] for label, d in kept])
+
+
+SEEDS_ALONE = "the same, seeds alone"
+
+
+def family_rows(family: dict, named) -> list[tuple[str, dict | None]]:
+    """(label, comparison) rows of one Holm family from its (name, label) pairs, each crossed comparison followed by
+    its seed level (`statistics.seed_levels`), so that both levels are printed (PROTOCOL.md, section 5)."""
+    levels = st.seed_levels(family)
+    rows = []
+    for name, label in named:
+        rows.append((label, family.get(name)))
+        if name in levels:
+            rows.append((SEEDS_ALONE, levels[name]))
+    return rows
 
 
 def details(summary: str, lines: list[str]) -> list[str]:
@@ -109,14 +143,22 @@ def caveat(d: dict | None) -> str:
         return ""
     if d["verdict"] in ("higher", "lower") and (d.get("tost") or {}).get("equivalent"):
         return f" (by less than the ±{num(d['margin'])} margin: a TOST test puts the difference inside it)"
+    held_back = not_called(d) if d["verdict"] == "unresolved" else ""
+    return f" ({held_back})" if held_back else ""
+
+
+def not_called(d: dict) -> str:
+    """Why a comparison whose unadjusted 95% interval excludes 0 was not called a difference, within a family of k > 1
+    tests: Holm's adjustment, or its own p not reaching 0.05; "" where its interval includes 0 or it stands alone."""
     k = d.get("family_size") or 1
-    if d["verdict"] == "unresolved" and (d["low"] > 0 or d["high"] < 0) and k > 1:
-        if d.get("p") is not None and d["p"] >= st.ALPHA:  # a percentile interval and its p can part at the boundary
-            return (f" (its unadjusted 95% interval excludes 0, but its p does not reach {num(st.ALPHA)}: "
-                    f"{p_value(d['p'])} before Holm's adjustment for {k} tests, {p_value(d['p_holm'])} after)")
-        return (f" (its unadjusted 95% interval excludes 0, but Holm's adjustment for {k} tests leaves p "
-                f"{p_value(d['p_holm'])})")
-    return ""
+    if d.get("low") is None or d.get("high") is None or not (d["low"] > 0 or d["high"] < 0) or k == 1:
+        return ""
+    if d.get("p") is not None and d["p"] >= st.ALPHA:  # a percentile interval and its p can part at the boundary
+        return (f"its unadjusted 95% interval excludes 0, but its p does not reach {num(st.ALPHA)}: "
+                f"{p_value(d['p'])} before Holm's adjustment for {k} tests, {p_value(d.get('p_holm'))} after")
+    # a seed level decided at rendering has no stored adjusted p
+    after = f"leaves p {p_value(d['p_holm'])}" if d.get("p_holm") is not None else f"takes its p to {num(st.ALPHA)} or more"
+    return f"its unadjusted 95% interval excludes 0, but Holm's adjustment for {k} tests {after}"
 
 
 def too_narrow(d: dict) -> str:
@@ -138,14 +180,32 @@ def compared(diff: dict, worse: str, same: str, better: str, unresolved: str | N
         return worse + caveat(diff)
     if verdict == "lower":
         return better + caveat(diff)
-    if verdict == "equivalent":
-        small = diff["low"] > 0 or diff["high"] < 0  # inside the margins, yet its own interval excludes 0
-        if small:
-            return (f"{same} within ±{num(diff['margin'])} (TOST), but not identical: its 95% interval "
-                    f"[{num(diff['low'])}, {num(diff['high'])}] excludes 0, a difference smaller than the margin")
-        return f"{same} (equivalent within ±{num(diff['margin'])} by a TOST test)"
+    if verdict == "equivalent":  # inside the margins; where its own interval excludes 0, why no difference was called
+        held_back = not_called(diff) or _excludes_zero_alone(diff)
+        return f"{same} (equivalent within ±{num(diff['margin'])} by a TOST test" + (f"; {held_back})" if held_back else ")")
     margin = f" nor equivalence within ±{num(diff['margin'])}" if diff and diff.get("margin") else ""
     return (unresolved or f"not resolved at this scale (neither a difference{margin})") + caveat(diff)
+
+
+def at_both_levels(crossed: dict, seeds: dict | None, worse: str, same: str, better: str,
+                   unresolved: str | None = None, sample: str = "the items", always: bool = False) -> str:
+    """`compared` of a comparison with the items as a sample too (the answer's level), and where its seed level
+    `seeds` (None: none) gives another verdict, or `always`, that one beside it: "... with the pairs as a sample too
+    (seeds alone: ...)". PROTOCOL.md, section 5: both levels are reported where they disagree."""
+    text = compared(crossed, worse, same, better, unresolved)
+    if seeds is not None and (always or st.verdict(seeds) != st.verdict(crossed)):
+        text += f" with {sample} as a sample too (seeds alone: {compared(seeds, worse, same, better, unresolved)})"
+    return text
+
+
+def _excludes_zero_alone(d: dict) -> str:
+    """`not_called` for a test alone (no Holm adjustment): its 95% interval excludes 0, yet its p (a percentile
+    bootstrap's, at the boundary) does not reach 0.05; "" where the interval includes 0."""
+    if not (d["low"] > 0 or d["high"] < 0):
+        return ""
+    p = d.get("p")
+    return (f"its 95% interval [{num(d['low'])}, {num(d['high'])}] excludes 0"
+            + (f", but its p, {p_value(p)}, does not reach {num(st.ALPHA)}" if p is not None and p >= st.ALPHA else ""))
 
 
 def listed(values) -> str:

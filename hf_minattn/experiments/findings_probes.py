@@ -5,7 +5,8 @@ summaries."""
 
 from . import statistics as st
 from .findings_answers import REFERENCE_DESCRIPTIONS, VERSUS, opening
-from .findings_format import block_output, ci, compared, comparisons_table, df_cell, num, p_cell, table
+from .findings_format import (at_both_levels, block_output, ci, compared, comparisons_table, df_cell, family_rows, num,
+                              p_cell, table)
 from .findings_heads import q4_section
 from .probe_answers import layers_above_floor
 from .word_pairs import HIERARCHICAL_WIDENING, pairs_method, stated_verdict
@@ -19,10 +20,42 @@ Q5_COMPARISONS = (("last_vs_untrained", "last layer - untrained last layer"), ("
 
 
 def reference_rows(ref: dict | None) -> list[tuple]:
-    """The reference encoder's own comparisons (its Holm family), as (label, comparison) rows."""
+    """The reference encoder's own comparisons (its Holm family), as (label, comparison) rows, each crossed one
+    followed by its seed level (word2vec is trained once per seed)."""
     c = (ref or {}).get("comparisons") or {}
-    return [(f"{ref['name']}: last layer - word2vec", c.get("vs_word2vec")),
-            (f"{ref['name']}: last layer - its input embeddings", c.get("vs_static"))] if c else []
+    return family_rows(c, [("vs_word2vec", f"{ref['name']}: last layer - word2vec"),
+                           ("vs_static", f"{ref['name']}: last layer - its input embeddings")]) if c else []
+
+
+def levels_lines(rows: list[tuple[str, dict | None, dict | None]], sample: str) -> list[str]:
+    """A bullet naming the comparisons (label, crossed comparison, its seed level) whose two levels' verdicts differ,
+    each at both levels (PROTOCOL.md, section 5); none where they agree."""
+    parts = [f"{label}: " + at_both_levels(d, seeds, "higher", "no different", "lower", "not resolved", sample)
+             for label, d, seeds in rows if d is not None and seeds is not None and st.verdict(d) != st.verdict(seeds)]
+    return ["", "- Where the seeds alone give another verdict (the answer reads the level with " + sample
+            + " as a sample too): " + "; ".join(parts) + "."] if parts else []
+
+
+def finer_than_one(comparisons: list, standard_error: float | None) -> str:
+    """After "one correlation ... has a standard error near SE": whether the differences of correlations, paired on
+    the same pairs, are measured more finely than one correlation, by their 95% intervals' half-widths against one
+    correlation's (1.96 standard errors), said only as far as the numbers show it; a hierarchical interval, drawn too
+    narrow, taken HIERARCHICAL_WIDENING times as wide (as its verdict is)."""
+    kept = [d for d in comparisons if d and d.get("low") is not None and d.get("high") is not None]
+    if not kept or not standard_error:
+        return ""
+    widened = any(d.get("method") == "hierarchical" for d in kept)
+    finer = sum((d["high"] - d["low"]) / 2 * (HIERARCHICAL_WIDENING if d.get("method") == "hierarchical" else 1)
+                < 1.96 * standard_error for d in kept)
+    than = "one correlation's" + (f" (a hierarchical one taken {HIERARCHICAL_WIDENING}x as wide)" if widened else "")
+    if finer == len(kept):
+        return ("; the differences, paired on the same pairs, are measured more finely: each one's 95% interval is "
+                f"narrower than {than}")
+    if finer == 0:
+        return (f"; no difference's 95% interval is narrower than {than}: pairing on the same pairs does not measure "
+                "them more finely here")
+    return (f"; {finer} of the {len(kept)} differences' 95% intervals are narrower than {than}, the others' are not: "
+            "pairing on the same pairs does not measure every difference more finely")
 
 
 def too_narrow(comparisons: dict, subject: str = "These intervals") -> str:
@@ -42,22 +75,32 @@ def q5_section(q5: dict, results: dict, fig) -> list[str]:
     note = too_narrow(comparisons)
     lines = [
         *opening({"answers": {"q5": q5, "scale": results["answers"].get("scale")}}, 5),
-        *comparisons_table([(label, comparisons.get(name)) for name, label in Q5_COMPARISONS] + reference_rows(ref),
-                           "Spearman"),
+        *comparisons_table(family_rows(comparisons, Q5_COMPARISONS) + reference_rows(ref), "Spearman"),
         "",
         f"Differences of Spearman correlations on the same pairs, by a {pairs_method(comparisons)} bootstrap over "
         f"{results['answers']['scale']['seeds']} seeds and the pairs"
         + (f" ({ref['name']} is one model, the same at every seed: its own correlations are bootstrapped over the "
            "pairs alone)" if ref else "") + "; cosines after All-but-the-Top wherever a space's "
         f"anisotropy baseline is above 0.1; one correlation on this many pairs has a standard error near "
-        f"{num(q5['standard_error'])}; the differences, paired on the same pairs, are measured more finely, as their "
-        "intervals show; "
-        f"equivalence margin ±{num(q5['margin'])}." + (f" {note}" if note else ""),
+        f"{num(q5['standard_error'])}"
+        + finer_than_one([comparisons.get(name) for name, _ in Q5_COMPARISONS]
+                         + list(((ref or {}).get("comparisons") or {}).values()), q5["standard_error"])
+        + f"; equivalence margin ±{num(q5['margin'])}." + (f" {note}" if note else ""),
+        *levels_lines(q5_levels(q5), "the pairs"),
         *q5_scores(q5, results),
         *related_lines(q5, results),
         fig("related_words", "related word pairs"), fig("word_similarity", "word similarity by layer"),
     ]
     return lines
+
+
+def q5_levels(q5: dict) -> list[tuple[str, dict | None, dict | None]]:
+    """(label, crossed comparison, its seed level) for Q5's table, the reference's family after ours."""
+    comparisons, ref = q5["comparisons"] or {}, q5.get("reference_scores") or {}
+    ours, theirs = st.seed_levels(comparisons), st.seed_levels(ref.get("comparisons") or {})
+    return ([(label, comparisons.get(name), ours.get(name)) for name, label in Q5_COMPARISONS]
+            + [(f"{ref['name']}: last layer - {what}", ref["comparisons"].get(name), theirs.get(name))
+               for name, what in (("vs_word2vec", "word2vec"), ("vs_static", "its input embeddings")) if theirs])
 
 
 def _score(scores: dict | None, key: str, system: str) -> dict | None:
@@ -142,37 +185,36 @@ def q6_section(q6: dict, fig, scale: dict | None = None) -> list[str]:
     c = (senses or {}).get("comparisons") or {}
     items = (senses or {}).get("comparisons_items") or {}
     ref = (senses or {}).get("reference") or {}
+    pair_levels = st.seed_levels(comparisons)
     lines = [*opening({"answers": {"q6": q6, "scale": scale}}, 6),
              *comparisons_table([("sense accuracy - chance", c.get("vs_chance")),
                                  ("the same, seeds x homonyms", items.get("vs_chance")),
                                  ("sense accuracy - untrained model", c.get("vs_untrained")),
                                  ("the same, seeds x homonyms", items.get("vs_untrained")),
                                  ("sense accuracy - position-and-length control", c.get("vs_position")),
-                                 ("WordSim-353 Spearman, last layer - static", comparisons.get("last_vs_static")),
-                                 (f"WordSim-353 Spearman, best layer ({q6.get('best_layer')}, chosen on these pairs, "
-                                  "so optimistic) - static", comparisons.get("best_layer_vs_static"))]
+                                 ("the same, seeds x homonyms", items.get("vs_position"))]
+                                + family_rows(comparisons, q6_pairs_named(q6))
                                 + ([(f"{ref['name']}, last layer: sense accuracy - chance, over its "
                                      f"{ref['homonyms']} homonyms", ref["vs_chance"])] if ref.get("vs_chance") else [])),
-             *(["", note] if note else [])]
+             *(["", note] if note else []),
+             *levels_lines([(label, comparisons.get(name), pair_levels.get(name))
+                            for name, label in q6_pairs_named(q6)], "the pairs")]
     if senses:
         lines += ["", f"Leave-one-out nearest-centroid accuracy on {senses['words']} homonyms, {senses['occurrences']} "
                   f"labelled occurrences, vectors after All-but-the-Top: {ci(senses['accuracy'])} over seeds, raw "
                   f"{ci(senses['raw_accuracy'])}; chance {num(senses['chance'])}.",
                   "",
                   f"- Against the untrained model ({ci(senses['untrained_accuracy'])}): "
-                  + compared(items.get("vs_untrained") or c["vs_untrained"], "better", "the same", "worse",
-                             "not told apart")
-                  + (" with the homonyms as a sample too (seeds alone: "
-                     + compared(c["vs_untrained"], "better", "the same", "worse", "not told apart") + ")"
-                     if items else "")
+                  + at_both_levels(items.get("vs_untrained") or c["vs_untrained"], c["vs_untrained"] if items else None,
+                                   "better", "the same", "worse", "not told apart", "the homonyms", always=True)
                   + "; against the control that sees no vectors (the word's place in its sentence, with the "
                   f"sentence's length: {num(senses['position_accuracy'])}, "
-                  + ("above" if senses["position_accuracy"] > senses["untrained_accuracy"]["estimate"] else "below")
-                  + " the untrained model's): "
-                  + compared(items.get("vs_position") or c["vs_position"], "better", "the same", "worse",
-                             "not told apart")
-                  + (" with the homonyms as a sample too" if "vs_position" in items else
-                     " over seeds alone (this run kept no accuracy per homonym for this control)" if items else "")
+                  + beside_interval(senses["position_accuracy"], senses["untrained_accuracy"], "the untrained model's")
+                  + "): "
+                  + at_both_levels(items.get("vs_position") or c["vs_position"], c["vs_position"] if "vs_position" in items
+                                   else None, "better", "the same", "worse", "not told apart", "the homonyms", always=True)
+                  + (" over seeds alone (this run kept no accuracy per homonym for this control)"
+                     if items and "vs_position" not in items else "")
                   + "."]
         if senses.get("reference"):
             r = senses["reference"]
@@ -185,6 +227,20 @@ def q6_section(q6: dict, fig, scale: dict | None = None) -> list[str]:
     lines += [*logit_lens_lines(q6.get("logit_lens"), fig),
               fig("full_geometry", "geometry by layer (first seed, for illustration)")]
     return lines
+
+
+def q6_pairs_named(q6: dict) -> list[tuple[str, str]]:
+    """(name, label) of Q6's word-pair comparisons, static against contextual vectors."""
+    return [("last_vs_static", "WordSim-353 Spearman, last layer - static"),
+            ("best_layer_vs_static", f"WordSim-353 Spearman, best layer ({q6.get('best_layer')}, chosen on these pairs, "
+                                     "so optimistic) - static")]
+
+
+def beside_interval(value: float, interval: dict, whose: str) -> str:
+    """"above / below {whose}" only beyond its 95% interval's ends, "within {whose} interval" otherwise."""
+    if value > interval["high"]:
+        return f"above {whose}"
+    return f"below {whose}" if value < interval["low"] else f"within {whose} interval"
 
 
 def by_layer_lines(q6: dict) -> list[str]:
@@ -274,13 +330,16 @@ def q7_mixing_lines(mixing: dict) -> list[str]:
     if ref and ref["name"] in REFERENCE_DESCRIPTIONS:
         lines += ["", f"{ref['name']} {REFERENCE_DESCRIPTIONS[ref['name']]}"]
     c = mixing["comparisons"]
-    rows = [("trained - uniform attention (measured weights)", c["full_minus_uniform_measured"]),
-            ("trained - untrained (measured weights)", c["full_minus_untrained_measured"]),
-            ("trained - uniform attention (weight 0.5)", c["full_minus_uniform_half"]),
-            ("trained - untrained (weight 0.5)", c["full_minus_untrained_half"])]
+    named = [("full_minus_uniform_measured", "trained - uniform attention (measured weights)"),
+             ("full_minus_untrained_measured", "trained - untrained (measured weights)"),
+             ("full_minus_uniform_half", "trained - uniform attention (weight 0.5)"),
+             ("full_minus_untrained_half", "trained - untrained (weight 0.5)")]
+    rows = family_rows(c, named)
     if ref:
         rows.append((f"{ref['name']} - uniform attention (measured weights)", ref["measured"]["minus_uniform"]))
-    return [*lines, *comparisons_table(rows, "self-share"), ""]
+    levels = st.seed_levels(c)
+    return [*lines, *comparisons_table(rows, "self-share"),
+            *levels_lines([(label, c.get(name), levels.get(name)) for name, label in named], "the sentences"), ""]
 
 
 def q7_section(q7: dict, fig, scale: dict | None = None) -> list[str]:

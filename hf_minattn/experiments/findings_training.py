@@ -26,14 +26,25 @@ def loss_section(results: dict, fig) -> list[str]:
                    "is below the unigram floor: it uses context",
                    "is not told apart from the unigram floor: at this scale it has learned little beyond token "
                    "frequencies, and the comparisons below are between models near the floor")
-        + ". The untrained model is far above the floor, which is why shares of loss reduction are measured from the "
-        "unigram floor, not from the untrained loss.",
+        + ". " + untrained_floor_sentence(floors["untrained_vs_unigram"]),
         *comparisons_table([("full - unigram floor", floors["full_vs_unigram"]),
                             ("full - untrained", floors.get("full_vs_untrained")),
                             ("untrained - unigram floor", floors["untrained_vs_unigram"])], "loss, nats"),
         fig("loss_curves", "validation loss during training, with the unigram floor"),
     ]
     return lines
+
+
+def untrained_floor_sentence(untrained_vs_unigram: dict) -> str:
+    """Where the untrained model stands against the unigram floor, by the tested comparison, and so why shares of
+    loss reduction are measured from the floor."""
+    where = compared(untrained_vs_unigram, "is above the floor", "is at the floor", "is below the floor",
+                     "is not told apart from the floor")
+    if st.verdict(untrained_vs_unigram) == "higher":
+        return (f"The untrained model {where}, which is why shares of loss reduction are measured from the unigram "
+                "floor, not from the untrained loss.")
+    return (f"The untrained model {where}; shares of loss reduction are measured from the unigram floor all the same, "
+            "the loss that token frequencies alone reach.")
 
 
 def q1_section(results: dict, fig) -> list[str]:

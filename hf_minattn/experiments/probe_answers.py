@@ -126,10 +126,13 @@ def reference_similarity(pairs: dict) -> dict | None:
             "comparisons": ref["comparisons"]}
 
 
-def homonym_level_comparisons(full: list, untrained: list, last: int, chance: float, n_resamples: int) -> dict:
+def homonym_level_comparisons(full: list, untrained: list, last: int, chance: float, n_resamples: int,
+                              position_p: float | None = None) -> dict:
     """The sense comparisons with the homonyms as a sample too: per seed and homonym, the last layer's accuracy, and
     its difference from chance and from the untrained model by a crossed bootstrap over seeds and homonyms (the
-    same homonyms at every seed), Holm-adjusted together."""
+    same homonyms at every seed), Holm-adjusted together with the position-and-length control's: homonym by homonym
+    where the probes kept the control's accuracy per homonym, else its test over seeds (`position_p`, its p): the
+    protocol's family has 3 tests either way."""
     words = full[0]["words"]
 
     def matrix(rows):  # (seeds, homonyms)
@@ -143,7 +146,7 @@ def homonym_level_comparisons(full: list, untrained: list, last: int, chance: fl
         key = max(controls[0], key=lambda k: np.mean(list(controls[0][k].values())))
         control = np.array([[c[key][w] for w in words] for c in controls])  # (seeds, homonyms)
         family["vs_position"] = st.crossed_tested(trained - control, ACCURACY_MARGIN, n_resamples)
-    return st.holm_family(family)
+    return st.holm_family(family, [] if "vs_position" in family or position_p is None else [position_p])
 
 
 def senses_answers(probes: dict, n_resamples: int = 1000) -> dict | None:
@@ -173,7 +176,8 @@ def senses_answers(probes: dict, n_resamples: int = 1000) -> dict | None:
         }),
     }
     if all(r.get("accuracy_by_word") for r in full + untrained):  # older probes kept no per-homonym accuracies
-        answer["comparisons_items"] = homonym_level_comparisons(full, untrained, last, chance, n_resamples)
+        answer["comparisons_items"] = homonym_level_comparisons(full, untrained, last, chance, n_resamples,
+                                                                answer["comparisons"]["vs_position"]["p"])
     ref = probes.get("reference") or {}
     if ref.get("sense_accuracy"):
         answer["reference"] = reference_senses(ref["sense_accuracy"], ref.get("name"), n_resamples)

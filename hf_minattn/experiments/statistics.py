@@ -81,14 +81,34 @@ def decide(d: dict, p_adjusted: float) -> dict:
     return d
 
 
-def holm_family(comparisons: dict) -> dict:
-    """Holm-adjust the p-values of one question's family {name: stored comparison} in place; returns it."""
+def holm_family(comparisons: dict, others=()) -> dict:
+    """Holm-adjust the p-values of one question's family {name: stored comparison} in place; returns it. `others`:
+    the p-values of the family's tests stored elsewhere (adjusted there), counted here all the same."""
     names = [name for name, d in comparisons.items() if d is not None and "p" in d]
     if names:
-        for name, p in zip(names, holm([comparisons[name]["p"] for name in names])):
+        others = [float(p) for p in others]
+        for name, p in zip(names, holm([comparisons[name]["p"] for name in names] + others)):
             decide(comparisons[name], p)
-            comparisons[name]["family_size"] = len(names)
+            comparisons[name]["family_size"] = len(names) + len(others)
     return comparisons
+
+
+def seed_levels(family: dict) -> dict:
+    """The seed level of a stored family's crossed comparisons, decided on its own, for the findings to print beside
+    them: {name: the t-test over seeds that `with_seed_level` stored as d["seeds"], with d's margin, "level": "seeds",
+    "family_size" and the verdict after Holm's adjustment over the family (a comparison without a seed level counts
+    with its own p)}, for the comparisons that have one. Its p stays the stored, unadjusted one (the adjusted p is
+    not stored in results.json, so it is not printed); nothing in `family` changes."""
+    tests = {name: d for name, d in family.items()
+             if isinstance(d, dict) and {"estimate", "low", "high", "n", "p"} <= set(d)}
+    if not any("seeds" in d for d in tests.values()):
+        return {}
+    levels = {name: {**(d["seeds"] if "seeds" in d else {k: d[k] for k in ("estimate", "low", "high", "n", "p", "tost")
+                                                         if k in d}), "margin": d.get("margin")}
+              for name, d in tests.items()}
+    holm_family(levels)
+    return {name: {**{k: v for k, v in level.items() if k != "p_holm"}, "level": "seeds"}
+            for name, level in levels.items() if "seeds" in family[name]}
 
 
 def difference(results: dict, a: str, b: str, key: str = "eval_loss", margin: float = LOSS_MARGIN) -> dict:
