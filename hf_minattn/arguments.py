@@ -145,6 +145,7 @@ class ModelArguments:
         # the vocabulary holds the special tokens and at least one more
         check_bounds(self, {"vocab_size": (len(SPECIAL_TOKENS), None, False), "tokenizer_min_frequency": (1, None, True)})
         if self.config_overrides:  # a bad field or value fails now, with MinAttnConfig's message
+            check_no_special_ids(self.config_overrides)
             MinAttnConfig(**MODEL_SIZES[self.model_size]).update_from_string(self.config_overrides)
 
 
@@ -357,6 +358,14 @@ def check_minattn_checkpoint(source: ModelSource) -> None:
         raise ValueError(f"--model_name_or_path {source.name!r} is a {model_type!r} checkpoint; run_mlm.py continues "
                          "training a MinAttn model (model_type 'minattn'). Leave it unset to train one from scratch, "
                          "or train other models with transformers' own run_mlm.py example")
+
+
+def check_no_special_ids(overrides: str) -> None:
+    """A ValueError naming a special token id set in --config_overrides: run_mlm.py gives the config the tokenizer's
+    ids (a new model's and a continued one's), so the override would be dropped without a word."""
+    if named := [f for f in (item.split("=")[0].strip() for item in overrides.split(",")) if f in SPECIAL_TOKEN_ID_FIELDS]:
+        raise ValueError(f"--config_overrides sets {', '.join(named)}; the special token ids come from the tokenizer "
+                         f"({', '.join(SPECIAL_TOKEN_ID_FIELDS)}): drop them from --config_overrides")
 
 
 def check_model_tokenizer(source: ModelSource) -> None:

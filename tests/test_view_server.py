@@ -49,6 +49,8 @@ def test_a_silent_or_vanishing_client_holds_up_no_one_and_prints_nothing(page_fo
             assert answer.value.code == 404 and "no model loaded" in json.loads(answer.value.read())["error"]
             assert time.monotonic() - start < 5
             assert urllib.request.urlopen(base + "report.html", timeout=10).read().endswith(b"</html>")
+            root = urllib.request.urlopen(base, timeout=10)  # a probe folder's root opens its report, not a listing
+            assert root.url == base + "report.html" and root.read().endswith(b"report</body></html>")
             favicon = urllib.request.urlopen(base + "favicon.ico", timeout=10)
             assert favicon.status == 204 and favicon.read() == b""
         finally:

@@ -75,6 +75,11 @@ class ViewHandler(SimpleHTTPRequestHandler):
             self.send_response(204)
             self.end_headers()
             return None
+        if url.path == "/" and self._is_probe_folder():  # the folder's page, not a listing of its files
+            self.send_response(302)
+            self.send_header("Location", "/report.html")
+            self.end_headers()
+            return None
         if not url.path.startswith("/api/"):
             return super().do_GET()
         if self.encoder is None:
@@ -87,6 +92,11 @@ class ViewHandler(SimpleHTTPRequestHandler):
             except ValueError as error:
                 return self._json(400, {"error": str(error)})
         return self._json(404, {"error": f"no such route {url.path!r}; the API has api/info and api/attention"})
+
+    def _is_probe_folder(self) -> bool:
+        """A probe folder (report.html, no index.html of its own): its root answers with the report."""
+        return (os.path.isfile(os.path.join(self.directory, "report.html"))
+                and not os.path.isfile(os.path.join(self.directory, "index.html")))
 
     def _json(self, status, body):
         data = json.dumps(body).encode()
