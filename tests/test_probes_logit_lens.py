@@ -232,3 +232,23 @@ def test_the_figure_and_the_report_section(tokenizer, tmp_path):
     html = report.write_report(r, {"logit_lens": plot_logit_lens(probe_results(**r).logit_lens, tmp_path / "d.png")},
                                tmp_path / "report.html").read_text()
     assert '<section id="logit_lens">' in html and logit_lens_text(probe_results(**r)) in html.replace("&#39;", "'")
+
+
+def test_the_lens_floor_is_never_counted_on_the_sentences_it_scores(tokenizer):
+    """Where the vector corpus is the probe sentences themselves (run_all_probes without a corpus, `--vector-corpus
+    probe`), the lens's unigram floor counts the default corpus's training split instead: counted on the scored
+    tokens, it would be in-sample and too low. Another vector corpus is counted as before."""
+    from hf_minattn.probes.corpus import wikipedia_train_sentences
+    from hf_minattn.probes.run import CIRCUIT_SENTENCES, _lens_floor, _VectorCorpus
+
+    sentences = list(TEXTS)
+    notes = []
+    floor = _lens_floor(tokenizer, sentences, _VectorCorpus(sentences, "the probe sentences"), notes)
+    training = tokenizer(wikipedia_train_sentences(CIRCUIT_SENTENCES), add_special_tokens=False, verbose=False)
+    expected = UnigramFloor.from_token_ids(training["input_ids"], len(tokenizer))
+    np.testing.assert_array_equal(floor.log_probs, expected.log_probs)
+    assert "training split, not of the probe sentences, which the lens scores" in notes[0]
+    in_sample = UnigramFloor.from_token_ids(tokenizer(sentences, add_special_tokens=False)["input_ids"], len(tokenizer))
+    other = _lens_floor(tokenizer, sentences, _VectorCorpus(list(sentences), "a corpus"), notes)
+    np.testing.assert_array_equal(other.log_probs, in_sample.log_probs)
+    assert notes[1] == "logit lens: the unigram floor counts the tokens of a corpus"

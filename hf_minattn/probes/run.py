@@ -403,13 +403,27 @@ def _probe_masked_lm(results, mlm, reason, tokenizer, sentences, vector_corpus, 
             if mlm is None:
                 notes.append(f"logit lens skipped: {reason}")
                 return
-            if unigram is None:  # token frequencies of the vector corpus (the CLI's: the training split)
-                ids = _token_ids(tokenizer, vector_corpus.sentences, vector_corpus.token_ids)
-                unigram = UnigramFloor.from_token_ids(ids, len(tokenizer))
-                notes.append(f"logit lens: the unigram floor counts the tokens of {vector_corpus.name}")
+            if unigram is None:
+                unigram = _lens_floor(tokenizer, sentences, vector_corpus, notes)
             # the ablation's sentences, seed and masking: the same masked tokens
             results.logit_lens = unless_unsupported(notes, "logit lens", lambda: measure_logit_lens(
                 mlm, tokenizer, sentences, unigram=unigram, **masking))
+
+
+def _lens_floor(tokenizer, sentences, vector_corpus, notes):
+    """The logit lens's unigram floor: token frequencies of the vector corpus (the CLI's: the training split), or,
+    where the vector corpus is the probe sentences the lens scores, of the default corpus's training split's first
+    CIRCUIT_SENTENCES sentences: counted on the scored tokens themselves, the floor would be in-sample, too low."""
+    if vector_corpus.sentences is sentences:
+        from .corpus import wikipedia_train_sentences
+
+        ids = _token_ids(tokenizer, wikipedia_train_sentences(CIRCUIT_SENTENCES), [])
+        notes.append(f"logit lens: the unigram floor counts the tokens of the first {len(ids):,} sentences of the "
+                     f"default Wikipedia corpus's training split, not of {vector_corpus.name}, which the lens scores")
+    else:
+        ids = _token_ids(tokenizer, vector_corpus.sentences, vector_corpus.token_ids)
+        notes.append(f"logit lens: the unigram floor counts the tokens of {vector_corpus.name}")
+    return UnigramFloor.from_token_ids(ids, len(tokenizer))
 
 
 def _probe_weights(results, model, mlm, tokenizer, vector_corpus, settings, log):
