@@ -2,8 +2,9 @@
 
 `DriftCallback` answers "are the input embeddings updated, and how much compared with W_Q, W_K, W_V, W_O?"
 It writes `drift.json` in the output folder:
-  {"tracked": [matrix, ...], "records": [{"step": 10, "epoch": 0.1, "loss": 5.2,
-                                          "drift": {matrix: value}, "grad_norm": {matrix: value or null}}, ...]}
+  {"tracked": [matrix, ...], "grad_norm_before_clipping": true,
+   "records": [{"step": 10, "epoch": 0.1, "loss": 5.2, "drift": {matrix: value}, "grad_norm": {matrix: value or null}},
+               ...]}
 (a checkpoint's copy also holds "pending": the gradient norms summed since the last record, and their count),
 and this module alone knows that layout: `read_drift` turns it into a `DriftHistory` (one series per matrix),
 which the probes and the experiments read.
@@ -46,6 +47,11 @@ class DriftCallback(KeptInCheckpoints, TrainerCallback):
     - `grad_norm`: ||dL/dW||_F, averaged over the optimizer steps since the previous record (None if W gets no
       gradient: frozen, or fixed to the identity).
 
+    The gradient norms are those before the Trainer clips the gradients to `max_grad_norm`: `MinAttnTrainer` calls
+    `measure_gradients` just before it clips. Under a plain `Trainer` the callback can only read them in
+    `on_pre_optimizer_step`, after clipping; `drift.json` then says so (`"grad_norm_before_clipping": false`), and a
+    file without that field (written before it existed) holds norms after clipping to `max_grad_norm`.
+
     The initial values are copied when the callback is created, so create it right after initialising the
     model and before any training. A resumed run re-creates the same initial weights from the same seed, and
     continues the records up to the checkpoint's step, and the gradient norms summed since the last record, from the
@@ -63,12 +69,17 @@ class DriftCallback(KeptInCheckpoints, TrainerCallback):
         self._grad_sums: dict[str, float] = {}
         self._grad_steps = 0
         self._measured: tuple[int, dict[str, float]] | None = None  # (step, drift): measured once per step
+        self._gradients_measured = False  # this optimizer step's gradient norms are summed already (before clipping)
+        self.before_clipping = True  # False once a step's norms were read after the Trainer clipped them
 
     def on_train_begin(self, args, state, control, **kwargs):
         # resuming: keep the history up to the checkpoint
         path = self.history_file(DRIFT_FILE, args.output_dir) if state.global_step > 0 else None
         self.records = records_until(path, state.global_step, "step")
-        pending = read_json(path).get("pending", {}) if path else {}  # only a checkpoint's copy has it
+        saved = read_json(path) if path else {}
+        pending = saved.get("pending", {})  # only a checkpoint's copy has it
+        # the records kept are after clipping if the file says so or predates the field
+        self.before_clipping = saved.get("grad_norm_before_clipping", not path) is True and self.before_clipping
         self._grad_sums, self._grad_steps = dict(pending.get("grad_sums", {})), pending.get("grad_steps", 0)
         if state.global_step == 0:  # step 0: the initial state, drift 0 by definition
             self.records = [self._record(state, with_grads=False)]
@@ -82,13 +93,24 @@ class DriftCallback(KeptInCheckpoints, TrainerCallback):
         if state.is_world_process_zero:  # a run whose end is redone from its last checkpoint logs nothing
             self.save(os.path.join(args.output_dir, DRIFT_FILE))
 
-    def on_pre_optimizer_step(self, args, state, control, **kwargs):
+    def measure_gradients(self, scale: float = 1.0) -> None:
+        """Add the current gradients' norms, divided by `scale` (a loss scaler's factor, fp16), to the sums of this
+        record. Called by MinAttnTrainer right before the Trainer clips the gradients: the norms are ||dL/dW||."""
         # Gradients exist only between backward and the optimizer step (the Trainer zeroes them before on_log).
         # Under DDP they are already averaged across processes here.
         for name, g in _named_weights(self.model, grad=True).items():
             if g is not None:
-                self._grad_sums[name] = self._grad_sums.get(name, 0.0) + g.float().norm().item()
+                self._grad_sums[name] = self._grad_sums.get(name, 0.0) + g.float().norm().item() / scale
         self._grad_steps += 1
+        self._gradients_measured = True
+
+    def on_pre_optimizer_step(self, args, state, control, **kwargs):
+        # Measured already before clipping (MinAttnTrainer), or not clipped at all (max_grad_norm 0): the same norms
+        if not self._gradients_measured:
+            if (getattr(args, "max_grad_norm", None) or 0) > 0:
+                self.before_clipping = False  # a plain Trainer: the gradients were clipped before this call
+            self.measure_gradients()
+        self._gradients_measured = False
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs is not None and "loss" not in logs:  # evaluation and end-of-training logs: no new step
@@ -127,7 +149,8 @@ class DriftCallback(KeptInCheckpoints, TrainerCallback):
         return record
 
     def save(self, path, **extra):
-        write_json_atomically(path, {"tracked": list(self.initial), "records": self.records, **extra})
+        write_json_atomically(path, {"tracked": list(self.initial), "grad_norm_before_clipping": self.before_clipping,
+                                     "records": self.records, **extra})
 
 
 def matrix_kind(name: str) -> str:
@@ -145,6 +168,9 @@ class DriftHistory:
     loss: list[float | None]  # training loss logged at that step (None for the initial state, step 0)
     drift: dict[str, list[float]]  # matrix -> ||W - W_init||_F / ||W_init||_F
     grad_norm: dict[str, list[float | None]]  # matrix -> mean ||dL/dW||_F since the previous record (None: no gradient)
+    # True: the norms are ||dL/dW||, before clipping; False: after clipping to max_grad_norm (a file written before
+    # the field existed, or by a plain Trainer with clipping on)
+    grad_norm_before_clipping: bool = False
 
 
 def read_drift(path) -> DriftHistory | None:
@@ -158,4 +184,5 @@ def read_drift(path) -> DriftHistory | None:
     return DriftHistory(path=path, steps=[r["step"] for r in records], epochs=[r["epoch"] for r in records],
                         loss=[r["loss"] for r in records],
                         drift={name: [r["drift"][name] for r in records] for name in data["tracked"]},
-                        grad_norm={name: [r["grad_norm"][name] for r in records] for name in data["tracked"]})
+                        grad_norm={name: [r["grad_norm"][name] for r in records] for name in data["tracked"]},
+                        grad_norm_before_clipping=bool(data.get("grad_norm_before_clipping", False)))

@@ -11,6 +11,12 @@ weights 1/6, 4/6, 1/6. It is exact when the loss is a polynomial of degree up to
 cubic). The gradient at s = 0 of an interval is the one at s = 1 of the previous interval, so each interval costs two
 forward and backward passes on the fixed batch.
 
+With `every` = k > 1 this deviates from the paper: Lan et al. integrate along each optimizer step's own segment and
+add the steps up; here the path is the straight line from θ_t to θ_{t+k}, across k steps at once. The totals are the
+same (the loss change over the interval does not depend on the path), the split between parameters is not: it can
+change sign for small groups (W_V and W_O did on a tiny run, 15 steps against step by step). Only k = 1 is the
+paper's allocation.
+
 A negative allocation means that the parameter's movement lowered the loss ("helped"); a positive one that it
 raised it ("hurt"), which the paper finds for about half the parameters at every step.
 

@@ -122,6 +122,14 @@ class MinAttnTrainer(Trainer):
         self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer or self.optimizer, lr_factor)
         return self.lr_scheduler
 
+    def _clip_grad_norm(self, model):
+        # Trainer calls this only with max_grad_norm > 0, before on_pre_optimizer_step: the drift's gradient norms
+        # are read here, before clipping (with fp16, the gradients are still multiplied by the loss scale).
+        if self.drift is not None:
+            scaler = getattr(self.accelerator, "scaler", None)
+            self.drift.measure_gradients(scale=float(scaler.get_scale()) if scaler is not None and scaler.is_enabled() else 1.0)
+        return super()._clip_grad_norm(model)
+
     def compute_loss(self, model, inputs, *args, **kwargs):
         if self.sparse_prediction and "labels" in inputs:
             inputs = {**inputs, "sparse_prediction": True}

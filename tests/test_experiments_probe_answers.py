@@ -123,7 +123,8 @@ def text(section, p, *args):
 def test_head_verdicts_follow_their_intervals():
     base = text("q4", probes())
     assert "Training makes the heads of 2 of 2 layers attend more differently" in base
-    assert "In 1 of 2 layers a head is closer to its match in another run" in base  # layer 0 only
+    # layer 0's gap is positive, but without a null for the minimum matching it shows no recurrence
+    assert "This run measured no null for it" in base and "may recur" not in base
     assert "| 0 | L0H0 | +0.5 | 0.05 | 900 | previous | 0.6 |" in base  # the costliest head of seed 0
     assert "| previous | 1, 1, 1 | 1 [1, 1] |" in base and "| none | 2, 2, 2 | 2 [2, 2] |" in base
     same = probes()
@@ -132,12 +133,29 @@ def test_head_verdicts_follow_their_intervals():
     same["head_divergence"]["full"]["matched"] = same["head_divergence"]["full"]["within_layer"]
     flipped = text("q4", same)
     assert "does not make the heads of any layer measurably more different" in flipped
-    assert ("In no layer is a head closer to its match in another run than to the other heads of its own layer "
-            "with an interval") in flipped
+    # no null measured (the committed runs): a positive gap is the minimum matching's doing, recurrence not shown
+    assert "This run measured no null for it" in flipped and "may recur" not in flipped
     # described, not tested: the seed pairs share seeds, so no p and no verdict (REPLICATION.md counts verdicts)
     gaps = answers(probes())["q4"]["divergence"]["within_minus_matched"]
     assert all("verdict" not in d and "p" not in d for d in gaps.values())
     assert gaps["layer_0"]["estimate"] == pytest.approx(0.26)
+
+
+def test_heads_may_recur_only_where_the_gap_lies_above_the_null_of_the_same_matching_across_layers():
+    """The matched divergence is a minimum: its gap to the within-layer divergence is read against the same matching
+    between different layers. Layer 0's gap (0.26) is far above its null (0.02); layer 1's is not."""
+    with_null = probes()
+    with_null["head_divergence"]["full"]["matched_other_layers"] = [[0.28, 0.29, 0.3], [0.42, 0.43, 0.41]]
+    div = answers(with_null)["q4"]["divergence"]
+    assert div["null_within_minus_matched"]["layer_0"]["estimate"] == pytest.approx(0.02)
+    assert all("verdict" not in d for d in div["null_within_minus_matched"].values())
+    q4 = text("q4", with_null)
+    assert "In 1 of 2 layers (layer 0) the gap's interval (as if independent) lies above that of its null" in q4
+    assert "may recur from seed to seed at their layer" in q4 and "null: matched against other layers" in q4
+    no_gap = copy.deepcopy(with_null)
+    no_gap["head_divergence"]["full"]["matched_other_layers"] = no_gap["head_divergence"]["full"]["matched"]
+    assert "In no layer does the gap's interval" in text("q4", no_gap) and "may recur" not in text("q4", no_gap)
+    assert "null_within_minus_matched" not in answers(probes())["q4"]["divergence"]
 
 
 def test_a_role_that_only_a_later_seed_has_counts_zero_at_the_earlier_seeds():

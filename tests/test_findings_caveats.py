@@ -182,7 +182,25 @@ def test_the_heads_across_seeds_are_described_not_tested(results):
     text = "\n".join(q4_section(results["answers"]["q4"], lambda *a: ""))
     assert "within-layer - matched across seeds | " not in text.split("| layer | within-layer - matched")[0]
     assert "| 3 | 0.0794 | [0.0215, 0.137] |" in text and "these rows describe, they do not test" in text
-    assert "In 3 of 4 layers a head is closer to its match in another run" in text  # layer 0's interval is below 0
+    # the committed run measured no null for the minimum matching: its positive gaps are not read as recurrence
+    assert "This run measured no null for it" in text and "may recur" not in text
+
+
+def test_q1_names_gradient_norms_after_clipping_and_the_straight_line_of_loss_allocation(results):
+    """A run whose drift summary does not say its gradient norms were read before clipping (the committed ones) prints
+    them as after clipping; loss allocation over intervals of more than one step says it is not Lan et al.'s
+    step-by-step split."""
+    from hf_minattn.experiments.findings_training import q1_section
+
+    text = "\n".join(q1_section(results, lambda *a: ""))
+    assert "mean gradient norm after clipping to max_grad_norm" in text and "| mean gradient norm after clipping |" in text
+    assert "integrated along the straight line across the interval's 15 steps, not step by step" in text
+    before = copy.deepcopy(results)
+    before["answers"]["q1"]["grad_norm_before_clipping"] = True
+    before["answers"]["q1"]["loss_allocation"]["every"] = 1
+    text = "\n".join(q1_section(before, lambda *a: ""))
+    assert "mean gradient norm ||dL/dW|| (before clipping)" in text and "after clipping" not in text
+    assert "straight line" not in text and "each interval of 1 optimizer steps" in text
 
 
 def test_every_sentence_reads_a_hierarchical_verdict_through_the_widening():

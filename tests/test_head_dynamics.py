@@ -213,10 +213,11 @@ def test_the_answer_says_before_or_after_by_the_early_grid_and_nothing_without_o
 # ------------------------------------------------------------------------------------------ measuring saved states
 
 
-def save_states(tmp_path, tokenizer):
+def save_states(tmp_path, tokenizer, **overrides):
     """A tiny full run's folder (tokenizer, `checkpoint-2`, `checkpoint-4`) and its untrained model; in
-    checkpoint-4, head 2 of layer 1 has W_O's columns zeroed, so its output never reaches the residual stream."""
-    config = tiny_config(vocab_size=len(tokenizer))
+    checkpoint-4, head 2 of layer 1 has W_O's columns zeroed, so its output never reaches the residual stream
+    (`overrides`: of the tiny config)."""
+    config = tiny_config(vocab_size=len(tokenizer), **overrides)
     run, untrained = tmp_path / "full" / "seed0", tmp_path / "untrained" / "seed0"
     torch.manual_seed(1)
     MinAttnForMaskedLM(config).save_pretrained(untrained)
@@ -413,6 +414,25 @@ def test_early_curves_measure_the_full_run_and_the_control_on_the_same_grid(tmp_
     head_dynamics.remove_early_states(folders, (0, 1))
     assert not (tmp_path / "full" / "seed0" / "early_states").exists() and not (control / "early_states").exists()
     assert (tmp_path / "full" / "seed0" / "checkpoint-2").is_dir()  # the saved states are another phase's
+
+
+def test_early_curves_of_one_head_models_have_no_divergence_and_no_early_summary(tmp_path, tokenizer, one_thread,
+                                                                                  monkeypatch):
+    """One head a layer: no divergence between heads, as measure_state says (None), not a crash on None values."""
+    import shutil
+
+    from hf_minattn.early_states import early_states_folder
+
+    folders = save_states(tmp_path, tokenizer, num_attention_heads=1)
+    folders[CONTROL] = folders["full"]
+    for step in (2, 4):
+        shutil.copytree(f"{folders['full'][0]}/checkpoint-{step}", f"{early_states_folder(folders['full'][0])}/checkpoint-{step}")
+    monkeypatch.setattr(head_dynamics, "gain_scorer", lambda folder, settings: lambda model, seed: 0.5)
+    early = early_curves(folders, {"early_save_every": 2, "early_save_until": 4}, (0, 1), list(dict.fromkeys(TEXTS)))
+    json.dumps(early)
+    assert early["seeds"][0]["full"]["within_layer_js"] == [None] * 3
+    assert early["seeds"][0]["full"]["within_layer_js_by_layer"] == [[None, None]] * 3
+    assert not head_dynamics.early_has_divergence(early)
 
 
 @pytest.mark.slow

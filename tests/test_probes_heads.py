@@ -485,6 +485,9 @@ def test_within_layer_and_matched_head_divergence(tokenizer):
     cross = np.array([[.3, 0, .5, .5], [0, .3, .5, .5], [.5, .5, .2, 0], [.5, .5, 0, .2]])
     result = matched_head_divergence(cross, js, js, 2, 2)
     assert result.matched == [0, 0] and result.matching == [[1, 0], [1, 0]]
+    # the null: the same minimum matching of each layer against the other layer (0.5 everywhere); none with one layer
+    assert result.matched_other_layers == [0.5, 0.5]
+    assert matched_head_divergence(cross[:2, :2], js[:2, :2], js[:2, :2], 1, 2).matched_other_layers == [None]
     # one model against itself: every head matches itself at divergence 0, below the within-layer divergence
     model = MinAttnModel(tiny_config(vocab_size=len(tokenizer))).eval()
     same = cross_model_head_divergence(model, model, tokenizer, TEXTS[:8])

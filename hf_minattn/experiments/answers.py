@@ -117,6 +117,7 @@ def embeddings_updated_answers(results: dict) -> dict:
         "never_input_moved_any_seed": sum(r["never_input_moved"] or 0 for r in by_seed.values()) if by_seed else None,
         "steps": d["step"], "drift": {k: rounded(v) for k, v in d["drift"].items()},
         "grad_norm": {k: rounded(v) for k, v in d["grad_norm"].items()},
+        "grad_norm_before_clipping": d.get("grad_norm_before_clipping"),
         "frozen_word_embeddings_drift": rounded(results["drift"]["frozen_embeddings"]["drift"].get("word_embeddings")),
         "embeddings_updated": d["drift"]["word_embeddings"] > 0,
         "rows": rows,

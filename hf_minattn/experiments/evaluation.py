@@ -243,7 +243,8 @@ def drift_summary(folder: str) -> dict | None:
     history = read_drift(folder)
     if history is None:
         return None
-    summary = {"step": history.steps[-1], "drift": {}, "grad_norm": {}, "series": {"steps": history.steps}}
+    summary = {"step": history.steps[-1], "drift": {}, "grad_norm": {}, "series": {"steps": history.steps},
+               "grad_norm_before_clipping": history.grad_norm_before_clipping}
     for kind in ("word_embeddings", "position_embeddings", "W_Q", "W_K", "W_V", "W_O"):
         names = [n for n in history.drift if matrix_kind(n) == kind]
         if not names:

@@ -47,6 +47,16 @@ def untrained_floor_sentence(untrained_vs_unigram: dict) -> str:
             "the loss that token frequencies alone reach.")
 
 
+def grad_norm_kind(q1: dict) -> str:
+    """What the gradient norms of drift.json are: ||dL/dW|| where the run says they were read before clipping
+    (`grad_norm_before_clipping`); otherwise (runs before that field) they were read after the Trainer clipped the
+    gradients."""
+    if q1.get("grad_norm_before_clipping"):
+        return "||dL/dW|| (before clipping)"
+    return ("after clipping to max_grad_norm (read after the Trainer clipped the gradients of each step, so not "
+            "||dL/dW|| wherever a step was clipped)")
+
+
 def q1_section(results: dict, fig) -> list[str]:
     q1 = results["answers"]["q1"]
     d, rows, g = q1["drift"], q1["rows"], q1["grad_norm"]
@@ -64,8 +74,9 @@ def q1_section(results: dict, fig) -> list[str]:
         *table(["occurrences", "rows", "median distance"], bins),
         "",
         f"After {q1['steps']} steps, each matrix's distance from its start relative to its size, "
-        "||W - W_init|| / ||W_init|| (mean over layers), and its mean gradient norm:",
-        *table(["matrix", "relative distance", "mean gradient norm"],
+        f"||W - W_init|| / ||W_init|| (mean over layers), and its mean gradient norm {grad_norm_kind(q1)}:",
+        *table(["matrix", "relative distance", "mean gradient norm" + ("" if q1.get("grad_norm_before_clipping")
+                                                                       else " after clipping")],
                [[name, num(d.get(name)), num(g.get(name))] for name in ("word_embeddings", "W_Q", "W_K", "W_V", "W_O")
                 if name in d]),
         "",
@@ -122,7 +133,10 @@ def loss_allocation_lines(lca: dict | None, fig) -> list[str]:
     shares = lca.get("share_percent", {})
     lines = ["", f"**In nats: {verdict}** (Loss Change Allocation of Lan, Liu, Zhou & Yosinski: each interval of "
              f"{lca['every']} optimizer steps, the change of the loss on a fixed batch of validation sequences is shared "
-             "out over the parameters as the path integral of gradient x update, by Simpson's rule). The loss fell by "
+             "out over the parameters as the path integral of gradient x update, by Simpson's rule"
+             + (f", integrated along the straight line across the interval's {lca['every']} steps, not step by step "
+                "as Lan et al. do: the totals are the same, the split between matrices is not (it can change "
+                "sign for small groups)" if lca["every"] > 1 else "") + "). The loss fell by "
              f"{ci(lca['fall'])} nats; the allocations add up to the observed change within "
              f"{pct(100 * lca['relative_error_max'])} of it (the largest relative error over seeds). How much each "
              "group's updates lowered it (mean over seeds; negative: they raised it):",

@@ -221,7 +221,8 @@ def early_curves(folders: dict, settings: dict, seeds, sentences) -> dict | None
                 model = AutoModelForMaskedLM.from_pretrained(path).to(device).eval()
                 heads = head_statistics(model, tokenizer, sentences, max_sentences=len(sentences),
                                         js_sentences=len(sentences), batch_size=BATCH_SIZE, norm_weighting=False)
-                rows["within_layer_js"].append(float(np.mean(heads.within_layer_js)))
+                # one head a layer: no divergence between heads (within_layer_js is None per layer), as in measure_state
+                rows["within_layer_js"].append(float(np.mean(heads.within_layer_js)) if heads.num_heads > 1 else None)
                 rows["within_layer_js_by_layer"].append(list(heads.within_layer_js))
                 rows["gain_over_unigram"].append(gain(model, seed))
             result["seeds"][seed][variant] = rows
@@ -325,6 +326,11 @@ def exit_and_specialisation(by_seed: list[dict], margin: int) -> dict:
     }
 
 
+def early_has_divergence(early: dict) -> bool:
+    """Whether the early grid measured a divergence between heads (not for models with one head a layer)."""
+    return all(None not in rows["within_layer_js"] for runs in early["seeds"].values() for rows in runs.values())
+
+
 def _over_seeds(values):
     return mean_interval(values).to_dict() if values and None not in values else None
 
@@ -355,5 +361,6 @@ def head_dynamics_summary(curves: dict, results: dict) -> dict:
         "measures": {m: [_over_seeds([curves["seeds"][s][m][i] for s in seeds]) for i in range(len(steps))]
                      for m in MEASURES},
         "gain": gain, "plateau_gain": PLATEAU_GAIN, **exit_and_specialisation(by_seed, margin),
-        "early": early_summary(curves["early"]) if curves.get("early") else None,
+        # one head a layer: the early grid has no divergence to time, so no early summary
+        "early": early_summary(curves["early"]) if curves.get("early") and early_has_divergence(curves["early"]) else None,
     }

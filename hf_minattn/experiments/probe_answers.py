@@ -79,6 +79,11 @@ def heads_answers(probes: dict) -> dict:
             "within_minus_matched": {f"layer_{l}": over_seeds(np.subtract(w, m).tolist())
                                      for l, (w, m) in enumerate(zip(div["within_layer"], div["matched"]))},
         }
+        # the gap's null: the minimum matching against other layers pulls the matched divergence down as much
+        if div.get("matched_other_layers"):
+            answer["divergence"]["null_within_minus_matched"] = {
+                f"layer_{l}": over_seeds(np.subtract(w, m).tolist())
+                for l, (w, m) in enumerate(zip(div["within_layer"], div["matched_other_layers"]))}
     return answer
 
 

@@ -378,7 +378,8 @@ def best_contextual_layer(scores: dict, layers: int) -> int:
 
 def head_divergence_over_seeds(folders, settings, seeds, sentences, device) -> dict:
     """Per probed variant with heads: within-layer JS divergence against the divergence of matched heads between
-    seeds (Hungarian matching), per layer, every pair of seeds."""
+    seeds (Hungarian matching), per layer, every pair of seeds, and its null: the same matching against the other
+    layers of the other seed ("matched_other_layers", absent with one layer)."""
     from hf_minattn.probes.head_divergence import seed_pairs_head_divergence
     from hf_minattn.probes.loading import load_encoder
 
@@ -397,6 +398,8 @@ def head_divergence_over_seeds(folders, settings, seeds, sentences, device) -> d
         result[name] = {"within_layer": [[float((p.within_layer_a[l] + p.within_layer_b[l]) / 2) for p in pairs]
                                          for l in layers],
                         "matched": [[float(p.matched[l]) for p in pairs] for l in layers], "seed_pairs": len(pairs)}
+        if len(layers) > 1:
+            result[name]["matched_other_layers"] = [[float(p.matched_other_layers[l]) for p in pairs] for l in layers]
         del loaded
     return result
 

@@ -424,3 +424,20 @@ def pool_corpus(model, tokenizer, sentences=None, batch_size=64, max_length=None
     contextual = contextual.contiguous() if rows is None else contextual[:, torch.from_numpy(rows)].contiguous()
     return PooledCorpus(words=words, contextual=contextual.numpy(), seconds=seconds, rows=rows,
                         tokens=int(sum(len(words.windows[k]) for k in order)))
+
+
+def check_corpus_words(corpus_words, sentences, min_count, max_length):
+    """`corpus_words` (a CorpusWords) must be a tokenization of `sentences` with `min_count` in windows of at most
+    `max_length` tokens."""
+    if not isinstance(corpus_words, CorpusWords):
+        raise TypeError(f"corpus_words must be a CorpusWords (encode.tokenize_words), got {type(corpus_words).__name__}")
+    if len(corpus_words.words) != len(sentences):
+        raise ValueError(f"corpus_words holds {len(corpus_words.words)} sentences, the vector corpus "
+                         f"{len(sentences)}: tokenize the same corpus")
+    if corpus_words.min_contexts != min_count:
+        raise ValueError(f"corpus_words was tokenized with min_contexts={corpus_words.min_contexts}, the probes use "
+                         f"min_count={min_count}")
+    longest = max(map(len, corpus_words.windows))
+    if longest > max_length:
+        raise ValueError(f"corpus_words has windows of {longest} tokens, over the model's {max_length}: tokenize "
+                         f"with max_length={max_length}")

@@ -4,6 +4,13 @@ layer by the Hungarian algorithm on the cross-model JS matrix) beside the within
 each model. If heads of one layer differ from each other no more than a head differs from its match in another seed,
 their diversity is no more than seed noise.
 
+The matched divergence is a minimum over assignments, so it is below the mean cross-seed divergence of a layer's heads
+even where no head recurs: "within-layer minus matched" is positive by construction. Its null is the same matching
+between different layers (`matched_other_layers`: layer l of one model against each other layer of the other, the
+minimum-cost assignment again), which has the same downward pull but no reason to pair a head with its counterpart. A
+gap above the null gap says that heads find closer matches at their own layer in another seed; a layer whose heads
+are alike in kind at every depth makes the null conservative, layers that differ in kind make it lenient.
+
 Attention distributions are needed, not probes.json (which keeps each model's own JS matrix but no cross-model one):
 `cross_model_head_divergence(model_a, model_b, ...)` for one pair, `seed_pairs_head_divergence(models, ...)` for
 every pair of several seeds in one pass.
@@ -52,6 +59,9 @@ class HeadDivergence:
     within_layer_b: list
     matched: list  # per layer: mean JS between each head of a and its matched head of b
     matching: list  # per layer: for each head of a, the index of its matched head in b
+    # per layer l: the same minimum matching of layer l of a against each other layer of b, mean over those layers
+    # (the null of `matched`; None with one layer)
+    matched_other_layers: list
     cross_js: list  # (L*H, L*H): JS between head k of a (rows) and head k' of b (columns)
 
 
@@ -66,16 +76,21 @@ def matched_head_divergence(cross_js, js_a, js_b, num_layers, num_heads, queries
     if cross.shape != (K, K):
         raise ValueError(f"cross_js must be ({K}, {K}) for {num_layers} layers x {num_heads} heads (both models "
                          f"alike), got {cross.shape}")
-    matched, matching = [], []
-    for l in range(num_layers):
-        block = cross[l * num_heads:(l + 1) * num_heads, l * num_heads:(l + 1) * num_heads]
-        rows, cols = linear_sum_assignment(block)
-        matched.append(float(block[rows, cols].mean()))
-        matching.append(cols.tolist())
+    def block(l, m):  # heads of layer l of a (rows) against heads of layer m of b (columns)
+        return cross[l * num_heads:(l + 1) * num_heads, m * num_heads:(m + 1) * num_heads]
+
+    def assigned(costs):
+        rows, cols = linear_sum_assignment(costs)
+        return float(costs[rows, cols].mean()), cols.tolist()
+
+    matched, matching = zip(*(assigned(block(l, l)) for l in range(num_layers)))
+    other = [float(np.mean([assigned(block(l, m))[0] for m in range(num_layers) if m != l])) if num_layers > 1 else None
+             for l in range(num_layers)]
     return HeadDivergence(num_layers=num_layers, num_heads=num_heads, queries=queries,
                           within_layer_a=within_layer_divergence(js_a, num_layers, num_heads),
                           within_layer_b=within_layer_divergence(js_b, num_layers, num_heads),
-                          matched=matched, matching=matching, cross_js=cross.tolist())
+                          matched=list(matched), matching=list(matching), cross_js=cross.tolist(),
+                          matched_other_layers=other)
 
 
 def cross_model_head_divergence(model_a, model_b, tokenizer, sentences, max_sentences=64, batch_size=16):

@@ -13,7 +13,8 @@ from .attention_flow import FLOW_MAX_TOKENS, flow_graph, rollout_graph
 from .benchmarks import run_benchmarks
 from .circuits import circuit_hypotheses
 from .drift import drift_results
-from .encode import CorpusWords, encode_corpus, pool_corpus, tokenize_corpus, tokenize_words, word_normaliser
+from .encode import (CorpusWords, check_corpus_words, encode_corpus, pool_corpus, tokenize_corpus, tokenize_words,
+                     word_normaliser)
 from .geometry import geometry
 from .head_ablation import head_ablation, language_model_for
 from .attention_view import attention_view, view_sentences
@@ -171,23 +172,6 @@ class _Timer:
         self.timings[self.name] = round(time.perf_counter() - self.start, 2)
         if exc[0] is None:
             self.log(f"[probe] {self.name} done in {self.timings[self.name]:.1f}s")
-
-
-def check_corpus_words(corpus_words, sentences, min_count, max_length):
-    """`corpus_words` (a CorpusWords) must be a tokenization of `sentences` with `min_count` in windows of at most
-    `max_length` tokens."""
-    if not isinstance(corpus_words, CorpusWords):
-        raise TypeError(f"corpus_words must be a CorpusWords (encode.tokenize_words), got {type(corpus_words).__name__}")
-    if len(corpus_words.words) != len(sentences):
-        raise ValueError(f"corpus_words holds {len(corpus_words.words)} sentences, the vector corpus "
-                         f"{len(sentences)}: tokenize the same corpus")
-    if corpus_words.min_contexts != min_count:
-        raise ValueError(f"corpus_words was tokenized with min_contexts={corpus_words.min_contexts}, the probes use "
-                         f"min_count={min_count}")
-    longest = max(map(len, corpus_words.windows))
-    if longest > max_length:
-        raise ValueError(f"corpus_words has windows of {longest} tokens, over the model's {max_length}: tokenize "
-                         f"with max_length={max_length}")
 
 
 @dataclass
