@@ -220,3 +220,21 @@ def test_every_sentence_reads_a_hierarchical_verdict_through_the_widening():
     assert "whose 90% interval 2.1x as wide would leave the ±0.05 margins" in compared(same, "a", "as close", "b")
     narrow_tost = {**same, "tost": {"equivalent": True, "low": 0.0, "high": 0.02, "margin": 0.05}}
     assert stated_verdict(narrow_tost) == "equivalent" and verdict_cell(narrow_tost) == "equivalent within ±0.05"
+
+
+@pytest.mark.parametrize("gain_low, gain_high, says", [
+    (1.31, 1.37, "by more than copying the 10% of masked tokens the masking leaves unchanged could give (0.704 nats): "
+                 "it uses context"),
+    (0.40, 0.69, "but not surely by more than copying the 10% of masked tokens the masking leaves unchanged could give "
+                 "(0.704 nats): that it uses context is not shown"),
+    (0.60, 0.80, "that it uses context is not shown")])
+def test_below_the_floor_says_context_only_beyond_the_copying_bound(results, gain_low, gain_high, says):
+    """A full model below the unigram floor uses context only if its gain passes what copying the unchanged masked
+    tokens could give (10% x the floor 7.04): below the floor alone could be copying (docs/training.md)."""
+    from hf_minattn.experiments.findings_training import loss_section
+
+    full = results["answers"]["floors"]["full_vs_unigram"]
+    full.update(estimate=-(gain_low + gain_high) / 2, low=-gain_high, high=-gain_low, verdict="lower")
+    text = "\n".join(loss_section(results, lambda name, caption: f"![{caption}]({name})"))
+    assert says in text.split("The full model is below the unigram floor", 1)[1].split(". ", 1)[0]
+    assert ("nats): it uses context" in text) == (gain_low > 0.704)

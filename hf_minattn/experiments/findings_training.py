@@ -9,6 +9,18 @@ from .learning_rates import variant_learning_rate
 from .training import VARIANTS
 
 
+def below_floor(full_minus_floor: dict, floor: float) -> str:
+    """The sentence for a full model below the unigram floor: it uses context only if its gain passes, interval and
+    all, what copying the share of masked tokens the masking leaves unchanged (model_card.KEPT) could give, kept x
+    the floor (docs/training.md)."""
+    from hf_minattn.model_card import KEPT
+
+    copying = f"copying the {KEPT:.0%} of masked tokens the masking leaves unchanged could give ({num(KEPT * floor)} nats)"
+    if -full_minus_floor["high"] > KEPT * floor:
+        return f"is below the unigram floor by more than {copying}: it uses context"
+    return f"is below the unigram floor, but not surely by more than {copying}: that it uses context is not shown"
+
+
 def loss_section(results: dict, fig) -> list[str]:
     losses, floors = results["answers"]["losses"], results["answers"]["floors"]
     # each variant's own learning rate where the preset has them (the learning-rate study's choice), else the preset's
@@ -23,7 +35,7 @@ def loss_section(results: dict, fig) -> list[str]:
         "The full model "
         + compared(floors["full_vs_unigram"], "is above the unigram floor: it has not yet learned even the token "
                    "frequencies", "is at the unigram floor: at this scale it has learned no more than token frequencies",
-                   "is below the unigram floor: it uses context",
+                   below_floor(floors["full_vs_unigram"], results["unigram_loss"]),
                    "is not told apart from the unigram floor: at this scale it has learned little beyond token "
                    "frequencies, and the comparisons below are between models near the floor")
         + ". " + untrained_floor_sentence(floors["untrained_vs_unigram"]),
