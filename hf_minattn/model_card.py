@@ -108,9 +108,11 @@ def build_model_card(facts: CardFacts) -> ModelCard:
         # model-index (the results shown on the Hub page) needs both a model name and results.
         eval_results=_eval_results(facts) or None,
     )
-    labels = {"eval_loss": "Loss (cross-entropy, nats)", "eval_perplexity": "Perplexity", "eval_accuracy": "Masked-token accuracy",
+    labels = {"eval_loss": "Loss (cross-entropy, nats; the mean of the batches' means)", "eval_perplexity": "Perplexity",
+              "eval_accuracy": "Masked-token accuracy",
+              "eval_token_loss": "Loss per masked token (cross-entropy, nats; the mean over tokens)",
               "eval_unigram_loss": "Unigram floor (token frequencies alone, same masked tokens, nats)",
-              "eval_gain_over_unigram": "Gain over the unigram floor (nats)",
+              "eval_gain_over_unigram": "Gain over the unigram floor (nats, per masked token)",
               "eval_samples": "Sequences", "eval_masked_tokens": "Masked tokens"}
     results = [(label, _format(facts.eval_metrics[key])) for key, label in labels.items() if key in facts.eval_metrics]
     return ModelCard.from_template(

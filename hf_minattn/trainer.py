@@ -143,10 +143,12 @@ class MinAttnTrainer(Trainer):
 
     def log(self, logs, *args, **kwargs):
         # Added here, before the callbacks' on_log, so that every reporter (console, TensorBoard, W&B) gets them.
-        losses = {key[: -len("loss")] for key in logs if key.endswith("loss") and not key.endswith("unigram_loss")}
+        losses = {key[: -len("loss")] for key in logs
+                  if key.endswith("loss") and not key.endswith(("unigram_loss", "token_loss"))}
         for prefix in losses:
-            if prefix + "unigram_loss" in logs:  # the gain over the unigram floor, in nats
-                logs[prefix + "gain_over_unigram"] = logs[prefix + "unigram_loss"] - logs[prefix + "loss"]
+            if prefix + "unigram_loss" in logs:  # the gain over the unigram floor, in nats, both means over tokens
+                logs[prefix + "gain_over_unigram"] = logs[prefix + "unigram_loss"] - logs.get(prefix + "token_loss",
+                                                                                              logs[prefix + "loss"])
             if prefix.startswith("eval"):
                 loss = logs[prefix + "loss"]
                 logs[prefix + "perplexity"] = math.exp(loss) if loss < 700 else float("inf")
@@ -224,29 +226,37 @@ def write_trainer_state(state: TrainerState, folder: str) -> None:
 
 
 def preprocess_logits_for_metrics(logits, labels):
-    """Keep only the predicted token ids, laid out like `labels` (-100 where nothing was predicted).
+    """(predicted token ids, each labelled token's cross-entropy in nats), both laid out like `labels` (-100 and 0
+    where nothing was predicted).
 
     With sparse prediction (MinAttnTrainer's default), MinAttnForMaskedLM returns logits only at the labelled
     positions, (n_labelled, vocab) in row-major order of `labels != -100`; otherwise (batch, seq, vocab).
-    Either way the predictions go back in the (batch, seq) layout, so that the Trainer pads and gathers them
-    across processes exactly as it does the labels.
+    Either way the outputs go back in the (batch, seq) layout, so that the Trainer pads and gathers them across
+    processes exactly as it does the labels. The per-token losses give the metrics a mean over tokens: the Trainer's
+    eval_loss is a mean of per-batch means, which weighs a token by its batch's size, where the unigram floor is a
+    mean over tokens.
     """
     if isinstance(logits, tuple):
         logits = logits[0]
     labelled = labels != -100
+    logits = logits if logits.dim() == 2 else logits[labelled]  # (n_labelled, vocab)
     predictions = torch.full_like(labels, -100)
-    predictions[labelled] = logits.argmax(dim=-1) if logits.dim() == 2 else logits.argmax(dim=-1)[labelled]
-    return predictions
+    predictions[labelled] = logits.argmax(dim=-1)
+    token_losses = torch.zeros(labels.shape, dtype=torch.float32, device=labels.device)
+    token_losses[labelled] = torch.nn.functional.cross_entropy(logits.float(), labels[labelled], reduction="none")
+    return predictions, token_losses
 
 
 def metrics_computer(unigram: UnigramFloor | None = None):
-    """`compute_metrics` for the Trainer: masked-token accuracy and count and, given the training split's unigram
-    floor, its cross-entropy on the same masked tokens (`unigram_loss`)."""
+    """`compute_metrics` for the Trainer: masked-token accuracy and count, their mean cross-entropy over tokens
+    (`token_loss`), and, given the training split's unigram floor, its cross-entropy on the same masked tokens
+    (`unigram_loss`). MinAttnTrainer.log takes the gain over the floor from these two, both means over tokens."""
 
     def compute_metrics(eval_prediction):
-        predictions, labels = eval_prediction.predictions, eval_prediction.label_ids
+        (predictions, token_losses), labels = eval_prediction.predictions, eval_prediction.label_ids
         masked = labels != -100
-        metrics = {"accuracy": float((predictions[masked] == labels[masked]).mean()), "masked_tokens": int(masked.sum())}
+        metrics = {"accuracy": float((predictions[masked] == labels[masked]).mean()), "masked_tokens": int(masked.sum()),
+                   "token_loss": float(token_losses[masked].mean(dtype="float64"))}
         if unigram is not None:
             metrics["unigram_loss"] = unigram.cross_entropy(labels[masked])
         return metrics
