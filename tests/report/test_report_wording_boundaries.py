@@ -8,11 +8,8 @@ that show why they exclude 0, and a zero-width interval at chance called chance 
 The runs are the demo's probes.json of 2026-11-23 (tests/data), edited, or small probes.json parts written here."""
 
 import copy
-import gzip
 import json
-from pathlib import Path
 
-import pytest
 from conftest import probe_results
 
 from hf_minattn.probes.report.attention_graphs import attention_graphs_headline, attention_graphs_text
@@ -26,23 +23,8 @@ from hf_minattn.probes.report.neighbours import neighbours_headline
 from hf_minattn.probes.report.norm_weighting import norm_weighting_headline, norm_weighting_text
 from hf_minattn.probes.report.sense_accuracy import sense_accuracy_headline, sense_accuracy_tables, sense_verdict
 from hf_minattn.probes.report.weights import weights_headline, weights_text
-from hf_minattn.probes.results import SavedProbeResults
+from test_report_summary import demo, r, typed  # noqa: F401  (the demo probe's fixtures, shared)
 
-DEMO = Path(__file__).resolve().parent.parent / "data" / "demo_probes_2026-11-23.json.gz"
-
-
-@pytest.fixture(scope="module")
-def demo():
-    return json.loads(gzip.decompress(DEMO.read_bytes()))
-
-
-@pytest.fixture
-def r(demo):
-    return copy.deepcopy(demo)
-
-
-def typed(r):
-    return SavedProbeResults.from_dict(r)
 
 
 # 1. layer 0 against the word embeddings alone
