@@ -238,3 +238,16 @@ def test_below_the_floor_says_context_only_beyond_the_copying_bound(results, gai
     text = "\n".join(loss_section(results, lambda name, caption: f"![{caption}]({name})"))
     assert says in text.split("The full model is below the unigram floor", 1)[1].split(". ", 1)[0]
     assert ("nats): it uses context" in text) == (gain_low > 0.704)
+
+
+def test_one_pair_of_seeds_counts_no_layer_as_recurring():
+    """With one pair of seeds (the quick preset's two seeds) each gap and its null are points (n 1): no interval lies
+    above another, whatever the points; with more pairs the intervals decide."""
+    from hf_minattn.experiments.findings_heads import recurrence_sentence
+
+    def point(x, n, half=0.0):
+        return {"estimate": x, "low": x - half, "high": x + half, "n": n}
+
+    one_pair = recurrence_sentence([point(0.25, 1)], [point(-0.02, 1)], 1)
+    assert "not shown" in one_pair and "may recur" not in one_pair
+    assert "may recur" in recurrence_sentence([point(0.25, 3, 0.05)], [point(-0.02, 3, 0.05)], 1)

@@ -242,13 +242,15 @@ def test_the_lens_floor_is_never_counted_on_the_sentences_it_scores(tokenizer):
     from hf_minattn.probes.run import CIRCUIT_SENTENCES, _lens_floor, _VectorCorpus
 
     sentences = list(TEXTS)
-    notes = []
-    floor = _lens_floor(tokenizer, sentences, _VectorCorpus(sentences, "the probe sentences"), notes)
+    corpus = sentences + ["the cat sat on the mat ."]  # another corpus, the probe sentences among it
     training = tokenizer(wikipedia_train_sentences(CIRCUIT_SENTENCES), add_special_tokens=False, verbose=False)
     expected = UnigramFloor.from_token_ids(training["input_ids"], len(tokenizer))
-    np.testing.assert_array_equal(floor.log_probs, expected.log_probs)
-    assert "training split, not of the probe sentences, which the lens scores" in notes[0]
-    in_sample = UnigramFloor.from_token_ids(tokenizer(sentences, add_special_tokens=False)["input_ids"], len(tokenizer))
-    other = _lens_floor(tokenizer, sentences, _VectorCorpus(list(sentences), "a corpus"), notes)
-    np.testing.assert_array_equal(other.log_probs, in_sample.log_probs)
+    for same in (sentences, list(sentences)):  # the probe sentences themselves, or a copy (--corpus F --vector-corpus F)
+        notes = []
+        floor = _lens_floor(tokenizer, sentences, _VectorCorpus(same, "the probe sentences"), notes)
+        np.testing.assert_array_equal(floor.log_probs, expected.log_probs)
+        assert "training split, not of the probe sentences, which the lens scores" in notes[0]
+    counted = UnigramFloor.from_token_ids(tokenizer(corpus, add_special_tokens=False)["input_ids"], len(tokenizer))
+    other = _lens_floor(tokenizer, sentences, _VectorCorpus(corpus, "a corpus"), notes)
+    np.testing.assert_array_equal(other.log_probs, counted.log_probs)
     assert notes[1] == "logit lens: the unigram floor counts the tokens of a corpus"

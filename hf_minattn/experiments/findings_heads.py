@@ -34,9 +34,10 @@ def q4_section(q4: dict, fig) -> list[str]:
 
 def across_seeds_lines(div: dict, layers: int) -> list[str]:
     """Heads against their matches in other seeds' models, per layer, as a description: the seed pairs share seeds,
-    so their intervals are too narrow to test with (no p, no verdict). The matching is a minimum, so the gap
-    "within-layer - matched" is positive even where no head recurs: a layer counts only where its gap's interval lies
-    above that of the null gap (the same matching against other layers), where the run measured one."""
+    so their intervals are too narrow to test with (no p, no verdict). The matching is a minimum, which pulls the
+    matched divergence down and so the gap "within-layer - matched" up even where no head recurs: a layer counts only
+    where its gap's interval lies above that of the null gap (the same matching against other layers), where the run
+    measured one, over more than one pair of seeds."""
     gaps = [div["within_minus_matched"][f"layer_{l}"] for l in range(layers)]
     null = div.get("null_within_minus_matched")
     nulls = [null[f"layer_{l}"] for l in range(layers)] if null else None
@@ -44,8 +45,8 @@ def across_seeds_lines(div: dict, layers: int) -> list[str]:
         "- Heads across seeds: each head matched to the most similar head of the same layer in another seed's model "
         f"(Hungarian matching on their Jensen-Shannon divergence, {div['seed_pairs']} pairs of seeds). The pairs "
         f"share seeds, yet the intervals below treat them as {div['seed_pairs']} independent ones: they are too "
-        "narrow, so these rows describe, they do not test. The matching chooses the pairing of least divergence, so "
-        "the matched divergence is below the within-layer one even where no head recurs: a positive gap alone shows "
+        "narrow, so these rows describe, they do not test. The matching chooses the pairing of least divergence, which "
+        "pulls the matched divergence down and the gap up even where no head recurs: a positive gap alone shows "
         "nothing. " + (recurrence_sentence(gaps, nulls, layers) if nulls else
                        "This run measured no null for it (the same matching between different layers), so recurrence "
                        "of heads from seed to seed is not shown.")]
@@ -58,7 +59,11 @@ def across_seeds_lines(div: dict, layers: int) -> list[str]:
 
 
 def recurrence_sentence(gaps: list[dict], nulls: list[dict], layers: int) -> str:
-    """How many layers' gaps lie above their null gaps, interval against interval (both as if independent)."""
+    """How many layers' gaps lie above their null gaps, interval against interval (both as if independent); one pair
+    of seeds gives points, not intervals, and counts no layer."""
+    if any(d["n"] < 2 for d in (*gaps, *nulls)):
+        return ("One pair of seeds gives each gap and its null as a point, not an interval: recurrence of heads from "
+                "seed to seed is not shown.")
     above = [l for l, (g, n) in enumerate(zip(gaps, nulls)) if g["low"] > n["high"]]
     if not above:
         return ("In no layer does the gap's interval (as if independent) lie above that of its null, the same matching "

@@ -5,7 +5,8 @@ each model. If heads of one layer differ from each other no more than a head dif
 their diversity is no more than seed noise.
 
 The matched divergence is a minimum over assignments, so it is below the mean cross-seed divergence of a layer's heads
-even where no head recurs: "within-layer minus matched" is positive by construction. Its null is the same matching
+even where no head recurs, which biases "within-layer minus matched" upward (it can still be negative, where a
+layer's heads are alike within each model). Its null is the same matching
 between different layers (`matched_other_layers`: layer l of one model against each other layer of the other, the
 minimum-cost assignment again), which has the same downward pull but no reason to pair a head with its counterpart. A
 gap above the null gap says that heads find closer matches at their own layer in another seed; a layer whose heads

@@ -396,9 +396,9 @@ def _probe_masked_lm(results, mlm, reason, tokenizer, sentences, vector_corpus, 
 
 def _lens_floor(tokenizer, sentences, vector_corpus, notes):
     """The logit lens's unigram floor: token frequencies of the vector corpus (the CLI's: the training split), or,
-    where the vector corpus is the probe sentences the lens scores, of the default corpus's training split's first
-    CIRCUIT_SENTENCES sentences: counted on the scored tokens themselves, the floor would be in-sample, too low."""
-    if vector_corpus.sentences is sentences:
+    where the vector corpus is (a copy of) the probe sentences the lens scores, of the default corpus's training
+    split's first CIRCUIT_SENTENCES sentences: counted on the scored tokens, the floor would be in-sample, too low."""
+    if vector_corpus.sentences is sentences or list(vector_corpus.sentences) == list(sentences):
         from .corpus import wikipedia_train_sentences
 
         ids = _token_ids(tokenizer, wikipedia_train_sentences(CIRCUIT_SENTENCES), [])
