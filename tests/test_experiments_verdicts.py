@@ -184,9 +184,12 @@ def test_identity_and_attention_only_verdicts_follow_the_interval():
 
 
 def test_floor_verdict_follows_the_interval():
-    below = render_findings(synthetic(), {})
+    below = render_findings(synthetic(), {})  # 0.4 nats below the floor of 7.0: no more than copying could give
+    far_below = render_findings(synthetic(full=(6.0, 6.02, 5.98)), {})
     at_floor = render_findings(synthetic(full=(7.05, 6.99, 6.98)), {})
-    assert "is below the unigram floor: it uses context" in below
+    copying = "copying the 10% of masked tokens the masking leaves unchanged could give (0.7 nats)"
+    assert f"is below the unigram floor, but not surely by more than {copying}: that it uses context is not shown" in below
+    assert f"is below the unigram floor by more than {copying}: it uses context" in far_below
     assert "is not told apart from the unigram floor" in at_floor
     # shares are measured from the unigram floor: none when the full model is not below it
     assert synthetic(full=(7.05, 6.99, 6.98))["answers"]["q2"]["frozen_share_of_gain"] is None
