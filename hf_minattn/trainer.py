@@ -127,7 +127,8 @@ class MinAttnTrainer(Trainer):
         # are read here, before clipping (with fp16, the gradients are still multiplied by the loss scale).
         if self.drift is not None:
             scaler = getattr(self.accelerator, "scaler", None)
-            self.drift.measure_gradients(scale=float(scaler.get_scale()) if scaler is not None and scaler.is_enabled() else 1.0)
+            scaled = scaler is not None and scaler.is_enabled()
+            self.drift.measure_gradients(scale=float(scaler.get_scale()) if scaled else 1.0)
         return super()._clip_grad_norm(model)
 
     def compute_loss(self, model, inputs, *args, **kwargs):

@@ -190,7 +190,7 @@ def sample_contexts(encoded):
     return sample, texts, len(np.unique(texts[sample]))
 
 
-def _layer_scorer(encoded, groups, eligible, n_pairs, mev_groups, seed):
+def _layer_scorer(encoded, groups, eligible, n_pairs, mev_groups, seed, contexts):
     """score(vectors of the kept occurrences) -> (mean self-similarity, mean MEV, anisotropy baseline, MEV baseline,
     per-word adjusted self-similarity).
 
@@ -202,7 +202,7 @@ def _layer_scorer(encoded, groups, eligible, n_pairs, mev_groups, seed):
     n_occ, padded, present = padded_groups(groups, eligible)
     # Baselines from the uniform random sample of occurrences only, as in Ethayarajh (2019); copies of a sentence
     # text are one context there too.
-    sample, texts, capacity = sample_contexts(encoded)
+    sample, texts, capacity = contexts  # sample_contexts(encoded)
     # (sizes,), (words,) index into sizes; a word beyond the sample's size gets the largest size it holds
     sizes, size_of_word = np.unique(np.minimum(n_occ, capacity), return_inverse=True)
     random_groups = [baseline_groups(encoded.kept_sample, mev_groups, int(n), seed, texts) for n in sizes]
@@ -311,7 +311,8 @@ def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=
     from `static_word_vectors(model, encoded.tokenized)`, adds the word embeddings alone as `static`; `model`
     (optional) only words `layer0_note` and measures `layer0_position`."""
     groups, eligible = scored_groups(encoded, min_count, max_occurrences, min_contexts)
-    score = _layer_scorer(encoded, groups, eligible, n_pairs, mev_groups, seed)
+    contexts = sample_contexts(encoded)  # (sample, text ids, distinct texts): the baselines' and the cap's
+    score = _layer_scorer(encoded, groups, eligible, n_pairs, mev_groups, seed, contexts)
     result = {k: [] for k in ("self", "mev", "base", "mev_base", "adj_self")}
     for layer_vectors in encoded.kept:
         for key, value in zip(result, score(layer_vectors)):
@@ -321,7 +322,7 @@ def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=
     by_word_last = result["adj_self"][-1]
     intra = [float(x) for x in encoded.intra_similarity]
     bands, band_sizes = _by_band(eligible, result["adj_self"])
-    tokenized, vocab, capacity = encoded.tokenized, encoded.tokenized.vocab, sample_contexts(encoded)[2]
+    tokenized, vocab, capacity = encoded.tokenized, encoded.tokenized.vocab, contexts[2]
     ranked = [(vocab[eligible[i]], float(by_word_last[i])) for i in np.argsort(by_word_last)]
     return GeometryResults(
         layers=list(range(len(encoded.kept))),
