@@ -30,8 +30,13 @@ class Interval:
     df: int | None = None  # degrees of freedom of a t-interval (n - 1); None for a bootstrap
 
     def excludes_zero(self) -> bool:
-        """Whether the interval lies wholly above or below 0 (a degenerate interval of a single seed never does)."""
-        return self.n > 1 and (self.low > 0 or self.high < 0)
+        """Whether the interval lies wholly above or below 0 (a degenerate interval of a single seed never does). A
+        t-interval without spread (n equal values, `mean_interval`) has no width to tell: it excludes 0 where the
+        sign test that `t_test_p` then uses does at the same level (2 x 0.5^n < 0.05: 6 values), so that a verdict
+        read from the interval and one read from p agree."""
+        if self.n <= 1 or self.low <= 0 <= self.high:
+            return False
+        return self.low != self.high or self.method != "t" or 2 * sign_test_p(self.n) < 1 - self.confidence
 
     def sign(self) -> int:
         """+1 if the interval is above 0, -1 if below, 0 if it contains 0."""

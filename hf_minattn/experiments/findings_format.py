@@ -91,7 +91,11 @@ def verdict_cell(d: dict | None, tost_interval: bool = False) -> str:
         if tost_interval and d["verdict"] == "equivalent" and None not in (tost.get("low"), tost.get("high")):
             word += f" (90% [{num(tost['low'])}, {num(tost['high'])}])"
         return word if holds_widened(d) else f"{word}, not if {HIERARCHICAL_WIDENING}x as wide"
-    return {1: "above 0", -1: "below 0", 0: "includes 0"}[st.sign(d)]
+    # a bare interval has no p beside it: the cell describes where the printed interval lies, not a test's outcome
+    # (`st.sign` would read a zero-width [1, 1] of 5 seeds, a value fixed by construction, as the sign test does:
+    # not above 0); one seed still says nothing
+    side = 0 if d["n"] < 2 else 1 if d["low"] > 0 else -1 if d["high"] < 0 else 0
+    return {1: "above 0", -1: "below 0", 0: "includes 0"}[side]
 
 
 def row_cells(d: dict) -> list[str]:
@@ -183,8 +187,9 @@ def compared(diff: dict, worse: str, same: str, better: str, unresolved: str | N
     if verdict == "equivalent":  # inside the margins; where its own interval excludes 0, why no difference was called
         held_back = not_called(diff) or _excludes_zero_alone(diff)
         return f"{same} (equivalent within ±{num(diff['margin'])} by a TOST test" + (f"; {held_back})" if held_back else ")")
-    margin = f" nor equivalence within ±{num(diff['margin'])}" if diff and diff.get("margin") else ""
-    return (unresolved or f"not resolved at this scale (neither a difference{margin})") + caveat(diff)
+    neither = (f"neither a difference nor equivalence within ±{num(diff['margin'])}" if diff and diff.get("margin")
+               else "no difference")  # no margin stated (Q4's layers): there was no equivalence to test
+    return (unresolved or f"not resolved at this scale ({neither})") + caveat(diff)
 
 
 def at_both_levels(crossed: dict, seeds: dict | None, worse: str, same: str, better: str,

@@ -59,8 +59,9 @@ def mixing_over_seeds(folders: dict, settings: dict, seeds, sentences, reference
     return out
 
 
-def _matrix(by_seed: dict, key: str) -> np.ndarray:
-    return np.array([by_seed[s][key] for s in sorted(by_seed)], dtype=float)  # (seeds, sentences)
+def _matrix(by_seed: dict, key: str, seeds=None) -> np.ndarray:
+    """(seeds, sentences): `seeds` (default: all of `by_seed`'s, sorted) in that order."""
+    return np.array([by_seed[s][key] for s in (sorted(by_seed) if seeds is None else seeds)], dtype=float)
 
 
 def mixing_answers(mixing: dict, n_resamples: int = 1000) -> dict | None:
@@ -73,13 +74,14 @@ def mixing_answers(mixing: dict, n_resamples: int = 1000) -> dict | None:
     answer = {"sentences": mixing["sentences"], "seeds": len(full), "margin": MIXING_MARGIN,
               "residual_weight": {name: per_layer([v["residual_weight"] for v in by_seed.values()])
                                   for name, by_seed in (("full", full), ("untrained", untrained))}}
-    family = {}
+    family, paired = {}, st.common_seeds(full, untrained)  # full - untrained pairs the same seed's models, by id
     for w in WEIGHTINGS:
         mine, uniform, init = _matrix(full, w), _matrix(full, f"uniform_{w}"), _matrix(untrained, w)
         answer[w] = {name: crossed_bootstrap(m, n_resamples=n_resamples).to_dict()
                      for name, m in (("full", mine), ("uniform", uniform), ("untrained", init))}
         family[f"full_minus_uniform_{w}"] = st.crossed_tested(mine - uniform, MIXING_MARGIN, n_resamples)
-        family[f"full_minus_untrained_{w}"] = st.crossed_tested(mine - init, MIXING_MARGIN, n_resamples)
+        family[f"full_minus_untrained_{w}"] = st.crossed_tested(
+            _matrix(full, w, paired) - _matrix(untrained, w, paired), MIXING_MARGIN, n_resamples)
     answer["comparisons"] = st.holm_family(family)
     ref = mixing.get("reference")
     if ref:

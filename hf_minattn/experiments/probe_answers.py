@@ -31,14 +31,26 @@ def _seeds(probes, name):
     return [probes["by_seed"][name][s] for s in sorted(probes["by_seed"].get(name, {}))]
 
 
+def js_trained_minus_init(probes: dict) -> dict:
+    """Q4's family: per layer, the within-layer JS divergence trained - untrained, paired by seed id (the seeds both
+    variants have), Holm-adjusted. No TOST: PROTOCOL.md gives these rows no equivalence margin (section 5, "-"),
+    and the loss margin (nats) would mean nothing for a divergence."""
+    by_seed = {name: {s: r["heads"]["within_layer_js"] for s, r in probes["by_seed"].get(name, {}).items()}
+               for name in ("full", "untrained")}
+    full, untrained = by_seed["full"], by_seed["untrained"]
+    seeds = st.common_seeds(full, untrained)
+    layers = len(full[min(full)])
+    return st.holm_family({f"layer_{l}": st.tested([full[s][l] - untrained[s][l] for s in seeds], margin=None)
+                           for l in range(layers)})
+
+
 def heads_answers(probes: dict) -> dict:
     full, untrained = _seeds(probes, "full"), _seeds(probes, "untrained")
     js = {name: [r["heads"]["within_layer_js"] for r in rows] for name, rows in (("full", full), ("untrained", untrained))}
     layers = len(js["full"][0])
     answer = {
         "js_within_layer_trained": per_layer(js["full"]), "js_within_layer_init": per_layer(js["untrained"]),
-        "js_trained_minus_init": st.holm_family({f"layer_{l}": st.tested([a[l] - b[l] for a, b in zip(js["full"], js["untrained"])])
-                                                 for l in range(layers)}),
+        "js_trained_minus_init": js_trained_minus_init(probes),
         "entropy_trained": over_seeds([np.mean(r["heads"]["stats"]["entropy"]) for r in full]),
         "entropy_init": over_seeds([np.mean(r["heads"]["stats"]["entropy"]) for r in untrained]),
         "uniform_entropy": rounded(full[0]["heads"]["uniform_entropy"]),
@@ -131,22 +143,25 @@ def reference_similarity(pairs: dict) -> dict | None:
             "comparisons": ref["comparisons"]}
 
 
-def homonym_level_comparisons(full: list, untrained: list, last: int, chance: float, n_resamples: int,
+def homonym_level_comparisons(full: dict | list, untrained: dict | list, last: int, chance: float, n_resamples: int,
                               position_p: float | None = None) -> dict:
     """The sense comparisons with the homonyms as a sample too: per seed and homonym, the last layer's accuracy, and
     its difference from chance and from the untrained model by a crossed bootstrap over seeds and homonyms (the
     same homonyms at every seed), Holm-adjusted together with the position-and-length control's: homonym by homonym
     where the probes kept the control's accuracy per homonym, else its test over seeds (`position_p`, its p): the
-    protocol's family has 3 tests either way."""
-    words = full[0]["words"]
+    protocol's family has 3 tests either way. `full`, `untrained`: {seed: sense accuracies}, the untrained model
+    paired by seed id; a list is taken as already paired, position by position."""
+    full, untrained = (rows if isinstance(rows, dict) else dict(enumerate(rows)) for rows in (full, untrained))
+    words = full[min(full)]["words"]
 
-    def matrix(rows):  # (seeds, homonyms)
-        return np.array([[r["accuracy_by_word"][w][r["layers"].index(last)] for w in words] for r in rows])
+    def matrix(rows, seeds):  # (seeds, homonyms)
+        return np.array([[rows[s]["accuracy_by_word"][w][rows[s]["layers"].index(last)] for w in words] for s in seeds])
 
-    trained = matrix(full)
+    trained, paired = matrix(full, sorted(full)), st.common_seeds(full, untrained)
     family = {"vs_chance": st.crossed_tested(trained - chance, ACCURACY_MARGIN, n_resamples),
-              "vs_untrained": st.crossed_tested(trained - matrix(untrained), ACCURACY_MARGIN, n_resamples)}
-    controls = [r.get("control_accuracy_by_word") for r in full]
+              "vs_untrained": st.crossed_tested(matrix(full, paired) - matrix(untrained, paired), ACCURACY_MARGIN,
+                                                n_resamples)}
+    controls = [full[s].get("control_accuracy_by_word") for s in sorted(full)]
     if all(controls):  # the stronger control overall (as the seed-level test takes), homonym by homonym
         key = max(controls[0], key=lambda k: np.mean(list(controls[0][k].values())))
         control = np.array([[c[key][w] for w in words] for c in controls])  # (seeds, homonyms)
@@ -155,13 +170,16 @@ def homonym_level_comparisons(full: list, untrained: list, last: int, chance: fl
 
 
 def senses_answers(probes: dict, n_resamples: int = 1000) -> dict | None:
-    full = [r.get("sense_accuracy") for r in _seeds(probes, "full")]
-    untrained = [r.get("sense_accuracy") for r in _seeds(probes, "untrained")]
+    by_seed = {name: {s: r.get("sense_accuracy") for s, r in probes["by_seed"].get(name, {}).items()}
+               for name in ("full", "untrained")}
+    full, untrained = ([rows[s] for s in sorted(rows)] for rows in by_seed.values())
     if not all(full) or not all(untrained):
         return None
     last = full[0]["layers"][-1]
     at = lambda rows, key: [r[key][r["layers"].index(last)] for r in rows]  # noqa: E731
     acc, acc_u = at(full, "accuracy"), at(untrained, "accuracy")
+    paired = st.common_seeds(*by_seed.values())  # vs_untrained pairs the same seed's two models, by seed id
+    acc_paired = [at([by_seed[name][s] for s in paired], "accuracy") for name in ("full", "untrained")]
     # the stronger of the two controls that see no vectors: the word's place in its sentence, with or without the
     # sentence's length (in corpus text they differ between senses, so they beat 0.5)
     chance = full[0]["chance"]
@@ -176,12 +194,12 @@ def senses_answers(probes: dict, n_resamples: int = 1000) -> dict | None:
         "untrained_by_layer": per_layer([r["accuracy"] for r in untrained]),
         "comparisons": st.holm_family({
             "vs_chance": st.tested([a - chance for a in acc], margin=ACCURACY_MARGIN),
-            "vs_untrained": st.tested([a - b for a, b in zip(acc, acc_u)], margin=ACCURACY_MARGIN),
+            "vs_untrained": st.tested([a - b for a, b in zip(*acc_paired)], margin=ACCURACY_MARGIN),
             "vs_position": st.tested([a - position for a in acc], margin=ACCURACY_MARGIN),
         }),
     }
     if all(r.get("accuracy_by_word") for r in full + untrained):  # older probes kept no per-homonym accuracies
-        answer["comparisons_items"] = homonym_level_comparisons(full, untrained, last, chance, n_resamples,
+        answer["comparisons_items"] = homonym_level_comparisons(*by_seed.values(), last, chance, n_resamples,
                                                                 answer["comparisons"]["vs_position"]["p"])
     ref = probes.get("reference") or {}
     if ref.get("sense_accuracy"):
@@ -275,17 +293,17 @@ def circuits_answers(probes: dict) -> dict | None:
             return None
         return float(np.mean([v["estimate"] if isinstance(v, dict) else v for v in values]))
 
-    def per_seed(name, key):
-        rows = [circuits[name][s] for s in sorted(circuits.get(name) or {})]
-        return [head_mean(row, key) for row in rows]
+    def per_seed(name, key):  # {seed: the heads' mean}
+        return {s: head_mean(row, key) for s, row in (circuits.get(name) or {}).items()}
 
     answer = {}
     for name in circuits:
-        answer[name] = {key: over_seeds(per_seed(name, key))
+        answer[name] = {key: over_seeds([v for _, v in sorted(per_seed(name, key).items())])
                         for key in ("identity", "cooccurrence", "initial", "ov_copying", "qk_positive")}
     full, started_at_i = per_seed("full", "identity"), per_seed("qkv_from_identity", "identity")
-    if started_at_i and len(full) == len(started_at_i) and None not in full + started_at_i:
-        answer["full_minus_from_identity"] = st.tested([a - b for a, b in zip(full, started_at_i)], margin=0.05)
+    paired = st.common_seeds(full, started_at_i)  # the same seed's two models, by seed id
+    if paired and all(full[s] is not None and started_at_i[s] is not None for s in paired):
+        answer["full_minus_from_identity"] = st.tested([full[s] - started_at_i[s] for s in paired], margin=0.05)
     first = circuits["full"][sorted(circuits["full"])[0]]
     answer["heads"], answer["tokens"] = first["num_heads"], first.get("tokens")
     answer["pairs"] = (first.get("pairs") or {}).get("identity")

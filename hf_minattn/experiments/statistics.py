@@ -33,14 +33,16 @@ def unigram_values(results: dict) -> dict[int, float]:
     return {row["seed"]: row["unigram_loss"] for row in results["variants"]["full"]["seeds"]}
 
 
-def tested(differences, margin: float = LOSS_MARGIN) -> dict:
+def tested(differences, margin: float | None = LOSS_MARGIN) -> dict:
     """A stored comparison from paired differences (one per seed): the 95% t-interval (with df), the t-test p-value
     and TOST against `margin`. The verdict is set here as if the comparison were alone; `holm_family` revises it.
     Nothing is rounded: Holm adjusts the exact p-values, the verdict reads the exact interval, and only the results
-    file and the documents round them."""
+    file and the documents round them. `margin` None: the protocol states none (PROTOCOL.md, section 5: "-"), so
+    there is no TOST ("tost" None) and the verdict is higher, lower or unresolved, never equivalent."""
     differences = np.asarray(differences, dtype=np.float64)
     d = mean_interval(differences).to_dict(digits=None)
-    d.update(p=float(t_test_p(differences)), margin=margin, tost=tost(differences, margin))
+    d.update(p=float(t_test_p(differences)), margin=margin,
+             tost=None if margin is None else tost(differences, margin))
     return decide(d, d["p"])
 
 
@@ -48,12 +50,15 @@ def crossed_tested(differences, margin: float, n_resamples: int = 1000, n: int |
     """A stored comparison from a (seeds, items) matrix of paired differences, where the same items (sentences,
     homonyms) were measured at every seed: `stats.crossed_draws`' percentile interval, p and TOST against `margin`,
     tested at the seed level too where there are 2 seeds or more (`with_seed_level`). `n`: the seeds behind it
-    (default), or the items where one model is all there is. Verdict as `tested`'s."""
+    (default), or the items where one model is all there is. Verdict as `tested`'s: with one seed (and `n` not
+    given) neither a difference nor equivalence, as `tested` of one seed."""
     differences = np.asarray(differences, dtype=np.float64)
     estimate, draws = crossed_draws(differences, n_resamples)
     d = bootstrap_test(estimate, draws, margin, n or differences.shape[0], method="crossed")
     if differences.shape[0] >= 2:
         with_seed_level(d, np.nanmean(differences, axis=1), margin)  # (seeds,): each seed's mean over its items
+    elif n is None:  # one seed, tested as one: its items alone would make the seed's own noise look like none
+        d["tost"]["equivalent"] = False
     return decide(d, d["p"])
 
 
@@ -72,12 +77,20 @@ def with_seed_level(d: dict, per_seed, margin: float) -> dict:
 
 
 def decide(d: dict, p_adjusted: float) -> dict:
-    """Set d["verdict"] (and d["p_holm"]) from an adjusted p-value and the equivalence test."""
+    """Set d["verdict"] (and d["p_holm"]) from an adjusted p-value and the equivalence test. The direction is the
+    side of 0 the interval lies on (a percentile interval need not hold its estimate). Equivalence, like a
+    difference (`Interval.excludes_zero`), needs n > 1: one seed tells neither (d["n"] is read here, not where the
+    TOST ran, because a one-model comparison has its items counted as n after it was drawn)."""
+    if not np.isfinite(d["estimate"]):
+        raise ValueError(f"cannot decide a comparison whose estimate is {d['estimate']!r}")
     d["p_holm"] = float(p_adjusted)
-    if p_adjusted < ALPHA and Interval(**{k: d[k] for k in ("estimate", "low", "high", "n")}).excludes_zero():
-        d["verdict"] = "higher" if d["estimate"] > 0 else "lower"
+    interval = Interval(**{k: d[k] for k in ("estimate", "low", "high", "n")},
+                        **{k: d[k] for k in ("confidence", "method") if d.get(k) is not None})
+    if p_adjusted < ALPHA and interval.excludes_zero():
+        d["verdict"] = "higher" if interval.sign() > 0 else "lower"
     else:
-        d["verdict"] = "equivalent" if d.get("tost", {}).get("equivalent") else "unresolved"
+        equivalent = (d.get("tost") or {}).get("equivalent") and d["n"] > 1
+        d["verdict"] = "equivalent" if equivalent else "unresolved"
     return d
 
 
@@ -114,10 +127,16 @@ def seed_levels(family: dict) -> dict:
 def difference(results: dict, a: str, b: str, key: str = "eval_loss", margin: float = LOSS_MARGIN) -> dict:
     """Paired difference a - b over seeds (a variant name, or "unigram" for the unigram floor), tested."""
     values = {name: unigram_values(results) if name == "unigram" else seed_values(results, name, key) for name in (a, b)}
-    seeds = sorted(set(values[a]) & set(values[b]))
+    seeds = common_seeds(values[a], values[b])
     if not seeds:
         raise ValueError(f"no seed in common to pair {a!r} and {b!r}")
     return tested([values[a][s] - values[b][s] for s in seeds], margin)
+
+
+def common_seeds(*by_seed: dict) -> list:
+    """The seeds (keys) that every one of `by_seed` ({seed: value}) has, sorted: the pairs of a paired comparison.
+    Pairing by list position instead would, where one variant lacks a seed, pair one seed's run with another's."""
+    return sorted(set.intersection(*(set(d) for d in by_seed))) if by_seed else []
 
 
 def mean(results: dict, variant: str, key: str = "eval_loss") -> dict:
