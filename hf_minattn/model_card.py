@@ -22,6 +22,8 @@ TEMPLATE_PATH = Path(__file__).with_name("model_card_template.md")
 REQUIRED_METADATA = {"library_name": "transformers"}
 REQUIRED_KEYS = ("license", "tags")
 
+IN_PROGRESS_CARD = "Training is in progress"  # the card of a run that has not ended (model_card_template.md)
+
 
 @dataclass
 class CardFacts:

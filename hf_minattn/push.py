@@ -4,6 +4,9 @@ A folder written by `training/run_mlm.py` brings its model card; a bare `save_pr
 valid one, generated here. `--dry-run` works offline: it checks REPO_ID, lists the files that would be uploaded and
 checks the card's metadata. The options `--revision`, `--create-pr`, `--private` and `--token` are huggingface_hub's.
 
+Refused unless `--force`: an unfinished training run (its card says training is in progress, or it holds checkpoints
+but no trainer_state.json or all_results.json of a run that ended). Always refused: a sharded model missing a shard.
+
 Not uploaded: checkpoints (`checkpoint-*`, and `early_states/`, with their optimizer states), `training_args.bin`
 (a pickle), private (`_*`) and half-written (`*.tmp`) files, at any depth; and `probes/`, where `make demo` writes
 the probe report: an analysis of the model (tens of MB of figures and JSON), which the model card does not use.
@@ -19,7 +22,7 @@ from huggingface_hub.utils import filter_repo_objects
 
 from hf_minattn.cli import OneLineArgumentParser
 from hf_minattn.early_states import EARLY_STATES
-from hf_minattn.model_card import validate_model_card
+from hf_minattn.model_card import IN_PROGRESS_CARD, validate_model_card  # the one text trained_model_in also reads
 from hf_minattn.model_source import TRANSPORT_FAILURES, hub_errors, require_hub_id
 
 # Same as what Trainer.push_to_hub leaves out: checkpoints and private files; plus our interrupted writes, and
@@ -28,6 +31,9 @@ from hf_minattn.model_source import TRANSPORT_FAILURES, hub_errors, require_hub_
 TOP_LEVEL_IGNORED = ["_*", "checkpoint-*", "*.tmp", ".git/*", ".cache/*", "training_args.bin"]
 IGNORE_PATTERNS = [*TOP_LEVEL_IGNORED, *(f"*/{p}" for p in TOP_LEVEL_IGNORED), f"{EARLY_STATES}/*", "probes/*"]
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
+# What the end of a training leaves at the top of its folder (run_mlm.py writes trainer_state.json last, after the
+# model and the card; Trainer.save_metrics writes all_results.json): checkpoints without either are a run cut short.
+FINISHED_RUN_FILES = ("trainer_state.json", "all_results.json")
 
 
 class Head(NamedTuple):
@@ -71,7 +77,9 @@ def minimal_model_card(folder: Path, repo_id: str, architecture: str) -> ModelCa
     name = repo_id.split("/")[-1]
     tokenizer = (folder / "tokenizer_config.json").is_file()
     imports = f"{head.auto_class}, AutoTokenizer" if tokenizer else head.auto_class
-    load_tokenizer = (f"tokenizer = AutoTokenizer.from_pretrained(\"{repo_id}\")\n" if tokenizer else "")
+    # The tokenizer wants the flag too: config.json has auto_map, and without it transformers asks on the terminal.
+    load_tokenizer = (f"tokenizer = AutoTokenizer.from_pretrained(\"{repo_id}\", trust_remote_code=True)\n"
+                      if tokenizer else "")
     text = (f"---\n{data.to_yaml()}\n---\n\n# {name}\n\nA MinAttn model (`{architecture}`) from the `hf_minattn` package, "
             "saved with `save_pretrained`. No training record came with it: how it was trained is not stated here"
             + ("" if tokenizer else ", and no tokenizer was saved with it") + ".\n\n"
@@ -81,9 +89,39 @@ def minimal_model_card(folder: Path, repo_id: str, architecture: str) -> ModelCa
     return ModelCard(text)
 
 
-def check_model_folder(folder, repo_id: str = "model") -> tuple[list[Path], ModelCard | None]:
-    """Raise if `folder` is not a saved model folder, or its card is invalid; return the files to upload and the
-    card to add (None when the folder has its own README.md)."""
+def missing_shards(folder: Path) -> list[str]:
+    """The weight files that the folder's model.safetensors.index.json names and the folder lacks (none without an
+    index): from_pretrained fails on the first one, after the upload."""
+    index = folder / WEIGHT_FILES[1]
+    if not index.is_file():
+        return []
+    try:
+        weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+        shards = sorted(set(weight_map.values()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"{index}: expected a save_pretrained index with a \"weight_map\" of tensor names to "
+                         f"files ({type(error).__name__}: {error})") from None
+    return [name for name in shards if not (folder / str(name)).is_file()]
+
+
+def unfinished_run(folder: Path) -> str | None:
+    """Why `folder` holds a training run that has not ended, or None (a plain save_pretrained folder holds no
+    checkpoints and no card, or its own card). Its weights are the initial ones or a checkpoint's, not the final."""
+    card = folder / "README.md"
+    if card.is_file() and IN_PROGRESS_CARD in card.read_text(encoding="utf-8", errors="replace"):
+        return "its model card says that training is in progress (the weights are not the final ones)"
+    checkpoints = sorted(p.name for p in folder.glob("checkpoint-*") if p.is_dir())
+    if (folder / EARLY_STATES).is_dir():
+        checkpoints.append(f"{EARLY_STATES}/")
+    if checkpoints and not any((folder / name).is_file() for name in FINISHED_RUN_FILES):
+        return (f"it holds {', '.join(checkpoints)} but no {' or '.join(FINISHED_RUN_FILES)} of a training that "
+                "ended (a run cut short)")
+    return None
+
+
+def check_model_folder(folder, repo_id: str = "model", force: bool = False) -> tuple[list[Path], ModelCard | None]:
+    """Raise if `folder` is not a saved model folder, holds an unfinished run (unless `force`), or its card is
+    invalid; return the files to upload and the card to add (None when the folder has its own README.md)."""
     folder = Path(folder)
     if folder.is_file():
         raise ValueError(f"Model folder {folder} is a file; expected a folder written by training/run_mlm.py or "
@@ -93,9 +131,14 @@ def check_model_folder(folder, repo_id: str = "model") -> tuple[list[Path], Mode
     missing = [] if (folder / "config.json").is_file() else ["config.json"]
     if not any((folder / name).is_file() for name in WEIGHT_FILES):
         missing.append(" or ".join(WEIGHT_FILES))
+    missing += [f"{name} (named in {WEIGHT_FILES[1]})" for name in missing_shards(folder)]
     if missing:
         raise ValueError(f"{folder} is not a saved model folder: missing {', '.join(missing)}")
     architecture = architecture_of(folder)
+    unfinished = None if force else unfinished_run(folder)
+    if unfinished:
+        raise ValueError(f"{folder} holds an unfinished training run: {unfinished}; push the folder of the finished "
+                         "run, or pass --force (force=True) to push this one anyway")
     generated = None
     if (folder / "README.md").is_file():
         validate_model_card(folder / "README.md", pipeline_tag=HEADS[architecture].pipeline_tag)
@@ -105,14 +148,15 @@ def check_model_folder(folder, repo_id: str = "model") -> tuple[list[Path], Mode
 
 
 def push_folder(folder, repo_id: str, dry_run: bool = False, private: bool | None = None, revision: str | None = None,
-                create_pr: bool = False, token: str | None = None,
-                commit_message: str = "Upload MinAttn model") -> list[Path]:
+                create_pr: bool = False, token: str | None = None, commit_message: str = "Upload MinAttn model",
+                force: bool = False) -> list[Path]:
     """Upload `folder` to the model repository `repo_id` (created if needed) in one commit, on `revision` (a branch,
     created from the default branch if it does not exist) or as a pull request (against `revision` when given); with
-    `dry_run`, only check. Returns the files uploaded (or that would be), README.md included when it is generated."""
+    `dry_run`, only check; `force` pushes an unfinished training run too (see `unfinished_run`). Returns the files
+    uploaded (or that would be), README.md included when it is generated."""
     require_hub_id(repo_id, "REPO_ID")
     folder = Path(folder)
-    files, generated = check_model_folder(folder, repo_id)
+    files, generated = check_model_folder(folder, repo_id, force=force)
     if not dry_run:
         operations = [CommitOperationAdd(path_in_repo=f.as_posix(), path_or_fileobj=str(folder / f)) for f in files]
         if generated is not None:
@@ -146,9 +190,12 @@ def main(argv=None) -> int:
     parser.add_argument("--private", action="store_true", default=None, help="create the repository as private")
     parser.add_argument("--token", help="a Hub token (default: HF_TOKEN or the one saved by `hf auth login`)")
     parser.add_argument("--commit-message", default="Upload MinAttn model", help="message of the Hub commit")
+    parser.add_argument("--force", action="store_true", help="push an unfinished training run anyway (its card says "
+                        "training is in progress, or it holds checkpoints but no trainer_state.json or all_results.json)")
     args = parser.parse_args(argv)
     files = push_folder(args.folder, args.repo_id, dry_run=args.dry_run, private=args.private, revision=args.revision,
-                        create_pr=args.create_pr, token=args.token, commit_message=args.commit_message)
+                        create_pr=args.create_pr, token=args.token, commit_message=args.commit_message,
+                        force=args.force)
     where = [f"revision {args.revision}" if args.revision else "", "as a pull request" if args.create_pr else "",
              "private" if args.private else ""]
     verb = "Would upload" if args.dry_run else "Uploaded"

@@ -24,7 +24,7 @@ from transformers.utils import SAFE_WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME
 from hf_minattn.drift import DRIFT_FILE, DriftCallback
 from hf_minattn.early_states import EARLY_STATES
 from hf_minattn.loss_allocation import LOSS_ALLOCATION_FILE
-from hf_minattn.model_card import CardFacts, write_model_card
+from hf_minattn.model_card import IN_PROGRESS_CARD, CardFacts, write_model_card
 from hf_minattn.record_files import KeptInCheckpoints, read_json, write_json_atomically
 from hf_minattn.unigram import UnigramFloor
 
@@ -348,9 +348,6 @@ def finished_run(args) -> str | None:
 def holds_model(folder: str) -> bool:
     """Whether `folder` holds saved model weights (safetensors, one file or sharded)."""
     return any(os.path.isfile(os.path.join(folder, name)) for name in (SAFE_WEIGHTS_NAME, SAFE_WEIGHTS_INDEX_NAME))
-
-
-IN_PROGRESS_CARD = "Training is in progress"  # the card of a run that has not ended (model_card_template.md)
 
 
 def trained_model_in(folder: str) -> str | None:

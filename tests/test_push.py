@@ -5,6 +5,7 @@ import base64
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -41,6 +42,9 @@ def model_dir(tmp_path):
                       eval_metrics={"eval_loss": 5.0, "eval_perplexity": 148.41, "eval_accuracy": 0.1})
     write_model_card(out, facts)
     (out / "drift.json").write_text("{}")
+    # A run that ended: what run_mlm.py writes at the end beside its checkpoints (trainer_state.json last).
+    (out / "all_results.json").write_text('{"eval_loss": 5.0}')
+    (out / "trainer_state.json").write_text('{"global_step": 4}')
     (out / "checkpoint-4").mkdir()
     (out / "checkpoint-4" / "model.safetensors").write_text("old")
     (out / "_private.txt").write_text("not for upload")
@@ -205,7 +209,93 @@ def test_a_pull_request_against_an_existing_branch_creates_none(model_dir, hub):
 
 
 def test_a_minimal_card_names_the_tokenizer_when_there_is_one(model_dir):
+    """config.json has auto_map: without trust_remote_code, AutoTokenizer asks on the terminal where hf_minattn is
+    not installed, so every load the card shows passes it."""
     (model_dir / "README.md").unlink()
     _, card = check_model_folder(model_dir, "me/minattn-test")
-    assert 'tokenizer = AutoTokenizer.from_pretrained("me/minattn-test")' in str(card)
+    assert 'tokenizer = AutoTokenizer.from_pretrained("me/minattn-test", trust_remote_code=True)' in str(card)
     assert 'model = AutoModelForMaskedLM.from_pretrained("me/minattn-test", trust_remote_code=True)' in str(card)
+    loads = re.findall(r"from_pretrained\(([^)]*)\)", str(card))
+    assert len(loads) == 2 and all(args.endswith(", trust_remote_code=True") for args in loads)
+
+
+def in_progress_card(folder):
+    """The card run_mlm.py writes before training starts (and pushes with each checkpoint during training)."""
+    config = MinAttnConfig.from_pretrained(folder)
+    write_model_card(folder, CardFacts(model_name="minattn-test", config=config, num_parameters=1234, dataset_id=None,
+                                       dataset_config=None, dataset_description="a test corpus", in_progress=True))
+
+
+def test_a_run_whose_card_says_training_is_in_progress_is_refused_unless_forced(model_dir, capsys):
+    """A killed run leaves the initial weights (or a checkpoint's) beside a card saying so: not a model to publish."""
+    in_progress_card(model_dir)
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(model_dir))} holds an unfinished training run: its model "
+                                         r"card says that training is in progress .*--force"):
+        push_folder(model_dir, "me/minattn-test", dry_run=True)
+    assert cli_main(["push", str(model_dir), "me/minattn-test", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "training is in progress" in err and "--force" in err
+    assert "model.safetensors" in {f.as_posix() for f in push_folder(model_dir, "me/x", dry_run=True, force=True)}
+    assert cli_main(["push", str(model_dir), "me/minattn-test", "--dry-run", "--force"]) == 0
+    assert "Would upload" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("saved", ["checkpoint-4", "early_states/checkpoint-2"])
+def test_checkpoints_without_the_end_of_the_run_are_refused_unless_forced(model_dir, saved):
+    """Checkpoints beside no trainer_state.json and no all_results.json: a run cut short, whatever its card says."""
+    shutil.rmtree(model_dir / "checkpoint-4")  # the fixture's
+    (model_dir / saved).mkdir(parents=True)
+    for name in ("trainer_state.json", "all_results.json"):
+        (model_dir / name).unlink()
+    with pytest.raises(ValueError, match=rf"holds an unfinished training run: it holds {saved.split('/')[0]}.* but no "
+                                         r"trainer_state.json or all_results.json .*--force"):
+        push_folder(model_dir, "me/minattn-test", dry_run=True)
+    push_folder(model_dir, "me/minattn-test", dry_run=True, force=True)
+    for name in ("trainer_state.json", "all_results.json"):  # either one says the run ended
+        (model_dir / name).write_text("{}")
+        push_folder(model_dir, "me/minattn-test", dry_run=True)
+        (model_dir / name).unlink()
+
+
+def test_a_plain_save_pretrained_folder_with_its_tokenizer_still_pushes(tmp_path, capsys):
+    """No run files at all (no trainer_state.json, no card, no checkpoints): a model saved by hand, not a run."""
+    folder = tmp_path / "saved"
+    MinAttnForMaskedLM(MinAttnConfig(vocab_size=50, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=0)).save_pretrained(folder)
+    train_tokenizer(["a few words of text"] * 10, vocab_size=40, show_progress=False).save_pretrained(folder)
+    assert cli_main(["push", str(folder), "me/saved", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "tokenizer.json" in out and "README.md  (generated model card)" in out
+
+
+def test_a_sharded_model_missing_a_shard_is_refused(tmp_path):
+    folder = tmp_path / "sharded"
+    MinAttnForMaskedLM(MinAttnConfig(vocab_size=500, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                                     intermediate_size=0)).save_pretrained(folder, max_shard_size="100KB")
+    shards = sorted(p.name for p in folder.glob("model-*.safetensors"))
+    assert len(shards) >= 2 and not (folder / "model.safetensors").exists()
+    push_folder(folder, "me/sharded", dry_run=True)  # whole: pushes
+    (folder / shards[-1]).unlink()
+    with pytest.raises(ValueError, match=rf"{re.escape(str(folder))} is not a saved model folder: missing "
+                                         rf"{re.escape(shards[-1])} \(named in model.safetensors.index.json\)"):
+        push_folder(folder, "me/sharded", dry_run=True)
+    (folder / "model.safetensors.index.json").write_text('{"weight_map": ["not", "a", "map"]}')
+    with pytest.raises(ValueError, match=r"model.safetensors.index.json: expected a save_pretrained index"):
+        push_folder(folder, "me/sharded", dry_run=True)
+
+
+@pytest.mark.slow
+def test_an_unfinished_run_reaches_no_hub_unless_forced(model_dir, hub):
+    """Refused before any request (the repository is not even created); --force uploads it as it is."""
+    in_progress_card(model_dir)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(HF_ENDPOINT=f"http://127.0.0.1:{hub.server_port}", HF_HUB_DISABLE_TELEMETRY="1",
+               HF_HOME=str(model_dir.parent / "hf_home"))
+    hub.seen.clear()
+    result = subprocess.run([str(Path(sys.executable).parent / "hf-minattn"), "push", str(model_dir), "me/minattn-test",
+                             "--token", "hf_secret"], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "holds an unfinished training run" in result.stderr
+    assert hub.seen == []
+    files = committed_files(push(hub, str(model_dir), "me/minattn-test", "--force", "--token", "hf_secret")[
+        "/api/models/me/minattn-test/commit/main"])
+    assert b"Training is in progress" in files["README.md"]
