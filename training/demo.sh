@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's main job: train a MinAttn model (the small preset narrowed to hidden 128) on the embedded corpus
 # installed with the package (hf_minattn.data.load_wikipedia_corpus: gensim's Wikipedia sample, 10k Wikipedia
-# article summaries and 300 news articles), save it in Hub format under outputs/, probe it, and say where everything
+# article summaries and 293 news articles), save it in Hub format under outputs/, probe it, and say where everything
 # is. No network needed.
 #
 #   bash training/demo.sh            # 9 minutes of training, then the probes (docs/demo/ holds a run's timings)
