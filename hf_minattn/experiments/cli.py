@@ -6,6 +6,7 @@ import json
 import math
 import os
 import re
+import sys
 import time
 
 import numpy as np
@@ -22,10 +23,13 @@ from .evaluation import drift_summary, initialisation_agreement, loss_allocation
 from .figures import make_figures
 from .findings import int_seed_keys, protocol_record, render_findings
 from .head_dynamics import remove_early_states
-from .probing import probe_variants
+from .probing import probe_variants, reference_source
 from .training import (SETTINGS, VARIANTS, build_config, check_same_settings, count_parameters, log,
                        matched_intermediate_size, train_variants, variant_named, variant_overrides)
 from .word2vec import word2vec_tasks
+
+
+MAX_SEED = 2**32 - 1  # run_mlm seeds numpy's generator, which takes no more: every run would fail after the tokenizer
 
 
 def check_seeds(seeds) -> tuple[int, ...]:
@@ -34,6 +38,9 @@ def check_seeds(seeds) -> tuple[int, ...]:
     seeds = tuple(seeds)
     if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
         raise ValueError(f"seeds must be one or more non-negative integers, got {seeds!r}")
+    if max(seeds) > MAX_SEED:
+        raise ValueError(f"seeds must be at most 2**32 - 1 = {MAX_SEED} (run_mlm's seeding takes no more), got "
+                         f"{max(seeds)}")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct, got {seeds!r}")
     if len(seeds) < 2:  # one seed would train and probe everything, then have no interval to give
@@ -65,6 +72,21 @@ def parse_seeds(text: str) -> tuple[int, ...]:
         return check_seeds(seeds)
     except ValueError as error:
         raise ValueError(f"--seeds {text!r}: {error}") from None
+
+
+def joined_seed_values(argv: list[str]) -> list[str]:
+    """`argv` with `--seeds VALUE` written `--seeds=VALUE` where VALUE starts with a minus and a digit (`-1,2`):
+    argparse takes such a value for a flag and says only "expected one argument"; joined, it reaches parse_seeds,
+    which names it and says what seeds may be. Abbreviations of --seeds (`--seed`) are joined too."""
+    joined, rest = [], list(argv)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--":  # what follows is not options
+            return joined + [arg, *rest]
+        if len(arg) >= len("--se") and "--seeds".startswith(arg) and rest and re.match(r"-[0-9]", rest[0]):
+            arg = f"{arg}={rest.pop(0)}"
+        joined.append(arg)
+    return joined
 
 
 REFERENCES = ("minilm", "none")  # the pretrained encoder probed beside the models (probes.loading.load_reference), or none
@@ -104,7 +126,7 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
                     figure_format: str = "both", reference: str | None = None, precision: str | None = None,
                     parallel: int | None = None) -> dict:
     """Train, score, probe, answer; writes `out/results.json`, `out/FINDINGS.md` and `out/figures/` (every figure,
-    the probes' too, as PNG, SVG or both: `figure_format`). `reference`: "minilm" probes all-MiniLM-L6-v2 on the
+    the probes' too, as PNG, SVG or both: `figure_format`; a probe run kept from an earlier call keeps its figures). `reference`: "minilm" probes all-MiniLM-L6-v2 on the
     same corpus and pairs, "none" does not; None: the preset's choice (every preset probes it). `precision` and
     `parallel`: as `preset_settings`."""
     settings, seeds = checked_arguments(out, preset, seeds, figure_format, reference, precision, parallel)
@@ -123,7 +145,8 @@ def run_experiments(out: str, preset: str = "full", seeds=None, command: str = "
 def checked_arguments(out, preset, seeds, figure_format, reference, precision,
                       parallel=None) -> tuple[dict, tuple[int, ...]]:
     """The settings of the call and its seeds, every argument checked (a TypeError or ValueError naming it) before
-    any training; bf16 "auto" is resolved here as run_mlm would, so that results.json says which it was."""
+    any training, and the reference encoder found (`probing.reference_source`); bf16 "auto" is resolved here as
+    run_mlm would, so that results.json says which it was."""
     from hf_minattn.probes.plots import figure_suffixes
 
     if not isinstance(out, (str, os.PathLike)):
@@ -133,7 +156,9 @@ def checked_arguments(out, preset, seeds, figure_format, reference, precision,
     if settings["bf16"] is None:
         settings["bf16"] = fast_bf16_available()
     figure_suffixes(figure_format)
-    return settings, check_seeds(settings["seeds"] if seeds is None else seeds)
+    seeds = check_seeds(settings["seeds"] if seeds is None else seeds)
+    reference_source(settings["reference"])  # found now, not after the training
+    return settings, seeds
 
 
 class PhaseClock:
@@ -273,8 +298,9 @@ def main(argv=None) -> int:
                              "a GPU takes 16: the runs are small). The numbers do not depend on it")
     parser.add_argument("--figure-format", choices=FIGURE_FORMATS, default="both",
                         help="every figure as PNG, SVG or both (default: both; FINDINGS.md links the PNG when there "
-                             "is one)")
-    args = parser.parse_args(argv)
+                             "is one). On a rerun, the figures of out/figures follow it; a probe run kept from an "
+                             "earlier call keeps the figures it was drawn with (in out/probes)")
+    args = parser.parse_args(joined_seed_values(sys.argv[1:] if argv is None else argv))
     check_bounds(args, {"parallel": (1, None, True)}, separator="-")  # the flag named as typed, before any work
     check_output_folder(args.out, "--out")  # run_experiments checks it too, named as its Python argument
     preset = "quick" if args.quick else "scale" if args.scale else "full"

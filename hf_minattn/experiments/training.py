@@ -10,12 +10,13 @@ each module's draw by its name). `evaluation.initialisation_agreement` measures 
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 
-from hf_minattn.record_files import write_json_atomically
+from hf_minattn.record_files import read_json, write_json_atomically
+
+from .side_by_side import run_logged, run_side_by_side
 
 # ====================================================================================== SETTINGS (the recipe)
 # ONE table of training settings per preset: the recipe of docs/recipe.md (the `small` preset already has rotary
@@ -194,20 +195,17 @@ def variant_overrides(settings: dict, variant: Variant, vocab_size: int) -> str:
 
 def run_training(args: list[str], log_path: str, threads: int | None = None) -> None:
     """`python -m hf_minattn.run_mlm ARGS` in a fresh process (runs share no state), logged to a file; its loss
-    lines are echoed as progress. `threads` caps the process's torch threads (for runs side by side)."""
+    lines are echoed as progress. `threads` caps the process's torch threads (for runs side by side). A RunFailed
+    names the log of a run that failed; the process is ended if the call is interrupted (`side_by_side.run_logged`)."""
     command = [sys.executable, "-m", "hf_minattn.run_mlm", *args]
     # Unbuffered: a run's lines reach its log file as they are printed, so a long run shows its progress.
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
-    os.makedirs(os.path.dirname(log_path), exist_ok=True)
-    with open(log_path, "w", buffering=1) as logfile:  # line-buffered
-        logfile.write(" ".join(command) + "\n")
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-        for line in process.stdout:
-            logfile.write(line)
-            if "'eval_loss'" in line:
-                log("  " + line.strip()[:160])
-        if process.wait() != 0:
-            raise RuntimeError(f"training failed (exit {process.returncode}); see {log_path}")
+
+    def echo(line):
+        if "'eval_loss'" in line:
+            log("  " + line.strip()[:160])
+
+    run_logged(command, log_path, env, echo)
 
 
 def common_arguments(settings: dict, seed: int, variant: str = "full") -> list[str]:
@@ -281,24 +279,6 @@ def model_folder(out: str, variant: str, seed: int) -> str:
     return os.path.join(out, "models", variant, f"seed{seed}")
 
 
-def run_side_by_side(train, jobs, parallel: int, also=None) -> None:
-    """`train(job, threads=1)` for every job, `parallel` at a time (small models gain little from a second thread,
-    and the runs' start-up, mostly imports, overlaps), then the callables that `also()` returns, on the same workers
-    (work of a later phase that fills the end, where one worker would wait for the other; `also()` itself runs once
-    the first runs have started). One at a time (`parallel` 1): `train(job)`, and `also` is left to its phase."""
-    if parallel > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(parallel) as pool:
-            futures = [pool.submit(train, job, threads=1) for job in jobs]
-            futures += [pool.submit(task) for task in (also() if also is not None else [])]
-            for future in futures:
-                future.result()  # re-raise a failed run's error
-    else:
-        for job in jobs:
-            train(job)
-
-
 def run_steps(settings: dict, variant: Variant) -> int:
     """The steps `variant` trains for: the preset's, or the SETTINGS entry that stops it early."""
     return settings[variant.max_steps] if variant.max_steps is not None else settings["max_steps"]
@@ -368,15 +348,20 @@ def check_same_settings(out: str, settings: dict) -> None:
     """Keep `out/settings.json`, the settings that trained the models in `out`: written by the first call, compared
     by every later one. A ValueError names each setting that differs (a rerun would silently keep the models and
     numbers of the first call's, say --quick's 20 steps under the full preset's name). A folder from before the
-    file is taken as it is."""
+    file is taken as it is; a damaged file (not JSON, not an object) is a ValueError naming it."""
     path = os.path.join(out, "settings.json")
     now = json.loads(json.dumps({k: v for k, v in settings.items() if k not in FREE_SETTINGS}, default=str))  # as kept
     if not os.path.isfile(path):
         os.makedirs(out, exist_ok=True)
         write_json_atomically(path, now, indent=1)
         return
-    with open(path, encoding="utf-8") as f:
-        before = json.load(f)
+    damaged = "; remove it (the next call writes it anew) or use another --out"
+    try:
+        before = read_json(path)  # names the file
+    except ValueError as error:
+        raise ValueError(f"{error}{damaged}") from None
+    if not isinstance(before, dict):
+        raise ValueError(f"{path} holds a {type(before).__name__}, not the settings a call writes there{damaged}")
     differ = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
     if differ:
         shown = "; ".join(f"{k}: {before.get(k)!r} there, {now.get(k)!r} now" for k in differ)

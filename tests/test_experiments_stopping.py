@@ -1,0 +1,159 @@
+"""The experiments' training queue stops at the first failed run or a Ctrl-C: the runs not started are not started,
+the runs going on are ended, the error is one line naming the failed run's log, and the next call trains the runs
+left unfinished again. Real threads and child processes, with `sleep` and `sh` standing in for training."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from hf_minattn.experiments import training
+
+
+def test_the_first_failure_cancels_the_jobs_not_started_and_is_raised_at_once():
+    """It used to wait for every queued job, each started after the failure, and only then raise."""
+    started, lock = [], threading.Lock()
+
+    def train(job, threads=None):
+        with lock:
+            started.append(job)
+        if job == 0:
+            raise RuntimeError("run 0 failed")
+        time.sleep(0.5)
+
+    begin = time.monotonic()
+    with pytest.raises(RuntimeError, match="run 0 failed"):
+        training.run_side_by_side(train, list(range(6)), 2, also=lambda: [lambda: started.append("also")])
+    assert time.monotonic() - begin < 0.4  # not after the half second of job 1 (or of any other)
+    time.sleep(0.7)  # job 1, where it was taken beside job 0, ends; nothing else may start meanwhile
+    assert 0 in started and set(started) <= {0, 1}
+
+
+def test_a_failed_run_ends_the_run_going_on_beside_it(tmp_path):
+    from hf_minattn.cli import RunFailed
+    from hf_minattn.experiments.side_by_side import run_logged
+
+    ended = {}
+
+    def train(job, threads=None):
+        command = ["sh", "-c", "sleep 0.3; exit 3"] if job == 1 else ["sleep", "30"]
+        try:
+            run_logged(command, str(tmp_path / f"{job}.log"))
+        finally:
+            ended[job] = time.monotonic()
+
+    begin = time.monotonic()
+    with pytest.raises(RunFailed, match=r"^training failed \(exit 3\); see .*1\.log$"):
+        training.run_side_by_side(train, list(range(4)), 2)
+    deadline = time.monotonic() + 10
+    while 0 not in ended and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ended[0] - begin < 10  # its `sleep 30` was ended, not waited for
+    assert sorted(ended) == [0, 1]  # jobs 2 and 3 never started
+    assert (tmp_path / "0.log").read_text().splitlines()[0] == "sleep 30"
+
+
+def session_processes(session: int) -> list[int]:
+    """The processes of session `session` (children keep it after their parent has gone)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # not a process, or one that has just exited
+        if entry.isdigit() and int(fields[3]) == session:
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the processes from /proc")
+def test_a_ctrl_c_stops_the_queue_and_ends_the_runs_going_on(tmp_path):
+    """SIGINT to the experiments' process alone: it used to kill nothing (the workers went on with every queued run
+    while the main thread waited for them); now it ends the two runs going on and starts none of the others."""
+    script = textwrap.dedent("""
+        import sys
+        from hf_minattn.experiments.side_by_side import run_logged, run_side_by_side
+
+        def train(job, threads=None):
+            print("start", job, flush=True)
+            run_logged(["sleep", "37"], f"{sys.argv[1]}/{job}.log")
+
+        run_side_by_side(train, list(range(6)), 2)
+    """)
+    output = tmp_path / "output.txt"
+    with open(output, "w") as f:
+        process = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=f, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60  # the imports, on shared cores
+        while len(session_processes(process.pid)) < 3 and time.monotonic() < deadline:  # it and two sleeps
+            assert process.poll() is None, output.read_text()
+            time.sleep(0.1)
+        os.kill(process.pid, signal.SIGINT)
+        process.wait(timeout=20)
+        text = output.read_text()
+        assert "KeyboardInterrupt" in text and process.returncode != 0, text
+        assert text.count("start") == 2, text
+        assert session_processes(process.pid) == []  # no run left training
+    finally:
+        if session_processes(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)  # the group this test started
+
+
+def test_a_failed_run_is_one_line_naming_its_log(tmp_path, monkeypatch, capsys):
+    """run_mlm exiting with an error was a RuntimeError: a 30-line traceback from `hf-minattn experiments`."""
+    from hf_minattn.cli import main
+    from hf_minattn.experiments import cli
+
+    def phases(out, *args):
+        training.run_training(["--no_such_flag"], os.path.join(out, "logs", "full-seed0.log"))
+
+    monkeypatch.setattr(cli, "run_phases", phases)  # nothing trains: run_mlm refuses the flag
+    assert main(["experiments", "--quick", "--reference", "none", "--out", str(tmp_path / "out")]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].startswith("hf-minattn experiments: error: training failed (exit 2); see ")
+    assert lines[-1].endswith("full-seed0.log") and not any("Traceback" in line for line in lines)
+
+
+def test_runs_stopped_by_a_failure_are_trained_again_by_the_next_call(tmp_path, monkeypatch, capsys):
+    """The run ended beside the failed one leaves its folder unfinished: the next call trains both from the start,
+    and the runs the failure kept from starting."""
+    from hf_minattn.cli import RunFailed
+
+    monkeypatch.setattr(training.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(training, "shared_tokenizer", lambda out, settings, seed: str(tmp_path / "tokenizer"))
+    monkeypatch.setattr(training, "variant_arguments", lambda settings, variant, seed, folder, tokenizer_dir: [folder])
+    monkeypatch.setattr(training, "initialise_untrained", lambda folder, full, seed: None)
+    settings = dict(training.SETTINGS["quick"], parallel=2)
+    models = tmp_path / "models"
+
+    def failing(args, log_path, threads=None):  # the first run trains on, the second fails
+        script = 'mkdir -p "$1" && touch "$1/stale" && ' + ("exec sleep 30" if "/full/" in args[0] else "exit 3")
+        training.run_logged(["sh", "-c", script, "sh", args[0]], log_path)
+
+    monkeypatch.setattr(training, "run_training", failing)
+    begin = time.monotonic()
+    with pytest.raises(RunFailed, match=r"see .*frozen_embeddings-seed0\.log"):
+        training.train_variants(str(tmp_path), settings, (0, 1))
+    assert time.monotonic() - begin < 10
+    time.sleep(0.3)  # the ended run's worker returns
+    assert sorted(p.relative_to(models).as_posix() for p in models.glob("*/*")) == ["frozen_embeddings/seed0",
+                                                                                    "full/seed0"]
+    trained = []
+
+    def finishing(args, log_path, threads=None):
+        trained.append(args[0])
+        script = 'mkdir -p "$1" && touch "$1/eval_results.json" "$1/trainer_state.json"'
+        training.run_logged(["sh", "-c", script, "sh", args[0]], log_path)
+
+    monkeypatch.setattr(training, "run_training", finishing)
+    training.train_variants(str(tmp_path), settings, (0, 1))
+    assert len(trained) == 2 * sum(v.trained for v in training.VARIANTS)
+    assert not list(models.glob("*/*/stale"))  # removed, then trained from the start
+    assert capsys.readouterr().out.count("holds an unfinished run: training it again") == 2
