@@ -293,7 +293,8 @@ class MinAttnTrainingArguments(TrainingArguments):
         default=0,
         metadata={"help": "Also save a state every this many optimizer steps up to --early_save_until (0: off), into "
                   "output_dir/early_states/checkpoint-<step>, outside --save_total_limit's count "
-                  "(hf_minattn.early_states.EarlyStates); with --save_only_model, model-only like the others."},
+                  "(hf_minattn.early_states.EarlyStates); with --save_only_model, model-only like the others. Not with "
+                  "--save_strategy best."},
     )
     early_save_until: int = field(default=0, metadata={"help": "With --early_save_every: the last step of the early grid."})
     stop_at_step: int | None = field(

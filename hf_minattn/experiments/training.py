@@ -260,8 +260,8 @@ def variant_arguments(settings: dict, variant: Variant, seed: int, folder: str, 
 
 def saved_state_arguments(settings: dict, variant: Variant) -> list[str]:
     """The flags of the variant's saved states: model only (no optimizer state), every one kept. The early states
-    leave the Trainer's rotation (early_states/), but each is counted in --save_total_limit all the same: it sits
-    among the Trainer's checkpoints from its save to its move."""
+    leave the Trainer's rotation (early_states/) and do not count against --save_total_limit: their share of the
+    limit below is a margin, not needed."""
     from hf_minattn.early_states import early_steps
 
     early = early_steps(settings.get("early_save_every", 0), settings.get("early_save_until", 0)) if variant.early_states else []
