@@ -15,6 +15,10 @@ SPECIAL_TOKEN_ID_FIELDS = ("pad_token_id", "cls_token_id", "sep_token_id", "mask
 PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
 # The fields None means something for: an override "null" (or "None") sets them to None.
 NULLABLE_FIELDS = SPECIAL_TOKEN_ID_FIELDS + ("classifier_dropout", "problem_type")
+POSITIVE_INT_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "max_position_embeddings")
+# Fields the model reads as floats: an int given for one must fit a float too (10**400 overflows at model build).
+FLOAT_FIELDS = ("rope_theta", "hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout",
+                "layer_norm_eps", "initializer_range", "qk_logit_init_std")
 
 
 def json_or_text(value: str):
@@ -31,6 +35,14 @@ def check_num_labels(value) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"MinAttnConfig.num_labels must be an integer of at least 1 (the classifier's outputs), "
                          f"got {value!r}")
+
+
+def is_finite(value) -> bool:
+    """Whether the number `value` is finite as a float: NaN, inf and an int too large for a float (10**400) are not."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 class MinAttnConfig(PretrainedConfig):
@@ -191,12 +203,21 @@ class MinAttnConfig(PretrainedConfig):
         self.tie_word_embeddings = tie_word_embeddings
         self.sparse_prediction = sparse_prediction
         self.classifier_dropout = classifier_dropout
-        self.pad_token_id = pad_token_id
-        self.cls_token_id = cls_token_id
-        self.sep_token_id = sep_token_id
-        self.mask_token_id = mask_token_id
+        self.pad_token_id, self.cls_token_id = pad_token_id, cls_token_id
+        self.sep_token_id, self.mask_token_id = sep_token_id, mask_token_id
+        self._validate_sizes()  # before the base class: its token-id check fails on a str vocab_size, naming no field
         super().__init__(**kwargs)
         self.validate_minattn()
+
+    @classmethod
+    def from_dict(cls, config_dict: dict, **kwargs):
+        """As `PretrainedConfig.from_dict`, then `validate_minattn`: the base class sets the keyword overrides
+        (`from_pretrained(folder, hidden_size=7)`) after `__init__` has validated, so they would go unchecked into a
+        config that save_pretrained writes and no longer loads."""
+        result = super().from_dict(config_dict, **kwargs)
+        config = result[0] if kwargs.get("return_unused_kwargs") else result  # (config, unused kwargs) when asked
+        config.validate_minattn()
+        return result
 
     @contextmanager
     def _unchanged_on_error(self):
@@ -263,15 +284,7 @@ class MinAttnConfig(PretrainedConfig):
     def validate_minattn(self):
         """Raise a `ValueError` naming the field, its value and what is allowed, for every invalid combination."""
         self._validate_floats()
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "max_position_embeddings"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"MinAttnConfig.{name} must be a positive integer, got {value!r}")
-        if isinstance(self.intermediate_size, bool) or not isinstance(self.intermediate_size, int) or self.intermediate_size < 0:
-            raise ValueError(
-                f"MinAttnConfig.intermediate_size must be a non-negative integer (0 = attention-only), "
-                f"got {self.intermediate_size!r}"
-            )
+        self._validate_sizes()
         if self.hidden_size % self.num_attention_heads != 0:
             raise ValueError(
                 f"MinAttnConfig.hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
@@ -296,16 +309,30 @@ class MinAttnConfig(PretrainedConfig):
         for name in ("qkv_bias", "tie_word_embeddings", "sparse_prediction", "embedding_gain"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"MinAttnConfig.{name} must be True or False, got {getattr(self, name)!r}")
-        if self.hidden_act not in ACT2FN:
+        if not isinstance(self.hidden_act, str) or self.hidden_act not in ACT2FN:  # a list is unhashable for `in`
             raise ValueError(f"MinAttnConfig.hidden_act must be one of {sorted(ACT2FN)}, got {self.hidden_act!r}")
         self._validate_ids_and_labels()
 
+    def _validate_sizes(self):
+        """The size fields positive integers (`intermediate_size` may be 0), not bools, strings or floats."""
+        for name in POSITIVE_INT_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"MinAttnConfig.{name} must be a positive integer, got {value!r}")
+        if isinstance(self.intermediate_size, bool) or not isinstance(self.intermediate_size, int) or self.intermediate_size < 0:
+            raise ValueError(
+                f"MinAttnConfig.intermediate_size must be a non-negative integer (0 = attention-only), "
+                f"got {self.intermediate_size!r}"
+            )
+
     def _validate_floats(self):
         """Every float field finite (NaN compares False with every bound, and inf passes a bound without upper limit:
-        either would give a model that outputs NaN, and a config.json holding a bare NaN that is not JSON); dropout
-        probabilities in [0, 1]; epsilons, scales and rope_theta above 0."""
+        either would give a model that outputs NaN, and a config.json holding a bare NaN that is not JSON; an int
+        too large for a float overflows when the model is built); dropout probabilities in [0, 1]; epsilons, scales
+        and rope_theta above 0."""
         for name, value in vars(self).items():
-            if isinstance(value, float) and not math.isfinite(value):
+            number = isinstance(value, float) or (name in FLOAT_FIELDS and isinstance(value, int))
+            if number and not isinstance(value, bool) and not is_finite(value):
                 raise ValueError(f"MinAttnConfig.{name} must be a finite number, got {value!r}")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"):
             value = getattr(self, name)

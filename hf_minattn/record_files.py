@@ -3,24 +3,45 @@ training callbacks keep their records in a run's folder (`drift.json`, `loss_all
 or the folder holding it, kept in every checkpoint too (`KeptInCheckpoints`), and cut back to the checkpoint's step
 when a run resumes."""
 
+import contextlib
 import json
 import os
+import secrets
 
 
 def write_text_atomically(path: str, text: str) -> None:
     """Write `text` (UTF-8, newlines as given) to `path` through a temporary file in the same folder renamed over it:
-    a process killed mid-write leaves the previous file, never a truncated one."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    a process killed mid-write leaves the previous file, never a truncated one. The temporary file has a name of its
+    own ("<name>.<random>.tmp", so that two writers of one path never share one; push.py skips "*.tmp") and is
+    removed if the write fails; one left by a killed process is such a "*.tmp"."""
+    if not isinstance(text, str):  # before anything is created: nothing to clean up
+        raise TypeError(f"write_text_atomically writes a str to {path}, got {type(text).__name__}")
     path = os.fspath(path)
-    tmp = path + ".tmp"  # same folder, so os.replace is a rename within one file system
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    folder, name = os.path.split(path)
+    os.makedirs(folder or ".", exist_ok=True)
+    # Same folder, so os.replace is a rename within one file system. Not tempfile.mkstemp: its files are private
+    # (0600) and would stay so after the rename; os.open with 0o666 gives the permissions open() gives, under the
+    # umask. O_EXCL: never a file another writer holds.
+    tmp = os.path.join(folder, f"{name}.{secrets.token_hex(8)}.tmp")
+    handle = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with open(handle, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())  # on disk before the rename: a crash after it must not leave an empty file there
+        os.replace(tmp, path)
+    except BaseException:  # KeyboardInterrupt too: no temporary file left behind
+        with contextlib.suppress(OSError):  # the error that matters is the one being raised
+            os.unlink(tmp)
+        raise
 
 
 def write_json_atomically(path: str, data, **dump_options) -> None:
     """Write `data` as JSON to `path`, whole or not at all (`write_text_atomically`). `dump_options` go to
-    `json.dumps` (default: indent=1)."""
+    `json.dumps` (default: indent=1). NaN and infinities are written as json.dumps writes them by default, bare NaN
+    and Infinity, which `read_json` (and TrainerState, for trainer_state.json) read back but strict JSON parsers
+    refuse: a diverged run's NaN loss is still recorded. Pass allow_nan=False where the file must be strict JSON
+    (probes/run.py does)."""
     write_text_atomically(path, json.dumps(data, **{"indent": 1, **dump_options}))
 
 

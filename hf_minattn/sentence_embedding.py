@@ -1,5 +1,7 @@
 """Make a saved MinAttn folder a sentence encoder for sentence-transformers: `SentenceTransformer(folder)` then
-runs the encoder and mean-pools its last hidden states over the real (unpadded) tokens.
+runs the encoder and mean-pools its last hidden states over the real (unpadded) tokens. As for the Auto classes, the
+process must know "minattn": `import hf_minattn` first, or `SentenceTransformer(folder, trust_remote_code=True)` to
+run the code saved in the folder (docs/interoperability.md).
 
 The files are those sentence-transformers itself writes, in the layout every version since 2 reads: modules.json
 (the module list), sentence_bert_config.json (the Transformer module's settings) and 1_Pooling/config.json.
@@ -13,7 +15,12 @@ POOLING_FOLDER = "1_Pooling"
 
 
 def write_sentence_transformers_files(folder, hidden_size: int, max_seq_length: int) -> list[str]:
-    """Write the three files into `folder` (a save_pretrained folder), each whole or not at all; returns their paths."""
+    """Write the three files into `folder` (a save_pretrained folder), each whole or not at all; returns their paths.
+    `hidden_size` (the pooled vectors' size) and `max_seq_length` are positive integers: sentence-transformers reads
+    the files back without checking them."""
+    for name, value in (("hidden_size", hidden_size), ("max_seq_length", max_seq_length)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"write_sentence_transformers_files: {name} must be a positive integer, got {value!r}")
     modules = [
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": POOLING_FOLDER, "type": "sentence_transformers.models.Pooling"},

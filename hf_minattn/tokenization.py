@@ -21,21 +21,52 @@ def continuation_forms(texts: list[str], normalizer, pre_tokenizer) -> list[str]
     return [f"##{c}" for c in sorted(chars)]
 
 
-def check_training_arguments(texts, vocab_size, model_max_length, model) -> list[str]:
-    """The non-empty texts of `texts`, after checking train_tokenizer's arguments (ValueError or TypeError)."""
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size <= len(SPECIAL_TOKENS):
-        raise ValueError(f"vocab_size must be an integer larger than {len(SPECIAL_TOKENS)} (the special tokens), "
-                         f"got {vocab_size!r}")
+def check_count(name: str, value, low: int, high: int, why: str = "") -> None:
+    """A ValueError unless `value` is an integer (not a bool) in [low, high]; `why` explains the bounds."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer in [{low}, {high}]{why}, got {value!r}")
+
+
+def check_texts(texts) -> list[str]:
+    """The non-empty texts of `texts`, an iterable of strings in which None (a missing text in a dataset column, see
+    `hf_minattn.data.check_text_column`) is skipped; a TypeError for anything else, naming its type."""
+    if isinstance(texts, (str, bytes)):
+        what = "string" if isinstance(texts, str) else "bytes object"
+        raise TypeError(f"texts must be an iterable of strings, not a single {what}")
+    try:
+        items = iter(texts)
+    except TypeError:
+        raise TypeError(f"texts must be an iterable of strings, got {type(texts).__name__} {texts!r:.80}") from None
+    kept = []
+    for text in items:
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"texts must hold strings (or None), got an item of type {type(text).__name__}: "
+                            f"{text!r:.80}")
+        if text is not None and text.strip():
+            kept.append(text)
+    if not kept:
+        raise ValueError("train_tokenizer got no non-empty text to learn a vocabulary from")
+    return kept
+
+
+def check_training_arguments(texts, vocab_size, model_max_length, model, min_frequency=2, lowercase=True,
+                             show_progress=True) -> list[str]:
+    """The non-empty texts of `texts`, after checking train_tokenizer's arguments (ValueError or TypeError), here
+    rather than in the Rust trainer, whose errors (OverflowError, "'str' object is not an instance of 'bool'") name
+    no argument."""
+    # The upper bound: the WordPiece trainer reserves memory for vocab_size entries before it starts (2**32 asked
+    # for 283 GB and aborted the process); 2**24 is far above any vocabulary in use.
+    check_count("vocab_size", vocab_size, len(SPECIAL_TOKENS) + 1, 2**24,
+                f" (more than the {len(SPECIAL_TOKENS)} special tokens)")
+    check_count("min_frequency", min_frequency, 0, 2**64 - 1, " (a count: 64-bit in tokenizers)")
     if isinstance(model_max_length, bool) or not isinstance(model_max_length, int) or model_max_length <= 2:
         raise ValueError(f"model_max_length must be an integer > 2, got {model_max_length!r}")
     if model not in TOKENIZER_MODELS:
         raise ValueError(f"model must be one of {TOKENIZER_MODELS}, got {model!r}")
-    if isinstance(texts, str):
-        raise TypeError("texts must be an iterable of strings, not a single string")
-    texts = [t for t in texts if isinstance(t, str) and t.strip()]
-    if not texts:
-        raise ValueError("train_tokenizer got no non-empty text to learn a vocabulary from")
-    return texts
+    for name, value in (("lowercase", lowercase), ("show_progress", show_progress)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be True or False, got {value!r}")
+    return check_texts(texts)
 
 
 def learn_vocabulary(texts: list[str], Model, Trainer, normalizer, pre_tokenizer, model: str, **trainer_args) -> dict:
@@ -73,8 +104,11 @@ def train_tokenizer(
 
     The result adds [CLS] ... [SEP] around every text, knows its special tokens (so `pipeline("fill-mask")` finds
     [MASK]) and round-trips through `save_pretrained` / `AutoTokenizer.from_pretrained`.
+
+    `texts` holds strings; None items (missing texts of a dataset column) and blank ones are skipped.
     """
-    texts = check_training_arguments(texts, vocab_size, model_max_length, model)
+    texts = check_training_arguments(texts, vocab_size, model_max_length, model, min_frequency, lowercase,
+                                     show_progress)
     if model == "wordpiece":
         Model, Trainer = models.WordPiece, trainers.WordPieceTrainer
     else:

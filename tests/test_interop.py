@@ -147,3 +147,62 @@ def test_sentence_transformers_files_are_replaced_whole_or_not_at_all(tmp_path, 
     write_sentence_transformers_files(tmp_path, hidden_size=48, max_seq_length=32)
     assert json.loads(open(paths[-1]).read())["word_embedding_dimension"] == 48
     assert not [name for _, _, names in os.walk(tmp_path) for name in names if name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("hidden_size, max_seq_length, named", [
+    (36, 0, "max_seq_length"), (-4, 24, "hidden_size"), ("16", 24, "hidden_size"), (36, 1.5, "max_seq_length"),
+    (True, 24, "hidden_size"), (36, None, "max_seq_length"),
+])
+def test_sentence_transformers_files_take_positive_integer_sizes(tmp_path, hidden_size, max_seq_length, named):
+    """Were written as given ("word_embedding_dimension": -4): sentence-transformers reads them back unchecked."""
+    from hf_minattn.sentence_embedding import write_sentence_transformers_files
+
+    with pytest.raises(ValueError, match=f"{named} must be a positive integer, got"):
+        write_sentence_transformers_files(tmp_path, hidden_size=hidden_size, max_seq_length=max_seq_length)
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_an_atomic_write_that_fails_leaves_the_previous_file_and_no_temporary_one(tmp_path):
+    """A text that is not a str is refused before anything is created; a write that fails midway (a lone surrogate
+    cannot be encoded in UTF-8) keeps the previous file. Both left `<path>.tmp` behind."""
+    from hf_minattn.record_files import write_text_atomically
+
+    path = tmp_path / "card.md"
+    write_text_atomically(str(path), "before")
+    with pytest.raises(TypeError, match="writes a str to .*card.md, got NoneType"):
+        write_text_atomically(str(path), None)
+    with pytest.raises(UnicodeEncodeError):
+        write_text_atomically(str(path), "after \ud800")
+    assert path.read_text() == "before" and sorted(p.name for p in tmp_path.iterdir()) == ["card.md"]
+
+
+def test_two_atomic_writes_of_one_path_use_temporary_files_of_their_own(tmp_path, monkeypatch):
+    """Two writers of one path shared `<path>.tmp`: one could rename the other's half-written file. Each temporary
+    name still ends in ".tmp" (push.py leaves "*.tmp" out of uploads), and reaches the disk before the rename."""
+    import fnmatch
+    import json
+    import os
+
+    from hf_minattn.push import TOP_LEVEL_IGNORED
+    from hf_minattn.record_files import write_json_atomically
+
+    renamed, synced, replace, fsync = [], [], os.replace, os.fsync
+    monkeypatch.setattr(os, "replace", lambda source, target: (renamed.append(source), replace(source, target)))
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), fsync(fd)))
+    path = tmp_path / "drift.json"
+    write_json_atomically(path, {"records": [1]})
+    write_json_atomically(path, {"records": [2]})
+    assert len(set(renamed)) == 2 and len(synced) == 2
+    names = [os.path.basename(source) for source in renamed]
+    assert all(name.startswith("drift.json.") and any(fnmatch.fnmatch(name, p) for p in TOP_LEVEL_IGNORED)
+               for name in names)
+    assert json.loads(path.read_text()) == {"records": [2]}
+    assert (path.stat().st_mode & 0o777) == (0o666 & ~current_umask())  # as open() makes it, not mkstemp's 0600
+
+
+def current_umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

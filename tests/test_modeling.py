@@ -77,6 +77,12 @@ VARIANTS = {
                                       "'multi_label_classification') or None"),  # was binary cross-entropy
         ("num_labels", 0, "num_labels must be an integer of at least 1"),  # was a classifier with no outputs
         ("num_labels", -1, "num_labels must be an integer of at least 1"),  # the base class made it 0
+        # checked before the base class, whose token-id check failed on it naming no field
+        ("vocab_size", "8192", "vocab_size must be a positive integer"),
+        ("hidden_act", ["gelu"], "hidden_act must be one of"),  # was "unhashable type: 'list'"
+        # an int too large for a float: the model failed with OverflowError when built
+        pytest.param("rope_theta", 10**400, "rope_theta must be a finite number", id="rope_theta-10**400"),
+        pytest.param("layer_norm_eps", 10**400, "layer_norm_eps must be a finite number", id="layer_norm_eps-10**400"),
     ],
 )
 def test_invalid_config_names_field_and_value(field, value, message):
@@ -155,6 +161,27 @@ def test_a_classifier_without_labels_is_refused_at_load(tmp_path, num_labels):
         AutoModelForSequenceClassification.from_pretrained(tmp_path, num_labels=num_labels)
     with pytest.raises(ValueError, match=re.escape(f"got {num_labels}")):
         tiny_config().update({"num_labels": num_labels})
+
+
+@pytest.mark.parametrize("override, message", [
+    ({"hidden_size": 7}, "hidden_size (7) must be divisible by num_attention_heads"),
+    ({"position_embedding_type": "alibi"}, "position_embedding_type must be one of"),
+    ({"hidden_dropout_prob": 5.0}, "hidden_dropout_prob must be a probability in [0, 1], got 5.0"),
+])
+def test_overrides_given_at_load_are_validated(tmp_path, override, message):
+    """from_pretrained(folder, field=value) and from_dict set the overrides after __init__ validated: an invalid one
+    was accepted, saved, and the saved config no longer loaded."""
+    tiny_config().save_pretrained(tmp_path)
+    for load in (MinAttnConfig.from_pretrained, AutoConfig.from_pretrained):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            load(tmp_path, **override)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        MinAttnConfig.from_dict(tiny_config().to_dict(), **override)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        AutoModel.from_pretrained(tmp_path, **override)
+    assert MinAttnConfig.from_pretrained(tmp_path, hidden_size=72).hidden_size == 72  # a valid one still applies
+    config, unused = MinAttnConfig.from_pretrained(tmp_path, hidden_size=72, return_unused_kwargs=True, unknown=1)
+    assert config.hidden_size == 72 and unused == {"unknown": 1}
 
 
 def test_a_field_assigned_directly_is_validated_when_the_model_is_built():
@@ -701,6 +728,31 @@ def test_train_tokenizer_rejects_bad_input():
         train_tokenizer(["", "  "], vocab_size=50)
     with pytest.raises(TypeError, match="not a single string"):
         train_tokenizer("the king", vocab_size=50)
+
+
+@pytest.mark.parametrize("arguments, error, message", [
+    # were OverflowError, or a TypeError from inside the Rust trainer, naming no argument
+    ({"min_frequency": -1}, ValueError, "min_frequency must be an integer in [0, 18446744073709551615]"),
+    ({"min_frequency": "2"}, ValueError, "min_frequency must be an integer in [0, 18446744073709551615]"),
+    ({"min_frequency": 2.5}, ValueError, "min_frequency must be an integer in [0, 18446744073709551615]"),
+    ({"vocab_size": 2**64}, ValueError, "vocab_size must be an integer in [6, 16777216]"),
+    ({"lowercase": "no"}, TypeError, "lowercase must be True or False, got 'no'"),
+    ({"show_progress": None}, TypeError, "show_progress must be True or False, got None"),
+    ({"texts": None}, TypeError, "texts must be an iterable of strings, got NoneType None"),
+    # were dropped silently ("no non-empty text")
+    ({"texts": [b"the king"]}, TypeError, "texts must hold strings (or None), got an item of type bytes: b'the king'"),
+    ({"texts": [*TEXTS, 3]}, TypeError, "texts must hold strings (or None), got an item of type int: 3"),
+])
+def test_train_tokenizer_names_each_bad_argument(arguments, error, message):
+    arguments = {"texts": TEXTS, "vocab_size": 50, "show_progress": False, **arguments}
+    with pytest.raises(error, match=re.escape(message)):
+        train_tokenizer(**arguments)
+
+
+def test_train_tokenizer_skips_missing_texts():
+    """None is a missing text of a dataset column (data.check_text_column lets it through): skipped, not refused."""
+    with_none = train_tokenizer([None, *TEXTS, None], vocab_size=60, min_frequency=1, show_progress=False)
+    assert with_none.get_vocab() == train_tokenizer(TEXTS, vocab_size=60, min_frequency=1, show_progress=False).get_vocab()
 
 
 def test_fill_mask_and_feature_extraction_pipelines(tmp_path, tokenizer):

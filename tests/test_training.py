@@ -763,6 +763,21 @@ def test_bf16_default_follows_this_machines_cpu_flags(tmp_path):
     assert parse_args(["--output_dir", str(tmp_path)])[2].bf16 is expected
 
 
+def test_bf16_default_is_off_on_a_gpu_that_only_emulates_it(monkeypatch):
+    """A T4 or V100: torch.cuda.is_bf16_supported() says True by default (including_emulation=True), though bf16 is
+    emulated there and slower than fp32; the default asks for native support only."""
+    from hf_minattn.machine import fast_bf16_available
+
+    def pre_ampere(including_emulation=True):  # torch's answer on such a GPU
+        return including_emulation
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", pre_ampere)
+    assert fast_bf16_available() is False
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)  # Ampere or later
+    assert fast_bf16_available() is True
+
+
 def test_word_level_tokenizer_through_the_script(text_files, tmp_path):
     """--tokenizer_model word: whole words seen >= --tokenizer_min_frequency times become single tokens, the rest
     [UNK]; the saved folder loads and fills a mask with whole words."""
@@ -882,6 +897,24 @@ def test_initial_weights_are_paired_by_module_name_across_shapes():
     torch.manual_seed(0)
     initial_model(config, seed=3)
     assert torch.equal(torch.rand(3), expected)
+
+
+@pytest.mark.parametrize("seed, error", [(1.0, TypeError), (True, TypeError), (None, TypeError), ("abc", TypeError),
+                                         (-1, ValueError)])
+def test_initial_model_takes_an_integer_seed_only(seed, error):
+    """The seed reaches the generators as text: 1.0 and True gave weights other than seed 1's, None and "abc" some
+    weights; a numpy integer is its value."""
+    import numpy as np
+
+    from hf_minattn.initialization import initial_model
+
+    config = hf_minattn.MinAttnConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                      intermediate_size=0)
+    with pytest.raises(error) as caught:
+        initial_model(config, seed)
+    assert "seed must be an integer >= 0, got" in str(caught.value) and repr(seed) in str(caught.value)
+    name = "minattn.embeddings.word_embeddings.weight"
+    assert torch.equal(initial_model(config, np.int64(1)).state_dict()[name], initial_model(config, 1).state_dict()[name])
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
