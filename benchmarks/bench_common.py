@@ -233,6 +233,13 @@ def balanced_orders(names, rounds: int) -> list[tuple]:
     return [orders[r % len(orders)] for r in range(rounds)]
 
 
+def training_orders(names, steps: int, warmup: int) -> list[tuple]:
+    """The order of the models at each of `steps` training steps: the first `warmup` (untimed) steps, then a fresh
+    `balanced_orders` cycle for the timed steps alone, so that these are balanced whenever their number is a multiple
+    of the number of orders (n!), whatever the warm-up."""
+    return balanced_orders(names, warmup) + balanced_orders(names, steps - warmup)
+
+
 def round_robin_times(runs: dict, rounds: int) -> dict[str, list[float]]:
     """{name: the seconds `runs[name]()` returned in each of `rounds` rounds}, the models taking turns within a round
     in `balanced_orders`, after one warm-up round: a change in the machine's load hits all of them alike, and round

@@ -9,10 +9,12 @@ side in one process.
 
 What is measured (for each precision):
 - training tokens/s: the models train on the same packed Wikipedia batches in the same order, taking turns step by
-  step (every order of the models in turn, `bench_common.balanced_orders`, so that each runs in each position equally
-  often and drift in the machine's load hits all alike); median over the steps after the warm-up. The speed-up is
-  the median of the per-step ratios (see `summarize_training`). These same steps give the quality comparison: eval
-  loss on the validation split afterwards.
+  step, so that drift in the machine's load hits all alike; median over the steps after the warm-up. The timed steps
+  take every order of the models in turn, in a cycle of their own after the warm-up (`bench_common.training_orders`),
+  so that each runs in each position equally often (by default 6 warm-up steps, then 54 timed ones: nine of each
+  order of three models; `check_args` says when the flags break that balance). The speed-up is the median of the
+  per-step ratios (see `summarize_training`). These same steps give the quality comparison: eval loss on the
+  validation split afterwards.
 - inference tokens/s: forward only, no labels, eval mode, taking turns (every order of the models in turn, so that
   each runs in each position equally often: `bench_common.balanced_orders`); the median of `--infer-repeats` rounds
   (default 24: four of each order of three models), with the interquartile range of the rounds. The speed-up is the
@@ -39,6 +41,7 @@ Results go to `<out>/bench-<date>.json` and `<out>/latest.json` (`--quick`: `<ou
 import argparse
 import datetime
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -50,9 +53,9 @@ import torch
 from transformers import DataCollatorForLanguageModeling
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules, also when loaded from a file path
-from bench_common import (MASK, MODELS, QUICK_SIZES, SIZES, StepLoop, balanced_orders,  # noqa: E402
-                          bf16_is_native, build, eval_loss, infer_flops, inference_times, load_blocks, make_batches,
-                          mask_blocks, matmul_peak, timed_matmul, train_flops)
+from bench_common import (MASK, MODELS, QUICK_SIZES, SIZES, StepLoop, bf16_is_native, build,  # noqa: E402
+                          eval_loss, infer_flops, inference_times, load_blocks, make_batches, mask_blocks, matmul_peak,
+                          timed_matmul, train_flops, training_orders)
 from bench_common import glu_size, matmul_params  # noqa: E402,F401  (reached through this script by the tests)
 from bench_levers import add_levers, lever_table  # noqa: E402
 from bench_levers import rotary_in_compute_dtype, without_linear_biases  # noqa: E402,F401  (as above)
@@ -118,7 +121,8 @@ def run_precision(precision, sizes, train_batches, val_batches, args) -> dict:
     a, b = (torch.randn(args.peak_size, args.peak_size, dtype=dtype, device=device) for _ in range(2))
     peak_samples = []
     start = time.perf_counter()
-    for i, ((inputs, labels), order) in enumerate(zip(train_batches, balanced_orders(names, len(train_batches)))):
+    orders = training_orders(names, len(train_batches), args.warmup)  # the timed steps in a cycle of their own
+    for i, ((inputs, labels), order) in enumerate(zip(train_batches, orders)):
         for name in order:
             trainers[name].step(inputs, labels)
         peak_samples.append(timed_matmul(a, b))
@@ -225,7 +229,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch", type=int, default=None,
                         help=f"sequences per batch (default {SIZES['batch']}, quick {QUICK_SIZES['batch']})")
     parser.add_argument("--steps", type=int, default=None, help="training steps per model (default 60, quick 6)")
-    parser.add_argument("--warmup", type=int, default=None, help="first steps left out of the timing (default 5)")
+    parser.add_argument("--warmup", type=int, default=None,
+                        help="first steps left out of the timing (default 6, quick 1)")
     parser.add_argument("--precision", default="fp32,bf16",
                         help="comma-separated, of fp32,bf16; bf16 runs only where the CPU multiplies bf16 natively")
     parser.add_argument("--force-bf16", action="store_true", help="run bf16 even where it is emulated (slow)")
@@ -261,7 +266,8 @@ def check_args(parser: argparse.ArgumentParser, args) -> tuple[dict, list[str]]:
     sizes = dict(QUICK_SIZES if args.quick else SIZES)
     sizes["batch"] = args.batch or sizes["batch"]
     args.steps = args.steps or (6 if args.quick else 60)
-    args.warmup = min(args.warmup if args.warmup is not None else (1 if args.quick else 5), args.steps - 1)
+    # 6 warm-up steps, one in each order of three models; the 54 timed steps after them are nine of each order.
+    args.warmup = min(args.warmup if args.warmup is not None else (1 if args.quick else 6), args.steps - 1)
     if args.quick:
         args.eval_blocks, args.infer_repeats, args.lever_steps = min(args.eval_blocks, 16), 3, 4
     if args.infer_repeats < 2:
@@ -275,6 +281,11 @@ def check_args(parser: argparse.ArgumentParser, args) -> tuple[dict, list[str]]:
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     if args.models[:1] != ["minattn"] or not set(args.models) <= set(MODELS) or len(args.models) < 2:
         parser.error(f"--models takes minattn first, then one or more of bert,modernbert; got {args.models}")
+    n_orders = math.factorial(len(args.models))
+    for what, count in (("timed training steps", args.steps - args.warmup), ("inference rounds", args.infer_repeats)):
+        if count % n_orders:
+            print(f"note: {count} {what} are not a multiple of the {n_orders} orders of the models, so the models "
+                  "do not run in each position equally often", flush=True)
     return sizes, precisions
 
 

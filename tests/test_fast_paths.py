@@ -290,6 +290,31 @@ def test_bench_rounds_put_every_model_in_every_position_equally_often(bench):
     assert times["a"] == [calls.index("a", 3 + 3 * r) + 1 for r in range(6)]
 
 
+def test_bench_default_schedule_puts_every_model_in_every_position_equally_often_in_the_timed_steps(bench):
+    """With the default flags the timed training steps (those after the warm-up) and the inference rounds take each
+    order of the models equally often, for three models and for two; the warm-up steps come first and the timed ones
+    start a cycle of their own. (The old schedule ran one cycle over all 60 steps and left out the first 5: 9 or 10
+    of each order in the 55 timed steps, so each model 18, 18 and 19 times in the three positions.)"""
+    import itertools
+    from collections import Counter
+
+    common = importlib.import_module("bench_common")
+    for models in ("minattn,bert,modernbert", "minattn,bert"):
+        parser = bench.make_parser()
+        args = parser.parse_args(["--device", "cpu", "--models", models])
+        bench.check_args(parser, args)
+        orders = common.training_orders(args.models, args.steps, args.warmup)
+        assert len(orders) == args.steps and args.steps - args.warmup >= 50
+        assert orders[:args.warmup] == common.balanced_orders(args.models, args.warmup)
+        for schedule in (orders[args.warmup:], common.balanced_orders(args.models, args.infer_repeats)):
+            assert set(schedule) == set(itertools.permutations(args.models))
+            assert len(set(Counter(schedule).values())) == 1  # each order equally often
+            for position in range(len(args.models)):
+                assert len(set(Counter(order[position] for order in schedule).values())) == 1
+    timed = common.training_orders(["a", "b", "c"], 65, 5)[5:]  # the warm-up does not shift the timed cycle
+    assert timed == common.balanced_orders(["a", "b", "c"], 60)
+
+
 def test_bench_rotary_inference_times_the_two_table_dtypes_it_names(bench, tmp_path, monkeypatch):
     """bench_rotary_inference.py's "before" path turns queries and keys with fp32 tables under bf16 autocast, its
     "now" path (the model in eval mode) with bf16 ones, and in fp32 both use fp32 tables; its record holds the
