@@ -316,6 +316,17 @@ def _data_args(**values):
                               "validation_file": None, "validation_split_percentage": 5, "streaming": False, **values})
 
 
+def test_sentences_do_not_end_at_an_initial_or_a_title():
+    """A full stop after an initial or a title is not a sentence's end (the default corpus's probe sentences held 14
+    cut at one, e.g. "... and George W." | "Bush exchange ..."); a full stop after a word still is."""
+    from hf_minattn.probes.corpus import split_sentences
+
+    text = "Talks between George W. Bush and Dr. Smith ended. Then U.S. troops left in 1990. It rained! No. 5 won."
+    assert split_sentences([text], max_sentences=0, min_words=1) == [
+        "Talks between George W. Bush and Dr. Smith ended.", "Then U.S. troops left in 1990.", "It rained!",
+        "No. 5 won."]
+
+
 def test_streaming_a_file_of_at_most_1000_texts_says_all_of_them_are_held_out(tmp_path):
     """--streaming holds out the first 1,000 texts when there is no validation split: a file of no more texts than
     that was reported as "the train split ... is empty", which it is not."""

@@ -109,10 +109,15 @@ def run_side_by_side(train, jobs, parallel: int, also=None) -> None:
     try:
         futures = [pool.submit(guarded, train, job, threads=1) for job in jobs]
         futures += [pool.submit(guarded, task) for task in (also() if also is not None else [])]
-        wait(futures, return_when=FIRST_EXCEPTION)
-        failed = [future for future in futures if future.done() and future.exception() is not None]
-        if failed:
-            raise failed[0].exception()
+        while True:
+            # In steps of a second: a Ctrl-C the kernel hands to a worker thread (blocked reading its run's output)
+            # leaves the main thread asleep in an untimed wait, which the signal does not wake, until a run ends
+            done, running = wait(futures, timeout=1, return_when=FIRST_EXCEPTION)
+            failed = [future for future in done if future.exception() is not None]
+            if failed:
+                raise failed[0].exception()
+            if not running:
+                break
     except BaseException:  # KeyboardInterrupt included
         stopping.set()
         pool.shutdown(wait=False, cancel_futures=True)

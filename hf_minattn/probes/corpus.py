@@ -3,9 +3,13 @@
 
 import re
 
-# A sentence ends at . ! or ? followed by space and an upper-case letter, digit or quote. Crude, but
-# the probes only need sentence-sized contexts, not linguistically exact boundaries.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
+# A sentence ends at . ! or ? before a space and a capital, a digit, a quote or a bracket; not after an initial
+# ("George W. Bush") or a title ("Dr. Smith"), whose full stop is not an end. Still crude ("Vitamin C. It" stays one
+# sentence), but the probes only need sentence-sized contexts, not linguistically exact boundaries.
+_ABBREVIATIONS = ("Mr", "Mrs", "Ms", "Dr", "St", "Mt", "Jr", "Sr", "Prof", "Gen", "Col", "Lt", "Sgt", "Rev", "No", "vs",
+                  "Fr", "Ft")
+_NOT_AN_END = "".join(rf"(?<!\b{a}\.)" for a in _ABBREVIATIONS) + r"(?<!\b[A-Z]\.)"
+_SENTENCE_END = re.compile(r"(?<=[.!?])" + _NOT_AN_END + r"\s+(?=[\"'(\[A-Z0-9])")
 # Wiki markup left by gensim's filter_wiki (''italic'', '''bold''') would otherwise become tokens.
 _WIKI_QUOTES = re.compile(r"'{2,}")
 
