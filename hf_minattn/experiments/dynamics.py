@@ -15,6 +15,7 @@ import numpy as np
 
 from hf_minattn.stats import mean_interval, paired_difference
 
+from .statistics import common_seeds
 from .training import VARIANTS, log
 
 DYNAMICS_VARIANTS = tuple(v.name for v in VARIANTS if v.save_states)
@@ -101,7 +102,7 @@ def similarity_summary(curves: dict) -> dict:
             }
     if {"full", "frozen_embeddings"} <= set(curves["variants"]):
         full, frozen = curves["variants"]["full"]["seeds"], curves["variants"]["frozen_embeddings"]["seeds"]
-        seeds = sorted(set(full) & set(frozen))
+        seeds = common_seeds(full, frozen)
         summary["full_minus_frozen"] = {}
         for name in full[seeds[0]]:
             a, b = [full[s][name][-1] for s in seeds], [frozen[s][name][-1] for s in seeds]

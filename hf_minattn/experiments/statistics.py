@@ -148,7 +148,7 @@ def share_of_gain(results: dict, variant: str, reference: str = "full") -> dict 
     ((U - L_variant) / (U - L_reference)), with a t-interval over seeds. None where the reference is not below the
     floor at some seed (the share then means nothing)."""
     floor, ref, var = unigram_values(results), seed_values(results, reference), seed_values(results, variant)
-    seeds = sorted(set(floor) & set(ref) & set(var))
+    seeds = common_seeds(floor, ref, var)
     if not seeds or any(floor[s] - ref[s] <= 0 for s in seeds):
         return None
     return mean_interval([100 * (floor[s] - var[s]) / (floor[s] - ref[s]) for s in seeds]).to_dict(digits=2)
@@ -193,7 +193,7 @@ def curve_difference(results: dict, a: str, b: str) -> dict:
         return {row["seed"]: row["curve"] for row in results["variants"][variant]["seeds"] if row.get("curve")}
 
     ca, cb = by_seed(a), by_seed(b)
-    seeds = sorted(set(ca) & set(cb))
+    seeds = common_seeds(ca, cb)
     if not seeds:
         return {"steps": [], "difference": []}
     steps = sorted(set.intersection(*(set(c["steps"]) for s in seeds for c in (ca[s], cb[s]))))
