@@ -19,7 +19,8 @@ from .findings import int_seed_keys
 from .head_dynamics import head_curves
 from .training import log
 
-SCORING_SETTINGS = ("max_seq_length", "mlm_probability", "mask_draws", "max_steps", "batch_size", "curve_eval_samples")
+SCORING_SETTINGS = ("max_seq_length", "mlm_probability", "mask_draws", "max_steps", "batch_size", "curve_eval_samples",
+                    "scored_from")
 
 
 def scoring_key(folders: dict, settings: dict, seeds) -> dict:
@@ -30,7 +31,7 @@ def scoring_key(folders: dict, settings: dict, seeds) -> dict:
         stats = [os.stat(os.path.join(folder, n)) for n in names]
         return [[n, info.st_size, info.st_mtime_ns] for n, info in zip(names, stats)]
 
-    return {"seeds": list(seeds), "settings": {k: settings[k] for k in SCORING_SETTINGS},
+    return {"seeds": list(seeds), "settings": {k: settings.get(k) for k in SCORING_SETTINGS},
             "models": {name: {str(seed): stamp(folders[name][seed]) for seed in seeds} for name in sorted(folders)}}
 
 

@@ -213,7 +213,7 @@ def collect_results(out: str, folders: dict, settings: dict, seeds, measured: di
         **parameter_counts(settings, scored["vocab_size"]),
         "unigram_loss": rounded(np.mean([row["unigram_loss"] for row in variants["full"]["seeds"]])),
         "unigram": {"entropy": scored["unigram_entropy"], "training_tokens": scored["unigram_tokens"]},
-        "epochs_touched": scored["epochs_touched"],
+        "epochs_touched": scored["epochs_touched"], "scored_sequences": scored.get("scored_sequences"),
         "pairing": {"initialisation": initialisation_agreement(settings, scored["vocab_size"], seeds[0]),
                     "data_order": "the Trainer's sampler is seeded with --seed",
                     "masks": "MLMCollator draws each example's masks from (seed, epoch or stream, example index)"},

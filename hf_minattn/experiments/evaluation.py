@@ -100,10 +100,12 @@ def token_losses(model, draw: MaskDraw, batch_size: int) -> tuple[np.ndarray, np
     return torch.cat(losses).numpy(), torch.cat(correct).numpy(), sequence.numpy()
 
 
-def score_model(folder: str, draws: list[MaskDraw], unigram, batch_size: int, check_samples: int | None = None) -> dict:
+def score_model(folder: str, draws: list[MaskDraw], unigram, batch_size: int, check_samples: int | None = None,
+                scored_from: int = 0) -> dict:
     """The model's masked-LM loss and accuracy on every draw (pooled over draws: `eval_loss`), and the unigram
-    floor on the same tokens. `check_samples`: also the loss on draw 0's first N sequences, the set run_mlm's
-    own final evaluation scored, to compare with its `eval_results.json`."""
+    floor on the same tokens, over the validation sequences from index `scored_from` on (the preset's
+    `scored_from`: those before it chose the learning rates). `check_samples`: also the loss on draw 0's first N
+    sequences, the set run_mlm's own final evaluation scored, to compare with its `eval_results.json`."""
     from transformers import AutoModelForMaskedLM
 
     from hf_minattn.probes.loading import resolve_device
@@ -113,13 +115,14 @@ def score_model(folder: str, draws: list[MaskDraw], unigram, batch_size: int, ch
     check = None
     for draw in draws:
         losses, correct, sequence = token_losses(model, draw, batch_size)
-        unigram_loss = unigram.cross_entropy(draw.targets)
-        by_draw.append({"collator_seed": draw.collator_seed, "stream": draw.stream, "eval_loss": float(losses.mean()), "unigram_loss": unigram_loss,
-                        "accuracy": float(correct.mean()), "masked_tokens": int(losses.size)})
-        all_losses.append(losses), all_correct.append(correct), all_unigram.append(-unigram.log_probs[draw.targets])
         if draw is draws[0]:  # run_mlm's own masks
-            keep = sequence < (check_samples or len(draw.labels))
-            check = float(losses[keep].mean())
+            check = float(losses[sequence < (check_samples or len(draw.labels))].mean())
+        scored = sequence >= scored_from  # per masked token, row-major like draw.targets
+        losses, correct, targets = losses[scored], correct[scored], draw.targets[scored]
+        by_draw.append({"collator_seed": draw.collator_seed, "stream": draw.stream, "eval_loss": float(losses.mean()),
+                        "unigram_loss": unigram.cross_entropy(targets), "accuracy": float(correct.mean()),
+                        "masked_tokens": int(losses.size)})
+        all_losses.append(losses), all_correct.append(correct), all_unigram.append(-unigram.log_probs[targets])
     losses, unigram_losses = np.concatenate(all_losses), np.concatenate(all_unigram)
     return {"eval_loss": float(losses.mean()), "unigram_loss": float(unigram_losses.mean()),
             "gain_over_unigram": float(unigram_losses.mean() - losses.mean()),
@@ -304,14 +307,20 @@ def evaluate(folders: dict, settings: dict, seeds) -> tuple[dict, dict]:
     epochs = -(-settings["max_steps"] * settings["batch_size"] // len(splits.train))  # epochs training started
     variants = {v.name: {"description": v.description, "trained": v.trained, "seeds": []} for v in VARIANTS}
     rows, arrays = {}, {}
+    scored_from = settings.get("scored_from", 0)
+    if not 0 <= scored_from < len(splits.validation):
+        raise ValueError(f"scored_from must leave validation sequences to score: {scored_from} of "
+                         f"{len(splits.validation)}")
     for seed in seeds:
-        log(f"scoring seed {seed}: {len(splits.validation)} validation sequences x {settings['mask_draws']} mask draws")
+        log(f"scoring seed {seed}: validation sequences {scored_from}-{len(splits.validation) - 1} x "
+            f"{settings['mask_draws']} mask draws")
         draws = mask_validation(splits, seed, settings["mask_draws"])
         for variant in VARIANTS:
             folder = folders[variant.name][seed]
             trainer = trainer_metrics(folder)
             row = {"seed": seed, **score_model(folder, draws, unigram, settings["batch_size"],
-                                               settings["curve_eval_samples"] if variant.trained else None), **trainer}
+                                               settings["curve_eval_samples"] if variant.trained else None,
+                                               scored_from), **trainer}
             variants[variant.name]["seeds"].append(row)
         # per-row drift at every seed: the bins of the first seed are shown, the frequency correlation over seeds
         initial = word_embeddings(folders["untrained"][seed])
@@ -327,5 +336,6 @@ def evaluate(folders: dict, settings: dict, seeds) -> tuple[dict, dict]:
                 "never_input_moved": (drift.get("never_input") or {}).get("moved"),
                 "not_in_text_moved": drift["not_in_text"]["moved"]}
     scored = {"variants": variants, "rows": rows, "unigram_entropy": unigram.entropy(),
+              "scored_sequences": [scored_from, len(splits.validation)],
               "unigram_tokens": unigram.num_tokens, "vocab_size": vocab, "epochs_touched": epochs}
     return scored, {"counts": counts, **arrays}

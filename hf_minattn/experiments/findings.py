@@ -45,14 +45,24 @@ def tests_both_levels(node) -> bool:
     return isinstance(node, list) and any(map(tests_both_levels, node))
 
 
+def scored_set(results: dict) -> str:
+    """"the whole validation set", or, where the first sequences chose the learning rates and were left out, "the
+    354 validation sequences after the first 136 (those the learning rates were chosen on)"."""
+    first, total = results.get("scored_sequences") or (0, None)
+    if not first:
+        return "the whole validation set"
+    return (f"the {total - first} validation sequences after the first {first} (those the learning rates were "
+            "chosen on)")
+
+
 def scale_paragraph(results: dict) -> list[str]:
     scale, settings = results["answers"]["scale"], results["settings"]
     lines = [
         f"**Scale: {scale['parameters']} parameters ({scale['layers']} layers, hidden size {scale['hidden_size']}, "
         f"{scale['heads']} heads, vocabulary {scale['vocab_size']}), {scale['tokens_trained']} tokens trained "
         f"({scale['steps']} steps of {settings['batch_size']} x {settings['max_seq_length']}, {scale['precision']}), "
-        f"{scale['seeds']} paired seeds.** Each model is scored on the whole validation set masked {scale['mask_draws']} times "
-        f"({masked_tokens(scale)}). The floor: the unigram model (training-split token "
+        f"{scale['seeds']} paired seeds.** Each model is scored on {scored_set(results)} masked {scale['mask_draws']} "
+        f"times ({masked_tokens(scale)}). The floor: the unigram model (training-split token "
         f"frequencies) scores {num(scale['unigram_loss'])} nats on the same masked tokens; a model has learned something "
         f"from context only as far as it is below that. Intervals are {scale['confidence_percent']}% t-intervals over "
         f"seeds (df = seeds - 1) of paired differences (same seed: same data order, masks and, where shapes agree, "

@@ -110,11 +110,13 @@ def ours(results: dict) -> str:
 
 
 def exposure(matched: dict | None) -> str:
-    """"a word2vec trained for 1 epoch where the model made 1.43 passes over the text": word2vec's epochs are whole, so
-    its exposure matches the model's only to the nearest pass."""
+    """"a word2vec trained for 1.43 passes over the text, as many as the model made"; from runs that trained whole
+    epochs, "a word2vec trained for 1 epoch where the model made 1.43 passes over the text"."""
     if not matched:
         return "a word2vec trained at the model's exposure"
     epochs = matched["epochs"]
+    if epochs == round(matched["model_passes"], 2):
+        return f"a word2vec trained for {num(epochs)} passes over the text, as many as the model made"
     return (f"a word2vec trained for {epochs} epoch{'' if epochs == 1 else 's'} where the model made "
             f"{num(matched['model_passes'])} passes over the text")
 

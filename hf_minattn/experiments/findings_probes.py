@@ -122,7 +122,7 @@ def q5_scores(q5: dict, results: dict) -> list[str]:
                ("random vectors", "random")]
     matched = q5.get("word2vec_matched")
     if matched:
-        systems.insert(5, (f"word2vec at the model's exposure ({matched['epochs']} "
+        systems.insert(5, (f"word2vec at the model's exposure ({num(matched['epochs'])} "
                            f"epoch{'' if matched['epochs'] == 1 else 's'} against "
                            f"{matched['tuned_epochs']}: the model made {num(matched['model_passes'])} passes)",
                            "word2vec_matched"))

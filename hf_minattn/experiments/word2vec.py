@@ -17,14 +17,15 @@ def training_tokens(settings: dict) -> int:
 
 
 def matched_word2vec_settings(settings: dict, corpus_tokens: int, seed: int):
-    """(Word2VecSettings, the model's passes over the corpus): the probes' word2vec settings with as many epochs as
-    the model made passes: its training tokens over the corpus's tokens, rounded, at least one."""
+    """(Word2VecSettings, the model's passes over the corpus): the probes' word2vec settings with as many passes
+    (`epochs`, fractional: `probes.word2vec.exposure_sentences`) as the model made: its training tokens over the
+    corpus's tokens, to 2 decimals. Whole epochs (round(1.43) = 1) matched the model to the nearest pass only."""
     from dataclasses import replace
 
     from hf_minattn.probes.word2vec import WORD2VEC_SETTINGS
 
     passes = training_tokens(settings) / corpus_tokens
-    return replace(WORD2VEC_SETTINGS, epochs=max(1, round(passes)), seed=seed), passes
+    return replace(WORD2VEC_SETTINGS, epochs=max(0.01, round(passes, 2)), seed=seed), passes
 
 
 def matched_word2vec(settings: dict, tokenizer, corpus, corpus_words, vocab, seed: int,

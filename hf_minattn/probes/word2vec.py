@@ -4,7 +4,9 @@ and settings."""
 
 import hashlib
 import json
+import math
 import os
+import random
 import time
 from dataclasses import asdict, dataclass, replace
 
@@ -14,7 +16,8 @@ from gensim.models import KeyedVectors, Word2Vec
 @dataclass
 class Word2VecSettings:
     """gensim's defaults except sg=1 (skip-gram) and workers=1 (one thread, so the seed fixes the result).
-    The probes use `WORD2VEC_SETTINGS`, chosen on SimLex-999 and the analogies."""
+    The probes use `WORD2VEC_SETTINGS`, chosen on SimLex-999 and the analogies. `epochs` may be fractional
+    (`exposure_sentences`): the word2vec matched to a model's exposure makes as many passes as the model made."""
 
     sg: int = 1
     vector_size: int = 100
@@ -23,7 +26,7 @@ class Word2VecSettings:
     negative: int = 5
     sample: float = 1e-3
     alpha: float = 0.025
-    epochs: int = 5
+    epochs: int | float = 5
     workers: int = 1
     seed: int = 0
 
@@ -51,11 +54,30 @@ def train_word2vec(sentence_words, settings=None, seed=None):
     if settings.workers != 1:
         raise ValueError(f"word2vec must train on one worker thread to be reproducible for a seed, got "
                          f"workers={settings.workers}")
+    epochs = settings.epochs
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, float)) or not 0 < epochs < math.inf:
+        raise ValueError(f"epochs must be a positive number of passes over the sentences, got {epochs!r}")
     words = [ws for ws in sentence_words if ws]
     if not words:
         raise ValueError("train_word2vec needs at least one non-empty sentence of words")
-    model = Word2Vec(sentences=words, **asdict(settings))
+    if float(epochs).is_integer():
+        return Word2Vec(sentences=words, **{**asdict(settings), "epochs": int(epochs)}).wv
+    # Fractional passes: the vocabulary (and so min_count and the subsampling) from the sentences as they are, then
+    # one gensim epoch over the passes laid end to end, over which the learning rate decays as it would over epochs.
+    model = Word2Vec(**{**asdict(settings), "epochs": 1})
+    model.build_vocab(words)
+    passes = exposure_sentences(words, epochs, settings.seed)
+    model.train(passes, total_examples=len(passes), epochs=1)
     return model.wv
+
+
+def exposure_sentences(words: list, passes: float, seed: int) -> list:
+    """`passes` passes over `words`: every sentence floor(passes) times in order, then a sample (drawn with `seed`, kept
+    in corpus order) of round(fraction x len(words)) sentences for the fractional rest, as a model's last, partial
+    epoch sees a random part of its data."""
+    whole, rest = divmod(passes, 1)
+    extra = sorted(random.Random(seed).sample(range(len(words)), round(rest * len(words))))
+    return words * int(whole) + [words[i] for i in extra]
 
 
 WORD2VEC_CACHE_ENV = "HF_MINATTN_WORD2VEC_CACHE"  # a folder, or "" for no cache
