@@ -145,8 +145,9 @@ def main(argv=None):
               "rule": RULE}
 
     def write(rows, chosen=None):
+        missing = [name for name in studied if name not in (chosen or {})]  # --variants may leave some out
         study = {"date": datetime.date.today().isoformat(), **header, "rows": rows,
-                 "complete": chosen is not None, "chosen": chosen,
+                 "complete": chosen is not None and not missing, "missing": missing, "chosen": chosen,
                  "minutes_this_call": round((time.perf_counter() - start) / 60, 1), "machine": machine_info()}
         with open(out + ".tmp", "w") as f:
             json.dump(study, f, indent=1)
@@ -172,6 +173,10 @@ def main(argv=None):
     write(everything, chosen)
     print(table(chosen))
     print(f"written: {out}")
+    missing = [name for name in studied if name not in chosen]
+    if missing:
+        print(f"not complete: no rate chosen yet for {', '.join(missing)} (a call without --variants runs them, and "
+              "reads every run already recorded)")
     return 0
 
 

@@ -272,9 +272,11 @@ class MinAttnTrainingArguments(TrainingArguments):
     )
     max_train_minutes: float | None = field(
         default=None,
-        metadata={"help": "Stop training after this many minutes (of this session), or at --max_steps/--num_train_epochs if "
-                  "sooner. The learning rate then decays linearly with the time spent, after --warmup_steps. Makes the "
-                  "run length fit a deadline on machines of any speed, at the price of step-for-step reproducibility."},
+        metadata={"help": "Stop training after this many minutes of training in all, or at --max_steps/--num_train_epochs "
+                  "if sooner. The learning rate then decays linearly with the time spent, after --warmup_steps (whole "
+                  "steps; with the linear schedule only). A resumed run counts the minutes its checkpoint had spent, "
+                  "as --max_steps counts its steps: give more minutes to train on. Makes the run length fit a deadline "
+                  "on machines of any speed, at the price of step-for-step reproducibility."},
     )
     loss_allocation: bool = field(
         default=False,
@@ -315,6 +317,7 @@ class MinAttnTrainingArguments(TrainingArguments):
                             "num_train_epochs": (0, None, True)})
         check_finite_floats(self)  # NaN and inf in the Trainer's other float flags (label smoothing, steps...)
         self._check_steps()
+        self._check_time_budget()
         if (self.resume or self.resume_from_checkpoint is not None) and self.overwrite_output_dir:
             flag = "--resume" if self.resume else f"--resume_from_checkpoint {self.resume_from_checkpoint}"
             raise ValueError(f"{flag} continues a run, --overwrite_output_dir true trains afresh over --output_dir; "
@@ -329,6 +332,18 @@ class MinAttnTrainingArguments(TrainingArguments):
         check_output_folder(self.output_dir, "--output_dir")
         if self.resume_from_checkpoint is not None:  # once the number of processes is known: each needs its RNG state
             check_checkpoint_folder(self.resume_from_checkpoint, self.world_size)
+
+    def _check_time_budget(self):
+        """--max_train_minutes brings its own schedule: linear decay over the minutes, after whole warm-up steps."""
+        if self.max_train_minutes is None:
+            return
+        scheduler = getattr(self.lr_scheduler_type, "value", self.lr_scheduler_type)
+        if scheduler != "linear":
+            raise ValueError(f"--max_train_minutes decays the learning rate linearly over the minutes, so "
+                             f"--lr_scheduler_type {scheduler} would not be used: leave it out, or train by steps")
+        if 0 < self.warmup_steps < 1:  # a share of the steps of --num_train_epochs, which a budget never reaches
+            raise ValueError(f"--warmup_steps {self.warmup_steps:g} is a share of the run's steps, which "
+                             "--max_train_minutes leaves open: give whole warm-up steps")
 
     def _check_steps(self):
         """--max_steps, and the step flags that must agree with it and with each other."""

@@ -12,11 +12,9 @@ import inspect
 import math
 import os
 import shutil
-import time
 
 import torch
-from tqdm.auto import tqdm
-from transformers import ProgressCallback, Trainer, TrainerCallback, TrainerState
+from transformers import ProgressCallback, Trainer, TrainerState
 from transformers.trainer import OPTIMIZER_NAME, OPTIMIZER_NAME_BIN, SCHEDULER_NAME, TRAINER_STATE_NAME
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
 from transformers.utils import SAFE_WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME
@@ -26,62 +24,10 @@ from hf_minattn.early_states import EARLY_STATES
 from hf_minattn.loss_allocation import LOSS_ALLOCATION_FILE
 from hf_minattn.model_card import IN_PROGRESS_CARD, CardFacts, write_model_card
 from hf_minattn.record_files import KeptInCheckpoints, read_json, write_json_atomically
+from hf_minattn.time_budget import TimeBudget, TimeBudgetProgressCallback
 from hf_minattn.unigram import UnigramFloor
 
 logger = logging.getLogger(__name__)
-
-
-class TimeBudget(TrainerCallback):
-    """Ends training after `minutes`, and tells the learning-rate schedule how much of the budget is spent.
-
-    In distributed runs the processes agree on the time spent (the maximum over processes), so they stop at
-    the same step and use the same learning rate.
-    """
-
-    def __init__(self, minutes: float):
-        if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not minutes > 0:
-            raise ValueError(f"the time budget must be a positive number of minutes, got {minutes!r}")
-        self.seconds = minutes * 60
-        self.start = None
-        self.fraction = 0.0  # of the budget spent, as of the last finished step
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        self.start = time.monotonic()
-
-    def on_step_end(self, args, state, control, **kwargs):
-        elapsed = torch.tensor([time.monotonic() - self.start], dtype=torch.float64)
-        if torch.distributed.is_available() and torch.distributed.is_initialized():
-            torch.distributed.all_reduce(elapsed, op=torch.distributed.ReduceOp.MAX)
-        self.fraction = min(1.0, elapsed.item() / self.seconds)
-        if self.fraction >= 1.0:
-            control.should_training_stop = True
-
-    @property
-    def minutes_left(self) -> float:
-        return (1.0 - self.fraction) * self.seconds / 60
-
-
-class TimeBudgetProgressCallback(ProgressCallback):
-    """The training bar of a time-budgeted run counts seconds of the budget, so its "remaining" is the real end
-    (a bar over the steps of 100 epochs would say hours); evaluation bars and log lines are ProgressCallback's."""
-
-    def __init__(self, budget: TimeBudget):
-        super().__init__()
-        self.budget = budget
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        if state.is_world_process_zero:
-            self.training_bar = tqdm(total=round(self.budget.seconds), unit="s", dynamic_ncols=True,
-                                     desc="training (time budget)",
-                                     bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total} s [{elapsed}<{remaining}{postfix}]")
-        self.current_step = 0
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if state.is_world_process_zero:
-            spent = min(self.budget.seconds, time.monotonic() - self.budget.start)
-            self.training_bar.update(spent - self.training_bar.n)
-            self.training_bar.set_postfix_str(f"step {state.global_step}", refresh=False)
-            self.current_step = state.global_step
 
 
 class MinAttnTrainer(Trainer):
@@ -322,7 +268,8 @@ def last_complete_checkpoint(output_dir: str, world_size: int) -> str | None:
 def end_of_training(state: dict, args) -> str | None:
     """Why the trainer state `state` is at the end of the training `args` describe, or None: at --stop_at_step, or
     --max_steps (or --num_train_epochs without them). A run stopped by --max_train_minutes did not reach them: --resume
-    continues it, with a new time budget."""
+    continues it from its last checkpoint, with the minutes that checkpoint had left (more with a larger
+    --max_train_minutes: `time_budget.TimeBudget`)."""
     steps, epoch = state.get("global_step", 0), state.get("epoch") or 0.0
     if args.stop_at_step is not None and steps >= args.stop_at_step:
         return f"step {steps} of --stop_at_step {args.stop_at_step}"

@@ -91,7 +91,10 @@ def test_the_study_resumes_from_its_committed_record(tmp_path):
     study = json.load(open(out))
     rates = {r["learning_rate"] for r in study["rows"]}
     assert {1e-3, 2e-3, 5e-4} <= rates and len(rates) <= 5  # the quick preset's grid, and at most 2 rates beyond
-    assert study["complete"] and len(study["rows"]) == 2 * len(rates)  # the quick preset's 2 exploration seeds
+    assert len(study["rows"]) == 2 * len(rates)  # the quick preset's 2 exploration seeds
+    # one variant chosen: the study is not complete, and says which it lacks
+    studied = {v.name for v in lr_study.VARIANTS if v.trained and v.name not in lr_study.FOLLOWS_FULL}
+    assert not study["complete"] and set(study["missing"]) == studied - {"attention_only"}
     assert study["chosen"]["attention_only"]["learning_rate"] in rates
     runs = len(study["rows"])
     dropped = study["rows"].pop(4)
@@ -102,7 +105,7 @@ def test_the_study_resumes_from_its_committed_record(tmp_path):
     assert trained == [str(work / "quick" / "attention_only" / f"lr{dropped['learning_rate']:g}" /
                            f"seed{dropped['seed']}")]
     again = json.load(open(out))
-    assert again["complete"] and len(again["rows"]) == runs
+    assert not again["complete"] and again["chosen"]["attention_only"] and len(again["rows"]) == runs
     json.dump({**again, "precision": "another"}, open(out, "w"))  # a record of another precision is not reused
     assert lr_study.recorded_rows(out, "quick", again["precision"]) == []
     assert len(lr_study.recorded_rows(out, "quick", "another")) == runs

@@ -1,0 +1,66 @@
+"""--max_train_minutes (hf_minattn/time_budget.py): the minutes count the whole run, as --max_steps counts its steps.
+Every checkpoint keeps the seconds spent, and a resumed run goes on with those its checkpoint left, its learning rate
+decaying on from there instead of starting again near its peak; the flags the budget would ignore are refused."""
+
+import re
+import time
+from types import SimpleNamespace
+
+import pytest
+from helpers_training import read_json, tiny_argv
+
+from hf_minattn.run_mlm import main, parse_args
+from hf_minattn.time_budget import TIME_BUDGET_FILE, TimeBudget
+
+
+def begun(minutes: float, resumed_from, step: int) -> TimeBudget:
+    budget = TimeBudget(minutes)
+    budget.resumed_from = resumed_from
+    budget.on_train_begin(None, SimpleNamespace(global_step=step), None)
+    return budget
+
+
+def test_a_resumed_budget_goes_on_with_the_minutes_its_checkpoint_left(tmp_path):
+    saved = TimeBudget(1)  # 60 s
+    saved.spent = 30.0
+    saved.save_into_checkpoint(str(tmp_path), SimpleNamespace(global_step=5))
+    assert read_json(tmp_path / TIME_BUDGET_FILE) == {"step": 5, "spent_seconds": 30.0}
+    resumed = begun(1, str(tmp_path), 5)
+    assert resumed.fraction == 0.5 and resumed.minutes_left == 0.5 and time.monotonic() - resumed.start >= 30
+    assert begun(2, str(tmp_path), 5).fraction == 0.25  # more minutes: the same seconds spent, more left
+    # a new run, a checkpoint whose record is of another step, or one without a record: the whole budget
+    for folder, step in ((None, 5), (str(tmp_path), 6), (str(tmp_path / "elsewhere"), 5), (str(tmp_path), 0)):
+        fresh = begun(1, folder, step)
+        assert fresh.fraction == 0 and fresh.minutes_left == 1 and time.monotonic() - fresh.start < 5
+
+
+@pytest.mark.slow
+def test_a_killed_budgeted_run_resumes_with_its_learning_rate_where_it_was(tokenizer_dir, tmp_path):
+    out = tmp_path / "out"
+    budgeted = dict(max_steps=None, num_train_epochs=100, save_steps=3, logging_steps=1, report_to="none")
+    main(tiny_argv(out, tokenizer_dir, max_train_minutes=0.05, **budgeted))  # 3 s
+    checkpoints = sorted(out.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    records = [read_json(c / TIME_BUDGET_FILE) for c in checkpoints]
+    assert len(records) >= 2 and [r["step"] for r in records] == [int(c.name.split("-")[1]) for c in checkpoints]
+    assert 0 < records[0]["spent_seconds"] < records[-1]["spent_seconds"] <= 3.5
+    # as if killed at its last checkpoint: the resumed run, given 6 s in all, has 6 - spent left
+    last, spent = records[-1]["step"], records[-1]["spent_seconds"]
+    main(tiny_argv(out, tokenizer_dir, max_train_minutes=0.1, resume=True, **budgeted))
+    history = read_json(out / "trainer_state.json")["log_history"]
+    after = [log for log in history if log["step"] > last and "learning_rate" in log]
+    assert after, history[-3:]
+    # linear decay over the minutes: at the first step resumed, at most (1 - spent / 6) of the peak (it was ~1 when a
+    # resumed run started a new budget)
+    assert after[0]["learning_rate"] <= 1e-3 * (1 - spent / 6) + 1e-9
+    assert after[0]["time_budget_minutes_left"] <= (6 - spent) / 60 + 0.01
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"lr_scheduler_type": "cosine"}, "--max_train_minutes decays the learning rate linearly over the minutes, so "
+                                      "--lr_scheduler_type cosine would not be used"),
+    ({"warmup_steps": "0.1"}, "--warmup_steps 0.1 is a share of the run's steps, which --max_train_minutes leaves open"),
+])
+def test_flags_the_budget_would_ignore_are_refused(tmp_path, overrides, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_args(tiny_argv(tmp_path / "out", max_train_minutes=1, **overrides))
+    parse_args(tiny_argv(tmp_path / "out", **overrides))  # by steps, both are the Trainer's to use
