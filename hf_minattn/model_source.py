@@ -114,14 +114,15 @@ def require_folder_or_hub_id(name: str, what: str, holding: str = "") -> None:
                                 f"written by save_pretrained(){holding} or a Hub id")
 
 
-def find_model(name, revision=None, cache_dir=None) -> ModelSource:
+def find_model(name, revision=None, cache_dir=None, flag="the revision") -> ModelSource:
     """The ModelSource of `name`: a local folder written by save_pretrained(), or a Hub id at `revision` (a branch,
-    tag or commit; None: the default branch) whose config.json is fetched now (or read from the cache, offline)."""
+    tag or commit; None: the default branch) whose config.json is fetched now (or read from the cache, offline).
+    `flag`: what the error calls `revision` (the CLI's flag that gave it)."""
     name = str(name)
     if os.path.isdir(name):
         if revision:
-            raise ValueError(f"revision {revision!r} names a version of a Hub repository, but {name!r} is a local "
-                             "folder; drop the revision or pass a Hub id")
+            raise ValueError(f"{flag} {revision!r} names a version of a Hub repository, but {name!r} is a local "
+                             f"folder; drop {flag} or pass a Hub id")
         if not os.path.isfile(os.path.join(name, "config.json")):
             raise FileNotFoundError(f"{name!r} has no config.json; is it a save_pretrained() folder?")
         return ModelSource(name, name)

@@ -287,7 +287,7 @@ def test_probe_on_cuda_gives_the_cpu_numbers(checkpoint, tmp_path):
     ("--mlm-probability", "0.0", "in (0, 1)"),
     ("--ablation-mask-draws", "0", "at least 1"),
     ("--batch-size", "0", "at least 1"),
-    ("--seed", "-1", "at least 0"),
+    ("--seed", "-1", "in [0, 4294967296)"),
 ])
 def test_probe_checks_its_numbers_before_loading_the_model(tmp_path, flag, value, expected):
     from hf_minattn.probes.cli import probe_main
@@ -317,7 +317,7 @@ def test_probe_accepts_the_bounds_themselves(tmp_path):
     ("ablation_mask_draws", 0, "--ablation-mask-draws must be at least 1, got 0"),
     ("batch_size", 0, "--batch-size must be at least 1, got 0"),
     ("ablation_sentences", 0, "--ablation-sentences must be at least 1, got 0"),
-    ("seed", -1, "--seed must be at least 0, got -1"),
+    ("seed", -1, "--seed must be in [0, 4294967296), got -1"),
     ("min_count", 2.5, "--min-count must be an integer, got 2.5"),
     ("batch_size", True, "--batch-size must be an integer, got True"),
     ("mlm_probability", "0.3", "--mlm-probability must be a number, got '0.3'"),

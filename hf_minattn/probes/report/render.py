@@ -5,6 +5,7 @@ graphs' JSON). Every number on the pages comes from the results; no sentence is 
 import json
 import os
 import shutil
+from contextlib import contextmanager
 
 from ..plots import BENCHMARKS, all_plots, compare_benchmark_lines
 from ..results import SavedProbeResults
@@ -163,8 +164,8 @@ def write_compare_report(results, plots, path):
                   sections=sections)
 
 
-# What a probe writes into its folder, besides <section>.png / .svg for every section with a figure: a rerun into the
-# same folder replaces these and leaves any other file there alone.
+# What a probe writes into its folder, besides <section>.png / .svg for every section with a figure: a rerun into a
+# folder an earlier probe wrote replaces these and leaves any other file there alone.
 PROBE_FILES = ("probes.json", "report.html", "attention_graph.json", "attention_view.json", "vectors")
 STAGING = ".hf-minattn-probe.partial"  # where write_outputs writes before moving the files in
 
@@ -176,11 +177,49 @@ def probe_outputs(folder) -> list:
     return [name for name in names if name in PROBE_FILES or name in figures]
 
 
+def is_probe_folder(folder) -> bool:
+    """Whether an earlier probe wrote `folder`: it holds probes.json, or STAGING (a probe killed while moving its
+    files in, after it removed the earlier probes.json)."""
+    return os.path.isfile(os.path.join(folder, "probes.json")) or os.path.isdir(os.path.join(folder, STAGING))
+
+
+def check_probe_folder(folder, flag="--out") -> None:
+    """A ValueError naming `flag` when `folder` is no folder an earlier probe wrote but holds entries a probe writes
+    (a user's own vectors/ or report.html): the probe would replace them. Checked before any work."""
+    taken = [] if is_probe_folder(folder) else sorted(probe_outputs(folder))
+    if taken:
+        raise ValueError(f"{flag} {os.fspath(folder)!r} holds {', '.join(taken)}, names a probe writes, but no "
+                         f"probes.json (no probe wrote it), so the probe would replace them; pass another {flag}, or "
+                         "move or remove them")
+
+
 def _remove(path) -> None:
     if os.path.isdir(path):
         shutil.rmtree(path)
     else:
         os.remove(path)
+
+
+def _first_missing(folder):
+    """The outermost of `folder` and its parents that does not exist yet (None: `folder` exists)."""
+    path, missing = os.path.abspath(folder), None
+    while not os.path.lexists(path):
+        path, missing = os.path.dirname(path), path
+    return missing
+
+
+@contextmanager
+def removed_on_failure(folder):
+    """Make `folder` (and its missing parents); if the body fails, remove what this call made, so that a failure
+    leaves no empty or half-written folder behind. A folder that existed is left to the caller."""
+    made = _first_missing(folder)
+    os.makedirs(folder, exist_ok=True)
+    try:
+        yield folder
+    except BaseException:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+        raise
 
 
 def write_outputs(results, out, figure_format="both", vector_formats=None):
@@ -190,29 +229,37 @@ def write_outputs(results, out, figure_format="both", vector_formats=None):
 
     Written into a hidden folder inside `out` first (STAGING: every move stays on one file system, and no folder
     beside `out` is touched) and moved in once whole, probes.json last: a probe that fails or is killed
-    leaves the earlier probe's folder as it was, and one that finishes leaves none of its files behind (a figure it
-    no longer draws, vectors it no longer saves), so a folder never holds one probe's numbers beside another's
-    report. Files of other kinds in `out` are left alone."""
-    staging = os.path.join(out, STAGING)
-    if os.path.exists(staging):  # left by a probe killed while writing
-        shutil.rmtree(staging)
-    os.makedirs(staging)
-    try:
-        if vector_formats:
-            results.word_vectors.save(os.path.join(staging, "vectors"), vector_formats)
-        for name, graph in (("attention_graph", results.attention_graph), ("attention_view", results.attention_view)):
-            if graph:
-                with open(os.path.join(staging, f"{name}.json"), "w", encoding="utf-8") as f:
-                    json.dump(graph, f)
-        saved = SavedProbeResults.from_dict(results.to_dict())  # typed once, read by the figures and the page
-        write_report(saved, all_plots(saved, staging, figure_format), os.path.join(staging, "report.html"),
-                     view=results.attention_view)
-        results.save_json(os.path.join(staging, "probes.json"))
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    for name in probe_outputs(out):
-        _remove(os.path.join(out, name))
-    for name in sorted(os.listdir(staging), key=lambda n: n == "probes.json"):  # probes.json last: the folder is whole
-        os.replace(os.path.join(staging, name), os.path.join(out, name))
-    os.rmdir(staging)
+    leaves the earlier probe's folder as it was (and no folder where there was none), and one that finishes leaves
+    none of its files behind (a figure it no longer draws, vectors it no longer saves), so a folder never holds one
+    probe's numbers beside another's report. Files of other kinds in `out` are left alone, and a folder no probe
+    wrote that holds a probe's names is refused before anything is written (`check_probe_folder`)."""
+    check_probe_folder(out, "out")
+    with removed_on_failure(out):
+        staging = os.path.join(out, STAGING)
+        if os.path.exists(staging):  # left by a probe killed while writing
+            shutil.rmtree(staging)
+        os.makedirs(staging)
+        try:
+            _write_staged(results, staging, figure_format, vector_formats)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        for name in probe_outputs(out):  # an earlier probe's: check_probe_folder refused a folder no probe wrote
+            _remove(os.path.join(out, name))
+        for name in sorted(os.listdir(staging), key=lambda n: n == "probes.json"):  # probes.json last: it is whole
+            os.replace(os.path.join(staging, name), os.path.join(out, name))
+        os.rmdir(staging)
+
+
+def _write_staged(results, staging, figure_format, vector_formats):
+    """Every file of write_outputs, into `staging`."""
+    if vector_formats:
+        results.word_vectors.save(os.path.join(staging, "vectors"), vector_formats)
+    for name, graph in (("attention_graph", results.attention_graph), ("attention_view", results.attention_view)):
+        if graph:
+            with open(os.path.join(staging, f"{name}.json"), "w", encoding="utf-8") as f:
+                json.dump(graph, f)
+    saved = SavedProbeResults.from_dict(results.to_dict())  # typed once, read by the figures and the page
+    write_report(saved, all_plots(saved, staging, figure_format), os.path.join(staging, "report.html"),
+                 view=results.attention_view)
+    results.save_json(os.path.join(staging, "probes.json"))
