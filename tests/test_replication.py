@@ -117,3 +117,29 @@ def test_the_readme_states_the_committed_replications_counts_and_the_answer_it_d
     # the README's Q5 row names the matched word2vec's narrow "above": where the replication does not, it says so
     if second["answers"]["q5"]["comparisons"]["last_vs_word2vec_matched"]["verdict"] != "higher":
         assert "Q5's \"above one trained for 1 epoch\" is not resolved there either" in findings
+
+
+def test_across_protocols_reads_a_run_of_another_protocol_and_says_so(tmp_path, capsys):
+    committed = json.loads((FINDINGS / "results.json").read_text())
+    other = copy.deepcopy(committed)
+    other["seeds"], other["protocol"] = [13, 14, 15, 16, 17], {**committed["protocol"], "commit": "0" * 40}
+    path = tmp_path / "second" / "results.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(other))
+    first = str(FINDINGS / "results.json")
+    assert cli_main(["findings", str(path), "--replicates", first, "--figure-format", "png"]) == 2
+    assert "--across-protocols reads them anyway" in capsys.readouterr().err
+    assert cli_main(["findings", str(path), "--replicates", first, "--across-protocols", "--figure-format",
+                     "png"]) == 0
+    page = (path.parent / "REPLICATION.md").read_text()
+    assert (f"under two versions of the protocol (PROTOCOL.md at commit `{committed['protocol']['commit']}` for the "
+            f"first, `{'0' * 40}` for the second)") in page and "the same protocol" not in page
+    assert "under two versions" not in replication_markdown(committed, other)  # the default: one protocol
+    same = copy.deepcopy(committed)
+    same["seeds"] = [8, 9]
+    (tmp_path / "same.json").write_text(json.dumps(same))
+    assert cli_main(["findings", str(tmp_path / "same.json"), "--out", str(tmp_path / "s"), "--replicates", first,
+                     "--across-protocols"]) == 2
+    assert "ran under the same protocol" in capsys.readouterr().err
+    assert cli_main(["findings", str(path), "--across-protocols"]) == 2
+    assert "--across-protocols reads the run of --replicates" in capsys.readouterr().err

@@ -23,22 +23,29 @@ def main(argv=None) -> int:
     parser.add_argument("--replicates", metavar="FIRST_RESULTS_JSON",
                         help="the results.json of an earlier run of the same protocol on other seeds: write "
                              "REPLICATION.md beside FINDINGS.md, each verdict of this run against that run's")
+    parser.add_argument("--across-protocols", action="store_true",
+                        help="with --replicates: the earlier run may have run under another version of PROTOCOL.md "
+                             "(another commit); REPLICATION.md then says that a verdict that differs may come from "
+                             "the protocol's change as much as from the seeds")
     args = parser.parse_args(argv)
     if args.out is not None:
         check_output_folder(args.out, "--out")
-    runs = load_replicated(args.replicates, args.results) if args.replicates else None
+    if args.across_protocols and not args.replicates:
+        raise ValueError("--across-protocols reads the run of --replicates: give --replicates FIRST_RESULTS_JSON")
+    runs = load_replicated(args.replicates, args.results, args.across_protocols) if args.replicates else None
     written = rerender_findings(args.results, args.out, args.figure_format)
     print(f"findings: {written['findings']} ({len(written['figures'])} figures)")
     if runs is not None:
         path = os.path.join(os.path.dirname(written["findings"]), "REPLICATION.md")
         with open(path, "w", encoding="utf-8") as f:
-            f.write(replication_markdown(*runs))
+            f.write(replication_markdown(*runs, same_protocol=not args.across_protocols))
         print(f"replication: {path}")
     return 0
 
 
-def load_replicated(path: str, results_path: str) -> tuple[dict, dict]:
-    """(the earlier run's results, this run's), checked to be runs of the same preset and protocol on other seeds."""
+def load_replicated(path: str, results_path: str, across_protocols: bool = False) -> tuple[dict, dict]:
+    """(the earlier run's results, this run's), checked to be runs of the same preset and (unless
+    `across_protocols`) protocol on other seeds."""
     try:
         first = load_results(path)
     except ValueError as error:
@@ -51,7 +58,10 @@ def load_replicated(path: str, results_path: str) -> tuple[dict, dict]:
     if first.get("preset") != second.get("preset"):
         raise ValueError(f"--replicates {path}: its preset {first.get('preset')!r} is not {second.get('preset')!r}")
     commits = [(run.get("protocol") or {}).get("commit") for run in (first, second)]
-    if commits[0] != commits[1]:  # REPLICATION.md says "the same protocol"
+    if commits[0] != commits[1] and not across_protocols:  # REPLICATION.md says "the same protocol"
         raise ValueError(f"--replicates {path}: it ran under the protocol of commit {commits[0]}, {results_path} under "
-                         f"{commits[1]}; a replication runs the same protocol")
+                         f"{commits[1]}; a replication runs the same protocol (--across-protocols reads them anyway)")
+    if commits[0] == commits[1] and across_protocols:
+        raise ValueError(f"--across-protocols: {path} and {results_path} ran under the same protocol (commit "
+                         f"{commits[0]}); leave the flag out")
     return first, second

@@ -76,16 +76,22 @@ def _cell(d: dict) -> str:
     return f"{num(d['estimate'])} [{num(d['low'])}, {num(d['high'])}]: {verdict_cell(d)}"
 
 
-def replication_markdown(first: dict, second: dict) -> str:
-    """REPLICATION.md: the headline, the comparisons whose verdicts differ, then every comparison (collapsed)."""
+def replication_markdown(first: dict, second: dict, same_protocol: bool = True) -> str:
+    """REPLICATION.md: the headline, the comparisons whose verdicts differ, then every comparison (collapsed).
+    `same_protocol` False: the runs ran under two versions of the protocol, which the page names."""
     a, b = comparisons(first), comparisons(second)
     found = agreement(first, second)
     header = ["comparison", f"first run ({seed_list(first['seeds'])})", f"second run ({seed_list(second['seeds'])})"]
     differing = [[name, _cell(a[name]), _cell(b[name])] for name in found["reversed"] + found["differ"]]
     every = [[name, _cell(a[name]), _cell(b[name])] for name in b if name in a]
+    commits = [(run.get("protocol") or {}).get("commit") for run in (first, second)]
+    protocol = ("the same protocol" if same_protocol else
+                f"under two versions of the protocol (PROTOCOL.md at commit `{commits[0]}` for the first, "
+                f"`{commits[1]}` for the second): a verdict that differs may come from the protocol's change as much "
+                "as from the seeds")
     lines = [f"# Replication: {seed_list(second['seeds'])} against {seed_list(first['seeds'])}", "",
-             f"Both runs: `{first['command']}` ({first['date']}) and `{second['command']}` ({second['date']}), the same "
-             "protocol; each comparison is the stored estimate, its 95% interval and its verdict. The reference "
+             f"Both runs: `{first['command']}` ({first['date']}) and `{second['command']}` ({second['date']}), "
+             f"{protocol}; each comparison is the stored estimate, its 95% interval and its verdict. The reference "
              "encoder's own comparisons are left out: it is the same model on the same items in both runs.", "",
              f"**{headline(first, second)}**"]
     if differing:
