@@ -3,6 +3,7 @@ learning-rate schedule how much of them is; `TimeBudgetProgressCallback` shows t
 whole run: the seconds spent are kept in every checkpoint, and a resumed run goes on with those its checkpoint left
 (its learning rate decays on from where it stopped, not from the top)."""
 
+import logging
 import os
 import time
 
@@ -11,6 +12,8 @@ from tqdm.auto import tqdm
 from transformers import ProgressCallback, TrainerCallback
 
 from hf_minattn.record_files import KeptInCheckpoints, read_json, write_json_atomically
+
+logger = logging.getLogger(__name__)
 
 TIME_BUDGET_FILE = "time_budget.json"  # in each checkpoint: {"step", "spent_seconds"}
 
@@ -42,7 +45,11 @@ class TimeBudget(KeptInCheckpoints, TrainerCallback):
         if step <= 0 or path is None or not os.path.isfile(path):
             return 0.0
         record = read_json(path)
-        return float(record["spent_seconds"]) if record.get("step") == step else 0.0
+        if record.get("step") != step:
+            logger.warning(f"{path} records the time spent at step {record.get('step')}, not at step {step} where "
+                           "training resumes: the time budget starts again")
+            return 0.0
+        return float(record["spent_seconds"])
 
     def on_step_end(self, args, state, control, **kwargs):
         elapsed = torch.tensor([time.monotonic() - self.start], dtype=torch.float64)
@@ -54,8 +61,10 @@ class TimeBudget(KeptInCheckpoints, TrainerCallback):
             control.should_training_stop = True
 
     def save_into_checkpoint(self, folder: str, state) -> None:
+        # The clock now, not at the step's end: the step's evaluation and this save have taken time too.
+        spent = max(self.spent, time.monotonic() - self.start) if self.start is not None else self.spent
         write_json_atomically(os.path.join(folder, TIME_BUDGET_FILE),
-                              {"step": state.global_step, "spent_seconds": round(self.spent, 3)})
+                              {"step": state.global_step, "spent_seconds": round(spent, 3)})
 
     @property
     def minutes_left(self) -> float:

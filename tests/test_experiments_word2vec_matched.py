@@ -2,6 +2,7 @@
 as the model made, and the Q5 answer saying how the model compares with it beside the tuned one."""
 
 import copy
+from collections import Counter
 from dataclasses import replace
 
 import numpy as np
@@ -49,11 +50,15 @@ def test_fractional_passes_train_between_the_whole_epochs_around_them(tokenizer)
     tiny = replace(WORD2VEC_SETTINGS, vector_size=8, min_count=1, seed=0)
     one, more, two = (train_word2vec(words, replace(tiny, epochs=e)) for e in (1, 1.5, 2))
     assert one.index_to_key == more.index_to_key == two.index_to_key  # the vocabulary from the sentences as they are
+    counts = Counter(w for sentence in words for w in sentence)  # not from the passes laid end to end (1.5x as many)
+    assert all(more.get_vecattr(w, "count") == counts[w] for w in more.index_to_key)
     assert not np.array_equal(more.vectors, one.vectors) and not np.array_equal(more.vectors, two.vectors)
     np.testing.assert_array_equal(train_word2vec(words, replace(tiny, epochs=1.5)).vectors, more.vectors)
     for bad in (0, -1.5, float("nan"), float("inf"), True, "2"):
         with pytest.raises(ValueError, match=rf"epochs must be a positive number .*{bad!r}"):
             train_word2vec(words, replace(tiny, epochs=bad))
+    with pytest.raises(ValueError, match=rf"epochs 0.001 is less than one sentence of the {len(words)} given"):
+        train_word2vec(words, replace(tiny, epochs=0.001))  # gensim returned its random starting vectors
 
 
 def test_the_q5_answer_names_the_matched_word2vec_by_its_verdict():
@@ -69,3 +74,5 @@ def test_the_q5_answer_names_the_matched_word2vec_by_its_verdict():
         r["answers"]["q5"]["word2vec_matched"] = {"epochs": 1.43, "model_passes": 1.431}
         assert (f"(tuned; {word} a word2vec trained for 1.43 passes over the text, as many as the model made)"
                 in ANSWERS[4][2](r))
+        r["answers"]["q5"]["word2vec_matched"] = {"epochs": 1.43, "model_passes": 1.435}  # 1.43499, stored to 3
+        assert "a word2vec trained for 1.43 passes over the text, as many as the model made" in ANSWERS[4][2](r)

@@ -37,8 +37,8 @@ def test_a_user_folder_with_a_probe_s_names_is_refused_and_a_probe_s_folder_is_r
     with pytest.raises(ValueError) as error:  # the model does not exist: checked first, it would be the error
         probe_main([str(tmp_path / "no_model"), "--out", str(mine)])
     assert str(error.value) == (f"--out {str(mine)!r} holds report.html, vectors, names a probe writes, but no "
-                                "probes.json (no probe wrote it), so the probe would replace them; pass another "
-                                "--out, or move or remove them")
+                                "probes.json (the file a finished probe leaves), so the probe would replace them; "
+                                "pass another --out, or move or remove them")
     with pytest.raises(ValueError, match="names a probe writes"):  # the library call refuses it too
         render.write_outputs(empty_run(), str(mine), "png")
     assert (mine / "vectors" / "my_embeddings.txt").read_text() == "mine"

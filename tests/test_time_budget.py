@@ -20,18 +20,27 @@ def begun(minutes: float, resumed_from, step: int) -> TimeBudget:
     return budget
 
 
-def test_a_resumed_budget_goes_on_with_the_minutes_its_checkpoint_left(tmp_path):
+def test_a_resumed_budget_goes_on_with_the_minutes_its_checkpoint_left(tmp_path, caplog):
     saved = TimeBudget(1)  # 60 s
     saved.spent = 30.0
     saved.save_into_checkpoint(str(tmp_path), SimpleNamespace(global_step=5))
     assert read_json(tmp_path / TIME_BUDGET_FILE) == {"step": 5, "spent_seconds": 30.0}
+    saved.start = time.monotonic() - 31  # the step ended at 30 s; its evaluation and the save took another second
+    saved.save_into_checkpoint(str(tmp_path), SimpleNamespace(global_step=5))
+    assert 31 <= read_json(tmp_path / TIME_BUDGET_FILE)["spent_seconds"] < 35
+    saved.spent, saved.start = 30.0, None
+    saved.save_into_checkpoint(str(tmp_path), SimpleNamespace(global_step=5))
     resumed = begun(1, str(tmp_path), 5)
     assert resumed.fraction == 0.5 and resumed.minutes_left == 0.5 and time.monotonic() - resumed.start >= 30
     assert begun(2, str(tmp_path), 5).fraction == 0.25  # more minutes: the same seconds spent, more left
     # a new run, a checkpoint whose record is of another step, or one without a record: the whole budget
     for folder, step in ((None, 5), (str(tmp_path), 6), (str(tmp_path / "elsewhere"), 5), (str(tmp_path), 0)):
-        fresh = begun(1, folder, step)
+        with caplog.at_level("WARNING", logger="hf_minattn.time_budget"):
+            caplog.clear()
+            fresh = begun(1, folder, step)
         assert fresh.fraction == 0 and fresh.minutes_left == 1 and time.monotonic() - fresh.start < 5
+        # said where a record was there but of another step
+        assert ("records the time spent at step 5, not at step 6" in caplog.text) == (step == 6)
 
 
 @pytest.mark.slow

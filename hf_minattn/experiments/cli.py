@@ -1,4 +1,4 @@
-"""`hf-minattn experiments`: train the variants at several paired seeds, re-score them on the whole validation set,
+"""`hf-minattn experiments`: train the variants at several paired seeds, re-score them on the validation set,
 probe the models of every seed, and write results.json, FINDINGS.md and the figures."""
 
 import argparse

@@ -1,6 +1,7 @@
-"""Scoring the saved models: the full validation set, masked several times with `MLMCollator.mask_example`
-(the first draw is run_mlm's own), per-token losses, the unigram floor on the same masked tokens, per-row embedding
-drift against training frequency, and whether paired runs really start from the same weights."""
+"""Scoring the saved models: the validation set (from the preset's `scored_from` on: the sequences before it chose
+the learning rates), masked several times with `MLMCollator.mask_example` (the first draw is run_mlm's own), per-token
+losses, the unigram floor on the same masked tokens, per-row embedding drift against training frequency, and whether
+paired runs really start from the same weights."""
 
 import contextlib
 import json
@@ -292,9 +293,9 @@ def loss_allocation_summary(folder: str) -> dict | None:
 
 
 def evaluate(folders: dict, settings: dict, seeds) -> tuple[dict, dict]:
-    """Re-score every model on the whole validation set (several mask draws), per seed; the unigram floor on the
-    same tokens; per-row embedding drift for the full and frozen variants. Returns the numbers and the per-row arrays
-    of the first seed (training counts, each variant's drift) that rows.npz keeps for the figures."""
+    """Re-score every model on the validation set from `scored_from` on (several mask draws), per seed; the unigram
+    floor on the same tokens; per-row embedding drift for the full and frozen variants. Returns the numbers and the
+    per-row arrays of the first seed (training counts, each variant's drift) that rows.npz keeps for the figures."""
     from hf_minattn.unigram import UnigramFloor
 
     from .training import VARIANTS, log

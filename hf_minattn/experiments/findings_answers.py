@@ -115,7 +115,7 @@ def exposure(matched: dict | None) -> str:
     if not matched:
         return "a word2vec trained at the model's exposure"
     epochs = matched["epochs"]
-    if epochs == round(matched["model_passes"], 2):
+    if isinstance(epochs, float):  # fractional passes, the model's to 2 decimals (runs of whole epochs stored ints)
         return f"a word2vec trained for {num(epochs)} passes over the text, as many as the model made"
     return (f"a word2vec trained for {epochs} epoch{'' if epochs == 1 else 's'} where the model made "
             f"{num(matched['model_passes'])} passes over the text")

@@ -1,12 +1,13 @@
 """A second run of the same protocol on other seeds, read against the first: the verdict of every comparison in both.
 `hf-minattn findings SECOND/results.json --replicates FIRST/results.json` writes it as REPLICATION.md beside the
-second run's FINDINGS.md.
+second run's FINDINGS.md (`--across-protocols`: a first run made under another version of the protocol, which the
+page names).
 
 A verdict is "higher", "lower", "equivalent" or "unresolved" (experiments/statistics.py `decide`). Two runs
 agree on a comparison when its verdict is the same; they are reversed when one says higher and the other lower;
 otherwise one run resolved what the other did not (or called it equivalent). The pretrained reference encoder's own
-comparisons are left out: it is the same model, scored on the same items, in both runs, so they agree by
-construction. Nothing is computed here beyond counting: every number printed is one of the two results.json."""
+comparisons are left out: it is the same model, scored on the same items, in two runs of one protocol, so they
+agree by construction (across protocols the items may differ, but the model does not). Nothing is computed here beyond counting: every number printed is one of the two results.json."""
 
 from .findings import seed_list
 from .findings_format import details, num, table, verdict_cell
@@ -92,7 +93,9 @@ def replication_markdown(first: dict, second: dict, same_protocol: bool = True) 
     lines = [f"# Replication: {seed_list(second['seeds'])} against {seed_list(first['seeds'])}", "",
              f"Both runs: `{first['command']}` ({first['date']}) and `{second['command']}` ({second['date']}), "
              f"{protocol}; each comparison is the stored estimate, its 95% interval and its verdict. The reference "
-             "encoder's own comparisons are left out: it is the same model on the same items in both runs.", "",
+             "encoder's own comparisons are left out: " + ("it is the same model on the same items in both runs."
+                                                           if same_protocol else "it is the same model in both runs."),
+             "",
              f"**{headline(first, second)}**"]
     if differing:
         lines += ["", "The comparisons whose verdicts differ:", *table(header, differing)]

@@ -227,7 +227,7 @@ def common_arguments(settings: dict, seed: int, variant: str = "full") -> list[s
     ]
     if settings["bf16"] is not None:  # None: run_mlm's default, bf16 where the hardware makes it fast
         args += ["--bf16", str(settings["bf16"]).lower()]
-    if settings["curve_eval_samples"]:  # the curve during training; the final numbers re-score the full set
+    if settings["curve_eval_samples"]:  # the curve during training; the final numbers re-score from `scored_from`
         args += ["--max_eval_samples", str(settings["curve_eval_samples"])]
     return args
 

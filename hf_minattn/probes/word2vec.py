@@ -67,6 +67,8 @@ def train_word2vec(sentence_words, settings=None, seed=None):
     model = Word2Vec(**{**asdict(settings), "epochs": 1})
     model.build_vocab(words)
     passes = exposure_sentences(words, epochs, settings.seed)
+    if not passes:  # gensim would return the random starting vectors, trained on nothing
+        raise ValueError(f"epochs {epochs!r} is less than one sentence of the {len(words)} given")
     model.train(passes, total_examples=len(passes), epochs=1)
     return model.wv
 

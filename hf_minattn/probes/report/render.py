@@ -189,8 +189,8 @@ def check_probe_folder(folder, flag="--out") -> None:
     taken = [] if is_probe_folder(folder) else sorted(probe_outputs(folder))
     if taken:
         raise ValueError(f"{flag} {os.fspath(folder)!r} holds {', '.join(taken)}, names a probe writes, but no "
-                         f"probes.json (no probe wrote it), so the probe would replace them; pass another {flag}, or "
-                         "move or remove them")
+                         f"probes.json (the file a finished probe leaves), so the probe would replace them; pass "
+                         f"another {flag}, or move or remove them")
 
 
 def _remove(path) -> None:
