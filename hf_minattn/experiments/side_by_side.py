@@ -4,10 +4,12 @@ folder unfinished (`training.finished_folder`), so the next call trains it again
 
 import itertools
 import os
+import signal
 import subprocess
 import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 
 from hf_minattn.cli import RunFailed
 
@@ -107,20 +109,39 @@ def run_side_by_side(train, jobs, parallel: int, also=None) -> None:
     workers = f"hf-minattn-runs-{next(CALLS)}"  # LIVE stops this call's workers, not a later call's
     pool = ThreadPoolExecutor(parallel, thread_name_prefix=workers)
     try:
-        futures = [pool.submit(guarded, train, job, threads=1) for job in jobs]
-        futures += [pool.submit(guarded, task) for task in (also() if also is not None else [])]
-        while True:
-            # In steps of a second: a Ctrl-C the kernel hands to a worker thread (blocked reading its run's output)
-            # leaves the main thread asleep in an untimed wait, which the signal does not wake, until a run ends
-            done, running = wait(futures, timeout=1, return_when=FIRST_EXCEPTION)
-            failed = [future for future in done if future.exception() is not None]
-            if failed:
-                raise failed[0].exception()
-            if not running:
-                break
+        with ctrl_c_as_event() as interrupted:
+            futures = [pool.submit(guarded, train, job, threads=1) for job in jobs]
+            futures += [pool.submit(guarded, task) for task in (also() if also is not None else [])]
+            while not interrupted.is_set():
+                # In steps of a second, to see a Ctrl-C: the main thread would otherwise sleep until a run ends
+                done, running = wait(futures, timeout=1, return_when=FIRST_EXCEPTION)
+                failed = [future for future in done if future.exception() is not None]
+                if failed:
+                    raise failed[0].exception()
+                if not running:
+                    break
+        if interrupted.is_set():
+            raise KeyboardInterrupt
     except BaseException:  # KeyboardInterrupt included
         stopping.set()
         pool.shutdown(wait=False, cancel_futures=True)
         LIVE.stop(workers + "_")  # the pool names its threads PREFIX_0, PREFIX_1...
         raise
     pool.shutdown()
+
+
+@contextmanager
+def ctrl_c_as_event():
+    """A Ctrl-C (SIGINT) sets the event yielded instead of raising KeyboardInterrupt wherever the main thread is: raised
+    inside `wait` or `submit`, it could leave a future's or the pool's lock held, and the workers, and the exit that
+    joins them, would wait forever. The caller raises it at a point of its own. Off the main thread (no handler can
+    be set there), SIGINT is left as it is."""
+    interrupted = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield interrupted
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
