@@ -30,7 +30,7 @@ def page_folder(tmp_path):
 def hang_up_mid_answer(host, port):
     """Ask for the large file, read a little, then reset the connection (SO_LINGER 0), as a closed tab does."""
     client = socket.create_connection((host, port))
-    client.sendall(b"GET /large.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+    client.sendall(b"GET /large.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")  # a name of this machine: not refused
     client.recv(1024)
     client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     client.close()

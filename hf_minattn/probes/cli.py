@@ -273,30 +273,83 @@ def probe_main(argv=None):
     return 0
 
 
+# compare.html is marked as compare's own: a rerun may replace it, and any other compare.html in --out is the user's
+COMPARE_MARK = '<meta name="generator" content="hf-minattn compare">'
+COMPARE_TITLE = "<title>Probe comparison</title>"  # how a page compare wrote before it was marked is known
+COMPARE_FIGURES = ("compare_geometry", "compare_benchmarks")  # plots.compare_plots's names, each .png and/or .svg
+
+
 def compare_main(argv=None):
     p = OneLineArgumentParser(prog="hf-minattn compare", description="Put several probe results side by side.")
-    p.add_argument("dirs", nargs="+", help="folders written by `hf-minattn probe` (each with probes.json)")
-    p.add_argument("--out", default="compare", help="output folder (default: ./compare)")
+    p.add_argument("dirs", nargs="+", help="two or more folders written by `hf-minattn probe` (each with probes.json); "
+                   "each row is named after its folder")
+    p.add_argument("--out", default="compare", help="output folder for compare.html and its figures; a rerun into "
+                   "it replaces those (default: ./compare)")
     _figure_format_argument(p)
     args = p.parse_args(argv)
     check_output_folder(args.out, "--out")
+    check_compare_folder(args.out)
     results = compared_results(args.dirs)
+    if len(results) < 2:  # checked after each folder is read: a folder that is no probe folder is named first
+        raise ValueError(f"compare needs two or more probe folders, got one ({args.dirs[0]}); its own report.html "
+                         "shows one probe")
     with removed_on_failure(args.out):  # made only now: every input was read and checked
+        _remove_compare_outputs(args.out)  # the earlier figures go: another --figure-format leaves none stale
         plots = compare_plots(results, args.out, args.figure_format)
         report = write_compare_report(results, plots, os.path.join(args.out, "compare.html"))
+        _mark_compare_page(report)
     print(f"[compare] wrote {report}")
     return 0
 
 
+def _read_head(path) -> str:
+    """The start of the file at `path`, where a page's <head> is ('' when it cannot be read as a file)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(4096)
+    except OSError:
+        return ""
+
+
+def check_compare_folder(out) -> None:
+    """A ValueError naming --out when it holds a compare.html that compare did not write: the user's page would be
+    replaced. Checked before any folder is read."""
+    page = os.path.join(out, "compare.html")
+    head = _read_head(page) if os.path.lexists(page) else COMPARE_MARK
+    if COMPARE_MARK not in head and COMPARE_TITLE not in head:
+        raise ValueError(f"--out {os.fspath(out)!r} holds a compare.html that `hf-minattn compare` did not write, so "
+                         "compare would replace it; pass another --out, or move or remove it")
+
+
+def _remove_compare_outputs(out) -> None:
+    """Remove what an earlier compare wrote into `out` (its page, checked as compare's by check_compare_folder, and
+    its figures in either format); other files are left alone."""
+    for name in ("compare.html", *(f"{stem}{suffix}" for stem in COMPARE_FIGURES for suffix in (".png", ".svg"))):
+        if os.path.isfile(os.path.join(out, name)):
+            os.remove(os.path.join(out, name))
+
+
+def _mark_compare_page(path) -> None:
+    """Put COMPARE_MARK into the <head> of the page at `path`, which the report templates render unmarked."""
+    with open(path, encoding="utf-8") as f:
+        page = f.read()
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(page.replace("<head>", f"<head>{COMPARE_MARK}", 1))
+
+
 def compared_results(folders) -> dict:
     """{row name: probes.json dict} of compare's folders, each read and checked (report.render.check_compared); a
-    ValueError naming the file that cannot be, or the folders given twice (the same path, however written)."""
-    results, seen = {}, {}
+    ValueError naming the file that cannot be, or the folders given twice (the same path, however written). A row is
+    named after its folder (row_names)."""
+    results, seen = [], {}
     for folder in folders:
         real = os.path.realpath(folder)
         if real in seen:
             raise ValueError(f"{seen[real]} and {folder} are the same folder ({real}); expected each probe folder once")
         seen[real] = folder
+        if not os.path.isdir(folder):
+            what = "is not a folder" if os.path.lexists(folder) else "does not exist"
+            raise FileNotFoundError(f"{folder} {what}; expected a folder written by `hf-minattn probe`")
         path = os.path.join(folder, "probes.json")
         if not os.path.isfile(path):
             raise FileNotFoundError(f"{folder} has no probes.json; run `hf-minattn probe MODEL --out {folder}` first")
@@ -308,6 +361,19 @@ def compared_results(folders) -> dict:
             raise ValueError(f"{path}: not a probes.json written by `hf-minattn probe` (not JSON: {error})") from None
         except ValueError as error:
             raise ValueError(f"{path}: not a probes.json written by `hf-minattn probe` ({error})") from None
-        name = os.path.basename(os.path.normpath(folder))
-        results[name if name not in results else folder] = loaded
-    return results
+        results.append(loaded)
+    return dict(zip(row_names(folders), results))
+
+
+def row_names(folders) -> list:
+    """A distinct name per folder: its last name, or, where folders share it, as many of their absolute path's last
+    names as tell them apart (x/a and y/a for x/a and y/a). The absolute paths differ (compared_results refuses a
+    folder given twice), so the whole path always does."""
+    parts = [os.path.abspath(folder).split(os.sep) for folder in folders]
+    depths = [1] * len(parts)
+    while True:
+        names = [os.sep.join(p[-depth:]) or os.sep for p, depth in zip(parts, depths)]
+        shared = {name for name in names if names.count(name) > 1}
+        if not shared:
+            return names
+        depths = [depth + (name in shared) for depth, name in zip(depths, names)]

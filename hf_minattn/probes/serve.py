@@ -10,7 +10,9 @@ The standard library's http.server, a thread per connection (an idle or slow cli
 the model encodes one sentence at a time), on 127.0.0.1 by default. GET api/info says which model encodes and its
 layers and heads; GET api/attention?sentence=... answers the sentence's entry in the view's schema
 (attention_view.py), or HTTP 400 with {"error": message} for an empty sentence, one with no token but the special
-ones, or one longer than the model reads; the page shows the message.
+ones, or one longer than the model reads; the page shows the message. On a loopback address, a request whose Host
+header is not 127.0.0.1, localhost or [::1] is refused (403), and no file outside the folder is served, through a
+symbolic link either (404).
 """
 
 import ipaddress
@@ -21,7 +23,6 @@ import signal
 import sys
 import tempfile
 import threading
-from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -61,15 +62,19 @@ class Encoder:
 
 
 class ViewHandler(SimpleHTTPRequestHandler):
-    """Static files of the served folder, plus the two API routes when an encoder is loaded."""
+    """Static files of the served folder, plus the two API routes when an encoder is loaded. The folder and the
+    encoder are the server's (ViewServer.folder, .encoder), read per request: they are set once the model is loaded,
+    after the port is taken."""
 
     timeout = 60  # seconds a connection may sit idle: a client that never sends frees its thread
 
-    def __init__(self, *args, encoder=None, **kwargs):
-        self.encoder = encoder
-        super().__init__(*args, **kwargs)
+    def __init__(self, request, client_address, server):
+        self.encoder = server.encoder
+        super().__init__(request, client_address, server, directory=server.folder)
 
     def do_GET(self):  # noqa: N802 (http.server's naming)
+        if self._refused_host():
+            return None
         url = urlsplit(self.path)
         if url.path == "/favicon.ico":  # asked for by every browser; the page has none, and a 404 is console noise
             self.send_response(204)
@@ -93,6 +98,41 @@ class ViewHandler(SimpleHTTPRequestHandler):
                 return self._json(400, {"error": str(error)})
         return self._json(404, {"error": f"no such route {url.path!r}; the API has api/info and api/attention"})
 
+    def do_HEAD(self):  # noqa: N802 (http.server's naming); serves files as GET does, so it is checked as GET is
+        if not self._refused_host():
+            super().do_HEAD()
+
+    def _refused_host(self) -> bool:
+        """Answer 403 (and True) when the server listens on a loopback address and the request's Host header names
+        another host: a web page whose name was made to resolve to 127.0.0.1 (DNS rebinding) would otherwise read
+        the folder and run the model, as a page of this origin. Bound beyond the machine on purpose (--host, with
+        its warning), any name may reach it, and none is refused."""
+        allowed = self.server.allowed_hosts
+        host = self.headers.get("Host", "").strip().lower()
+        name = host[:host.index("]") + 1] if host.startswith("[") and "]" in host else host.rsplit(":", 1)[0]
+        if allowed is None or not name or name in allowed:  # no Host at all: an HTTP/1.0 client, not a browser page
+            return False
+        message = (f"Host {host!r} is not a name of this machine; open the view at "
+                   f"http://127.0.0.1:{self.server.server_address[1]}/")
+        data = json.dumps({"error": message}).encode()
+        self.send_response(403)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+        return True
+
+    def send_head(self):
+        """The file (or listing) a path names, as SimpleHTTPRequestHandler finds it, unless it lies outside the served
+        folder once symbolic links are followed: a link in the folder to a file elsewhere is not served (404)."""
+        root = os.path.realpath(self.directory)
+        target = os.path.realpath(self.translate_path(self.path))
+        if os.path.commonpath([root, target]) != root:
+            self.send_error(404, "File not found")
+            return None
+        return super().send_head()
+
     def _is_probe_folder(self) -> bool:
         """A probe folder (report.html, no index.html of its own): its root answers with the report."""
         return (os.path.isfile(os.path.join(self.directory, "report.html"))
@@ -106,12 +146,21 @@ class ViewHandler(SimpleHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format, *args):  # one line per request, not stderr noise per file
+    def log_message(self, format, *args):  # silent: a line per request (a page asks for several) would bury the URL
         pass
 
 
 class ViewServer(ThreadingHTTPServer):
-    """A thread per connection, daemon threads (ThreadingHTTPServer's: stopping does not wait for an idle client)."""
+    """A thread per connection, daemon threads (ThreadingHTTPServer's: stopping does not wait for an idle client).
+    `folder` and `encoder` are what ViewHandler serves; `allowed_hosts` the Host header names it answers (None:
+    any, when bound beyond this machine)."""
+
+    folder, encoder = None, None
+
+    def __init__(self, address, handler=ViewHandler):
+        super().__init__(address, handler)
+        host = address[0]
+        self.allowed_hosts = {"127.0.0.1", "localhost", "[::1]", host.lower()} if is_loopback(host) else None
 
     def handle_error(self, request, client_address):
         # a browser that closes a tab or stops a load mid-answer hangs up: nothing went wrong here, print nothing
@@ -119,9 +168,17 @@ class ViewServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-def make_server(host, port, folder, encoder):
-    """The view's server on (host, port), not yet serving: `folder`'s files and, with an Encoder, its API."""
-    return ViewServer((host, port), partial(ViewHandler, directory=folder, encoder=encoder))
+def make_server(host, port, folder=None, encoder=None):
+    """The view's server on (host, port), bound but not yet serving: `folder`'s files and, with an Encoder, its API
+    (both may be set later, as view_main does once the model is loaded). A ValueError, naming --host and --port,
+    when it cannot listen there."""
+    try:
+        server = ViewServer((host, port))
+    except OSError as error:  # the address is not this machine's, or the port is taken
+        raise ValueError(f"--host {host} --port {port}: cannot serve there ({error.strerror or error}); expected an "
+                         "address of this machine and a free port (--port 0 picks one)") from None
+    server.folder, server.encoder = folder, encoder
+    return server
 
 
 def is_loopback(host) -> bool:
@@ -160,16 +217,23 @@ def _model_of_probe(folder):
     return path
 
 
+def check_view_path(path) -> None:
+    """A FileNotFoundError unless `path` is a probe folder (report.html), a model folder (config.json) or a Hub id:
+    checked before the port is taken and any model is loaded."""
+    if not os.path.isdir(path) and not is_hub_id(path):
+        raise FileNotFoundError(f"{path!r} is not a folder: pass a probe folder (report.html), a model folder "
+                                "(config.json) or a Hub id")
+    if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "report.html")) and not os.path.isfile(
+            os.path.join(path, "config.json")):
+        raise FileNotFoundError(f"{path!r} has neither report.html (a probe folder) nor config.json (a model folder)")
+
+
 def prepare(path, model=None, device="cpu", trust_remote_code=False, revision=None):
     """(folder to serve, Encoder or None, what is served) for a probe folder, a model folder or a Hub id; the model
     page is written into a temporary folder. `model` (a folder or a Hub id) encodes typed sentences instead of the
     probed model; `revision`: the branch, tag or commit of the Hub id that encodes."""
-    if not os.path.isdir(path) and not is_hub_id(path):
-        raise FileNotFoundError(f"{path!r} is not a folder: pass a probe folder (report.html), a model folder "
-                                "(config.json) or a Hub id")
+    check_view_path(path)
     is_probe = os.path.isfile(os.path.join(path, "report.html"))
-    if os.path.isdir(path) and not is_probe and not os.path.isfile(os.path.join(path, "config.json")):
-        raise FileNotFoundError(f"{path!r} has neither report.html (a probe folder) nor config.json (a model folder)")
     model_path = model or (_model_of_probe(path) if is_probe else path)
     encoder = None
     if model_path:
@@ -183,11 +247,15 @@ def prepare(path, model=None, device="cpu", trust_remote_code=False, revision=No
     from .run import DEFAULT_EXAMPLES  # run.py imports every probe: only for a model folder
 
     view, _ = attention_view(encoder.model, encoder.tokenizer, DEFAULT_EXAMPLES, encoder.name)
-    folder = tempfile.mkdtemp(prefix="hf-minattn-view-")
     page = _templates().get_template("view.html.j2").render(data=Markup(view_json(view)), assets=view_assets(),
                                                             model=encoder.name)
-    with open(os.path.join(folder, "index.html"), "w", encoding="utf-8") as f:
-        f.write(page)
+    folder = tempfile.mkdtemp(prefix="hf-minattn-view-")
+    try:
+        with open(os.path.join(folder, "index.html"), "w", encoding="utf-8") as f:
+            f.write(page)
+    except BaseException:  # a full disk or Ctrl-C: the caller never learns of the folder, so it is removed here
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     return folder, encoder, "index.html"
 
 
@@ -214,23 +282,28 @@ def view_main(argv=None):
         raise ValueError(f"--port must be in 0..65535, got {args.port}")
     check_bounds(args, {"serve_for": (0, None, False)}, separator="-")  # seconds: NaN or inf never stops
     device = resolve_device(args.device)  # a device torch cannot use fails here, in one line, before any loading
-    folder, encoder, page = prepare(args.path, args.model, device, args.trust_remote_code, args.revision)
+    check_view_path(args.path)
+    # the port is taken before the model is loaded (a Hub id downloads): a port in use is said at once, not after
+    server = make_server(args.host, args.port)
+    folder = None
     try:
-        _serve(args, folder, encoder, page)
+        folder, server.encoder, page = prepare(args.path, args.model, device, args.trust_remote_code, args.revision)
+        server.folder = folder
+        _serve(args, server, page)
+    except KeyboardInterrupt:  # Ctrl-C while the model loads: _serve handles it once serving
+        print("[view] interrupted before serving; nothing was served", file=sys.stderr, flush=True)
+        return 130  # the shell's status for a command ended by Ctrl-C (128 + SIGINT)
     finally:
-        if folder != args.path:  # the model page's temporary folder
+        server.server_close()
+        if folder is not None and folder != args.path:  # the model page's temporary folder
             shutil.rmtree(folder, ignore_errors=True)
     print("[view] stopped", flush=True)
     return 0
 
 
-def _serve(args, folder, encoder, page):
-    """Serve `folder` until Ctrl-C, a kill (SIGTERM: from `kill` or a process manager) or --serve-for seconds."""
-    try:
-        server = make_server(args.host, args.port, folder, encoder)
-    except OSError as error:  # the address is not this machine's, or the port is taken
-        raise ValueError(f"--host {args.host} --port {args.port}: cannot serve there ({error.strerror or error}); "
-                         "expected an address of this machine and a free port (--port 0 picks one)") from None
+def _serve(args, server, page):
+    """Serve until Ctrl-C, a kill (SIGTERM: from `kill` or a process manager) or --serve-for seconds."""
+    folder, encoder = server.folder, server.encoder
 
     def stop(*_):  # on another thread: shutdown() waits for serve_forever's loop, which runs on this one
         threading.Thread(target=server.shutdown, daemon=True).start()
@@ -253,6 +326,5 @@ def _serve(args, folder, encoder, page):
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
