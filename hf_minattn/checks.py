@@ -148,6 +148,10 @@ def check_parquet_file(path, what: str = "file") -> str:
     return path
 
 
+# The largest seed: numpy's and gensim's seeding take no more (run_mlm, word2vec), and a larger one failed only after
+# the work before it (the tokenizer, every encoding pass)
+MAX_SEED = 2**32 - 1
+
 DATA_FILE_BUILDERS = {"txt": "text", "json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet"}
 
 

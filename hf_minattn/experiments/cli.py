@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from hf_minattn.checks import check_bounds, check_output_folder
+from hf_minattn.checks import MAX_SEED, check_bounds, check_output_folder
 from hf_minattn.cli import OneLineArgumentParser
 from hf_minattn.data import WIKIPEDIA_CORPUS_DESCRIPTION
 from hf_minattn.machine import fast_bf16_available, machine_description
@@ -29,7 +29,6 @@ from .training import (SETTINGS, VARIANTS, build_config, check_same_settings, co
 from .word2vec import word2vec_tasks
 
 
-MAX_SEED = 2**32 - 1  # run_mlm seeds numpy's generator, which takes no more: every run would fail after the tokenizer
 
 
 def check_seeds(seeds) -> tuple[int, ...]:

@@ -3,7 +3,7 @@ when made, each number under the name of its `hf-minattn probe` flag."""
 
 from dataclasses import dataclass
 
-from hf_minattn.checks import check_bounds
+from hf_minattn.checks import MAX_SEED, check_bounds
 
 from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS
 from .pooling import DEFAULT_CONTEXTS_PER_WORD, DEFAULT_TWIN_CONTEXTS_PER_WORD
@@ -11,9 +11,6 @@ from .pooling import DEFAULT_CONTEXTS_PER_WORD, DEFAULT_TWIN_CONTEXTS_PER_WORD
 DEFAULT_EXAMPLES = ("The king and the queen walked their dog to the old castle.",
                     "The quick brown fox jumps over the lazy dog, and the dog sleeps.")
 
-# numpy's and gensim's seeding take no more (experiments/cli.py's MAX_SEED, for the same reason): a larger --seed
-# failed in word2vec, after every pass over the corpora
-MAX_SEED = 2**32 - 1
 # The numbers of ProbeSettings, named as hf-minattn probe's flags: {field: (lowest, highest or None, lowest allowed?)}
 BOUNDS = {"head_sentences": (1, None, True), "min_count": (1, None, True), "bootstrap": (10, None, True),
           "mlm_probability": (0, 1, False), "ablation_mask_draws": (1, None, True), "batch_size": (1, None, True),
