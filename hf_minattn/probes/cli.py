@@ -273,7 +273,8 @@ def probe_main(argv=None):
     return 0
 
 
-# compare.html is marked as compare's own: a rerun may replace it, and any other compare.html in --out is the user's
+# compare.html.j2 marks the page as compare's own: a rerun may replace it, and any other compare.html in --out is the
+# user's
 COMPARE_MARK = '<meta name="generator" content="hf-minattn compare">'
 COMPARE_TITLE = "<title>Probe comparison</title>"  # how a page compare wrote before it was marked is known
 COMPARE_FIGURES = ("compare_geometry", "compare_benchmarks")  # plots.compare_plots's names, each .png and/or .svg
@@ -297,7 +298,6 @@ def compare_main(argv=None):
         _remove_compare_outputs(args.out)  # the earlier figures go: another --figure-format leaves none stale
         plots = compare_plots(results, args.out, args.figure_format)
         report = write_compare_report(results, plots, os.path.join(args.out, "compare.html"))
-        _mark_compare_page(report)
     print(f"[compare] wrote {report}")
     return 0
 
@@ -327,14 +327,6 @@ def _remove_compare_outputs(out) -> None:
     for name in ("compare.html", *(f"{stem}{suffix}" for stem in COMPARE_FIGURES for suffix in (".png", ".svg"))):
         if os.path.isfile(os.path.join(out, name)):
             os.remove(os.path.join(out, name))
-
-
-def _mark_compare_page(path) -> None:
-    """Put COMPARE_MARK into the <head> of the page at `path`, which the report templates render unmarked."""
-    with open(path, encoding="utf-8") as f:
-        page = f.read()
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(page.replace("<head>", f"<head>{COMPARE_MARK}", 1))
 
 
 def compared_results(folders) -> dict:
