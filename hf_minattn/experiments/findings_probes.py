@@ -170,8 +170,11 @@ def related_lines(q5: dict, results: dict) -> list[str]:
     cooc = q5["cooccurrence"]
     if cooc:
         p = q5.get("cooccurrence_pairs") or {}
+        # The Spearman runs over the pairs with positive PPMI only, fewer than co-occur (older results lack that count).
+        of = f" (of {p['cooccurring_pairs']} that co-occur)" if p.get("cooccurring_pairs") is not None else ""
         lines += ["", f"- Words that occur together (PPMI within {p.get('window')} words, over the "
-                  f"{p.get('positive_ppmi_pairs')} co-occurring pairs of the {p.get('top_words')} most frequent words): "
+                  f"{p.get('positive_ppmi_pairs')} pairs with positive PPMI{of} among the {p.get('top_words')} most "
+                  "frequent words): "
                   "Spearman between PPMI and cosine, mean over seeds: "
                   + "; ".join(f"{name} {ci(v['spearman'])}" for name, v in cooc.items())
                   + " (word2vec, trained on co-occurrence, is the positive control)."]

@@ -101,7 +101,8 @@ def heads_answers(probes: dict) -> dict:
 
 def related_answers(probes: dict, last: str) -> dict:
     """king/queen against king/dog (and man/woman against man/river), per seed in the space to read, then over seeds;
-    the co-occurrence alignment (PPMI against cosine over co-occurring pairs) over seeds, word2vec as the control."""
+    the co-occurrence alignment (PPMI against cosine over the pairs with positive PPMI) over seeds, word2vec as the
+    control."""
     extras = [probes["extras"]["full"][s] for s in sorted(probes["extras"]["full"])]
     untrained = [probes["extras"]["untrained"][s] for s in sorted(probes["extras"].get("untrained", {}))]
     out = {"related": {}, "cooccurrence": {}}
@@ -127,7 +128,8 @@ def related_answers(probes: dict, last: str) -> dict:
                     "raw": over_seeds([v["raw"]["estimate"] for v in values]), "abtt": values[0]["abtt"]}
     if extras:
         c = extras[0]["cooccurrence"]
-        out["cooccurrence_pairs"] = {k: c.get(k) for k in ("top_words", "window", "pairs", "positive_ppmi_pairs")}
+        out["cooccurrence_pairs"] = {k: c.get(k) for k in ("top_words", "window", "pairs", "cooccurring_pairs",
+                                                                 "positive_ppmi_pairs")}
     return out
 
 

@@ -136,7 +136,7 @@ def cooccurrence_alignment(word_vectors, tokenizer, sentences, top_words=300, wi
               "cooccurring_pairs": int((counts[upper] > 0).sum()), "positive_ppmi_pairs": int(positive.sum()),
               "threshold": threshold, "sets": {}}
     if positive.sum() < 3:
-        return result  # too few co-occurring pairs to rank
+        return result  # too few pairs with positive PPMI to rank
     for name, (set_vocab, vectors) in sets.items():
         index = {w: i for i, w in enumerate(set_vocab)}
         rows = np.array([index[w] for w in vocab])

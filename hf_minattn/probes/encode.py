@@ -297,6 +297,12 @@ def tokenize_words(tokenizer, sentences, max_length=128, min_contexts=5):
     occurrences = Counter(w for ws in words for w in ws if w)
     if not occurrences:
         raise ValueError("the corpus has no words after tokenization")
+    # A word holding whitespace means word_ids did not split on spaces (e.g. Metaspace with split=False): every
+    # sentence would be one "word", the probes would measure nothing, and the vector formats cannot hold the key.
+    spaced = next((w for w in occurrences if any(c.isspace() for c in w)), None)
+    if spaced is not None:
+        raise ValueError(f"{type(tokenizer).__name__}'s word_ids do not split words on spaces (word {spaced[:60]!r}): "
+                         "the word-level probes cannot run on this tokenizer")
     contexts = Counter(w for ws in words for w in set(ws) if w)
     # Most frequent first (ties: first seen), because gensim's restrict_vocab keeps the FIRST n keys.
     vocab = [w for w, _ in occurrences.most_common() if contexts[w] >= min_contexts]

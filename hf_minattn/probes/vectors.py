@@ -49,6 +49,11 @@ class WordVectors:
         the words go to `counts.txt` (`load_word2vec_format(..., fvocab=counts)` reads them back)."""
         if isinstance(formats, str) or not formats or not set(formats) <= set(VECTOR_FORMATS):
             raise ValueError(f"formats must be a non-empty sequence of {list(VECTOR_FORMATS)}, got {formats!r}")
+        # word2vec's formats separate a key from its vector by a space: a key holding whitespace would not load back.
+        # (gensim's pickled "kv" holds any key.)
+        spaced = next((w for w in self.vocab if any(c.isspace() for c in w)), None) if set(formats) - {"kv"} else None
+        if spaced is not None:
+            raise ValueError(f"word {spaced[:60]!r} holds whitespace: the word2vec formats cannot store it as a key")
         os.makedirs(folder, exist_ok=True)
         paths = {}
         counts = os.path.join(folder, "counts.txt") if self.counts is not None else None

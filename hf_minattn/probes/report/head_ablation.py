@@ -38,6 +38,14 @@ def _lowering(inc, ci, H) -> str:
             f"{'their' if len(below) > 1 else 'its'} 95% interval")
 
 
+def _costliest(largest) -> str:
+    """What zeroing the costliest head does, by the sign of its increase: where no head raises the loss, the
+    costliest one only lowers it least (or leaves it unchanged), and "raises it most" would misstate it."""
+    if largest > 0:
+        return "raises it most"
+    return "lowers it least (no head raises it)" if largest < 0 else "leaves it unchanged (no head raises it)"
+
+
 def holm_count(inc, ci) -> int:
     """How many heads raise the loss with Holm's adjustment over all heads: each head's two-sided normal p from its
     increase and 95% half-width (the probe's interval treats the masked tokens as independent)."""
@@ -50,17 +58,18 @@ def head_ablation_text(r):
     ablation = r.head_ablation
     inc, ci, k, beyond, role, min_mass = _ablation(r)
     H = ablation.num_heads
+    # The lowering heads are reported whichever way the verdict goes: a head can lower the loss while others raise it.
     verdict = (f"{beyond} of {inc.size} heads raise the loss beyond their 95% interval, each read alone, and "
                f"{holm_count(inc, ci)} with Holm's adjustment over the {inc.size} heads: removing them costs the model"
                if beyond else "No single head raises the loss beyond its 95% interval: none is shown to be needed alone"
-               + _lowering(inc, ci, H))
+               ) + _lowering(inc, ci, H)
     rate, words = ablation.mlm_probability, predicted(ablation)
     role = f" (role: {role_label(role, min_mass)})" if role else ""
     loss = words["loss"][:1].upper() + words["loss"][1:]
     return (f"{loss} {ablation.base_loss:.3f} nats on {ablation.masked_tokens} {words['tokens']} "
             f"of {ablation.sentences} sentences{f' (masking rate {rate:g})' if rate is not None else ''}; zeroing head "
-            f"{k // H}-{k % H}{role} "
-            f"raises it most, by {inc.flat[k]:.3f} ± {ci.flat[k]:.3f} nats. {verdict}.")
+            f"{k // H}-{k % H}{role} {_costliest(inc.flat[k])}, by {inc.flat[k]:.3f} ± {ci.flat[k]:.3f} nats. "
+            f"{verdict}.")
 
 
 def head_ablation_headline(r):
@@ -71,7 +80,7 @@ def head_ablation_headline(r):
     if beyond:
         return (f"{beyond} of {inc.size} heads matter on their own, {holm_count(inc, ci)} after Holm's adjustment over "
                 f"the {inc.size}: zeroing one raises the {word} loss beyond its 95% interval; the costliest is "
-                f"{head}, +{inc.flat[k]:.2f} nats.")
+                f"{head}, +{inc.flat[k]:.2f} nats{_lowering(inc, ci, H)}.")
     return (f"No single head is shown to be needed on its own at this scale: no head, zeroed, raises the {word} loss "
             f"beyond its 95% interval (largest rise {inc.flat[k]:+.2f} ± {ci.flat[k]:.2f} nats, {head})"
             f"{_lowering(inc, ci, H)}.")

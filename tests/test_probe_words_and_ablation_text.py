@@ -1,0 +1,92 @@
+"""Words of tokenizers that do not split on spaces are refused; the head-ablation sentences follow their numbers; the
+co-occurrence sentence names the pairs it ranks (those with positive PPMI), not all that co-occur."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import probe_results
+from gensim.models import KeyedVectors
+
+from hf_minattn.experiments.findings_probes import related_lines
+from hf_minattn.probes.encode import tokenize_words
+from hf_minattn.probes.report.head_ablation import head_ablation_headline, head_ablation_text
+from hf_minattn.probes.vectors import WordVectors
+
+FINDINGS = Path(__file__).resolve().parent.parent / "docs" / "findings"
+
+
+def _llama_tokenizer(split):
+    """A tiny real LlamaTokenizer (transformers 5: tokenizers-backed, Metaspace with split=False, as Llama ships);
+    `split` True swaps in a Metaspace that splits, the layout whose word_ids follow the spaces."""
+    from tokenizers import pre_tokenizers
+    from transformers import LlamaTokenizer
+
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{c: i + 3 for i, c in enumerate("▁thekingqusa")}}
+    tokenizer = LlamaTokenizer(vocab=vocab, merges=[])
+    if split:
+        tokenizer.backend_tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first",
+                                                                            split=True)
+    return tokenizer
+
+
+def test_a_tokenizer_whose_word_ids_do_not_split_on_spaces_is_refused_naming_it():
+    sentences = ["the king sat", "the queen sat"]
+    with pytest.raises(ValueError, match=r"^LlamaTokenizer's word_ids do not split words on spaces .*'the king sat'"):
+        tokenize_words(_llama_tokenizer(split=False), sentences, min_contexts=1)
+    # the same vocabulary, pre-tokenized on spaces: real words, accepted
+    assert sorted(tokenize_words(_llama_tokenizer(split=True), sentences, min_contexts=1).vocab) == \
+        ["king", "queen", "sat", "the"]
+    # a one-word sentence holds no space to miss: accepted even without splitting
+    assert tokenize_words(_llama_tokenizer(split=False), ["king", "king"], min_contexts=1).vocab == ["king"]
+
+
+def test_saving_a_word_with_whitespace_in_a_word2vec_format_is_refused(tmp_path):
+    vectors = WordVectors(vocab=["the king", "sat"], sets={"static": np.eye(2, dtype=np.float32)})
+    for formats in (("binary",), ("text",)):
+        with pytest.raises(ValueError, match=r"^word 'the king' holds whitespace"):
+            vectors.save(tmp_path / "bad", formats=formats)
+    assert not (tmp_path / "bad").exists()
+    vectors.save(tmp_path / "kv", formats=("kv",))  # gensim's pickle holds any key
+    assert KeyedVectors.load(str(tmp_path / "kv" / "static.kv")).index_to_key == ["the king", "sat"]
+    vectors.vocab = ["king", "sat"]
+    path = vectors.save(tmp_path / "ok")["static"]
+    assert KeyedVectors.load_word2vec_format(path, binary=True).index_to_key == ["king", "sat"]
+
+
+def _ablation(inc, ci):
+    return probe_results(head_ablation={"num_heads": 2, "base_loss": 5.0, "masked_tokens": 10, "sentences": 2,
+                                        "loss_increase": [inc], "interval95": [ci], "mlm_probability": 0.3})
+
+
+def test_a_head_lowering_the_loss_is_named_also_when_another_raises_it():
+    lowering = "zeroing head 0-1 (-0.30 ± 0.01 nats) lowers it beyond its 95% interval"
+    r = _ablation([0.5, -0.3], [0.01, 0.01])
+    assert "1 of 2 heads raise the loss" in head_ablation_text(r) and lowering in head_ablation_text(r)
+    assert "1 of 2 heads matter" in head_ablation_headline(r) and lowering in head_ablation_headline(r)
+    r = _ablation([0.5, -0.005], [0.01, 0.01])  # the second head's interval covers 0: nothing lowers the loss
+    assert "lowers it" not in head_ablation_text(r) and "lowers it" not in head_ablation_headline(r)
+    r = _ablation([0.005, -0.3], [0.01, 0.01])  # no head raises it: the lowering head is still named
+    assert "No single head" in head_ablation_text(r) and lowering in head_ablation_text(r)
+
+
+def test_the_costliest_head_is_said_to_raise_the_loss_only_when_it_does():
+    text = head_ablation_text(_ablation([0.5, -0.3], [0.01, 0.01]))
+    assert "zeroing head 0-0 raises it most, by 0.500 ± 0.010 nats" in text
+    text = head_ablation_text(_ablation([-0.02, -0.3], [0.01, 0.01]))
+    assert "zeroing head 0-0 lowers it least (no head raises it), by -0.020 ± 0.010 nats" in text
+    assert "raises it most" not in text
+    text = head_ablation_text(_ablation([0.0, -0.3], [0.01, 0.01]))
+    assert "zeroing head 0-0 leaves it unchanged (no head raises it)" in text and "raises it most" not in text
+
+
+def test_the_cooccurrence_sentence_counts_the_pairs_with_positive_ppmi():
+    results = json.loads((FINDINGS / "results.json").read_text())
+    q5 = results["answers"]["q5"]
+    text = "\n".join(related_lines(q5, results))
+    assert "over the 14289 pairs with positive PPMI among the 300 most frequent words" in text
+    assert "co-occurring pairs" not in text and "that co-occur" not in text  # this results.json stores no such count
+    q5["cooccurrence_pairs"]["cooccurring_pairs"] = 28218  # a run that stored both
+    text = "\n".join(related_lines(q5, results))
+    assert "over the 14289 pairs with positive PPMI (of 28218 that co-occur) among the 300" in text
