@@ -350,6 +350,9 @@ class MinAttnTrainingArguments(TrainingArguments):
         if self.max_steps == 0 or self.max_steps < -1:  # transformers reads any of them as "not set": train epochs
             raise ValueError(f"--max_steps must be a positive number of optimizer steps, or -1 (the default: train "
                              f"--num_train_epochs), got {self.max_steps}")
+        if self.warmup_steps >= 1 and self.warmup_steps != int(self.warmup_steps):  # transformers would truncate it
+            raise ValueError(f"--warmup_steps {self.warmup_steps:g}: from 1 up it counts whole steps (below 1, a share "
+                             f"of the run's steps); expected a whole number such as {int(self.warmup_steps)}")
         if self.do_train and self.max_steps <= 0 and self.num_train_epochs <= 0:
             raise ValueError(f"nothing to train: --max_steps {self.max_steps} and --num_train_epochs "
                              f"{self.num_train_epochs:g}; give --max_steps > 0 or --num_train_epochs > 0")

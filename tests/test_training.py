@@ -493,6 +493,8 @@ def test_existing_checkpoints_need_resume(tmp_path):
 @pytest.mark.parametrize("flag, value, message", [
     ("learning_rate", "-0.001", "--learning_rate must be at least 0, got -0.001"),
     ("warmup_steps", "-5", "--warmup_steps must be at least 0, got -5"),
+    ("warmup_steps", "50.5", "--warmup_steps 50.5: from 1 up it counts whole steps (below 1, a share of the run's "
+                             "steps); expected a whole number such as 50"),
     ("weight_decay", "-0.1", "--weight_decay must be at least 0, got -0.1"),
     ("per_device_train_batch_size", "0", "--per_device_train_batch_size must be at least 1, got 0"),
     ("adam_beta2", "1.0", "--adam_beta2 must be in [0, 1), got 1.0"),
