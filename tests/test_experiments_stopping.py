@@ -72,10 +72,21 @@ def session_processes(session: int) -> list[int]:
     return found
 
 
+def wait_for_runs(process, output, count: int) -> None:
+    """Until the session of `process` holds it and `count` runs (the imports take a while on shared cores)."""
+    deadline = time.monotonic() + 60
+    while len(session_processes(process.pid)) < count + 1 and time.monotonic() < deadline:
+        assert process.poll() is None, output.read_text()
+        time.sleep(0.1)
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the processes from /proc")
-def test_a_ctrl_c_stops_the_queue_and_ends_the_runs_going_on(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])
+def test_a_ctrl_c_or_a_kill_stops_the_queue_and_ends_the_runs_going_on(tmp_path, signum):
     """SIGINT to the experiments' process alone: it used to kill nothing (the workers went on with every queued run
-    while the main thread waited for them); now it ends the two runs going on and starts none of the others."""
+    while the main thread waited for them); now it ends the two runs going on and starts none of the others. SIGTERM
+    (`kill`, `timeout`, a job scheduler) used to end the process alone, its two runs training on; now it does what a
+    Ctrl-C does, and exits with the status a shell gives a process that SIGTERM ended (143)."""
     script = textwrap.dedent("""
         import sys
         from hf_minattn.experiments.side_by_side import run_logged, run_side_by_side
@@ -91,19 +102,50 @@ def test_a_ctrl_c_stops_the_queue_and_ends_the_runs_going_on(tmp_path):
         process = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=f, stderr=subprocess.STDOUT,
                                    start_new_session=True)
     try:
-        deadline = time.monotonic() + 60  # the imports, on shared cores
-        while len(session_processes(process.pid)) < 3 and time.monotonic() < deadline:  # it and two sleeps
-            assert process.poll() is None, output.read_text()
-            time.sleep(0.1)
-        os.kill(process.pid, signal.SIGINT)
+        wait_for_runs(process, output, 2)
+        os.kill(process.pid, signum)
         process.wait(timeout=20)
         text = output.read_text()
-        assert "KeyboardInterrupt" in text and process.returncode != 0, text
+        if signum == signal.SIGINT:
+            assert "KeyboardInterrupt" in text and process.returncode != 0, text
+        else:
+            assert process.returncode == 143, text
         assert text.count("start") == 2, text
         assert session_processes(process.pid) == []  # no run left training
     finally:
         if session_processes(process.pid):
             os.killpg(process.pid, signal.SIGKILL)  # the group this test started
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the processes from /proc")
+def test_a_kill_of_the_experiments_command_ends_the_run_it_trains_alone(tmp_path):
+    """One run at a time (`--parallel 1`) trains in the main thread, where no event stands in for SIGTERM: the
+    command's own handler raises, and the run is ended on the way out, where it used to outlive the command."""
+    script = textwrap.dedent("""
+        import sys
+        from hf_minattn.experiments import cli
+        from hf_minattn.experiments.side_by_side import run_logged
+
+        def one_run(out, **settings):  # the training of the whole call, one run at a time: a run that sleeps
+            print("start", flush=True)
+            run_logged(["sleep", "37"], f"{out}/run.log")
+
+        cli.run_experiments = one_run
+        sys.exit(cli.main(["--parallel", "1", "--out", sys.argv[1]]))
+    """)
+    output = tmp_path / "output.txt"
+    with open(output, "w") as f:
+        process = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "out")], stdout=f,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_for_runs(process, output, 1)
+        os.kill(process.pid, signal.SIGTERM)
+        process.wait(timeout=20)
+        assert process.returncode == 143, output.read_text()
+        assert session_processes(process.pid) == []
+    finally:
+        if session_processes(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def test_a_failed_run_is_one_line_naming_its_log(tmp_path, monkeypatch, capsys):
@@ -159,24 +201,27 @@ def test_runs_stopped_by_a_failure_are_trained_again_by_the_next_call(tmp_path, 
     assert capsys.readouterr().out.count("holds an unfinished run: training it again") == 2
 
 
-def test_a_ctrl_c_while_the_runs_are_waited_on_becomes_an_event_raised_at_a_point_of_our_own():
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])
+def test_a_stop_signal_while_the_runs_are_waited_on_becomes_an_event_raised_at_a_point_of_our_own(signum):
     """Raised inside concurrent.futures' wait or submit, a KeyboardInterrupt can leave a lock held, and the call, and
     the exit that joins its workers, wait forever (seen once, under load: the Ctrl-C test above timed out)."""
-    from hf_minattn.experiments.side_by_side import ctrl_c_as_event
+    from hf_minattn.experiments.side_by_side import stop_exception, stop_signals_as_event
 
-    before = signal.getsignal(signal.SIGINT)
-    with ctrl_c_as_event() as interrupted:
-        os.kill(os.getpid(), signal.SIGINT)  # no KeyboardInterrupt here
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    with stop_signals_as_event() as interrupted:
+        os.kill(os.getpid(), signum)  # no KeyboardInterrupt here, and this process goes on
         deadline = time.monotonic() + 5
         while not interrupted.is_set() and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert interrupted.is_set()
-    assert signal.getsignal(signal.SIGINT) is before
+        assert interrupted.is_set() and interrupted.signum == signum
+    assert {s: signal.getsignal(s) for s in before} == before
+    raised = stop_exception(interrupted.signum)
+    assert isinstance(raised, KeyboardInterrupt) if signum == signal.SIGINT else raised.code == 143
     seen = []
 
-    def off_the_main_thread():  # no handler can be set there: SIGINT is left alone
-        with ctrl_c_as_event() as event:
-            seen.append((event.is_set(), signal.getsignal(signal.SIGINT) is before))
+    def off_the_main_thread():  # no handler can be set there: the signals are left alone
+        with stop_signals_as_event() as event:
+            seen.append((event.is_set(), signal.getsignal(signal.SIGINT) is before[signal.SIGINT]))
 
     thread = threading.Thread(target=off_the_main_thread)
     thread.start(), thread.join()

@@ -24,6 +24,7 @@ from .figures import make_figures
 from .findings import int_seed_keys, protocol_record, render_findings
 from .head_dynamics import remove_early_states
 from .probing import probe_variants, reference_source
+from .side_by_side import terminate_as_exit
 from .training import (SETTINGS, VARIANTS, build_config, check_same_settings, count_parameters, log,
                        matched_intermediate_size, train_variants, variant_named, variant_overrides)
 from .word2vec import word2vec_tasks
@@ -310,9 +311,10 @@ def main(argv=None) -> int:
         (f" --precision {args.precision}" if args.precision else "") + \
         (f" --parallel {args.parallel}" if args.parallel else "") + \
         (f" --figure-format {args.figure_format}" if args.figure_format != "both" else "") + f" --out {args.out}"
-    results = run_experiments(args.out, preset=preset, seeds=seeds, command=command,
-                              figure_format=args.figure_format, reference=args.reference, precision=args.precision,
-                              parallel=args.parallel)
+    with terminate_as_exit():  # a kill ends the training runs too, as a Ctrl-C does
+        results = run_experiments(args.out, preset=preset, seeds=seeds, command=command,
+                                  figure_format=args.figure_format, reference=args.reference,
+                                  precision=args.precision, parallel=args.parallel)
     log(f"done in {results['minutes']} min")
     for what, where in (("findings", "FINDINGS.md"), ("figures", "figures"), ("models", "models"), ("probes", "probes")):
         log(f"{what + ':':10}{os.path.join(args.out, where)}")

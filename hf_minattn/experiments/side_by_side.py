@@ -1,6 +1,6 @@
-"""Training runs in child processes, several side by side on threads, stopped together: the first failure, or a
-Ctrl-C, cancels the runs not started yet and ends the ones running before it is raised. An ended run leaves its
-folder unfinished (`training.finished_folder`), so the next call trains it again from the start."""
+"""Training runs in child processes, several side by side on threads, stopped together: the first failure, a Ctrl-C
+or a kill (SIGTERM) cancels the runs not started yet and ends the ones running before it is raised. An ended run
+leaves its folder unfinished (`training.finished_folder`), so the next call trains it again from the start."""
 
 import itertools
 import os
@@ -89,8 +89,8 @@ def run_side_by_side(train, jobs, parallel: int, also=None) -> None:
     and the runs' start-up, mostly imports, overlaps), then the callables that `also()` returns, on the same workers
     (work of a later phase that fills the end, where one worker would wait for the other; `also()` itself runs once
     the first runs have started). One at a time (`parallel` 1): `train(job)`, and `also` is left to its phase.
-    The first failure, or a Ctrl-C, cancels the jobs not started and ends the runs going on (`LIVE`), then is
-    raised: waiting for the queue would train every other run first (an hour on the full preset)."""
+    The first failure, a Ctrl-C or a kill (SIGTERM) cancels the jobs not started and ends the runs going on (`LIVE`),
+    then is raised: waiting for the queue would train every other run first (an hour on the full preset)."""
     if parallel <= 1:
         for job in jobs:
             train(job)
@@ -109,7 +109,7 @@ def run_side_by_side(train, jobs, parallel: int, also=None) -> None:
     workers = f"hf-minattn-runs-{next(CALLS)}"  # LIVE stops this call's workers, not a later call's
     pool = ThreadPoolExecutor(parallel, thread_name_prefix=workers)
     try:
-        with ctrl_c_as_event() as interrupted:
+        with stop_signals_as_event() as interrupted:
             futures = [pool.submit(guarded, train, job, threads=1) for job in jobs]
             futures += [pool.submit(guarded, task) for task in (also() if also is not None else [])]
             while not interrupted.is_set():
@@ -121,7 +121,7 @@ def run_side_by_side(train, jobs, parallel: int, also=None) -> None:
                 if not running:
                     break
         if interrupted.is_set():
-            raise KeyboardInterrupt
+            raise stop_exception(interrupted.signum)
     except BaseException:  # KeyboardInterrupt included
         stopping.set()
         pool.shutdown(wait=False, cancel_futures=True)
@@ -130,18 +130,53 @@ def run_side_by_side(train, jobs, parallel: int, also=None) -> None:
     pool.shutdown()
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # a Ctrl-C; a kill: `kill`, `timeout`, a job scheduler's stop
+
+
 @contextmanager
-def ctrl_c_as_event():
-    """A Ctrl-C (SIGINT) sets the event yielded instead of raising KeyboardInterrupt wherever the main thread is: raised
-    inside `wait` or `submit`, it could leave a future's or the pool's lock held, and the workers, and the exit that
-    joins them, would wait forever. The caller raises it at a point of its own. Off the main thread (no handler can
-    be set there), SIGINT is left as it is."""
+def stop_signals_as_event():
+    """A Ctrl-C (SIGINT) or a kill (SIGTERM) sets the event yielded, its `signum` the signal, instead of acting
+    wherever the main thread is: a KeyboardInterrupt raised inside `wait` or `submit` could leave a future's or the
+    pool's lock held, and the workers, and the exit that joins them, would wait forever; SIGTERM's default would end
+    this process alone, its runs training on unseen. The caller raises `stop_exception` at a point of its own. Off
+    the main thread (no handler can be set there), the signals are left as they are."""
     interrupted = threading.Event()
+    interrupted.signum = None
     if threading.current_thread() is not threading.main_thread():
         yield interrupted
         return
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
+
+    def caught(signum, frame):
+        interrupted.signum = signum
+        interrupted.set()
+
+    previous = {signum: signal.signal(signum, caught) for signum in STOP_SIGNALS}
     try:
         yield interrupted
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def stop_exception(signum) -> BaseException:
+    """What a stop signal raises once the runs are ended: KeyboardInterrupt for a Ctrl-C; for SIGTERM, SystemExit with
+    the status a shell gives a process that signal ended (143), so `finally` blocks run on the way out."""
+    return KeyboardInterrupt() if signum == signal.SIGINT else SystemExit(128 + signum)
+
+
+@contextmanager
+def terminate_as_exit():
+    """SIGTERM raises `stop_exception` in the main thread for the body, where its default would end this process at
+    once and leave a training run it started going on (`run_logged` ends its run on any exception)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raised(signum, frame):
+        raise stop_exception(signum)
+
+    previous = signal.signal(signal.SIGTERM, raised)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
