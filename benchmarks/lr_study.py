@@ -29,6 +29,7 @@ import time
 
 from hf_minattn.experiments.learning_rates import (EXPLORATION_SEEDS, FOLLOWS_FULL, MAX_EXTENSIONS, RULE,
                                                    choose_learning_rates, extension_rates, study_rates)
+from hf_minattn.experiments.side_by_side import terminate_as_exit
 from hf_minattn.experiments.training import (SETTINGS, VARIANTS, log, run_side_by_side, run_training,
                                              variant_arguments)
 from hf_minattn.machine import fast_bf16_available, machine_description, machine_info
@@ -181,4 +182,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    with terminate_as_exit():  # a kill ends the study's training runs too, as a Ctrl-C does
+        raise SystemExit(main())
