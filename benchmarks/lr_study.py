@@ -59,8 +59,7 @@ def run_study(preset: str, rates: dict, seeds, work: str, parallel: int = 1, rec
         if os.path.isdir(folder):  # killed before it finished: the study saves no checkpoints, so it starts again
             shutil.rmtree(folder)
         log(f"[{jobs.index(job) + 1}/{len(jobs)}] {variant.name}, learning rate {rate:g}, seed {seed}")
-        args = variant_arguments({**settings, "learning_rates": {variant.name: rate}}, variant, seed, folder,
-                                 tokenizer_dir, measurements=False)
+        args = study_arguments(settings, variant, rate, seed, folder, tokenizer_dir)
         run_training(args, os.path.join(work, "logs", f"{variant.name}-lr{rate:g}-seed{seed}.log"), threads)
         keep(job)
 
@@ -120,6 +119,13 @@ def table(chosen: dict) -> str:
         edge = f" ({c['edge']} studied)" if c.get("edge") else ""
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {c['learning_rate']:g}{edge} |")
     return "\n".join(lines)
+
+
+def study_arguments(settings: dict, variant, rate: float, seed: int, folder: str, tokenizer_dir) -> list[str]:
+    """run_mlm's arguments for one run of the study: the preset's, at `rate`, evaluated on the first validation
+    sequences (the ones the experiments leave out), without the measurements the experiments' phases read."""
+    study = {**settings, "curve_eval_from": 0, "learning_rates": {variant.name: rate}}
+    return variant_arguments(study, variant, seed, folder, tokenizer_dir, measurements=False)
 
 
 def main(argv=None):

@@ -186,6 +186,12 @@ class DataTrainingArguments:
     overwrite_cache: bool = field(default=False, metadata={"help": "Recompute the tokenized datasets instead of reading the cache."})
     max_train_samples: int | None = field(default=None, metadata={"help": "Keep only this many training sequences (debugging, quick runs)."})
     max_eval_samples: int | None = field(default=None, metadata={"help": "Keep only this many validation sequences."})
+    skip_eval_samples: int = field(
+        default=0,
+        metadata={"help": "Leave the first N validation sequences out of the evaluation (those a learning rate was "
+                  "chosen on, say); --max_eval_samples counts from there. Each sequence kept is masked as it is "
+                  "in the whole split, so the evaluations of runs that skip differently agree where they overlap."},
+    )
     mlm_probability: float = field(default=0.15, metadata={"help": "Fraction of tokens masked for the masked-LM loss."})
     whole_word_mask: bool = field(
         default=False, metadata={"help": "Mask all the sub-word tokens of a word together (needs a fast tokenizer; not with --line_by_line)."}
@@ -221,6 +227,7 @@ class DataTrainingArguments:
             raise ValueError(f"--validation_split_percentage must be between 1 and 99, got {self.validation_split_percentage}")
         check_bounds(self, {"mlm_probability": (0, 1, False), "max_seq_length": (3, None, True),  # [CLS] a token [SEP]
                             "max_train_samples": (1, None, True), "max_eval_samples": (1, None, True),
+                            "skip_eval_samples": (0, None, True),
                             "preprocessing_num_workers": (1, None, True)})
         check_finite_floats(self)
         if self.pad_to_max_length and not self.line_by_line:

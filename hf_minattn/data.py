@@ -414,12 +414,20 @@ def tokenize_and_group(raw, tokenizer, text_column, data_args, max_seq_length, t
 
 
 def lm_datasets(raw, tokenizer, text_column, data_args, max_seq_length, training_args, description):
-    """(train, validation) sequences, cut to --max_train_samples / --max_eval_samples. With --streaming the
-    training set stays a stream and the validation set is the start of its stream, fixed (it is masked once)."""
+    """(train, validation) sequences, cut to --max_train_samples / --skip_eval_samples and --max_eval_samples. With
+    --streaming the training set stays a stream and the validation set is the start of its stream (after the skipped
+    sequences), fixed (it is masked once)."""
     grouped = tokenize_and_group(raw, tokenizer, text_column, data_args, max_seq_length, training_args)
     train, validation = grouped["train"], grouped["validation"]
+    skip = data_args.skip_eval_samples
     if data_args.streaming:
-        validation = datasets.Dataset.from_list(list(validation.take(data_args.max_eval_samples or STREAM_EVAL_SEQUENCES)))
+        validation = datasets.Dataset.from_list(list(validation.skip(skip).take(data_args.max_eval_samples or
+                                                                                STREAM_EVAL_SEQUENCES)))
+    total = None if data_args.streaming else len(validation)
+    if skip and (len(validation) == 0 if total is None else skip >= total):
+        held = "" if total is None else f" (it has {total} sequences of {max_seq_length} tokens)"
+        raise ValueError(f"--skip_eval_samples {skip} leaves no validation sequence of {description} to "
+                         f"evaluate{held}; lower it")
     for split, dataset in (("train", train), ("validation", validation)):
         if is_empty(dataset):
             raise ValueError(f"The {split} split of {description} gives no sequence of {max_seq_length} tokens; "
@@ -427,7 +435,8 @@ def lm_datasets(raw, tokenizer, text_column, data_args, max_seq_length, training
     if data_args.max_train_samples is not None:
         train = (train.take(data_args.max_train_samples) if data_args.streaming else
                  train.select(range(min(len(train), data_args.max_train_samples))))
-    if data_args.max_eval_samples is not None and not data_args.streaming:
-        validation = validation.select(range(min(len(validation), data_args.max_eval_samples)))
+    if total is not None and (skip or data_args.max_eval_samples is not None):
+        end = total if data_args.max_eval_samples is None else skip + data_args.max_eval_samples
+        validation = validation.select(range(skip, min(total, end)))
     return train, validation
 

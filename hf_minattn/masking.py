@@ -129,14 +129,16 @@ def attention_of(example: dict) -> list:
     return list(example.get("attention_mask") or [1] * len(example["input_ids"]))
 
 
-def mask_once(dataset: datasets.Dataset, collator: MLMCollator) -> datasets.Dataset:
+def mask_once(dataset: datasets.Dataset, collator: MLMCollator, first_index: int = 0) -> datasets.Dataset:
     """Mask an evaluation set once, with fixed seeds (and cached by `datasets`).
 
     The Trainer would otherwise draw new masks at every evaluation; fixed masks make evaluations comparable
-    across checkpoints, runs and model variants.
+    across checkpoints, runs and model variants. `first_index`: the index of the dataset's first sequence in the
+    whole validation split (--skip_eval_samples), which seeds its masks, so a sequence is masked alike whatever
+    part of the split is evaluated.
     """
     return dataset.map(
-        lambda example, index: collator.mask_example(example, EVAL_MASK_STREAM, index),
+        lambda example, index: collator.mask_example(example, EVAL_MASK_STREAM, first_index + index),
         with_indices=True, remove_columns=dataset.column_names, desc="Masking the validation set",
     )
 

@@ -298,7 +298,7 @@ def build_trainer(model_args, data_args, training_args, checkpoint) -> tuple[Min
     logger.info(f"Unigram floor: entropy {unigram.entropy():.3f} nats over {unigram.num_tokens:,} maskable training tokens")
     collator = MLMCollator(tokenizer, data_args, seed=training_args.seed)
     with training_args.main_process_first(desc="masking the validation set"):
-        eval_dataset = mask_once(eval_dataset, collator)
+        eval_dataset = mask_once(eval_dataset, collator, data_args.skip_eval_samples)
     if training_args.do_eval or (training_args.loss_allocation and training_args.do_train):  # before any training step
         check_eval_targets(eval_dataset, data_args, data_description)
 

@@ -5,13 +5,14 @@ import copy
 
 import pytest
 import torch
-from conftest import tiny_config
+from conftest import benchmark_script, tiny_config
 from test_findings import full_results
 
 from hf_minattn import MinAttnForMaskedLM
 from hf_minattn.experiments.evaluation import MaskDraw, score_model, token_losses
 from hf_minattn.experiments.findings import scale_paragraph
-from hf_minattn.experiments.training import SETTINGS
+from hf_minattn.experiments.findings_training import curve_text
+from hf_minattn.experiments.training import SETTINGS, VARIANTS, curve_sequences, variant_arguments
 from hf_minattn.unigram import UnigramFloor
 
 
@@ -24,8 +25,8 @@ def test_the_scores_leave_out_the_first_sequences_and_the_check_still_reads_them
     labels[:, ::3] = ids[:, ::3]
     draw = MaskDraw(0, -1, ids, torch.ones_like(ids), labels)
     unigram = UnigramFloor.from_token_ids([ids.flatten().numpy()], 99)
-    every = score_model(str(tmp_path), [draw], unigram, batch_size=4, check_samples=2)
-    later = score_model(str(tmp_path), [draw], unigram, batch_size=4, check_samples=2, scored_from=2)
+    every = score_model(str(tmp_path), [draw], unigram, batch_size=4, checked=range(2))
+    later = score_model(str(tmp_path), [draw], unigram, batch_size=4, checked=range(2), scored_from=2)
     losses, _, sequence = token_losses(model, draw, 4)
     assert later["eval_loss"] == pytest.approx(losses[sequence >= 2].mean()) != every["eval_loss"]
     assert every["eval_loss"] == pytest.approx(losses.mean())
@@ -34,11 +35,40 @@ def test_the_scores_leave_out_the_first_sequences_and_the_check_still_reads_them
     # run_mlm's own evaluation set (the first 2 here) is still scored, to compare with its eval_results.json
     check = pytest.approx(losses[sequence < 2].mean())
     assert later["run_mlm_masks_loss_on_trainer_eval_set"] == check == every["run_mlm_masks_loss_on_trainer_eval_set"]
+    # a run that evaluated later sequences (--skip_eval_samples) is checked on those
+    skipped = score_model(str(tmp_path), [draw], unigram, batch_size=4, checked=range(2, 4), scored_from=2)
+    assert skipped["run_mlm_masks_loss_on_trainer_eval_set"] == pytest.approx(
+        losses[(sequence >= 2) & (sequence < 4)].mean()) != check
 
 
-def test_the_full_preset_scores_none_of_the_sequences_its_learning_rates_were_chosen_on():
+def flag(args: list[str], name: str) -> str | None:
+    return args[args.index(name) + 1] if name in args else None
+
+
+def test_the_full_preset_reads_none_of_the_sequences_its_learning_rates_were_chosen_on():
+    """benchmarks/lr_study.py chose the rates on the first curve_eval_samples validation sequences; the experiments
+    leave them out of their final scores (scored_from) and, since PROTOCOL.md version 3, of the curves during
+    training, the loss allocation's batch and the heads' plateau exit (curve_eval_from, run_mlm's
+    --skip_eval_samples). The study itself still evaluates on them."""
     full = SETTINGS["full"]
-    assert full["scored_from"] >= full["curve_eval_samples"]  # lr_study.py chose on the curve's sequences
+    tuning = range(full["curve_eval_samples"])
+    assert full["scored_from"] >= tuning.stop and curve_sequences(full, 583) == range(128, 256)
+    run = variant_arguments(full, VARIANTS[0], 13, "folder")
+    assert flag(run, "--skip_eval_samples") == "128" and flag(run, "--max_eval_samples") == "128"
+    study = benchmark_script("lr_study").study_arguments(full, VARIANTS[0], 1e-3, 0, "folder", None)
+    assert flag(study, "--skip_eval_samples") is None and flag(study, "--max_eval_samples") == str(tuning.stop)
+    assert flag(study, "--learning_rate") == "0.001" and "--loss_allocation" not in study
+    # presets and results.json files without curve_eval_from: the first sequences, as before
+    assert curve_sequences(SETTINGS["quick"], 50) == range(32) and "--skip_eval_samples" not in \
+        variant_arguments(SETTINGS["quick"], VARIANTS[0], 0, "folder")
+    assert curve_sequences({"curve_eval_samples": None}, 50) == range(50)
+
+
+def test_findings_name_the_sequences_of_the_curves():
+    settings = {"curve_eval_samples": 128}
+    assert curve_text(settings) == "128 validation sequences"
+    assert curve_text({**settings, "curve_eval_from": 128}) == "validation sequences 128-255"
+    assert curve_text({"curve_eval_samples": None}) == "full validation sequences"
 
 
 def test_findings_say_which_validation_sequences_were_scored():

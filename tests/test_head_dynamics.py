@@ -453,6 +453,16 @@ def test_the_gain_of_a_state_is_scored_on_run_mlms_evaluation_masks(tokenizer_di
     first = gain(model.eval(), 0)
     assert first < 0 and gain(model, 0) == first
     assert -np.log(vocab) < first  # the unigram floor's cross-entropy is positive
+    # From curve_eval_from on (PROTOCOL.md version 3): those rows of the whole split, each with its own masks
+    from hf_minattn.experiments.evaluation import load_splits, mask_validation
+    from hf_minattn.unigram import UnigramFloor
+
+    held_out = gain_scorer(str(tokenizer_dir), {"max_seq_length": 64, "mlm_probability": 0.3, "curve_eval_samples": 8,
+                                                "curve_eval_from": 8, "batch_size": 4})(model, 0)
+    splits = load_splits(str(tokenizer_dir), 64, 0.3)
+    labels = mask_validation(splits, 0, draws=1)[0].labels[8:16]
+    floor = UnigramFloor.from_dataset(splits.train, vocab).cross_entropy(labels[labels != -100].numpy())
+    assert held_out == pytest.approx(floor - np.log(vocab), abs=1e-4) and held_out != pytest.approx(first)
 
 
 def test_a_results_json_read_back_answers_the_plateau_exits_it_was_answered_with():

@@ -213,3 +213,39 @@ def test_a_special_token_id_in_config_overrides_is_refused(overrides, named):
     assert ModelArguments(model_size="tiny", config_overrides="classifier_dropout=null").config_overrides
 
 
+
+
+def test_skip_eval_samples_evaluates_later_sequences_masked_as_in_the_whole_split(tokenizer_dir, text_files, tmp_path):
+    """--skip_eval_samples 3 --max_eval_samples 4: the validation split's sequences 3-6, each masked as it is when
+    the whole split is evaluated (its masks seeded by its index there), so the curves of runs that skip differently
+    agree where they overlap; skipping every sequence is refused by name before any training."""
+    import datasets
+
+    from hf_minattn.data import lm_datasets
+    from hf_minattn.masking import MLMCollator, mask_once
+
+    files = {"train": str(text_files / "train.txt"), "validation": str(text_files / "validation.txt")}
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    raw = datasets.load_dataset("text", data_files=files)
+
+    def validation(**flags):
+        _, data_args, training_args = parse_args(tiny_argv(tmp_path / "out", tokenizer_dir, train_file=files["train"],
+                                                           validation_file=files["validation"], **flags))
+        source = datasets.load_dataset("text", data_files=files, streaming=True) if data_args.streaming else raw
+        kept = lm_datasets(source, tokenizer, "text", data_args, 64, training_args, "the test files")[1]
+        return kept, mask_once(kept, MLMCollator(tokenizer, data_args, seed=0), data_args.skip_eval_samples)
+
+    whole, whole_masked = validation(max_eval_samples=None)
+    part, part_masked = validation(max_eval_samples=4, skip_eval_samples=3)
+    assert len(whole) > 7 and part["input_ids"] == whole["input_ids"][3:7]
+    assert part_masked["labels"] == whole_masked["labels"][3:7]
+    streamed, streamed_masked = validation(max_eval_samples=4, skip_eval_samples=3, streaming=True)
+    assert streamed["input_ids"] == part["input_ids"] and streamed_masked["labels"] == part_masked["labels"]
+    assert part_masked["labels"] != mask_once(part, MLMCollator(tokenizer, parse_args(tiny_argv(
+        tmp_path / "out", tokenizer_dir))[1], seed=0))["labels"]  # seeded from index 0, as it was: other masks
+    shown = re.escape(f"--skip_eval_samples {len(whole)} leaves no validation sequence of the test files to evaluate "
+                      f"(it has {len(whole)} sequences of 64 tokens); lower it")
+    with pytest.raises(ValueError, match=shown):
+        validation(max_eval_samples=None, skip_eval_samples=len(whole))
+    with pytest.raises(ValueError, match=re.escape("--skip_eval_samples must be at least 0, got -1")):
+        parse_args(tiny_argv(tmp_path / "out", tokenizer_dir, skip_eval_samples=-1))

@@ -20,7 +20,7 @@ from .head_dynamics import head_curves
 from .training import log
 
 SCORING_SETTINGS = ("max_seq_length", "mlm_probability", "mask_draws", "max_steps", "batch_size", "curve_eval_samples",
-                    "scored_from")
+                    "curve_eval_from", "scored_from")
 
 
 def scoring_key(folders: dict, settings: dict, seeds) -> dict:

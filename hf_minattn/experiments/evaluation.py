@@ -101,12 +101,13 @@ def token_losses(model, draw: MaskDraw, batch_size: int) -> tuple[np.ndarray, np
     return torch.cat(losses).numpy(), torch.cat(correct).numpy(), sequence.numpy()
 
 
-def score_model(folder: str, draws: list[MaskDraw], unigram, batch_size: int, check_samples: int | None = None,
+def score_model(folder: str, draws: list[MaskDraw], unigram, batch_size: int, checked: range | None = None,
                 scored_from: int = 0) -> dict:
     """The model's masked-LM loss and accuracy on every draw (pooled over draws: `eval_loss`), and the unigram
     floor on the same tokens, over the validation sequences from index `scored_from` on (the preset's
-    `scored_from`: those before it chose the learning rates). `check_samples`: also the loss on draw 0's first N
-    sequences, the set run_mlm's own final evaluation scored, to compare with its `eval_results.json`."""
+    `scored_from`: those before it chose the learning rates). `checked`: also the loss on draw 0's sequences in that
+    range (`training.curve_sequences`), the set run_mlm's own final evaluation scored, to compare with its
+    `eval_results.json` (None: every sequence)."""
     from transformers import AutoModelForMaskedLM
 
     from hf_minattn.probes.loading import resolve_device
@@ -117,7 +118,8 @@ def score_model(folder: str, draws: list[MaskDraw], unigram, batch_size: int, ch
     for draw in draws:
         losses, correct, sequence = token_losses(model, draw, batch_size)
         if draw is draws[0]:  # run_mlm's own masks
-            check = float(losses[sequence < (check_samples or len(draw.labels))].mean())
+            checked_here = np.isin(sequence, checked) if checked is not None else np.ones_like(losses, dtype=bool)
+            check = float(losses[checked_here].mean())
         scored = sequence >= scored_from  # per masked token, row-major like draw.targets
         losses, correct, targets = losses[scored], correct[scored], draw.targets[scored]
         by_draw.append({"collator_seed": draw.collator_seed, "stream": draw.stream, "eval_loss": float(losses.mean()),
@@ -298,7 +300,7 @@ def evaluate(folders: dict, settings: dict, seeds) -> tuple[dict, dict]:
     per-row arrays of the first seed (training counts, each variant's drift) that rows.npz keeps for the figures."""
     from hf_minattn.unigram import UnigramFloor
 
-    from .training import VARIANTS, log
+    from .training import VARIANTS, curve_sequences, log
 
     first = folders["full"][seeds[0]]
     splits = load_splits(first, settings["max_seq_length"], settings["mlm_probability"])
@@ -320,8 +322,8 @@ def evaluate(folders: dict, settings: dict, seeds) -> tuple[dict, dict]:
             folder = folders[variant.name][seed]
             trainer = trainer_metrics(folder)
             row = {"seed": seed, **score_model(folder, draws, unigram, settings["batch_size"],
-                                               settings["curve_eval_samples"] if variant.trained else None,
-                                               scored_from), **trainer}
+                                               curve_sequences(settings, len(splits.validation))
+                                               if variant.trained else None, scored_from), **trainer}
             variants[variant.name]["seeds"].append(row)
         # per-row drift at every seed: the bins of the first seed are shown, the frequency correlation over seeds
         initial = word_embeddings(folders["untrained"][seed])

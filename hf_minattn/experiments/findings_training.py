@@ -203,7 +203,7 @@ def q2_section(results: dict, fig) -> list[str]:
         trend = {1: "the trained embeddings are ahead", 0: "the two are not told apart",
                  -1: "the frozen embeddings are ahead"}
         lines.append(f"- Trend during training (gain over the unigram floor, full - frozen, paired over seeds, on the "
-                     f"curve's {results['settings']['curve_eval_samples'] or 'full'} validation sequences): at step "
+                     f"curve's {curve_text(results['settings'])}): at step "
                      f"{s0} {ci(g0)}, where {trend[st.sign(g0)]}; at step {s1} {ci(g1)}, where {trend[st.sign(g1)]}.")
         lines += details("Full - frozen gain at every evaluation (nats, 95% t-interval over seeds)",
                          table(["step", "full - frozen", "95% interval"],
@@ -347,3 +347,12 @@ def reference_circuits_lines(ref: dict | None) -> list[str]:
               else "")
     return ["", f"- {AT_SCALE[0].upper() + AT_SCALE[1:]} ({ref['name']}, measured the same way on its own "
             f"{ref['tokens']} most frequent tokens): {headline[0].lower() + headline[1:-1]}{spread}."]
+
+
+def curve_text(settings: dict) -> str:
+    """The validation sequences of the curves during training, in words: "128 validation sequences" (the first
+    ones), "validation sequences 128-255" (from `curve_eval_from`), "full validation sequences" (all)."""
+    count, start = settings["curve_eval_samples"], settings.get("curve_eval_from", 0)
+    if not start:
+        return f"{count or 'full'} validation sequences"
+    return f"validation sequences {start}-{start + count - 1}" if count else f"validation sequences from {start} on"

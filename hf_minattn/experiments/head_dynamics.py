@@ -162,25 +162,27 @@ def has_early_states(folders: dict, seeds) -> bool:
 
 
 def gain_scorer(tokenizer_dir: str, settings: dict):
-    """gain(model, seed): the model's gain over the unigram floor (nats) on the first `curve_eval_samples` validation
-    sequences, masked as run_mlm's evaluation of that seed masked them (`evaluation.mask_validation`'s draw 0): what
-    run_mlm's evaluation would have logged at the state's step. The floor is the training split's, as run_mlm's."""
+    """gain(model, seed): the model's gain over the unigram floor (nats) on the validation sequences run_mlm
+    evaluated during training (`training.curve_sequences`), masked as its evaluation of that seed masked them
+    (`evaluation.mask_validation`'s draw 0, a sequence's masks seeded by its index in the whole split): what run_mlm's
+    evaluation would have logged at the state's step. The floor is the training split's, as run_mlm's."""
     import dataclasses
 
     from hf_minattn.unigram import UnigramFloor
 
     from .evaluation import load_splits, mask_validation, token_losses
+    from .training import curve_sequences
 
     splits = load_splits(tokenizer_dir, settings["max_seq_length"], settings["mlm_probability"])
     unigram = UnigramFloor.from_dataset(splits.train, len(splits.tokenizer))
-    if settings.get("curve_eval_samples"):
-        kept = range(min(settings["curve_eval_samples"], len(splits.validation)))
-        splits = dataclasses.replace(splits, validation=splits.validation.select(kept))
+    kept = curve_sequences(settings, len(splits.validation))
     draws = {}
 
     def gain(model, seed: int) -> float:
         if seed not in draws:
-            draws[seed] = mask_validation(splits, seed, draws=1)[0]
+            whole = mask_validation(splits, seed, draws=1)[0]  # then the curve's rows: each keeps its masks
+            draws[seed] = dataclasses.replace(whole, **{key: getattr(whole, key)[kept.start:kept.stop]
+                                                        for key in ("input_ids", "attention_mask", "labels")})
         losses, _, _ = token_losses(model, draws[seed], settings["batch_size"])
         return float(unigram.cross_entropy(draws[seed].targets) - losses.mean())
 

@@ -52,12 +52,13 @@ SETTINGS = {
     "full": dict(model_size="small", config_overrides="hidden_size=128,intermediate_size=512", vocab_size=8192,
                  max_seq_length=128, batch_size=16, max_steps=1200, learning_rate=2e-3, warmup_steps=60,
                  weight_decay=0.0, mlm_probability=0.3,
-                 eval_steps=120, curve_eval_samples=128, scored_from=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000, vector_sentences=0,
+                 eval_steps=120, curve_eval_samples=128, curve_eval_from=128, scored_from=128, seeds=(0, 1, 2), mask_draws=3, probe_sentences=1000, vector_sentences=0,
                  dynamics_sentences=4000, head_sentences=200, bf16=None, cooccurrence_sentences=20000, parallel=2,
                  reference="minilm", n_resamples=1000, probed=("full", "untrained"), loss_allocation_every=15,
                  loss_allocation_samples=16, early_save_every=20, early_save_until=400,
                  # per variant, chosen by benchmarks/lr_study.py on seeds 0-2 (docs/findings/PROTOCOL.md) from the
-                 # loss on the curve's 128 validation sequences, which `scored_from` leaves out of the final scores
+                 # loss on the first 128 validation sequences, which the final scores (`scored_from`) and, since
+                 # PROTOCOL.md version 3, the curves during training (`curve_eval_from`) leave out
                  learning_rates={"full": 1e-3, "frozen_embeddings": 1e-3, "frozen_embeddings_matched": 1e-3,
                                  "frozen_embeddings_gain": 1e-3, "identity_qkv": 1e-3, "qkv_from_identity": 2e-3,
                                  "attention_only": 1e-3}),
@@ -229,7 +230,18 @@ def common_arguments(settings: dict, seed: int, variant: str = "full") -> list[s
         args += ["--bf16", str(settings["bf16"]).lower()]
     if settings["curve_eval_samples"]:  # the curve during training; the final numbers re-score from `scored_from`
         args += ["--max_eval_samples", str(settings["curve_eval_samples"])]
+    if settings.get("curve_eval_from"):  # and the loss allocation's batch, which run_mlm takes from the same set
+        args += ["--skip_eval_samples", str(settings["curve_eval_from"])]
     return args
+
+
+def curve_sequences(settings: dict, total: int) -> range:
+    """The validation sequences (of `total`) run_mlm evaluates during training: the curves, the loss allocation's
+    batch and the heads' plateau exit. From `curve_eval_from` (0 in presets and results.json files before it), at
+    most `curve_eval_samples` of them (None: all)."""
+    start = min(settings.get("curve_eval_from", 0), total)
+    count = settings["curve_eval_samples"] or total
+    return range(start, min(start + count, total))
 
 
 def variant_arguments(settings: dict, variant: Variant, seed: int, folder: str, tokenizer_dir: str | None = None,
