@@ -152,3 +152,29 @@ def test_an_output_path_that_is_a_file_is_refused_before_any_work(tmp_path, caps
     with pytest.raises(ValueError, match=r"--output_dir '.*notes\.txt' is a file; expected a folder"):
         MinAttnTrainingArguments(output_dir=str(afile))
     assert afile.read_text() == "mine"
+
+
+def test_experiments_refuse_a_users_files_in_a_probe_folder_before_any_training(tmp_path, capsys):
+    """A report.html of the user's own where the call's probe of the full model at seed 1 writes: refused in one
+    line before the training (it used to stop the call at its probe phase, after all of it), nothing written; a
+    folder an earlier probe wrote (its probes.json) is not refused (test_experiments_rerun reruns into one)."""
+    out = tmp_path / "out"
+    mine = out / "probes" / "full" / "seed1"
+    mine.mkdir(parents=True)
+    (mine / "report.html").write_text("my own page")
+    (out / "keep.txt").write_text("earlier results")
+    from hf_minattn.cli import main
+    from hf_minattn.experiments.cli import checked_arguments
+
+    capsys.readouterr()
+    assert main(["experiments", "--quick", "--reference", "none", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0] == (f"hf-minattn experiments: error: the probe folder {str(mine)!r} holds "
+                                        "report.html, names a probe writes, but no probes.json (the file a finished "
+                                        "probe leaves), so the probe would replace them; use another --out, or move "
+                                        "or remove them")
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt", "probes"]  # no settings.json, no model
+    assert (mine / "report.html").read_text() == "my own page" and list(mine.iterdir()) == [mine / "report.html"]
+
+    (mine / "probes.json").write_text("{}")  # an earlier probe's folder
+    assert checked_arguments(str(out), "quick", None, "both", "none", None)[1] == (0, 1)

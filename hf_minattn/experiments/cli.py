@@ -23,7 +23,7 @@ from .evaluation import drift_summary, initialisation_agreement, loss_allocation
 from .figures import make_figures
 from .findings import int_seed_keys, protocol_record, render_findings
 from .head_dynamics import remove_early_states
-from .probing import probe_variants, reference_source
+from .probing import check_probe_folders, probe_variants, reference_source
 from .side_by_side import terminate_as_exit
 from .training import (SETTINGS, VARIANTS, build_config, check_same_settings, count_parameters, log,
                        matched_intermediate_size, train_variants, variant_named, variant_overrides)
@@ -158,6 +158,7 @@ def checked_arguments(out, preset, seeds, figure_format, reference, precision,
     figure_suffixes(figure_format)
     seeds = check_seeds(settings["seeds"] if seeds is None else seeds)
     reference_source(settings["reference"])  # found now, not after the training
+    check_probe_folders(os.fspath(out), settings, seeds)
     return settings, seeds
 
 

@@ -73,6 +73,17 @@ def rollout_edges(results, layer: int) -> dict | None:
     return {"sentence": graph["sentence"], "edges": edges, "self_share": (graph.get("self_share") or [None])[layer]}
 
 
+def check_probe_folders(out: str, settings: dict, seeds) -> None:
+    """Before any training: each folder the call's probes write (every probed variant at every seed, the reference
+    encoder's) is new or an earlier probe's, where a user's own report.html or vectors/ there used to stop the call
+    at its probe phase, after the training (`check_probe_folder`)."""
+    from hf_minattn.probes.report.render import check_probe_folder
+
+    folders = [probe_folder(out, name, seed) for name in settings["probed"] for seed in seeds]
+    for folder in folders + ([os.path.join(out, "probes", REFERENCE_NAME)] if settings.get("reference") else []):
+        check_probe_folder(folder, "the probe folder", instead="use another --out")
+
+
 def probe_variants(out: str, folders: dict, settings: dict, seeds, figure_format: str = "both") -> dict:
     """Every probe on each variant of `settings["probed"]` at each seed (`folders`: {variant: {seed: folder}}); each
     run's figures as PNG, SVG or both (`figure_format`).

@@ -183,14 +183,15 @@ def is_probe_folder(folder) -> bool:
     return os.path.isfile(os.path.join(folder, "probes.json")) or os.path.isdir(os.path.join(folder, STAGING))
 
 
-def check_probe_folder(folder, flag="--out") -> None:
+def check_probe_folder(folder, flag="--out", instead: str | None = None) -> None:
     """A ValueError naming `flag` when `folder` is no folder an earlier probe wrote but holds entries a probe writes
-    (a user's own vectors/ or report.html): the probe would replace them. Checked before any work."""
+    (a user's own vectors/ or report.html): the probe would replace them. Checked before any work. `instead`: what to
+    do other than moving them (default: pass another `flag`)."""
     taken = [] if is_probe_folder(folder) else sorted(probe_outputs(folder))
     if taken:
         raise ValueError(f"{flag} {os.fspath(folder)!r} holds {', '.join(taken)}, names a probe writes, but no "
-                         f"probes.json (the file a finished probe leaves), so the probe would replace them; pass "
-                         f"another {flag}, or move or remove them")
+                         f"probes.json (the file a finished probe leaves), so the probe would replace them; "
+                         f"{instead or f'pass another {flag}'}, or move or remove them")
 
 
 def _remove(path) -> None:
