@@ -358,7 +358,7 @@ class MinAttnTrainingArguments(TrainingArguments):
             raise ValueError(f"--max_steps must be a positive number of optimizer steps, or -1 (the default: train "
                              f"--num_train_epochs), got {self.max_steps}")
         if self.warmup_steps >= 1 and self.warmup_steps != int(self.warmup_steps):  # transformers would truncate it
-            raise ValueError(f"--warmup_steps {self.warmup_steps:g}: from 1 up it counts whole steps (below 1, a share "
+            raise ValueError(f"--warmup_steps {self.warmup_steps!r}: from 1 up it counts whole steps (below 1, a share "
                              f"of the run's steps); expected a whole number such as {int(self.warmup_steps)}")
         if self.do_train and self.max_steps <= 0 and self.num_train_epochs <= 0:
             raise ValueError(f"nothing to train: --max_steps {self.max_steps} and --num_train_epochs "

@@ -82,11 +82,13 @@ def wait_for_runs(process, output, count: int) -> None:
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the processes from /proc")
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])
-def test_a_ctrl_c_or_a_kill_stops_the_queue_and_ends_the_runs_going_on(tmp_path, signum):
+@pytest.mark.parametrize("group", [False, True], ids=["process", "group"])
+def test_a_ctrl_c_or_a_kill_stops_the_queue_and_ends_the_runs_going_on(tmp_path, signum, group):
     """SIGINT to the experiments' process alone: it used to kill nothing (the workers went on with every queued run
     while the main thread waited for them); now it ends the two runs going on and starts none of the others. SIGTERM
     (`kill`, `timeout`, a job scheduler) used to end the process alone, its two runs training on; now it does what a
-    Ctrl-C does, and exits with the status a shell gives a process that SIGTERM ended (143)."""
+    Ctrl-C does, and exits with the status a shell gives a process that SIGTERM ended (143). Sent to the whole
+    process group (a terminal's Ctrl-C, `timeout`, a scheduler), it ends the runs too: that is no failed run."""
     script = textwrap.dedent("""
         import sys
         from hf_minattn.experiments.side_by_side import run_logged, run_side_by_side
@@ -103,9 +105,10 @@ def test_a_ctrl_c_or_a_kill_stops_the_queue_and_ends_the_runs_going_on(tmp_path,
                                    start_new_session=True)
     try:
         wait_for_runs(process, output, 2)
-        os.kill(process.pid, signum)
+        (os.killpg if group else os.kill)(process.pid, signum)  # the session's group is the process's own pid
         process.wait(timeout=20)
         text = output.read_text()
+        assert "training failed" not in text, text
         if signum == signal.SIGINT:
             assert "KeyboardInterrupt" in text and process.returncode != 0, text
         else:
@@ -118,7 +121,8 @@ def test_a_ctrl_c_or_a_kill_stops_the_queue_and_ends_the_runs_going_on(tmp_path,
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the processes from /proc")
-def test_a_kill_of_the_experiments_command_ends_the_run_it_trains_alone(tmp_path):
+@pytest.mark.parametrize("group", [False, True], ids=["process", "group"])
+def test_a_kill_of_the_experiments_command_ends_the_run_it_trains_alone(tmp_path, group):
     """One run at a time (`--parallel 1`) trains in the main thread, where no event stands in for SIGTERM: the
     command's own handler raises, and the run is ended on the way out, where it used to outlive the command."""
     script = textwrap.dedent("""
@@ -139,9 +143,9 @@ def test_a_kill_of_the_experiments_command_ends_the_run_it_trains_alone(tmp_path
                                    stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_for_runs(process, output, 1)
-        os.kill(process.pid, signal.SIGTERM)
+        (os.killpg if group else os.kill)(process.pid, signal.SIGTERM)
         process.wait(timeout=20)
-        assert process.returncode == 143, output.read_text()
+        assert process.returncode == 143 and "training failed" not in output.read_text(), output.read_text()
         assert session_processes(process.pid) == []
     finally:
         if session_processes(process.pid):
@@ -226,3 +230,29 @@ def test_a_stop_signal_while_the_runs_are_waited_on_becomes_an_event_raised_at_a
     thread = threading.Thread(target=off_the_main_thread)
     thread.start(), thread.join()
     assert seen == [(False, True)]
+
+
+def test_a_stop_during_the_probes_word2vecs_starts_none_of_those_queued(monkeypatch):
+    """A Ctrl-C or a kill while the probe phase trains its word2vecs (a rerun whose training phase had none to fill
+    its end) used to wait for every word2vec in the queue, minutes, before the call ended."""
+    from hf_minattn.experiments import word2vec
+    from hf_minattn.probes import word2vec as probe_word2vec
+
+    started, lock = [], threading.Lock()
+
+    def train(words, settings):
+        with lock:
+            started.append(settings)
+        if settings == 0:
+            raise KeyboardInterrupt  # as the main thread's handler raises it; here from the first job
+        time.sleep(0.5)
+
+    monkeypatch.setattr(word2vec, "uncached_word2vecs", lambda settings, seeds, words, tokens: list(range(6)))
+    monkeypatch.setattr(probe_word2vec, "cached_word2vec", train)
+    begin = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        word2vec.word2vecs_ahead({"parallel": 2}, (0, 1, 2), [["a"]], 1)
+    assert time.monotonic() - begin < 0.4  # not the queue's 5 x 0.5 s on 2 workers
+    at_stop = len(started)  # the job the other worker took as the first failed, perhaps one more
+    time.sleep(1.2)
+    assert len(started) == at_stop < 6  # nothing queued started after the stop

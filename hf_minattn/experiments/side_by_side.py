@@ -108,25 +108,28 @@ def run_side_by_side(train, jobs, parallel: int, also=None) -> None:
 
     workers = f"hf-minattn-runs-{next(CALLS)}"  # LIVE stops this call's workers, not a later call's
     pool = ThreadPoolExecutor(parallel, thread_name_prefix=workers)
-    try:
-        with stop_signals_as_event() as interrupted:
+    # The signals stay events until the runs are ended: a second one, raised during the cleanup, would skip it
+    with stop_signals_as_event() as interrupted:
+        try:
             futures = [pool.submit(guarded, train, job, threads=1) for job in jobs]
             futures += [pool.submit(guarded, task) for task in (also() if also is not None else [])]
             while not interrupted.is_set():
                 # In steps of a second, to see a Ctrl-C: the main thread would otherwise sleep until a run ends
                 done, running = wait(futures, timeout=1, return_when=FIRST_EXCEPTION)
+                if interrupted.is_set():  # a signal to the whole group ends the runs too: theirs is no failure
+                    break
                 failed = [future for future in done if future.exception() is not None]
                 if failed:
                     raise failed[0].exception()
                 if not running:
                     break
-        if interrupted.is_set():
-            raise stop_exception(interrupted.signum)
-    except BaseException:  # KeyboardInterrupt included
-        stopping.set()
-        pool.shutdown(wait=False, cancel_futures=True)
-        LIVE.stop(workers + "_")  # the pool names its threads PREFIX_0, PREFIX_1...
-        raise
+            if interrupted.is_set():
+                raise stop_exception(interrupted.signum)
+        except BaseException:  # KeyboardInterrupt included
+            stopping.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            LIVE.stop(workers + "_")  # the pool names its threads PREFIX_0, PREFIX_1...
+            raise
     pool.shutdown()
 
 
@@ -150,8 +153,10 @@ def stop_signals_as_event():
         interrupted.signum = signum
         interrupted.set()
 
-    previous = {signum: signal.signal(signum, caught) for signum in STOP_SIGNALS}
+    previous = {}
     try:
+        for signum in STOP_SIGNALS:  # inside the try: a signal between the two leaves neither handler behind
+            previous[signum] = signal.signal(signum, caught)
         yield interrupted
     finally:
         for signum, handler in previous.items():
@@ -173,6 +178,7 @@ def terminate_as_exit():
         return
 
     def raised(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second kill must not cut short the cleanup of the first
         raise stop_exception(signum)
 
     previous = signal.signal(signal.SIGTERM, raised)

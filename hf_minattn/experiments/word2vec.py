@@ -74,8 +74,13 @@ def word2vecs_ahead(settings: dict, seeds, words, corpus_tokens: int) -> None:
     if workers < 2:
         return
     log(f"training {len(jobs)} word2vecs for the probes, {workers} at a time")
-    with ThreadPoolExecutor(workers) as pool:
+    pool = ThreadPoolExecutor(workers)
+    try:
         list(pool.map(lambda w2v: cached_word2vec(words, w2v), jobs))  # list(): re-raise a failed run's error
+    except BaseException:  # a Ctrl-C or a kill: the ones not started are not started (those training end first)
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
 
 
 def probe_corpus_words(tokenizer, corpus, max_length: int):
