@@ -55,7 +55,7 @@ from transformers import DataCollatorForLanguageModeling
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules, also when loaded from a file path
 from bench_common import (MASK, MODELS, QUICK_SIZES, SIZES, StepLoop, bf16_is_native, build,  # noqa: E402
                           eval_loss, infer_flops, inference_times, load_blocks, make_batches, mask_blocks, matmul_peak,
-                          timed_matmul, train_flops, training_orders)
+                          median_interval, timed_matmul, train_flops, training_orders)
 from bench_common import glu_size, matmul_params  # noqa: E402,F401  (reached through this script by the tests)
 from bench_levers import add_levers, lever_table  # noqa: E402
 from bench_levers import rotary_in_compute_dtype, without_linear_biases  # noqa: E402,F401  (as above)
@@ -183,9 +183,11 @@ def summarize_training(result: dict, sizes: dict, warmup: int):
         suffix = "" if peer == "bert" else f"_vs_{peer}"
         result["ratios"].update({
             f"train_speedup{suffix}": statistics.median(paired),
+            f"train_speedup_interval{suffix}": median_interval(paired),
             f"train_speedup_of_medians{suffix}": mine["train_tokens_per_s"] / other["train_tokens_per_s"],
             f"train_speedup_quiet{suffix}": statistics.median([r for r, q in zip(paired, quiet) if q]),
             f"infer_speedup{suffix}": statistics.median(paired_infer),
+            f"infer_speedup_interval{suffix}": median_interval(paired_infer),
             f"infer_speedup_of_medians{suffix}": mine["infer_tokens_per_s"] / other["infer_tokens_per_s"],
             f"eval_loss_ratio{suffix}": mine["eval_loss"] / other["eval_loss"],
             f"train_memory_ratio{suffix}": mine["memory"]["train_peak_mb"] / other["memory"]["train_peak_mb"],
@@ -193,11 +195,18 @@ def summarize_training(result: dict, sizes: dict, warmup: int):
     return result
 
 
+def ratio_cell(ratios: dict, key: str) -> str:
+    """"1.02x [0.99, 1.04]": the median paired ratio and its distribution-free 95% interval (`median_interval`), where
+    the report has one (reports before it: the median alone)."""
+    interval = ratios.get(key.replace("speedup", "speedup_interval"))
+    return f"{ratios[key]:.2f}x" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
+
+
 def markdown_table(report) -> str:
     """Each "MinAttn vs it" is a median of paired ratios, the peer's time over MinAttn's: per training step, or per
-    inference round; "quiet" keeps the steps taken on a nearly idle machine. So it is not the ratio of the tok/s
-    columns (medians of each model alone), though close to it. Inference tok/s comes with its interquartile range
-    over the rounds."""
+    inference round, with the 95% interval of that median (`median_interval`); "quiet" keeps the steps taken on a
+    nearly idle machine. So it is not the ratio of the tok/s columns (medians of each model alone), though close to
+    it. Inference tok/s comes with its interquartile range over the rounds."""
     lines = ["| precision | model | train tok/s | MinAttn vs it | MinAttn vs it, quiet steps | infer tok/s (IQR) | "
              "MinAttn vs it | train MFU | peak train mem (MB) | eval loss |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -211,9 +220,9 @@ def markdown_table(report) -> str:
             if name == "minattn":
                 vs_train = vs_quiet = vs_infer = ""
             else:
-                vs_train = f"{r['train_speedup' + suffix]:.2f}x"
+                vs_train = ratio_cell(r, "train_speedup" + suffix)
                 vs_quiet = f"{r['train_speedup_quiet' + suffix]:.2f}x ({r['quiet_steps']} steps)"
-                vs_infer = f"{r['infer_speedup' + suffix]:.2f}x"
+                vs_infer = ratio_cell(r, "infer_speedup" + suffix)
             low, high = m["infer_tokens_per_s_iqr"]
             lines.append(f"| {precision} | {MODELS[name]} | {m['train_tokens_per_s']:.0f} | {vs_train} | {vs_quiet} | "
                          f"{m['infer_tokens_per_s']:.0f} ({low:.0f}-{high:.0f}) | {vs_infer} | {100 * m['mfu']:.0f}% | "

@@ -231,8 +231,24 @@ def test_bench_table_and_skipped_precision(bench):
     table = bench.markdown_table(report)
     assert "| fp32 | MinAttnForMaskedLM | 1000 |  |  | 3000 (2900-3100) |  | 20% |" in table
     assert "| fp32 | BertForMaskedLM | 1000 | 1.50x | 1.60x (3 steps) | 3000 (2900-3100) | 1.00x |" in table
+    report["results"]["fp32"]["ratios"]["infer_speedup_interval"] = [0.98, 1.03]  # a report since the intervals
+    assert "| 1.60x (3 steps) | 3000 (2900-3100) | 1.00x [0.98, 1.03] |" in bench.markdown_table(report)
     assert "| fp32 | ModernBertForMaskedLM | 1000 | 1.20x | 1.30x (3 steps) | 3000 (2900-3100) | 0.90x |" in table
     assert "skipped: bf16 is emulated" in table
+
+
+def test_the_median_interval_is_the_binomial_order_statistics(bench):
+    """Distribution-free: for n values the ranks come from Binomial(n, 1/2) alone (24 ratios: the 7th and the 18th,
+    coverage 1 - 2 P(B <= 6) = 97.7%), whatever the values; too few values for 95% give none."""
+    from scipy.stats import binom
+
+    assert bench.median_interval(list(range(1, 25))) == [7, 18]
+    assert 1 - 2 * binom.cdf(6, 24, 0.5) >= 0.95 > 1 - 2 * binom.cdf(7, 24, 0.5)
+    assert bench.median_interval([5.0, 1.0, 3.0, 2.0, 4.0, 6.0]) == [1.0, 6.0]  # 6 values: the extremes, 96.9%
+    assert bench.median_interval([1.0, 2.0, 3.0, 4.0, 5.0]) is None  # 5: the extremes cover only 93.8%
+    ratios = [0.97, 0.99, 1.01, 1.02, 1.03, 1.04] * 4  # 24 rounds whose median is above 1, not told from it
+    low, high = bench.median_interval(ratios)
+    assert low < 1.0 < high and bench.median_interval([r + 0.05 for r in ratios])[0] > 1.0
 
 
 def test_bench_modernbert_has_the_weights_of_the_others(bench):
