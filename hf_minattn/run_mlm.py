@@ -186,10 +186,12 @@ def check_eval_targets(eval_dataset, data_args, description: str) -> None:
         return
     sequences, tokens = len(eval_dataset), sum(len(ids) for ids in eval_dataset["input_ids"])
     limit = f" (now {data_args.max_eval_samples})" if data_args.max_eval_samples is not None else ""
+    skipped = (f", lower --skip_eval_samples (now {data_args.skip_eval_samples})"
+               if data_args.skip_eval_samples else "")
     raise ValueError(f"The validation split ({description}) has no masked token: masked once at --mlm_probability "
                      f"{data_args.mlm_probability}, its {sequences} sequence{'s' * (sequences != 1)} ({tokens} tokens) "
                      f"got no mask, so the evaluation would have no target; raise --mlm_probability or "
-                     f"--max_eval_samples{limit}, or give more validation text")
+                     f"--max_eval_samples{limit}{skipped}, or give more validation text")
 
 
 def build_model(model_args, config: MinAttnConfig, tokenizer, seed: int, source=None) -> MinAttnForMaskedLM:
