@@ -96,6 +96,10 @@ def test_every_variant_is_scored_at_every_seed_and_matched_in_size(run):
         for row in rows if v.trained else ():
             # the Trainer averages per-batch means, not per-token losses: a small difference remains
             assert row["run_mlm_masks_loss_on_trainer_eval_set"] == pytest.approx(row["trainer_eval"]["loss"], abs=0.02)
+            # its per-token mean is the re-scoring's on the same tokens: run_mlm evaluated sequences 32-63
+            # (--skip_eval_samples), masked as in the whole split, as the re-scoring masks them
+            assert row["run_mlm_masks_loss_on_trainer_eval_set"] == pytest.approx(row["trainer_eval"]["token_loss"],
+                                                                                  abs=1e-4)
             assert len(row["curve"]["steps"]) >= 2 and None not in row["curve"]["gain_over_unigram"]
     m = results["matched"]
     assert abs(results["parameters"]["identity_qkv"] - results["parameters"]["full"]) <= m["unit_parameters"]

@@ -58,9 +58,10 @@ def test_the_full_preset_reads_none_of_the_sequences_its_learning_rates_were_cho
     study = benchmark_script("lr_study").study_arguments(full, VARIANTS[0], 1e-3, 0, "folder", None)
     assert flag(study, "--skip_eval_samples") is None and flag(study, "--max_eval_samples") == str(tuning.stop)
     assert flag(study, "--learning_rate") == "0.001" and "--loss_allocation" not in study
-    # presets and results.json files without curve_eval_from: the first sequences, as before
-    assert curve_sequences(SETTINGS["quick"], 50) == range(32) and "--skip_eval_samples" not in \
+    # the quick preset skips too (its tests run that path); results.json files without curve_eval_from: the first
+    assert curve_sequences(SETTINGS["quick"], 50) == range(32, 50) and "--skip_eval_samples" in \
         variant_arguments(SETTINGS["quick"], VARIANTS[0], 0, "folder")
+    assert curve_sequences({"curve_eval_samples": 32}, 50) == range(32)
     assert curve_sequences({"curve_eval_samples": None}, 50) == range(50)
 
 

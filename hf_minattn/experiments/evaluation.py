@@ -142,8 +142,9 @@ def trainer_metrics(folder: str) -> dict:
     if os.path.isfile(path):
         with open(path) as f:
             metrics = json.load(f)
-        result["trainer_eval"] = {k: metrics.get(f"eval_{k}") for k in ("loss", "unigram_loss", "gain_over_unigram",
-                                                                           "accuracy", "masked_tokens", "samples")}
+        result["trainer_eval"] = {k: metrics.get(f"eval_{k}") for k in ("loss", "token_loss", "unigram_loss",
+                                                                           "gain_over_unigram", "accuracy",
+                                                                           "masked_tokens", "samples")}
     path = os.path.join(folder, "train_results.json")
     if os.path.isfile(path):  # the run's own clock: true even when a later call reuses the model
         with open(path) as f:

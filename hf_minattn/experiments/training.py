@@ -28,10 +28,11 @@ from .side_by_side import run_logged, run_side_by_side
 # training minutes 640 fp32 steps did. `quick` trains in fp32: at its tiny widths bf16 is not faster.
 RECIPE_OVERRIDES = "hidden_dropout_prob=0,attention_probs_dropout_prob=0,position_embedding_type=rope"  # for `tiny`
 SETTINGS = {
-    # A few minutes on 2 CPU cores: a check that everything runs, not evidence (2 seeds: no usable intervals).
+    # A few minutes on 2 CPU cores: a check that everything runs, not evidence (2 seeds: no usable intervals). Its
+    # curves skip sequences as the full preset's do (`curve_eval_from`), so that the tests run that path.
     "quick": dict(model_size="tiny", config_overrides=RECIPE_OVERRIDES, vocab_size=2000, max_seq_length=64,
                   batch_size=16, max_steps=20, learning_rate=1e-3, warmup_steps=2, weight_decay=0.0, mlm_probability=0.3,
-                  eval_steps=5, curve_eval_samples=32, scored_from=0, seeds=(0, 1), mask_draws=3, probe_sentences=150, vector_sentences=1000,
+                  eval_steps=5, curve_eval_samples=32, curve_eval_from=32, scored_from=0, seeds=(0, 1), mask_draws=3, probe_sentences=150, vector_sentences=1000,
                   dynamics_sentences=1000, head_sentences=30, probed=("full", "untrained"), parallel=2, bf16=False,
                   cooccurrence_sentences=1000, reference="minilm", n_resamples=200, loss_allocation_every=5,
                   mixing_sentences=30,
