@@ -70,11 +70,13 @@ def check_checkpoint_folder(path: str, world_size: int) -> None:
 
 
 def check_argument_groups(model_args, data_args, training_args) -> None:
-    """The checks across the three groups, once each is checked on its own."""
+    """The checks across the three groups, once each is checked on its own. (Evaluating a freshly initialised model,
+    never saved, would write a model card for a folder with no model.)"""
     if not training_args.do_train and model_args.model_name_or_path is None:
-        # Evaluating a freshly initialised model, never saved, would write a model card for a folder with no model.
         raise ValueError("--do_train false evaluates the model of --model_name_or_path, and none is given (the model "
                          "would be a new, untrained one); give --model_name_or_path or drop --do_train false")
+    if not (training_args.do_train or training_args.do_eval or training_args.push_to_hub):
+        raise ValueError("--do_train false and --do_eval false leave nothing to do; drop one of them")
 
 
 @dataclass
@@ -143,7 +145,8 @@ class ModelArguments:
         if self.model_size not in MODEL_SIZES and self.model_name_or_path is None:  # the command line offers only these; a JSON file may say anything
             raise ValueError(f"--model_size must be one of {list(MODEL_SIZES)}, got {self.model_size!r}")
         # the vocabulary holds the special tokens and at least one more
-        check_bounds(self, {"vocab_size": (len(SPECIAL_TOKENS), None, False), "tokenizer_min_frequency": (1, None, True)})
+        check_bounds(self, {"vocab_size": (len(SPECIAL_TOKENS), 2**24, False),  # the tokenizer trainer's bounds
+                            "tokenizer_min_frequency": (1, 2**64, True)})
         if self.config_overrides:  # a bad field or value fails now, with MinAttnConfig's message
             check_no_special_ids(self.config_overrides)
             MinAttnConfig(**MODEL_SIZES[self.model_size]).update_from_string(self.config_overrides)
@@ -221,6 +224,9 @@ class DataTrainingArguments:
             raise ValueError(f"--validation_file {self.validation_file!r} is a {builders['validation_file']} file but "
                              f"--train_file {self.train_file!r} a {builders['train_file']} file; expected both in one "
                              "format")
+        if self.dataset_config_name is not None and self.dataset_name is None:
+            raise ValueError(f"--dataset_config_name {self.dataset_config_name!r} names a configuration of "
+                             "--dataset_name, and none is given")
         if self.dataset_name is not None and self.train_file is not None:
             raise ValueError("Give either --dataset_name or --train_file, not both")
         if not 0 < self.validation_split_percentage < 100:
@@ -321,7 +327,9 @@ class MinAttnTrainingArguments(TrainingArguments):
                             "adam_epsilon": (0, None, True), "adam_beta1": (0, 1, True), "adam_beta2": (0, 1, True),
                             "per_device_train_batch_size": (1, None, True), "per_device_eval_batch_size": (1, None, True),
                             "gradient_accumulation_steps": (1, None, True), "max_train_minutes": (0, None, False),
-                            "num_train_epochs": (0, None, True)})
+                            "num_train_epochs": (0, None, True), "seed": (0, 2**32, True), "data_seed": (0, 2**32, True),
+                            "logging_steps": (0, None, False), "eval_steps": (0, None, False),  # never log, eval, save
+                            "save_steps": (0, None, False)})
         check_finite_floats(self)  # NaN and inf in the Trainer's other float flags (label smoothing, steps...)
         self._check_steps()
         self._check_time_budget()
@@ -369,7 +377,9 @@ class MinAttnTrainingArguments(TrainingArguments):
         if (self.early_save_every > 0) != (self.early_save_until > 0):
             given, missing = (("every", "until") if self.early_save_every else ("until", "every"))
             raise ValueError(f"--early_save_{given} {getattr(self, 'early_save_' + given)} needs --early_save_{missing} "
-                             "(the early grid saves every --early_save_every steps up to --early_save_until); give both")
+                             "(the early grid saves every --early_save_every steps up to --early_save_until)")
+        if self.early_save_every and getattr(self.save_strategy, "value", self.save_strategy) == "best":
+            raise ValueError("--early_save_every needs --save_strategy steps, epoch or no, not best")
         if self.early_save_every > self.early_save_until:
             raise ValueError(f"--early_save_every {self.early_save_every} is past --early_save_until "
                              f"{self.early_save_until}: the early grid would save nothing; expected at most "
@@ -389,11 +399,12 @@ def check_minattn_checkpoint(source: ModelSource) -> None:
 
 
 def check_no_special_ids(overrides: str) -> None:
-    """A ValueError naming a special token id set in --config_overrides: run_mlm.py gives the config the tokenizer's
-    ids (a new model's and a continued one's), so the override would be dropped without a word."""
-    if named := [f for f in (item.split("=")[0].strip() for item in overrides.split(",")) if f in SPECIAL_TOKEN_ID_FIELDS]:
-        raise ValueError(f"--config_overrides sets {', '.join(named)}; the special token ids come from the tokenizer "
-                         f"({', '.join(SPECIAL_TOKEN_ID_FIELDS)}): drop them from --config_overrides")
+    """A ValueError naming a special token id or vocab_size set in --config_overrides: run_mlm.py gives the config
+    the tokenizer's (a new model's and a continued one's), so the override would be dropped without a word."""
+    fields = [item.split("=")[0].strip() for item in overrides.split(",")]
+    if named := [f for f in fields if f in SPECIAL_TOKEN_ID_FIELDS + ("vocab_size",)]:
+        raise ValueError(f"--config_overrides sets {', '.join(named)}; the vocabulary size and the special token ids "
+                         f"come from the tokenizer: drop them from --config_overrides (the size is --vocab_size)")
 
 
 def check_model_tokenizer(source: ModelSource) -> None:
@@ -424,10 +435,9 @@ NOT_COMPARED_ON_RESUME = {"vocab_size", *SPECIAL_TOKEN_ID_FIELDS, "architectures
 
 
 def check_resumed_config(config: MinAttnConfig, checkpoint: str, model_args: ModelArguments) -> None:
-    """Resuming continues the checkpoint's model with the run's own arguments: a `config` (from --model_size and
-    --config_overrides, or --model_name_or_path) that differs from the checkpoint's config.json is refused, naming
-    the fields, before any data is read. (Building the checkpoint's config instead would silently ignore the flags
-    given; loading its weights into another shape fails late, in torch's words.)"""
+    """A `config` (from --model_size and --config_overrides, or --model_name_or_path) that differs from the resumed
+    checkpoint's config.json is refused, naming the fields, before any data is read. (Building the checkpoint's config
+    instead would silently ignore the flags given; loading its weights into another shape fails late.)"""
     saved = read_json_object(os.path.join(checkpoint, "config.json"), f"--resume_from_checkpoint {checkpoint!r}")
     ours = config.to_dict()
     differing = [f"{name} {ours[name]!r} where it has {saved[name]!r}" for name in sorted(ours.keys() & saved.keys())

@@ -37,6 +37,24 @@ def check_num_labels(value) -> None:
                          f"got {value!r}")
 
 
+def check_base_fields(kwargs: dict) -> None:
+    """The base class's fields that it would fail on without naming them: a label map that is no dict
+    (AttributeError: 'list' object has no attribute 'items') and a dtype that names no torch dtype (AttributeError
+    from torch)."""
+    for name in ("id2label", "label2id"):
+        if kwargs.get(name) is not None and not isinstance(kwargs[name], dict):
+            raise TypeError(f"MinAttnConfig.{name} must be a dict such as {{0: 'NEGATIVE', 1: 'POSITIVE'}}, got a "
+                            f"{type(kwargs[name]).__name__}")
+    for name in ("dtype", "torch_dtype"):
+        value = kwargs.get(name)
+        if isinstance(value, str):
+            import torch  # the config stays importable without torch until a dtype is named
+
+            if not isinstance(getattr(torch, value, None), torch.dtype):
+                raise ValueError(f"MinAttnConfig.{name} must name a torch dtype such as 'float32' or 'bfloat16', got "
+                                 f"{value!r}")
+
+
 def is_finite(value) -> bool:
     """Whether the number `value` is finite as a float: NaN, inf and an int too large for a float (10**400) are not."""
     try:
@@ -180,6 +198,7 @@ class MinAttnConfig(PretrainedConfig):
         **kwargs,
     ):
         check_num_labels(kwargs.get("num_labels", 1))  # as given: the base class would turn -1 into 0 labels
+        check_base_fields(kwargs)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.num_hidden_layers = num_hidden_layers

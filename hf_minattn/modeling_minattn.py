@@ -390,6 +390,9 @@ class MinAttnPreTrainedModel(PreTrainedModel):
         transformers' common test (`test_resize_tokens_embeddings`: 10 more, then 15 fewer than a vocabulary of 99)
         stays above every id; a size below a special id is refused by design. To drop a special token, set its id
         in the config to None (or to an id inside the new size) first."""
+        for name, value in (("new_num_tokens", new_num_tokens), ("pad_to_multiple_of", pad_to_multiple_of)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise TypeError(f"{name} must be a whole number of tokens or None, got {value!r}")  # not torch's
         size = new_num_tokens
         if isinstance(pad_to_multiple_of, int) and pad_to_multiple_of > 0:  # what the base class will round up to
             size = size if size is not None else self.get_input_embeddings().num_embeddings
@@ -493,6 +496,11 @@ class MinAttnModel(MinAttnPreTrainedModel):
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("Pass exactly one of input_ids or inputs_embeds (got "
                              f"{'both' if input_ids is not None else 'neither'})")
+        for name, value in (("input_ids", input_ids), ("attention_mask", attention_mask),
+                            ("inputs_embeds", inputs_embeds)):
+            if value is not None and not torch.is_tensor(value):
+                raise TypeError(f"{name} must be a torch tensor, got a {type(value).__name__}; call the tokenizer "
+                                "with return_tensors='pt'")
         if input_ids is not None:
             if input_ids.dim() != 2:
                 raise ValueError(f"input_ids must have shape (batch, sequence), got {tuple(input_ids.shape)}")
@@ -649,6 +657,12 @@ class MinAttnForMaskedLM(MinAttnPreTrainedModel):
     def set_output_embeddings(self, new_embeddings):
         self.lm_head.decoder = new_embeddings
 
+    def _sparse(self, sparse_prediction) -> bool:
+        """forward's `sparse_prediction`, None meaning the config's; a TypeError for another value ("no" is true)."""
+        if sparse_prediction is not None and not isinstance(sparse_prediction, bool):
+            raise TypeError(f"sparse_prediction must be True, False or None, got {sparse_prediction!r}")
+        return self.config.sparse_prediction if sparse_prediction is None else sparse_prediction
+
     def resize_token_embeddings(self, *args, **kwargs) -> nn.Embedding:
         """As `PreTrainedModel.resize_token_embeddings`, and the head's output bias (a parameter of its own, which
         the base class does not know about) follows: old entries kept, new ones 0."""
@@ -710,7 +724,7 @@ class MinAttnForMaskedLM(MinAttnPreTrainedModel):
             labels = check_label_ids(labels, self.config.vocab_size, "token id", "vocab_size", "a position")
             labelled = labels != -100
             targets = labels[labelled]
-            if self.config.sparse_prediction if sparse_prediction is None else sparse_prediction:
+            if self._sparse(sparse_prediction):
                 logits = self.lm_head(sequence_output[labelled])  # (N, V), N = labelled tokens
                 labelled_logits = logits
             else:

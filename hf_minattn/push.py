@@ -20,6 +20,7 @@ from typing import NamedTuple
 from huggingface_hub import CommitOperationAdd, HfApi, ModelCard, ModelCardData
 from huggingface_hub.utils import filter_repo_objects
 
+from hf_minattn.checks import read_json_object
 from hf_minattn.cli import OneLineArgumentParser
 from hf_minattn.early_states import EARLY_STATES
 from hf_minattn.model_card import IN_PROGRESS_CARD, validate_model_card  # the one text trained_model_in also reads
@@ -57,15 +58,34 @@ def files_to_upload(folder) -> list[Path]:
 
 
 def architecture_of(folder: Path) -> str:
+    """The head class config.json names; a ValueError naming the file when it is no config of a MinAttn head that
+    from_pretrained would build (what the upload would otherwise leave for its users to find)."""
+    from hf_minattn import MinAttnConfig
+
+    config = read_json_object(folder / "config.json", f"model folder {str(folder)!r}")
+    architectures = config.get("architectures")
+    if not (isinstance(architectures, list) and architectures and architectures[0] in HEADS):
+        raise ValueError(f"{folder}: config.json has \"architectures\": {architectures!r}; expected a list naming one "
+                         f"of {sorted(HEADS)}")
     try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{folder / 'config.json'}: expected a config.json written by save_pretrained ({error})") from None
-    architecture = (config.get("architectures") or [None])[0]
-    if architecture not in HEADS:
-        raise ValueError(f"{folder}: config.json names architecture {architecture!r}; expected one of "
-                         f"{sorted(HEADS)}")
-    return architecture
+        MinAttnConfig.from_dict(config)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{folder / 'config.json'} does not load as a MinAttn config: {error}") from None
+    return architectures[0]
+
+
+def check_weight_files(folder: Path) -> None:
+    """A ValueError naming the first weight file whose safetensors header cannot be read (empty, truncated, not
+    safetensors): from_pretrained would fail on it after the upload."""
+    from safetensors import safe_open
+
+    for path in sorted(folder.glob("*.safetensors")):
+        try:
+            with safe_open(path, framework="pt") as weights:
+                weights.keys()
+        except Exception as error:  # safetensors raises its own SafetensorError, or OSError
+            raise ValueError(f"{path} is not a readable safetensors file ({error}); save the model again with "
+                             "save_pretrained") from None
 
 
 def minimal_model_card(folder: Path, repo_id: str, architecture: str) -> ModelCard:
@@ -135,6 +155,7 @@ def check_model_folder(folder, repo_id: str = "model", force: bool = False) -> t
     if missing:
         raise ValueError(f"{folder} is not a saved model folder: missing {', '.join(missing)}")
     architecture = architecture_of(folder)
+    check_weight_files(folder)
     unfinished = None if force else unfinished_run(folder)
     if unfinished:
         raise ValueError(f"{folder} holds an unfinished training run: {unfinished}; push the folder of the finished "

@@ -18,9 +18,10 @@ R=hf_minattn/probes/report
 FILE[report]=$R/geometry.py; OLD[report]='"falls" if lower(adj[-1], adj[0]) else "rises" if lower(adj[0], adj[-1])'
 NEW[report]='"rises" if lower(adj[-1], adj[0]) else "falls" if lower(adj[0], adj[-1])'
 TESTS[report]="tests/report/test_report_verdicts.py tests/test_probes.py"
-FILE[weights]=$R/weights.py; OLD[weights]='lower(t["qk"] + t["ov"], i["qk"] + i["ov"], 1)'; NEW[weights]='lower(i["qk"] + i["ov"], t["qk"] + t["ov"], 1)'
+FILE[weights]=$R/weights.py; OLD[weights]='lower(t["both"], i["both"], 1)'; NEW[weights]='lower(i["both"], t["both"], 1)'
 TESTS[weights]="tests/report/test_report_verdicts.py"
-FILE[bands]=$R/bands.py; OLD[bands]='lowest = min(bands, key=bands.get)'; NEW[bands]='lowest = max(bands, key=bands.get)'
+FILE[bands]=$R/bands.py; OLD[bands]='lowest = [b for b in bands if shown[b] == min(shown.values())]'
+NEW[bands]='lowest = [b for b in bands if shown[b] == max(shown.values())]'
 TESTS[bands]="tests/report/test_report_verdicts.py"
 FILE[sense]=$R/sense.py; OLD[sense]='"apart" if lower(values[1], values[0]) else "closer" if lower(values[0], values[1])'
 NEW[sense]='"closer" if lower(values[1], values[0]) else "apart" if lower(values[0], values[1])'

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from importlib import resources
 
 import jsonschema
@@ -343,7 +344,9 @@ def test_view_command_rejects_what_it_cannot_serve(tmp_path, capsys):
     assert main(["view", str(tmp_path)]) == 2
     assert "neither report.html" in capsys.readouterr().err
     assert main(["view", str(tmp_path), "--serve-for", "-1"]) == 2
-    assert "--serve-for must be above 0, got -1.0" in capsys.readouterr().err
+    assert f"--serve-for must be in (0, {threading.TIMEOUT_MAX}), got -1.0" in capsys.readouterr().err
+    assert main(["view", str(tmp_path), "--serve-for", "1e20"]) == 2  # threading.Timer's OverflowError, in its thread
+    assert f"--serve-for must be in (0, {threading.TIMEOUT_MAX}), got 1e+20" in capsys.readouterr().err
     page = tmp_path / "page"  # a report alone: served without a model
     page.mkdir()
     (page / "report.html").write_text("<html></html>")

@@ -80,6 +80,8 @@ VARIANTS = {
         # checked before the base class, whose token-id check failed on it naming no field
         ("vocab_size", "8192", "vocab_size must be a positive integer"),
         ("hidden_act", ["gelu"], "hidden_act must be one of"),  # was "unhashable type: 'list'"
+        ("dtype", "float99", "dtype must name a torch dtype"),  # was torch's AttributeError, from the base class
+        ("torch_dtype", "auto", "torch_dtype must name a torch dtype"),
         # an int too large for a float: the model failed with OverflowError when built
         pytest.param("rope_theta", 10**400, "rope_theta must be a finite number", id="rope_theta-10**400"),
         pytest.param("layer_norm_eps", 10**400, "layer_norm_eps must be a finite number", id="layer_norm_eps-10**400"),
@@ -90,6 +92,14 @@ def test_invalid_config_names_field_and_value(field, value, message):
         tiny_config(**{field: value})
     assert message in str(error.value)
     assert field in str(error.value) and str(value) in str(error.value)
+
+
+@pytest.mark.parametrize("field", ["id2label", "label2id"])
+def test_a_label_map_that_is_no_dict_is_named(field):
+    """The base class failed with "'list' object has no attribute 'items'"."""
+    with pytest.raises(TypeError, match=rf"MinAttnConfig\.{field} must be a dict such as .*, got a list"):
+        tiny_config(**{field: ["NEGATIVE", "POSITIVE"]})
+    assert tiny_config(id2label={0: "NEGATIVE", 1: "POSITIVE"}, dtype="bfloat16").num_labels == 2
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -574,6 +584,18 @@ def test_a_resized_model_saves_and_loads_with_the_same_logits(tmp_path, size, pa
         assert torch.equal(model(input_ids).logits, loaded(input_ids).logits)
 
 
+def test_a_size_or_flag_of_the_wrong_type_is_named_not_passed_to_torch():
+    model = MinAttnForMaskedLM(tiny_config())
+    with pytest.raises(TypeError, match=r"new_num_tokens must be a whole number of tokens or None, got 3\.5"):
+        model.resize_token_embeddings(3.5)  # torch's TypeError from nn.Embedding, before
+    with pytest.raises(TypeError, match=r"pad_to_multiple_of must be a whole number of tokens or None, got '8'"):
+        model.resize_token_embeddings(120, pad_to_multiple_of="8")
+    input_ids = torch.randint(5, 99, (1, 6))
+    with pytest.raises(TypeError, match=r"sparse_prediction must be True, False or None, got 'no'"):
+        model(input_ids, labels=input_ids, sparse_prediction="no")  # was read as True: (6, V) logits
+    assert model.config.vocab_size == 99 and model(input_ids, labels=input_ids, sparse_prediction=False).logits.dim() == 3
+
+
 @pytest.mark.parametrize("size, pad_to_multiple_of, named", [(4, None, "mask_token_id=4"),
                                                              (2, None, "cls_token_id=2, sep_token_id=3, mask_token_id=4"),
                                                              (2, 3, "sep_token_id=3, mask_token_id=4")])
@@ -850,6 +872,17 @@ def test_float_token_ids_and_an_empty_input_are_refused_by_name(small_model):
     with pytest.raises(ValueError, match=r"the input is empty \(batch, sequence\) = \(0, 6\)"):
         small_model(inputs_embeds=torch.randn(0, 6, 36))
     assert small_model(torch.tensor([[5, 6, 7]], dtype=torch.int32)).logits.shape == (1, 3, 99)  # int32 ids are ids
+
+
+def test_token_lists_are_refused_with_the_tokenizer_flag_that_makes_tensors(small_model):
+    """A tokenizer called without return_tensors="pt" gives Python lists: a TypeError naming the argument and the
+    flag, not torch's AttributeError from inside the forward."""
+    with pytest.raises(TypeError, match=r"input_ids must be a torch tensor, got a list; .*return_tensors='pt'"):
+        small_model([[5, 6, 7]])
+    with pytest.raises(TypeError, match=r"attention_mask must be a torch tensor, got a list"):
+        small_model(torch.tensor([[5, 6, 7]]), attention_mask=[[1, 1, 1]])
+    with pytest.raises(TypeError, match=r"inputs_embeds must be a torch tensor, got a tuple"):
+        small_model(inputs_embeds=((0.0,) * 36,))
 
 
 def test_truncated_or_corrupt_safetensors_names_the_file(tmp_path):

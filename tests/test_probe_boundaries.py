@@ -94,19 +94,21 @@ def test_probe_and_compare_refuse_an_out_under_a_file_before_any_work(model, tmp
 
 
 @pytest.mark.parametrize("corpus, flags, expected", [
-    ("one", ["--vector-corpus", "probe"],
-     "no word of the vector corpus, the 1 probe sentences of {one}, occurs in >= 5 distinct sentences (--min-count 5)"),
+    ("five", ["--vector-corpus", "probe"],
+     "no word of the vector corpus, the 5 probe sentences of {five}, occurs in >= 5 distinct sentences (--min-count 5)"),
     ("corpus", ["--vector-corpus", "{three}"],
      "no word of the vector corpus, {three} (3 sentences), occurs in >= 5 distinct sentences (--min-count 5)"),
-    ("one", ["--vector-corpus", "probe", "--min-count", "1"],
+    ("five", ["--vector-corpus", "probe", "--min-count", "1"],
      "no word occurs >= 1 times in >= 5 distinct probe sentences; use more probe sentences (--corpus, --dataset, "
      "--max-sentences)"),
 ])
 def test_a_corpus_too_small_for_min_count_is_named_in_one_line(model, tmp_path, capsys, corpus, flags, expected):
     """A vector corpus with no word in --min-count sentences crashed with an IndexError from the tokenizer; geometry's
     message named min_count/min_contexts, which are no flags."""
-    files = {"one": tmp_path / "one.txt", "three": tmp_path / "three.txt", "corpus": model / "corpus.txt"}
-    files["one"].write_text("the river bank was muddy after the rain that fell all night\n")
+    files = {"five": tmp_path / "five.txt", "three": tmp_path / "three.txt", "corpus": model / "corpus.txt"}
+    # five sentences, enough to pass the probe's first check, and no word in two of them
+    files["five"].write_text("the river bank was muddy\nafter some rain that fell\nall night long in town\n"
+                             "dogs barked very loudly\nbirds sang their songs\n")
     files["three"].write_text("a cat sat on a mat today\nthe dog ran far away home\nsome birds sang in trees\n")
     flags = [f.format(**files) for f in flags]
     line = one_line_error(capsys, ["probe", str(model / "model"), "--corpus", str(files[corpus]), *FAST, *flags,

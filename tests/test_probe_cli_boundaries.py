@@ -21,7 +21,8 @@ def empty_run():
 @pytest.fixture
 def corpus(tmp_path):
     path = tmp_path / "corpus.txt"
-    path.write_text("The king and the queen ruled the land.\nA dog barked at the old cat.\n")
+    path.write_text("The king and the queen ruled the land.\nA dog barked at the old cat.\nThe cat sat on it.\n"
+                    "The queen spoke to them.\nA king fell from power.\n")
     return path
 
 
@@ -90,6 +91,19 @@ def test_a_flag_that_would_fail_late_or_be_ignored_is_refused_before_any_work(tm
     with pytest.raises(ValueError) as error:
         probe_main([str(tmp_path / "no_model"), "--out", str(tmp_path / "out"), *flags])
     assert str(error.value) == expected
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("lines, distinct", [(["The king and the queen ruled the land."] * 9, 1),
+                                             ([f"Sentence {i} of a short file." for i in range(4)] + ["Too short."], 4)])
+def test_a_probe_corpus_too_small_for_geometry_is_refused_before_any_model_loads(tmp_path, lines, distinct):
+    """It passed every check, then pooled the whole vector corpus and the untrained twin before geometry found no
+    word in 5 distinct sentences. Refused now before the model (here a folder that does not exist) is looked for."""
+    (tmp_path / "small.txt").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError) as error:
+        probe_main([str(tmp_path / "no_model"), "--corpus", str(tmp_path / "small.txt"), "--out", str(tmp_path / "out")])
+    assert str(error.value) == (f"the probe corpus has {distinct} distinct sentences of at least 4 words; a word is "
+                                "scored when seen in 5 of them: give more (--corpus, --dataset, --max-sentences)")
     assert not (tmp_path / "out").exists()
 
 

@@ -268,6 +268,20 @@ def test_a_plain_save_pretrained_folder_with_its_tokenizer_still_pushes(tmp_path
     assert "tokenizer.json" in out and "README.md  (generated model card)" in out
 
 
+@pytest.mark.parametrize("file, content, message", [
+    ("config.json", "[1, 2]", r"config\.json' holds a JSON list; expected a JSON object"),  # was an AttributeError
+    ("config.json", '{"architectures": "MinAttnForMaskedLM"}',  # was read as the architecture 'M'
+     r'config.json has "architectures": \'MinAttnForMaskedLM\'; expected a list naming one of'),
+    ("config.json", '{"architectures": ["MinAttnForMaskedLM"], "hidden_size": 30, "num_attention_heads": 4}',
+     r"config\.json does not load as a MinAttn config: .*hidden_size.*30"),
+    ("model.safetensors", "", r"model\.safetensors is not a readable safetensors file"),  # --dry-run said "valid"
+])
+def test_a_folder_that_would_not_load_is_refused_before_the_upload(model_dir, file, content, message):
+    (model_dir / file).write_text(content)
+    with pytest.raises(ValueError, match=message):
+        push_folder(model_dir, "me/minattn-test", dry_run=True)
+
+
 def test_a_sharded_model_missing_a_shard_is_refused(tmp_path):
     folder = tmp_path / "sharded"
     MinAttnForMaskedLM(MinAttnConfig(vocab_size=500, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,

@@ -72,8 +72,24 @@ def test_an_output_folder_under_a_file_is_refused_and_a_new_one_is_not_created(t
     ({"early_save_every": "1"}, "--early_save_every 1 needs --early_save_until"),
     ({"early_save_until": "4"}, "--early_save_until 4 needs --early_save_every"),
     ({"early_save_every": "5", "early_save_until": "4"}, "--early_save_every 5 is past --early_save_until 4"),
+    # refused by the callback too, but only once the tokenizer and the initial model were written
+    ({"early_save_every": "2", "early_save_until": "4", "save_strategy": "best", "eval_strategy": "steps",
+      "eval_steps": "2", "metric_for_best_model": "eval_loss"}, "--early_save_every needs --save_strategy steps, epoch "
+                                                                  "or no, not best"),
     ({"stop_at_step": "9"}, "--stop_at_step 9 is past --max_steps 8, where training ends anyway"),
     ({"do_train": "false"}, "--do_train false evaluates the model of --model_name_or_path, and none is given"),
+    ({"do_train": "false", "do_eval": "false", "model_name_or_path": "some/model", "model_size": None},
+     "--do_train false and --do_eval false leave nothing to do"),
+    ({"dataset_config_name": "wikitext-2-raw-v1"},
+     "--dataset_config_name 'wikitext-2-raw-v1' names a configuration of --dataset_name, and none is given"),
+    # a step interval of 0 or less: transformers would never log, evaluate or save
+    ({"logging_steps": "-10"}, "--logging_steps must be above 0, got -10"),
+    ({"eval_strategy": "steps", "eval_steps": "0"}, "--eval_steps must be above 0, got 0"),
+    ({"save_strategy": "steps", "save_steps": "-3"}, "--save_steps must be above 0, got -3"),
+    # numpy's "Seed must be between 0 and 2**32 - 1" named no flag, and came after the run had started
+    ({"seed": "-1"}, "--seed must be in [0, 4294967296), got -1"),
+    ({"data_seed": str(2**32)}, "--data_seed must be in [0, 4294967296), got 4294967296"),
+    ({"vocab_size": str(2**24)}, "--vocab_size must be in (5, 16777216), got 16777216"),  # refused by tokenizers late
 ])
 def test_flags_that_would_be_ignored_are_refused_when_parsed(tmp_path, overrides, message):
     with pytest.raises(ValueError, match=re.escape(message)):

@@ -206,10 +206,12 @@ def test_help_states_the_text_column_and_the_output_folder_the_run_uses(capsys):
 
 
 @pytest.mark.parametrize("overrides, named", [("pad_token_id=null", "pad_token_id"),
-                                              ("hidden_size=64, mask_token_id=7,cls_token_id=1", "mask_token_id, cls_token_id")])
+                                              ("hidden_size=64, mask_token_id=7,cls_token_id=1", "mask_token_id, cls_token_id"),
+                                              ("vocab_size=1000", "vocab_size")])
 def test_a_special_token_id_in_config_overrides_is_refused(overrides, named):
-    """run_mlm.py gives the config the tokenizer's special ids: an override of one would be dropped without a word."""
-    with pytest.raises(ValueError, match=f"--config_overrides sets {named}; the special token ids come from the tokenizer"):
+    """run_mlm.py gives the config the tokenizer's special ids and size: an override would be dropped without a word."""
+    with pytest.raises(ValueError, match=f"--config_overrides sets {named}; the vocabulary size and the special token "
+                                         "ids come from the tokenizer"):
         ModelArguments(model_size="tiny", config_overrides=overrides)
     assert ModelArguments(model_size="tiny", config_overrides="classifier_dropout=null").config_overrides
 

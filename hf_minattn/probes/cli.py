@@ -14,6 +14,7 @@ from hf_minattn.cli import OneLineArgumentParser
 from hf_minattn.model_source import find_model, folder_name
 
 from .corpus import default_sentences, read_corpus_file, read_dataset, wikipedia_train_sentences
+from .geometry import MIN_CONTEXTS
 from .loading import check_minilm_revision, find_reference, load_encoder, load_reference, resolve_device
 from .neighbours import DEFAULT_SENSE_SENTENCES, DEFAULT_SENSE_WORD, DEFAULT_WORDS
 from .pooling import DEFAULT_CONTEXTS_PER_WORD, DEFAULT_TWIN_CONTEXTS_PER_WORD
@@ -139,11 +140,18 @@ def _figure_format_argument(parser):
 
 
 def _sentences(args):
+    """The probe sentences; a ValueError, before any model is loaded and any vector pooled, when they are too few for
+    geometry to score a single word."""
     if args.corpus:
-        return read_corpus_file(args.corpus, args.max_sentences, "--corpus")
-    if args.dataset:
-        return read_dataset(args.dataset, args.split, args.text_column, args.max_sentences)
-    return default_sentences(args.max_sentences)
+        sentences = read_corpus_file(args.corpus, args.max_sentences, "--corpus")
+    elif args.dataset:
+        sentences = read_dataset(args.dataset, args.split, args.text_column, args.max_sentences)
+    else:
+        sentences = default_sentences(args.max_sentences)
+    if len(set(sentences)) < MIN_CONTEXTS:
+        raise ValueError(f"the probe corpus has {len(set(sentences))} distinct sentences of at least 4 words; a word is "
+                         f"scored when seen in {MIN_CONTEXTS} of them: give more (--corpus, --dataset, --max-sentences)")
+    return sentences
 
 
 def _vector_corpus(args, sentences):

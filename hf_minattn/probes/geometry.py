@@ -33,6 +33,7 @@ from ..stats import bootstrap_interval
 from .layer0 import embedding_output_layout, layer0_note
 
 # Frequency bands by the word's rank in the corpus: the top band is mostly stop words.
+MIN_CONTEXTS = 5  # distinct sentences a word needs to be scored
 BANDS = {"top 100": (0, 100), "100-1000": (100, 1000), "1000+": (1000, None)}
 
 
@@ -53,7 +54,7 @@ class GeometryResults:
     words_per_band: dict = field(default_factory=dict)
     most_context_specific: list = field(default_factory=list)  # last layer: [(word, adjusted self-sim)], lowest first
     least_context_specific: list = field(default_factory=list)
-    min_contexts: int = 5  # distinct sentences a word needs to be scored
+    min_contexts: int = MIN_CONTEXTS
     # The word embeddings alone (no position signal), scored like a layer; None if not given. Keys as above
     # (self_similarity, intra_similarity, mev, anisotropy, mev_baseline, adjusted_*), one float each.
     static: dict | None = None
@@ -128,7 +129,7 @@ def max_explainable_variance(matrix):
     return (eigenvalues[..., -1] / eigenvalues.sum(dim=-1).clamp_min(1e-30)).numpy()
 
 
-def distinct_context_groups(kept_word, kept_sentence, sentence_texts, max_occurrences=16, min_contexts=5):
+def distinct_context_groups(kept_word, kept_sentence, sentence_texts, max_occurrences=16, min_contexts=MIN_CONTEXTS):
     """{word: indices of its kept occurrences}, at most one occurrence per distinct sentence TEXT (the first in the
     order given: encode_corpus keeps corpus order), the first `max_occurrences` of them, for words found in >=
     `min_contexts` distinct sentences."""
@@ -156,7 +157,7 @@ def static_intra_similarity(static, tokenized):
     return float(np.mean(per_sentence)) if per_sentence else float("nan")
 
 
-def scored_groups(encoded, min_count=5, max_occurrences=16, min_contexts=5):
+def scored_groups(encoded, min_count=5, max_occurrences=16, min_contexts=MIN_CONTEXTS):
     """{word: indices of its kept occurrences} of the words geometry scores (`distinct_context_groups` of the
     occurrences kept for their word, `kept_scored`, not those only drawn for the baselines; and seen >= `min_count`
     times), with their vocab indices sorted (`eligible`)."""
@@ -304,7 +305,7 @@ def _by_band(eligible, adjusted):
     return bands, sizes
 
 
-def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=100, seed=0, min_contexts=5,
+def geometry(encoded, min_count=5, max_occurrences=16, n_pairs=2000, mev_groups=100, seed=0, min_contexts=MIN_CONTEXTS,
              static=None, model=None):
     """Geometry per layer from an EncodedCorpus (words: one occurrence in each of their first `max_occurrences`
     distinct sentences in corpus order, for words in >= `min_contexts` of them). `static` (vocab words, hidden), e.g.

@@ -280,7 +280,8 @@ def view_main(argv=None):
     args = view_parser().parse_args(argv)
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be in 0..65535, got {args.port}")
-    check_bounds(args, {"serve_for": (0, None, False)}, separator="-")  # seconds: NaN or inf never stops
+    # seconds: NaN or inf never stops, and threading.Timer fails in its own thread past TIMEOUT_MAX
+    check_bounds(args, {"serve_for": (0, threading.TIMEOUT_MAX, False)}, separator="-")
     device = resolve_device(args.device)  # a device torch cannot use fails here, in one line, before any loading
     check_view_path(args.path)
     # the port is taken before the model is loaded (a Hub id downloads): a port in use is said at once, not after
