@@ -2,6 +2,7 @@
 and an existing output folder left as it was. Each command runs in this process as its console script runs it
 (`run_reporting_errors`); `test_traceback_on_request` runs the installed `hf-minattn` itself."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -178,3 +179,9 @@ def test_experiments_refuse_a_users_files_in_a_probe_folder_before_any_training(
 
     (mine / "probes.json").write_text("{}")  # an earlier probe's folder
     assert checked_arguments(str(out), "quick", None, "both", "none", None)[1] == (0, 1)
+    reference = out / "probes" / "minilm"  # the reference encoder's folder is checked as well, where it is probed
+    reference.mkdir()
+    (reference / "report.html").write_text("my own page")
+    assert checked_arguments(str(out), "quick", None, "both", "none", None)[1] == (0, 1)
+    with pytest.raises(ValueError, match=f"the probe folder {re.escape(repr(str(reference)))} holds report.html"):
+        checked_arguments(str(out), "quick", None, "both", "minilm", None)

@@ -73,6 +73,11 @@ def rollout_edges(results, layer: int) -> dict | None:
     return {"sentence": graph["sentence"], "edges": edges, "self_share": (graph.get("self_share") or [None])[layer]}
 
 
+def reference_folder(out: str) -> str:
+    """Where the reference encoder's probe run is written, beside the variants' (`probe_folder`)."""
+    return os.path.join(out, "probes", REFERENCE_NAME)
+
+
 def check_probe_folders(out: str, settings: dict, seeds) -> None:
     """Before any training: each folder the call's probes write (every probed variant at every seed, the reference
     encoder's) is new or an earlier probe's, where a user's own report.html or vectors/ there used to stop the call
@@ -80,7 +85,7 @@ def check_probe_folders(out: str, settings: dict, seeds) -> None:
     from hf_minattn.probes.report.render import check_probe_folder
 
     folders = [probe_folder(out, name, seed) for name in settings["probed"] for seed in seeds]
-    for folder in folders + ([os.path.join(out, "probes", REFERENCE_NAME)] if settings.get("reference") else []):
+    for folder in folders + ([reference_folder(out)] if settings.get("reference") else []):
         check_probe_folder(folder, "the probe folder", instead="use another --out")
 
 
@@ -244,7 +249,7 @@ def probe_reference(out, settings, seeds, texts, encoder, figure_format) -> tupl
     from hf_minattn.probes.run import run_all_probes
     from hf_minattn.probes.settings import ProbeSettings
 
-    folder = os.path.join(out, "probes", REFERENCE_NAME)
+    folder = reference_folder(out)
     found = read_kept(folder) if settings.get("reference") else None
     if found is not None and "circuits" in found[0]["reference"]:  # kept before Q3 read its circuits: probed again
         log(f"the reference encoder {found[0]['reference']['name']}: probed by an earlier call, its numbers read back")
