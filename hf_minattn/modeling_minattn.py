@@ -362,6 +362,8 @@ class MinAttnPreTrainedModel(PreTrainedModel):
         W_K[h] and W_V[h] are the rows of the identity that select head h's channels. With `grad=True` the same
         slices of the gradients are returned (None where there is no gradient, e.g. the identity projections).
         """
+        if not isinstance(grad, bool):  # "no" would return the gradients
+            raise TypeError(f"grad must be True or False, got {grad!r}")
         config = self.config
         H, D, C = config.num_attention_heads, config.hidden_size // config.num_attention_heads, config.hidden_size
         heads = []

@@ -594,6 +594,8 @@ def test_a_size_or_flag_of_the_wrong_type_is_named_not_passed_to_torch():
     with pytest.raises(TypeError, match=r"sparse_prediction must be True, False or None, got 'no'"):
         model(input_ids, labels=input_ids, sparse_prediction="no")  # was read as True: (6, V) logits
     assert model.config.vocab_size == 99 and model(input_ids, labels=input_ids, sparse_prediction=False).logits.dim() == 3
+    with pytest.raises(TypeError, match=r"grad must be True or False, got 'no'"):
+        model.get_head_weights(grad="no")
 
 
 @pytest.mark.parametrize("size, pad_to_multiple_of, named", [(4, None, "mask_token_id=4"),
