@@ -146,6 +146,8 @@ class MinAttnTrainer(Trainer):
         self.control = self.callback_handler.on_train_begin(self.args, self.state, self.control)
         metrics = trained_metrics(self.state)
         self.log(dict(metrics))  # the summary the Trainer logs at the end of training
+        if self.args.load_best_model_at_end and self.state.best_model_checkpoint is not None:
+            self._load_best_model()  # as Trainer.train ends: the model saved and evaluated is then the best one
         self.control = self.callback_handler.on_train_end(self.args, self.state, self.control)
         return metrics
 

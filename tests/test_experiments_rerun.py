@@ -242,3 +242,56 @@ def test_a_reference_that_fails_to_load_late_is_said_and_left_out(monkeypatch, c
     monkeypatch.setattr(loading, "load_reference", missing)
     assert settings_reference({"reference": "minilm"}, "cpu") is None
     assert "no reference encoder: 'sentence-transformers/all-MiniLM-L6-v2' is not" in capsys.readouterr().out
+
+
+def test_an_untrained_model_saved_half_way_is_saved_again_whole(tmp_path, tokenizer_dir):
+    """save_pretrained writes config.json, the weights, then the tokenizer's files; a kill after tokenizer.json (its
+    weights left empty, say) made the folder count as saved for every rerun. Now it is saved into a hidden folder
+    renamed when whole: what a kill leaves is that hidden folder, replaced by the next call."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoTokenizer
+
+    from conftest import tiny_config
+    from hf_minattn import MinAttnForMaskedLM
+    from hf_minattn.experiments.training import initialise_untrained
+    from hf_minattn.initialization import initial_model
+
+    full, folder = tmp_path / "full" / "seed3", tmp_path / "untrained" / "seed3"
+    MinAttnForMaskedLM(tiny_config(vocab_size=400)).save_pretrained(full)
+    AutoTokenizer.from_pretrained(tokenizer_dir).save_pretrained(full)
+    folder.mkdir(parents=True)
+    for name in ("config.json", "tokenizer.json"):  # an earlier save's files, and its empty weights
+        shutil.copy(full / name, folder / name)
+    (folder / "model.safetensors").write_bytes(b"")
+    (tmp_path / "untrained" / ".partial-seed3").mkdir()  # and what a kill during the new way leaves
+    initialise_untrained(str(folder), str(full), 3)
+    assert holds_saved_model(str(folder)) and os.listdir(tmp_path / "untrained") == ["seed3"]
+    expected = initial_model(tiny_config(vocab_size=400), 3).state_dict()
+    saved = load_file(folder / "model.safetensors")
+    assert all(torch.equal(saved[name], expected[name]) for name in saved)
+
+
+def test_results_are_written_whole_and_no_earlier_findings_survive_beside_new_numbers(tmp_path, monkeypatch):
+    """A call stopped while it draws the figures (killed, or failing) left the earlier call's FINDINGS.md, complete
+    to the eye, beside the new figures and results.json. Now that page is gone first, and results.json is replaced
+    whole or not at all."""
+    from hf_minattn.experiments import cli
+
+    (tmp_path / "FINDINGS.md").write_text("the earlier call's answers")
+    (tmp_path / "results.json").write_text('{"earlier": true}')
+
+    def stopped(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "make_figures", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        cli.write_results({"new": 1}, str(tmp_path), "png")
+    assert sorted(os.listdir(tmp_path)) == ["results.json"]
+    assert json.loads((tmp_path / "results.json").read_text()) == {"earlier": True}
+    monkeypatch.setattr(cli, "make_figures", lambda results, out, figure_format: {})
+    monkeypatch.setattr(cli, "render_findings", lambda results, figures: f"answers of {results}")
+    cli.write_results({"new": 1}, str(tmp_path), "png")
+    assert json.loads((tmp_path / "results.json").read_text()) == {"new": 1}
+    assert (tmp_path / "FINDINGS.md").read_text() == "answers of {'new': 1}"
+    assert sorted(os.listdir(tmp_path)) == ["FINDINGS.md", "results.json"]  # no temporary file left

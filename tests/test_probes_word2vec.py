@@ -171,6 +171,12 @@ def test_word2vec_is_trained_once_per_corpus_and_settings_and_read_back_bit_for_
     np.testing.assert_array_equal(again.vectors, first.vectors)
     np.testing.assert_array_equal(again.vectors, real(SENTENCES, settings).vectors)  # what a fresh training gives
     assert not any(p.suffix == ".partial" for p in tmp_path.iterdir())
+    # a record a killed writer left truncated: not a cached set (it was, and its json.load failed in every later call)
+    record = next(tmp_path.glob("*.bin.json"))
+    record.write_text(record.read_text()[:20])
+    _, _, cached = cached_word2vec(SENTENCES, settings, str(tmp_path))
+    assert not cached and len(trained) == 2 and json.loads(record.read_text())["seconds"] >= 0  # written anew, whole
+    trained.pop()
     # another seed, other settings or other words: trained again
     cached_word2vec(SENTENCES, replace(settings, seed=4), str(tmp_path))
     cached_word2vec(SENTENCES, replace(settings, epochs=settings.epochs + 1), str(tmp_path))

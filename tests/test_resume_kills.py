@@ -84,6 +84,26 @@ def test_a_run_killed_after_its_last_checkpoint_gets_its_end_from_it_without_tra
 
 
 @pytest.mark.slow
+def test_a_run_killed_after_its_last_checkpoint_still_ends_on_its_best_model(tokenizer_dir, tmp_path):
+    """With --load_best_model_at_end, the end redone from the last checkpoint saved the last step's model, where the
+    run never stopped saved the best one. The "best" here is the higher loss, so that it is checkpoint-4, not 8."""
+    best = dict(eval_strategy="steps", eval_steps=4, load_best_model_at_end="true", metric_for_best_model="eval_loss",
+                greater_is_better="true")
+    reference, out = tmp_path / "reference", tmp_path / "model"
+    main(tiny_argv(reference, tokenizer_dir, **best))
+    assert read_json(reference / "trainer_state.json")["best_model_checkpoint"].endswith("checkpoint-4")
+    assert max_weight_difference(reference, reference / "checkpoint-4") == 0
+    assert max_weight_difference(reference, reference / "checkpoint-8") > 1e-3
+    when = lambda self, output_dir=None, **kw: output_dir is None  # noqa: E731 (the final save)
+    with killed_at(run_mlm.MinAttnTrainer, "save_model", 1, False, when), pytest.raises(Killed):
+        main(tiny_argv(out, tokenizer_dir, **best))
+    main(tiny_argv(out, tokenizer_dir, resume=True, **best))
+    assert max_weight_difference(out, out / "checkpoint-4") == 0
+    assert read_json(out / "eval_results.json")["eval_loss"] == pytest.approx(
+        read_json(reference / "eval_results.json")["eval_loss"], abs=1e-6)
+
+
+@pytest.mark.slow
 def test_a_trainer_state_cut_short_in_the_output_folder_is_named_and_the_end_redone(reference, tokenizer_dir,
                                                                                    tmp_path, caplog):
     out = tmp_path / "model"

@@ -15,6 +15,7 @@ from hf_minattn.checks import MAX_SEED, check_bounds, check_output_folder
 from hf_minattn.cli import OneLineArgumentParser
 from hf_minattn.data import WIKIPEDIA_CORPUS_DESCRIPTION
 from hf_minattn.machine import fast_bf16_available, machine_description
+from hf_minattn.record_files import write_json_atomically, write_text_atomically
 
 from .answers import answer_questions, rounded
 from .caches import head_dynamics, scoring, similarity_dynamics
@@ -252,11 +253,12 @@ def parameter_counts(settings: dict, vocab_size: int) -> dict:
 
 def write_results(results: dict, out: str, figure_format: str) -> None:
     """The figures, results.json and FINDINGS.md (which links the figures drawn)."""
+    findings = os.path.join(out, "FINDINGS.md")
+    if os.path.isfile(findings):  # an earlier call's: gone first, so that a kill cannot leave it beside new numbers
+        os.remove(findings)
     figures = make_figures(results, out, figure_format)
-    with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump(results, f, indent=1, allow_nan=False, default=str)
-    with open(os.path.join(out, "FINDINGS.md"), "w") as f:
-        f.write(render_findings(results, figures))
+    write_json_atomically(os.path.join(out, "results.json"), results, allow_nan=False, default=str)
+    write_text_atomically(findings, render_findings(results, figures))
 
 
 EXACT = ("p", "p_holm", "p_bootstrap")  # p-values stay exact: rounding one could carry it across 0.05

@@ -409,12 +409,17 @@ def shared_tokenizer(out: str, settings: dict, seed: int) -> str:
 
 def initialise_untrained(folder: str, full_folder: str, seed: int) -> None:
     """The full variant's architecture and tokenizer initialised as run_mlm does (`initial_model`): the state the
-    full (and frozen) run of this seed started from."""
+    full (and frozen) run of this seed started from. Saved into a hidden folder renamed when whole: a kill part-way
+    through save_pretrained would leave files that `holds_saved_model` takes for a saved model."""
     from transformers import AutoTokenizer
 
     from hf_minattn import MinAttnConfig
     from hf_minattn.initialization import initial_model
 
     model = initial_model(MinAttnConfig.from_pretrained(full_folder), seed)
-    model.save_pretrained(folder)
-    AutoTokenizer.from_pretrained(full_folder).save_pretrained(folder)
+    partial = os.path.join(os.path.dirname(folder), f".partial-{os.path.basename(folder)}")
+    shutil.rmtree(partial, ignore_errors=True)  # left by a save killed half-way
+    model.save_pretrained(partial)
+    AutoTokenizer.from_pretrained(full_folder).save_pretrained(partial)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.rename(partial, folder)

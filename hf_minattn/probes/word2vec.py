@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, replace
 
 from gensim.models import KeyedVectors, Word2Vec
 
+from hf_minattn.record_files import write_json_atomically
+
 
 @dataclass
 class Word2VecSettings:
@@ -109,8 +111,21 @@ def word2vec_cache_path(words, settings, cache_dir) -> str | None:
     return os.path.join(cache_dir, f"{digest.hexdigest()[:40]}.bin")
 
 
+def cached_seconds(path: str) -> float | None:
+    """The training seconds that the cached vectors at `path` took, from their record (`path`.json, written last and
+    whole), or None where nothing usable is cached: no vectors, no record, or a record a killed or older writer left
+    unreadable (the vectors are then trained again)."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path + ".json", encoding="utf-8") as f:
+            return float(json.load(f)["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def is_cached(path: str) -> bool:
-    return os.path.isfile(path) and os.path.isfile(path + ".json")  # the .json is written last
+    return cached_seconds(path) is not None
 
 
 def cached_word2vec(sentence_words, settings, cache_dir=None):
@@ -125,9 +140,7 @@ def cached_word2vec(sentence_words, settings, cache_dir=None):
         start = time.perf_counter()
         kv = train_word2vec(words, settings)
         return kv, round(time.perf_counter() - start, 2), False
-    if is_cached(path):
-        with open(path + ".json") as f:
-            seconds = json.load(f)["seconds"]
+    if (seconds := cached_seconds(path)) is not None:
         return KeyedVectors.load_word2vec_format(path, binary=True), seconds, True
     start = time.perf_counter()
     kv = train_word2vec(words, settings)
@@ -136,7 +149,6 @@ def cached_word2vec(sentence_words, settings, cache_dir=None):
     partial = f"{path}.{os.getpid()}.partial"  # renamed when complete: a killed run leaves no half file behind
     kv.save_word2vec_format(partial, binary=True)
     os.replace(partial, path)
-    with open(path + ".json", "w") as f:
-        json.dump({"settings": asdict(settings), "seconds": seconds, "sentences": len(words),
-                   "words": sum(map(len, words)), "vocabulary": len(kv)}, f, indent=1)
+    write_json_atomically(path + ".json", {"settings": asdict(settings), "seconds": seconds, "sentences": len(words),
+                                           "words": sum(map(len, words)), "vocabulary": len(kv)})
     return kv, seconds, False
