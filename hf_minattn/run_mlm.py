@@ -22,7 +22,6 @@ distributed.
 
 import copy
 import itertools
-import json
 import logging
 import os
 import shutil
@@ -54,7 +53,7 @@ from hf_minattn.model_source import ModelSource, find_model, hub_errors
 from hf_minattn.sentence_embedding import write_sentence_transformers_files
 from hf_minattn.record_files import write_json_atomically
 from hf_minattn.trainer import (MinAttnTrainer, checkpoint_to_resume, finished_run, holds_model, metrics_computer,
-                                preprocess_logits_for_metrics, write_trainer_state)
+                                preprocess_logits_for_metrics, saved_results, write_trainer_state)
 from hf_minattn.unigram import UnigramFloor
 
 logger = logging.getLogger(__name__)
@@ -253,12 +252,10 @@ def finished_run_results(training_args) -> dict | None:
     done = finished_run(training_args) if training_args.resume and training_args.do_train else None
     if not done:
         return None
-    logger.warning(f"{training_args.output_dir} holds a complete run ({done}): nothing to train or save")
-    results = os.path.join(training_args.output_dir, "all_results.json")
-    if os.path.isfile(results):
-        with open(results) as f:
-            return json.load(f)
-    return {}
+    pushed = (f"; to push it: hf-minattn push {training_args.output_dir} {training_args.hub_model_id or 'REPO_ID'}"
+              if training_args.push_to_hub else "")
+    logger.warning(f"{training_args.output_dir} holds a complete run ({done}): nothing to train or save{pushed}")
+    return saved_results(training_args.output_dir)
 
 
 def loss_allocation_callbacks(model, collator: MLMCollator, eval_dataset, training_args) -> list:
@@ -384,10 +381,11 @@ def run(model_args, data_args, training_args, argv=None, progress=None):
         # A push during training (hub_strategy every_save, checkpoint) uploads output_dir after copying only the
         # checkpoint's weights and config there: the modeling code, the tokenizer and a card saying that training is
         # in progress must already be in it. (Plain save_pretrained: Trainer.save_model would push the initial weights.)
-        model.save_pretrained(training_args.output_dir)
-        tokenizer.save_pretrained(training_args.output_dir)
+        # The card first: weights without it would be taken for a trained model by a rerun (`trained_model_in`).
         trainer.card_facts = facts({}, {}, in_progress=True)
         trainer.create_model_card()
+        model.save_pretrained(training_args.output_dir)
+        tokenizer.save_pretrained(training_args.output_dir)
     if progress is not None:
         progress["training"] = True
     train_metrics = train(trainer, checkpoint, data_args, max_seq_length, at_end) if training_args.do_train else {}
@@ -404,7 +402,7 @@ def run(model_args, data_args, training_args, argv=None, progress=None):
         if training_args.do_train:  # last, after the model, results and card: --resume takes it for a finished run
             write_trainer_state(trained, training_args.output_dir)
     if training_args.push_to_hub:
-        trainer.push_to_hub()
+        trainer.push_to_hub(saved=training_args.do_train and training_args.should_save)
     return {**train_metrics, **eval_metrics}
 
 

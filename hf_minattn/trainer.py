@@ -6,6 +6,7 @@ a checkpoint must hold to resume a run, and what run_mlm's --output_dir holds: a
 from, or a trained model that training afresh must not overwrite.
 """
 
+import contextlib
 import dataclasses
 import logging
 import inspect
@@ -106,6 +107,18 @@ class MinAttnTrainer(Trainer):
                 logs["time_budget_minutes_left"] = round(self.time_budget.minutes_left, 2)
         super().log(logs, *args, **kwargs)
 
+    def save_metrics(self, split, metrics, combined=True):
+        """As `Trainer.save_metrics` (`<split>_results.json`, merged into all_results.json), each file written whole
+        (`write_json_atomically`): a kill during the Trainer's plain write left a truncated all_results.json that
+        every --resume failed to read. One unreadable all the same is rebuilt from the split files beside it."""
+        if not self.is_world_process_zero():
+            return
+        folder = self.args.output_dir
+        write_json_atomically(os.path.join(folder, f"{split}_results.json"), metrics, indent=4, sort_keys=True)
+        if combined:
+            write_json_atomically(os.path.join(folder, "all_results.json"), {**saved_results(folder), **metrics},
+                                  indent=4, sort_keys=True)
+
     def create_model_card(self, *args, **kwargs):
         if self.is_world_process_zero() and self.card_facts is not None:
             write_model_card(self.args.output_dir, self.card_facts)
@@ -121,7 +134,19 @@ class MinAttnTrainer(Trainer):
             callback.resumed_from = resumed
         return super().train(resume_from_checkpoint, *args, **kwargs)
 
+    def push_to_hub(self, *args, saved: bool = False, **kwargs):
+        """As `Trainer.push_to_hub`; with `saved`, the model in output_dir is the one to upload (run_mlm saved it at
+        the end of training) and is uploaded as it is: the Trainer's save before the upload would write it again in
+        place, where a kill would leave a finished run with its weights cut short."""
+        self.uploading_saved = saved
+        try:
+            return super().push_to_hub(*args, **kwargs)
+        finally:
+            self.uploading_saved = False
+
     def save_model(self, output_dir=None, _internal_call=False):
+        if _internal_call and output_dir is None and getattr(self, "uploading_saved", False):
+            return  # push_to_hub(saved=True): the folder holds the model already
         super().save_model(output_dir, _internal_call)
         # Inside Trainer._save_checkpoint, after the weights and before the optimizer, RNG and trainer states: a
         # checkpoint with its trainer_state.json (written last) holds the callbacks' records too.
@@ -150,6 +175,19 @@ class MinAttnTrainer(Trainer):
             self._load_best_model()  # as Trainer.train ends: the model saved and evaluated is then the best one
         self.control = self.callback_handler.on_train_end(self.args, self.state, self.control)
         return metrics
+
+
+def saved_results(folder: str) -> dict:
+    """The results saved in `folder`: its all_results.json, or where that is missing or unreadable (cut short by a
+    kill while the Trainer wrote it), its train and eval results merged; {} when it has none."""
+    try:
+        return read_json(os.path.join(folder, "all_results.json"))
+    except (OSError, ValueError):
+        merged = {}
+        for name in ("train_results.json", "eval_results.json"):
+            with contextlib.suppress(OSError, ValueError):
+                merged.update(read_json(os.path.join(folder, name)))
+        return merged
 
 
 def trained_metrics(state: TrainerState) -> dict:

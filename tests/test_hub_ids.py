@@ -265,6 +265,30 @@ def test_run_mlm_continues_a_hub_model_at_a_revision(hub_ids, revisions, tmp_pat
     assert ("v2", "config.json") in downloads(hub_ids)
 
 
+@pytest.mark.slow  # trains
+def test_run_mlm_pushes_the_model_it_saved_without_writing_it_again(hub_ids, revisions, tmp_path, monkeypatch):
+    """--push_to_hub: Trainer.push_to_hub saved the model again, in place, after trainer_state.json had marked the
+    run finished, so that a kill there left a finished run with truncated weights. The upload is of the saved folder."""
+    from test_push import committed_files
+    from transformers import Trainer
+
+    from hf_minattn.run_mlm import main as run_mlm
+
+    out = tmp_path / "run"
+    saves, real = [], Trainer.save_model  # the saves that reach the Trainer's, which writes the weights
+    monkeypatch.setattr(Trainer, "save_model", lambda self, output_dir=None, _internal_call=False: (
+        saves.append((out / "trainer_state.json").is_file()), real(self, output_dir, _internal_call))[1])
+    run_mlm(["--output_dir", str(out), "--model_name_or_path", "org/tiny", "--train_file", str(revisions / "corpus.txt"),
+             "--max_steps", "2", "--per_device_train_batch_size", "4", "--max_seq_length", "32",
+             "--max_eval_samples", "4", "--report_to", "none", "--save_strategy", "no", "--push_to_hub",
+             "--hub_model_id", "me/minattn-test", "--hub_token", "hf_test"])
+    assert saves and not any(saves)  # none once trainer_state.json says the run is finished
+    commits = [r for r in hub_ids.seen if r["method"] == "POST" and "/commit/" in r["path"]]
+    files = committed_files(commits[-1])
+    assert files["model.safetensors"] == (out / "model.safetensors").read_bytes()
+    assert "trainer_state.json" in files and "in progress" not in files["README.md"].decode()
+
+
 @pytest.mark.slow  # a process of its own: HF_ENDPOINT as a user sets it
 def test_console_script_reads_hf_endpoint_and_reports_a_missing_id_in_one_line(hub_ids, revisions, tmp_path):
     out = tmp_path / "out"

@@ -112,6 +112,19 @@ def test_an_unfinished_run_with_no_checkpoint_starts_afresh(tokenizer_dir, tmp_p
     assert read_json(out / "trainer_state.json")["global_step"] == 8
 
 
+def test_a_run_killed_while_saving_its_initial_model_starts_afresh(tokenizer_dir, tmp_path):
+    """Killed after the initial weights and before the card saying training is in progress: the rerun refused the
+    folder, calling the initial weights "a trained model". The card is now written first."""
+    from transformers import PreTrainedTokenizerBase
+
+    out = tmp_path / "model"
+    with killed_at(PreTrainedTokenizerBase, "save_pretrained", call=1), pytest.raises(Killed):
+        main(tiny_argv(out, tokenizer_dir, report_to="none"))
+    assert (out / "model.safetensors").is_file() and (out / "README.md").is_file()
+    main(tiny_argv(out, tokenizer_dir, report_to="none"))
+    assert read_json(out / "trainer_state.json")["global_step"] == 8
+
+
 def test_resume_on_model_only_checkpoints_alone_is_refused_naming_them(tmp_path):
     """--resume where every checkpoint is model-only (--save_only_model) trained afresh beside them, leaving the old
     run's states among the new run's."""

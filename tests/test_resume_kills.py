@@ -116,6 +116,29 @@ def test_a_trainer_state_cut_short_in_the_output_folder_is_named_and_the_end_red
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("finished", [True, False])
+def test_an_all_results_file_cut_short_is_rebuilt_not_a_json_error(reference, tokenizer_dir, tmp_path, finished,
+                                                                     caplog):
+    """The Trainer wrote all_results.json in place: one cut short by a kill made every --resume fail in json.load,
+    naming no file, both on a finished run (its results read back) and while the end is redone (merged into)."""
+    out = tmp_path / "model"
+    shutil.copytree(reference, out)
+    text = (out / "all_results.json").read_text()
+    (out / "all_results.json").write_text(text[: len(text) // 2])
+    if not finished:
+        (out / "trainer_state.json").unlink()
+    results = main(tiny_argv(out, tokenizer_dir, resume=True, **ARGS))
+    expected = read_json(reference / "all_results.json")
+    assert results["eval_loss"] == pytest.approx(expected["eval_loss"], abs=1e-6)
+    if finished:  # read back from the train and eval results, as they were; a push is left to hf-minattn push
+        main(tiny_argv(out, tokenizer_dir, resume=True, push_to_hub=True, hub_model_id="me/tiny", **ARGS))
+        assert f"nothing to train or save; to push it: hf-minattn push {out} me/tiny" in caplog.text
+        assert results == {**read_json(reference / "train_results.json"), **read_json(reference / "eval_results.json")}
+    else:  # the end redone: written whole
+        assert read_json(out / "all_results.json")["eval_loss"] == pytest.approx(expected["eval_loss"], abs=1e-6)
+
+
+@pytest.mark.slow
 def test_a_run_stopped_at_its_stop_step_is_finished_whatever_its_last_checkpoint(tokenizer_dir, tmp_path):
     """--stop_at_step 3 with checkpoints every 2: its last checkpoint is step 2, and --resume trained step 3 again
     from it at every call. The trainer_state.json of the folder says it ended: nothing is trained or written."""
