@@ -90,3 +90,31 @@ def test_the_cooccurrence_sentence_counts_the_pairs_with_positive_ppmi():
     q5["cooccurrence_pairs"]["cooccurring_pairs"] = 28218  # a run that stored both
     text = "\n".join(related_lines(q5, results))
     assert "over the 14289 pairs with positive PPMI (of 28218 that co-occur) among the 300" in text
+
+
+def test_the_costliest_head_table_prints_the_sign_of_each_increase():
+    """FINDINGS' table printed a fixed "+": a seed where zeroing every head lowers the loss read "+-0.0021"."""
+    from hf_minattn.experiments.findings_heads import role_lines
+
+    q4 = json.loads((FINDINGS / "results.json").read_text())["answers"]["q4"]
+    q4["costliest_head"][0]["increase"] = -0.0021
+    q4["costliest_head"][1]["increase"] = 0.0164
+    rows = [line for line in role_lines(q4) if line.startswith(f"| {q4['costliest_head'][0]['seed']} |")
+            or line.startswith(f"| {q4['costliest_head'][1]['seed']} |")]
+    assert "| -0.0021 |" in rows[-2] and "| +0.0164 |" in rows[-1] and "+-" not in "".join(rows)
+
+
+def test_q7_with_one_seed_is_no_verdict():
+    """An older results.json without the many-sentence mixing read one seed's self-share as "keeps most of each word
+    its own", and its table said "above 0.5" at df 0."""
+    from hf_minattn.experiments.findings_answers import q7_answer
+    from hf_minattn.experiments.findings_probes import q7_section
+
+    q7 = {"layer": 3, "self_share": {"estimate": 0.7, "low": 0.7, "high": 0.7, "n": 1, "df": 0},
+          "sentence": "the king and the queen", "strongest": []}
+    assert q7_answer({"answers": {"q7": q7}}).endswith("whether most of a word stays its own is not resolved")
+    fig = lambda name, title: ""  # noqa: E731 (no figures)
+    assert "| one seed: no interval |" in "\n".join(q7_section(q7, fig))
+    q7["self_share"].update(low=0.6, high=0.8, n=3, df=2)
+    assert q7_answer({"answers": {"q7": q7}}).endswith("the residual path keeps most of each word its own")
+    assert "| above 0.5 |" in "\n".join(q7_section(q7, fig))

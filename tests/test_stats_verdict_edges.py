@@ -164,4 +164,5 @@ def test_zero_width_bootstrap_intervals_and_zero_keep_their_reading():
 def test_a_bare_zero_width_interval_is_still_described_as_above_0():
     """FINDINGS' check row "W = I itself" (1 at every seed, no p): the cell says where it lies, as committed."""
     assert verdict_cell(mean_interval([1.0] * 5).to_dict()) == "above 0"
-    assert verdict_cell(mean_interval([1.0]).to_dict()) == "includes 0"  # one seed says nothing
+    # one seed says nothing, and says so: "includes 0" sat beside its [1, 1]
+    assert verdict_cell(mean_interval([1.0]).to_dict()) == "one seed: no interval"

@@ -14,8 +14,9 @@ def q1_answer(results: dict) -> str:
     rho = q1.get("spearman_over_seeds") or q1["rows"]["spearman_drift_vs_count"]
     trend = {1: "rows of frequent tokens move further", 0: "row movement is not told apart from frequency",
              -1: "rows of rare tokens move further"}[st.sign(rho)]
-    return (f"{'Yes' if q1['embeddings_updated'] else 'No'}: backpropagation updates the input embeddings like every "
-            f"other weight, row by row: {trend}")
+    if not q1["embeddings_updated"]:  # the rows did not move: no trend to report
+        return "No: in this run the input embeddings did not move from their initial values"
+    return f"Yes: backpropagation updates the input embeddings like every other weight, row by row: {trend}"
 
 
 def q2_answer(results: dict) -> str:
@@ -198,7 +199,7 @@ def q7_answer(results: dict) -> str:
         return NOT_MEASURED
     if q7.get("mixing"):
         return q7_mixing_answer(q7["mixing"], ours(results))
-    share = q7["self_share"] or {}
+    share = q7["self_share"] if (q7["self_share"] or {}).get("n", 2) >= 2 else {}  # one seed: no interval, no verdict
     return ("Each head's attention weights are a weighted directed graph over the tokens, but a layer's edges are not "
             f"word-to-word relations: followed through the residual path and the layers (rollout, after layer "
             f"{block_output(q7['layer'])}), "

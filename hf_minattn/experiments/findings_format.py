@@ -93,8 +93,10 @@ def verdict_cell(d: dict | None, tost_interval: bool = False) -> str:
         return word if holds_widened(d) else f"{word}, not if {HIERARCHICAL_WIDENING}x as wide"
     # a bare interval has no p beside it: the cell describes where the printed interval lies, not a test's outcome
     # (`st.sign` would read a zero-width [1, 1] of 5 seeds, a value fixed by construction, as the sign test does:
-    # not above 0); one seed still says nothing
-    side = 0 if d["n"] < 2 else 1 if d["low"] > 0 else -1 if d["high"] < 0 else 0
+    # not above 0); one seed still says nothing, and the cell says so (its [x, x] beside "includes 0" was read as 0)
+    if d["n"] < 2:
+        return "one seed: no interval"
+    side = 1 if d["low"] > 0 else -1 if d["high"] < 0 else 0
     return {1: "above 0", -1: "below 0", 0: "includes 0"}[side]
 
 

@@ -88,7 +88,7 @@ def role_lines(q4: dict) -> list[str]:
                   f"zeroed, at the training mask rate {num(q4['ablation_mlm_probability'])} (mean over seeds "
                   f"{ci(q4['costliest_increase'])} nats):",
                   *table(["seed", "head", "loss increase (nats)", "± (95%)", "masked tokens", "role", "role mass"],
-                         [[str(c["seed"]), c["head"], f"+{num(c['increase'])}", num(c["interval95"]),
+                         [[str(c["seed"]), c["head"], f"{'+' * (c['increase'] >= 0)}{num(c['increase'])}", num(c["interval95"]),
                            str(c["masked_tokens"]), c["role"], num(c["mass"]) if c["mass"] is not None else "-"]
                           for c in q4["costliest_head"]])]
     return lines + [""]

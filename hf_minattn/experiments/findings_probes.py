@@ -348,8 +348,8 @@ def q7_mixing_lines(mixing: dict) -> list[str]:
 def q7_section(q7: dict, fig, scale: dict | None = None) -> list[str]:
     """Q7's section; `scale`: results["answers"]["scale"], for the answer's size of our model."""
     share = q7["self_share"]
-    against_half = ("-" if not share else "above 0.5" if share["low"] > 0.5 else "below 0.5" if share["high"] < 0.5
-                    else "includes 0.5")
+    against_half = ("-" if not share else "one seed: no interval" if share.get("n", 2) < 2 else "above 0.5"
+                    if share["low"] > 0.5 else "below 0.5" if share["high"] < 0.5 else "includes 0.5")
     one_example = table(["comparison", "estimate", "95% interval", "df", "p", "verdict"],
                         [[f"a word's share of its own input after layer {block_output(q7['layer'])} (rollout, mean over seeds)",
                           num((share or {}).get("estimate")),
