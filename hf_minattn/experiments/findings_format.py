@@ -3,6 +3,7 @@ and each tested comparison as a table row with its df, its p-value labelled by w
 family of k tests, or one test alone, unadjusted) and its verdict. Nothing is computed here: every number printed
 is one in results.json, rounded for reading."""
 
+from ..probes.report.words import p_text
 from . import statistics as st
 from .word_pairs import HIERARCHICAL_WIDENING, holds_widened
 
@@ -51,11 +52,7 @@ def p_value(p) -> str:
         return "-"
     if p < P_FLOOR:
         return f"< {P_FLOOR}"
-    digits, text = 2, num(p, 2)
-    while (float(text) < st.ALPHA) != (p < st.ALPHA) and digits < 17:
-        digits += 1
-        text = num(p, digits)
-    return text
+    return p_text(p, 2, st.ALPHA)
 
 
 def p_cell(d: dict | None) -> str:

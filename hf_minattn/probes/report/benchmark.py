@@ -14,7 +14,7 @@ import numpy as np
 from ..plots import legend_or_not_scored, save_figure
 from ..results import BENCHMARKS, DECISION_RULE, LEGACY_DECISION_RULE, paired_verdict, verdict
 from .page import Section
-from .words import lower
+from .words import lower, signed_interval
 
 
 TOO_FEW_PAIRS = "too few pairs to score"  # where no vector set has a Spearman (under 3 pairs): report and compare
@@ -42,7 +42,7 @@ _WORDS = {1: "higher than", -1: "lower than", 0: "not told apart from"}
 
 
 def _delta(interval):
-    return f"Δρ {interval.estimate:+.2f} [{interval.low:+.2f}, {interval.high:+.2f}]"
+    return f"Δρ {signed_interval(interval.estimate, interval.low, interval.high)}"
 
 
 def comparison(a, b, other, abtt=False):

@@ -7,13 +7,15 @@ import numpy as np
 
 from ..plots import save_figure
 from .page import Section
+from .words import apart
 
 
 def _rho(interval):
     """ "ρ = 0.62 [0.55, 0.70]" from an Interval dict (None: a constant form gave no correlation)."""
     if interval["estimate"] is None or interval["low"] is None:
         return "ρ undefined"
-    return f"ρ = {interval['estimate']:.2f} [{interval['low']:.2f}, {interval['high']:.2f}]"
+    d = apart(interval["low"], interval["high"])  # a bound near 0 printed as 0.00 beside "partly follow"
+    return f"ρ = {interval['estimate']:.{d}f} [{interval['low']:.{d}f}, {interval['high']:.{d}f}]"
 
 
 def _above(interval, bound):

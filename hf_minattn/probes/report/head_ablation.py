@@ -9,7 +9,7 @@ from ...stats import holm
 from ..plots import layer_by_head, save_figure
 from .head_roles import ROLE_LABELS, role_label, saved_roles
 from .page import Section
-from .words import predicted
+from .words import apart, predicted
 
 
 def _ablation(r):
@@ -27,13 +27,20 @@ def _ablation(r):
     return inc, ci, k, int(np.sum(inc - ci > 0)), role, min_mass
 
 
+def _nats(increase, interval, spread=True) -> str:
+    """"+0.08 ± 0.02 nats" (`spread`; else "+0.08 nats"): at 2 decimals, or more where the interval excludes 0 and a
+    bound would print as 0 ("+0.00 nats" beside "raises it")."""
+    d = apart(increase - interval, increase + interval)
+    return f"{increase:+.{d}f}" + (f" ± {interval:.{d}f}" if spread else "") + " nats"
+
+
 def _lowering(inc, ci, H) -> str:
     """"; zeroing head 1-1 (-0.08 ± 0.02 nats) lowers it beyond its 95% interval": the heads whose interval lies wholly
     below 0 (the model does better without them on these tokens), or "" where none does."""
     below = [int(k) for k in np.flatnonzero(np.ravel(inc + ci) < 0)]
     if not below:
         return ""
-    heads = ", ".join(f"{k // H}-{k % H} ({inc.flat[k]:+.2f} ± {ci.flat[k]:.2f} nats)" for k in below)
+    heads = ", ".join(f"{k // H}-{k % H} ({_nats(inc.flat[k], ci.flat[k])})" for k in below)
     return (f"; zeroing head{'s' if len(below) > 1 else ''} {heads} lowers it beyond "
             f"{'their' if len(below) > 1 else 'its'} 95% interval")
 
@@ -80,9 +87,9 @@ def head_ablation_headline(r):
     if beyond:
         return (f"{beyond} of {inc.size} heads matter on their own, {holm_count(inc, ci)} after Holm's adjustment over "
                 f"the {inc.size}: zeroing one raises the {word} loss beyond its 95% interval; the costliest is "
-                f"{head}, +{inc.flat[k]:.2f} nats{_lowering(inc, ci, H)}.")
+                f"{head}, {_nats(inc.flat[k], ci.flat[k], spread=False)}{_lowering(inc, ci, H)}.")
     return (f"No single head is shown to be needed on its own at this scale: no head, zeroed, raises the {word} loss "
-            f"beyond its 95% interval (largest rise {inc.flat[k]:+.2f} ± {ci.flat[k]:.2f} nats, {head})"
+            f"beyond its 95% interval (largest rise {_nats(inc.flat[k], ci.flat[k])}, {head})"
             f"{_lowering(inc, ci, H)}.")
 
 

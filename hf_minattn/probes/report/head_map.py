@@ -7,7 +7,7 @@ import numpy as np
 from ...stats import group_permutation_p
 from ..plots import save_figure
 from .page import Section
-from .words import cell, lower
+from .words import cell, lower, p_text
 
 
 def _js_within_between(h, skip_layer0=False):
@@ -39,11 +39,11 @@ def head_map_text(r):
     closer = _clusters(pair)
     text = (f"Heads as points whose distances follow their Jensen-Shannon divergence: heads of the same layer are "
             f"{'closer' if closer else 'not shown to be closer'} (mean JS {a:.3f}) than heads of different layers "
-            f"({b:.3f}; one-sided permutation p {p:.3g} over the heads' layer labels), so "
+            f"({b:.3f}; one-sided permutation p {p_text(p)} over the heads' layer labels), so "
             f"{'heads cluster by layer' if closer else 'behaviour is not shown to cluster by layer'}.")
     rest = _js_within_between(r.heads, skip_layer0=True) if r.heads.num_layers > 2 else None
     if rest is not None:
-        text += (f" Without layer 0: {rest[0]:.3f} within, {rest[1]:.3f} across, p {rest[2]:.3g}: "
+        text += (f" Without layer 0: {rest[0]:.3f} within, {rest[1]:.3f} across, p {p_text(rest[2])}: "
                  + ("they still cluster." if _clusters(rest) else "the clustering is not shown without it."))
     return text
 
@@ -53,7 +53,7 @@ def head_map_headline(r):
     if pair is None:
         return "Too few heads to compare within and between layers."
     a, b, p = pair
-    numbers = f"mean Jensen-Shannon divergence {a:.3f} within a layer, {b:.3f} across layers, permutation p {p:.3g}"
+    numbers = f"mean Jensen-Shannon divergence {a:.3f} within a layer, {b:.3f} across layers, permutation p {p_text(p)}"
     if _clusters(pair):
         return f"Yes: heads of the same layer attend more alike than heads of different layers ({numbers})."
     return f"No: heads of the same layer are not shown to attend more alike than heads of different layers ({numbers})."

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 
 from ..plots import save_figure
 from .page import Section
-from .words import cell
+from .words import apart, cell
 
 
 def sense_verdict(interval, chance):
@@ -62,6 +62,13 @@ def _sense_claim(senses):
     return verdict, best_control, control, verdict == "above chance" and intervals[-1]["low"] > control
 
 
+def _accuracy(accuracy, interval, chance) -> str:
+    """"0.55 [0.51, 0.60]": at 2 decimals, or more where the interval excludes chance but a bound would print as
+    chance itself ("[0.50, 0.60]" beside "above chance 0.50")."""
+    d = apart(interval["low"], interval["high"], chance)
+    return f"{accuracy:.{d}f} [{interval['low']:.{d}f}, {interval['high']:.{d}f}]"
+
+
 def sense_accuracy_text(r, untrained=None):
     """The sense probe in words; the verdict is chosen by the last layer's interval against chance, then against
     the controls that see only the word's position and the sentence's length. `untrained`: the SenseAccuracy
@@ -76,8 +83,7 @@ def sense_accuracy_text(r, untrained=None):
         return text + (f"leave-one-out nearest-centroid sense accuracy (raw vectors) by layer {raw}, against "
                        f"chance {chance:.2f} and {senses.position_accuracy:.2f} from the word's position alone. "
                        "This run recorded no interval, so no verdict.")
-    by_layer = ", ".join(f"{layer}: {a:.2f} [{i['low']:.2f}, {i['high']:.2f}]"
-                         for layer, a, i in zip(layers, acc, intervals))
+    by_layer = ", ".join(f"{layer}: {_accuracy(a, i, chance)}" for layer, a, i in zip(layers, acc, intervals))
     length = senses.length_accuracy
     text += (f"leave-one-out nearest-centroid sense accuracy on centred vectors (All-but-the-Top), by layer with 95% "
              f"intervals over homonyms and contexts: {by_layer} (raw vectors: {raw}), "
@@ -88,8 +94,8 @@ def sense_accuracy_text(r, untrained=None):
     above = [layer for layer, i in zip(layers, intervals) if sense_verdict(i, chance) == "above chance"]
     verdict, best_control, control, beats = _sense_claim(senses)
     last = intervals[-1]
-    text += (f"At the last layer ({layers[-1]}) sense accuracy, {acc[-1]:.2f} [{last['low']:.2f}, "
-             f"{last['high']:.2f}] against chance {chance:.2f}, is {verdict}")
+    text += (f"At the last layer ({layers[-1]}) sense accuracy, {_accuracy(acc[-1], last, chance)} against chance "
+             f"{chance:.2f}, is {verdict}")
     if verdict == "above chance":
         text += (f", and above the {best_control} control ({control:.2f})" if beats else
                  f", but not above the {best_control} control ({control:.2f}): the senses are not shown to be told "

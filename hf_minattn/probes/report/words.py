@@ -18,13 +18,32 @@ def lower(a, b, decimals=2):
     return a < b and differ(a, b, decimals)
 
 
-def signed_interval(estimate, low, high, decimals=2, most=4):
-    """"+0.12 [+0.08, +0.16]": an estimate and its interval, signed, at `decimals`, or at more (up to `most`) where
-    the interval excludes 0 but its bound nearest 0 would print as 0 (so the printed bounds show why it excludes 0)."""
-    near = min(abs(low), abs(high)) if low > 0 or high < 0 else None
-    while near is not None and decimals < most and float(f"{near:.{decimals}f}") == 0:
+def apart(low, high, reference=0.0, decimals=2, most=4) -> int:
+    """The decimals at which an interval [low, high] that excludes `reference` prints apart from it: `decimals`, or
+    more (up to `most`) where its bound nearest `reference` would print as `reference` itself (so the printed bounds
+    show why it excludes it: not "[0.50, 0.60] is above chance 0.50")."""
+    near = low if low > reference else high if high < reference else None
+    while near is not None and decimals < most and float(f"{near:.{decimals}f}") == float(f"{reference:.{decimals}f}"):
         decimals += 1
+    return decimals
+
+
+def signed_interval(estimate, low, high, decimals=2, most=4):
+    """"+0.12 [+0.08, +0.16]": an estimate and its interval, signed, at `decimals`, or at more where the interval
+    excludes 0 but a bound would print as 0 (`apart`)."""
+    decimals = apart(low, high, 0.0, decimals, most)
     return f"{estimate:+.{decimals}f} [{low:+.{decimals}f}, {high:+.{decimals}f}]"
+
+
+
+def p_text(p: float, digits: int = 3, alpha: float = 0.05) -> str:
+    """A p-value at `digits` significant digits, with more where fewer would print it on the other side of `alpha`
+    than it lies (0.049975 as "0.049975", not "0.05"; a p at or above `alpha` never prints below it)."""
+    text = f"{p:.{digits}g}"
+    while (float(text) < alpha) != (p < alpha) and digits < 17:
+        digits += 1
+        text = f"{p:.{digits}g}"
+    return text
 
 
 # What a language model's head is scored on, in the words of the head-ablation and logit-lens sections: the masked
