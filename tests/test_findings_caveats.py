@@ -32,7 +32,10 @@ def comparison(estimate, low, high, verdict, family_size=7, p_holm=0.1, equivale
 def test_the_caveat_names_holm_only_where_the_unadjusted_interval_excludes_0():
     assert "Holm's adjustment for 7 tests leaves p 0.1" in caveat(comparison(0.1, 0.001, 0.19, "unresolved"))
     assert caveat(comparison(0.1, -0.01, 0.19, "unresolved")) == ""  # the interval itself includes 0
-    assert caveat(comparison(0.1, 0.001, 0.19, "unresolved", family_size=1)) == ""  # no adjustment to blame
+    # a test alone (a crossed comparison, whose p is also the seeds' t-test's): no adjustment to blame, its p named
+    alone = {**comparison(0.1, 0.001, 0.19, "unresolved", family_size=1), "p": 0.2}
+    assert caveat(alone) == " (its 95% interval [0.001, 0.19] excludes 0, but its p, 0.2, does not reach 0.05)"
+    assert caveat({**alone, "low": -0.01}) == ""
     assert "margin" in caveat(comparison(0.008, 0.007, 0.009, "higher", p_holm=0.001, equivalent=True, margin=0.02))
     assert caveat(comparison(0.08, 0.07, 0.09, "higher", p_holm=0.001)) == ""
     assert caveat(None) == ""

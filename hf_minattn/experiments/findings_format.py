@@ -141,12 +141,13 @@ def details(summary: str, lines: list[str]) -> list[str]:
 def caveat(d: dict | None) -> str:
     """What a verdict's word leaves out that its own numbers show, as " (...)"; "" where nothing is left out:
     - a difference smaller than its margin: "higher"/"lower" whose TOST test also finds it within the margin;
-    - an unresolved difference whose unadjusted 95% interval excludes 0: Holm's adjustment decided it."""
+    - an unresolved difference whose unadjusted 95% interval excludes 0: Holm's adjustment decided it, or (a test
+      alone) its p, which for a crossed comparison is also the seeds' t-test's."""
     if not d or "verdict" not in d or d.get("low") is None or d.get("high") is None:
         return ""
     if d["verdict"] in ("higher", "lower") and (d.get("tost") or {}).get("equivalent"):
         return f" (by less than the ±{num(d['margin'])} margin: a TOST test puts the difference inside it)"
-    held_back = not_called(d) if d["verdict"] == "unresolved" else ""
+    held_back = (not_called(d) or _excludes_zero_alone(d)) if d["verdict"] == "unresolved" else ""
     return f" ({held_back})" if held_back else ""
 
 
