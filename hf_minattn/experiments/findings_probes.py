@@ -273,7 +273,7 @@ def logit_lens_verdict(lens: dict) -> str:
     above, last = layers_above_floor(lens), len(lens["gain"]) - 1  # from the intervals printed beside it
     first = above[0] if above else None
     if lens["seeds"] < 3:
-        return f"Where the MLM head can read the prediction: {lens['seeds']} seeds give no interval (3 needed)"
+        return f"Where the MLM head can read the prediction: no verdict from {lens['seeds']} seeds (3 needed)"
     if first is None:
         return ("Where the MLM head can read the prediction: no layer, decoded by it, predicts masked tokens better "
                 "than token frequencies alone beyond its 95% interval (not at this scale)")

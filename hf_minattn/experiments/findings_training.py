@@ -138,7 +138,7 @@ def loss_allocation_lines(lca: dict | None, fig) -> list[str]:
                "unresolved": "whether the word embeddings' own updates lowered the loss is not resolved at this scale"
                }[st.verdict(embeddings)] if embeddings else "the word embeddings were not tracked"
     if lca["seeds"] < st.MIN_SEEDS_FOR_INTERVALS:
-        verdict = f"{lca['seeds']} seeds give no interval ({st.MIN_SEEDS_FOR_INTERVALS} needed)"
+        verdict = f"no verdict from {lca['seeds']} seeds ({st.MIN_SEEDS_FOR_INTERVALS} needed)"
     groups = sorted(lca["lowered"].items(), key=lambda item: -item[1]["estimate"])
     if lca.get("attention_lowered"):
         groups.append(("attention", lca["attention_lowered"]))
@@ -156,7 +156,8 @@ def loss_allocation_lines(lca: dict | None, fig) -> list[str]:
                     [[GROUP_NAMES.get(name, name), num(x["estimate"]), f"[{num(x['low'])}, {num(x['high'])}]",
                       df_cell(x), p_cell(x), pct((shares.get(name) or {}).get("estimate")),
                       {"higher": "lowered it", "lower": "raised it", "equivalent": f"no change (±{num(x.get('margin'))})",
-                       "unresolved": "not resolved"}.get(x.get("verdict"), "-")] for name, x in groups])]
+                       "unresolved": "not resolved"}.get(x.get("verdict"), "-")
+                      if lca["seeds"] >= st.MIN_SEEDS_FOR_INTERVALS else "-"] for name, x in groups])]
     order = lca.get("bias_minus_attention_half_step")
     if order:
         half = lca["half_step"]
@@ -299,7 +300,7 @@ def circuits_lines(c: dict | None) -> list[str]:
     full = c["full"]
     identity, initial, cooc = full["identity"], full["initial"], full["cooccurrence"]
     if identity is None or identity["n"] < 3:
-        verdict = "Layer 0's circuits were measured on fewer than 3 seeds: no interval"
+        verdict = "Layer 0's circuits were measured on fewer than 3 seeds: no verdict"
     elif identity["low"] > 0.5:
         verdict = "The trained W_Q/W_K of layer 0 reproduce the embedding similarity: their query-key form ranks token " \
                   "pairs much as LN(E) LN(E)^T (what W_Q = W_K = I gives) does"
