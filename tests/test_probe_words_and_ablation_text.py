@@ -118,3 +118,16 @@ def test_q7_with_one_seed_is_no_verdict():
     q7["self_share"].update(low=0.6, high=0.8, n=3, df=2)
     assert q7_answer({"answers": {"q7": q7}}).endswith("the residual path keeps most of each word its own")
     assert "| above 0.5 |" in "\n".join(q7_section(q7, fig))
+
+
+def test_heads_beyond_their_interval_alone_but_not_after_holm_are_not_said_to_matter():
+    """One head of two raises the loss beyond its interval read alone (p 0.04), none after Holm's adjustment (p 0.08):
+    the text said "removing them costs the model" and the headline "1 of 2 heads matter on their own"."""
+    r = _ablation([0.021, 0.0], [0.02, 0.02])
+    text, headline = head_ablation_text(r), head_ablation_headline(r)
+    assert "and 0 with Holm's adjustment over the 2 heads: none is shown to be needed once they are tested" in text
+    assert "costs the model" not in text and "matter on their own" not in headline
+    assert headline.startswith("No single head is shown to be needed on its own at this scale: 1 of 2, zeroed, raise")
+    r = _ablation([0.5, 0.0], [0.02, 0.02])  # far beyond: held after the adjustment too
+    assert "costs the model" in head_ablation_text(r) and "1 of 2 heads matter on their own, 1 after Holm" in \
+        head_ablation_headline(r)

@@ -66,8 +66,10 @@ def head_ablation_text(r):
     inc, ci, k, beyond, role, min_mass = _ablation(r)
     H = ablation.num_heads
     # The lowering heads are reported whichever way the verdict goes: a head can lower the loss while others raise it.
+    held = holm_count(inc, ci)
     verdict = (f"{beyond} of {inc.size} heads raise the loss beyond their 95% interval, each read alone, and "
-               f"{holm_count(inc, ci)} with Holm's adjustment over the {inc.size} heads: removing them costs the model"
+               f"{held} with Holm's adjustment over the {inc.size} heads: "
+               + ("removing them costs the model" if held else "none is shown to be needed once they are tested together")
                if beyond else "No single head raises the loss beyond its 95% interval: none is shown to be needed alone"
                ) + _lowering(inc, ci, H)
     rate, words = ablation.mlm_probability, predicted(ablation)
@@ -84,6 +86,10 @@ def head_ablation_headline(r):
     H = r.head_ablation.num_heads
     head = f"head {k // H}-{k % H}" + (f" ({ROLE_LABELS.get(role, 'no clear role')})" if role else "")
     word = predicted(r.head_ablation)["word"]
+    if beyond and not holm_count(inc, ci):
+        return (f"No single head is shown to be needed on its own at this scale: {beyond} of {inc.size}, zeroed, raise "
+                f"the {word} loss beyond their 95% interval each read alone, none after Holm's adjustment over the "
+                f"{inc.size} (largest rise {_nats(inc.flat[k], ci.flat[k])}, {head}){_lowering(inc, ci, H)}.")
     if beyond:
         return (f"{beyond} of {inc.size} heads matter on their own, {holm_count(inc, ci)} after Holm's adjustment over "
                 f"the {inc.size}: zeroing one raises the {word} loss beyond its 95% interval; the costliest is "
