@@ -433,6 +433,25 @@ def test_drift_headline_names_what_moved_most(r):
                                                "(||W - W_0|| / ||W_0|| = 20 at the end)")
 
 
+def test_drift_says_no_parameter_stands_out_when_all_are_level_and_ranks_no_drift_it_lacks(r):
+    """A file without the drift metric was ranked by its gradient norm or loss as "where training moved the weights";
+    level values named one parameter "most" and another "least"."""
+    from hf_minattn.probes.report.drift import drift_text
+
+    level = copy.deepcopy(r)
+    for series in level["drift"]["metrics"]["drift"].values():
+        series["values"][-1] = 0.5
+    assert drift_headline(typed(level)) == "By the end of training, drift is level across the parameters (0.5)."
+    assert drift_text(typed(level)).endswith("no parameter stands out.") and "most" not in drift_text(typed(level))
+    other = copy.deepcopy(r)
+    del other["drift"]["metrics"]["drift"]
+    metric = next(iter(other["drift"]["metrics"]))
+    assert drift_headline(typed(other)).startswith(f"By the end of training, {metric} is largest for ")
+    assert drift_headline(typed(other)).endswith("; the file records no drift.")
+    assert "so it does not say where the weights moved" in drift_text(typed(other))
+    assert "moved the weights most and least" in drift_text(typed(r))
+
+
 def _png(path):
     """A tiny real PNG (1x1, grey)."""
     import struct

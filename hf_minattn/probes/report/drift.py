@@ -17,21 +17,33 @@ def _drift_final(d):
     return metric, final
 
 
+def _ranked(final: dict) -> bool:
+    """Whether the parameters have a most and a least: two or more, not all at one value as printed."""
+    return len({f"{v:.3g}" for v in final.values()}) > 1
+
+
 def drift_text(r):
     d = r.drift
     metric, final = _drift_final(d)
     names = list(final)
+    if not _ranked(final):
+        return (f"From {os.path.basename(d.path)}: by the end of training, {metric} is {final[names[0]]:.3g} for "
+                f"{' and '.join(names) if len(names) < 4 else f'all {len(names)} parameters'}: no parameter stands out.")
+    where = ("that is where training moved the weights most and least" if metric == "drift" else
+             "this file records no drift (distance from initialisation), so it does not say where the weights moved")
     return (f"From {os.path.basename(d.path)}: by the end of training, {metric} is largest for {names[0]} "
-            f"({final[names[0]]:.3g}) and smallest for {names[-1]} ({final[names[-1]]:.3g}): that is where training "
-            f"moved the weights most and least.")
+            f"({final[names[0]]:.3g}) and smallest for {names[-1]} ({final[names[-1]]:.3g}): {where}.")
 
 
 def drift_headline(r):
     metric, final = _drift_final(r.drift)
     names = list(final)
-    relative = metric == "drift"  # drift.py's measure: the distance over the initial norm
-    what = "||W - W_0|| / ||W_0|| =" if relative else metric
-    return (f"Training moved {names[0]} the most{' relative to its initial size' if relative else ''} ({what} "
+    if not _ranked(final):
+        return f"By the end of training, {metric} is level across the parameters ({final[names[0]]:.3g})."
+    if metric != "drift":  # a file without drift: its ranking does not say where the weights moved
+        return (f"By the end of training, {metric} is largest for {names[0]} ({final[names[0]]:.3g}) and smallest for "
+                f"{names[-1]} ({final[names[-1]]:.3g}); the file records no drift.")
+    return (f"Training moved {names[0]} the most relative to its initial size (||W - W_0|| / ||W_0|| = "
             f"{final[names[0]]:.3g} at the end) and {names[-1]} the least ({final[names[-1]]:.3g}).")
 
 
