@@ -143,3 +143,15 @@ def test_across_protocols_reads_a_run_of_another_protocol_and_says_so(tmp_path, 
     assert "ran under the same protocol" in capsys.readouterr().err
     assert cli_main(["findings", str(path), "--across-protocols"]) == 2
     assert "--across-protocols reads the run of --replicates" in capsys.readouterr().err
+
+
+def test_a_verdict_findings_does_not_state_is_counted_as_findings_states_it():
+    """A hierarchical word-pair "higher" that an interval as wide as it should be would not keep is stated as not
+    resolved in FINDINGS; the replication counted the stored "higher" and so found it resolved in one run only."""
+    first = json.loads((FINDINGS / "results.json").read_text())
+    second = copy.deepcopy(first)
+    matched = first["answers"]["q5"]["comparisons"]["last_vs_word2vec_matched"]  # "higher, not if 2.1x as wide"
+    second["answers"]["q5"]["comparisons"]["last_vs_word2vec_matched"] = {**matched, "verdict": "unresolved"}
+    assert "q5 comparisons last_vs_word2vec_matched" in agreement(first, second)["same"]
+    second["answers"]["q5"]["comparisons"]["last_vs_word2vec_matched"] = {**matched, "low": 0.1, "high": 0.16}
+    assert "q5 comparisons last_vs_word2vec_matched" in agreement(first, second)["differ"]  # held there: it differs

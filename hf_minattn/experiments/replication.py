@@ -11,6 +11,7 @@ agree by construction (across protocols the items may differ, but the model does
 
 from .findings import seed_list
 from .findings_format import details, num, table, verdict_cell
+from .word_pairs import holds_widened
 
 OPPOSITE = {("higher", "lower"), ("lower", "higher")}
 
@@ -31,6 +32,12 @@ def comparisons(results: dict) -> dict:
     return {name: d for name, d in found.items() if not any(part.startswith("reference") for part in name.split())}
 
 
+def stated(d: dict) -> str:
+    """The verdict FINDINGS states for a stored comparison: a hierarchical word-pair verdict that an interval as wide
+    as it should be would not keep (`holds_widened`) is stated as not resolved."""
+    return d["verdict"] if holds_widened(d) else "unresolved"
+
+
 def agreement(first: dict, second: dict) -> dict:
     """The comparisons both runs made, split by how their verdicts relate: {"same", "reversed", "differ": [names],
     "only_first", "only_second": [names]}."""
@@ -38,7 +45,7 @@ def agreement(first: dict, second: dict) -> dict:
     both = [name for name in b if name in a]
     kinds = {"same": [], "reversed": [], "differ": []}
     for name in both:
-        pair = (a[name]["verdict"], b[name]["verdict"])
+        pair = (stated(a[name]), stated(b[name]))
         kinds["same" if pair[0] == pair[1] else "reversed" if pair in OPPOSITE else "differ"].append(name)
     return {**kinds, "only_first": [n for n in a if n not in b], "only_second": [n for n in b if n not in a]}
 
