@@ -92,6 +92,26 @@ def run_reporting_errors(function, argv=None, prog="hf-minattn") -> int:
     return result if isinstance(result, int) else 0  # run_mlm's main returns its metrics
 
 
+# Set by `hf-minattn experiments` (side_by_side.run_logged) in each run it starts: its own process id
+PARENT_ENV = "HF_MINATTN_RUN_PARENT"
+
+
+def end_with_parent() -> None:
+    """In a run started by `hf-minattn experiments` (PARENT_ENV holds its process id), on Linux: have the kernel
+    send this process SIGTERM when the thread that started it ends (prctl PR_SET_PDEATHSIG), so that a parent
+    killed outright (SIGKILL, the out-of-memory killer), with no cleanup of its own, leaves no run training on into
+    its --out. A parent already gone before the request is checked for. Elsewhere: nothing."""
+    parent = os.environ.get(PARENT_ENV)
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+    if str(os.getppid()) != parent:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def leave_process_group():
     """Destroy the torch.distributed process group this process joined (under `accelerate launch` or torchrun).
     A process that exits still in a gloo group can abort (SIGABRT, "terminate called without an active

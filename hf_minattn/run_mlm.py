@@ -407,6 +407,7 @@ def run(model_args, data_args, training_args, argv=None, progress=None):
 
 
 if __name__ == "__main__":
-    from hf_minattn.cli import run_reporting_errors
+    from hf_minattn.cli import end_with_parent, run_reporting_errors
 
+    end_with_parent()
     sys.exit(run_reporting_errors(main, prog="run_mlm.py"))

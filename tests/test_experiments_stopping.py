@@ -152,6 +152,57 @@ def test_a_kill_of_the_experiments_command_ends_the_run_it_trains_alone(tmp_path
             os.killpg(process.pid, signal.SIGKILL)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_runs_end_with_an_experiments_command_killed_outright(tmp_path):
+    """SIGKILL (the out-of-memory killer) leaves the command no cleanup: its runs trained on into --out, where a rerun
+    removing their folders raced with them. Each run now asks the kernel to end it with the thread that started it."""
+    script = textwrap.dedent("""
+        import sys
+        from hf_minattn.experiments.side_by_side import run_logged, run_side_by_side
+
+        child = ("from hf_minattn.cli import end_with_parent; end_with_parent(); import time; "
+                 "print('asked', flush=True); time.sleep(37)")
+
+        def train(job, threads=None):
+            run_logged([sys.executable, "-c", child], f"{sys.argv[1]}/{job}.log")
+
+        run_side_by_side(train, list(range(4)), 2)
+    """)
+    output = tmp_path / "output.txt"
+    with open(output, "w") as f:
+        process = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=f, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120  # the runs past their imports (seconds on loaded cores), prctl asked
+        while sum("asked" in p.read_text().splitlines()[1:] for p in tmp_path.glob("*.log")) < 2 \
+                and time.monotonic() < deadline:  # the line it prints, not the command on the log's first line
+            assert process.poll() is None, output.read_text()
+            time.sleep(0.1)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=20)
+        deadline = time.monotonic() + 15
+        while session_processes(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert session_processes(process.pid) == []  # ended within seconds, not after their 37
+    finally:
+        if session_processes(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_run_whose_experiments_command_is_already_gone_ends_at_once():
+    """run_mlm as the command starts it (python -m hf_minattn.run_mlm): a parent that died before the run asked for
+    the signal is seen (its process id is not the parent's), and the run ends before any work."""
+    from hf_minattn.cli import PARENT_ENV
+
+    env = {**os.environ, PARENT_ENV: "1" if os.getpid() != 1 else "2"}
+    result = subprocess.run([sys.executable, "-m", "hf_minattn.run_mlm", "--help"], env=env, capture_output=True,
+                            timeout=120)
+    assert result.returncode == -signal.SIGTERM and b"usage" not in result.stdout
+    assert subprocess.run([sys.executable, "-m", "hf_minattn.run_mlm", "--help"], capture_output=True,
+                          timeout=120).returncode == 0  # where no command started it: nothing
+
+
 def test_a_failed_run_is_one_line_naming_its_log(tmp_path, monkeypatch, capsys):
     """run_mlm exiting with an error was a RuntimeError: a 30-line traceback from `hf-minattn experiments`."""
     from hf_minattn.cli import main

@@ -11,7 +11,7 @@ import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 
-from hf_minattn.cli import RunFailed
+from hf_minattn.cli import PARENT_ENV, RunFailed
 
 STOP_GRACE_SECONDS = 10  # SIGTERM, then SIGKILL: a run that ignores SIGTERM must not outlive the call
 
@@ -69,6 +69,7 @@ def run_logged(command: list[str], log_path: str, env: dict | None = None, echo=
     os.makedirs(os.path.dirname(log_path) or ".", exist_ok=True)
     with open(log_path, "w", buffering=1) as logfile:  # line-buffered
         logfile.write(" ".join(command) + "\n")
+        env = {**(os.environ if env is None else env), PARENT_ENV: str(os.getpid())}  # cli.end_with_parent
         process = LIVE.start(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         try:
             for line in process.stdout:
