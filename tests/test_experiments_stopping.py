@@ -72,6 +72,16 @@ def session_processes(session: int) -> list[int]:
     return found
 
 
+def start_session(script: str, tmp_path, argument) -> tuple:
+    """(process, its output file): `script` run by Python with `argument`, in a session of its own (its runs stay in
+    it, so that `session_processes` finds them after it has gone)."""
+    output = tmp_path / "output.txt"
+    with open(output, "w") as f:
+        process = subprocess.Popen([sys.executable, "-c", script, str(argument)], stdout=f, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    return process, output
+
+
 def wait_for_runs(process, output, count: int) -> None:
     """Until the session of `process` holds it and `count` runs (the imports take a while on shared cores)."""
     deadline = time.monotonic() + 60
@@ -99,10 +109,7 @@ def test_a_ctrl_c_or_a_kill_stops_the_queue_and_ends_the_runs_going_on(tmp_path,
 
         run_side_by_side(train, list(range(6)), 2)
     """)
-    output = tmp_path / "output.txt"
-    with open(output, "w") as f:
-        process = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=f, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+    process, output = start_session(script, tmp_path, tmp_path)
     try:
         wait_for_runs(process, output, 2)
         (os.killpg if group else os.kill)(process.pid, signum)  # the session's group is the process's own pid
@@ -137,10 +144,7 @@ def test_a_kill_of_the_experiments_command_ends_the_run_it_trains_alone(tmp_path
         cli.run_experiments = one_run
         sys.exit(cli.main(["--parallel", "1", "--out", sys.argv[1]]))
     """)
-    output = tmp_path / "output.txt"
-    with open(output, "w") as f:
-        process = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "out")], stdout=f,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+    process, output = start_session(script, tmp_path, tmp_path / "out")
     try:
         wait_for_runs(process, output, 1)
         (os.killpg if group else os.kill)(process.pid, signal.SIGTERM)
@@ -168,10 +172,7 @@ def test_runs_end_with_an_experiments_command_killed_outright(tmp_path):
 
         run_side_by_side(train, list(range(4)), 2)
     """)
-    output = tmp_path / "output.txt"
-    with open(output, "w") as f:
-        process = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=f, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+    process, output = start_session(script, tmp_path, tmp_path)
     try:
         deadline = time.monotonic() + 120  # the runs past their imports (seconds on loaded cores), prctl asked
         while sum("asked" in p.read_text().splitlines()[1:] for p in tmp_path.glob("*.log")) < 2 \
