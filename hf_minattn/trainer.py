@@ -180,14 +180,14 @@ class MinAttnTrainer(Trainer):
 def saved_results(folder: str) -> dict:
     """The results saved in `folder`: its all_results.json, or where that is missing or unreadable (cut short by a
     kill while the Trainer wrote it), its train and eval results merged; {} when it has none."""
-    try:
-        return read_json(os.path.join(folder, "all_results.json"))
-    except (OSError, ValueError):
-        merged = {}
-        for name in ("train_results.json", "eval_results.json"):
-            with contextlib.suppress(OSError, ValueError):
-                merged.update(read_json(os.path.join(folder, name)))
-        return merged
+    with contextlib.suppress(OSError, ValueError):
+        if isinstance(results := read_json(os.path.join(folder, "all_results.json")), dict):
+            return results
+    merged = {}
+    for name in ("train_results.json", "eval_results.json"):
+        with contextlib.suppress(OSError, ValueError, TypeError):  # TypeError: no JSON object
+            merged.update(read_json(os.path.join(folder, name)))
+    return merged
 
 
 def trained_metrics(state: TrainerState) -> dict:
