@@ -145,7 +145,7 @@ class ModelArguments:
         if self.model_size not in MODEL_SIZES and self.model_name_or_path is None:  # the command line offers only these; a JSON file may say anything
             raise ValueError(f"--model_size must be one of {list(MODEL_SIZES)}, got {self.model_size!r}")
         # the vocabulary holds the special tokens and at least one more
-        check_bounds(self, {"vocab_size": (len(SPECIAL_TOKENS), 2**24, False),  # the tokenizer trainer's bounds
+        check_bounds(self, {"vocab_size": (len(SPECIAL_TOKENS), 2**24 + 1, False),  # the tokenizer trainer's bounds
                             "tokenizer_min_frequency": (1, 2**64, True)})
         if self.config_overrides:  # a bad field or value fails now, with MinAttnConfig's message
             check_no_special_ids(self.config_overrides)
@@ -327,9 +327,9 @@ class MinAttnTrainingArguments(TrainingArguments):
                             "adam_epsilon": (0, None, True), "adam_beta1": (0, 1, True), "adam_beta2": (0, 1, True),
                             "per_device_train_batch_size": (1, None, True), "per_device_eval_batch_size": (1, None, True),
                             "gradient_accumulation_steps": (1, None, True), "max_train_minutes": (0, None, False),
-                            "num_train_epochs": (0, None, True), "seed": (0, 2**32, True), "data_seed": (0, 2**32, True),
-                            "logging_steps": (0, None, False), "eval_steps": (0, None, False),  # never log, eval, save
-                            "save_steps": (0, None, False)})
+                            "num_train_epochs": (0, None, True), "seed": (0, 2**32, True), "data_seed": (0, 2**64, True),
+                            # below 0 they never log, evaluate or save; 0 is transformers' to refuse or read
+                            "logging_steps": (0, None, True), "eval_steps": (0, None, True), "save_steps": (0, None, True)})
         check_finite_floats(self)  # NaN and inf in the Trainer's other float flags (label smoothing, steps...)
         self._check_steps()
         self._check_time_budget()

@@ -402,7 +402,7 @@ def run(model_args, data_args, training_args, argv=None, progress=None):
         if training_args.do_train:  # last, after the model, results and card: --resume takes it for a finished run
             write_trainer_state(trained, training_args.output_dir)
     if training_args.push_to_hub:
-        trainer.push_to_hub(saved=training_args.do_train and training_args.should_save)
+        trainer.push_to_hub(saved=training_args.do_train)  # alike on every process: a sharded save gathers on all
     return {**train_metrics, **eval_metrics}
 
 

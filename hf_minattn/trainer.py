@@ -171,8 +171,13 @@ class MinAttnTrainer(Trainer):
         self.control = self.callback_handler.on_train_begin(self.args, self.state, self.control)
         metrics = trained_metrics(self.state)
         self.log(dict(metrics))  # the summary the Trainer logs at the end of training
-        if self.args.load_best_model_at_end and self.state.best_model_checkpoint is not None:
+        best = self.state.best_model_checkpoint
+        if self.args.load_best_model_at_end and best is not None:
             self._load_best_model()  # as Trainer.train ends: the model saved and evaluated is then the best one
+        if self.args.should_save and best is not None and os.path.isdir(best) and self.args.save_total_limit == 1:
+            for folder in sort_checkpoints(output_dir=self.args.output_dir, best_model_checkpoint=best):
+                if not os.path.samefile(folder, best):  # and, as it, keeps the best checkpoint alone
+                    shutil.rmtree(folder, ignore_errors=True)
         self.control = self.callback_handler.on_train_end(self.args, self.state, self.control)
         return metrics
 

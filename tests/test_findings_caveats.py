@@ -36,6 +36,7 @@ def test_the_caveat_names_holm_only_where_the_unadjusted_interval_excludes_0():
     alone = {**comparison(0.1, 0.001, 0.19, "unresolved", family_size=1), "p": 0.2}
     assert caveat(alone) == " (its 95% interval [0.001, 0.19] excludes 0, but its p, 0.2, does not reach 0.05)"
     assert caveat({**alone, "low": -0.01}) == ""
+    assert caveat({**alone, "n": 1, "low": 0.1, "high": 0.1}) == ""  # one seed: its [x, x] excludes nothing
     assert "margin" in caveat(comparison(0.008, 0.007, 0.009, "higher", p_holm=0.001, equivalent=True, margin=0.02))
     assert caveat(comparison(0.08, 0.07, 0.09, "higher", p_holm=0.001)) == ""
     assert caveat(None) == ""

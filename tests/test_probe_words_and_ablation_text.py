@@ -129,5 +129,16 @@ def test_heads_beyond_their_interval_alone_but_not_after_holm_are_not_said_to_ma
     assert "costs the model" not in text and "matter on their own" not in headline
     assert headline.startswith("No single head is shown to be needed on its own at this scale: 1 of 2, zeroed, raise")
     r = _ablation([0.5, 0.0], [0.02, 0.02])  # far beyond: held after the adjustment too
-    assert "costs the model" in head_ablation_text(r) and "1 of 2 heads matter on their own, 1 after Holm" in \
-        head_ablation_headline(r)
+    assert "removing it costs the model." in head_ablation_text(r) and "1 of 2 heads matter on their own after Holm" \
+        in head_ablation_headline(r)
+
+
+def test_of_the_heads_beyond_their_interval_only_those_held_by_holm_are_said_to_cost_the_model():
+    """Five heads beyond their interval read alone, one of them after Holm's adjustment: "removing them costs the
+    model" named five; now the one, and the others as read alone only."""
+    r = _ablation([0.5, 0.021, 0.021, 0.021, 0.021, 0.0], [0.02] * 6)
+    text = head_ablation_text(r)
+    assert "5 of 6 heads raise the loss beyond their 95% interval, each read alone, and 1 with Holm's adjustment" in text
+    assert "removing it costs the model; the other 4, read alone only, are not shown to" in text
+    assert head_ablation_headline(r).startswith("1 of 6 heads matter on their own after Holm's adjustment over the 6 "
+                                                "(5 read alone)")

@@ -88,17 +88,19 @@ def test_a_run_killed_after_its_last_checkpoint_still_ends_on_its_best_model(tok
     """With --load_best_model_at_end, the end redone from the last checkpoint saved the last step's model, where the
     run never stopped saved the best one. The "best" here is the higher loss, so that it is checkpoint-4, not 8."""
     best = dict(eval_strategy="steps", eval_steps=4, load_best_model_at_end="true", metric_for_best_model="eval_loss",
-                greater_is_better="true")
+                greater_is_better="true", save_total_limit=1)
     reference, out = tmp_path / "reference", tmp_path / "model"
     main(tiny_argv(reference, tokenizer_dir, **best))
     assert read_json(reference / "trainer_state.json")["best_model_checkpoint"].endswith("checkpoint-4")
     assert max_weight_difference(reference, reference / "checkpoint-4") == 0
-    assert max_weight_difference(reference, reference / "checkpoint-8") > 1e-3
-    when = lambda self, output_dir=None, **kw: output_dir is None  # noqa: E731 (the final save)
-    with killed_at(run_mlm.MinAttnTrainer, "save_model", 1, False, when), pytest.raises(Killed):
+    # killed as the training ends, before the best model is loaded and the other checkpoints removed
+    with killed_at(run_mlm.MinAttnTrainer, "_load_best_model"), pytest.raises(Killed):
         main(tiny_argv(out, tokenizer_dir, **best))
+    assert max_weight_difference(out / "checkpoint-4", out / "checkpoint-8") > 1e-3  # the best is not the last
     main(tiny_argv(out, tokenizer_dir, resume=True, **best))
     assert max_weight_difference(out, out / "checkpoint-4") == 0
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-4"]  # the best alone, as the reference
+    assert sorted(p.name for p in reference.glob("checkpoint-*")) == ["checkpoint-4"]
     assert read_json(out / "eval_results.json")["eval_loss"] == pytest.approx(
         read_json(reference / "eval_results.json")["eval_loss"], abs=1e-6)
 

@@ -82,18 +82,27 @@ def test_an_output_folder_under_a_file_is_refused_and_a_new_one_is_not_created(t
      "--do_train false and --do_eval false leave nothing to do"),
     ({"dataset_config_name": "wikitext-2-raw-v1"},
      "--dataset_config_name 'wikitext-2-raw-v1' names a configuration of --dataset_name, and none is given"),
-    # a step interval of 0 or less: transformers would never log, evaluate or save
-    ({"logging_steps": "-10"}, "--logging_steps must be above 0, got -10"),
-    ({"eval_strategy": "steps", "eval_steps": "0"}, "--eval_steps must be above 0, got 0"),
-    ({"save_strategy": "steps", "save_steps": "-3"}, "--save_steps must be above 0, got -3"),
+    # a negative step interval: transformers would never log, evaluate or save (0 is its own to read or refuse)
+    ({"logging_steps": "-10"}, "--logging_steps must be at least 0, got -10"),
+    ({"eval_strategy": "steps", "eval_steps": "-5"}, "--eval_steps must be at least 0, got -5"),
+    ({"save_strategy": "steps", "save_steps": "-3"}, "--save_steps must be at least 0, got -3"),
     # numpy's "Seed must be between 0 and 2**32 - 1" named no flag, and came after the run had started
     ({"seed": "-1"}, "--seed must be in [0, 4294967296), got -1"),
-    ({"data_seed": str(2**32)}, "--data_seed must be in [0, 4294967296), got 4294967296"),
-    ({"vocab_size": str(2**24)}, "--vocab_size must be in (5, 16777216), got 16777216"),  # refused by tokenizers late
+    ({"data_seed": str(2**64)}, "--data_seed must be in [0, 18446744073709551616), got 18446744073709551616"),
+    # the tokenizer trainer's bound, refused after the data was read
+    ({"vocab_size": str(2**24 + 1)}, "--vocab_size must be in (5, 16777217), got 16777217"),
 ])
 def test_flags_that_would_be_ignored_are_refused_when_parsed(tmp_path, overrides, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         parse_args(tiny_argv(tmp_path / "out", **overrides))
+
+
+def test_the_bounds_leave_what_transformers_reads():
+    """0 steps is transformers' own: eval_steps 0 means every logging_steps, and a strategy other than "steps" ignores
+    the others; a data_seed goes to torch's generator, which takes 64 bits."""
+    args = parse_args(tiny_argv("unused", eval_strategy="steps", eval_steps=0, save_strategy="no", save_steps=0,
+                                data_seed=2**32, vocab_size=2**24))[2]
+    assert (args.eval_steps, args.data_seed) == (args.logging_steps, 2**32)
 
 
 def test_the_step_flags_that_agree_are_accepted(tmp_path):

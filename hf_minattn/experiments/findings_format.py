@@ -206,11 +206,16 @@ def at_both_levels(crossed: dict, seeds: dict | None, worse: str, same: str, bet
 def _excludes_zero_alone(d: dict) -> str:
     """`not_called` for a test alone (no Holm adjustment): its 95% interval excludes 0, yet its p (a percentile
     bootstrap's, at the boundary) does not reach 0.05; "" where the interval includes 0."""
-    if not (d["low"] > 0 or d["high"] < 0):
+    if not (d["low"] > 0 or d["high"] < 0) or d.get("n", 2) < 2:  # one seed: its [x, x] is no interval
         return ""
     p = d.get("p")
     return (f"its 95% interval [{num(d['low'])}, {num(d['high'])}] excludes 0"
             + (f", but its p, {p_value(p)}, does not reach {num(st.ALPHA)}" if p is not None and p >= st.ALPHA else ""))
+
+
+def seed_count(n: int) -> str:
+    """"1 seed", "2 seeds"."""
+    return f"{n} seed{'s' * (n != 1)}"
 
 
 def listed(values) -> str:

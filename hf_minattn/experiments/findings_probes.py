@@ -6,7 +6,7 @@ summaries."""
 from . import statistics as st
 from .findings_answers import REFERENCE_DESCRIPTIONS, VERSUS, opening
 from .findings_format import (at_both_levels, block_output, ci, compared, comparisons_table, df_cell, family_rows, num,
-                              p_cell, table)
+                              p_cell, seed_count, table)
 from .findings_heads import q4_section
 from .probe_answers import layers_above_floor
 from .word_pairs import HIERARCHICAL_WIDENING, pairs_method, stated_verdict
@@ -273,7 +273,7 @@ def logit_lens_verdict(lens: dict) -> str:
     above, last = layers_above_floor(lens), len(lens["gain"]) - 1  # from the intervals printed beside it
     first = above[0] if above else None
     if lens["seeds"] < 3:
-        return f"Where the MLM head can read the prediction: no verdict from {lens['seeds']} seeds (3 needed)"
+        return f"Where the MLM head can read the prediction: no verdict from {seed_count(lens['seeds'])} (3 needed)"
     if first is None:
         return ("Where the MLM head can read the prediction: no layer, decoded by it, predicts masked tokens better "
                 "than token frequencies alone beyond its 95% interval (not at this scale)")

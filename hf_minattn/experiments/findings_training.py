@@ -4,7 +4,7 @@ its comparisons; the details follow as short bullets, long series collapsed."""
 
 from . import statistics as st
 from .findings_answers import AT_SCALE, opening
-from .findings_format import ci, compared, comparisons_table, details, df_cell, num, p_cell, pct, table
+from .findings_format import ci, compared, comparisons_table, details, df_cell, num, p_cell, pct, seed_count, table
 from .learning_rates import variant_learning_rate
 from .training import VARIANTS
 
@@ -138,7 +138,7 @@ def loss_allocation_lines(lca: dict | None, fig) -> list[str]:
                "unresolved": "whether the word embeddings' own updates lowered the loss is not resolved at this scale"
                }[st.verdict(embeddings)] if embeddings else "the word embeddings were not tracked"
     if lca["seeds"] < st.MIN_SEEDS_FOR_INTERVALS:
-        verdict = f"no verdict from {lca['seeds']} seeds ({st.MIN_SEEDS_FOR_INTERVALS} needed)"
+        verdict = f"no verdict from {seed_count(lca['seeds'])} ({st.MIN_SEEDS_FOR_INTERVALS} needed)"
     groups = sorted(lca["lowered"].items(), key=lambda item: -item[1]["estimate"])
     if lca.get("attention_lowered"):
         groups.append(("attention", lca["attention_lowered"]))

@@ -21,6 +21,7 @@ def test_an_interval_prints_apart_from_what_it_excludes():
     assert _delta(Interval(0.01, 0.004, 0.02, 5)) == "Δρ +0.010 [+0.004, +0.020]"  # "[+0.00, +0.02]" beside "higher"
     assert _rho({"estimate": 0.01, "low": 0.003, "high": 0.02}) == "ρ = 0.010 [0.003, 0.020]"
     assert _rho({"estimate": 0.4, "low": 0.3, "high": 0.5}) == "ρ = 0.40 [0.30, 0.50]"
+    assert _rho({"estimate": 0.6, "low": 0.5004, "high": 0.7}) == "ρ = 0.6000 [0.5004, 0.7000]"  # "reproduce": > 0.5
     assert _accuracy(0.55, {"low": 0.503, "high": 0.6}, 0.5) == "0.550 [0.503, 0.600]"
 
 

@@ -267,11 +267,12 @@ def test_head_map_headline_follows_within_and_between_layers(r):
 
 def test_head_ablation_headline_follows_the_intervals(r):
     assert head_ablation_headline(typed(r)) == (
-        "7 of 16 heads matter on their own, 3 after Holm's adjustment over the 16: zeroing one raises the masked-word "
-        "loss beyond its 95% interval; the costliest is head 2-0 (next token), +0.50 nats.")
+        "3 of 16 heads matter on their own after Holm's adjustment over the 16 (7 read alone): zeroing one raises the "
+        "masked-word loss beyond its 95% interval; the costliest is head 2-0 (next token), +0.50 nats.")
     a = r["head_ablation"]
     a["interval95"] = [[x / 4 for x in row] for row in a["interval95"]]  # tighter intervals: more heads survive Holm
-    assert head_ablation_headline(typed(r)).startswith("11 of 16 heads matter on their own, 10 after Holm's adjustment")
+    assert head_ablation_headline(typed(r)).startswith("10 of 16 heads matter on their own after Holm's adjustment over "
+                                                       "the 16 (11 read alone)")
     a["loss_increase"] = [[0.01] * 4 for _ in range(4)]
     a["loss_increase"][1][3] = 0.05
     a["interval95"] = [[0.1] * 4 for _ in range(4)]

@@ -14,7 +14,8 @@ def _rho(interval):
     """ "ρ = 0.62 [0.55, 0.70]" from an Interval dict (None: a constant form gave no correlation)."""
     if interval["estimate"] is None or interval["low"] is None:
         return "ρ undefined"
-    d = apart(interval["low"], interval["high"])  # a bound near 0 printed as 0.00 beside "partly follow"
+    # a bound near 0 printed as 0.00 beside "partly follow", or near CIRCUIT_FOLLOWS as 0.50 beside "reproduce"
+    d = max(apart(interval["low"], interval["high"], bound) for bound in (0.0, CIRCUIT_FOLLOWS))
     return f"ρ = {interval['estimate']:.{d}f} [{interval['low']:.{d}f}, {interval['high']:.{d}f}]"
 
 

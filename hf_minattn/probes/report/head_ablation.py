@@ -67,11 +67,15 @@ def head_ablation_text(r):
     H = ablation.num_heads
     # The lowering heads are reported whichever way the verdict goes: a head can lower the loss while others raise it.
     held = holm_count(inc, ci)
-    verdict = (f"{beyond} of {inc.size} heads raise the loss beyond their 95% interval, each read alone, and "
-               f"{held} with Holm's adjustment over the {inc.size} heads: "
-               + ("removing them costs the model" if held else "none is shown to be needed once they are tested together")
-               if beyond else "No single head raises the loss beyond its 95% interval: none is shown to be needed alone"
-               ) + _lowering(inc, ci, H)
+    if not beyond:
+        verdict = "No single head raises the loss beyond its 95% interval: none is shown to be needed alone"
+    else:
+        verdict = (f"{beyond} of {inc.size} heads raise the loss beyond their 95% interval, each read alone, and "
+                   f"{held} with Holm's adjustment over the {inc.size} heads: "
+                   + ("none is shown to be needed once they are tested together" if not held else
+                      f"removing {'it' if held == 1 else 'those'} costs the model"
+                      + ("" if held == beyond else f"; the other {beyond - held}, read alone only, are not shown to")))
+    verdict += _lowering(inc, ci, H)
     rate, words = ablation.mlm_probability, predicted(ablation)
     role = f" (role: {role_label(role, min_mass)})" if role else ""
     loss = words["loss"][:1].upper() + words["loss"][1:]
@@ -91,8 +95,9 @@ def head_ablation_headline(r):
                 f"the {word} loss beyond their 95% interval each read alone, none after Holm's adjustment over the "
                 f"{inc.size} (largest rise {_nats(inc.flat[k], ci.flat[k])}, {head}){_lowering(inc, ci, H)}.")
     if beyond:
-        return (f"{beyond} of {inc.size} heads matter on their own, {holm_count(inc, ci)} after Holm's adjustment over "
-                f"the {inc.size}: zeroing one raises the {word} loss beyond its 95% interval; the costliest is "
+        held = holm_count(inc, ci)
+        return (f"{held} of {inc.size} heads matter on their own after Holm's adjustment over the {inc.size} ({beyond} "
+                f"read alone): zeroing one raises the {word} loss beyond its 95% interval; the costliest is "
                 f"{head}, {_nats(inc.flat[k], ci.flat[k], spread=False)}{_lowering(inc, ci, H)}.")
     return (f"No single head is shown to be needed on its own at this scale: no head, zeroed, raises the {word} loss "
             f"beyond its 95% interval (largest rise {_nats(inc.flat[k], ci.flat[k])}, {head})"
