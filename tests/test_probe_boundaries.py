@@ -3,6 +3,7 @@ naming the flag, the value and what was expected, raised before any work, with n
 flags the user gave are used or refused, never silently ignored."""
 
 import json
+from threading import TIMEOUT_MAX
 
 import pytest
 
@@ -69,9 +70,9 @@ def test_compare_reports_a_folder_without_probes_in_one_line(tmp_path, capsys):
 @pytest.mark.parametrize("argv, expected", [
     (["probe", "no_model", "--mlm-probability", "nan"], "--mlm-probability must be a finite number in (0, 1), got nan"),
     (["probe", "no_model", "--mlm-probability", "inf"], "--mlm-probability must be a finite number in (0, 1), got inf"),
-    (["view", "no_probe", "--serve-for", "nan"], "--serve-for must be a finite number above 0, got nan"),
-    (["view", "no_probe", "--serve-for", "inf"], "--serve-for must be a finite number above 0, got inf"),
-    (["view", "no_probe", "--serve-for", "-1"], "--serve-for must be above 0, got -1.0"),
+    (["view", "no_probe", "--serve-for", "nan"], f"--serve-for must be a finite number in (0, {TIMEOUT_MAX}), got nan"),
+    (["view", "no_probe", "--serve-for", "inf"], f"--serve-for must be a finite number in (0, {TIMEOUT_MAX}), got inf"),
+    (["view", "no_probe", "--serve-for", "-1"], f"--serve-for must be in (0, {TIMEOUT_MAX}), got -1.0"),
 ])
 def test_float_flags_refuse_nan_and_inf_before_any_work(tmp_path, capsys, monkeypatch, argv, expected):
     """The probe ran every probe up to the head ablation before torch refused a NaN mask rate; view served for NaN

@@ -503,8 +503,8 @@ def test_existing_checkpoints_need_resume(tmp_path):
     ("mlm_probability", "1.5", "--mlm_probability must be in (0, 1), got 1.5"),
     ("max_seq_length", "2", "--max_seq_length must be at least 3, got 2"),
     ("max_eval_samples", "0", "--max_eval_samples must be at least 1, got 0"),
-    ("vocab_size", "5", "--vocab_size must be above 5, got 5"),
-    ("tokenizer_min_frequency", "0", "--tokenizer_min_frequency must be at least 1, got 0"),
+    ("vocab_size", "5", "--vocab_size must be in (5, 16777217), got 5"),
+    ("tokenizer_min_frequency", "0", "--tokenizer_min_frequency must be in [1, 18446744073709551616), got 0"),
     ("config_overrides", "no_such_field=3", "no_such_field"),
     ("num_train_epochs", "0", "nothing to train: --max_steps -1 and --num_train_epochs 0"),
     ("max_steps", "-5", "--max_steps must be a positive number of optimizer steps, or -1 (the default: train "

@@ -147,7 +147,8 @@ def caveat(d: dict | None) -> str:
         return ""
     if d["verdict"] in ("higher", "lower") and (d.get("tost") or {}).get("equivalent"):
         return f" (by less than the ±{num(d['margin'])} margin: a TOST test puts the difference inside it)"
-    held_back = (not_called(d) or _excludes_zero_alone(d)) if d["verdict"] == "unresolved" else ""
+    alone = _excludes_zero_alone(d) if (d.get("p") or 0) >= st.ALPHA else ""  # its p, the reason it gives
+    held_back = (not_called(d) or alone) if d["verdict"] == "unresolved" else ""
     return f" ({held_back})" if held_back else ""
 
 
