@@ -118,6 +118,8 @@ def test_q7_with_one_seed_is_no_verdict():
     q7["self_share"].update(low=0.6, high=0.8, n=3, df=2)
     assert q7_answer({"answers": {"q7": q7}}).endswith("the residual path keeps most of each word its own")
     assert "| above 0.5 |" in "\n".join(q7_section(q7, fig))
+    q7["self_share"] = None  # not measured
+    assert q7_answer({"answers": {"q7": q7}}).endswith("whether most of a word stays its own is not resolved")
 
 
 def test_heads_beyond_their_interval_alone_but_not_after_holm_are_not_said_to_matter():

@@ -199,7 +199,8 @@ def q7_answer(results: dict) -> str:
         return NOT_MEASURED
     if q7.get("mixing"):
         return q7_mixing_answer(q7["mixing"], ours(results))
-    share = q7["self_share"] if (q7["self_share"] or {}).get("n", 2) >= 2 else {}  # one seed: no interval, no verdict
+    share = q7["self_share"] or {}
+    share = share if share.get("n", 2) >= 2 else {}  # one seed: no interval, no verdict
     return ("Each head's attention weights are a weighted directed graph over the tokens, but a layer's edges are not "
             f"word-to-word relations: followed through the residual path and the layers (rollout, after layer "
             f"{block_output(q7['layer'])}), "
