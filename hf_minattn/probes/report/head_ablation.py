@@ -89,13 +89,12 @@ def head_ablation_headline(r):
     inc, ci, k, beyond, role, _ = _ablation(r)
     H = r.head_ablation.num_heads
     head = f"head {k // H}-{k % H}" + (f" ({ROLE_LABELS.get(role, 'no clear role')})" if role else "")
-    word = predicted(r.head_ablation)["word"]
-    if beyond and not holm_count(inc, ci):
+    word, held = predicted(r.head_ablation)["word"], holm_count(inc, ci)
+    if beyond and not held:
         return (f"No single head is shown to be needed on its own at this scale: {beyond} of {inc.size}, zeroed, raise "
                 f"the {word} loss beyond their 95% interval each read alone, none after Holm's adjustment over the "
                 f"{inc.size} (largest rise {_nats(inc.flat[k], ci.flat[k])}, {head}){_lowering(inc, ci, H)}.")
     if beyond:
-        held = holm_count(inc, ci)
         return (f"{held} of {inc.size} heads matter on their own after Holm's adjustment over the {inc.size} ({beyond} "
                 f"read alone): zeroing one raises the {word} loss beyond its 95% interval; the costliest is "
                 f"{head}, {_nats(inc.flat[k], ci.flat[k], spread=False)}{_lowering(inc, ci, H)}.")
