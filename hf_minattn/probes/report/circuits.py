@@ -7,7 +7,7 @@ import numpy as np
 
 from ..plots import save_figure
 from .page import Section
-from .words import apart
+from .words import interval_text
 
 
 def _rho(interval):
@@ -15,8 +15,7 @@ def _rho(interval):
     if interval["estimate"] is None or interval["low"] is None:
         return "ρ undefined"
     # a bound near 0 printed as 0.00 beside "partly follow", or near CIRCUIT_FOLLOWS as 0.50 beside "reproduce"
-    d = max(apart(interval["low"], interval["high"], bound) for bound in (0.0, CIRCUIT_FOLLOWS))
-    return f"ρ = {interval['estimate']:.{d}f} [{interval['low']:.{d}f}, {interval['high']:.{d}f}]"
+    return "ρ = " + interval_text(interval["estimate"], interval["low"], interval["high"], (0.0, CIRCUIT_FOLLOWS))
 
 
 def _above(interval, bound):

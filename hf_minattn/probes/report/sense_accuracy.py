@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 
 from ..plots import save_figure
 from .page import Section
-from .words import apart, cell
+from .words import cell, interval_text
 
 
 def sense_verdict(interval, chance):
@@ -65,8 +65,7 @@ def _sense_claim(senses):
 def _accuracy(accuracy, interval, chance) -> str:
     """"0.55 [0.51, 0.60]": at 2 decimals, or more where the interval excludes chance but a bound would print as
     chance itself ("[0.50, 0.60]" beside "above chance 0.50")."""
-    d = apart(interval["low"], interval["high"], chance)
-    return f"{accuracy:.{d}f} [{interval['low']:.{d}f}, {interval['high']:.{d}f}]"
+    return interval_text(accuracy, interval["low"], interval["high"], (chance,))
 
 
 def sense_accuracy_text(r, untrained=None):

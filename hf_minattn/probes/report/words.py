@@ -28,11 +28,16 @@ def apart(low, high, reference=0.0, decimals=2, most=4) -> int:
     return decimals
 
 
+def interval_text(estimate, low, high, references=(0.0,), sign="", decimals=2, most=4):
+    """"0.12 [0.08, 0.16]": an estimate and its interval at `decimals`, or at more where the interval excludes one of
+    `references` but a bound would print as it (`apart`); `sign` "+" signs them."""
+    decimals = max(apart(low, high, reference, decimals, most) for reference in references)
+    return f"{estimate:{sign}.{decimals}f} [{low:{sign}.{decimals}f}, {high:{sign}.{decimals}f}]"
+
+
 def signed_interval(estimate, low, high, decimals=2, most=4):
-    """"+0.12 [+0.08, +0.16]": an estimate and its interval, signed, at `decimals`, or at more where the interval
-    excludes 0 but a bound would print as 0 (`apart`)."""
-    decimals = apart(low, high, 0.0, decimals, most)
-    return f"{estimate:+.{decimals}f} [{low:+.{decimals}f}, {high:+.{decimals}f}]"
+    """"+0.12 [+0.08, +0.16]": `interval_text` signed, kept apart from 0."""
+    return interval_text(estimate, low, high, sign="+", decimals=decimals, most=most)
 
 
 
