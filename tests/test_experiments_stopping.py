@@ -83,9 +83,12 @@ def start_session(script: str, tmp_path, argument) -> tuple:
 
 
 def wait_for_runs(process, output, count: int) -> None:
-    """Until the session of `process` holds it and `count` runs (the imports take a while on shared cores)."""
+    """Until `count` runs have printed "start" (inside the signal handlers) and the session of `process` holds it and
+    them (the imports take a while on shared cores). The process count alone was not enough: the imports start
+    `uname -p` (platform.processor), and a kill sent then found the default handler (exit -15, not 143)."""
     deadline = time.monotonic() + 60
-    while len(session_processes(process.pid)) < count + 1 and time.monotonic() < deadline:
+    while (output.read_text().count("start") < count or len(session_processes(process.pid)) < count + 1) \
+            and time.monotonic() < deadline:
         assert process.poll() is None, output.read_text()
         time.sleep(0.1)
 
