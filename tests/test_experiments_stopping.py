@@ -17,20 +17,21 @@ from hf_minattn.experiments import training
 
 def test_the_first_failure_cancels_the_jobs_not_started_and_is_raised_at_once():
     """It used to wait for every queued job, each started after the failure, and only then raise."""
-    started, lock = [], threading.Lock()
+    started, lock, release = [], threading.Lock(), threading.Event()
 
     def train(job, threads=None):
         with lock:
             started.append(job)
         if job == 0:
             raise RuntimeError("run 0 failed")
-        time.sleep(0.5)
+        release.wait(5)  # held until the test releases it: a wall-clock bound would flake on loaded cores
 
     begin = time.monotonic()
     with pytest.raises(RuntimeError, match="run 0 failed"):
         training.run_side_by_side(train, list(range(6)), 2, also=lambda: [lambda: started.append("also")])
-    assert time.monotonic() - begin < 0.4  # not after the half second of job 1 (or of any other)
-    time.sleep(0.7)  # job 1, where it was taken beside job 0, ends; nothing else may start meanwhile
+    assert time.monotonic() - begin < 4  # raised while job 1 (or any other) was still held
+    release.set()
+    time.sleep(0.5)  # job 1, where it was taken beside job 0, ends; nothing else may start meanwhile
     assert 0 in started and set(started) <= {0, 1}
 
 
@@ -293,21 +294,22 @@ def test_a_stop_during_the_probes_word2vecs_starts_none_of_those_queued(monkeypa
     from hf_minattn.experiments import word2vec
     from hf_minattn.probes import word2vec as probe_word2vec
 
-    started, lock = [], threading.Lock()
+    started, lock, release = [], threading.Lock(), threading.Event()
 
     def train(words, settings):
         with lock:
             started.append(settings)
         if settings == 0:
             raise KeyboardInterrupt  # as the main thread's handler raises it; here from the first job
-        time.sleep(0.5)
+        release.wait(5)  # held until the test releases it
 
     monkeypatch.setattr(word2vec, "uncached_word2vecs", lambda settings, seeds, words, tokens: list(range(6)))
     monkeypatch.setattr(probe_word2vec, "cached_word2vec", train)
     begin = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         word2vec.word2vecs_ahead({"parallel": 2}, (0, 1, 2), [["a"]], 1)
-    assert time.monotonic() - begin < 0.4  # not the queue's 5 x 0.5 s on 2 workers
+    assert time.monotonic() - begin < 4  # raised while the other worker's job was still held
     at_stop = len(started)  # the job the other worker took as the first failed, perhaps one more
-    time.sleep(1.2)
+    release.set()
+    time.sleep(0.5)
     assert len(started) == at_stop < 6  # nothing queued started after the stop
