@@ -147,11 +147,18 @@ class MinAttnTrainer(Trainer):
     def save_model(self, output_dir=None, _internal_call=False):
         if _internal_call and output_dir is None and getattr(self, "uploading_saved", False):
             return  # push_to_hub(saved=True): the folder holds the model already
+        folder = os.path.basename(os.path.normpath(output_dir or ""))
+        checkpoint = _internal_call and folder.startswith(f"{PREFIX_CHECKPOINT_DIR}-") and self.args.should_save
+        if checkpoint:
+            # A run resumed from an older checkpoint into the same folder writes the later ones again in place: the
+            # old trainer_state.json, the mark of a whole checkpoint, goes first, so that a kill mid-save leaves the
+            # checkpoint incomplete (skipped on --resume) rather than old and new files under that mark.
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(output_dir, TRAINER_STATE_NAME))
         super().save_model(output_dir, _internal_call)
         # Inside Trainer._save_checkpoint, after the weights and before the optimizer, RNG and trainer states: a
         # checkpoint with its trainer_state.json (written last) holds the callbacks' records too.
-        folder = os.path.basename(os.path.normpath(output_dir or ""))
-        if _internal_call and folder.startswith(f"{PREFIX_CHECKPOINT_DIR}-") and self.args.should_save:
+        if checkpoint:
             for callback in self._kept_in_checkpoints():
                 callback.save_into_checkpoint(output_dir, self.state)
 

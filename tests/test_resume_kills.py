@@ -270,3 +270,22 @@ def test_drift_of_a_resumed_run_averages_the_gradient_norms_of_the_same_steps(re
     kept = read_json(reference / "checkpoint-4" / "drift.json")
     assert [r["step"] for r in kept["records"]] == [0, 1, 2, 4] and kept["pending"] == {"grad_sums": {}, "grad_steps": 0}
     assert json.loads((reference / "checkpoint-4" / "loss_allocation.json").read_text())["records"][-1]["step_end"] == 3
+
+
+@pytest.mark.slow
+def test_a_kill_while_a_resumed_run_writes_a_later_checkpoint_again_leaves_it_incomplete(reference, tokenizer_dir,
+                                                                                         tmp_path):
+    """Resumed from its step-4 checkpoint into its own folder, a run writes checkpoint-8 again in place. Killed after
+    the new weights and before the new optimizer state, that checkpoint kept the old trainer_state.json, the mark of
+    a whole checkpoint, over a mix of old and new files, and --resume took it. The old mark now goes first."""
+    from transformers import Trainer
+
+    from hf_minattn.trainer import checkpoint_problem, last_complete_checkpoint
+
+    out = tmp_path / "model"
+    shutil.copytree(reference, out)
+    assert checkpoint_problem(out / "checkpoint-8", 1) is None
+    with killed_at(Trainer, "_save_optimizer_and_scheduler"), pytest.raises(Killed):
+        main(tiny_argv(out, tokenizer_dir, resume_from_checkpoint=out / "checkpoint-4", **ARGS))
+    assert checkpoint_problem(out / "checkpoint-8", 1) == "has no trainer_state.json: its save was cut short"
+    assert last_complete_checkpoint(out, 1) == str(out / "checkpoint-4")
