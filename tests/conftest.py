@@ -102,6 +102,13 @@ def _seed():
     torch.manual_seed(0)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _seed_module():
+    """Module-scoped fixtures are set up before the function-scoped `_seed`: seeded here, the random weights they
+    build do not depend on which test file the same xdist worker ran before."""
+    torch.manual_seed(0)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _word2vec_cache(tmp_path_factory):
     """The tests train word2vec into a cache of their own (empty at the start of every session), never the user's;

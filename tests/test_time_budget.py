@@ -46,22 +46,25 @@ def test_a_resumed_budget_goes_on_with_the_minutes_its_checkpoint_left(tmp_path,
 @pytest.mark.slow
 def test_a_killed_budgeted_run_resumes_with_its_learning_rate_where_it_was(tokenizer_dir, tmp_path):
     out = tmp_path / "out"
-    budgeted = dict(max_steps=None, num_train_epochs=100, save_steps=3, logging_steps=1, report_to="none")
-    main(tiny_argv(out, tokenizer_dir, max_train_minutes=0.05, **budgeted))  # 3 s
+    budgeted = dict(max_steps=None, num_train_epochs=100, save_steps=2, logging_steps=1, report_to="none")
+    begin = time.monotonic()
+    main(tiny_argv(out, tokenizer_dir, max_train_minutes=0.1, **budgeted))  # 6 s: 2 checkpoints on loaded cores too
+    wall = time.monotonic() - begin
     checkpoints = sorted(out.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
     records = [read_json(c / TIME_BUDGET_FILE) for c in checkpoints]
     assert len(records) >= 2 and [r["step"] for r in records] == [int(c.name.split("-")[1]) for c in checkpoints]
-    assert 0 < records[0]["spent_seconds"] < records[-1]["spent_seconds"] <= 3.5
-    # as if killed at its last checkpoint: the resumed run, given 6 s in all, has 6 - spent left
+    # the last checkpoint may be saved at the step that crosses 6 s: its record is within the call's own time
+    assert 0 < records[0]["spent_seconds"] < records[-1]["spent_seconds"] <= wall
+    # as if killed at its last checkpoint: the resumed run, given 12 s in all, has 12 - spent left
     last, spent = records[-1]["step"], records[-1]["spent_seconds"]
-    main(tiny_argv(out, tokenizer_dir, max_train_minutes=0.1, resume=True, **budgeted))
+    main(tiny_argv(out, tokenizer_dir, max_train_minutes=0.2, resume=True, **budgeted))
     history = read_json(out / "trainer_state.json")["log_history"]
     after = [log for log in history if log["step"] > last and "learning_rate" in log]
     assert after, history[-3:]
-    # linear decay over the minutes: at the first step resumed, at most (1 - spent / 6) of the peak (it was ~1 when a
-    # resumed run started a new budget)
-    assert after[0]["learning_rate"] <= 1e-3 * (1 - spent / 6) + 1e-9
-    assert after[0]["time_budget_minutes_left"] <= (6 - spent) / 60 + 0.01
+    # linear decay over the minutes: at the first step resumed, at most (1 - spent / 12) of the peak (it was ~1 when
+    # a resumed run started a new budget)
+    assert after[0]["learning_rate"] <= 1e-3 * (1 - spent / 12) + 1e-9
+    assert after[0]["time_budget_minutes_left"] <= (12 - spent) / 60 + 0.01
 
 
 @pytest.mark.parametrize("overrides, message", [

@@ -5,6 +5,7 @@ against the logits' shapes, and every per-epoch draw (masks, order) by comparing
 
 import math
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -609,7 +610,11 @@ def test_accelerate_launch_two_cpu_processes(tokenizer_dir, tmp_path):
     # with loss change allocation: the same fixed batch on both ranks, the file written once
     argv = tiny_argv(out, tokenizer_dir, max_steps=4, save_steps=4, report_to="none", loss_allocation=True,
                      loss_allocation_every=2, loss_allocation_samples=4)
-    launcher = (sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(ACCELERATE_CPU_CONFIG))
+    with socket.socket() as free:  # a port of its own: the default 29500 may be held by anything on the machine
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    launcher = (sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(ACCELERATE_CPU_CONFIG),
+                "--main_process_port", str(port))
     result = run_script(argv, launcher=launcher, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     log = result.stdout + result.stderr

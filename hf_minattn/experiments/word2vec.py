@@ -4,6 +4,7 @@ the probes read."""
 
 import os
 
+from .side_by_side import run_side_by_side
 from .training import log
 
 
@@ -64,9 +65,8 @@ def word2vecs_ahead(settings: dict, seeds, words, corpus_tokens: int) -> None:
     `settings["parallel"]` at a time, before the probes read them from it (where the training phase left any:
     `word2vec_tasks`). Each trains on one worker thread, so that its seed fixes it; one after another they left the
     second core idle for a minute a seed. gensim trains outside the GIL, so threads suffice (2 side by side: 1.8x as
-    fast on 2 cores, the same vectors)."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    fast on 2 cores, the same vectors). The queue is `run_side_by_side`'s: the first failure, a Ctrl-C or a kill starts
+    none of the word2vecs not started yet."""
     from hf_minattn.probes.word2vec import cached_word2vec
 
     jobs = uncached_word2vecs(settings, seeds, words, corpus_tokens)
@@ -74,13 +74,7 @@ def word2vecs_ahead(settings: dict, seeds, words, corpus_tokens: int) -> None:
     if workers < 2:
         return
     log(f"training {len(jobs)} word2vecs for the probes, {workers} at a time")
-    pool = ThreadPoolExecutor(workers)
-    try:
-        list(pool.map(lambda w2v: cached_word2vec(words, w2v), jobs))  # list(): re-raise a failed run's error
-    except BaseException:  # a Ctrl-C or a kill: the ones not started are not started (those training end first)
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown()
+    run_side_by_side(lambda w2v, threads=None: cached_word2vec(words, w2v), jobs, workers)
 
 
 def probe_corpus_words(tokenizer, corpus, max_length: int):
