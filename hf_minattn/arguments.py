@@ -264,16 +264,17 @@ class MinAttnTrainingArguments(TrainingArguments):
     logging_steps: float = field(default=10, metadata={"help": "Log (and record embedding drift) every X optimizer steps."})
     logging_first_step: bool = field(default=True, metadata={"help": "Log the first step too."})
     save_total_limit: int | None = field(default=2, metadata={"help": "Keep at most this many checkpoints."})
-    ddp_find_unused_parameters: bool | None = field(
-        default=False, metadata={"help": "DDP: search for parameters without gradient at every step (not needed: every trainable parameter gets one)."}
-    )
-    include_num_input_tokens_seen: str | bool = field(
-        default=True, metadata={"help": "Count the tokens trained on, for tokens/s (padding included: none with concatenated texts)."}
-    )
+    ddp_find_unused_parameters: bool | None = field(default=False, metadata={
+        "help": "DDP: search for parameters without gradient at every step (not needed: every trainable parameter gets one)."})
+    include_num_input_tokens_seen: str | bool = field(default=True, metadata={
+        "help": "Count the tokens trained on, for tokens/s (padding included: none with concatenated texts)."})
+    save_only_model: bool = field(default=False, metadata={
+        "help": "Checkpoints hold the model alone, except the newest: it keeps the optimizer, scheduler and random "
+                "states, so that a killed run resumes (--resume; transformers' own keeps none and cannot)."})
     resume: bool = field(
         default=False,
-        metadata={"help": "Continue from the last complete checkpoint in --output_dir (checkpoints cut short or model-only, "
-                  "--save_only_model, are skipped and named); a run killed after its last checkpoint gets its end "
+        metadata={"help": "Continue from the last complete checkpoint in --output_dir (checkpoints cut short or model-only "
+                  "are skipped and named); a run killed after its last checkpoint gets its end "
                   "(model, results, card) from it, training nothing; a finished run is left as it is. Without a "
                   "checkpoint it starts afresh, unless --output_dir holds a trained model (see --overwrite_output_dir)."},
     )
@@ -307,9 +308,8 @@ class MinAttnTrainingArguments(TrainingArguments):
     early_save_every: int = field(
         default=0,
         metadata={"help": "Also save a state every this many optimizer steps up to --early_save_until (0: off), into "
-                  "output_dir/early_states/checkpoint-<step>, outside --save_total_limit's count "
-                  "(hf_minattn.early_states.EarlyStates); with --save_only_model, model-only like the others. Not with "
-                  "--save_strategy best."},
+                  "output_dir/early_states/checkpoint-<step>, outside --save_total_limit's count (model-only with "
+                  "--save_only_model; hf_minattn.early_states.EarlyStates). Not with --save_strategy best."},
     )
     early_save_until: int = field(default=0, metadata={"help": "With --early_save_every: the last step of the early grid."})
     stop_at_step: int | None = field(

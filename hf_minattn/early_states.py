@@ -13,6 +13,9 @@ from transformers import TrainerCallback
 from transformers.trainer import TRAINING_ARGS_NAME
 
 EARLY_STATES = "early_states"  # the folder, under a run's output_dir, that holds the early states
+# What a checkpoint holds beyond the model to resume training: under --save_only_model, the newest checkpoint alone
+# keeps them (MinAttnTrainer), and an early state copied from it leaves them out
+RESUME_STATES = ("optimizer.pt", "optimizer.bin", "scheduler.pt", "scaler.pt", "rng_state*.pth")
 
 
 def early_steps(every: int, until: int) -> list[int]:
@@ -116,7 +119,7 @@ class EarlyStates(TrainerCallback):
         if copy:
             partial = os.path.join(os.path.dirname(target), f".partial-{name}")
             shutil.rmtree(partial, ignore_errors=True)  # left by a copy killed half-way
-            shutil.copytree(source, partial)
+            shutil.copytree(source, partial, ignore=shutil.ignore_patterns(*RESUME_STATES) if args.save_only_model else None)
             os.rename(partial, target)
         else:
             shutil.move(source, target)

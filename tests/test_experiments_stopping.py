@@ -3,6 +3,7 @@ the runs going on are ended, the error is one line naming the failed run's log, 
 left unfinished again. Real threads and child processes, with `sleep` and `sh` standing in for training."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -260,6 +261,38 @@ def test_runs_stopped_by_a_failure_are_trained_again_by_the_next_call(tmp_path, 
     assert len(trained) == 2 * sum(v.trained for v in training.VARIANTS)
     assert not list(models.glob("*/*/stale"))  # removed, then trained from the start
     assert capsys.readouterr().out.count("holds an unfinished run: training it again") == 2
+
+
+def test_a_killed_run_with_a_checkpoint_to_resume_from_is_resumed_not_trained_again(tmp_path, monkeypatch, capsys):
+    """Its saved states are model-only, but the newest checkpoint keeps what resuming needs (MinAttnTrainer): the
+    next call passes --resume and keeps the folder; a folder whose checkpoint cannot resume is trained again."""
+    monkeypatch.setattr(training, "shared_tokenizer", lambda out, settings, seed: str(tmp_path / "tokenizer"))
+    monkeypatch.setattr(training, "variant_arguments", lambda settings, variant, seed, folder, tokenizer_dir: [folder])
+    monkeypatch.setattr(training, "initialise_untrained", lambda folder, full, seed: None)
+    models = tmp_path / "models"
+    checkpoint = models / "full" / "seed0" / "checkpoint-4"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "trainer_state.json").write_text('{"global_step": 4}')
+    for name in ("model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth"):
+        (checkpoint / name).write_bytes(b"")
+    cut_short = models / "frozen_embeddings" / "seed0" / "checkpoint-4"  # its trainer state never written
+    shutil.copytree(checkpoint, cut_short)
+    (cut_short / "trainer_state.json").unlink()
+    trained = {}
+
+    def finishing(args, log_path, threads=None):
+        trained[os.path.relpath(args[0], models)] = args[1:]
+        os.makedirs(args[0], exist_ok=True)
+        for name in ("eval_results.json", "trainer_state.json"):
+            open(os.path.join(args[0], name), "w").close()
+
+    monkeypatch.setattr(training, "run_training", finishing)
+    training.train_variants(str(tmp_path), dict(training.SETTINGS["quick"], parallel=1), (0,))
+    assert trained["full/seed0"] == ["--resume", "true"] and checkpoint.is_dir()
+    assert trained["frozen_embeddings/seed0"] == [] and not cut_short.exists()
+    printed = capsys.readouterr().out
+    assert f"{checkpoint.parent} holds an unfinished run: resuming it from checkpoint-4" in printed
+    assert f"{cut_short.parent} holds an unfinished run: training it again from the start" in printed
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])

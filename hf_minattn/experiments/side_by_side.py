@@ -1,6 +1,7 @@
 """Training runs in child processes, several side by side on threads, stopped together: the first failure, a Ctrl-C
 or a kill (SIGTERM) cancels the runs not started yet and ends the ones running before it is raised. An ended run
-leaves its folder unfinished (`training.finished_folder`), so the next call trains it again from the start."""
+leaves its folder unfinished (`training.finished_folder`), so the next call resumes it from its newest checkpoint, or
+trains it again from the start where it has none (`training.unfinished_run`)."""
 
 import itertools
 import os

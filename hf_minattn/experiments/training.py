@@ -330,12 +330,10 @@ def train_variants(out: str, settings: dict, seeds, also=None) -> dict[str, dict
     def train(job, threads=None):
         seed, variant = job
         folder = folders[variant.name][seed]
-        if os.path.isdir(folder):  # a run killed before it finished: its model-only states cannot resume it
-            log(f"  {folder} holds an unfinished run: training it again from the start")
-            shutil.rmtree(folder)
+        resumed = unfinished_run(folder)
         log(f"[{jobs.index(job) + 1}/{len(jobs)}] seed {seed}, {variant.name}: {variant.description}")
         start = time.perf_counter()
-        args = variant_arguments(settings, variant, seed, folder, tokenizer_dir)
+        args = variant_arguments(settings, variant, seed, folder, tokenizer_dir) + (["--resume", "true"] if resumed else [])
         run_training(args, os.path.join(out, "logs", f"{variant.name}-seed{seed}.log"), threads)
         seconds = time.perf_counter() - start
         finished.append((run_steps(settings, variant), seconds))
@@ -381,6 +379,22 @@ def check_same_settings(out: str, settings: dict) -> None:
         shown = "; ".join(f"{k}: {before.get(k)!r} there, {now.get(k)!r} now" for k in differ)
         raise ValueError(f"--out {out} holds models trained with other settings ({shown}); use another --out, or the "
                          "preset and --precision that folder was trained with")
+
+
+def unfinished_run(folder: str) -> bool:
+    """Whether `folder` holds a run killed before it finished that can resume (run_mlm's --resume: its newest
+    checkpoint keeps the optimizer state, model-only saved states or not); one that cannot is removed, to be trained
+    again from the start."""
+    from hf_minattn.trainer import last_complete_checkpoint
+
+    if not os.path.isdir(folder):
+        return False
+    if checkpoint := last_complete_checkpoint(folder, 1):
+        log(f"  {folder} holds an unfinished run: resuming it from {os.path.basename(checkpoint)}")
+        return True
+    log(f"  {folder} holds an unfinished run: training it again from the start")
+    shutil.rmtree(folder)
+    return False
 
 
 def finished_folder(folder: str) -> bool:
