@@ -206,7 +206,7 @@ def main(argv=None) -> int:
     parser.add_argument("repo_id", metavar="REPO_ID", help="the Hub model repository, e.g. user/minattn-wiki")
     parser.add_argument("--dry-run", action="store_true", help="list what would be uploaded and check the card; upload nothing")
     parser.add_argument("--revision", help="the branch to commit to, or to open the pull request against "
-                        "(created if needed; default: main)")
+                        "(created if needed; default: the repository's default branch)")
     parser.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing directly")
     parser.add_argument("--private", action="store_true", default=None, help="create the repository as private")
     parser.add_argument("--token", help="a Hub token (default: HF_TOKEN or the one saved by `hf auth login`)")

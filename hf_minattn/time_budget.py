@@ -15,7 +15,7 @@ from hf_minattn.record_files import KeptInCheckpoints, read_json, write_json_ato
 
 logger = logging.getLogger(__name__)
 
-TIME_BUDGET_FILE = "time_budget.json"  # in each checkpoint: {"step", "spent_seconds"}
+TIME_BUDGET_FILE = "time_budget.json"  # in each checkpoint and, at the end, the output folder: {"step", "spent_seconds"}
 
 
 class TimeBudget(KeptInCheckpoints, TrainerCallback):
@@ -60,6 +60,12 @@ class TimeBudget(KeptInCheckpoints, TrainerCallback):
         if self.fraction >= 1.0:
             control.should_training_stop = True
 
+    def on_train_end(self, args, state, control, **kwargs):
+        # Before run_mlm writes trainer_state.json, the mark of a finished run: `spent_budget` reads it back
+        if state.is_world_process_zero:
+            write_json_atomically(os.path.join(args.output_dir, TIME_BUDGET_FILE),
+                                  {"step": state.global_step, "spent_seconds": round(self.spent, 3)})
+
     def save_into_checkpoint(self, folder: str, state) -> None:
         # The clock now, not at the step's end: the step's evaluation and this save have taken time too.
         spent = max(self.spent, time.monotonic() - self.start) if self.start is not None else self.spent
@@ -69,6 +75,19 @@ class TimeBudget(KeptInCheckpoints, TrainerCallback):
     @property
     def minutes_left(self) -> float:
         return (1.0 - self.fraction) * self.seconds / 60
+
+
+def spent_budget(folder: str, step: int, minutes: float | None) -> str | None:
+    """Why the run that ended in `folder` at `step` ended on its time budget, or None: its record says that `minutes`
+    (this run's --max_train_minutes) were spent by then. Short of its steps, it is finished all the same: resumed, it
+    would go back to its last checkpoint and train over its model. More minutes continue it."""
+    path = os.path.join(folder, TIME_BUDGET_FILE)
+    if minutes is None or not os.path.isfile(path):
+        return None
+    record = read_json(path)
+    if record.get("step") != step or not float(record.get("spent_seconds", 0)) >= minutes * 60:
+        return None
+    return f"its {minutes:g} minutes of --max_train_minutes spent at step {step}"
 
 
 class TimeBudgetProgressCallback(ProgressCallback):

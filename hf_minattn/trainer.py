@@ -26,7 +26,7 @@ from hf_minattn.early_states import EARLY_STATES, RESUME_STATES, EarlyStates
 from hf_minattn.loss_allocation import LOSS_ALLOCATION_FILE
 from hf_minattn.model_card import IN_PROGRESS_CARD, CardFacts, write_model_card
 from hf_minattn.record_files import KeptInCheckpoints, read_json, write_json_atomically
-from hf_minattn.time_budget import TimeBudget, TimeBudgetProgressCallback
+from hf_minattn.time_budget import TIME_BUDGET_FILE, TimeBudget, TimeBudgetProgressCallback, spent_budget
 from hf_minattn.unigram import UnigramFloor
 
 logger = logging.getLogger(__name__)
@@ -340,9 +340,8 @@ def last_complete_checkpoint(output_dir: str, world_size: int) -> str | None:
 
 def end_of_training(state: dict, args) -> str | None:
     """Why the trainer state `state` is at the end of the training `args` describe, or None: at --stop_at_step, or
-    --max_steps (or --num_train_epochs without them). A run stopped by --max_train_minutes did not reach them: --resume
-    continues it from its last checkpoint, with the minutes that checkpoint had left (more with a larger
-    --max_train_minutes: `time_budget.TimeBudget`)."""
+    --max_steps (or --num_train_epochs without them). A run that ended on --max_train_minutes did not reach them
+    (`finished_run` reads its budget); a checkpoint of one resumes with the minutes it had left (`TimeBudget`)."""
     steps, epoch = state.get("global_step", 0), state.get("epoch") or 0.0
     if args.stop_at_step is not None and steps >= args.stop_at_step:
         return f"step {steps} of --stop_at_step {args.stop_at_step}"
@@ -355,14 +354,16 @@ def end_of_training(state: dict, args) -> str | None:
 
 def finished_run(args) -> str | None:
     """Why the run in --output_dir is finished, or None: its trainer_state.json, written last (after the model, the
-    results and the card), is at the end of training (`end_of_training`). One cut short is named, and read as not
-    finished: the end is redone."""
+    results and the card), is at the end of training (`end_of_training`) or of its time budget (`spent_budget`). One
+    cut short is named, and read as not finished: the end is redone."""
     try:
         state = read_trainer_state(os.path.join(args.output_dir, TRAINER_STATE_NAME))
     except ValueError as error:
         logger.warning(f"{error}: the run's end is redone")
         return None
-    return end_of_training(state, args) if state is not None else None
+    if state is None:
+        return None
+    return end_of_training(state, args) or spent_budget(args.output_dir, state.get("global_step"), args.max_train_minutes)
 
 
 def holds_model(folder: str) -> bool:
@@ -388,7 +389,7 @@ def trained_model_in(folder: str) -> str | None:
 
 # What an earlier run leaves that a later --resume, or a reader of the folder, would take for the new run's.
 EARLIER_RUN_FILES = (TRAINER_STATE_NAME, "all_results.json", "train_results.json", "eval_results.json", "run_args.json",
-                     DRIFT_FILE, LOSS_ALLOCATION_FILE)
+                     DRIFT_FILE, LOSS_ALLOCATION_FILE, TIME_BUDGET_FILE)
 
 
 def start_afresh(args) -> None:

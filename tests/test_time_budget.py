@@ -44,17 +44,24 @@ def test_a_resumed_budget_goes_on_with_the_minutes_its_checkpoint_left(tmp_path,
 
 
 @pytest.mark.slow
-def test_a_killed_budgeted_run_resumes_with_its_learning_rate_where_it_was(tokenizer_dir, tmp_path):
+def test_a_killed_budgeted_run_resumes_with_its_learning_rate_where_it_was(tokenizer_dir, tmp_path, caplog):
+    """And a run that ended on its budget is finished: --resume with the same minutes trains nothing (it went back to
+    its last checkpoint and trained over the model); with more minutes, it goes on."""
     out = tmp_path / "out"
-    budgeted = dict(max_steps=None, num_train_epochs=100, save_steps=2, logging_steps=1, report_to="none")
+    budgeted = dict(max_steps=None, num_train_epochs=100, save_steps=1, logging_steps=1, report_to="none")
     begin = time.monotonic()
-    main(tiny_argv(out, tokenizer_dir, max_train_minutes=0.1, **budgeted))  # 6 s: 2 checkpoints on loaded cores too
+    main(tiny_argv(out, tokenizer_dir, max_train_minutes=0.1, **budgeted))  # 6 s: a checkpoint a step, 2 or more on loaded cores too
     wall = time.monotonic() - begin
     checkpoints = sorted(out.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
     records = [read_json(c / TIME_BUDGET_FILE) for c in checkpoints]
     assert len(records) >= 2 and [r["step"] for r in records] == [int(c.name.split("-")[1]) for c in checkpoints]
     # the last checkpoint may be saved at the step that crosses 6 s: its record is within the call's own time
     assert 0 < records[0]["spent_seconds"] < records[-1]["spent_seconds"] <= wall
+    model, state = (out / "model.safetensors").read_bytes(), read_json(out / "trainer_state.json")
+    main(tiny_argv(out, tokenizer_dir, max_train_minutes=0.1, resume=True, **budgeted))
+    assert (out / "model.safetensors").read_bytes() == model and read_json(out / "trainer_state.json") == state
+    assert f"holds a complete run (its 0.1 minutes of --max_train_minutes spent at step {state['global_step']})" \
+        in caplog.text
     # as if killed at its last checkpoint: the resumed run, given 12 s in all, has 12 - spent left
     last, spent = records[-1]["step"], records[-1]["spent_seconds"]
     main(tiny_argv(out, tokenizer_dir, max_train_minutes=0.2, resume=True, **budgeted))

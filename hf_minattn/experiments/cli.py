@@ -298,7 +298,8 @@ def main(argv=None) -> int:
                              "eval loss is within 1%% of fp32's (docs/recipe.md)")
     parser.add_argument("--parallel", type=int,
                         help="training runs side by side, one process each (default: the preset's, 2 on 2 cores; "
-                             "a GPU takes 16: the runs are small). The numbers do not depend on it")
+                             "a GPU takes 16: the runs are small). The runs are the same (data, seeds, steps); side by side each has one "
+                             "CPU thread, which may change the last digits of a sum")
     parser.add_argument("--figure-format", choices=FIGURE_FORMATS, default="both",
                         help="every figure as PNG, SVG or both (default: both; FINDINGS.md links the PNG when there "
                              "is one). On a rerun, the figures of out/figures follow it; a probe run kept from an "
