@@ -5,6 +5,7 @@ that. The early states go to `output_dir/early_states/checkpoint-<step>`, so the
 never mistakes one for the last checkpoint.
 """
 
+import fnmatch
 import os
 import shutil
 
@@ -16,6 +17,18 @@ EARLY_STATES = "early_states"  # the folder, under a run's output_dir, that hold
 # What a checkpoint holds beyond the model to resume training: under --save_only_model, the newest checkpoint alone
 # keeps them (MinAttnTrainer), and an early state copied from it leaves them out
 RESUME_STATES = ("optimizer.pt", "optimizer.bin", "scheduler.pt", "scaler.pt", "rng_state*.pth")
+
+
+def drop_resume_states(checkpoints: list[str], keep: str) -> None:
+    """Remove the RESUME_STATES of every one of `checkpoints` but the one named `keep`, each folder's times kept: the
+    Trainer's rotation orders the checkpoints by them."""
+    for folder in checkpoints:
+        if os.path.basename(os.path.normpath(folder)) != keep:
+            times = os.stat(folder)
+            for name in os.listdir(folder):
+                if any(fnmatch.fnmatch(name, pattern) for pattern in RESUME_STATES):
+                    os.remove(os.path.join(folder, name))
+            os.utime(folder, ns=(times.st_atime_ns, times.st_mtime_ns))
 
 
 def early_steps(every: int, until: int) -> list[int]:

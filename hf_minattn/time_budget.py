@@ -3,6 +3,7 @@ learning-rate schedule how much of them is; `TimeBudgetProgressCallback` shows t
 whole run: the seconds spent are kept in every checkpoint, and a resumed run goes on with those its checkpoint left
 (its learning rate decays on from where it stopped, not from the top)."""
 
+import contextlib
 import logging
 import os
 import time
@@ -34,6 +35,9 @@ class TimeBudget(KeptInCheckpoints, TrainerCallback):
         self.fraction = 0.0  # of the budget spent, as of the last finished step
 
     def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:  # an earlier session's end: this one is not finished
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(args.output_dir, TIME_BUDGET_FILE))
         self.spent = self.spent_at(state.global_step)
         self.start = time.monotonic() - self.spent
         self.fraction = min(1.0, self.spent / self.seconds)
@@ -87,7 +91,7 @@ def spent_budget(folder: str, step: int, minutes: float | None) -> str | None:
     record = read_json(path)
     if record.get("step") != step or not float(record.get("spent_seconds", 0)) >= minutes * 60:
         return None
-    return f"its {minutes:g} minutes of --max_train_minutes spent at step {step}"
+    return f"--max_train_minutes {minutes:g} spent at step {step}"
 
 
 class TimeBudgetProgressCallback(ProgressCallback):

@@ -8,7 +8,6 @@ from, or a trained model that training afresh must not overwrite.
 
 import contextlib
 import dataclasses
-import fnmatch
 import logging
 import inspect
 import math
@@ -22,7 +21,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
 from transformers.utils import SAFE_WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME
 
 from hf_minattn.drift import DRIFT_FILE, DriftCallback
-from hf_minattn.early_states import EARLY_STATES, RESUME_STATES, EarlyStates
+from hf_minattn.early_states import EARLY_STATES, EarlyStates, drop_resume_states
 from hf_minattn.loss_allocation import LOSS_ALLOCATION_FILE
 from hf_minattn.model_card import IN_PROGRESS_CARD, CardFacts, write_model_card
 from hf_minattn.record_files import KeptInCheckpoints, read_json, write_json_atomically
@@ -164,24 +163,22 @@ class MinAttnTrainer(Trainer):
                 callback.save_into_checkpoint(output_dir, self.state)
 
     def _save_checkpoint(self, model, trial):
-        """Under --save_only_model, the newest checkpoint (not an early-only state, which leaves the rotation) gets the
-        optimizer, scheduler and random states too, so that a killed run resumes; the older ones lose them once every
-        process has written its own. Written after its trainer_state.json: a kill in between leaves it model-only,
-        and --resume takes the one before, which still has them."""
-        super()._save_checkpoint(model, trial)
+        """Under --save_only_model, the newest checkpoint (not an early-only state) is saved whole, in the Trainer's own
+        order (its states before trainer_state.json, then the rotation), so that a killed run resumes; the older ones
+        then lose those states once every process has written its own (its training_args.bin says save_only_model
+        False)."""
         early = [callback for callback in self.callback_handler.callbacks if isinstance(callback, EarlyStates)]
         if not self.args.save_only_model or any(c.early_only == self.state.global_step for c in early):
-            return
-        run_dir = self._get_output_dir(trial=trial)
-        newest = os.path.join(run_dir, f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
-        self._save_optimizer_and_scheduler(newest)
-        self._save_scaler(newest)
-        self._save_rng_state(newest)
+            return super()._save_checkpoint(model, trial)
+        self.args.save_only_model = False
+        try:
+            super()._save_checkpoint(model, trial)
+        finally:
+            self.args.save_only_model = True
         self.accelerator.wait_for_everyone()
-        for folder in sort_checkpoints(output_dir=run_dir) if self.args.should_save else []:
-            for name in os.listdir(folder) if not os.path.samefile(folder, newest) else []:
-                if any(fnmatch.fnmatch(name, pattern) for pattern in RESUME_STATES):
-                    os.remove(os.path.join(folder, name))
+        if self.args.should_save:
+            run_dir = self._get_output_dir(trial=trial)
+            drop_resume_states(sort_checkpoints(output_dir=run_dir), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
 
     def finish_from_checkpoint(self, checkpoint: str) -> dict:
         """End the training whose last step `checkpoint` holds but whose end never ran (the run was killed after

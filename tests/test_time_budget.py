@@ -3,6 +3,7 @@ Every checkpoint keeps the seconds spent, and a resumed run goes on with those i
 decaying on from there instead of starting again near its peak; the flags the budget would ignore are refused."""
 
 import re
+import tempfile
 import time
 from types import SimpleNamespace
 
@@ -16,7 +17,8 @@ from hf_minattn.time_budget import TIME_BUDGET_FILE, TimeBudget
 def begun(minutes: float, resumed_from, step: int) -> TimeBudget:
     budget = TimeBudget(minutes)
     budget.resumed_from = resumed_from
-    budget.on_train_begin(None, SimpleNamespace(global_step=step), None)
+    budget.on_train_begin(SimpleNamespace(output_dir=tempfile.mkdtemp()),
+                          SimpleNamespace(global_step=step, is_world_process_zero=True), None)
     return budget
 
 
@@ -43,6 +45,22 @@ def test_a_resumed_budget_goes_on_with_the_minutes_its_checkpoint_left(tmp_path,
         assert ("records the time spent at step 5, not at step 6" in caplog.text) == (step == 6)
 
 
+def test_a_session_that_trains_removes_the_record_of_an_earlier_sessions_end(tmp_path):
+    """The output folder's time_budget.json says a run ended on its budget (`spent_budget`): a resumed session that
+    trains is not finished until it writes its own at its end."""
+    from hf_minattn.time_budget import spent_budget
+
+    budget, args = TimeBudget(1), SimpleNamespace(output_dir=str(tmp_path))
+    budget.on_train_end(args, SimpleNamespace(global_step=7, is_world_process_zero=True), None)
+    budget.spent = 60.0
+    assert spent_budget(str(tmp_path), 7, 1) is None  # 0 s spent, by a budget that never began
+    budget.on_train_end(args, SimpleNamespace(global_step=7, is_world_process_zero=True), None)
+    assert spent_budget(str(tmp_path), 7, 1) == "--max_train_minutes 1 spent at step 7"
+    assert spent_budget(str(tmp_path), 8, 1) is None and spent_budget(str(tmp_path), 7, 2) is None
+    budget.on_train_begin(args, SimpleNamespace(global_step=7, is_world_process_zero=True), None)
+    assert not (tmp_path / TIME_BUDGET_FILE).exists()
+
+
 @pytest.mark.slow
 def test_a_killed_budgeted_run_resumes_with_its_learning_rate_where_it_was(tokenizer_dir, tmp_path, caplog):
     """And a run that ended on its budget is finished: --resume with the same minutes trains nothing (it went back to
@@ -60,7 +78,7 @@ def test_a_killed_budgeted_run_resumes_with_its_learning_rate_where_it_was(token
     model, state = (out / "model.safetensors").read_bytes(), read_json(out / "trainer_state.json")
     main(tiny_argv(out, tokenizer_dir, max_train_minutes=0.1, resume=True, **budgeted))
     assert (out / "model.safetensors").read_bytes() == model and read_json(out / "trainer_state.json") == state
-    assert f"holds a complete run (its 0.1 minutes of --max_train_minutes spent at step {state['global_step']})" \
+    assert f"holds a complete run (--max_train_minutes 0.1 spent at step {state['global_step']})" \
         in caplog.text
     # as if killed at its last checkpoint: the resumed run, given 12 s in all, has 12 - spent left
     last, spent = records[-1]["step"], records[-1]["spent_seconds"]
