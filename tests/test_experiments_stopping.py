@@ -265,7 +265,8 @@ def test_runs_stopped_by_a_failure_are_trained_again_by_the_next_call(tmp_path, 
 
 def test_a_killed_run_with_a_checkpoint_to_resume_from_is_resumed_not_trained_again(tmp_path, monkeypatch, capsys):
     """Its saved states are model-only, but the newest checkpoint keeps what resuming needs (MinAttnTrainer): the
-    next call passes --resume and keeps the folder; a folder whose checkpoint cannot resume is trained again."""
+    next call passes --resume and keeps the folder, and the killed session's log beside the new one; a folder whose
+    checkpoint cannot resume is trained again."""
     monkeypatch.setattr(training, "shared_tokenizer", lambda out, settings, seed: str(tmp_path / "tokenizer"))
     monkeypatch.setattr(training, "variant_arguments", lambda settings, variant, seed, folder, tokenizer_dir: [folder])
     monkeypatch.setattr(training, "initialise_untrained", lambda folder, full, seed: None)
@@ -278,6 +279,8 @@ def test_a_killed_run_with_a_checkpoint_to_resume_from_is_resumed_not_trained_ag
     cut_short = models / "frozen_embeddings" / "seed0" / "checkpoint-4"  # its trainer state never written
     shutil.copytree(checkpoint, cut_short)
     (cut_short / "trainer_state.json").unlink()
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "full-seed0.log").write_text("the killed session\n")
     trained = {}
 
     def finishing(args, log_path, threads=None):
@@ -290,6 +293,7 @@ def test_a_killed_run_with_a_checkpoint_to_resume_from_is_resumed_not_trained_ag
     training.train_variants(str(tmp_path), dict(training.SETTINGS["quick"], parallel=1), (0,))
     assert trained["full/seed0"] == ["--resume", "true"] and checkpoint.is_dir()
     assert trained["frozen_embeddings/seed0"] == [] and not cut_short.exists()
+    assert (tmp_path / "logs" / "full-seed0.killed.log").read_text() == "the killed session\n"
     printed = capsys.readouterr().out
     assert f"{checkpoint.parent} holds an unfinished run: resuming it from checkpoint-4" in printed
     assert f"{cut_short.parent} holds an unfinished run: training it again from the start" in printed

@@ -334,7 +334,10 @@ def train_variants(out: str, settings: dict, seeds, also=None) -> dict[str, dict
         log(f"[{jobs.index(job) + 1}/{len(jobs)}] seed {seed}, {variant.name}: {variant.description}")
         start = time.perf_counter()
         args = variant_arguments(settings, variant, seed, folder, tokenizer_dir) + (["--resume", "true"] if resumed else [])
-        run_training(args, os.path.join(out, "logs", f"{variant.name}-seed{seed}.log"), threads)
+        log_path = os.path.join(out, "logs", f"{variant.name}-seed{seed}.log")
+        if resumed and os.path.isfile(log_path):  # the killed session's lines, kept beside the resumed run's log
+            os.replace(log_path, log_path.removesuffix(".log") + ".killed.log")
+        run_training(args, log_path, threads)
         seconds = time.perf_counter() - start
         finished.append((run_steps(settings, variant), seconds))
         left = sum(run_steps(settings, v) for _, v in todo) - sum(steps for steps, _ in finished)
