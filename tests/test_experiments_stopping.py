@@ -297,6 +297,8 @@ def test_a_killed_run_with_a_checkpoint_to_resume_from_is_resumed_not_trained_ag
     printed = capsys.readouterr().out
     assert f"{checkpoint.parent} holds an unfinished run: resuming it from checkpoint-4" in printed
     assert f"{cut_short.parent} holds an unfinished run: training it again from the start" in printed
+    done = [line for line in printed.splitlines() if "runs done" in line]
+    assert "training left" not in done[-1] and all("training left" in line for line in done[:-1])  # its 4 steps counted
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])

@@ -326,21 +326,22 @@ def train_variants(out: str, settings: dict, seeds, also=None) -> dict[str, dict
     parallel = min(settings.get("parallel", 1), os.cpu_count() or 1)  # each run side by side has one CPU thread
 
     finished = []  # (steps, seconds) of the runs this call finished, for the time left
+    resumed = {job: resume_step(folders[job[1].name][job[0]]) for job in todo}  # killed runs: their steps trained
 
     def train(job, threads=None):
         seed, variant = job
         folder = folders[variant.name][seed]
-        resumed = unfinished_run(folder)
+        unfinished_run(folder, resumed[job])
         log(f"[{jobs.index(job) + 1}/{len(jobs)}] seed {seed}, {variant.name}: {variant.description}")
         start = time.perf_counter()
-        args = variant_arguments(settings, variant, seed, folder, tokenizer_dir) + (["--resume", "true"] if resumed else [])
+        args = variant_arguments(settings, variant, seed, folder, tokenizer_dir) + (["--resume", "true"] if resumed[job] else [])
         log_path = os.path.join(out, "logs", f"{variant.name}-seed{seed}.log")
-        if resumed and os.path.isfile(log_path):  # the killed session's lines, kept beside the resumed run's log
+        if resumed[job] and os.path.isfile(log_path):  # the killed session's lines, kept beside the resumed run's log
             os.replace(log_path, log_path.removesuffix(".log") + ".killed.log")
         run_training(args, log_path, threads)
         seconds = time.perf_counter() - start
-        finished.append((run_steps(settings, variant), seconds))
-        left = sum(run_steps(settings, v) for _, v in todo) - sum(steps for steps, _ in finished)
+        finished.append((run_steps(settings, variant) - resumed[job], seconds))
+        left = sum(run_steps(settings, v) - resumed[(s, v)] for s, v in todo) - sum(steps for steps, _ in finished)
         remaining = f", about {training_minutes_left(finished, left, parallel):.0f} min of training left" if left else ""
         log(f"  seed {seed}, {variant.name}: done in {seconds:.0f}s; {len(finished)} of {len(todo)} runs done{remaining}")
 
@@ -384,20 +385,23 @@ def check_same_settings(out: str, settings: dict) -> None:
                          "preset and --precision that folder was trained with")
 
 
-def unfinished_run(folder: str) -> bool:
-    """Whether `folder` holds a run killed before it finished that can resume (run_mlm's --resume: its newest
-    checkpoint keeps the optimizer state, model-only saved states or not); one that cannot is removed, to be trained
-    again from the start."""
+def resume_step(folder: str) -> int:
+    """The step a run killed in `folder` resumes from (run_mlm's --resume: its newest complete checkpoint, which keeps
+    the optimizer state, model-only saved states or not); 0 where there is none."""
     from hf_minattn.trainer import last_complete_checkpoint
 
-    if not os.path.isdir(folder):
-        return False
-    if checkpoint := last_complete_checkpoint(folder, 1):
-        log(f"  {folder} holds an unfinished run: resuming it from {os.path.basename(checkpoint)}")
-        return True
-    log(f"  {folder} holds an unfinished run: training it again from the start")
-    shutil.rmtree(folder)
-    return False
+    checkpoint = last_complete_checkpoint(folder, 1) if os.path.isdir(folder) else None
+    return int(os.path.basename(checkpoint).rsplit("-", 1)[1]) if checkpoint else 0
+
+
+def unfinished_run(folder: str, step: int) -> None:
+    """Says what becomes of a run killed in `folder` (if any): resumed from its checkpoint of `step`, or, at 0,
+    removed, to be trained again from the start."""
+    if step:
+        log(f"  {folder} holds an unfinished run: resuming it from checkpoint-{step}")
+    elif os.path.isdir(folder):
+        log(f"  {folder} holds an unfinished run: training it again from the start")
+        shutil.rmtree(folder)
 
 
 def finished_folder(folder: str) -> bool:
