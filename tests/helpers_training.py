@@ -57,6 +57,16 @@ def run_script(argv, launcher=(sys.executable,), **kwargs) -> subprocess.Complet
     return subprocess.run([*launcher, str(RUN_MLM), *argv], env=subprocess_env(), capture_output=True, text=True, **kwargs)
 
 
+def complete_checkpoint(folder, *rng):
+    """The files of a checkpoint the Trainer finished writing (empty: only their presence is checked)."""
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"model_type": "minattn"}))
+    (folder / "trainer_state.json").write_text(json.dumps({"global_step": 4, "log_history": []}))
+    for name in ("model.safetensors", "optimizer.pt", "scheduler.pt", *(rng or ["rng_state.pth"])):
+        (folder / name).write_bytes(b"")
+    return folder
+
+
 def read_json(path):
     with open(path) as f:
         return json.load(f)

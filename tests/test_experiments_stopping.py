@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from helpers_training import complete_checkpoint
+
 from hf_minattn.experiments import training
 
 
@@ -271,11 +273,7 @@ def test_a_killed_run_with_a_checkpoint_to_resume_from_is_resumed_not_trained_ag
     monkeypatch.setattr(training, "variant_arguments", lambda settings, variant, seed, folder, tokenizer_dir: [folder])
     monkeypatch.setattr(training, "initialise_untrained", lambda folder, full, seed: None)
     models = tmp_path / "models"
-    checkpoint = models / "full" / "seed0" / "checkpoint-4"
-    checkpoint.mkdir(parents=True)
-    (checkpoint / "trainer_state.json").write_text('{"global_step": 4}')
-    for name in ("model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth"):
-        (checkpoint / name).write_bytes(b"")
+    checkpoint = complete_checkpoint(models / "full" / "seed0" / "checkpoint-4")
     cut_short = models / "frozen_embeddings" / "seed0" / "checkpoint-4"  # its trainer state never written
     shutil.copytree(checkpoint, cut_short)
     (cut_short / "trainer_state.json").unlink()

@@ -1,24 +1,13 @@
 """What run_mlm.py does with an --output_dir that holds something (a trained model, checkpoints, an unfinished run),
 and the checkpoints it refuses to resume from, named in one line before any work."""
 
-import json
 import re
 
 import pytest
 
 from hf_minattn.run_mlm import main, parse_args
 
-from helpers_training import Killed, killed_at, read_json, tiny_argv
-
-
-def complete_checkpoint(folder, *rng):
-    """The files of a checkpoint the Trainer finished writing (empty: only their presence is checked)."""
-    folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps({"model_type": "minattn"}))
-    (folder / "trainer_state.json").write_text(json.dumps({"global_step": 4, "log_history": []}))
-    for name in ("model.safetensors", "optimizer.pt", "scheduler.pt", *(rng or ["rng_state.pth"])):
-        (folder / name).write_bytes(b"")
-    return folder
+from helpers_training import Killed, complete_checkpoint, killed_at, read_json, tiny_argv
 
 
 def test_what_a_checkpoint_needs_to_resume(tmp_path):
