@@ -8,8 +8,10 @@ Refused unless `--force`: an unfinished training run (its card says training is 
 but no trainer_state.json or all_results.json of a run that ended). Always refused: a sharded model missing a shard.
 
 Not uploaded: checkpoints (`checkpoint-*`, and `early_states/`, with their optimizer states), `training_args.bin`
-(a pickle), private (`_*`) and half-written (`*.tmp`) files, at any depth; and `probes/`, where `make demo` writes
-the probe report: an analysis of the model (tens of MB of figures and JSON), which the model card does not use.
+(a pickle), the states a checkpoint resumes from (optimizer.pt, scheduler.pt, scaler.pt, rng_state*.pth: pickles too,
+so a checkpoint folder pushed on its own uploads its model), private (`_*`) and half-written (`*.tmp`) files, at any
+depth; and `probes/`, where `make demo` writes the probe report: an analysis of the model (tens of MB of figures and
+JSON), which the model card does not use. The listing names what is left out.
 """
 
 import argparse
@@ -22,14 +24,15 @@ from huggingface_hub.utils import filter_repo_objects
 
 from hf_minattn.checks import read_json_object
 from hf_minattn.cli import OneLineArgumentParser
-from hf_minattn.early_states import EARLY_STATES
+from hf_minattn.early_states import EARLY_STATES, RESUME_STATES
 from hf_minattn.model_card import IN_PROGRESS_CARD, validate_model_card  # the one text trained_model_in also reads
 from hf_minattn.model_source import TRANSPORT_FAILURES, hub_errors, require_hub_id
 
 # Same as what Trainer.push_to_hub leaves out: checkpoints and private files; plus our interrupted writes, and
-# training_args.bin (a pickle: loading it runs code, and it holds nothing the model needs). filter_repo_objects
-# matches each pattern against the whole relative path, so each one is also given under any folder.
-TOP_LEVEL_IGNORED = ["_*", "checkpoint-*", "*.tmp", ".git/*", ".cache/*", "training_args.bin"]
+# training_args.bin and a checkpoint's resume states (pickles: loading one runs code, and they hold nothing the model
+# needs; the Trainer's pushes of its checkpoints upload the model files only). filter_repo_objects matches each
+# pattern against the whole relative path, so each one is also given under any folder.
+TOP_LEVEL_IGNORED = ["_*", "checkpoint-*", "*.tmp", ".git/*", ".cache/*", "training_args.bin", *RESUME_STATES]
 IGNORE_PATTERNS = [*TOP_LEVEL_IGNORED, *(f"*/{p}" for p in TOP_LEVEL_IGNORED), f"{EARLY_STATES}/*", "probes/*"]
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
 # What the end of a training leaves at the top of its folder (run_mlm.py writes trainer_state.json last, after the
@@ -55,6 +58,19 @@ def files_to_upload(folder) -> list[Path]:
     folder = Path(folder)
     paths = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     return [Path(p) for p in filter_repo_objects(paths, ignore_patterns=IGNORE_PATTERNS)]
+
+
+def left_out(folder, uploaded: list[Path]) -> list[str]:
+    """What `push` leaves out of `folder`: each file not in `uploaded`, or its outermost folder ("checkpoint-4/")
+    when nothing under that folder is uploaded."""
+    folder, kept = Path(folder), {p.as_posix() for p in uploaded}
+    kept_folders = {parent.as_posix() for p in uploaded for parent in p.parents}
+    names = set()
+    for path in (p.relative_to(folder) for p in folder.rglob("*") if p.is_file()):
+        if path.as_posix() not in kept:
+            outer = [parent for parent in reversed(path.parents[:-1]) if parent.as_posix() not in kept_folders]
+            names.add(f"{outer[0].as_posix()}/" if outer else path.as_posix())
+    return sorted(names)
 
 
 def architecture_of(folder: Path) -> str:
@@ -226,5 +242,8 @@ def main(argv=None) -> int:
           + "".join(f", {w}" for w in where if w) + ":")
     for f, size in sizes.items():
         print(f"  {f}  ({'generated model card' if size is None else f'{size:,} bytes'})")
+    skipped = left_out(args.folder, files)
+    if skipped:  # the user sees that the checkpoints, pickles and resume states stay behind, not only what goes
+        print(f"Left out: {', '.join(skipped)}")
     print("Model card metadata: valid")
     return 0

@@ -108,6 +108,25 @@ def test_no_checkpoint_pickle_or_probe_report_is_uploaded_at_any_depth(model_dir
     assert not any(f.endswith(("training_args.bin", "_private.txt", ".tmp")) for f in files)
 
 
+def test_a_checkpoint_pushed_on_its_own_uploads_its_model_and_no_resume_state(model_dir, capsys):
+    """The optimizer, scheduler, scaler and RNG states are pickles a resume reads, not part of the model: they were
+    uploaded beside it (under a card saying nothing of the run); the listing names what stays behind."""
+    checkpoint = model_dir / "checkpoint-8"
+    shutil.copytree(model_dir, checkpoint, ignore=shutil.ignore_patterns("checkpoint-*", "README.md", "*.json.tmp"))
+    for name in ("optimizer.pt", "scheduler.pt", "scaler.pt", "rng_state.pth", "rng_state_1.pth"):
+        (checkpoint / name).write_bytes(b"a pickle")
+    assert cli_main(["push", str(checkpoint), "me/minattn-step-8", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    listed = {line.split()[0] for line in out.splitlines() if line.startswith("  ")}
+    assert {"model.safetensors", "config.json", "trainer_state.json", "README.md"} <= listed
+    assert not listed & {"optimizer.pt", "scheduler.pt", "scaler.pt", "rng_state.pth", "rng_state_1.pth"}
+    assert ("Left out: _private.txt, optimizer.pt, rng_state.pth, rng_state_1.pth, scaler.pt, scheduler.pt, "
+            "training_args.bin\n") in out
+    capsys.readouterr()
+    assert cli_main(["push", str(model_dir), "me/minattn-test", "--dry-run"]) == 0
+    assert "Left out: _private.txt, checkpoint-4/, checkpoint-8/, drift.json.tmp, training_args.bin" in capsys.readouterr().out
+
+
 def test_an_unreachable_hub_is_one_line_naming_it(model_dir, monkeypatch, capsys):
     monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
     assert cli_main(["push", str(model_dir), "me/minattn-test", "--token", "hf_fake"]) == 2
