@@ -321,7 +321,7 @@ class MinAttnTrainingArguments(TrainingArguments):
     def __post_init__(self):
         check_bounds(self, {"loss_allocation_every": (1, None, True), "loss_allocation_samples": (1, None, True),
                             "early_save_every": (0, None, True), "early_save_until": (0, None, True),
-                            "stop_at_step": (1, None, True),
+                            "stop_at_step": (1, None, True), "dataloader_num_workers": (0, None, True),
                             "learning_rate": (0, None, True), "weight_decay": (0, None, True),
                             "warmup_steps": (0, None, True), "max_grad_norm": (0, None, True),
                             "adam_epsilon": (0, None, True), "adam_beta1": (0, 1, True), "adam_beta2": (0, 1, True),

@@ -89,6 +89,8 @@ def test_an_output_folder_under_a_file_is_refused_and_a_new_one_is_not_created(t
     # numpy's "Seed must be between 0 and 2**32 - 1" named no flag, and came after the run had started
     ({"seed": "-1"}, "--seed must be in [0, 4294967296), got -1"),
     ({"data_seed": str(2**64)}, "--data_seed must be in [0, 18446744073709551616), got 18446744073709551616"),
+    # torch's DataLoader refused it only after the tokenizer was trained and an "in progress" card written
+    ({"dataloader_num_workers": "-1"}, "--dataloader_num_workers must be at least 0, got -1"),
     # the tokenizer trainer's bound, refused after the data was read
     ({"vocab_size": str(2**24 + 1)}, "--vocab_size must be in (5, 16777217), got 16777217"),
 ])
