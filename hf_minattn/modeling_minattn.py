@@ -43,6 +43,16 @@ def is_cpu_bf16(tensor: torch.Tensor) -> bool:
     )
 
 
+LABELS_AS_TENSOR = "make one with torch.tensor(labels)"
+
+
+def check_tensor(name: str, value, how: str = "call the tokenizer with return_tensors='pt'") -> None:
+    """A TypeError naming `name` unless `value` is a torch tensor or None: a list or a numpy array failed deep inside
+    (an AttributeError on `.shape` or `.dtype`). `how` says how to make one."""
+    if value is not None and not torch.is_tensor(value):
+        raise TypeError(f"{name} must be a torch tensor, got a {type(value).__name__}; {how}")
+
+
 def check_label_ids(labels: torch.Tensor, size: int, what: str, size_name: str, unlabelled: str) -> torch.Tensor:
     """Labels lie in [0, size), or are -100 (no label); else a ValueError naming one that does not, rather than
     torch's error from inside the loss (an IndexError on a CPU, a device-side assert on a GPU). Reading the values
@@ -52,6 +62,7 @@ def check_label_ids(labels: torch.Tensor, size: int, what: str, size_name: str, 
     Returns the labels as int64, which cross-entropy demands: an int32 column (numpy, `datasets` with_format("torch"))
     is as good as the int32 input_ids the encoder takes. Floating (or boolean) labels are a TypeError naming the
     dtype, rather than torch's "expected scalar type Long" from inside the loss."""
+    check_tensor("labels", labels, LABELS_AS_TENSOR)
     if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
         raise TypeError(f"labels has dtype {labels.dtype}, expected integers: a {what} in [0, {size_name}={size}) "
                         f"or -100 per label (-100 marks {unlabelled} without a label)")
@@ -500,9 +511,7 @@ class MinAttnModel(MinAttnPreTrainedModel):
                              f"{'both' if input_ids is not None else 'neither'})")
         for name, value in (("input_ids", input_ids), ("attention_mask", attention_mask),
                             ("inputs_embeds", inputs_embeds)):
-            if value is not None and not torch.is_tensor(value):
-                raise TypeError(f"{name} must be a torch tensor, got a {type(value).__name__}; call the tokenizer "
-                                "with return_tensors='pt'")
+            check_tensor(name, value)
         if input_ids is not None:
             if input_ids.dim() != 2:
                 raise ValueError(f"input_ids must have shape (batch, sequence), got {tuple(input_ids.shape)}")
@@ -517,6 +526,11 @@ class MinAttnModel(MinAttnPreTrainedModel):
             if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.config.hidden_size:
                 raise ValueError(f"inputs_embeds must have shape (batch, sequence, {self.config.hidden_size}), "
                                  f"got {tuple(inputs_embeds.shape)}")
+            # Another dtype (float64 from torch.from_numpy) failed in a matmul or LayerNorm; under autocast, the
+            # autocast dtype is the one each op casts to.
+            if inputs_embeds.dtype != self.dtype and not torch.is_autocast_enabled(inputs_embeds.device.type):
+                raise TypeError(f"inputs_embeds must be a floating tensor of the model's dtype {self.dtype}, got "
+                                f"{inputs_embeds.dtype}; convert it with .to(model.dtype)")
             shape = tuple(inputs_embeds.shape[:2])
         if not is_traced() and 0 in shape:
             raise ValueError(f"the input is empty (batch, sequence) = {shape}: expected at least one token")
@@ -577,7 +591,7 @@ class MinAttnModel(MinAttnPreTrainedModel):
         attention_mask (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*): 1 for real tokens,
             0 for padding (which no token attends to).
         inputs_embeds (`torch.FloatTensor` of shape `(batch_size, sequence_length, hidden_size)`, *optional*):
-            static token vectors to use instead of looking up `input_ids`.
+            static token vectors to use instead of looking up `input_ids`, in the model's dtype (`model.dtype`).
         position_ids (`torch.LongTensor` of shape `(batch_size, sequence_length)` or `(1, sequence_length)`,
             *optional*): each token's position, as in BERT: the row of the learned or sinusoidal table it gets, or
             the angle rope turns it by ("none" reads no positions). Default: 0 .. sequence_length - 1 in every row.
@@ -721,9 +735,9 @@ class MinAttnForMaskedLM(MinAttnPreTrainedModel):
         if labels is None:
             logits = self.lm_head(sequence_output)  # (B, T, V)
         else:
+            labels = check_label_ids(labels, self.config.vocab_size, "token id", "vocab_size", "a position")
             if labels.shape != sequence_output.shape[:2]:
                 raise ValueError(f"labels has shape {tuple(labels.shape)}, expected {tuple(sequence_output.shape[:2])}")
-            labels = check_label_ids(labels, self.config.vocab_size, "token id", "vocab_size", "a position")
             labelled = labels != -100
             targets = labels[labelled]
             if self._sparse(sparse_prediction):
@@ -798,6 +812,7 @@ class MinAttnForSequenceClassification(MinAttnClassifierModel):
 
         loss = None
         if labels is not None:
+            check_tensor("labels", labels, LABELS_AS_TENSOR)  # regression labels never reach check_label_ids
             problem = self._problem_type(labels)
             self._check_label_shape(labels, logits.shape[0], problem)
             if problem == "regression":
@@ -881,10 +896,10 @@ class MinAttnForTokenClassification(MinAttnClassifierModel):
 
         loss = None
         if labels is not None:
+            labels = self._check_class_ids(labels)
             if labels.shape != logits.shape[:2]:
                 raise ValueError(f"labels has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])} (one "
                                  "class index per token)")
-            labels = self._check_class_ids(labels)
             if num_items is None:
                 num_items = max(int((labels != -100).sum()), 1)
             flat_logits = logits.view(-1, self.num_labels).float()  # (B*T, num_labels)

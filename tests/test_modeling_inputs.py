@@ -234,6 +234,32 @@ def test_floating_labels_where_class_ids_are_expected_are_a_type_error_naming_th
         model(torch.randint(5, 99, (2, 6)), labels=head_labels(head, torch.float32))
 
 
+@pytest.mark.parametrize("kind", ["list", "numpy"])
+@pytest.mark.parametrize("head", [MinAttnForMaskedLM, MinAttnForTokenClassification, MinAttnForSequenceClassification])
+def test_labels_that_are_no_tensor_are_a_type_error_naming_them(head, kind):
+    """A list (a collator without return_tensors="pt") or a numpy array was an AttributeError from inside the head."""
+    labels = head_labels(head, torch.long)
+    labels = labels.tolist() if kind == "list" else labels.numpy()
+    model = head(tiny_config(num_labels=3)).eval()
+    with pytest.raises(TypeError, match=rf"^labels must be a torch tensor, got a {type(labels).__name__}; make one "
+                                        r"with torch\.tensor\(labels\)$"):
+        model(torch.randint(5, 99, (2, 6)), labels=labels)
+
+
+def test_inputs_embeds_of_another_dtype_than_the_models_are_a_type_error_naming_both():
+    """float64 (torch.from_numpy) passed the checks and failed in torch's LayerNorm or matmul; under autocast each op
+    casts, so there any floating dtype goes on."""
+    model = MinAttnForMaskedLM(tiny_config(position_embedding_type="rope", hidden_size=32)).eval()
+    for dtype in (torch.float64, torch.bfloat16, torch.long):
+        with pytest.raises(TypeError, match=rf"^inputs_embeds must be a floating tensor of the model's dtype "
+                                            rf"torch\.float32, got {dtype}; convert it with \.to\(model\.dtype\)$"):
+            model(inputs_embeds=torch.ones(1, 4, 32, dtype=dtype))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert model(inputs_embeds=torch.randn(1, 4, 32, dtype=torch.bfloat16)).logits.shape == (1, 4, 99)
+    model.to(torch.bfloat16)
+    assert model(inputs_embeds=torch.randn(1, 4, 32, dtype=torch.bfloat16)).logits.shape == (1, 4, 99)
+
+
 def test_labels_a_call_refuses_leave_the_problem_type_unchosen():
     """The problem type the labels imply is kept in the config only once the call succeeds. Refused multi-hot floats
     of the wrong shape left multi_label_classification behind: the next, correct call (class ids) was then refused
