@@ -114,19 +114,19 @@ def require_folder_or_hub_id(name: str, what: str, holding: str = "") -> None:
                                 f"written by save_pretrained(){holding} or a Hub id")
 
 
-def find_model(name, revision=None, cache_dir=None, flag="the revision") -> ModelSource:
+def find_model(name, revision=None, cache_dir=None, flag="the revision", what="model path") -> ModelSource:
     """The ModelSource of `name`: a local folder written by save_pretrained(), or a Hub id at `revision` (a branch,
     tag or commit; None: the default branch) whose config.json is fetched now (or read from the cache, offline).
-    `flag`: what the error calls `revision` (the CLI's flag that gave it)."""
+    `flag` and `what`: what the errors call `revision` and `name` (the CLI's flags that gave them)."""
     name = str(name)
     if os.path.isdir(name):
         if revision:
             raise ValueError(f"{flag} {revision!r} names a version of a Hub repository, but {name!r} is a local "
                              f"folder; drop {flag} or pass a Hub id")
         if not os.path.isfile(os.path.join(name, "config.json")):
-            raise FileNotFoundError(f"{name!r} has no config.json; is it a save_pretrained() folder?")
+            raise FileNotFoundError(f"{what} {name!r} has no config.json; is it a save_pretrained() folder?")
         return ModelSource(name, name)
-    require_folder_or_hub_id(name, "model path", " (config.json, weights and tokenizer files)")
+    require_folder_or_hub_id(name, what, " (config.json, weights and tokenizer files)")
     with hub_errors(name, revision, cache_dir):
         config = hf_hub_download(name, "config.json", revision=revision, cache_dir=cache_dir)
     folder = os.path.dirname(config)  # the cache's snapshots/<commit>/ folder

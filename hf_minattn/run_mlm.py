@@ -274,7 +274,8 @@ def build_trainer(model_args, data_args, training_args, checkpoint) -> tuple[Min
     sequence length. The data is checked before anything expensive."""
     set_seed(training_args.seed)
     # A folder, or a Hub id whose config.json is fetched now: a wrong id or revision fails before any data is read.
-    source = (find_model(model_args.model_name_or_path, model_args.model_revision, model_args.cache_dir)
+    source = (find_model(model_args.model_name_or_path, model_args.model_revision, model_args.cache_dir,
+                         flag="--model_revision", what="--model_name_or_path")
               if model_args.model_name_or_path is not None else None)
     config = build_config(model_args, source)
     if source is not None and model_args.tokenizer_name is None and checkpoint is None:  # the model's tokenizer is used

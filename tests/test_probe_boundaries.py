@@ -231,6 +231,21 @@ def test_a_file_given_as_the_model_is_named_a_file(tmp_path, capsys, monkeypatch
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("argv, expected", [
+    (["probe", "{model}", "--reference", "{corpus}", "--out", "{out}"], "--reference '{corpus}' is a file; expected"),
+    (["view", "{model}", "--model", "{corpus}"], "--model '{corpus}' is a file; expected"),
+    (["view", "{model}", "--revision", "main"], "--revision 'main' names a version of a Hub repository, but '{model}' "
+                                               "is a local folder; drop --revision or pass a Hub id"),
+])
+def test_the_errors_about_another_model_or_a_revision_name_its_flag(model, tmp_path, capsys, argv, expected):
+    """They said "model path '...' is a file" for --reference or --model, and "drop the revision" for view's
+    --revision: the user had to guess which of the flags was meant."""
+    paths = {"model": model / "model", "corpus": model / "corpus.txt", "out": tmp_path / "out"}
+    line = one_line_error(capsys, [a.format(**paths) for a in argv])
+    assert line.split(": error: ", 1)[1].startswith(expected.format(**paths)), line
+    assert not (tmp_path / "out").exists()
+
+
 def test_push_names_a_file_given_as_the_folder(tmp_path, capsys):
     (tmp_path / "corpus.txt").write_text("some text\n")
     line = one_line_error(capsys, ["push", str(tmp_path / "corpus.txt"), "me/x", "--dry-run"])

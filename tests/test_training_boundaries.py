@@ -178,6 +178,21 @@ def test_a_config_json_that_is_no_object_names_the_file_and_the_flag(tmp_path, c
     assert not (tmp_path / "out").exists()
 
 
+def test_a_model_that_is_a_file_or_a_folder_with_a_revision_names_the_flags(tmp_path):
+    """The errors said "model path '...' is a file" and "drop the revision": run_mlm's flags are --model_name_or_path
+    and --model_revision."""
+    (tmp_path / "model.txt").write_text("not a model")
+    with pytest.raises(ValueError, match=re.escape(f"--model_name_or_path {str(tmp_path / 'model.txt')!r} is a file; "
+                                                   "expected a model folder")):
+        main(tiny_argv(tmp_path / "out", model_size=None, model_name_or_path=tmp_path / "model.txt"))
+    MinAttnConfig(**MODEL_SIZES["tiny"]).save_pretrained(tmp_path / "model")
+    with pytest.raises(ValueError, match=re.escape(f"--model_revision 'main' names a version of a Hub repository, but "
+                                                   f"{str(tmp_path / 'model')!r} is a local folder; drop "
+                                                   "--model_revision or pass a Hub id")):
+        main(tiny_argv(tmp_path / "out", model_size=None, model_name_or_path=tmp_path / "model", model_revision="main"))
+    assert not (tmp_path / "out").exists()
+
+
 def _checkpoint(folder, **overrides):
     """A folder that reads as a complete Trainer checkpoint of the tiny preset at step 4 (its config and trainer
     state; the optimizer, scheduler and RNG states, empty: a checkpoint without them cannot resume)."""

@@ -213,7 +213,7 @@ def find_reference(path, revision=None) -> tuple | None:
     if not path:
         return None
     if path != "minilm":
-        source = find_model(path, revision, flag="--reference-revision")
+        source = find_model(path, revision, flag="--reference-revision", what="--reference")
         return source, source.label
     check_minilm_revision(path, revision)
     try:

@@ -237,7 +237,7 @@ def prepare(path, model=None, device="cpu", trust_remote_code=False, revision=No
     model_path = model or (_model_of_probe(path) if is_probe else path)
     encoder = None
     if model_path:
-        source = find_model(model_path, revision)
+        source = find_model(model_path, revision, flag="--revision", what="--model" if model else "model path")
         loaded, tokenizer = load_encoder(source, trust_remote_code=trust_remote_code, device=device)
         name = source.label if source.is_hub else os.path.basename(os.path.normpath(model_path))
         encoder = Encoder(loaded, tokenizer, name)
