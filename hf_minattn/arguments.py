@@ -48,8 +48,8 @@ def check_checkpoint_folder(path: str, world_size: int) -> None:
     """A one-line error naming --resume_from_checkpoint unless `path` is a folder the Trainer saved a checkpoint in
     (its config.json and trainer_state.json, the file the Trainer writes last) that can resume training as if the
     run had never stopped (`checkpoint_problem`: a model-only one would restart the optimizer and the schedule)."""
-    # Imported here: the Trainer's module is heavy, and the experiments read this module's presets without training.
-    from hf_minattn.trainer import checkpoint_problem
+    # Imported here: it imports transformers' Trainer, heavy; the experiments read this module's presets without it.
+    from hf_minattn.run_folder import checkpoint_problem
 
     expected = "expected a checkpoint folder the Trainer wrote (output_dir/checkpoint-<step>)"
     if os.path.isfile(path):

@@ -52,8 +52,9 @@ from hf_minattn.model_card import card_facts
 from hf_minattn.model_source import ModelSource, find_model, hub_errors
 from hf_minattn.sentence_embedding import write_sentence_transformers_files
 from hf_minattn.record_files import write_json_atomically
-from hf_minattn.trainer import (MinAttnTrainer, checkpoint_to_resume, finished_run, holds_model, metrics_computer,
-                                preprocess_logits_for_metrics, saved_results, write_trainer_state)
+from hf_minattn.run_folder import checkpoint_to_resume, finished_run, holds_model
+from hf_minattn.trainer import (MinAttnTrainer, metrics_computer, preprocess_logits_for_metrics, saved_results,
+                                write_trainer_state)
 from hf_minattn.unigram import UnigramFloor
 
 logger = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from helpers_training import Killed, complete_checkpoint, killed_at, read_json, 
 
 def test_what_a_checkpoint_needs_to_resume(tmp_path):
     """One process writes rng_state.pth, each of several rng_state_<rank>.pth (Trainer._save_rng_state)."""
-    from hf_minattn.trainer import checkpoint_problem
+    from hf_minattn.run_folder import checkpoint_problem
 
     single = complete_checkpoint(tmp_path / "single")
     assert checkpoint_problem(single, 1) is None
@@ -119,7 +119,7 @@ def test_resume_on_model_only_checkpoints_alone_is_refused_naming_them(tmp_path)
     run's states among the new run's."""
     from types import SimpleNamespace
 
-    from hf_minattn.trainer import checkpoint_to_resume
+    from hf_minattn.run_folder import checkpoint_to_resume
 
     out = tmp_path / "out"
     (complete_checkpoint(out / "checkpoint-4") / "optimizer.pt").unlink()

@@ -280,7 +280,7 @@ def test_a_kill_while_a_resumed_run_writes_a_later_checkpoint_again_leaves_it_in
     a whole checkpoint, over a mix of old and new files, and --resume took it. The old mark now goes first."""
     from transformers import Trainer
 
-    from hf_minattn.trainer import checkpoint_problem, last_complete_checkpoint
+    from hf_minattn.run_folder import checkpoint_problem, last_complete_checkpoint
 
     out = tmp_path / "model"
     shutil.copytree(reference, out)
@@ -301,7 +301,8 @@ def test_model_only_checkpoints_keep_the_newest_one_resumable(reference, tokeniz
     orders them."""
     from transformers import Trainer
 
-    from hf_minattn.trainer import MinAttnTrainer, checkpoint_problem
+    from hf_minattn.run_folder import checkpoint_problem
+    from hf_minattn.trainer import MinAttnTrainer
 
     out = tmp_path / "model"
     args = dict(ARGS, save_steps=2, save_only_model="true", save_total_limit=2, early_save_every=1, early_save_until=2)

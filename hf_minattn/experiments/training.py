@@ -388,7 +388,7 @@ def check_same_settings(out: str, settings: dict) -> None:
 def resume_step(folder: str) -> int:
     """The step a run killed in `folder` resumes from (run_mlm's --resume: its newest complete checkpoint, which keeps
     the optimizer state, model-only saved states or not); 0 where there is none."""
-    from hf_minattn.trainer import last_complete_checkpoint
+    from hf_minattn.run_folder import last_complete_checkpoint
 
     checkpoint = last_complete_checkpoint(folder, 1) if os.path.isdir(folder) else None
     return int(os.path.basename(checkpoint).rsplit("-", 1)[1]) if checkpoint else 0
