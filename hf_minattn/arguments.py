@@ -44,31 +44,6 @@ def check_tokenizer_name(name: str) -> None:
     require_folder_or_hub_id(name, "--tokenizer_name")
 
 
-def check_checkpoint_folder(path: str, world_size: int) -> None:
-    """A one-line error naming --resume_from_checkpoint unless `path` is a folder the Trainer saved a checkpoint in
-    (its config.json and trainer_state.json, the file the Trainer writes last) that can resume training as if the
-    run had never stopped (`checkpoint_problem`: a model-only one would restart the optimizer and the schedule)."""
-    # Imported here: it imports transformers' Trainer, heavy; the experiments read this module's presets without it.
-    from hf_minattn.run_folder import checkpoint_problem
-
-    expected = "expected a checkpoint folder the Trainer wrote (output_dir/checkpoint-<step>)"
-    if os.path.isfile(path):
-        raise ValueError(f"--resume_from_checkpoint {path!r} is a file; {expected}")
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"--resume_from_checkpoint {path!r} does not exist; {expected}")
-    missing = [name for name in ("config.json", "trainer_state.json") if not os.path.isfile(os.path.join(path, name))]
-    if missing:
-        raise ValueError(f"--resume_from_checkpoint {path!r} is not a checkpoint: it has no {' nor '.join(missing)}; "
-                         f"{expected}")
-    problem = checkpoint_problem(path, world_size)
-    if problem and problem.startswith("is model-only"):
-        raise ValueError(f"--resume_from_checkpoint {path!r} {problem}: model-only checkpoints cannot resume training "
-                         "(the optimizer and the learning-rate schedule would start again); give a complete checkpoint, "
-                         "or this one as --model_name_or_path to train anew from its weights")
-    if problem:
-        raise ValueError(f"--resume_from_checkpoint {path!r} {problem}; expected a complete checkpoint")
-
-
 def check_argument_groups(model_args, data_args, training_args) -> None:
     """The checks across the three groups, once each is checked on its own. (Evaluating a freshly initialised model,
     never saved, would write a model card for a folder with no model.)"""
@@ -280,9 +255,10 @@ class MinAttnTrainingArguments(TrainingArguments):
     )
     overwrite_output_dir: bool = field(
         default=False,
-        metadata={"help": "Train afresh into an --output_dir that holds a trained model or checkpoints (refused without "
-                  "it), removing first the earlier run's checkpoints, early states, trainer_state.json, results and "
-                  "drift and loss-allocation records. Not with --resume."},
+        metadata={"help": "Train afresh (or continue a --resume_from_checkpoint of another folder) into an --output_dir "
+                  "that holds a trained model or checkpoints (refused without it), removing first the earlier run's "
+                  "checkpoints, early states, trainer_state.json, results and drift and loss-allocation records. Not "
+                  "with --resume, nor a checkpoint of --output_dir."},
     )
     max_train_minutes: float | None = field(
         default=None,
@@ -333,9 +309,8 @@ class MinAttnTrainingArguments(TrainingArguments):
         check_finite_floats(self)  # NaN and inf in the Trainer's other float flags (label smoothing, steps...)
         self._check_steps()
         self._check_time_budget()
-        if (self.resume or self.resume_from_checkpoint is not None) and self.overwrite_output_dir:
-            flag = "--resume" if self.resume else f"--resume_from_checkpoint {self.resume_from_checkpoint}"
-            raise ValueError(f"{flag} continues a run, --overwrite_output_dir true trains afresh over --output_dir; "
+        if self.resume and self.overwrite_output_dir:  # (a checkpoint of --output_dir: check_checkpoint_folder)
+            raise ValueError("--resume continues a run, --overwrite_output_dir true trains afresh over --output_dir; "
                              "give one of them")
         if self.bf16 is None:  # auto: never beside an fp16 the user asked for
             self.bf16 = fast_bf16_available() and not self.fp16
@@ -346,7 +321,10 @@ class MinAttnTrainingArguments(TrainingArguments):
         super().__post_init__()  # fills in the default --output_dir ("trainer_output") where none is given
         check_output_folder(self.output_dir, "--output_dir")
         if self.resume_from_checkpoint is not None:  # once the number of processes is known: each needs its RNG state
-            check_checkpoint_folder(self.resume_from_checkpoint, self.world_size)
+            # Imported here: it imports transformers' Trainer, heavy; the experiments read the presets without it.
+            from hf_minattn.run_folder import check_checkpoint_folder
+
+            check_checkpoint_folder(self)
 
     def _check_time_budget(self):
         """--max_train_minutes brings its own schedule: linear decay over the minutes, after whole warm-up steps."""

@@ -67,6 +67,12 @@ def check_output_folder(path, flag: str) -> None:
                          "a folder this user can create and write") from None
 
 
+def lies_within(path, folder) -> bool:
+    """Whether `path` is `folder` or lies under it, links and relative paths resolved."""
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return os.path.commonpath([path, folder]) == folder
+
+
 def check_holdout(rows: int, percentage: int, what: str) -> None:
     """A ValueError naming `what` (the data) and --validation_split_percentage unless holding `percentage`% of its
     `rows` rows out for validation (rounded up, as datasets' train_test_split does) leaves some to train on."""

@@ -10,6 +10,7 @@ from transformers.trainer import OPTIMIZER_NAME, OPTIMIZER_NAME_BIN, SCHEDULER_N
 from transformers.trainer_utils import sort_checkpoints
 from transformers.utils import SAFE_WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME
 
+from hf_minattn.checks import lies_within
 from hf_minattn.drift import DRIFT_FILE
 from hf_minattn.early_states import EARLY_STATES
 from hf_minattn.loss_allocation import LOSS_ALLOCATION_FILE
@@ -58,6 +59,34 @@ def checkpoint_problem(folder: str, world_size: int) -> str | None:
     # Each process writes its own random state, and nothing makes process 0 wait for the others before it writes
     # trainer_state.json: a kill in between leaves a checkpoint whose other files are whole.
     return f"was cut short while saving (no {', '.join(missing)}: a process's random state)"
+
+
+def check_checkpoint_folder(args) -> None:
+    """A one-line error naming --resume_from_checkpoint unless it is a folder the Trainer saved a checkpoint in (its
+    config.json and trainer_state.json, the file the Trainer writes last) that can resume training as if the run had
+    never stopped (`checkpoint_problem`: a model-only one would restart the optimizer and the schedule); or when
+    --overwrite_output_dir would remove it with the rest of --output_dir. (One of another folder may continue over
+    the model that --output_dir holds: `start_afresh`.)"""
+    path = args.resume_from_checkpoint
+    expected = "expected a checkpoint folder the Trainer wrote (output_dir/checkpoint-<step>)"
+    if os.path.isfile(path):
+        raise ValueError(f"--resume_from_checkpoint {path!r} is a file; {expected}")
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"--resume_from_checkpoint {path!r} does not exist; {expected}")
+    missing = [name for name in ("config.json", "trainer_state.json") if not os.path.isfile(os.path.join(path, name))]
+    if missing:
+        raise ValueError(f"--resume_from_checkpoint {path!r} is not a checkpoint: it has no {' nor '.join(missing)}; "
+                         f"{expected}")
+    problem = checkpoint_problem(path, args.world_size)
+    if problem and problem.startswith("is model-only"):
+        raise ValueError(f"--resume_from_checkpoint {path!r} {problem}: model-only checkpoints cannot resume training "
+                         "(the optimizer and the learning-rate schedule would start again); give a complete checkpoint, "
+                         "or this one as --model_name_or_path to train anew from its weights")
+    if problem:
+        raise ValueError(f"--resume_from_checkpoint {path!r} {problem}; expected a complete checkpoint")
+    if args.overwrite_output_dir and lies_within(path, args.output_dir):
+        raise ValueError(f"--resume_from_checkpoint {path} continues a run, --overwrite_output_dir true trains afresh "
+                         "over --output_dir (removing its checkpoints); give one of them")
 
 
 def last_complete_checkpoint(output_dir: str, world_size: int) -> str | None:
@@ -125,8 +154,9 @@ EARLIER_RUN_FILES = (TRAINER_STATE_NAME, "all_results.json", "train_results.json
                      DRIFT_FILE, LOSS_ALLOCATION_FILE, TIME_BUDGET_FILE)
 
 
-def start_afresh(args) -> None:
-    """Before training from step 0 into --output_dir: refused where it holds a trained model (`trained_model_in`),
+def start_afresh(args, checkpoint: str | None = None) -> None:
+    """Before training from step 0 into --output_dir, or from `checkpoint` of another folder (whose model, card,
+    results and checkpoints would replace its own): refused where it holds a trained model (`trained_model_in`),
     unless --overwrite_output_dir, which first removes the earlier run's checkpoints, early states, trainer state,
     results and records (the saving process only)."""
     output_dir = args.output_dir
@@ -135,9 +165,11 @@ def start_afresh(args) -> None:
     if not args.overwrite_output_dir:
         found = trained_model_in(output_dir)
         if found:
-            raise ValueError(f"--output_dir {output_dir} holds a trained model ({found}) and no checkpoint to resume "
-                             "from: pass --overwrite_output_dir true to train afresh over it, or choose another "
-                             "--output_dir")
+            why = (f"--resume_from_checkpoint {checkpoint} lies outside it (continuing that run there would replace "
+                   "the model)" if checkpoint else "no checkpoint to resume from")
+            raise ValueError(f"--output_dir {output_dir} holds a trained model ({found}) and {why}: pass "
+                             f"--overwrite_output_dir true to {'continue' if checkpoint else 'train afresh'} over it, "
+                             "or choose another --output_dir")
         return
     if args.should_save:
         for folder in [*sort_checkpoints(output_dir), os.path.join(output_dir, EARLY_STATES)]:
@@ -145,8 +177,9 @@ def start_afresh(args) -> None:
         for name in EARLIER_RUN_FILES:
             if os.path.isfile(os.path.join(output_dir, name)):
                 os.remove(os.path.join(output_dir, name))
-        logger.warning(f"--overwrite_output_dir: training afresh into {output_dir}, the earlier run's checkpoints, "
-                       "early states, trainer state, results and records removed")
+        logger.warning(f"--overwrite_output_dir: {f'continuing {checkpoint}' if checkpoint else 'training afresh'} into "
+                       f"{output_dir}, the earlier run's checkpoints, early states, trainer state, results and records "
+                       "removed")
 
 
 def checkpoint_to_resume(args) -> tuple[str | None, bool]:
@@ -174,6 +207,8 @@ def checkpoint_to_resume(args) -> tuple[str | None, bool]:
         if args.do_train:
             start_afresh(args)
         return None, False
+    if not lies_within(checkpoint, output_dir):  # another run's: --output_dir's model and records are not its own
+        start_afresh(args, checkpoint)
     state = read_trainer_state(os.path.join(checkpoint, TRAINER_STATE_NAME))
     step, last = state.get("global_step", 0), args.stop_at_step or (args.max_steps if args.max_steps > 0 else None)
     if last is not None and step > last:  # the Trainer would train on past it

@@ -38,7 +38,7 @@ from transformers.trainer_utils import sort_checkpoints
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM, train_tokenizer
 from hf_minattn.arguments import (DataTrainingArguments, MinAttnTrainingArguments, ModelArguments, build_config,
                                   check_argument_groups, check_model_tokenizer, check_resumed_config)
-from hf_minattn.checks import check_json_arguments, read_json_object
+from hf_minattn.checks import check_json_arguments, lies_within, read_json_object
 from hf_minattn.cli import OneLineErrors
 from hf_minattn.configuration_minattn import SPECIAL_TOKEN_ID_FIELDS
 from hf_minattn.data import (STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES, first_texts, lm_datasets, load_raw_datasets,
@@ -377,8 +377,10 @@ def run(model_args, data_args, training_args, argv=None, progress=None):
 
     # Resuming into a folder that holds a model: it already has what a push needs (below), and the model here is
     # still the initial one (the Trainer loads the checkpoint when training starts): saving it would replace the
-    # trained model of the run being continued, which a resumed run that dies must leave in place.
-    continuing = checkpoint is not None and holds_model(training_args.output_dir)
+    # trained model of the run being continued, which a resumed run that dies must leave in place. A checkpoint of
+    # another folder continues another run: the model there (if --overwrite_output_dir let it) is not its own.
+    continuing = (checkpoint is not None and lies_within(checkpoint, training_args.output_dir)
+                  and holds_model(training_args.output_dir))
     if training_args.do_train and training_args.should_save and not continuing:
         # A push during training (hub_strategy every_save, checkpoint) uploads output_dir after copying only the
         # checkpoint's weights and config there: the modeling code, the tokenizer and a card saying that training is

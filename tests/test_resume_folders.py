@@ -7,7 +7,7 @@ import pytest
 
 from hf_minattn.run_mlm import main, parse_args
 
-from helpers_training import Killed, complete_checkpoint, killed_at, read_json, tiny_argv
+from helpers_training import Killed, complete_checkpoint, killed_at, max_weight_difference, read_json, tiny_argv
 
 
 def test_what_a_checkpoint_needs_to_resume(tmp_path):
@@ -50,9 +50,11 @@ def test_resume_and_overwrite_together_are_refused_and_overwrite_is_in_the_help(
     with pytest.raises(ValueError, match="--resume continues a run, --overwrite_output_dir true trains afresh over "
                                          "--output_dir; give one of them"):
         parse_args(tiny_argv(tmp_path / "out", resume=True, overwrite_output_dir="true"))
-    checkpoint = complete_checkpoint(tmp_path / "checkpoint-4")
+    checkpoint = complete_checkpoint(tmp_path / "out" / "checkpoint-4")  # overwriting would remove it
     with pytest.raises(ValueError, match=f"--resume_from_checkpoint {re.escape(str(checkpoint))} continues a run"):
         parse_args(tiny_argv(tmp_path / "out", resume_from_checkpoint=checkpoint, overwrite_output_dir="true"))
+    # one of another folder may continue over what --output_dir holds (test_a_checkpoint_of_another_run_...)
+    parse_args(tiny_argv(tmp_path / "other", resume_from_checkpoint=checkpoint, overwrite_output_dir="true"))
     with pytest.raises(SystemExit):
         parse_args(["--help"])
     assert "--overwrite_output_dir" in capsys.readouterr().out
@@ -85,6 +87,30 @@ def test_a_trained_model_is_not_trained_over_without_overwrite_output_dir(tokeni
     assert not list(with_checkpoints.glob("checkpoint-*"))
     assert read_json(with_checkpoints / "run_args.json")["training_args"]["seed"] == 1
     assert read_json(with_checkpoints / "trainer_state.json")["global_step"] == 4
+
+
+@pytest.mark.slow
+def test_a_checkpoint_of_another_run_is_not_continued_over_a_trained_model(tokenizer_dir, tmp_path):
+    """--resume_from_checkpoint a/checkpoint-2 --output_dir b, where b holds another finished run: b's model, card and
+    results were replaced, and the rotation could delete b's checkpoints. Refused, naming both; with
+    --overwrite_output_dir true, b's checkpoints and records go first and a's run continues there."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    main(tiny_argv(a, tokenizer_dir, report_to="none", max_steps=4, save_steps=2))
+    main(tiny_argv(b, tokenizer_dir, report_to="none", max_steps=4, save_steps=2, seed=1))
+    written = {p: p.read_bytes() for p in b.rglob("*") if p.is_file()}
+    argv = tiny_argv(b, tokenizer_dir, report_to="none", max_steps=4, save_steps=2,
+                     resume_from_checkpoint=a / "checkpoint-2")
+    with pytest.raises(ValueError, match=re.escape(
+            f"--output_dir {b} holds a trained model (trainer_state.json) and --resume_from_checkpoint "
+            f"{a / 'checkpoint-2'} lies outside it (continuing that run there would replace the model): pass "
+            "--overwrite_output_dir true to continue over it, or choose another --output_dir")):
+        main(argv)
+    assert {p: p.read_bytes() for p in b.rglob("*") if p.is_file()} == written
+    main([*argv, "--overwrite_output_dir", "true"])
+    assert read_json(b / "run_args.json")["training_args"]["resume_from_checkpoint"] == str(a / "checkpoint-2")
+    assert read_json(b / "trainer_state.json")["global_step"] == 4
+    assert sorted(p.name for p in b.glob("checkpoint-*")) == ["checkpoint-4"]  # b's own checkpoint-2 removed
+    assert max_weight_difference(a, b) == 0  # a's run, continued as if it had never stopped
 
 
 @pytest.mark.slow
