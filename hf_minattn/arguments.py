@@ -52,6 +52,9 @@ def check_argument_groups(model_args, data_args, training_args) -> None:
                          "would be a new, untrained one); give --model_name_or_path or drop --do_train false")
     if not (training_args.do_train or training_args.do_eval or training_args.push_to_hub):
         raise ValueError("--do_train false and --do_eval false leave nothing to do; drop one of them")
+    from hf_minattn.run_folder import check_evaluation_folder  # here: it imports transformers' Trainer, heavy
+
+    check_evaluation_folder(model_args.model_name_or_path, training_args)
 
 
 @dataclass
@@ -258,7 +261,8 @@ class MinAttnTrainingArguments(TrainingArguments):
         metadata={"help": "Train afresh (or continue a --resume_from_checkpoint of another folder) into an --output_dir "
                   "that holds a trained model or checkpoints (refused without it), removing first the earlier run's "
                   "checkpoints, early states, trainer_state.json, results and drift and loss-allocation records. Not "
-                  "with --resume, nor a checkpoint of --output_dir."},
+                  "with --resume, nor a checkpoint of --output_dir. With --do_train false: evaluate into the folder of "
+                  "another run, removing nothing."},
     )
     max_train_minutes: float | None = field(
         default=None,

@@ -149,9 +149,12 @@ def trained_model_in(folder: str) -> str | None:
     return "model weights"
 
 
+# The arguments of a run that trains, and of one that only evaluates (--do_train false): apart, so that evaluating a
+# model in its own folder keeps the record of its training.
+RUN_ARGS, EVAL_ARGS = "run_args.json", "eval_args.json"
 # What an earlier run leaves that a later --resume, or a reader of the folder, would take for the new run's.
-EARLIER_RUN_FILES = (TRAINER_STATE_NAME, "all_results.json", "train_results.json", "eval_results.json", "run_args.json",
-                     DRIFT_FILE, LOSS_ALLOCATION_FILE, TIME_BUDGET_FILE)
+EARLIER_RUN_FILES = (TRAINER_STATE_NAME, "all_results.json", "train_results.json", "eval_results.json", RUN_ARGS,
+                     EVAL_ARGS, DRIFT_FILE, LOSS_ALLOCATION_FILE, TIME_BUDGET_FILE)
 
 
 def start_afresh(args, checkpoint: str | None = None) -> None:
@@ -180,6 +183,24 @@ def start_afresh(args, checkpoint: str | None = None) -> None:
         logger.warning(f"--overwrite_output_dir: {f'continuing {checkpoint}' if checkpoint else 'training afresh'} into "
                        f"{output_dir}, the earlier run's checkpoints, early states, trainer state, results and records "
                        "removed")
+
+
+def check_evaluation_folder(model: str, args) -> None:
+    """Before evaluating `model` (--model_name_or_path) without training into --output_dir, which gets its results
+    (eval_results.json, the eval_* keys of all_results.json) and EVAL_ARGS: refused where the folder holds another
+    run (a trained model, its RUN_ARGS, checkpoints), whose records would then describe `model`, unless it is
+    `model`'s own folder or --overwrite_output_dir is given."""
+    output_dir = args.output_dir
+    if args.do_train or args.overwrite_output_dir or not os.path.isdir(output_dir):
+        return
+    if os.path.isdir(model) and os.path.samefile(model, output_dir):
+        return
+    found = (trained_model_in(output_dir) or (RUN_ARGS if os.path.isfile(os.path.join(output_dir, RUN_ARGS)) else None)
+             or ("checkpoints" if sort_checkpoints(output_dir) else None))
+    if found:
+        raise ValueError(f"--output_dir {output_dir} holds another run ({found}), whose results would then describe "
+                         f"--model_name_or_path {model}, evaluated there by --do_train false: evaluate into the model's "
+                         "own folder or another --output_dir, or pass --overwrite_output_dir true to write it there")
 
 
 def checkpoint_to_resume(args) -> tuple[str | None, bool]:

@@ -52,7 +52,7 @@ from hf_minattn.model_card import card_facts
 from hf_minattn.model_source import ModelSource, find_model, hub_errors
 from hf_minattn.sentence_embedding import write_sentence_transformers_files
 from hf_minattn.record_files import write_json_atomically
-from hf_minattn.run_folder import checkpoint_to_resume, finished_run, holds_model
+from hf_minattn.run_folder import EVAL_ARGS, RUN_ARGS, checkpoint_to_resume, finished_run, holds_model
 from hf_minattn.trainer import (MinAttnTrainer, metrics_computer, preprocess_logits_for_metrics, saved_results,
                                 write_trainer_state)
 from hf_minattn.unigram import UnigramFloor
@@ -400,7 +400,8 @@ def run(model_args, data_args, training_args, argv=None, progress=None):
     if training_args.should_save:
         if training_args.do_train:  # without training no model is saved here: a card would describe none
             trainer.create_model_card()
-        write_json_atomically(os.path.join(training_args.output_dir, "run_args.json"),
+        arguments = RUN_ARGS if training_args.do_train else EVAL_ARGS  # an evaluation keeps the training's record
+        write_json_atomically(os.path.join(training_args.output_dir, arguments),
                               {"model_args": asdict(model_args), "data_args": asdict(data_args),
                                "training_args": training_args.to_dict()}, indent=2, default=str)
         if training_args.do_train:  # last, after the model, results and card: --resume takes it for a finished run

@@ -13,9 +13,10 @@ import pytest
 from hf_minattn import MinAttnConfig, MinAttnForMaskedLM
 from hf_minattn.arguments import MODEL_SIZES, DataTrainingArguments, MinAttnTrainingArguments, ModelArguments
 from hf_minattn.checks import check_bounds, check_output_folder
+from hf_minattn.model_card import IN_PROGRESS_CARD
 from hf_minattn.run_mlm import main, parse_args
 
-from helpers_training import tiny_argv
+from helpers_training import read_json, tiny_argv
 
 FLOAT_FLAGS = sorted({f.name for group in (ModelArguments, DataTrainingArguments, MinAttnTrainingArguments)
                       for f in fields(group) if f.init and "float" in str(f.type)})
@@ -325,3 +326,45 @@ def test_an_evaluation_without_training_writes_no_model_card(tmp_path, text_file
                              train_file=text_files / "train.txt", report_to="none"))
     assert "eval_loss" in metrics
     assert (tmp_path / "out" / "eval_results.json").exists() and not (tmp_path / "out" / "README.md").exists()
+
+
+def test_an_evaluation_is_not_written_over_the_records_of_another_run(tmp_path, text_files, tokenizer_dir):
+    """--do_train false --output_dir b, where b held another trained model, rewrote b's run_args.json and the eval_*
+    keys of its all_results.json: b's records then described the model evaluated. Refused, naming both, unless
+    --overwrite_output_dir true; the model's own folder is fine, and keeps its run_args.json (eval_args.json beside
+    it holds the evaluation's arguments)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    model, other = tmp_path / "m", tmp_path / "b"
+    for folder in (model, other):
+        MinAttnForMaskedLM(MinAttnConfig(**MODEL_SIZES["tiny"], vocab_size=len(tokenizer))).save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        (folder / "run_args.json").write_text('{"training_args": {"seed": 1}}')
+    (other / "trainer_state.json").write_text('{"global_step": 8}')
+    (other / "all_results.json").write_text('{"train_loss": 4.0, "eval_loss": 5.0}')
+    written = {p: p.read_bytes() for p in other.rglob("*") if p.is_file()}
+    argv = tiny_argv(other, model_size=None, model_name_or_path=model, do_train="false", report_to="none",
+                     train_file=text_files / "train.txt")
+    refused = (f"--output_dir {other} holds another run ({{}}), whose results would then describe --model_name_or_path "
+               f"{model}, evaluated there by --do_train false: evaluate into the model's own folder or another "
+               "--output_dir, or pass --overwrite_output_dir true to write it there")
+    with pytest.raises(ValueError, match=re.escape(refused.format("trainer_state.json"))):
+        main(argv)
+    (other / "trainer_state.json").unlink()
+    (other / "README.md").write_text(IN_PROGRESS_CARD)  # its weights are no trained model: its run_args.json is a run
+    with pytest.raises(ValueError, match=re.escape(refused.format("run_args.json"))):
+        main(argv)
+    (other / "run_args.json").unlink()
+    (other / "checkpoint-4").mkdir()
+    with pytest.raises(ValueError, match=re.escape(refused.format("checkpoints"))):
+        main(argv)
+    assert {p: p.read_bytes() for p in other.rglob("*") if p.is_file() and p.name != "README.md"} == {
+        p: content for p, content in written.items() if p.name not in ("trainer_state.json", "run_args.json")}
+
+    main([*argv, "--overwrite_output_dir", "true"])
+    assert read_json(other / "eval_args.json")["model_args"]["model_name_or_path"] == str(model)
+    main(tiny_argv(model, model_size=None, model_name_or_path=model, do_train="false", report_to="none",
+                   train_file=text_files / "train.txt"))
+    assert (model / "run_args.json").read_text() == '{"training_args": {"seed": 1}}'
+    assert "eval_loss" in read_json(model / "eval_results.json") and (model / "eval_args.json").is_file()
