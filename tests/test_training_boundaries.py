@@ -146,6 +146,16 @@ def test_data_of_one_row_names_the_file_and_the_split_percentage(tmp_path, token
     assert not (tmp_path / "out").exists()
 
 
+def test_a_dataset_folder_whose_file_datasets_cannot_parse_is_named(tmp_path):
+    """Only --train_file's reading was wrapped: a local --dataset_name folder of a malformed train.json gave
+    datasets' DatasetGenerationError traceback from inside its builder."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train.json").write_text('{"text": "a sentence"\n{"text": broken}\n')
+    with pytest.raises(ValueError, match=rf"^--dataset_name '{re.escape(str(tmp_path / 'data'))}': datasets could "
+                                         r"not read it \(JSON parse error: .*\); expected data files datasets reads"):
+        main(tiny_argv(tmp_path / "out", dataset_name=tmp_path / "data"))
+    assert not (tmp_path / "out").exists()
+
 def test_a_csv_file_of_a_header_only_has_no_rows(tmp_path, tokenizer_dir):
     (tmp_path / "x.csv").write_text("a,b\n")
     (tmp_path / "header.csv").write_text("text\n")
