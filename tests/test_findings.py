@@ -275,6 +275,17 @@ def test_an_older_results_json_is_refused_before_any_figure_is_drawn(tmp_path):
     assert not (tmp_path / "out" / "figures").exists()
 
 
+def test_a_results_json_lacking_what_a_figure_reads_is_refused_with_nothing_written(tmp_path):
+    """Only what FINDINGS.md reads was checked first: a results.json without "drift" (older, or edited) failed with
+    a KeyError from figures.py and left figures/ half drawn."""
+    results = json.loads((FINDINGS / "exploration" / "results.json").read_text())
+    del results["drift"]  # read by the drift figure, drawn after the loss curves; FINDINGS.md does not read it
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results))
+    with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: written by an older .* it lacks 'drift'"):
+        rerender_findings(path, tmp_path / "out", "png")
+    assert not (tmp_path / "out").exists()
+
 def test_an_equivalence_whose_interval_excludes_zero_says_why_no_difference_was_called():
     """Equivalent, yet its unadjusted 95% interval excludes 0: Holm's adjustment (or, for a test alone, its own p at
     the boundary) is why no difference was called; it is not said to differ ("not identical", as it read)."""
