@@ -260,6 +260,7 @@ def rerender_findings(path, out=None, figure_format: str = "both") -> dict:
     results = load_results(path)
     source = os.path.dirname(os.path.abspath(path))
     out = source if out is None else os.fspath(out)
+    check_findings_out(out, source, path)
     try:  # an older or edited results.json fails here, before any file is written (make_figures draws all first)
         render_findings(results, {})
         figures = make_figures(results, out, figure_format)
@@ -275,6 +276,16 @@ def rerender_findings(path, out=None, figure_format: str = "both") -> dict:
         f.write(render_findings(results, figures))
     return {"findings": findings, "figures": figures}
 
+
+def check_findings_out(out: str, source: str, path: str) -> None:
+    """A ValueError naming `out` where it is not the results' own folder `source` and holds another run's results or
+    findings: FINDINGS.md, REPLICATION.md and the figures would replace that run's without a word."""
+    if not os.path.isdir(out) or os.path.samefile(out, source):
+        return
+    held = [name for name in ("results.json", "FINDINGS.md", "REPLICATION.md") if os.path.lexists(os.path.join(out, name))]
+    if held:
+        raise ValueError(f"--out {out!r} holds another run's {', '.join(held)}: the findings of {path!r} would replace "
+                         "them; pass another --out (or none, for the results' own folder), or move or remove them")
 
 def kept_figures(source: str, out: str, drawn: dict) -> dict:
     """{name: "figures/<file>"} for the figures in `source`/figures that were not drawn again (copied into `out` when it
