@@ -247,6 +247,21 @@ def test_a_file_given_as_the_model_is_named_a_file(tmp_path, capsys, monkeypatch
     assert not (tmp_path / "out").exists()
 
 
+def test_a_tokenizer_file_cut_short_is_named_before_the_model_loads(model, tmp_path, capsys):
+    """json's own message came alone ("Expecting value: line 225 column 14 (char 4000)"), naming no file, after the
+    model had loaded."""
+    import shutil
+
+    cut = tmp_path / "cut"
+    shutil.copytree(model / "model", cut)
+    tokenizer = cut / "tokenizer.json"
+    tokenizer.write_bytes(tokenizer.read_bytes()[:4000])  # a copy stopped part-way
+    line = one_line_error(capsys, ["probe", str(cut), "--corpus", str(model / "corpus.txt"), *FAST, "--vector-corpus",
+                                   "probe", "--out", str(tmp_path / "out")])  # one line: no weights' progress bar
+    assert line.startswith(f"hf-minattn probe: error: the tokenizer of {str(cut)!r}: {str(tokenizer)!r} is not valid "
+                           "JSON (Expecting") and line.endswith("; expected a JSON object"), line
+    assert not (tmp_path / "out").exists()
+
 def test_push_names_a_file_given_as_the_folder(tmp_path, capsys):
     (tmp_path / "corpus.txt").write_text("some text\n")
     line = one_line_error(capsys, ["push", str(tmp_path / "corpus.txt"), "me/x", "--dry-run"])

@@ -5,6 +5,7 @@ checkpoint that is not one, a resume under another config; and what a failed run
 import json
 import os
 import re
+import shutil
 from argparse import Namespace
 from dataclasses import fields
 
@@ -131,6 +132,16 @@ def test_a_tokenizer_name_that_holds_no_tokenizer_is_named_when_parsed(tmp_path)
     with pytest.raises(ValueError, match=r"--tokenizer_name '.*corpus\.txt' is a file; expected a folder written by"):
         parse_args(tiny_argv(tmp_path / "out", tokenizer_name=tmp_path / "corpus.txt"))
 
+
+def test_a_tokenizer_file_cut_short_is_named(tmp_path, tokenizer_dir, text_files):
+    """json's own message came alone ("Expecting value: line 225 column 14 (char 4000)"), naming no file."""
+    shutil.copytree(tokenizer_dir, tmp_path / "cut")
+    tokenizer = tmp_path / "cut" / "tokenizer.json"
+    tokenizer.write_bytes(tokenizer.read_bytes()[:4000])  # a copy stopped part-way
+    message = f"the tokenizer ({tmp_path / 'cut'}): {str(tokenizer)!r} is not valid JSON (Expecting"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}.*; expected a JSON object$"):
+        main(tiny_argv(tmp_path / "out", tmp_path / "cut", train_file=text_files / "train.txt"))
+    assert not (tmp_path / "out").exists()
 
 @pytest.mark.parametrize("name, text, extra", [
     ("one.txt", "just one line of text here\n", {}),
