@@ -286,24 +286,28 @@ def test_a_results_json_lacking_what_a_figure_reads_is_refused_with_nothing_writ
         rerender_findings(path, tmp_path / "out", "png")
     assert not (tmp_path / "out").exists()
 
-@pytest.mark.parametrize("held", [("results.json", "FINDINGS.md"), ("FINDINGS.md",)])
-def test_an_out_holding_another_runs_results_or_findings_is_refused(tmp_path, capsys, held):
-    """--out runs/b, the folder of another run (or of findings rendered from one), had its FINDINGS.md and figures
-    replaced by those of runs/a without a word. The results' own folder is where they are rendered again."""
+def test_an_out_that_is_another_runs_folder_is_refused_and_earlier_findings_are_rendered_again(tmp_path, capsys):
+    """--out runs/b, the folder of another run, had its FINDINGS.md and figures replaced by those of runs/a without a
+    word. The results' own folder, and a folder of findings rendered before (no results.json), are rendered into."""
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "results.json").write_text((FINDINGS / "exploration" / "results.json").read_text())
     other = tmp_path / "b"
     other.mkdir()
-    for name in held:
+    for name in ("results.json", "FINDINGS.md"):
         (other / name).write_text(f"the other run's {name}")
-    assert cli_main(["findings", str(tmp_path / "a" / "results.json"), "--out", str(other), "--figure-format",
-                     "png"]) == 2
+    source = str(tmp_path / "a" / "results.json")
+    assert cli_main(["findings", source, "--out", str(other), "--figure-format", "png"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"hf-minattn findings: error: --out {str(other)!r} holds another run's {', '.join(held)}: the "
-                   f"findings of {str(tmp_path / 'a' / 'results.json')!r} would replace them; pass another --out (or "
-                   "none, for the results' own folder), or move or remove them"]
-    assert sorted(p.name for p in other.iterdir()) == sorted(held)
-    assert all((other / name).read_text() == f"the other run's {name}" for name in held)
+    assert err == [f"hf-minattn findings: error: --out {str(other)!r} is another run's folder (it holds a results.json): "
+                   f"the findings of {source!r} would replace its own; pass another --out (or none, for the results' "
+                   "own folder)"]
+    assert sorted(p.name for p in other.iterdir()) == ["FINDINGS.md", "results.json"]
+    assert all((other / name).read_text() == f"the other run's {name}" for name in ("results.json", "FINDINGS.md"))
+    rendered = tmp_path / "rendered"
+    for _ in range(2):  # the second call renders over the first's findings
+        assert cli_main(["findings", source, "--out", str(rendered), "--figure-format", "png"]) == 0
+    assert (rendered / "FINDINGS.md").read_text().startswith("# Findings")
+
 
 def test_an_equivalence_whose_interval_excludes_zero_says_why_no_difference_was_called():
     """Equivalent, yet its unadjusted 95% interval excludes 0: Holm's adjustment (or, for a test alone, its own p at

@@ -278,14 +278,14 @@ def rerender_findings(path, out=None, figure_format: str = "both") -> dict:
 
 
 def check_findings_out(out: str, source: str, path: str) -> None:
-    """A ValueError naming `out` where it is not the results' own folder `source` and holds another run's results or
-    findings: FINDINGS.md, REPLICATION.md and the figures would replace that run's without a word."""
-    if not os.path.isdir(out) or os.path.samefile(out, source):
+    """A ValueError naming `out` where it is another run's folder (not the results' own, `source`, and holding a
+    results.json): its FINDINGS.md, REPLICATION.md and figures would be replaced by these without a word. A folder
+    of findings rendered before, with no results.json, is rendered into again."""
+    if not os.path.isdir(out) or os.path.samefile(out, source) or not os.path.lexists(os.path.join(out, "results.json")):
         return
-    held = [name for name in ("results.json", "FINDINGS.md", "REPLICATION.md") if os.path.lexists(os.path.join(out, name))]
-    if held:
-        raise ValueError(f"--out {out!r} holds another run's {', '.join(held)}: the findings of {path!r} would replace "
-                         "them; pass another --out (or none, for the results' own folder), or move or remove them")
+    raise ValueError(f"--out {out!r} is another run's folder (it holds a results.json): the findings of {path!r} "
+                     "would replace its own; pass another --out (or none, for the results' own folder)")
+
 
 def kept_figures(source: str, out: str, drawn: dict) -> dict:
     """{name: "figures/<file>"} for the figures in `source`/figures that were not drawn again (copied into `out` when it
