@@ -184,22 +184,42 @@ def empty_split(error: Exception):
     return empty[1] if empty else None
 
 
-def data_files_error(error: Exception, data_files: dict, builder: str) -> Exception:
+def data_files_error(error: Exception, data_files: dict, builder: str | None, flags: dict | None = None) -> Exception:
     """The error to raise for `error`, which datasets.load_dataset raised reading `data_files` ({split: path}) with
-    its `builder`: one line naming the files (a file it cannot parse, a CSV file of a header only), else `error`."""
+    its `builder` (None: the one datasets chose for a dataset's folder or Hub name): one line naming the files (a
+    file it cannot parse, a CSV file of a header only), else `error`. `flags` ({split: flag}) names the flag that
+    gave each path: --train_file and --validation_file unless given (the probes' --dataset, --dataset_name)."""
+    flags = flags or {split: f"--{split}_file" for split in data_files}
+    kind = f"{builder} data" if builder else "data"
     empty = empty_split(error)
     if empty in data_files:
-        return ValueError(f"--{empty}_file {data_files[empty]!r} has no rows; expected {builder} data with at "
-                          "least one row of text")
+        return ValueError(f"{flags[empty]} {data_files[empty]!r} has no rows; expected {kind} with at least one row "
+                          "of text")
     columns = re.search(r"there are (.*?columns.*?)\.?$", str(error), re.MULTILINE)
     if type(error).__name__ == "DatasetGenerationCastError" and columns and len(data_files) > 1:
         return ValueError(f"--train_file {data_files['train']!r} and --validation_file {data_files['validation']!r} have "
                           f"different columns (the validation file has {columns[1]}); expected the same columns in both")
-    if type(error).__name__ == "DatasetGenerationError":  # e.g. a .json file that is not JSON
+    if type(error).__name__ == "DatasetGenerationError":  # e.g. a .json file that is not JSON, a ragged CSV file
         cause = str(error.__cause__ or error).strip().splitlines()[0]
-        return ValueError(f"--train_file/--validation_file {', '.join(map(repr, data_files.values()))}: datasets "
-                          f"could not read them as {builder} ({cause}); expected {builder} data files")
+        named, many = ", ".join(f"{flags[split]} {path!r}" for split, path in data_files.items()), len(data_files) > 1
+        expected = (f"{builder} data file{'s' if many else ''}" if builder else
+                    "data files datasets reads (.txt, .json, .jsonl, .csv, .parquet)")
+        return ValueError(f"{named}: datasets could not read {'them' if many else 'it'}"
+                          f"{f' as {builder}' if builder else ''} ({cause}); expected {expected}")
     return error
+
+
+def load_data(path, sources: dict, builder: str | None, flags: dict | None = None, **kwargs):
+    """datasets.load_dataset(path, **kwargs), which reads `sources` ({split: file, or a dataset's folder or Hub
+    name}): an error of theirs in one line naming them (data_files_error), not datasets' traceback from inside its
+    builder."""
+    import datasets
+
+    try:
+        return datasets.load_dataset(path, **kwargs)
+    except (datasets.exceptions.DatasetGenerationError, ValueError) as error:
+        named = data_files_error(error, sources, builder, flags)
+        raise named from (error.__cause__ if named is error else None)  # one it does not name keeps its cause
 
 
 # What each JSON value is called in messages: the type json.load gives it.

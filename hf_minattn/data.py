@@ -38,7 +38,7 @@ from pathlib import Path
 
 import datasets
 
-from hf_minattn.checks import check_holdout, check_stream_holdout, check_train_split, data_file_builder, data_files_error
+from hf_minattn.checks import check_holdout, check_stream_holdout, check_train_split, data_file_builder, load_data
 from hf_minattn.wiki_markup import MIN_WORDS, SPACE_BEFORE_PUNCT, wiki_to_paragraphs
 
 WIKI_DUMP = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -280,19 +280,16 @@ def load_raw_datasets(data_args, cache_dir: str | None) -> tuple[datasets.Datase
     """The raw text as a DatasetDict with "train" and "validation" splits, and a sentence describing it."""
     pct = data_args.validation_split_percentage
     if data_args.dataset_name is not None:
-        raw = datasets.load_dataset(data_args.dataset_name, data_args.dataset_config_name, cache_dir=cache_dir,
-                                    streaming=data_args.streaming)
+        raw = load_data(data_args.dataset_name, {"train": data_args.dataset_name}, None, {"train": "--dataset_name"},
+                        name=data_args.dataset_config_name, cache_dir=cache_dir, streaming=data_args.streaming)
         description = f"`{data_args.dataset_name}`" + (f" (`{data_args.dataset_config_name}`)" if data_args.dataset_config_name else "")
     elif data_args.train_file is not None:
         data_files = {"train": data_args.train_file}
         if data_args.validation_file is not None:
             data_files["validation"] = data_args.validation_file
         builder = data_file_builder(data_args.train_file)
-        try:
-            raw = datasets.load_dataset(builder, data_files=data_files, cache_dir=cache_dir, streaming=data_args.streaming)
-        except (datasets.exceptions.DatasetGenerationError, ValueError) as error:
-            named = data_files_error(error, data_files, builder)
-            raise named from (error.__cause__ if named is error else None)  # one it does not name keeps its cause
+        raw = load_data(builder, data_files, builder, data_files=data_files, cache_dir=cache_dir,
+                        streaming=data_args.streaming)
         description = "local files: " + ", ".join(os.path.basename(f) for f in data_files.values())
     else:
         # --validation_split_percentage picks the sample's articles held out; the summaries are all training text.

@@ -18,6 +18,8 @@ from huggingface_hub.errors import (DisabledRepoError, GatedRepoError, HFValidat
                                     RepositoryNotFoundError, RevisionNotFoundError)
 from huggingface_hub.utils import validate_repo_id
 
+from hf_minattn.checks import read_json_object
+
 
 def transport_errors(modules=("httpx2", "httpx")) -> tuple:
     """The `TransportError` class of each of `modules` that imports. huggingface_hub 2 sends its requests with httpx2,
@@ -78,6 +80,20 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "voca
 def holds_tokenizer(folder) -> bool:
     """Whether `folder` holds one of TOKENIZER_FILES."""
     return any(os.path.isfile(os.path.join(folder, name)) for name in TOKENIZER_FILES)
+
+
+# The tokenizer's files that hold JSON objects: transformers' error on one cut short (by a copy, or a kill while
+# saving) is json's alone, "Expecting value: line 225 column 14 (char 4000)", naming no file
+TOKENIZER_JSON_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                        "vocab.json")
+
+
+def check_tokenizer_json(folder, what: str) -> None:
+    """A ValueError naming `what` and the file for a tokenizer file in `folder` (where it is a local folder, not a
+    Hub id yet to be fetched) that is not a JSON object."""
+    for name in TOKENIZER_JSON_FILES if os.path.isdir(folder) else ():
+        if os.path.isfile(os.path.join(folder, name)):
+            read_json_object(os.path.join(folder, name), what)
 
 
 def hub_id_problem(name: str) -> str | None:

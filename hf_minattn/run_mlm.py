@@ -49,7 +49,7 @@ from hf_minattn.initialization import initial_model
 from hf_minattn.loss_allocation import LossAllocationCallback
 from hf_minattn.masking import MLMCollator, mask_once, with_example_index
 from hf_minattn.model_card import card_facts
-from hf_minattn.model_source import ModelSource, find_model, hub_errors
+from hf_minattn.model_source import ModelSource, check_tokenizer_json, find_model, hub_errors
 from hf_minattn.sentence_embedding import write_sentence_transformers_files
 from hf_minattn.record_files import write_json_atomically
 from hf_minattn.run_folder import EVAL_ARGS, RUN_ARGS, checkpoint_to_resume, finished_run, holds_model
@@ -119,10 +119,10 @@ def load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpo
                             whole_word_mask=False):
     """The checkpoint's tokenizer when resuming, the one named, the model's (`source`), or one trained on the training
     split; `whole_word_mask` (--whole_word_mask) needs a fast one."""
-    tokenizer_path = checkpoint or model_args.tokenizer_name
+    tokenizer_path = folder = checkpoint or model_args.tokenizer_name  # `folder`: where its files lie, if local
     pretrained = {"pretrained_model_name_or_path": tokenizer_path}
     if tokenizer_path is None and source is not None:
-        tokenizer_path, pretrained = source.label, source.pretrained()  # from the model's commit
+        tokenizer_path, pretrained, folder = source.label, source.pretrained(), source.folder  # the model's commit
     if tokenizer_path is None:
         # One process trains and saves it, the others load it: every process gets the same vocabulary.
         with training_args.main_process_first(desc="training the tokenizer", local=False):
@@ -136,6 +136,7 @@ def load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpo
             else:
                 tokenizer = AutoTokenizer.from_pretrained(training_args.output_dir)
     else:
+        check_tokenizer_json(folder, f"the tokenizer ({tokenizer_path})")
         # a Hub id that cannot be fetched (missing, offline) is one line naming it, as for --model_name_or_path
         with hub_errors(pretrained["pretrained_model_name_or_path"], pretrained.get("revision"), model_args.cache_dir):
             tokenizer = AutoTokenizer.from_pretrained(**pretrained, cache_dir=model_args.cache_dir,

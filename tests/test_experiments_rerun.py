@@ -38,6 +38,26 @@ def test_a_folder_from_before_the_settings_file_is_taken_as_it_is(tmp_path):
     assert json.loads((tmp_path / "settings.json").read_text())["max_steps"] == SETTINGS["full"]["max_steps"]
 
 
+@pytest.mark.parametrize("held", [("results.json", "FINDINGS.md"), ("results.json",)])
+def test_a_folder_holding_another_runs_results_but_no_settings_file_is_refused(tmp_path, held):
+    """A copy of committed findings (results.json, FINDINGS.md, no settings.json) was taken as a folder from before
+    the settings file: the call wrote settings.json, trained for hours, then replaced those results. Every call writes
+    settings.json first, so results without it are another run's; with it, a rerun goes on."""
+    findings = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "findings", "exploration")
+    for name in held:
+        shutil.copy(os.path.join(findings, name), tmp_path / name)
+    with pytest.raises(ValueError) as error:
+        check_same_settings(str(tmp_path), settings())
+    assert str(error.value) == (f"--out {tmp_path} holds another run's {', '.join(held)} but no settings.json (which "
+                                "every call writes first): this call would replace them; use another --out, or move "
+                                "or remove them")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(held)  # no settings.json written
+    made = tmp_path / "made"  # a folder a call wrote: its settings first, its results at the end
+    check_same_settings(str(made), settings())
+    for name in held:
+        shutil.copy(os.path.join(findings, name), made / name)
+    check_same_settings(str(made), settings())
+
 def test_a_cache_file_cut_short_is_measured_again_and_written_whole(tmp_path):
     path = tmp_path / "similarity_dynamics.json"
     path.write_text('{"variants": {"full": {"seeds": {"0": [1, 2')  # a call stopped while writing it

@@ -275,6 +275,40 @@ def test_an_older_results_json_is_refused_before_any_figure_is_drawn(tmp_path):
     assert not (tmp_path / "out" / "figures").exists()
 
 
+def test_a_results_json_lacking_what_a_figure_reads_is_refused_with_nothing_written(tmp_path):
+    """Only what FINDINGS.md reads was checked first: a results.json without "drift" (older, or edited) failed with
+    a KeyError from figures.py and left figures/ half drawn."""
+    results = json.loads((FINDINGS / "exploration" / "results.json").read_text())
+    del results["drift"]  # read by the drift figure, drawn after the loss curves; FINDINGS.md does not read it
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results))
+    with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: written by an older .* it lacks 'drift'"):
+        rerender_findings(path, tmp_path / "out", "png")
+    assert not (tmp_path / "out").exists()
+
+def test_an_out_that_is_another_runs_folder_is_refused_and_earlier_findings_are_rendered_again(tmp_path, capsys):
+    """--out runs/b, the folder of another run, had its FINDINGS.md and figures replaced by those of runs/a without a
+    word. The results' own folder, and a folder of findings rendered before (no results.json), are rendered into."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "results.json").write_text((FINDINGS / "exploration" / "results.json").read_text())
+    other = tmp_path / "b"
+    other.mkdir()
+    for name in ("results.json", "FINDINGS.md"):
+        (other / name).write_text(f"the other run's {name}")
+    source = str(tmp_path / "a" / "results.json")
+    assert cli_main(["findings", source, "--out", str(other), "--figure-format", "png"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"hf-minattn findings: error: --out {str(other)!r} is another run's folder (it holds a results.json): "
+                   f"the findings of {source!r} would replace its own; pass another --out (or none, for the results' "
+                   "own folder)"]
+    assert sorted(p.name for p in other.iterdir()) == ["FINDINGS.md", "results.json"]
+    assert all((other / name).read_text() == f"the other run's {name}" for name in ("results.json", "FINDINGS.md"))
+    rendered = tmp_path / "rendered"
+    for _ in range(2):  # the second call renders over the first's findings
+        assert cli_main(["findings", source, "--out", str(rendered), "--figure-format", "png"]) == 0
+    assert (rendered / "FINDINGS.md").read_text().startswith("# Findings")
+
+
 def test_an_equivalence_whose_interval_excludes_zero_says_why_no_difference_was_called():
     """Equivalent, yet its unadjusted 95% interval excludes 0: Holm's adjustment (or, for a test alone, its own p at
     the boundary) is why no difference was called; it is not said to differ ("not identical", as it read)."""

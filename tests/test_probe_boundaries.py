@@ -124,7 +124,23 @@ def test_a_dataset_file_of_a_header_only_is_named(tmp_path, capsys):
     (tmp_path / "x.csv").write_text("a,b\n")
     line = one_line_error(capsys, ["probe", str(tmp_path / "no_model"), "--dataset", str(tmp_path / "x.csv"),
                                    "--out", str(tmp_path / "out")], progress=True)  # datasets' progress bar
-    assert line.endswith(f"--dataset '{tmp_path / 'x.csv'}' has no rows; expected a data file with rows of text")
+    assert line.endswith(f"--dataset '{tmp_path / 'x.csv'}' has no rows; expected csv data with at least one row of text")
+
+
+@pytest.mark.parametrize("name, text, cause", [
+    ("words.json", "some plain words\nof text, not JSON\n", "JSON parse error"),
+    ("ragged.csv", "text,label\nthe cat sat on the mat,1\n1,2,3,4\n", "Expected 2 fields in line 3, saw 4"),
+])
+def test_a_dataset_file_datasets_cannot_parse_is_named(tmp_path, capsys, name, text, cause):
+    """datasets' DatasetGenerationError came as a traceback from inside its builder. Read before the model is
+    looked for."""
+    (tmp_path / name).write_text(text)
+    line = one_line_error(capsys, ["probe", str(tmp_path / "no_model"), "--dataset", str(tmp_path / name),
+                                   "--vector-corpus", "probe", "--out", str(tmp_path / "out")], progress=True)
+    builder = name.split(".")[1]
+    assert f"--dataset '{tmp_path / name}': datasets could not read it as {builder} (" in line, line
+    assert cause in line and line.endswith(f"; expected {builder} data file"), line
+    assert not (tmp_path / "out").exists()
 
 
 def test_the_probes_and_training_share_one_reading_of_an_empty_data_file(tmp_path, monkeypatch):
@@ -243,6 +259,22 @@ def test_the_errors_about_another_model_or_a_revision_name_its_flag(model, tmp_p
     paths = {"model": model / "model", "corpus": model / "corpus.txt", "out": tmp_path / "out"}
     line = one_line_error(capsys, [a.format(**paths) for a in argv])
     assert line.split(": error: ", 1)[1].startswith(expected.format(**paths)), line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_tokenizer_file_cut_short_is_named_before_the_model_loads(model, tmp_path, capsys):
+    """json's own message came alone ("Expecting value: line 225 column 14 (char 4000)"), naming no file, after the
+    model had loaded."""
+    import shutil
+
+    cut = tmp_path / "cut"
+    shutil.copytree(model / "model", cut)
+    tokenizer = cut / "tokenizer.json"
+    tokenizer.write_bytes(tokenizer.read_bytes()[:4000])  # a copy stopped part-way
+    line = one_line_error(capsys, ["probe", str(cut), "--corpus", str(model / "corpus.txt"), *FAST, "--vector-corpus",
+                                   "probe", "--out", str(tmp_path / "out")])  # one line: no weights' progress bar
+    assert line.startswith(f"hf-minattn probe: error: the tokenizer of {str(cut)!r}: {str(tokenizer)!r} is not valid "
+                           "JSON (Expecting") and line.endswith("; expected a JSON object"), line
     assert not (tmp_path / "out").exists()
 
 

@@ -982,6 +982,6 @@ def test_whole_word_masking_with_a_python_tokenizer_is_refused_before_the_model(
 def test_a_data_file_datasets_cannot_parse_is_one_error_naming_it(tmp_path):
     bad = tmp_path / "train.json"
     bad.write_text('{"text": "a sentence"\n{"text": broken}\n')
-    with pytest.raises(ValueError, match=r"--train_file/--validation_file '.*train\.json': datasets could not read "
-                                         r"them as json \(.*\); expected json data files"):
+    with pytest.raises(ValueError, match=r"--train_file '.*train\.json': datasets could not read it as json "
+                                         r"\(.*\); expected json data file$"):
         main(tiny_argv(tmp_path / "out", train_file=bad))

@@ -5,6 +5,7 @@ checkpoint that is not one, a resume under another config; and what a failed run
 import json
 import os
 import re
+import shutil
 from argparse import Namespace
 from dataclasses import fields
 
@@ -135,6 +136,16 @@ def test_a_tokenizer_name_that_holds_no_tokenizer_is_named_when_parsed(tmp_path)
         parse_args(tiny_argv(tmp_path / "out", tokenizer_name=tmp_path / "corpus.txt"))
 
 
+def test_a_tokenizer_file_cut_short_is_named(tmp_path, tokenizer_dir, text_files):
+    """json's own message came alone ("Expecting value: line 225 column 14 (char 4000)"), naming no file."""
+    shutil.copytree(tokenizer_dir, tmp_path / "cut")
+    tokenizer = tmp_path / "cut" / "tokenizer.json"
+    tokenizer.write_bytes(tokenizer.read_bytes()[:4000])  # a copy stopped part-way
+    message = f"the tokenizer ({tmp_path / 'cut'}): {str(tokenizer)!r} is not valid JSON (Expecting"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}.*; expected a JSON object$"):
+        main(tiny_argv(tmp_path / "out", tmp_path / "cut", train_file=text_files / "train.txt"))
+    assert not (tmp_path / "out").exists()
+
 @pytest.mark.parametrize("name, text, extra", [
     ("one.txt", "just one line of text here\n", {}),
     ("one.txt", "just one line of text here\n", {"line_by_line": True}),
@@ -148,6 +159,16 @@ def test_data_of_one_row_names_the_file_and_the_split_percentage(tmp_path, token
         main(tiny_argv(tmp_path / "out", tokenizer_dir, train_file=tmp_path / name, **extra))
     assert not (tmp_path / "out").exists()
 
+
+def test_a_dataset_folder_whose_file_datasets_cannot_parse_is_named(tmp_path):
+    """Only --train_file's reading was wrapped: a local --dataset_name folder of a malformed train.json gave
+    datasets' DatasetGenerationError traceback from inside its builder."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train.json").write_text('{"text": "a sentence"\n{"text": broken}\n')
+    with pytest.raises(ValueError, match=rf"^--dataset_name '{re.escape(str(tmp_path / 'data'))}': datasets could "
+                                         r"not read it \(JSON parse error: .*\); expected data files datasets reads"):
+        main(tiny_argv(tmp_path / "out", dataset_name=tmp_path / "data"))
+    assert not (tmp_path / "out").exists()
 
 def test_a_csv_file_of_a_header_only_has_no_rows(tmp_path, tokenizer_dir):
     (tmp_path / "x.csv").write_text("a,b\n")

@@ -314,7 +314,8 @@ PROBE_FIGURES = (("full", "geometry"), ("full", "sense"), ("full", "head_map"), 
 
 def make_figures(results: dict, out: str, figure_format: str = "both") -> dict:
     """Draw every figure into out/figures as PNG, SVG or both (`figure_format`); returns {name: relative path} for
-    those drawn (the PNG when there is one)."""
+    those drawn (the PNG when there is one). All are drawn before the first is written: results lacking a number
+    a figure reads (an older or edited results.json) fail with nothing written, not with half the figures."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -323,15 +324,23 @@ def make_figures(results: dict, out: str, figure_format: str = "both") -> dict:
     from hf_minattn.probes.plots import figure_suffixes, save_figure
 
     suffixes = figure_suffixes(figure_format)
+    probed = "q4" in results["answers"]
+    drawn = {}
+    try:
+        for figure in FIGURES:
+            fig = figure.draw(plt, results, out) if probed or not figure.from_probes else None
+            if fig is not None:
+                drawn[figure.name] = fig
+    except Exception:
+        for fig in drawn.values():
+            plt.close(fig)
+        raise
     folder = os.path.join(out, "figures")
     os.makedirs(folder, exist_ok=True)
-    probed = "q4" in results["answers"]
     paths = {}
-    for figure in FIGURES:
-        fig = figure.draw(plt, results, out) if probed or not figure.from_probes else None
-        if fig is not None:
-            written = save_figure(fig, os.path.join(folder, f"{figure.name}.png"), figure_format, dpi=110)
-            paths[figure.name] = f"figures/{os.path.basename(written)}"
+    for name, fig in drawn.items():
+        written = save_figure(fig, os.path.join(folder, f"{name}.png"), figure_format, dpi=110)
+        paths[name] = f"figures/{os.path.basename(written)}"
     if probed:
         paths.update(copy_probe_figures(results, out, folder, suffixes))
     return paths

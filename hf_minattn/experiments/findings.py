@@ -260,21 +260,31 @@ def rerender_findings(path, out=None, figure_format: str = "both") -> dict:
     results = load_results(path)
     source = os.path.dirname(os.path.abspath(path))
     out = source if out is None else os.fspath(out)
-    try:
-        render_findings(results, {})  # an older or edited results.json fails here, before any figure is drawn
+    check_findings_out(out, source, path)
+    try:  # an older or edited results.json fails here, before any file is written (make_figures draws all first)
+        render_findings(results, {})
+        figures = make_figures(results, out, figure_format)
     except KeyError as error:
-        raise ValueError(f"{path}: written by an older `hf-minattn experiments`: its answers lack {error}; rerun the "
+        raise ValueError(f"{path}: written by an older `hf-minattn experiments`: it lacks {error}; rerun the "
                          "experiments to re-render it") from None
     except (TypeError, AttributeError) as error:  # e.g. a list where the run writes a dict
         raise ValueError(f"{path}: a value is not of the kind `hf-minattn experiments` writes ({error}); rerun the "
                          "experiments to re-render it") from None
-    os.makedirs(out, exist_ok=True)
-    figures = make_figures(results, out, figure_format)
     figures.update(kept_figures(source, out, figures))
     findings = os.path.join(out, "FINDINGS.md")
     with open(findings, "w", encoding="utf-8") as f:
         f.write(render_findings(results, figures))
     return {"findings": findings, "figures": figures}
+
+
+def check_findings_out(out: str, source: str, path: str) -> None:
+    """A ValueError naming `out` where it is another run's folder (not the results' own, `source`, and holding a
+    results.json): its FINDINGS.md, REPLICATION.md and figures would be replaced by these without a word. A folder
+    of findings rendered before, with no results.json, is rendered into again."""
+    if not os.path.isdir(out) or os.path.samefile(out, source) or not os.path.lexists(os.path.join(out, "results.json")):
+        return
+    raise ValueError(f"--out {out!r} is another run's folder (it holds a results.json): the findings of {path!r} "
+                     "would replace its own; pass another --out (or none, for the results' own folder)")
 
 
 def kept_figures(source: str, out: str, drawn: dict) -> dict:

@@ -362,11 +362,15 @@ FREE_SETTINGS = ("parallel", "reference", "seeds")
 
 def check_same_settings(out: str, settings: dict) -> None:
     """Keep `out/settings.json`, the settings that trained the models in `out`: written by the first call, compared
-    by every later one. A ValueError names each setting that differs (a rerun would silently keep the models and
-    numbers of the first call's, say --quick's 20 steps under the full preset's name). A folder from before the
-    file is taken as it is; a damaged file (not JSON, not an object) is a ValueError naming it."""
+    by every later one. A ValueError names each setting that differs (a rerun would keep the first call's models and
+    numbers, say --quick's 20 steps under the full preset's name), a damaged file, or results without the file (it is
+    written before them: another run's, a copy of committed findings, replaced hours later). An older folder is kept."""
     path = os.path.join(out, "settings.json")
     now = json.loads(json.dumps({k: v for k, v in settings.items() if k not in FREE_SETTINGS}, default=str))  # as kept
+    held = [name for name in ("results.json", "FINDINGS.md") if os.path.lexists(os.path.join(out, name))]
+    if held and not os.path.lexists(path):
+        raise ValueError(f"--out {out} holds another run's {', '.join(held)} but no settings.json (which every call "
+                         "writes first): this call would replace them; use another --out, or move or remove them")
     if not os.path.isfile(path):
         os.makedirs(out, exist_ok=True)
         write_json_atomically(path, now, indent=1)

