@@ -108,8 +108,9 @@ def _pooling_arguments(p):
                    help="pool every word of the vector corpus from every sentence (slower; --contexts-per-word unused)")
     p.add_argument("--bf16", action="store_true",
                    help="encode the probe sentences and pool the vector corpus under bf16 autocast: passes about "
-                        "1.5-1.75x faster where the CPU (AVX512-BF16, AMX) or GPU has native bf16, much slower where "
-                        "it is emulated; the scores stay within their fp32 noise (benchmarks/NOTES.md)")
+                        "1.5-1.75x faster on a CPU with AVX512-BF16 (measured on 2 cores; AMX and GPUs, also native, "
+                        "not measured), much slower where it is emulated; the scores stay within their fp32 noise "
+                        "(benchmarks/NOTES.md)")
 
 
 def _revision_arguments(p):

@@ -52,7 +52,7 @@ class ProbeSettings:
     twin_contexts_per_word: int = DEFAULT_TWIN_CONTEXTS_PER_WORD  # the same for the untrained twin's pass
     full_pooling: bool = False
     # the passes (the probe sentences'; the vector corpus's: the model's, the untrained twin's, the reference's) under
-    # bf16 autocast: 1.5-1.75x faster where bf16 is native, the benchmarks' and geometry's scores within their fp32
+    # bf16 autocast: 1.5-1.75x faster on AVX512-BF16 (2 cores), the benchmarks' and geometry's scores within their fp32
     # noise (benchmarks/bench_pooling.py, bench_geometry_bf16.py; benchmarks/NOTES.md)
     bf16: bool = False
     batch_size: int = 64
