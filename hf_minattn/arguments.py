@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
-from hf_minattn.checks import (check_bounds, check_data_file, check_finite_floats, check_output_folder,
+from hf_minattn.checks import (check_bounds, check_data_file, check_finite_floats, check_idle, check_output_folder,
                                read_json_object)
 from hf_minattn.configuration_minattn import SPECIAL_TOKEN_ID_FIELDS, MinAttnConfig
 from hf_minattn.data import (STREAM_EVAL_SEQUENCES, STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES,
                              STREAM_VALIDATION_TEXTS)
 from hf_minattn.machine import accelerator_available, fast_bf16_available
-from hf_minattn.model_source import TOKENIZER_FILES, ModelSource, holds_tokenizer, require_folder_or_hub_id
+from hf_minattn.model_source import (TOKENIZER_FILES, ModelSource, check_push_target, holds_tokenizer,
+                                     require_folder_or_hub_id)
 from hf_minattn.tokenization import SPECIAL_TOKENS
 
 logger = logging.getLogger(__name__)
@@ -118,6 +119,10 @@ class ModelArguments:
             raise ValueError(f"--model_revision {self.model_revision!r} needs --model_name_or_path (a Hub id)")
         if self.tokenizer_name is not None:
             check_tokenizer_name(self.tokenizer_name)
+        if self.tokenizer_name is not None or self.model_name_or_path is not None:  # (a resumed run's: from the checkpoint)
+            given = "--tokenizer_name" if self.tokenizer_name is not None else "--model_name_or_path"
+            check_idle(self, ("vocab_size", "tokenizer_model", "tokenizer_min_frequency"),
+                       f"the tokenizer comes from {given}, and none is trained")
         if self.model_size is None and self.model_name_or_path is None:
             self.model_size = "small"
         if self.model_size not in MODEL_SIZES and self.model_name_or_path is None:  # the command line offers only these; a JSON file may say anything
@@ -311,6 +316,9 @@ class MinAttnTrainingArguments(TrainingArguments):
                             # below 0 they never log, evaluate or save; 0 is transformers' to refuse or read
                             "logging_steps": (0, None, True), "eval_steps": (0, None, True), "save_steps": (0, None, True)})
         check_finite_floats(self)  # NaN and inf in the Trainer's other float flags (label smoothing, steps...)
+        if not self.loss_allocation:
+            check_idle(self, ("loss_allocation_every", "loss_allocation_samples"), "they shape --loss_allocation's "
+                       "record, and it is off")
         self._check_steps()
         self._check_time_budget()
         if self.resume and self.overwrite_output_dir:  # (a checkpoint of --output_dir: check_checkpoint_folder)
@@ -324,6 +332,8 @@ class MinAttnTrainingArguments(TrainingArguments):
             self.use_cpu = True
         super().__post_init__()  # fills in the default --output_dir ("trainer_output") where none is given
         check_output_folder(self.output_dir, "--output_dir")
+        if self.push_to_hub:
+            check_push_target(self.hub_model_id, self.output_dir)
         if self.resume_from_checkpoint is not None:  # once the number of processes is known: each needs its RNG state
             # Imported here: it imports transformers' Trainer, heavy; the experiments read the presets without it.
             from hf_minattn.run_folder import check_checkpoint_folder

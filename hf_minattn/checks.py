@@ -35,6 +35,18 @@ def check_bounds(arguments, bounds: dict, separator: str = "_") -> None:
             raise ValueError(f"{flag} must be {expected}, got {value}")
 
 
+def check_idle(arguments, names, why: str, defaults: dict | None = None, separator: str = "_") -> None:
+    """A ValueError naming the first of `names` that `arguments` (a dataclass, an argparse Namespace) sets to other
+    than its default (`defaults`, else the dataclass's): `why` says what leaves it unused. Such a flag would be
+    ignored without a word (--vocab_size beside a tokenizer that is not trained, say)."""
+    if defaults is None:
+        defaults = {f.name: f.default for f in dataclasses.fields(arguments)}
+    for name in names:
+        if getattr(arguments, name) != defaults[name]:
+            flag = f"--{name.replace('_', separator)}"
+            raise ValueError(f"{flag} {getattr(arguments, name)!r} would be ignored: {why}; drop {flag}")
+
+
 def check_finite_floats(arguments, separator: str = "_") -> None:
     """A ValueError naming the flag of every float attribute of `arguments` (a dataclass, an argparse Namespace) that
     is NaN or infinite: no flag of this project means anything by them, and each would fail late (torch's optimizer)

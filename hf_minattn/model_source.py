@@ -118,6 +118,18 @@ def require_hub_id(name: str, what: str) -> None:
                          f"part at most 96 letters, digits, '-', '_' or '.' ({problem})")
 
 
+def check_push_target(hub_model_id: str | None, output_dir: str) -> None:
+    """--push_to_hub's repository, checked when the flags are parsed: transformers' Trainer creates it only after the
+    data is read and the tokenizer trained, and there a bad id or an offline Hub ends the run. Its default name is the
+    --output_dir folder's, as the Trainer takes it."""
+    name = hub_model_id or os.path.basename(os.path.abspath(output_dir))
+    require_hub_id(name, "--hub_model_id" if hub_model_id else "--push_to_hub's repository (the --output_dir folder's "
+                   "name; give --hub_model_id)")
+    if constants.is_offline_mode():
+        raise ValueError("--push_to_hub uploads to the Hub, and HF_HUB_OFFLINE is set: unset it, or drop --push_to_hub "
+                         "and upload the folder later with `hf-minattn push`")
+
+
 def require_folder_or_hub_id(name: str, what: str, holding: str = "") -> None:
     """A FileNotFoundError naming `what` (e.g. "--tokenizer_name") when `name` is neither a local folder nor a Hub
     id, which from_pretrained would only report after trying the Hub (an existing file, whose name often reads as an

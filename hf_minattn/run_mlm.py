@@ -285,11 +285,17 @@ def build_trainer(model_args, data_args, training_args, checkpoint) -> tuple[Min
     if checkpoint is not None:  # a model of another shape would fail to load it, late and in torch's words
         check_resumed_config(config, checkpoint, model_args)
     max_seq_length = sequence_length(data_args, config, pretrained=source is not None)
+    # A tokenizer read (the checkpoint's, --tokenizer_name's, the model's) is read before the data, so that a wrong
+    # one fails before a dataset is downloaded; one trained here needs the data.
+    tokenizer = (None if checkpoint is None and model_args.tokenizer_name is None and source is None else
+                 load_or_train_tokenizer(model_args, training_args, None, None, checkpoint, max_seq_length, source,
+                                         data_args.whole_word_mask))
     with training_args.main_process_first(desc="loading the raw data"):
         raw, data_description = load_raw_datasets(data_args, model_args.cache_dir)
     text_column = resolve_text_column(raw, data_args.text_column_name, data_description)
-    tokenizer = load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpoint, max_seq_length, source,
-                                        data_args.whole_word_mask)
+    if tokenizer is None:  # (a tokenizer's truth is its length)
+        tokenizer = load_or_train_tokenizer(model_args, training_args, raw, text_column, checkpoint, max_seq_length,
+                                            source, data_args.whole_word_mask)
     model = build_model(model_args, config, tokenizer, training_args.seed, source)
     drift = DriftCallback(model)  # copies the initial weights: before the Trainer loads any checkpoint
 

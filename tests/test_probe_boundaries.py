@@ -11,7 +11,7 @@ from test_cli_errors import _save_tiny_model
 
 from hf_minattn.cli import main
 
-FAST = ["--max-sentences", "50", "--head-sentences", "4", "--bootstrap", "10", "--no-word2vec", "--no-untrained",
+FAST = ["--max-sentences", "50", "--bootstrap", "10", "--no-word2vec", "--no-untrained",
         "--no-decontextualized", "--no-heads", "--no-weights", "--no-logit-lens", "--no-circuits", "--no-save-vectors",
         "--figure-format", "svg"]
 
@@ -197,6 +197,17 @@ def test_an_explicit_split_must_exist(saved_datasets):
      "corpus (no --corpus or --dataset)"),
     (["--reference-revision", "main"], "--reference-revision 'main' applies to --reference only, and no --reference "
      "is given"),
+    (["--full-pooling", "--contexts-per-word", "50"], "--contexts-per-word 50 would be ignored: --full-pooling pools "
+     "every sentence; drop --contexts-per-word"),
+    (["--full-pooling", "--twin-contexts-per-word", "3"], "--twin-contexts-per-word 3 would be ignored: --full-pooling"),
+    (["--no-untrained", "--twin-contexts-per-word", "3"], "--twin-contexts-per-word 3 would be ignored: --no-untrained "
+     "leaves the untrained twin out"),
+    (["--no-save-vectors", "--vectors-format", "text"], "--vectors-format 'text' would be ignored: --no-save-vectors"),
+    (["--no-heads", "--head-sentences", "500"], "--head-sentences 500 would be ignored: --no-heads skips the attention "
+     "statistics"),
+    (["--no-heads", "--no-logit-lens", "--ablation-mask-draws", "4"], "--ablation-mask-draws 4 would be ignored"),
+    (["--no-heads", "--no-logit-lens", "--mlm-probability", "0.3"], "--mlm-probability 0.3 would be ignored: "
+     "--no-heads and --no-logit-lens skip the two masked losses it is for"),
 ])
 def test_flags_that_would_be_ignored_are_refused_before_any_work(model, tmp_path, capsys, flags, expected):
     """Each was accepted and ignored: the sense probe left out ("sense": null), the first split probed, the flag

@@ -95,6 +95,18 @@ def test_an_output_folder_under_a_file_is_refused_and_a_new_one_is_not_created(t
     ({"dataloader_num_workers": "-1"}, "--dataloader_num_workers must be at least 0, got -1"),
     # the tokenizer trainer's bound, refused after the data was read
     ({"vocab_size": str(2**24 + 1)}, "--vocab_size must be in (5, 16777217), got 16777217"),
+    # the tokenizer-training flags beside a tokenizer that is not trained, loss allocation's beside none
+    ({"tokenizer_name": "some/tokenizer", "vocab_size": "100"},
+     "--vocab_size 100 would be ignored: the tokenizer comes from --tokenizer_name, and none is trained; drop "
+     "--vocab_size"),
+    ({"model_name_or_path": "some/model", "model_size": None, "tokenizer_min_frequency": "7"},
+     "--tokenizer_min_frequency 7 would be ignored: the tokenizer comes from --model_name_or_path"),
+    ({"tokenizer_name": "some/tokenizer", "tokenizer_model": "word"}, "--tokenizer_model 'word' would be ignored"),
+    ({"loss_allocation_every": "5"}, "--loss_allocation_every 5 would be ignored: they shape --loss_allocation's "
+                                     "record, and it is off; drop --loss_allocation_every"),
+    ({"loss_allocation_samples": "3"}, "--loss_allocation_samples 3 would be ignored"),
+    # the Trainer creates the repository after the data is read and the tokenizer trained
+    ({"push_to_hub": True, "hub_model_id": "my model!!"}, "--hub_model_id 'my model!!' is not a valid Hub repository id"),
 ])
 def test_flags_that_would_be_ignored_are_refused_when_parsed(tmp_path, overrides, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -145,6 +157,12 @@ def test_a_tokenizer_file_cut_short_is_named(tmp_path, tokenizer_dir, text_files
     with pytest.raises(ValueError, match=f"^{re.escape(message)}.*; expected a JSON object$"):
         main(tiny_argv(tmp_path / "out", tmp_path / "cut", train_file=text_files / "train.txt"))
     assert not (tmp_path / "out").exists()
+    # read before the data (it was read after: a dataset named on the Hub was downloaded first), so its error comes
+    # before that of a data file datasets cannot parse
+    (tmp_path / "train.json").write_text("not json\n")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        main(tiny_argv(tmp_path / "out", tmp_path / "cut", train_file=tmp_path / "train.json"))
+
 
 @pytest.mark.parametrize("name, text, extra", [
     ("one.txt", "just one line of text here\n", {}),
@@ -389,3 +407,17 @@ def test_an_evaluation_is_not_written_over_the_records_of_another_run(tmp_path, 
                    train_file=text_files / "train.txt"))
     assert (model / "run_args.json").read_text() == '{"training_args": {"seed": 1}}'
     assert "eval_loss" in read_json(model / "eval_results.json") and (model / "eval_args.json").is_file()
+
+
+def test_the_repository_of_push_to_hub_is_checked_when_parsed(tmp_path, monkeypatch):
+    """transformers' Trainer creates it only after the data is read and the tokenizer trained: a name the Hub refuses
+    (by default the --output_dir folder's) or an offline Hub ended the run there."""
+    import huggingface_hub
+
+    with pytest.raises(ValueError, match=re.escape("--push_to_hub's repository (the --output_dir folder's name; give "
+                                                   "--hub_model_id) 'my run!' is not a valid Hub repository id")):
+        parse_args(tiny_argv(tmp_path / "my run!", push_to_hub=True))
+    parse_args(tiny_argv(tmp_path / "my-run", push_to_hub=True))  # the folder's name is a valid id
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(ValueError, match="--push_to_hub uploads to the Hub, and HF_HUB_OFFLINE is set"):
+        parse_args(tiny_argv(tmp_path / "out", push_to_hub=True, hub_model_id="me/tiny"))

@@ -9,7 +9,7 @@ import time
 import unicodedata
 from dataclasses import replace
 
-from hf_minattn.checks import check_bounds, check_output_folder
+from hf_minattn.checks import check_bounds, check_idle, check_output_folder
 from hf_minattn.cli import OneLineArgumentParser
 from hf_minattn.model_source import find_model, folder_name
 
@@ -237,8 +237,27 @@ def check_sense_flags(word: str, sentences) -> None:
                              "a sentence containing it as a whole word")
 
 
+# Flags that matter only beside others: (whether the other flags leave them unused, their dests, what those do).
+IDLE_FLAGS = (
+    (lambda a: a.full_pooling, ("contexts_per_word", "twin_contexts_per_word"), "--full-pooling pools every sentence"),
+    (lambda a: a.no_untrained, ("twin_contexts_per_word",), "--no-untrained leaves the untrained twin out"),
+    (lambda a: a.no_save_vectors, ("vectors_format",), "--no-save-vectors exports no vectors"),
+    (lambda a: a.no_heads, ("head_sentences",), "--no-heads skips the attention statistics"),
+    (lambda a: a.no_heads and a.no_logit_lens, ("mlm_probability", "ablation_mask_draws"),
+     "--no-heads and --no-logit-lens skip the two masked losses it is for (head ablation, logit lens)"),
+)
+
+
+def check_idle_flags(args, parser) -> None:
+    """A ValueError naming the first flag of IDLE_FLAGS given a value (not its default) that the others leave unused."""
+    for idle, names, why in IDLE_FLAGS:
+        if idle(args):
+            check_idle(args, names, why, {name: parser.get_default(name) for name in names}, separator="-")
+
+
 def check_probe_flags(args) -> None:
     """Flags that would otherwise be ignored, or leave a probe out, without a word: a ValueError naming them."""
+    check_idle_flags(args, probe_parser())
     for flag, value in (("--split", args.split), ("--text-column", args.text_column)):
         if value is not None and not args.dataset:
             source = f"--corpus {args.corpus!r}" if args.corpus else "the default corpus (no --corpus or --dataset)"
