@@ -157,6 +157,16 @@ EARLIER_RUN_FILES = (TRAINER_STATE_NAME, "all_results.json", "train_results.json
                      EVAL_ARGS, DRIFT_FILE, LOSS_ALLOCATION_FILE, TIME_BUDGET_FILE)
 
 
+def foreign_readme(folder: str) -> bool:
+    """Whether `folder` holds a README.md that is no model card (a card opens with its YAML metadata, `---`): the
+    user's own (`--output_dir .` in a project), which the run's card would replace."""
+    path = os.path.join(folder, "README.md")
+    if not os.path.isfile(path):
+        return False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.readline().rstrip("\r\n") != "---"
+
+
 def start_afresh(args, checkpoint: str | None = None) -> None:
     """Before training from step 0 into --output_dir, or from `checkpoint` of another folder (whose model, card,
     results and checkpoints would replace its own): refused where it holds a trained model (`trained_model_in`),
@@ -173,6 +183,10 @@ def start_afresh(args, checkpoint: str | None = None) -> None:
             raise ValueError(f"--output_dir {output_dir} holds a trained model ({found}) and {why}: pass "
                              f"--overwrite_output_dir true to {'continue' if checkpoint else 'train afresh'} over it, "
                              "or choose another --output_dir")
+        if foreign_readme(output_dir):
+            raise ValueError(f"--output_dir {output_dir} holds a README.md that is no model card: the run's model card "
+                             "would replace it; move it, choose another --output_dir, or pass --overwrite_output_dir "
+                             "true to replace it")
         return
     if args.should_save:
         for folder in [*sort_checkpoints(output_dir), os.path.join(output_dir, EARLY_STATES)]:

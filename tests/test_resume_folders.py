@@ -156,3 +156,19 @@ def test_resume_on_model_only_checkpoints_alone_is_refused_naming_them(tmp_path)
         checkpoint_to_resume(args)
     (out / "checkpoint-4" / "trainer_state.json").unlink()  # cut short while saving, not model-only: starts afresh
     assert checkpoint_to_resume(args) == (None, False)
+
+
+def test_a_readme_that_is_no_model_card_is_not_replaced_by_the_runs_card(tmp_path, tokenizer_dir, text_files):
+    """`--output_dir .` in a project folder: the run's model card replaced the project's README.md."""
+    from hf_minattn.run_folder import foreign_readme
+
+    out = tmp_path / "project"
+    out.mkdir()
+    (out / "README.md").write_text("# My project\n\nNotes that are mine.\n")
+    with pytest.raises(ValueError, match=re.escape(f"--output_dir {out} holds a README.md that is no model card: the "
+                                                   "run's model card would replace it")):
+        main(tiny_argv(out, tokenizer_dir, train_file=text_files / "train.txt"))
+    assert sorted(p.name for p in out.iterdir()) == ["README.md"]
+    assert (out / "README.md").read_text() == "# My project\n\nNotes that are mine.\n"
+    (out / "README.md").write_text("---\nlibrary_name: transformers\n---\n\n# a card\n")  # a model card's opening
+    assert not foreign_readme(out)
