@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
-from hf_minattn.checks import (check_bounds, check_data_file, check_finite_floats, check_idle, check_output_folder,
-                               read_json_object)
+from hf_minattn.checks import (check_bounds, check_data_file, check_dataset_source, check_finite_floats, check_idle,
+                               check_output_folder, read_json_object)
 from hf_minattn.configuration_minattn import SPECIAL_TOKEN_ID_FIELDS, MinAttnConfig
 from hf_minattn.data import (STREAM_EVAL_SEQUENCES, STREAM_SAMPLE_TEXTS, STREAM_UNIGRAM_SEQUENCES,
                              STREAM_VALIDATION_TEXTS)
@@ -212,6 +212,9 @@ class DataTrainingArguments:
                              "--dataset_name, and none is given")
         if self.dataset_name is not None and self.train_file is not None:
             raise ValueError("Give either --dataset_name or --train_file, not both")
+        if self.dataset_name is not None:
+            check_dataset_source(self.dataset_name, "--dataset_name", "a dataset name on the Hub or a folder of data "
+                                 "files (for one file: --train_file)")
         if not 0 < self.validation_split_percentage < 100:
             raise ValueError(f"--validation_split_percentage must be between 1 and 99, got {self.validation_split_percentage}")
         check_bounds(self, {"mlm_probability": (0, 1, False), "max_seq_length": (3, None, True),  # [CLS] a token [SEP]

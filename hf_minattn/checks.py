@@ -182,6 +182,18 @@ def data_file_builder(path, what: str = "file") -> str:
     return DATA_FILE_BUILDERS[extension]
 
 
+def check_dataset_source(name: str, flag: str, expected: str) -> None:
+    """A ValueError naming `flag` where `name`, neither a file nor a folder here, reads as a path: a data
+    file's extension, or a form no Hub name has (absolute, ./ or ~, more than one '/'). datasets would look for it
+    on the Hub and answer "Couldn't reach ... on the Hub", or name the Hub offline, for a typo in a local path."""
+    if os.path.exists(name):
+        return
+    base = os.path.basename(name)
+    extension = base.rsplit(".", 1)[-1].lower() if "." in base else ""
+    if extension in DATA_FILE_BUILDERS or os.path.isabs(name) or name.startswith((".", "~")) or name.count("/") > 1:
+        raise ValueError(f"{flag} {name!r}: no such file or folder; expected {expected}")
+
+
 def check_data_file(path, what: str = "file") -> str:
     """data_file_builder(path), once the file is checked: a readable Parquet file, or UTF-8 text for the others."""
     builder = data_file_builder(path, what)

@@ -335,3 +335,14 @@ def test_provenance_records_a_relative_model_folder_absolute(tmp_path, monkeypat
     assert run_provenance(0, "runs/full", "probe", 1)["model_path"] == str(tmp_path / "runs" / "full")
     assert run_provenance(0, "org/model", "probe", 1)["model_path"] == "org/model"
     assert run_provenance(0, None, "probe", 1)["model_path"] is None
+
+
+@pytest.mark.parametrize("name", ["data/my_texts.txt", "./my_texts", "/no/such/folder"])
+def test_a_dataset_path_that_does_not_exist_is_named_not_looked_for_on_the_hub(tmp_path, capsys, name):
+    """datasets took it for a Hub name: "Couldn't reach 'data/my_texts.txt' on the Hub" (or the Hub offline) for a
+    typo in a local path."""
+    line = one_line_error(capsys, ["probe", str(tmp_path / "no_model"), "--dataset", name, "--out",
+                                   str(tmp_path / "out")])
+    assert line == (f"hf-minattn probe: error: --dataset {name!r}: no such file or folder; expected a folder saved by "
+                    "save_to_disk, a data file (.txt, .json, .jsonl, .csv, .parquet) or a dataset name on the Hub"), line
+    assert not (tmp_path / "out").exists()

@@ -105,6 +105,10 @@ def test_an_output_folder_under_a_file_is_refused_and_a_new_one_is_not_created(t
     ({"loss_allocation_every": "5"}, "--loss_allocation_every 5 would be ignored: they shape --loss_allocation's "
                                      "record, and it is off; drop --loss_allocation_every"),
     ({"loss_allocation_samples": "3"}, "--loss_allocation_samples 3 would be ignored"),
+    # a typo in a local path: datasets looked for it on the Hub ("Couldn't reach 'data/my_texts' on the Hub")
+    ({"dataset_name": "./data/my_texts"}, "--dataset_name './data/my_texts': no such file or folder; expected a "
+                                          "dataset name on the Hub or a folder of data files"),
+    ({"dataset_name": "data/my_texts.jsonl"}, "--dataset_name 'data/my_texts.jsonl': no such file or folder"),
     # the Trainer creates the repository after the data is read and the tokenizer trained
     ({"push_to_hub": True, "hub_model_id": "my model!!"}, "--hub_model_id 'my model!!' is not a valid Hub repository id"),
 ])

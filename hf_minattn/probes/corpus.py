@@ -51,7 +51,7 @@ def read_dataset(name_or_path, split=None, column=None, max_sentences=2000):
 
     import datasets
 
-    from hf_minattn.checks import check_data_file, load_data
+    from hf_minattn.checks import check_data_file, check_dataset_source, load_data
     from hf_minattn.data import check_text_column, default_text_column
 
     if os.path.isdir(name_or_path):
@@ -60,6 +60,8 @@ def read_dataset(name_or_path, split=None, column=None, max_sentences=2000):
         builder = check_data_file(name_or_path, "--dataset")
         data = load_data(builder, {"train": name_or_path}, builder, {"train": "--dataset"}, data_files=name_or_path)
     else:
+        check_dataset_source(name_or_path, "--dataset", "a folder saved by save_to_disk, a data file (.txt, .json, "
+                             ".jsonl, .csv, .parquet) or a dataset name on the Hub")
         data = datasets.load_dataset(name_or_path)
     data = _split_of(data, split, name_or_path)
     texts = check_text_column(data, column or default_text_column(data), "--text-column", name_or_path)
