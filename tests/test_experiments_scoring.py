@@ -82,3 +82,14 @@ def test_findings_say_which_validation_sequences_were_scored():
             "masked") in text and "whole validation set" not in text
     later["scored_sequences"] = [0, 583]
     assert "scored on the whole validation set" in scale_paragraph(later)[0]
+
+
+def test_the_runs_that_read_the_shared_tokenizer_pass_no_vocab_size(tokenizer_dir, tmp_path):
+    """Each run but the one that trains the shared tokenizer reads it (--tokenizer_name): run_mlm refuses a
+    --vocab_size beside it, which it would ignore (the quick preset's 2000 is not run_mlm's default)."""
+    from hf_minattn.run_mlm import parse_args
+
+    run = variant_arguments(SETTINGS["quick"], VARIANTS[0], 0, str(tmp_path / "run"), str(tokenizer_dir))
+    assert "--vocab_size" not in run and flag(run, "--tokenizer_name") == str(tokenizer_dir)
+    parse_args(run)  # accepted
+    assert flag(variant_arguments(SETTINGS["quick"], VARIANTS[0], 0, "folder"), "--vocab_size") == "2000"

@@ -211,11 +211,11 @@ def run_training(args: list[str], log_path: str, threads: int | None = None) -> 
     run_logged(command, log_path, env, echo)
 
 
-def common_arguments(settings: dict, seed: int, variant: str = "full") -> list[str]:
+def common_arguments(settings: dict, seed: int, variant: str = "full", trains_tokenizer: bool = True) -> list[str]:
     from .learning_rates import variant_learning_rate
 
-    args = [
-        "--model_size", settings["model_size"], "--vocab_size", str(settings["vocab_size"]),
+    args = [  # --vocab_size only where run_mlm trains the tokenizer: beside --tokenizer_name it is refused as unused
+        "--model_size", settings["model_size"], *(["--vocab_size", str(settings["vocab_size"])] * trains_tokenizer),
         "--max_seq_length", str(settings["max_seq_length"]),
         "--per_device_train_batch_size", str(settings["batch_size"]),
         "--per_device_eval_batch_size", str(settings["batch_size"]),
@@ -256,7 +256,7 @@ def variant_arguments(settings: dict, variant: Variant, seed: int, folder: str, 
 
         vocab = len(AutoTokenizer.from_pretrained(tokenizer_dir))
     rate_of = "full" if variant.shuffle_labels else variant.name  # the control matches the full run step for step
-    args = ["--output_dir", folder, *common_arguments(settings, seed, rate_of),
+    args = ["--output_dir", folder, *common_arguments(settings, seed, rate_of, trains_tokenizer=tokenizer_dir is None),
             "--config_overrides", variant_overrides(settings, variant, vocab)]
     if tokenizer_dir is not None:  # every run reads the same vocabulary
         args += ["--tokenizer_name", tokenizer_dir]
