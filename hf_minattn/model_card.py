@@ -53,6 +53,9 @@ class CardFacts:
     in_progress: bool = False  # the card of checkpoints pushed during training: no results yet
     mask_token: str = "[MASK]"  # the tokenizer's: the fill-mask example must contain it
     unchanged_share: float | None = None  # see unchanged_share(); None: transformers' default masking
+    continued_from: str | None = None  # --model_name_or_path: the model trained further (None: from scratch)
+    shuffled_labels: bool = False  # --shuffle_labels: the control without linguistic signal
+    validation_file: str | None = None  # --validation_file: validation text given apart (None: held out)
 
 
 TOKENIZER_KINDS = {"WordPiece": "WordPiece", "WordLevel": "word-level", "BPE": "BPE", "Unigram": "Unigram"}
@@ -305,6 +308,9 @@ def card_facts(trainer, model_args, data_args, data_description, tokenizer, trai
         whole_word_mask=data_args.whole_word_mask,
         line_by_line=data_args.line_by_line,
         frozen_embeddings=model_args.freeze_embeddings,
+        continued_from=model_args.model_name_or_path,
+        shuffled_labels=data_args.shuffle_labels,
+        validation_file=os.path.basename(data_args.validation_file) if data_args.validation_file else None,
         hardware=f"{args.world_size} x {args.device.type}" + (f" ({os.cpu_count()} cores)" if args.device.type == "cpu" else ""),
         repo_id=args.hub_model_id,
         eval_split_description=f"{len(trainer.eval_dataset)} sequences of held-out text" if trainer.eval_dataset else "none",

@@ -152,10 +152,28 @@ def test_the_unchanged_share_comes_from_the_masking_settings(tmp_path, tokenizer
     assert "copying the 30% of scored tokens" in str(build_model_card(facts))
 
 
-def card_text(frozen=False, **config) -> str:
+def card_text(frozen=False, facts=None, **config) -> str:
     return build_model_card(CardFacts(model_name="m", config=tiny_config(**config), num_parameters=1, dataset_id=None,
                                       dataset_config=None, dataset_description="text", max_seq_length=16,
-                                      frozen_embeddings=frozen)).text
+                                      frozen_embeddings=frozen, **(facts or {}))).text
+
+
+def test_a_continued_model_a_shuffled_label_control_and_a_validation_file_are_said_as_they_are():
+    """The card said "trained from scratch", "starts from a random initialisation" and "frozen at their random initial
+    values" of a model continued from --model_name_or_path, nothing of --shuffle_labels (the control read as a plain
+    masked-LM run), and "held-out text of the same source" of a --validation_file."""
+    plain = " ".join(card_text(frozen=True).split())
+    assert "trained from scratch with `transformers.Trainer`" in plain and "starts from a random initialisation" in plain
+    assert "frozen at their random initial values" in plain and "held-out text of the same source" in plain
+    assert "permuted" not in plain
+    changed = " ".join(card_text(frozen=True, facts={"continued_from": "me/base", "shuffled_labels": True,
+                                                     "validation_file": "other.txt"}).split())
+    assert "trained further from `me/base` with `transformers.Trainer`" in changed and "from scratch" not in changed
+    assert "Every parameter starts from its value in `me/base` and, the frozen embeddings excepted," in changed
+    assert "random initial" not in changed and "frozen at their values in `me/base`" in changed
+    assert "**with the masked targets of each training batch permuted across its masked positions**" in changed
+    assert "the validation file given (`other.txt`), which may come from another source," in changed
+    assert "same source" not in changed
 
 
 def test_the_architecture_lines_follow_the_config():
