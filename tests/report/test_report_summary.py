@@ -28,7 +28,7 @@ from hf_minattn.probes.report.head_ablation import head_ablation_headline
 from hf_minattn.probes.report.head_map import head_map_headline, head_map_text
 from hf_minattn.probes.report.head_roles import head_roles_headline
 from hf_minattn.probes.report.heads import heads_headline
-from hf_minattn.probes.report.logit_lens import logit_lens_headline
+from hf_minattn.probes.report.logit_lens import logit_lens_headline, logit_lens_text
 from hf_minattn.probes.report.neighbours import neighbours_headline
 from hf_minattn.probes.report.norm_weighting import (attention_norm_example_headline, norm_weighting_headline,
                                                      norm_weighting_text)
@@ -282,8 +282,10 @@ def test_head_ablation_headline_follows_the_intervals(r):
     assert "head 1-3 (no clear role)" in head_ablation_headline(typed(r))
 
 
-def _lens(loss, floor=None, half_width=0.1, objective=None):
+def _lens(loss, floor=None, half_width=0.1, objective=None, sentence_gain=None):
     extra = {} if objective is None else {"objective": objective, "mlm_probability": None}
+    if sentence_gain is not None:
+        extra.update(sentence_gain=sentence_gain, sentence_tokens=[5] * len(sentence_gain[0]))
     return probe_results(logit_lens={"num_layers": len(loss) - 1, "sentences": 8, "masked_tokens": 40, "loss": loss,
                            "accuracy": [0.1] * len(loss), "interval95": [0.1] * len(loss), "mlm_probability": 0.3,
                            "mask_draws": 1, "floor": floor,
@@ -299,8 +301,8 @@ def test_the_lens_and_the_ablation_name_what_a_decoder_predicts():
 
     decoder = _lens([5.0, 4.0, 3.0], floor=4.5, objective="next-token")
     assert logit_lens_headline(decoder).startswith(
-        "Layer 1 is the first that, read through the output head, guesses the next word better than word frequencies "
-        "alone (gain 0.50 ± 0.10 nats")
+        "Layer 1 is the lowest layer that, read through the output head, is shown to guess the next word better than "
+        "word frequencies alone (gain 0.50 ± 0.10 nats over tokens")
     text = logit_lens_text(decoder)
     assert "at 40 predicted next tokens of 8 sentences, decoded" in text and "masking rate" not in text
     assert "masked" not in logit_lens_text(decoder) and "masked tokens of 8 sentences (masking rate 0.3)" in (
@@ -318,13 +320,30 @@ def test_the_lens_and_the_ablation_name_what_a_decoder_predicts():
 
 def test_logit_lens_headline_follows_the_gain_over_the_floor():
     assert logit_lens_headline(_lens([5.0, 4.0, 3.0], floor=4.5)).startswith(
-        "Layer 1 is the first that, read through the masked-word head, guesses masked words better than word "
-        "frequencies alone (gain 0.50 ± 0.10 nats; last layer +1.50)")
+        "Layer 1 is the lowest layer that, read through the masked-word head, is shown to guess masked words better "
+        "than word frequencies alone (gain 0.50 ± 0.10 nats over tokens; last layer +1.50)")
     assert logit_lens_headline(_lens([4.0, 3.0], floor=4.5)).startswith("Even layer 0")
     assert logit_lens_headline(_lens([5.0, 4.9, 4.8], floor=4.5)).startswith(
         "Not resolved at this scale: no layer")
-    assert logit_lens_headline(_lens([5.0, 4.45, 4.0], floor=4.5)).startswith("Layer 2 is the first")
-    assert "no word-frequency floor was given" in logit_lens_headline(_lens([5.0, 4.0, 3.0]))
+    assert logit_lens_headline(_lens([5.0, 4.45, 4.0], floor=4.5)).startswith("Layer 2 is the lowest layer")
+    assert logit_lens_headline(_lens([5.0, 4.0, 3.0])).startswith(
+        "Read through the masked-word head, layer 2 guesses masked words best by its point loss (3.00 nats); no "
+        "word-frequency floor was given")
+
+
+def test_logit_lens_verdict_follows_the_sentences_not_the_tokens():
+    """Tokens of one sentence are not independent: where the result kept per-sentence gains, their interval chooses
+    the verdict, even where the (narrower) interval over tokens excludes 0."""
+    spread = [[-0.6, -0.4, -0.5, -0.5], [1.5, -1.0, 1.4, -0.9], [1.6, 1.4, 1.5, 1.5]]  # layer 1: mean 0.25, wide
+    by_tokens = _lens([5.0, 4.25, 3.0], floor=4.5)  # layer 1's gain 0.25 +- 0.1 over tokens: above 0
+    by_sentences = _lens([5.0, 4.25, 3.0], floor=4.5, sentence_gain=spread)
+    assert logit_lens_headline(by_tokens).startswith("Layer 1 is the lowest layer")
+    assert logit_lens_headline(by_sentences).startswith("Layer 2 is the lowest layer") and "over sentences" in (
+        logit_lens_headline(by_sentences))
+    assert "Gains are means over the 4 sentences" in logit_lens_text(by_sentences)
+    assert "Intervals over tokens: this result kept no per-sentence gains" in logit_lens_text(by_tokens)
+    tight = [[-0.6, -0.4, -0.5, -0.5], [0.3, 0.2, 0.25, 0.25], [1.6, 1.4, 1.5, 1.5]]
+    assert logit_lens_headline(_lens([5.0, 4.25, 3.0], floor=4.5, sentence_gain=tight)).startswith("Layer 1 is the")
 
 
 def test_example_headline_names_the_sharpest_head(r):

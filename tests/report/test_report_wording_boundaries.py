@@ -184,7 +184,7 @@ def test_logit_lens_says_no_layer_is_shown_to_beat_frequencies_not_that_none_doe
                                "guess masked words better than word frequencies alone")
     resolved = _lens([-2.0, 0.05, 0.2], 0.12)
     assert "The loss first goes below the unigram floor" in logit_lens_text(resolved)
-    assert logit_lens_headline(resolved).startswith("Layer 2 is the first")
+    assert logit_lens_headline(resolved).startswith("Layer 2 is the lowest layer")
 
 
 # 6. circuits: positive correlations named as such beside the negative ones; a leaning head's rank
