@@ -360,8 +360,13 @@ def test_norm_weighting_headline_follows_the_largest_change(r):
     assert norm_weighting_headline(typed(r)).startswith(
         "No clear difference: weighting attention by the size of what it moves changes no target's mean attention "
         "by 0.01 or more (largest change: punctuation, 0.123 -> 0.118)")
-    assert "does not change the picture" in norm_weighting_text(typed(r))
+    # the means stay, but the heads move apart: the sentence says so for the means only
+    assert ("does not change the means here, but 11 of 16 heads' attention to punctuation changes by 0.01 or more (6 "
+            "fall, 5 rise)") in norm_weighting_text(typed(r))
     h = r["heads"]
+    still = copy.deepcopy(r)
+    still["heads"]["norm_weighted_stats"] = {k: still["heads"]["stats"][k] for k in h["norm_weighted_stats"]}
+    assert "norm weighting does not change the picture here (nor any head's" in norm_weighting_text(typed(still))
     h["norm_weighted_stats"]["cls"] = (np.array(h["stats"]["cls"]) * 0.1).tolist()
     h["stats"]["cls"] = (np.array(h["stats"]["cls"]) * 10).tolist()  # [CLS] 0.24 raw, 0.002 weighted
     assert norm_weighting_headline(typed(r)).startswith("Raw attention overstates what [CLS] contributes")
@@ -370,6 +375,22 @@ def test_norm_weighting_headline_follows_the_largest_change(r):
     assert norm_weighting_headline(typed(r)).endswith("(12 of 16 heads move that way).")
     h["stats"]["cls"], h["norm_weighted_stats"]["cls"] = h["norm_weighted_stats"]["cls"], h["stats"]["cls"]
     assert norm_weighting_headline(typed(r)).startswith("Raw attention understates what [CLS] contributes")
+
+
+def test_norm_weighting_names_a_direction_only_where_most_heads_take_it(r):
+    """One head's large fall can carry the mean: a direction is named where most heads move that way too."""
+    h = r["heads"]
+    raw = np.full((4, 4), 0.6)
+    weighted = raw + 0.02  # 15 heads rise a little
+    weighted[0, 0] = 0.0  # one head falls far: the mean falls
+    h["stats"]["cls"], h["norm_weighted_stats"]["cls"] = raw.tolist(), weighted.tolist()
+    headline, text = norm_weighting_headline(typed(r)), norm_weighting_text(typed(r))
+    assert headline.startswith("The heads disagree on what [CLS] contributes") and "only 1 of 16 heads" in headline
+    assert "but in only 1 of 16 heads: the heads disagree" in text and "overstate" not in text + headline
+    most = np.where(np.arange(16).reshape(4, 4) < 10, raw - 0.05, raw + 0.02)  # 10 of the 16 heads fall: a majority
+    h["norm_weighted_stats"]["cls"] = most.tolist()
+    assert norm_weighting_headline(typed(r)).startswith("Raw attention overstates what [CLS] contributes")
+    assert norm_weighting_headline(typed(r)).endswith("(10 of 16 heads move that way).")
 
 
 def test_norm_example_headline_follows_the_edge_counts(r):
