@@ -444,6 +444,27 @@ def test_weights_headline_follows_the_rank_against_initialisation(r):
     assert "no copy of the model at initialisation was measured" in weights_headline(typed(r))
 
 
+def test_weights_says_fewer_directions_only_where_most_head_circuits_are_lower(r):
+    """A few heads can carry the mean: "Yes" needs most head circuits lower too."""
+    from hf_minattn.probes.report.weights import weights_text
+    w = r["weights"]
+    initial = np.full((4, 4), 20.0)
+    few = np.full((4, 4), 20.5)  # 30 of 32 circuits a little higher ...
+    few[0, 0] = 2.0  # ... one far lower in each of QK and OV: the mean is lower
+    for c in ("qk", "ov"):
+        w["initial"][f"{c}_effective_rank"], w["trained"][f"{c}_effective_rank"] = initial.tolist(), few.tolist()
+    headline = weights_headline(typed(r))
+    assert headline.startswith("Not clear: the mean effective rank and the count of head circuits") and (
+        "mean effective rank 19.3 of at most 32, against 20.0 at random initialisation; 2 of 32 head circuits "
+        "lower" in headline)
+    assert "is lower, but the heads disagree: whether the trained heads use fewer directions is not clear" in (
+        weights_text(typed(r)))
+    most = np.where(np.arange(16).reshape(4, 4) < 10, 19.0, 20.5)  # 20 of 32 lower, and the mean
+    for c in ("qk", "ov"):
+        w["trained"][f"{c}_effective_rank"] = most.tolist()
+    assert weights_headline(typed(r)).startswith("Yes: on average the trained heads' QK and OV circuits use fewer")
+
+
 def _circuits(identity, ov_copying=0.8, own_rank=2.0):
     interval = lambda e, lo, hi: {"estimate": e, "low": lo, "high": hi}  # noqa: E731
     return probe_results(circuits={"layer": 0, "num_heads": 2, "head_dim": 9, "token_ids": list(range(1, 100)),
