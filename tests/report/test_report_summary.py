@@ -407,21 +407,23 @@ def test_norm_example_headline_follows_the_edge_counts(r):
 def test_graphs_headline_follows_the_own_share_and_the_pairs(r):
     # the baseline is uniform attention with the same residual: 0.5^4 + (1 - 0.5^4) / 15 words = 0.125, not 1/15
     assert attention_graphs_headline(typed(r)) == (
-        "In the first example sentence, by rollout (each layer's residual path taken as half of it), after the last "
-        "layer a word keeps more of itself than even attention with the same residual would leave it (on average 0.15 "
-        "of it is its own input word, against 0.12), and raw attention names different strongest pairs than rollout.")
+        "In the first example sentence, after the last layer rollout (each layer's residual path taken as half of it) "
+        "attributes more of a word to its own input word than even attention with the same residual would (on average "
+        "0.15, against 0.12), and raw attention names different strongest pairs than rollout.")
     rollout, raw = r["attention_graph_rollout"], r["attention_graph"]
     rollout["self_share"][-1] = 0.10
-    assert "a word keeps less of itself than even attention" in attention_graphs_headline(typed(r))
+    assert "attributes less of a word to its own input word than even attention" in attention_graphs_headline(typed(r))
     rollout["self_share"][-1] = 0.129
-    assert "a word keeps about as much of itself as even attention" in attention_graphs_headline(typed(r))
+    assert "attributes about as much of a word to its own input word as even attention" in (
+        attention_graphs_headline(typed(r)))
     rollout["self_share"][-1] = 0.8
     last = rollout["layers"][-1]
     # raw attention's head-mean edges at the last layer: the same pairs as rollout's strongest
     raw["edges"] = [e for e in raw["edges"] if not (e["layer"] == last and e["head"] == "mean")] + [
         {**e, "weight": 0.9} for e in rollout["edges"]
         if e["layer"] == last and e["head"] == "mean" and e["source"] != e["target"]]
-    assert "a word keeps more of itself than even attention with the same residual would leave it (on average 0.80" \
+    assert "attributes more of a word to its own input word than even attention with the same residual would (on " \
+           "average 0.80" \
         in attention_graphs_headline(typed(r))
     assert "raw attention names mostly the same strongest pairs as rollout" in attention_graphs_headline(typed(r))
     assert "strongest leading to" not in attention_graphs_headline(typed(r))

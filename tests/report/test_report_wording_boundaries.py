@@ -229,7 +229,7 @@ def _graphs(r, shared):
 
 def test_graphs_call_half_the_pairs_shared_partly_the_same(r):
     headline, text = _graphs(copy.deepcopy(r), 2)
-    assert headline.startswith("In the first example sentence, by rollout")
+    assert headline.startswith("In the first example sentence, after the last layer rollout")
     assert "raw attention names partly the same strongest pairs as rollout (2 of 4)" in headline
     assert "2 of rollout's 4 strongest pairs are among raw attention's 4 strongest at that layer: raw weights name " \
            "partly the same relations here: half of them." in text
