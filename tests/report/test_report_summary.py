@@ -497,6 +497,24 @@ def test_drift_headline_names_what_moved_most(r):
                                                "(||W - W_0|| / ||W_0|| = 20 at the end)")
 
 
+def test_drift_names_every_parameter_tied_at_the_top_or_bottom_as_printed(r):
+    """Values equal at the precision printed are a tie: naming one of them "the most" ranks what the numbers do not."""
+    from hf_minattn.probes.report.drift import drift_text
+
+    drift = r["drift"]["metrics"]["drift"]
+    drift["word_embeddings"]["values"][-1] = 9.9004  # prints as 9.9, as layers.2.W_O's 9.9
+    drift["layers.0.W_Q"]["values"][-1] = 1.5601  # prints as 1.56, as layers.0.W_V's
+    headline, text = drift_headline(typed(r)), drift_text(typed(r))
+    assert headline.startswith("Training moved ") and "layers.2.W_O" in headline.split(" the most")[0]
+    assert "word_embeddings" in headline.split(" the most")[0] and "their initial sizes" in headline
+    assert "layers.0.W_Q" in headline.split(" the least")[0].split("at the end) and ")[1]
+    assert "layers.0.W_V" in headline.split(" the least")[0].split("at the end) and ")[1]
+    assert "largest for layers.2.W_O and word_embeddings (9.9)" in text or "largest for word_embeddings and " \
+        "layers.2.W_O (9.9)" in text
+    drift["word_embeddings"]["values"][-1] = 9.96  # prints as 9.96: no longer tied
+    assert drift_headline(typed(r)).startswith("Training moved word_embeddings the most relative to its initial size")
+
+
 def test_drift_says_no_parameter_stands_out_when_all_are_level_and_ranks_no_drift_it_lacks(r):
     """A file without the drift metric was ranked by its gradient norm or loss as "where training moved the weights";
     level values named one parameter "most" and another "least"."""
