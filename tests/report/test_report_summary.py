@@ -22,7 +22,7 @@ from hf_minattn.probes.report.bands import bands_headline, bands_text
 from hf_minattn.probes.report.benchmark import benchmarks_headline, benchmarks_tables
 from hf_minattn.probes.report.circuits import circuits_headline
 from hf_minattn.probes.report.drift import drift_headline
-from hf_minattn.probes.report.example import example_headline
+from hf_minattn.probes.report.example import example_headline, example_text
 from hf_minattn.probes.report.geometry import geometry_headline, geometry_text, geometry_with_layer0_text
 from hf_minattn.probes.report.head_ablation import head_ablation_headline
 from hf_minattn.probes.report.head_map import head_map_headline, head_map_text
@@ -354,6 +354,13 @@ def test_example_headline_names_the_sharpest_head(r):
     example["attention"][0][1] = np.eye(len(example["tokens"])).tolist()  # head 0-1: every token on itself
     assert example_headline(typed(r)).endswith("head 0-1 attends most sharply (lowest mean entropy): 17 of its 17 "
                                                "tokens look hardest at itself.")
+
+
+def test_example_text_calls_the_example_attention_on_one_sentence_not_the_statistics_behind_it(r):
+    """The example sentences are not the probe sentences the statistics average over."""
+    text = example_text(typed(r))
+    assert "attention on one example sentence, not an average over the probe sentences" in text
+    assert "patterns behind the statistics" not in text
 
 
 def test_norm_weighting_headline_follows_the_largest_change(r):
