@@ -193,11 +193,12 @@ def test_graphs_sentence_follows_the_numbers():
     assert "strongest edges, from rollout, between different words: a -> b (0.40), b -> c (0.30), c -> a (0.25)" in text
     assert "a -> a" not in text  # self edges are left out
     # even attention over 3 words with the residual at 0.5, 2 layers: 0.25 + 0.75 / 3 = 0.50 (not 1/3)
-    assert "on average 0.70 its own input word, against 0.50 if every layer attended evenly with the same residual " \
-           "weight, so the attention itself keeps each word to itself more than even attention would." in text
+    assert "rollout attributes on average 0.70 of a word to its own input word, against 0.50 if every layer attended " \
+           "evenly with the same residual weight, so the attention itself keeps each word to itself more than even attention would." in text
     assert "2 of rollout's 3 strongest pairs are among raw attention's 3 strongest" in text
     assert "raw weights name mostly the same relations here" in text
     assert "rollout: every layer's head-mean attention" in text and "flow:" not in text  # meanings of the graphs shown
+    assert "that rollout gives input word b" in text and "in a's representation" not in text  # what rollout assigns
     r["attention_graph_rollout"]["self_share"] = [0.8, 0.3]
     r["attention_graph"] = _graph("attention", [(0, 2, 0.5), (2, 1, 0.4), (1, 0, 0.3)])
     text = attention_graphs_text(probe_results(**r))
@@ -231,13 +232,13 @@ def test_a_word_is_compared_with_even_attention_under_the_same_residual(causal):
     r = _uniform_results(causal)
     own = r.attention_graphs["rollout"].self_share[-1]
     headline, text = attention_graphs_headline(r), attention_graphs_text(r)
-    assert f"a word keeps about as much of itself as even attention with the same residual would leave it (on " \
-           f"average {own:.2f} of it is its own input word, against {own:.2f})" in headline
+    assert f"attributes about as much of a word to its own input word as even attention with the same residual " \
+           f"would (on average {own:.2f}, against {own:.2f})" in headline
     assert "the attention adds no measurable preference for a word's own input" in text
     if not causal:
         assert f"{own:.2f}" == "0.14"
     r.attention_graphs["rollout"].self_share[-1] = own + 0.05
-    assert "a word keeps more of itself than even attention" in attention_graphs_headline(r)
+    assert "attributes more of a word to its own input word than even attention" in attention_graphs_headline(r)
 
 
 def test_bad_attention_weights_and_token_counts_are_named_in_the_error():

@@ -106,9 +106,7 @@ class Part:
 
     @classmethod
     def from_dict(cls, d):
-        if not d:
-            return None
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d}) if d else None
 
 
 @dataclass
@@ -275,6 +273,8 @@ class SavedLogitLens(Part):
     floor: float | None = None
     gain: list | None = None
     gain_interval95: list | None = None
+    sentence_gain: list | None = None  # (layers + 1, sentences): each sentence's mean gain; None in older files
+    sentence_tokens: list | None = None  # each sentence's scored tokens
     mlm_probability: float | None = None
     objective: str = "masked"  # or "next-token" (a decoder's head)
 

@@ -22,13 +22,13 @@ from hf_minattn.probes.report.bands import bands_headline, bands_text
 from hf_minattn.probes.report.benchmark import benchmarks_headline, benchmarks_tables
 from hf_minattn.probes.report.circuits import circuits_headline
 from hf_minattn.probes.report.drift import drift_headline
-from hf_minattn.probes.report.example import example_headline
+from hf_minattn.probes.report.example import example_headline, example_text
 from hf_minattn.probes.report.geometry import geometry_headline, geometry_text, geometry_with_layer0_text
 from hf_minattn.probes.report.head_ablation import head_ablation_headline
 from hf_minattn.probes.report.head_map import head_map_headline, head_map_text
 from hf_minattn.probes.report.head_roles import head_roles_headline
 from hf_minattn.probes.report.heads import heads_headline
-from hf_minattn.probes.report.logit_lens import logit_lens_headline
+from hf_minattn.probes.report.logit_lens import logit_lens_headline, logit_lens_text
 from hf_minattn.probes.report.neighbours import neighbours_headline
 from hf_minattn.probes.report.norm_weighting import (attention_norm_example_headline, norm_weighting_headline,
                                                      norm_weighting_text)
@@ -282,8 +282,10 @@ def test_head_ablation_headline_follows_the_intervals(r):
     assert "head 1-3 (no clear role)" in head_ablation_headline(typed(r))
 
 
-def _lens(loss, floor=None, half_width=0.1, objective=None):
+def _lens(loss, floor=None, half_width=0.1, objective=None, sentence_gain=None):
     extra = {} if objective is None else {"objective": objective, "mlm_probability": None}
+    if sentence_gain is not None:
+        extra.update(sentence_gain=sentence_gain, sentence_tokens=[5] * len(sentence_gain[0]))
     return probe_results(logit_lens={"num_layers": len(loss) - 1, "sentences": 8, "masked_tokens": 40, "loss": loss,
                            "accuracy": [0.1] * len(loss), "interval95": [0.1] * len(loss), "mlm_probability": 0.3,
                            "mask_draws": 1, "floor": floor,
@@ -299,8 +301,8 @@ def test_the_lens_and_the_ablation_name_what_a_decoder_predicts():
 
     decoder = _lens([5.0, 4.0, 3.0], floor=4.5, objective="next-token")
     assert logit_lens_headline(decoder).startswith(
-        "Layer 1 is the first that, read through the output head, guesses the next word better than word frequencies "
-        "alone (gain 0.50 ± 0.10 nats")
+        "Layer 1 is the lowest layer that, read through the output head, is shown to guess the next word better than "
+        "word frequencies alone (gain 0.50 ± 0.10 nats over tokens")
     text = logit_lens_text(decoder)
     assert "at 40 predicted next tokens of 8 sentences, decoded" in text and "masking rate" not in text
     assert "masked" not in logit_lens_text(decoder) and "masked tokens of 8 sentences (masking rate 0.3)" in (
@@ -318,13 +320,30 @@ def test_the_lens_and_the_ablation_name_what_a_decoder_predicts():
 
 def test_logit_lens_headline_follows_the_gain_over_the_floor():
     assert logit_lens_headline(_lens([5.0, 4.0, 3.0], floor=4.5)).startswith(
-        "Layer 1 is the first that, read through the masked-word head, guesses masked words better than word "
-        "frequencies alone (gain 0.50 ± 0.10 nats; last layer +1.50)")
+        "Layer 1 is the lowest layer that, read through the masked-word head, is shown to guess masked words better "
+        "than word frequencies alone (gain 0.50 ± 0.10 nats over tokens; last layer +1.50)")
     assert logit_lens_headline(_lens([4.0, 3.0], floor=4.5)).startswith("Even layer 0")
     assert logit_lens_headline(_lens([5.0, 4.9, 4.8], floor=4.5)).startswith(
         "Not resolved at this scale: no layer")
-    assert logit_lens_headline(_lens([5.0, 4.45, 4.0], floor=4.5)).startswith("Layer 2 is the first")
-    assert "no word-frequency floor was given" in logit_lens_headline(_lens([5.0, 4.0, 3.0]))
+    assert logit_lens_headline(_lens([5.0, 4.45, 4.0], floor=4.5)).startswith("Layer 2 is the lowest layer")
+    assert logit_lens_headline(_lens([5.0, 4.0, 3.0])).startswith(
+        "Read through the masked-word head, layer 2 guesses masked words best by its point loss (3.00 nats); no "
+        "word-frequency floor was given")
+
+
+def test_logit_lens_verdict_follows_the_sentences_not_the_tokens():
+    """Tokens of one sentence are not independent: where the result kept per-sentence gains, their interval chooses
+    the verdict, even where the (narrower) interval over tokens excludes 0."""
+    spread = [[-0.6, -0.4, -0.5, -0.5], [1.5, -1.0, 1.4, -0.9], [1.6, 1.4, 1.5, 1.5]]  # layer 1: mean 0.25, wide
+    by_tokens = _lens([5.0, 4.25, 3.0], floor=4.5)  # layer 1's gain 0.25 +- 0.1 over tokens: above 0
+    by_sentences = _lens([5.0, 4.25, 3.0], floor=4.5, sentence_gain=spread)
+    assert logit_lens_headline(by_tokens).startswith("Layer 1 is the lowest layer")
+    assert logit_lens_headline(by_sentences).startswith("Layer 2 is the lowest layer") and "over sentences" in (
+        logit_lens_headline(by_sentences))
+    assert "Gains are means over the 4 sentences" in logit_lens_text(by_sentences)
+    assert "Intervals over tokens: this result kept no per-sentence gains" in logit_lens_text(by_tokens)
+    tight = [[-0.6, -0.4, -0.5, -0.5], [0.3, 0.2, 0.25, 0.25], [1.6, 1.4, 1.5, 1.5]]
+    assert logit_lens_headline(_lens([5.0, 4.25, 3.0], floor=4.5, sentence_gain=tight)).startswith("Layer 1 is the")
 
 
 def test_example_headline_names_the_sharpest_head(r):
@@ -337,12 +356,24 @@ def test_example_headline_names_the_sharpest_head(r):
                                                "tokens look hardest at itself.")
 
 
+def test_example_text_calls_the_example_attention_on_one_sentence_not_the_statistics_behind_it(r):
+    """The example sentences are not the probe sentences the statistics average over."""
+    text = example_text(typed(r))
+    assert "attention on one example sentence, not an average over the probe sentences" in text
+    assert "patterns behind the statistics" not in text
+
+
 def test_norm_weighting_headline_follows_the_largest_change(r):
     assert norm_weighting_headline(typed(r)).startswith(
         "No clear difference: weighting attention by the size of what it moves changes no target's mean attention "
         "by 0.01 or more (largest change: punctuation, 0.123 -> 0.118)")
-    assert "does not change the picture" in norm_weighting_text(typed(r))
+    # the means stay, but the heads move apart: the sentence says so for the means only
+    assert ("does not change the means here, but 11 of 16 heads' attention to punctuation changes by 0.01 or more (6 "
+            "fall, 5 rise)") in norm_weighting_text(typed(r))
     h = r["heads"]
+    still = copy.deepcopy(r)
+    still["heads"]["norm_weighted_stats"] = {k: still["heads"]["stats"][k] for k in h["norm_weighted_stats"]}
+    assert "norm weighting does not change the picture here (nor any head's" in norm_weighting_text(typed(still))
     h["norm_weighted_stats"]["cls"] = (np.array(h["stats"]["cls"]) * 0.1).tolist()
     h["stats"]["cls"] = (np.array(h["stats"]["cls"]) * 10).tolist()  # [CLS] 0.24 raw, 0.002 weighted
     assert norm_weighting_headline(typed(r)).startswith("Raw attention overstates what [CLS] contributes")
@@ -351,6 +382,22 @@ def test_norm_weighting_headline_follows_the_largest_change(r):
     assert norm_weighting_headline(typed(r)).endswith("(12 of 16 heads move that way).")
     h["stats"]["cls"], h["norm_weighted_stats"]["cls"] = h["norm_weighted_stats"]["cls"], h["stats"]["cls"]
     assert norm_weighting_headline(typed(r)).startswith("Raw attention understates what [CLS] contributes")
+
+
+def test_norm_weighting_names_a_direction_only_where_most_heads_take_it(r):
+    """One head's large fall can carry the mean: a direction is named where most heads move that way too."""
+    h = r["heads"]
+    raw = np.full((4, 4), 0.6)
+    weighted = raw + 0.02  # 15 heads rise a little
+    weighted[0, 0] = 0.0  # one head falls far: the mean falls
+    h["stats"]["cls"], h["norm_weighted_stats"]["cls"] = raw.tolist(), weighted.tolist()
+    headline, text = norm_weighting_headline(typed(r)), norm_weighting_text(typed(r))
+    assert headline.startswith("The heads disagree on what [CLS] contributes") and "only 1 of 16 heads" in headline
+    assert "but in only 1 of 16 heads: the heads disagree" in text and "overstate" not in text + headline
+    most = np.where(np.arange(16).reshape(4, 4) < 10, raw - 0.05, raw + 0.02)  # 10 of the 16 heads fall: a majority
+    h["norm_weighted_stats"]["cls"] = most.tolist()
+    assert norm_weighting_headline(typed(r)).startswith("Raw attention overstates what [CLS] contributes")
+    assert norm_weighting_headline(typed(r)).endswith("(10 of 16 heads move that way).")
 
 
 def test_norm_example_headline_follows_the_edge_counts(r):
@@ -367,21 +414,23 @@ def test_norm_example_headline_follows_the_edge_counts(r):
 def test_graphs_headline_follows_the_own_share_and_the_pairs(r):
     # the baseline is uniform attention with the same residual: 0.5^4 + (1 - 0.5^4) / 15 words = 0.125, not 1/15
     assert attention_graphs_headline(typed(r)) == (
-        "In the first example sentence, by rollout (each layer's residual path taken as half of it), after the last "
-        "layer a word keeps more of itself than even attention with the same residual would leave it (on average 0.15 "
-        "of it is its own input word, against 0.12), and raw attention names different strongest pairs than rollout.")
+        "In the first example sentence, after the last layer rollout (each layer's residual path taken as half of it) "
+        "attributes more of a word to its own input word than even attention with the same residual would (on average "
+        "0.15, against 0.12), and raw attention names different strongest pairs than rollout.")
     rollout, raw = r["attention_graph_rollout"], r["attention_graph"]
     rollout["self_share"][-1] = 0.10
-    assert "a word keeps less of itself than even attention" in attention_graphs_headline(typed(r))
+    assert "attributes less of a word to its own input word than even attention" in attention_graphs_headline(typed(r))
     rollout["self_share"][-1] = 0.129
-    assert "a word keeps about as much of itself as even attention" in attention_graphs_headline(typed(r))
+    assert "attributes about as much of a word to its own input word as even attention" in (
+        attention_graphs_headline(typed(r)))
     rollout["self_share"][-1] = 0.8
     last = rollout["layers"][-1]
     # raw attention's head-mean edges at the last layer: the same pairs as rollout's strongest
     raw["edges"] = [e for e in raw["edges"] if not (e["layer"] == last and e["head"] == "mean")] + [
         {**e, "weight": 0.9} for e in rollout["edges"]
         if e["layer"] == last and e["head"] == "mean" and e["source"] != e["target"]]
-    assert "a word keeps more of itself than even attention with the same residual would leave it (on average 0.80" \
+    assert "attributes more of a word to its own input word than even attention with the same residual would (on " \
+           "average 0.80" \
         in attention_graphs_headline(typed(r))
     assert "raw attention names mostly the same strongest pairs as rollout" in attention_graphs_headline(typed(r))
     assert "strongest leading to" not in attention_graphs_headline(typed(r))
@@ -402,6 +451,27 @@ def test_weights_headline_follows_the_rank_against_initialisation(r):
     assert weights_headline(typed(r)).startswith("No: on average the trained heads' QK and OV circuits do not use")
     del w["initial"]
     assert "no copy of the model at initialisation was measured" in weights_headline(typed(r))
+
+
+def test_weights_says_fewer_directions_only_where_most_head_circuits_are_lower(r):
+    """A few heads can carry the mean: "Yes" needs most head circuits lower too."""
+    from hf_minattn.probes.report.weights import weights_text
+    w = r["weights"]
+    initial = np.full((4, 4), 20.0)
+    few = np.full((4, 4), 20.5)  # 30 of 32 circuits a little higher ...
+    few[0, 0] = 2.0  # ... one far lower in each of QK and OV: the mean is lower
+    for c in ("qk", "ov"):
+        w["initial"][f"{c}_effective_rank"], w["trained"][f"{c}_effective_rank"] = initial.tolist(), few.tolist()
+    headline = weights_headline(typed(r))
+    assert headline.startswith("Not clear: the mean effective rank and the count of head circuits") and (
+        "mean effective rank 19.3 of at most 32, against 20.0 at random initialisation; 2 of 32 head circuits "
+        "lower" in headline)
+    assert "is lower, but the heads disagree: whether the trained heads use fewer directions is not clear" in (
+        weights_text(typed(r)))
+    most = np.where(np.arange(16).reshape(4, 4) < 10, 19.0, 20.5)  # 20 of 32 lower, and the mean
+    for c in ("qk", "ov"):
+        w["trained"][f"{c}_effective_rank"] = most.tolist()
+    assert weights_headline(typed(r)).startswith("Yes: on average the trained heads' QK and OV circuits use fewer")
 
 
 def _circuits(identity, ov_copying=0.8, own_rank=2.0):
@@ -432,6 +502,24 @@ def test_drift_headline_names_what_moved_most(r):
     r["drift"]["metrics"]["drift"]["word_embeddings"]["values"][-1] = 20.0
     assert drift_headline(typed(r)).startswith("Training moved word_embeddings the most relative to its initial size "
                                                "(||W - W_0|| / ||W_0|| = 20 at the end)")
+
+
+def test_drift_names_every_parameter_tied_at_the_top_or_bottom_as_printed(r):
+    """Values equal at the precision printed are a tie: naming one of them "the most" ranks what the numbers do not."""
+    from hf_minattn.probes.report.drift import drift_text
+
+    drift = r["drift"]["metrics"]["drift"]
+    drift["word_embeddings"]["values"][-1] = 9.9004  # prints as 9.9, as layers.2.W_O's 9.9
+    drift["layers.0.W_Q"]["values"][-1] = 1.5601  # prints as 1.56, as layers.0.W_V's
+    headline, text = drift_headline(typed(r)), drift_text(typed(r))
+    assert headline.startswith("Training moved ") and "layers.2.W_O" in headline.split(" the most")[0]
+    assert "word_embeddings" in headline.split(" the most")[0] and "their initial sizes" in headline
+    assert "layers.0.W_Q" in headline.split(" the least")[0].split("at the end) and ")[1]
+    assert "layers.0.W_V" in headline.split(" the least")[0].split("at the end) and ")[1]
+    assert "largest for layers.2.W_O and word_embeddings (9.9)" in text or "largest for word_embeddings and " \
+        "layers.2.W_O (9.9)" in text
+    drift["word_embeddings"]["values"][-1] = 9.96  # prints as 9.96: no longer tied
+    assert drift_headline(typed(r)).startswith("Training moved word_embeddings the most relative to its initial size")
 
 
 def test_drift_says_no_parameter_stands_out_when_all_are_level_and_ranks_no_drift_it_lacks(r):

@@ -118,8 +118,8 @@ def test_bands_say_as_published_only_where_the_most_frequent_words_are_the_lowes
          "band_contrast": {"bands": ["top 100", "1000+"], "estimate": -0.10, "low": -0.15, "high": -0.05,
                            "words": [80, 300]}, "most_context_specific": [("of", 0.05)]}
     headline, text = bands_headline(probe_results(geometry=g)), bands_text(probe_results(geometry=g))
-    assert headline.startswith("Yes: the most frequent words (mostly function words like 'the') change more with "
-                               "their sentence than the rarest words (rank >= 1000) at the last layer")
+    assert headline.startswith("Yes: the most frequent words change more with their sentence than the rarest words "
+                               "(rank >= 1000) at the last layer")  # no words named that the numbers do not show
     assert headline.endswith("; words of frequency rank 100-1000 change more still (0.10), so the most frequent words "
                              "do not change most.")
     assert "the 100-1000 band has the lowest mean (frequent (stop) words vary more with context than the rarest words " \

@@ -184,7 +184,7 @@ def test_logit_lens_says_no_layer_is_shown_to_beat_frequencies_not_that_none_doe
                                "guess masked words better than word frequencies alone")
     resolved = _lens([-2.0, 0.05, 0.2], 0.12)
     assert "The loss first goes below the unigram floor" in logit_lens_text(resolved)
-    assert logit_lens_headline(resolved).startswith("Layer 2 is the first")
+    assert logit_lens_headline(resolved).startswith("Layer 2 is the lowest layer")
 
 
 # 6. circuits: positive correlations named as such beside the negative ones; a leaning head's rank
@@ -229,7 +229,7 @@ def _graphs(r, shared):
 
 def test_graphs_call_half_the_pairs_shared_partly_the_same(r):
     headline, text = _graphs(copy.deepcopy(r), 2)
-    assert headline.startswith("In the first example sentence, by rollout")
+    assert headline.startswith("In the first example sentence, after the last layer rollout")
     assert "raw attention names partly the same strongest pairs as rollout (2 of 4)" in headline
     assert "2 of rollout's 4 strongest pairs are among raw attention's 4 strongest at that layer: raw weights name " \
            "partly the same relations here: half of them." in text

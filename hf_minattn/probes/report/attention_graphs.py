@@ -24,8 +24,9 @@ GRAPH_MEANINGS = {  # what an edge a -> b of each graph says (attention_graphs s
                                "(Kobayashi et al. 2020), and for the layer (what the figure draws) the mean of the "
                                "heads' shares, which counts a head moving short vectors like one moving long ones",
     "rollout": "rollout: every layer's head-mean attention with the residual connection (A' = w I + (1 - w) A), "
-               "multiplied from the input up: the share of input word b in a's representation after that layer, "
-               "through attention and residuals (Abnar & Zuidema 2020)",
+               "multiplied from the input up: the share of word a that rollout gives input word b after that layer, "
+               "through attention and residuals (an attribution rollout assigns, not a measure of what a's "
+               "representation holds; Abnar & Zuidema 2020)",
     "flow": "flow: the same layered graph read as a flow network: the maximum flow from input word b to a, rows "
             "normalised (Abnar & Zuidema 2020)",
 }
@@ -98,7 +99,7 @@ def attention_graphs_text(r, k=5):
     text = (f"The first example's words as graphs at the last layer (layer {last}); an edge a -> b says that a draws "
             f"on b. " + "; ".join(GRAPH_MEANINGS[_meaning(name, f["graphs"][name])] for name in shown) + ". ")
     own, uniform = f["own"], f["uniform"]
-    kept = (f"After the last layer a word's representation is on average {own:.2f} its own input word, against "
+    kept = (f"After the last layer rollout attributes on average {own:.2f} of a word to its own input word, against "
             f"{uniform:.2f} if every layer attended evenly with the same residual weight, so "
             + SELF_VERDICT[_against_uniform(own, uniform)])
     if not top:
@@ -141,15 +142,16 @@ def _against_uniform(own, uniform):
 def attention_graphs_headline(r):
     f = _graph_findings(r)
     own, uniform = f["own"], f["uniform"]
-    what = {"above": "more of itself than", "below": "less of itself than", "level": "about as much of itself as"}
+    what = {"above": "more of a word to its own input word than", "below": "less of a word to its own input word than",
+            "level": "about as much of a word to its own input word as"}
     rollout = f["graphs"]["rollout"]
     w = np.asarray(_residual(r, len(rollout.layers), len(rollout.labels)))
     how = f"each layer's residual path taken as {'half' if w == 0.5 else f'{w:g}'} of it" if w.ndim == 0 else (
         "each layer's residual path weighted as measured, " + (", ".join(f"{x:.2f}" for x in w) + " by layer"
                                                               if w.ndim == 1 else f"{w.mean():.2f} on average"))
-    text = (f"In the first example sentence, by rollout ({how}), after the last layer a word keeps "
-            f"{what[_against_uniform(own, uniform)]} even attention with the same residual would leave it (on average "
-            f"{own:.2f} of it is its own input word, against {uniform:.2f})")
+    text = (f"In the first example sentence, after the last layer rollout ({how}) attributes "
+            f"{what[_against_uniform(own, uniform)]} even attention with the same residual would (on average "
+            f"{own:.2f}, against {uniform:.2f})")
     if f["common"] is not None:
         text += ", and raw attention names " + {
             "mostly": "mostly the same strongest pairs as rollout",
@@ -173,7 +175,7 @@ def attention_graphs_tables(r):
              "rows": [[n + 1, f"{a} -> {b}", f"{w:.2f}",
                        *((f"{strongest[n][0]} -> {strongest[n][1]}", f"{strongest[n][2]:.2f}") if n < len(strongest)
                          else ("-", "-"))] for n, (a, b, w) in enumerate(f["top"])]}
-    own = {"header": ["after layer", "a word's share of its own input word (rollout)"],
+    own = {"header": ["after layer", "share of a word rollout gives its own input word"],
            "rows": [[layer, f"{x:.2f}"] for layer, x in zip(rollout.layers, rollout.self_share or [])]}
     return [t for t in (edges, own) if t["rows"]]
 

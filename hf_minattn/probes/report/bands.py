@@ -163,8 +163,8 @@ def bands_headline(r):
                f"{_band_name(other)}{_contrast(r.geometry)}")
     if frequent > 0:
         tied = [_band_name(b) for b in lowest if b != "top 100"]
-        answer = (f"Yes: the most frequent words (mostly function words like 'the') change more with their sentence "
-                  f"than {_band_name(other, rarest=True)} at the last layer ({numbers})" +
+        answer = (f"Yes: the most frequent words change more with their sentence than "
+                  f"{_band_name(other, rarest=True)} at the last layer ({numbers})" +
                   (", as published." if lowest == ["top 100"] else
                    f"; {' and '.join(tied)} change as much ({bands['top 100']:.{d}f} as shown), so the most frequent "
                    f"words are tied for most." if "top 100" in lowest else

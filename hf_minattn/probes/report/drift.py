@@ -6,6 +6,7 @@ import os
 import matplotlib.pyplot as plt
 
 from ..plots import save_figure
+from .benchmark import and_list
 from .page import Section
 from .words import cell
 
@@ -22,6 +23,15 @@ def _ranked(final: dict) -> bool:
     return len({f"{v:.3g}" for v in final.values()}) > 1
 
 
+def _ends(final: dict) -> tuple[str, str]:
+    """("a" or "a and b", the same for the least): every parameter tied at the top (bottom) value as printed, since
+    naming one of equal printed values would rank what the numbers do not."""
+    values = list(final.values())
+    top, bottom = f"{values[0]:.3g}", f"{values[-1]:.3g}"
+    return (and_list(p for p, v in final.items() if f"{v:.3g}" == top),
+            and_list(p for p, v in final.items() if f"{v:.3g}" == bottom))
+
+
 def drift_text(r):
     d = r.drift
     metric, final = _drift_final(d)
@@ -31,8 +41,9 @@ def drift_text(r):
                 f"{' and '.join(names) if len(names) < 4 else f'all {len(names)} parameters'}: no parameter stands out.")
     where = ("that is where training moved the weights most and least" if metric == "drift" else
              "this file records no drift (distance from initialisation), so it does not say where the weights moved")
-    return (f"From {os.path.basename(d.path)}: by the end of training, {metric} is largest for {names[0]} "
-            f"({final[names[0]]:.3g}) and smallest for {names[-1]} ({final[names[-1]]:.3g}): {where}.")
+    most, least = _ends(final)
+    return (f"From {os.path.basename(d.path)}: by the end of training, {metric} is largest for {most} "
+            f"({final[names[0]]:.3g}) and smallest for {least} ({final[names[-1]]:.3g}): {where}.")
 
 
 def drift_headline(r):
@@ -40,11 +51,13 @@ def drift_headline(r):
     names = list(final)
     if not _ranked(final):
         return f"By the end of training, {metric} is level across the parameters ({final[names[0]]:.3g})."
+    most, least = _ends(final)
     if metric != "drift":  # a file without drift: its ranking does not say where the weights moved
-        return (f"By the end of training, {metric} is largest for {names[0]} ({final[names[0]]:.3g}) and smallest for "
-                f"{names[-1]} ({final[names[-1]]:.3g}); the file records no drift.")
-    return (f"Training moved {names[0]} the most relative to its initial size (||W - W_0|| / ||W_0|| = "
-            f"{final[names[0]]:.3g} at the end) and {names[-1]} the least ({final[names[-1]]:.3g}).")
+        return (f"By the end of training, {metric} is largest for {most} ({final[names[0]]:.3g}) and smallest for "
+                f"{least} ({final[names[-1]]:.3g}); the file records no drift.")
+    size = "their initial sizes" if " and " in most else "its initial size"
+    return (f"Training moved {most} the most relative to {size} (||W - W_0|| / ||W_0|| = "
+            f"{final[names[0]]:.3g} at the end) and {least} the least ({final[names[-1]]:.3g}).")
 
 
 def drift_tables(r):

@@ -45,8 +45,9 @@ def _place(i, j, tokens):
 
 def example_text(r, index=0):
     sentence = r.heads.examples[index].sentence
-    text = (f"Every head of every layer on {sentence!r} (row = attending token, column = attended token): the "
-            "patterns behind the statistics above")
+    # the statistics above average over the probe sentences: this one need not be among them
+    text = (f"Every head of every layer on {sentence!r} (row = attending token, column = attended token): attention "
+            "on one example sentence, not an average over the probe sentences that the statistics above measure")
     return text + ("; the same attention pooled to words is exported as a weighted directed graph in "
                    "attention_graph.json." if index == 0 else ".")
 

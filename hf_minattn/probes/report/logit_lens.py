@@ -4,23 +4,39 @@ next word)? Every layer decoded through the model's head, against the unigram fl
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ...stats import mean_interval
 from ..plots import save_figure
 from .page import Section
 from .words import cell, predicted
 
 
 def _lens_gain(lens):
-    """(gain, ci, below): each layer's gain over the unigram floor, its 95% half-width (NaN: one token) and the
-    layers whose gain has its interval above 0; None without a floor."""
+    """(gain, ci, above, over): each layer's gain over the unigram floor, its 95% half-width (NaN: none), the layers
+    whose gain has its interval above 0 and what the intervals are over ("tokens" or "the 8 sentences"); None without a
+    floor. Where the result kept per-sentence gains the sentences are the sample (a t-interval over their means):
+    tokens of one sentence are not independent, so the interval over tokens is too narrow to choose a verdict."""
     if lens.floor is None:
         return None
+    if getattr(lens, "sentence_gain", None):
+        return _sentence_gain(lens)
     gain = np.array(lens.gain, dtype=float)
     ci = np.array([np.nan if c is None else c for c in lens.gain_interval95], dtype=float)
-    return gain, ci, [layer for layer in range(len(gain)) if gain[layer] - ci[layer] > 0]
+    return gain, ci, [layer for layer in range(len(gain)) if gain[layer] - ci[layer] > 0], "tokens"
+
+
+def _sentence_gain(lens):
+    """`_lens_gain` from the per-sentence gains: the mean over the sentences that have scored tokens, with its
+    t-interval."""
+    tokens = getattr(lens, "sentence_tokens", None) or [1] * len(lens.sentence_gain[0])
+    kept = [i for i, n in enumerate(tokens) if n]
+    intervals = [mean_interval(np.asarray(row, dtype=float)[kept]) for row in lens.sentence_gain]
+    gain = np.array([i.estimate for i in intervals])
+    ci = np.array([np.nan if i.n < 2 else i.high - i.estimate for i in intervals])
+    return gain, ci, [layer for layer, i in enumerate(intervals) if i.sign() > 0], f"the {len(kept)} sentences"
 
 
 def logit_lens_text(r):
-    """The loss by layer, and the first layer whose gain over the unigram floor has its 95% interval above 0 (or
+    """The loss by layer, and the lowest layer whose gain over the unigram floor has its 95% interval above 0 (or
     that no layer's has); without a floor, no verdict."""
     lens = r.logit_lens
     loss, accuracy, words = lens.loss, lens.accuracy, predicted(lens)
@@ -35,19 +51,22 @@ def logit_lens_text(r):
     gains = _lens_gain(lens)
     if gains is None:
         return text + "No unigram floor was given, so no layer is compared with token frequencies alone." + caveat
-    gain, ci, below = gains
+    gain, ci, below, basis = gains
     floor = f"the unigram floor ({lens.floor:.2f} nats on the same tokens)"
+    basis = (f" (Gains are means over {basis}, with 95% t-intervals over them: the sentences are the sample.)"
+             if basis != "tokens" else " (Intervals over tokens: this result kept no per-sentence gains, and tokens "
+             "of one sentence are not independent, so they are narrower than intervals over sentences.)")
     if not below:
         best = int(np.nanargmax(gain))
         return text + (f"No layer's loss is below {floor} beyond its 95% interval (largest gain {gain[best]:+.2f} ± "
                        f"{ci[best]:.2f} nats, at layer {best}): read through its head, no layer is shown to predict "
-                       f"{words['tokens']} better than token frequencies alone.") + caveat
+                       f"{words['tokens']} better than token frequencies alone.") + basis + caveat
     first = below[0]
     return text + (f"The loss first goes below {floor} beyond its 95% interval at layer {first} (gain {gain[first]:.2f} ± "
                    f"{ci[first]:.2f} nats); at the last layer the gain is {gain[-1]:+.2f} ± {ci[-1]:.2f} nats. "
                    + (f"Below layer {first}, no layer is shown to beat token frequencies alone through this head"
-                      + _worse(gain, ci, first) if first > 0 else "Even the embedding output beats token frequencies "
-                      "alone.")) + caveat
+                      + _worse(gain, ci, first) if first > 0 else "Even the embedding output is shown to beat token "
+                      "frequencies alone.")) + basis + caveat
 
 
 def _worse(gain, ci, first) -> str:
@@ -65,32 +84,40 @@ def logit_lens_headline(r):
     lens = r.logit_lens
     gains, words = _lens_gain(lens), predicted(lens)
     head, guess = f"read through the {words['head']}", f"guesses {words['words']}"
-    if gains is None:
+    if gains is None:  # no intervals to compare layers with: only the point losses
         lowest = int(np.argmin(lens.loss))
-        return (f"{head[:1].upper()}{head[1:]}, layer {lowest} {guess} best ({lens.loss[lowest]:.2f} nats); no "
-                "word-frequency floor was given to compare with.")
-    gain, ci, below = gains
+        return (f"{head[:1].upper()}{head[1:]}, layer {lowest} {guess} best by its point loss "
+                f"({lens.loss[lowest]:.2f} nats); no word-frequency floor was given to compare with.")
+    gain, ci, below, over = gains
+    over = "over tokens" if over == "tokens" else "over sentences"
     if not below:
         best = int(np.nanargmax(gain))
         return (f"Not resolved at this scale: no layer, {head}, is shown to guess {words['words']} better than word "
-                f"frequencies alone (largest gain {gain[best]:+.2f} ± {ci[best]:.2f} nats, layer {best}).")
+                f"frequencies alone (largest gain {gain[best]:+.2f} ± {ci[best]:.2f} nats {over}, layer {best}).")
     first = below[0]
     if first == 0:
-        return (f"Even layer 0, {head}, {guess} better than word frequencies alone (gain {gain[0]:.2f} ± "
-                f"{ci[0]:.2f} nats; last layer {gain[-1]:+.2f}).")
-    return (f"Layer {first} is the first that, {head}, {guess} better than word frequencies alone (gain "
-            f"{gain[first]:.2f} ± {ci[first]:.2f} nats; last layer {gain[-1]:+.2f}).")
+        return (f"Even layer 0, {head}, is shown to guess {words['words']} better than word frequencies alone (gain "
+                f"{gain[0]:.2f} ± {ci[0]:.2f} nats {over}; last layer {gain[-1]:+.2f}).")
+    # the layers below are not shown to beat the floor, which is not that they do not
+    return (f"Layer {first} is the lowest layer that, {head}, is shown to guess {words['words']} better than word "
+            f"frequencies alone (gain {gain[first]:.2f} ± {ci[first]:.2f} nats {over}; last layer {gain[-1]:+.2f}).")
 
 
 def logit_lens_tables(r):
     lens = r.logit_lens
     gains = _lens_gain(lens)
+    by_sentence = gains is not None and gains[3] != "tokens"
     ci = lens.interval95 or [None] * len(lens.loss)
-    header = ["layer", "loss (nats)", "± 95%", "top-1 accuracy"] + (["gain over the floor", "± 95%"] if gains else [])
+    header = ["layer", "loss (nats)", "± 95%", "top-1 accuracy"] + (
+        ["gain over the floor", "± 95% (tokens)"] if gains else []) + (
+        ["gain, mean over sentences", "± 95% (sentences)"] if by_sentence else [])
     rows = []
+    token_ci = lens.gain_interval95 or [None] * len(lens.loss)
     for layer, (loss, acc) in enumerate(zip(lens.loss, lens.accuracy)):
         row = [layer, f"{loss:.3f}", cell(ci, layer, ".3f"), f"{acc:.3f}"]
         if gains:
+            row += [f"{lens.gain[layer]:+.3f}", cell(token_ci, layer, ".3f")]
+        if by_sentence:
             row += [f"{gains[0][layer]:+.3f}", "-" if np.isnan(gains[1][layer]) else f"{gains[1][layer]:.3f}"]
         rows.append(row)
     return [{"header": header, "rows": rows}]

@@ -10,17 +10,39 @@ from ..results import shown_tokens
 from .head_roles import ROLE_LABELS
 from .heads import HEAD_STATS, target_object
 from .page import Section
-from .words import differ
+from .words import differ, lower
 
 
 def _norm_change(h):
-    """({target: (raw mean, norm-weighted mean)}, the target that changes most, its direction: "falls", "rises" or
-    "same" (equal as shown)."""
+    """({target: (raw mean, norm-weighted mean)}, the target that changes most, its direction: "falls", "rises",
+    "same" (equal as shown) or "mixed" (the mean moves, but not in most heads: a few large heads can carry it)."""
     changes = {k: (float(np.mean(h.stats[k])), float(np.mean(h.norm_weighted_stats[k])))
                for k in ("cls", "sep", "punctuation", "self", "previous", "next") if k in h.norm_weighted_stats}
     key = max(changes, key=lambda k: abs(changes[k][1] - changes[k][0]))
     raw, weighted = changes[key]
-    return changes, key, ("same" if not differ(raw, weighted) else "falls" if weighted < raw else "rises")
+    if not differ(raw, weighted):
+        return changes, key, "same"
+    direction = "falls" if weighted < raw else "rises"
+    agree, heads = _agreeing(h, key, direction)
+    return changes, key, direction if 2 * agree > heads else "mixed"
+
+
+def _agreeing(h, key, direction):
+    """(heads whose attention to `key` moves in `direction` under norm weighting, heads): one value per head."""
+    before, after = np.ravel(h.stats[key]), np.ravel(h.norm_weighted_stats[key])
+    return int(np.sum(after < before if direction == "falls" else after > before)), before.size
+
+
+def _head_moves(h, changes):
+    """(target, heads whose attention to it changes by 0.01 or more, falling, rising, heads) for the target with the
+    most such heads: heads can move apart while their mean stays."""
+    def moves(k):
+        pairs = list(zip(np.ravel(h.stats[k]), np.ravel(h.norm_weighted_stats[k])))
+        return sum(lower(b, a) for a, b in pairs), sum(lower(a, b) for a, b in pairs), len(pairs)
+    counts = {k: moves(k) for k in changes}
+    key = max(counts, key=lambda k: counts[k][0] + counts[k][1])
+    falls, rises, n = counts[key]
+    return key, falls + rises, falls, rises, n
 
 
 def norm_weighting_text(r):
@@ -31,8 +53,18 @@ def norm_weighting_text(r):
     text = (f"Weighting each attention weight by the norm of the vector it moves (||a_ij W_O W_V x_j||, value bias "
             f"included; Kobayashi et al. 2020), mean attention {moves}. ")
     if direction == "same":
-        return text + (f"The largest change, attention to {ROLE_LABELS[key]} ({raw:.3f} -> {weighted:.3f}), is "
-                       "under 0.01: norm weighting does not change the picture here.")
+        text += f"The largest change, attention to {ROLE_LABELS[key]} ({raw:.3f} -> {weighted:.3f}), is under 0.01: "
+        target, moved, falls, rises, n = _head_moves(h, changes)
+        if not moved:
+            return text + "norm weighting does not change the picture here (nor any head's attention by 0.01 or more)."
+        return text + (f"norm weighting does not change the means here, but {moved} of {n} heads' attention to "
+                       f"{ROLE_LABELS[target]} changes by 0.01 or more ({falls} fall, {rises} rise).")
+    if direction == "mixed":
+        agree, n = _agreeing(h, key, "falls" if weighted < raw else "rises")
+        return text + (f"The largest change: mean attention to {ROLE_LABELS[key]} "
+                       f"{'falls' if weighted < raw else 'rises'} from {raw:.2f} to {weighted:.2f}, but in only "
+                       f"{agree} of {n} heads: the heads disagree, so the mean does not say how much these tokens "
+                       "contribute.")
     return text + (f"The largest change: attention to {ROLE_LABELS[key]} {direction} from {raw:.2f} to {weighted:.2f}, "
                    "so " + ("raw weights overstate how much these tokens contribute." if direction == "falls" else
                             "raw weights understate how much these tokens contribute."))
@@ -45,11 +77,15 @@ def norm_weighting_headline(r):
     if direction == "same":
         return (f"No clear difference: weighting attention by the size of what it moves changes no target's mean "
                 f"attention by 0.01 or more (largest change: {target}, {raw:.3f} -> {weighted:.3f}).")
-    before, after = np.ravel(r.heads.stats[key]), np.ravel(r.heads.norm_weighted_stats[key])  # one value per head
-    agree = int(np.sum(after < before)) if direction == "falls" else int(np.sum(after > before))
+    mean_move = "falls" if weighted < raw else "rises"
+    agree, n = _agreeing(r.heads, key, mean_move)
+    if direction == "mixed":
+        return (f"The heads disagree on what {target_object(target)} contributes: weighted by the size of what it "
+                f"moves, mean attention to it {mean_move} from {raw:.2f} to {weighted:.2f}, but only {agree} of {n} "
+                "heads move that way.")
     return (f"Raw attention {'overstates' if direction == 'falls' else 'understates'} what {target_object(target)} "
             f"contributes: weighted by the size of what it moves, mean attention to it {direction} from {raw:.2f} to "
-            f"{weighted:.2f} ({agree} of {before.size} heads move that way).")
+            f"{weighted:.2f} ({agree} of {n} heads move that way).")
 
 
 def norm_weighting_tables(r):

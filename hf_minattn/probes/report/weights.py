@@ -10,53 +10,68 @@ from .words import lower
 
 
 def _effective_ranks(w):
-    """(trained, initial or None, lower): mean effective rank {"qk", "ov", "both" (their mean)} over every head; lower
-    when the trained circuits' mean rank of both is below the initial one's as printed (one decimal)."""
+    """(trained, initial or None, verdict): mean effective rank {"qk", "ov", "both" (their mean)} over every head;
+    verdict "lower" where the trained circuits' mean rank of both is below the initial one's as printed (one decimal)
+    and most head circuits are lower too (a few heads can carry a mean), "not lower" where neither holds, "mixed"
+    where one does."""
     t = {c: float(np.mean(getattr(w.trained, f"{c}_effective_rank"))) for c in ("qk", "ov")}
     t["both"] = (t["qk"] + t["ov"]) / 2
     if not w.initial:
         return t, None, None
     i = {c: float(np.mean(getattr(w.initial, f"{c}_effective_rank"))) for c in ("qk", "ov")}
     i["both"] = (i["qk"] + i["ov"]) / 2
-    return t, i, lower(t["both"], i["both"], 1)
+    heads_lower, heads = _lower_heads(w)
+    votes = int(lower(t["both"], i["both"], 1)) + int(2 * heads_lower > heads)
+    return t, i, ("not lower", "mixed", "lower")[votes]
 
 
 def weights_text(r):
     w = r.weights
-    t, i, lower = _effective_ranks(w)
+    t, i, verdict = _effective_ranks(w)
     text = (f"Per-head QK (W_Q^T W_K) and OV (W_O W_V) circuits, from {w.source}: mean effective rank "
             f"(entropy-based, Roy & Vetterli) QK {t['qk']:.1f}, OV {t['ov']:.1f} of at most {w.head_dim}")
     if i is not None:
-        verdict = ("lower: on average the trained heads use fewer directions" if lower else
-                   "not lower: on average the trained heads do not use fewer directions")
+        mean_lower = "lower" if lower(t["both"], i["both"], 1) else "not lower"
+        verdict = {"lower": "lower: on average the trained heads use fewer directions",
+                   "not lower": "not lower: on average the trained heads do not use fewer directions",
+                   "mixed": f"{mean_lower}, but the heads disagree: whether the trained heads use fewer directions "
+                            "is not clear"}[verdict]
         text += (f", against QK {i['qk']:.1f}, OV {i['ov']:.1f} for the same model at random initialisation "
                  f"({'; '.join(w.notes or []) or 'its own initial weights'}): the trained circuits' mean rank of both, "
-                 f"{t['both']:.1f} against {i['both']:.1f}, is {verdict} ({_lower_heads(w)})")
+                 f"{t['both']:.1f} against {i['both']:.1f}, is {verdict} ({_lower_heads_text(w)})")
     return text + ". Biases and LayerNorm are ignored."
 
 
 def weights_headline(r):
     w = r.weights
-    t, i, lower = _effective_ranks(w)
+    t, i, verdict = _effective_ranks(w)
     trained = t["both"]
     if i is None:
         return (f"Each head's circuits use on average {trained:.1f} of at most {w.head_dim} directions (effective "
                 "rank); no copy of the model at initialisation was measured to compare.")
     initial = i["both"]
     numbers = (f"mean effective rank {trained:.1f} of at most {w.head_dim}, against {initial:.1f} at random "
-               f"initialisation; {_lower_heads(w)}")
-    if lower:
+               f"initialisation; {_lower_heads_text(w)}")
+    if verdict == "lower":
         return f"Yes: on average the trained heads' QK and OV circuits use fewer directions ({numbers})."
+    if verdict == "mixed":
+        return (f"Not clear: the mean effective rank and the count of head circuits below their initial rank "
+                f"disagree on whether the trained heads use fewer directions ({numbers}).")
     return f"No: on average the trained heads' QK and OV circuits do not use fewer directions ({numbers})."
 
 
 def _lower_heads(w):
-    """"k of n head circuits lower": the QK and OV circuits of every head whose trained effective rank is below its
-    own at initialisation, as shown (one decimal)."""
+    """(k, n): of the n head circuits (QK and OV of every head), the k whose trained effective rank is below its own
+    at initialisation, as shown (one decimal)."""
     pairs = [pair for c in ("qk", "ov")  # (layers, heads) of each: one rank per head circuit
              for pair in zip(np.ravel(getattr(w.trained, f"{c}_effective_rank")),
                              np.ravel(getattr(w.initial, f"{c}_effective_rank")))]
-    return f"{sum(lower(a, b, 1) for a, b in pairs)} of {len(pairs)} head circuits lower"
+    return sum(lower(a, b, 1) for a, b in pairs), len(pairs)
+
+
+def _lower_heads_text(w):
+    """"k of n head circuits lower"."""
+    return "{} of {} head circuits lower".format(*_lower_heads(w))
 
 
 def weights_tables(r):
