@@ -10,31 +10,30 @@ from .words import lower
 
 
 def _effective_ranks(w):
-    """(trained, initial or None, verdict): mean effective rank {"qk", "ov", "both" (their mean)} over every head;
-    verdict "lower" where the trained circuits' mean rank of both is below the initial one's as printed (one decimal)
-    and most head circuits are lower too (a few heads can carry a mean), "not lower" where neither holds, "mixed"
-    where one does."""
+    """(trained, initial or None, verdict, whether the mean is lower): mean effective rank {"qk", "ov", "both" (their
+    mean)} over every head; verdict "lower" where the trained circuits' mean rank of both is below the initial one's
+    as printed (one decimal) and most head circuits are lower too (a few heads can carry a mean), "not lower" where
+    neither holds, "mixed" where one does."""
     t = {c: float(np.mean(getattr(w.trained, f"{c}_effective_rank"))) for c in ("qk", "ov")}
     t["both"] = (t["qk"] + t["ov"]) / 2
     if not w.initial:
-        return t, None, None
+        return t, None, None, None
     i = {c: float(np.mean(getattr(w.initial, f"{c}_effective_rank"))) for c in ("qk", "ov")}
     i["both"] = (i["qk"] + i["ov"]) / 2
     heads_lower, heads = _lower_heads(w)
-    votes = int(lower(t["both"], i["both"], 1)) + int(2 * heads_lower > heads)
-    return t, i, ("not lower", "mixed", "lower")[votes]
+    mean_lower = lower(t["both"], i["both"], 1)
+    return t, i, ("not lower", "mixed", "lower")[int(mean_lower) + int(2 * heads_lower > heads)], mean_lower
 
 
 def weights_text(r):
     w = r.weights
-    t, i, verdict = _effective_ranks(w)
+    t, i, verdict, mean_lower = _effective_ranks(w)
     text = (f"Per-head QK (W_Q^T W_K) and OV (W_O W_V) circuits, from {w.source}: mean effective rank "
             f"(entropy-based, Roy & Vetterli) QK {t['qk']:.1f}, OV {t['ov']:.1f} of at most {w.head_dim}")
     if i is not None:
-        mean_lower = "lower" if lower(t["both"], i["both"], 1) else "not lower"
         verdict = {"lower": "lower: on average the trained heads use fewer directions",
                    "not lower": "not lower: on average the trained heads do not use fewer directions",
-                   "mixed": f"{mean_lower}, but the heads disagree: whether the trained heads use fewer directions "
+                   "mixed": f"{'lower' if mean_lower else 'not lower'}, but the heads disagree: whether the trained heads use fewer directions "
                             "is not clear"}[verdict]
         text += (f", against QK {i['qk']:.1f}, OV {i['ov']:.1f} for the same model at random initialisation "
                  f"({'; '.join(w.notes or []) or 'its own initial weights'}): the trained circuits' mean rank of both, "
@@ -44,7 +43,7 @@ def weights_text(r):
 
 def weights_headline(r):
     w = r.weights
-    t, i, verdict = _effective_ranks(w)
+    t, i, verdict, _ = _effective_ranks(w)
     trained = t["both"]
     if i is None:
         return (f"Each head's circuits use on average {trained:.1f} of at most {w.head_dim} directions (effective "
