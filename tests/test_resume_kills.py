@@ -120,7 +120,7 @@ def test_a_trainer_state_cut_short_in_the_output_folder_is_named_and_the_end_red
 @pytest.mark.slow
 @pytest.mark.parametrize("finished", [True, False])
 def test_an_all_results_file_cut_short_is_rebuilt_not_a_json_error(reference, tokenizer_dir, tmp_path, finished,
-                                                                     caplog):
+                                                                     caplog, monkeypatch):
     """The Trainer wrote all_results.json in place: one cut short by a kill made every --resume fail in json.load,
     naming no file, both on a finished run (its results read back) and while the end is redone (merged into)."""
     out = tmp_path / "model"
@@ -133,6 +133,7 @@ def test_an_all_results_file_cut_short_is_rebuilt_not_a_json_error(reference, to
     expected = read_json(reference / "all_results.json")
     assert results["eval_loss"] == pytest.approx(expected["eval_loss"], abs=1e-6)
     if finished:  # read back from the train and eval results, as they were; a push is left to hf-minattn push
+        monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)  # parsed with --push_to_hub
         main(tiny_argv(out, tokenizer_dir, resume=True, push_to_hub=True, hub_model_id="me/tiny", **ARGS))
         assert f"nothing to train or save; to push it: hf-minattn push {out} me/tiny" in caplog.text
         assert results == {**read_json(reference / "train_results.json"), **read_json(reference / "eval_results.json")}

@@ -418,6 +418,7 @@ def test_the_repository_of_push_to_hub_is_checked_when_parsed(tmp_path, monkeypa
     (by default the --output_dir folder's) or an offline Hub ended the run there."""
     import huggingface_hub
 
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # the machine's own setting aside
     with pytest.raises(ValueError, match=re.escape("--push_to_hub's repository (the --output_dir folder's name; give "
                                                    "--hub_model_id) 'my run!' is not a valid Hub repository id")):
         parse_args(tiny_argv(tmp_path / "my run!", push_to_hub=True))
