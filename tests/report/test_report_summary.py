@@ -340,10 +340,19 @@ def test_logit_lens_verdict_follows_the_sentences_not_the_tokens():
     assert logit_lens_headline(by_tokens).startswith("Layer 1 is the lowest layer")
     assert logit_lens_headline(by_sentences).startswith("Layer 2 is the lowest layer") and "over sentences" in (
         logit_lens_headline(by_sentences))
-    assert "Gains are means over the 4 sentences" in logit_lens_text(by_sentences)
+    assert "Gains are means over every token, with 95% t-intervals over the 4 sentences" in logit_lens_text(by_sentences)
     assert "Intervals over tokens: this result kept no per-sentence gains" in logit_lens_text(by_tokens)
     tight = [[-0.6, -0.4, -0.5, -0.5], [0.3, 0.2, 0.25, 0.25], [1.6, 1.4, 1.5, 1.5]]
     assert logit_lens_headline(_lens([5.0, 4.25, 3.0], floor=4.5, sentence_gain=tight)).startswith("Layer 1 is the")
+    # each sentence weighted by its tokens, as the loss column: five one-token sentences with a large gain do not
+    # outweigh a sentence of 100 tokens below the floor (their plain mean, +0.75, did)
+    few = [[-0.5] * 6, [1.5, 1.4, 1.6, 1.5, 1.5, -0.5], [1.6, 1.4, 1.5, 1.5, 1.4, 1.5]]
+    weighted = _lens([5.0, 4.93, 3.0], floor=4.5, sentence_gain=few)
+    weighted.logit_lens.sentence_tokens = [1, 1, 1, 1, 1, 100]
+    assert logit_lens_headline(weighted).startswith("Layer 2 is the lowest layer")
+    # one sentence has no interval over sentences: the tokens' is used, and said
+    one = _lens([5.0, 4.25, 3.0], floor=4.5, sentence_gain=[[-0.5], [0.25], [1.5]])
+    assert logit_lens_headline(one) == logit_lens_headline(by_tokens) and "nan" not in logit_lens_text(one)
 
 
 def test_example_headline_names_the_sharpest_head(r):

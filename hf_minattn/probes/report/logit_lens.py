@@ -3,36 +3,61 @@ next word)? Every layer decoded through the model's head, against the unigram fl
 
 import matplotlib.pyplot as plt
 import numpy as np
+from scipy import stats
 
-from ...stats import mean_interval
+from ...stats import Interval
 from ..plots import save_figure
 from .page import Section
 from .words import cell, predicted
 
 
+def ratio_interval(values, weights, confidence: float = 0.95) -> Interval:
+    """The weighted mean sum(w v) / sum(w) of per-cluster means `values` (a sentence's mean gain, weighted by its
+    tokens: the mean over all tokens) with a Student-t interval over the clusters, whose standard error is the ratio
+    estimator's (linearised, each cluster's residual w (v - mean)): tokens of one sentence are not independent,
+    sentences are. Clusters of weight 0 are left out; with fewer than 2 the interval is the point itself."""
+    values, weights = np.asarray(values, dtype=np.float64).ravel(), np.asarray(weights, dtype=np.float64).ravel()
+    if values.shape != weights.shape:
+        raise ValueError(f"ratio_interval needs one weight per value, got {weights.size} and {values.size}")
+    kept = weights > 0
+    values, weights = values[kept], weights[kept]
+    if values.size == 0:
+        raise ValueError("ratio_interval needs at least one value of positive weight")
+    mean, n = float(np.sum(weights * values) / np.sum(weights)), int(values.size)
+    residuals = weights * (values - mean)
+    if n == 1 or not np.any(residuals):
+        return Interval(mean, mean, mean, n, confidence, "t", n - 1)
+    se = float(np.sqrt(n / (n - 1) * np.sum(residuals ** 2)) / np.sum(weights))
+    low, high = stats.t.interval(confidence, df=n - 1, loc=mean, scale=se)
+    return Interval(mean, float(low), float(high), n, confidence, "t", n - 1)
+
+
 def _lens_gain(lens):
     """(gain, ci, above, over): each layer's gain over the unigram floor, its 95% half-width (NaN: none), the layers
     whose gain has its interval above 0 and what the intervals are over ("tokens" or "the 8 sentences"); None without a
-    floor. Where the result kept per-sentence gains the sentences are the sample (a t-interval over their means):
-    tokens of one sentence are not independent, so the interval over tokens is too narrow to choose a verdict."""
+    floor. Where the result kept per-sentence gains the sentences are the sample (`ratio_interval`): tokens of one
+    sentence are not independent, so the interval over tokens is too narrow to choose a verdict."""
     if lens.floor is None:
         return None
-    if getattr(lens, "sentence_gain", None):
-        return _sentence_gain(lens)
+    if getattr(lens, "sentence_gain", None) and (by_sentence := _sentence_gain(lens)) is not None:
+        return by_sentence
     gain = np.array(lens.gain, dtype=float)
     ci = np.array([np.nan if c is None else c for c in lens.gain_interval95], dtype=float)
     return gain, ci, [layer for layer in range(len(gain)) if gain[layer] - ci[layer] > 0], "tokens"
 
 
 def _sentence_gain(lens):
-    """`_lens_gain` from the per-sentence gains: the mean over the sentences that have scored tokens, with its
-    t-interval."""
+    """`_lens_gain` from the per-sentence gains, each weighted by its tokens (the mean over every token, as the loss
+    column's), with the interval of `ratio_interval` over the sentences; None with fewer than 2 sentences scored (no
+    interval: the tokens' is used)."""
     tokens = getattr(lens, "sentence_tokens", None) or [1] * len(lens.sentence_gain[0])
-    kept = [i for i, n in enumerate(tokens) if n]
-    intervals = [mean_interval(np.asarray(row, dtype=float)[kept]) for row in lens.sentence_gain]
+    kept = sum(1 for n in tokens if n)
+    if kept < 2:
+        return None
+    intervals = [ratio_interval(row, tokens) for row in lens.sentence_gain]
     gain = np.array([i.estimate for i in intervals])
-    ci = np.array([np.nan if i.n < 2 else i.high - i.estimate for i in intervals])
-    return gain, ci, [layer for layer, i in enumerate(intervals) if i.sign() > 0], f"the {len(kept)} sentences"
+    ci = np.array([i.high - i.estimate for i in intervals])
+    return gain, ci, [layer for layer, i in enumerate(intervals) if i.sign() > 0], f"the {kept} sentences"
 
 
 def logit_lens_text(r):
@@ -53,7 +78,7 @@ def logit_lens_text(r):
         return text + "No unigram floor was given, so no layer is compared with token frequencies alone." + caveat
     gain, ci, below, basis = gains
     floor = f"the unigram floor ({lens.floor:.2f} nats on the same tokens)"
-    basis = (f" (Gains are means over {basis}, with 95% t-intervals over them: the sentences are the sample.)"
+    basis = (f" (Gains are means over every token, with 95% t-intervals over {basis}: the sentences are the sample.)"
              if basis != "tokens" else " (Intervals over tokens: this result kept no per-sentence gains, and tokens "
              "of one sentence are not independent, so they are narrower than intervals over sentences.)")
     if not below:
@@ -110,7 +135,7 @@ def logit_lens_tables(r):
     ci = lens.interval95 or [None] * len(lens.loss)
     header = ["layer", "loss (nats)", "± 95%", "top-1 accuracy"] + (
         ["gain over the floor", "± 95% (tokens)"] if gains else []) + (
-        ["gain, mean over sentences", "± 95% (sentences)"] if by_sentence else [])
+        ["± 95% (sentences)"] if by_sentence else [])
     rows = []
     token_ci = lens.gain_interval95 or [None] * len(lens.loss)
     for layer, (loss, acc) in enumerate(zip(lens.loss, lens.accuracy)):
@@ -118,7 +143,7 @@ def logit_lens_tables(r):
         if gains:
             row += [f"{lens.gain[layer]:+.3f}", cell(token_ci, layer, ".3f")]
         if by_sentence:
-            row += [f"{gains[0][layer]:+.3f}", "-" if np.isnan(gains[1][layer]) else f"{gains[1][layer]:.3f}"]
+            row += [f"{gains[1][layer]:.3f}"]
         rows.append(row)
     return [{"header": header, "rows": rows}]
 
