@@ -313,5 +313,7 @@ def card_facts(trainer, model_args, data_args, data_description, tokenizer, trai
         validation_file=os.path.basename(data_args.validation_file) if data_args.validation_file else None,
         hardware=f"{args.world_size} x {args.device.type}" + (f" ({os.cpu_count()} cores)" if args.device.type == "cpu" else ""),
         repo_id=args.hub_model_id,
-        eval_split_description=f"{len(trainer.eval_dataset)} sequences of held-out text" if trainer.eval_dataset else "none",
+        eval_split_description=(f"{len(trainer.eval_dataset)} sequences of "
+                                + (f"`{os.path.basename(data_args.validation_file)}`" if data_args.validation_file
+                                   else "held-out text")) if trainer.eval_dataset else "none",
     )

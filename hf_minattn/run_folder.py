@@ -158,13 +158,15 @@ EARLIER_RUN_FILES = (TRAINER_STATE_NAME, "all_results.json", "train_results.json
 
 
 def foreign_readme(folder: str) -> bool:
-    """Whether `folder` holds a README.md that is no model card (a card opens with its YAML metadata, `---`): the
-    user's own (`--output_dir .` in a project), which the run's card would replace."""
+    """Whether `folder` holds a README.md that is no model card (a card opens with its YAML metadata, `---`, after
+    any byte-order mark): the user's own (`--output_dir .` in a project), which the run's card would replace. An
+    empty one holds nothing to lose."""
     path = os.path.join(folder, "README.md")
     if not os.path.isfile(path):
         return False
     with open(path, encoding="utf-8", errors="replace") as f:
-        return f.readline().rstrip("\r\n") != "---"
+        text = f.read().lstrip("\ufeff")
+    return bool(text.strip()) and text.splitlines()[0].rstrip() != "---"
 
 
 def start_afresh(args, checkpoint: str | None = None) -> None:

@@ -55,15 +55,27 @@ def test_the_results_name_the_embedded_corpus_briefly_and_the_text_describes_it(
     assert "[`train_results.json`](train_results.json)" in card.text and "tokens/s" not in card.text
 
 
-def run_facts(tmp_path, tokenizer, argv=(), data_collator=None, **training) -> CardFacts:
+def run_facts(tmp_path, tokenizer, argv=(), data_collator=None, data_args=None, eval_dataset=None,
+              **training) -> CardFacts:
     """card_facts of a run that trained nothing: TrainingArguments, a tiny model, no datasets."""
     args = TrainingArguments(output_dir=str(tmp_path / "run"), report_to="none", use_cpu=True, **training)
     args.max_train_minutes = None  # run_mlm's own argument
     model = MinAttnForMaskedLM(tiny_config(vocab_size=len(tokenizer)))
-    trainer = SimpleNamespace(args=args, model=model, eval_dataset=None, state=SimpleNamespace(global_step=3),
+    trainer = SimpleNamespace(args=args, model=model, eval_dataset=eval_dataset, state=SimpleNamespace(global_step=3),
                               data_collator=data_collator)
-    return card_facts(trainer, ModelArguments(), DataTrainingArguments(), "a test corpus", tokenizer, {}, {}, 24,
-                      list(argv))
+    return card_facts(trainer, ModelArguments(), data_args or DataTrainingArguments(), "a test corpus", tokenizer, {},
+                      {}, 24, list(argv))
+
+
+def test_the_validation_split_is_named_where_a_file_gave_it(tmp_path, tokenizer):
+    """A --validation_file was "N sequences of held-out text", which it need not be."""
+    held_out = run_facts(tmp_path, tokenizer, eval_dataset=[0] * 7)
+    assert held_out.eval_split_description == "7 sequences of held-out text" and held_out.validation_file is None
+    for name in ("train.txt", "other.txt"):
+        (tmp_path / name).write_text("some text here\n")
+    data_args = DataTrainingArguments(train_file=str(tmp_path / "train.txt"), validation_file=str(tmp_path / "other.txt"))
+    given = run_facts(tmp_path, tokenizer, data_args=data_args, eval_dataset=[0] * 7)
+    assert given.eval_split_description == "7 sequences of `other.txt`" and given.validation_file == "other.txt"
 
 
 @pytest.mark.parametrize("argv", [["--push_to_hub", "--hub_token", "hf_SECRET", "--seed", "1"],

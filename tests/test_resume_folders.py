@@ -172,3 +172,7 @@ def test_a_readme_that_is_no_model_card_is_not_replaced_by_the_runs_card(tmp_pat
     assert (out / "README.md").read_text() == "# My project\n\nNotes that are mine.\n"
     (out / "README.md").write_text("---\nlibrary_name: transformers\n---\n\n# a card\n")  # a model card's opening
     assert not foreign_readme(out)
+    (out / "README.md").write_text("\ufeff---\r\nlicense: mit\r\n---\r\n")  # saved with a byte-order mark, CRLF
+    assert not foreign_readme(out)
+    (out / "README.md").write_text("")  # `touch README.md`: nothing to lose
+    assert not foreign_readme(out)

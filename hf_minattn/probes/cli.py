@@ -105,7 +105,8 @@ def _pooling_arguments(p):
                    help="the same for the untrained twin's pass, a floor whose scores barely move with it "
                         f"(default {DEFAULT_TWIN_CONTEXTS_PER_WORD}; see docs/probes.md)")
     p.add_argument("--full-pooling", action="store_true",
-                   help="pool every word of the vector corpus from every sentence (slower; --contexts-per-word unused)")
+                   help="pool every word of the vector corpus from every sentence (slower; --contexts-per-word and "
+                        "--twin-contexts-per-word are refused beside it)")
     p.add_argument("--bf16", action="store_true",
                    help="encode the probe sentences and pool the vector corpus under bf16 autocast: passes about "
                         "1.5-1.75x faster on a CPU with AVX512-BF16 (measured on 2 cores; AMX and GPUs, also native, "
