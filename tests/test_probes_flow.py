@@ -194,7 +194,8 @@ def test_graphs_sentence_follows_the_numbers():
     assert "a -> a" not in text  # self edges are left out
     # even attention over 3 words with the residual at 0.5, 2 layers: 0.25 + 0.75 / 3 = 0.50 (not 1/3)
     assert "rollout attributes on average 0.70 of a word to its own input word, against 0.50 if every layer attended " \
-           "evenly with the same residual weight, so the attention itself keeps each word to itself more than even attention would." in text
+           "evenly with the same residual weight, so rollout attributes more of each word to its own input word than it " \
+           "would under even attention." in text
     assert "2 of rollout's 3 strongest pairs are among raw attention's 3 strongest" in text
     assert "raw weights name mostly the same relations here" in text
     assert "rollout: every layer's head-mean attention" in text and "flow:" not in text  # meanings of the graphs shown
@@ -202,7 +203,7 @@ def test_graphs_sentence_follows_the_numbers():
     r["attention_graph_rollout"]["self_share"] = [0.8, 0.3]
     r["attention_graph"] = _graph("attention", [(0, 2, 0.5), (2, 1, 0.4), (1, 0, 0.3)])
     text = attention_graphs_text(probe_results(**r))
-    assert "so the attention itself draws each word from the other words more than even attention would" in text
+    assert "so rollout attributes more of each word to the other words than it would under even attention" in text
     assert "0 of rollout's 3 strongest pairs" in text and "raw weights would name different pairs here" in text
     r["attention_graph_rollout"]["edges"] = r["attention_graph_rollout"]["edges"][-1:]  # only the self edge
     assert "No rollout edge between different words reaches the threshold" in attention_graphs_text(

@@ -1,4 +1,4 @@
-"""Attention as a graph: how much of a word is still itself after the last layer? The first example's words as
+"""Attention as a graph: how much of a word does rollout attribute to its own input? The first example's words as
 graphs: raw attention, norm-weighted, rollout and flow (Abnar & Zuidema 2020)."""
 
 import matplotlib.pyplot as plt
@@ -130,9 +130,9 @@ def _shared(common, n):
 
 
 SELF_VERDICT = {  # a word's rollout self-share against uniform attention's with the same residual weight
-    "above": "the attention itself keeps each word to itself more than even attention would.",
-    "below": "the attention itself draws each word from the other words more than even attention would.",
-    "level": "the attention adds no measurable preference for a word's own input beyond what even attention keeps."}
+    "above": "rollout attributes more of each word to its own input word than it would under even attention.",
+    "below": "rollout attributes more of each word to the other words than it would under even attention.",
+    "level": "the attention adds no measurable preference for a word's own input beyond what even attention gives."}
 
 
 def _against_uniform(own, uniform):
@@ -203,7 +203,7 @@ def attention_graphs_plot(r, path, figure_format=None):
 
 SECTION = Section(
     name="attention_graphs", title="Attention as a graph: raw, norm-weighted, rollout and flow",
-    needs="attention_graph_rollout", question="How much of a word is still itself after the last layer?",
+    needs="attention_graph_rollout", question="How much of a word does rollout attribute to its own input?",
     headline=attention_graphs_headline, text=attention_graphs_text, tables=attention_graphs_tables,
     figure=attention_graphs_plot, reads="results",
     alt="Graphs of the first example's words at the last layer, nodes on a circle, arrows a -> b where a draws on b: "
