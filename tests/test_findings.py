@@ -23,8 +23,10 @@ from hf_minattn.experiments.statistics import seed_levels
 from hf_minattn.experiments.probe_answers import probe_answers
 
 FINDINGS = Path(__file__).resolve().parents[1] / "docs" / "findings"
-# The committed runs: the confirmation run in docs/findings, the exploration run and the replication beside it
-COMMITTED = [folder for folder in (FINDINGS, FINDINGS / "exploration", FINDINGS / "replication")
+# The committed runs: the confirmation run in docs/findings (PROTOCOL.md version 3), the exploration run, the first
+# confirmation (version 1) and its replication beside it
+COMMITTED = [folder for folder in (FINDINGS, FINDINGS / "exploration", FINDINGS / "confirmation-v1",
+                                    FINDINGS / "replication")
              if (folder / "results.json").exists()]
 BELOW = "< 0.0001"  # a stored p of 0.0 (results.json keeps 4 decimals)
 
@@ -162,7 +164,7 @@ def test_word_pair_intervals_drawn_hierarchically_are_flagged_as_too_narrow():
 
 def test_the_scale_paragraph_says_crossed_comparisons_need_both_levels_where_they_were_tested_so():
     rule = "a comparison's p is the larger of its crossed bootstrap's and the t-test's of the seeds' means"
-    results = json.loads((FINDINGS / "results.json").read_text())  # drawn before the rule
+    results = json.loads((FINDINGS / "confirmation-v1" / "results.json").read_text())  # drawn before the rule
     assert rule not in render_findings(results, {})
     crossed = results["answers"]["q7"]["mixing"]["comparisons"]["full_minus_uniform_measured"]
     crossed["seeds"] = {"estimate": 0.05, "low": 0.04, "high": 0.06, "n": 5, "df": 4, "p": 0.001}

@@ -98,15 +98,20 @@ def test_the_cli_writes_replication_md_and_refuses_a_run_on_the_same_seeds(tmp_p
     assert f"--replicates {tmp_path / 'notes.json'}: not a results.json" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("folder", [f for f in (FINDINGS / "replication",) if (f / "REPLICATION.md").exists()])
-def test_the_committed_replication_is_what_its_two_results_render(folder):
-    first = json.loads((FINDINGS / "results.json").read_text())
+# (the replication's folder, the first run's folder, whether both ran under one version of PROTOCOL.md)
+PAIRS = [(FINDINGS / "replication", FINDINGS / "confirmation-v1", True),
+         (FINDINGS, FINDINGS / "confirmation-v1", False)]
+
+
+@pytest.mark.parametrize("folder, first_folder, same_protocol", [p for p in PAIRS if (p[0] / "REPLICATION.md").exists()])
+def test_the_committed_replications_are_what_their_two_results_render(folder, first_folder, same_protocol):
+    first = json.loads((first_folder / "results.json").read_text())
     second = json.loads((folder / "results.json").read_text())
-    assert replication_markdown(first, second) == (folder / "REPLICATION.md").read_text()
+    assert replication_markdown(first, second, same_protocol) == (folder / "REPLICATION.md").read_text()
 
 
 def test_the_readme_states_the_committed_replications_counts_and_the_answer_it_does_not_repeat():
-    first = json.loads((FINDINGS / "results.json").read_text())
+    first = json.loads((FINDINGS / "confirmation-v1" / "results.json").read_text())
     second = json.loads((FINDINGS / "replication" / "results.json").read_text())
     found = agreement(first, second)
     n = sum(len(found[k]) for k in ("same", "reversed", "differ"))
