@@ -25,9 +25,7 @@ from hf_minattn.experiments.probe_answers import probe_answers
 FINDINGS = Path(__file__).resolve().parents[1] / "docs" / "findings"
 # The committed runs: the confirmation run in docs/findings (PROTOCOL.md version 3), the exploration run, the first
 # confirmation (version 1) and its replication beside it
-COMMITTED = [folder for folder in (FINDINGS, FINDINGS / "exploration", FINDINGS / "confirmation-v1",
-                                    FINDINGS / "replication")
-             if (folder / "results.json").exists()]
+COMMITTED = [FINDINGS, FINDINGS / "exploration", FINDINGS / "confirmation-v1", FINDINGS / "replication"]
 BELOW = "< 0.0001"  # a stored p of 0.0 (results.json keeps 4 decimals)
 
 

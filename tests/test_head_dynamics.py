@@ -472,7 +472,7 @@ def test_a_results_json_read_back_answers_the_plateau_exits_it_was_answered_with
 
     from hf_minattn.experiments.findings import load_results
 
-    results = load_results(FINDINGS / "results.json")
+    results = load_results(FINDINGS / "confirmation-v1" / "results.json")  # seeds 3-7: each left the plateau
     again = head_dynamics_summary(results["head_dynamics"], results)
     stored = results["answers"]["q4"]["over_training"]
     exits = [row["plateau_exit_step"] for row in again["by_seed"]]

@@ -82,7 +82,7 @@ def test_the_costliest_head_is_said_to_raise_the_loss_only_when_it_does():
 
 
 def test_the_cooccurrence_sentence_counts_the_pairs_with_positive_ppmi():
-    results = json.loads((FINDINGS / "results.json").read_text())
+    results = json.loads((FINDINGS / "confirmation-v1" / "results.json").read_text())  # seeds 3-7: a fixed run
     q5 = results["answers"]["q5"]
     text = "\n".join(related_lines(q5, results))
     assert "over the 14289 pairs with positive PPMI among the 300 most frequent words" in text
@@ -96,7 +96,7 @@ def test_the_costliest_head_table_prints_the_sign_of_each_increase():
     """FINDINGS' table printed a fixed "+": a seed where zeroing every head lowers the loss read "+-0.0021"."""
     from hf_minattn.experiments.findings_heads import role_lines
 
-    q4 = json.loads((FINDINGS / "results.json").read_text())["answers"]["q4"]
+    q4 = json.loads((FINDINGS / "confirmation-v1" / "results.json").read_text())["answers"]["q4"]
     q4["costliest_head"][0]["increase"] = -0.0021
     q4["costliest_head"][1]["increase"] = 0.0164
     rows = [line for line in role_lines(q4) if line.startswith(f"| {q4['costliest_head'][0]['seed']} |")

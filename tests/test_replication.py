@@ -11,6 +11,7 @@ from hf_minattn.cli import main as cli_main
 from hf_minattn.experiments.replication import agreement, comparisons, headline, replication_markdown
 
 FINDINGS = Path(__file__).resolve().parent.parent / "docs" / "findings"
+V1 = FINDINGS / "confirmation-v1" / "results.json"  # the first confirmation (seeds 3-7, PROTOCOL.md version 1): a fixed run
 
 
 def comparison(estimate, low, high, verdict):
@@ -73,25 +74,25 @@ def test_the_page_names_the_comparisons_decided_another_way_in_each_run():
 
 
 def test_the_cli_writes_replication_md_and_refuses_a_run_on_the_same_seeds(tmp_path, capsys):
-    committed = json.loads((FINDINGS / "results.json").read_text())
+    committed = json.loads(V1.read_text())
     second = copy.deepcopy(committed)
     second["seeds"] = [8, 9, 10, 11, 12]
     second["answers"]["q2"]["frozen_minus_full"]["verdict"] = "lower"
     path = tmp_path / "second" / "results.json"
     path.parent.mkdir()
     path.write_text(json.dumps(second))
-    assert cli_main(["findings", str(path), "--replicates", str(FINDINGS / "results.json"), "--figure-format",
+    assert cli_main(["findings", str(path), "--replicates", str(V1), "--figure-format",
                      "png"]) == 0
     page = (path.parent / "REPLICATION.md").read_text()
     assert "1 is reversed (higher in one run, lower in the other): q2 frozen_minus_full" in page
     assert (path.parent / "FINDINGS.md").is_file()
-    assert cli_main(["findings", str(FINDINGS / "results.json"), "--out", str(tmp_path / "x"), "--replicates",
-                     str(FINDINGS / "results.json")]) == 2
+    assert cli_main(["findings", str(V1), "--out", str(tmp_path / "x"), "--replicates",
+                     str(V1)]) == 2
     assert "shares seeds [3, 4, 5, 6, 7]" in capsys.readouterr().err
     other = copy.deepcopy(second)
     other["seeds"], other["protocol"] = [13, 14], {**committed["protocol"], "commit": "0" * 40}
     (tmp_path / "other.json").write_text(json.dumps(other))
-    assert cli_main(["findings", str(tmp_path / "other.json"), "--replicates", str(FINDINGS / "results.json")]) == 2
+    assert cli_main(["findings", str(tmp_path / "other.json"), "--replicates", str(V1)]) == 2
     assert "a replication runs the same protocol" in capsys.readouterr().err
     (tmp_path / "notes.json").write_text("{}")
     assert cli_main(["findings", str(path), "--replicates", str(tmp_path / "notes.json")]) == 2
@@ -103,7 +104,7 @@ PAIRS = [(FINDINGS / "replication", FINDINGS / "confirmation-v1", True),
          (FINDINGS, FINDINGS / "confirmation-v1", False)]
 
 
-@pytest.mark.parametrize("folder, first_folder, same_protocol", [p for p in PAIRS if (p[0] / "REPLICATION.md").exists()])
+@pytest.mark.parametrize("folder, first_folder, same_protocol", PAIRS)
 def test_the_committed_replications_are_what_their_two_results_render(folder, first_folder, same_protocol):
     first = json.loads((first_folder / "results.json").read_text())
     second = json.loads((folder / "results.json").read_text())
@@ -125,13 +126,13 @@ def test_the_readme_states_the_committed_replications_counts_and_the_answer_it_d
 
 
 def test_across_protocols_reads_a_run_of_another_protocol_and_says_so(tmp_path, capsys):
-    committed = json.loads((FINDINGS / "results.json").read_text())
+    committed = json.loads(V1.read_text())
     other = copy.deepcopy(committed)
     other["seeds"], other["protocol"] = [13, 14, 15, 16, 17], {**committed["protocol"], "commit": "0" * 40}
     path = tmp_path / "second" / "results.json"
     path.parent.mkdir()
     path.write_text(json.dumps(other))
-    first = str(FINDINGS / "results.json")
+    first = str(V1)
     assert cli_main(["findings", str(path), "--replicates", first, "--figure-format", "png"]) == 2
     assert "--across-protocols reads them anyway" in capsys.readouterr().err
     assert cli_main(["findings", str(path), "--replicates", first, "--across-protocols", "--figure-format",
@@ -153,7 +154,7 @@ def test_across_protocols_reads_a_run_of_another_protocol_and_says_so(tmp_path, 
 def test_a_verdict_findings_does_not_state_is_counted_as_findings_states_it():
     """A hierarchical word-pair "higher" that an interval as wide as it should be would not keep is stated as not
     resolved in FINDINGS; the replication counted the stored "higher" and so found it resolved in one run only."""
-    first = json.loads((FINDINGS / "results.json").read_text())
+    first = json.loads(V1.read_text())
     second = copy.deepcopy(first)
     matched = first["answers"]["q5"]["comparisons"]["last_vs_word2vec_matched"]  # "higher, not if 2.1x as wide"
     second["answers"]["q5"]["comparisons"]["last_vs_word2vec_matched"] = {**matched, "verdict": "unresolved"}
