@@ -208,7 +208,8 @@ def curve_difference(results: dict, a: str, b: str) -> dict:
 def own_start_step(early: dict) -> int | None:
     """The first early grid step from which the full model's divergence between heads (mean over seeds) stays above
     its own step-0 interval at every later step; None where it does not. Q4's timing read against the heads' start
-    instead of the shuffled-label control (a reading added after the protocol, shown beside it)."""
+    instead of the shuffled-label control (a reading added after version 1's confirmation run, outside PROTOCOL.md's
+    decision rule, shown beside it)."""
     div, steps = early["divergence"], early["steps"]
     above = [d is not None and d["low"] > div[0]["high"] for d in div]
     return next((steps[i] for i in range(1, len(steps)) if all(above[i:])), None)

@@ -37,10 +37,10 @@ SETTINGS = {
                   cooccurrence_sentences=1000, reference="minilm", n_resamples=200, loss_allocation_every=5,
                   mixing_sentences=30,
                   loss_allocation_samples=8, early_save_every=2, early_save_until=10),
-    # The committed runs (docs/findings, seeds 3-7; docs/findings/exploration, seeds 0-2) on 2 CPU cores with
-    # AVX512-BF16: 8 training runs a seed (about 16 minutes a seed; the default 3 seeds took 67 minutes in all,
+    # The committed runs (docs/findings/confirmation-v1, seeds 3-7; docs/findings/exploration, seeds 0-2) on 2 CPU
+    # cores with AVX512-BF16: 8 training runs a seed (about 16 minutes a seed; the default 3 seeds took 67 minutes in all,
     # docs/experiments.md, "Cost") of 1,200 steps x 16 x 128
-    # tokens (2.5M tokens, about 1.3 passes over the default corpus's training split) in bf16 autocast, two at a time
+    # tokens (2.5M tokens, about 1.4 passes over the default corpus's training split) in bf16 autocast, two at a time
     # with one thread each (11% more runs per minute than one at a time with two threads, measured in fp32 on 150
     # steps: 34 s against 38 s a run), then re-scoring, the word-similarity dynamics (10 saved states a run), the
     # floors and the probes of the full and the untrained model at every seed. Where the CPU has no native bf16 it
