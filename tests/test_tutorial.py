@@ -47,25 +47,47 @@ def markdown(nb, tag) -> str:
 
 
 def test_the_prose_states_what_the_statistics_and_the_training_cell_do():
-    """The verdicts and the glossary give the thresholds the code uses; Part 2 gives the step count's default and
-    the time cap of the training cell; Part 3 claims the probe for the answers it is behind only."""
+    """The verdicts and the glossary give the thresholds the code uses and what the committed results.json holds
+    (its word pairs drawn crossed, the example of two levels that differ, the model's passes); Part 2 gives the step
+    count's default and the time cap of the training cell; Part 3 claims the probe for the answers it is behind
+    only."""
+    from hf_minattn.experiments import statistics as st
+    from hf_minattn.experiments.findings_answers import q5_answer
     from hf_minattn.experiments.head_dynamics import PLATEAU_GAIN
     from hf_minattn.experiments.statistics import ALPHA
-    from hf_minattn.experiments.word_pairs import HIERARCHICAL_WIDENING
+    from hf_minattn.experiments.word_pairs import HIERARCHICAL_WIDENING, pairs_method
     from hf_minattn.probes.cooccurrence import ANISOTROPY_THRESHOLD
     from hf_minattn.probes.word2vec import WORD2VEC_SETTINGS
 
     nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    results = json.loads((FINDINGS / "results.json").read_text(encoding="utf-8"))
+    q5 = results["answers"]["q5"]
     verdicts, glossary = markdown(nb, "verdicts"), markdown(nb, "glossary")
     assert f"Holm-adjusted p below {ALPHA}" in verdicts and "not adjusted" in verdicts
     assert "excludes zero after correcting" not in verdicts
-    for phrase in (f"higher, not if {HIERARCHICAL_WIDENING}x as wide", "**above 0**", "*not told apart from*"):
+    for phrase in ("the seeds and the items together (the crossed bootstrap, below) and the seeds alone",
+                   "**above 0**", "*not told apart from*"):
         assert phrase in verdicts, phrase
-    for term in ("Holm's adjustment", "TOST", "unigram plateau", "hierarchical bootstrap", "passes over the text",
+    # the example of levels that differ: Q5's static vectors against the untrained model's in the committed run
+    assert "Q5's static vectors are above the untrained model's over the seeds alone, not resolved" in verdicts
+    seeds_alone = st.seed_levels(q5["comparisons"])["static_vs_untrained"]
+    assert st.verdict(q5["comparisons"]["static_vs_untrained"]) == "unresolved" and st.verdict(seeds_alone) == "higher"
+    # the committed word pairs are drawn crossed: the widening of the hierarchical draw is the first confirmation's
+    assert pairs_method(q5["comparisons"]) == "crossed" and "not if" not in verdicts
+    for phrase in (f"up to {HIERARCHICAL_WIDENING}x too narrow", f"*not if {HIERARCHICAL_WIDENING}x as wide*",
+                   "`docs/findings/confirmation-v1/`"):
+        assert phrase in glossary, phrase
+    for term in ("Holm's adjustment", "TOST", "unigram plateau", "crossed bootstrap", "passes over the text",
                  "All-but-the-Top"):
         assert f"**{term}**" in glossary, term
     assert f"exceeds {PLATEAU_GAIN} nat" in glossary and f"above {ANISOTROPY_THRESHOLD}." in glossary
     assert f"make {WORD2VEC_SETTINGS.epochs} passes" in glossary
+    matched = q5["word2vec_matched"]  # "as many as the model did": the committed run's word2vec and model passes
+    assert matched["epochs"] == matched["model_passes"]
+    assert f"(Q5's \"{matched['model_passes']:g} passes\")" in glossary
+    # the Q5 cell says the answer points to the note under the table only where the answer does
+    points = "the note under the table" in q5_answer(results)
+    assert ("that the answer points" in markdown(nb, "question-5-text")) == points
 
     training = "".join(tagged(nb, "train")["source"])
     default = re.search(r'"HF_MINATTN_TUTORIAL_STEPS", "(\d+)"', training).group(1)
