@@ -72,8 +72,9 @@ def test_the_answer_and_its_section_follow_the_verdicts():
     base = full_results()
     more, less = with_mixing(base, delta_uniform=0.1), with_mixing(base, delta_uniform=-0.1)
     answer = ANSWERS[6][2]
-    assert "keeps a word to itself more than uniform attention" in answer(more)
-    assert "keeps a word to itself less than uniform attention" in answer(less)
+    own = "rollout attributes to its own input in our 1k-parameter model at this scale is"
+    assert f"{own} larger than uniform attention's" in answer(more)
+    assert f"{own} smaller than uniform attention's" in answer(less)
     assert "in a model trained at scale (all-MiniLM-L6-v2)" in answer(more)
     for results in (more, less):
         text = render_findings(results, {})

@@ -478,11 +478,11 @@ README_ANSWERS = [
      {"q6.senses.comparisons.vs_chance": "higher", "q6.senses.comparisons_items.vs_untrained": "higher",
       "q6.senses.comparisons.vs_position": "higher"}),
     ("so does all-MiniLM-L6-v2, above chance", {"q6.senses.reference.vs_chance": "higher"}),
-    ("keeps a word to itself more than uniform attention would and less than the untrained model",
+    ("in our trained model, larger than uniform attention's and smaller than the untrained model's",
      {"q7.mixing.comparisons.full_minus_uniform_measured": "higher",
       "q7.mixing.comparisons.full_minus_untrained_measured": "lower"}),
-    ("(at a fixed residual weight of 0.5: more than it)", {"q7.mixing.comparisons.full_minus_untrained_half": "higher"}),
-    ("all-MiniLM-L6-v2 more than uniform attention, by less than the 0.02 margin",
+    ("(at a fixed residual weight of 0.5: larger)", {"q7.mixing.comparisons.full_minus_untrained_half": "higher"}),
+    ("in all-MiniLM-L6-v2 larger than uniform attention's, by less than the 0.02 margin",
      {"q7.mixing.reference.measured.minus_uniform": "higher"}),
 ]
 

@@ -83,11 +83,11 @@ def test_q5_says_why_an_interval_beside_not_told_apart_excludes_0(results):
 
 def test_q7_gives_the_fixed_weight_where_it_turns_the_comparison_around(results):
     text = q7_answer(results)
-    assert "less than the untrained model, whose layers measure larger residual weights" in text
-    assert "(with the residual weight fixed at 0.5 in both: more than it)" in text
+    assert "smaller than the untrained model's, whose layers measure larger residual weights" in text
+    assert "(with the residual weight fixed at 0.5 in both: larger than it)" in text
     same = copy.deepcopy(results)
     same["answers"]["q7"]["mixing"]["comparisons"]["full_minus_untrained_half"]["verdict"] = "lower"
-    assert "fixed at 0.5" not in q7_answer(same) and "less than the untrained model;" in q7_answer(same)
+    assert "fixed at 0.5" not in q7_answer(same) and "smaller than the untrained model's;" in q7_answer(same)
     swapped = copy.deepcopy(results)
     weights = swapped["answers"]["q7"]["mixing"]["residual_weight"]
     weights["full"], weights["untrained"] = weights["untrained"], weights["full"]
@@ -95,10 +95,10 @@ def test_q7_gives_the_fixed_weight_where_it_turns_the_comparison_around(results)
 
 
 def test_q7_says_when_the_reference_differs_by_less_than_the_margin(results):
-    assert "more than uniform attention (by less than the ±0.02 margin" in q7_answer(results)
+    assert "larger than uniform attention's (by less than the ±0.02 margin" in q7_answer(results)
     wider = copy.deepcopy(results)
     wider["answers"]["q7"]["mixing"]["reference"]["measured"]["minus_uniform"]["tost"]["equivalent"] = False
-    assert q7_answer(wider).endswith("more than uniform attention")
+    assert q7_answer(wider).endswith("larger than uniform attention's")
 
 
 def early_grid(results):
@@ -157,10 +157,10 @@ def test_the_readme_margin_phrase_stands_on_the_stored_tost():
     "not told apart" and its word2vec of as many passes."""
     readme = (FINDINGS.parents[1] / "README.md").read_text()
     results = json.loads((FINDINGS / "results.json").read_text())
-    assert "all-MiniLM-L6-v2 more than uniform attention, by less than the 0.02 margin" in readme
+    assert "in all-MiniLM-L6-v2 larger than uniform attention's, by less than the 0.02 margin" in readme
     tested = results["answers"]["q7"]["mixing"]["reference"]["measured"]["minus_uniform"]
     assert tested["tost"]["equivalent"] and tested["margin"] == 0.02
-    assert "less than the untrained model, whose layers weigh their residual path more" in readme
+    assert "smaller than the untrained model's, whose layers weigh their residual path more" in readme
     weights = results["answers"]["q7"]["mixing"]["residual_weight"]
     assert all(u["low"] > t["high"] for t, u in zip(weights["full"], weights["untrained"]))
     # Q5's "not told apart": an interval above 0 left unresolved by Holm alone must say so; one spanning 0 need not

@@ -73,7 +73,8 @@ def test_q7_names_the_seed_level_where_it_differs(results):
     apart = copy.deepcopy(results)
     uniform = apart["answers"]["q7"]["mixing"]["comparisons"]["full_minus_uniform_measured"]
     uniform.update(low=-0.001, verdict="unresolved", p=0.06, p_holm=0.06)  # the sentences' draw no longer calls it
-    assert "would, but more than it over the seeds alone, the sentences not resampled, and" in q7_answer(apart)
+    assert ("weights, but larger than it over the seeds alone, the sentences not resampled, and"
+            in q7_answer(apart))
     text = "\n".join(q7_section(apart["answers"]["q7"], fig))
     assert ("trained - uniform attention (measured weights): not resolved with the sentences as a sample too (seeds "
             "alone: higher)") in text

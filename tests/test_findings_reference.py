@@ -82,9 +82,9 @@ def test_the_sense_answer_sets_the_reference_beside_ours_by_its_test_over_homony
 def test_the_rollout_clause_flips_with_the_reference_alone():
     base = full_results()
     more, less = (answer(7, with_mixing(base, reference_delta=d)) for d in (0.2, -0.2))
-    assert more.endswith(f"; {AT_SCALE}, more than uniform attention")
-    assert less.endswith(f"; {AT_SCALE}, less than uniform attention")
-    assert "attention in our 1k-parameter model at this scale keeps a word" in more
+    assert more.endswith(f"; {AT_SCALE}, larger than uniform attention's")
+    assert less.endswith(f"; {AT_SCALE}, smaller than uniform attention's")
+    assert "rollout attributes to its own input in our 1k-parameter model at this scale" in more
 
 
 def without_reference() -> dict:

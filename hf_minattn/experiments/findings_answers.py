@@ -209,8 +209,9 @@ def q7_answer(results: dict) -> str:
                "whether most of a word stays its own is not resolved"))
 
 
-KEEPS = {"higher": "more than", "lower": "less than", "equivalent": "as much as",
-         "unresolved": "not measurably differently from"}
+# How a word's share of its own input under rollout compares: rollout attributes, it does not show what a word "keeps".
+SHARE = {"higher": "larger than", "lower": "smaller than", "equivalent": "as large as",
+         "unresolved": "not told apart from"}
 
 
 def q7_mixing_answer(mixing: dict, in_ours: str = "in our model at this scale") -> str:
@@ -222,18 +223,19 @@ def q7_mixing_answer(mixing: dict, in_ours: str = "in our model at this scale") 
     uniform, untrained = c["full_minus_uniform_measured"], c["full_minus_untrained_measured"]
 
     def alone(name):  # the seeds alone's verdict, where it differs
-        return _alone(c[name], levels.get(name), KEEPS, "it", "the sentences")
+        return _alone(c[name], levels.get(name), SHARE, "it", "the sentences")
 
     text = ("Each head's attention weights are a weighted directed graph over the tokens; followed through the "
             f"residual path and the layers (rollout over {mixing['sentences']} sentences, residual weights measured "
-            f"from the layers' norms), attention {in_ours} keeps a word to itself "
-            f"{KEEPS[st.verdict(uniform)]} uniform attention with the same residual weights "
-            f"would{caveat(uniform)}{alone('full_minus_uniform_measured')}, and {KEEPS[st.verdict(untrained)]} the "
-            f"untrained model{caveat(untrained)}{alone('full_minus_untrained_measured')}{_fixed_weight_clause(mixing)}")
+            f"from the layers' norms), the share of a word that rollout attributes to its own input {in_ours} is "
+            f"{SHARE[st.verdict(uniform)]} uniform attention's with the same residual weights"
+            f"{caveat(uniform)}{alone('full_minus_uniform_measured')}, and {SHARE[st.verdict(untrained)]} the "
+            f"untrained model's{caveat(untrained)}{alone('full_minus_untrained_measured')}"
+            f"{_fixed_weight_clause(mixing)}")
     ref = mixing.get("reference")
     if ref:
         text += (f"; {AT_SCALE} ({ref['name']}), "
-                 f"{KEEPS[st.verdict(ref['measured']['minus_uniform'])]} uniform attention"
+                 f"{SHARE[st.verdict(ref['measured']['minus_uniform'])]} uniform attention's"
                  f"{caveat(ref['measured']['minus_uniform'])}")
     return text
 
@@ -253,7 +255,7 @@ def _fixed_weight_clause(mixing: dict) -> str:
             larger = ", whose layers measure larger residual weights"
         elif all(t["low"] > u["high"] for t, u in zip(trained, untrained)):
             larger = ", whose layers measure smaller residual weights"
-    return f"{larger} (with the residual weight fixed at 0.5 in both: {KEEPS[st.verdict(half)]} it)"
+    return f"{larger} (with the residual weight fixed at 0.5 in both: {SHARE[st.verdict(half)]} it)"
 
 
 def reference_name(results: dict) -> str | None:

@@ -1,16 +1,16 @@
-"""Q7's numbers: how much of a word's representation after the last layer is still its own, over many sentences,
-against controls that could have come out the other way.
+"""Q7's numbers: how much of a word's representation after the last layer rollout attributes to its own input, over
+many sentences, against controls that could have come out the other way.
 
 For each seed, the full and the untrained model run `probes.mixing.rollout_self_shares` over the same sentences, and
 the pretrained reference (all-MiniLM-L6-v2, where installed) once. Each gives, per sentence, the rollout self-share
 with the residual weight measured from the layer's norms and with Abnar & Zuidema's 0.5, and uniform attention's
 self-share with the same weights on the same tokens. The sentences are measured at every seed, so the intervals are
-crossed bootstraps over seeds and sentences (`stats.crossed_draws`): a sentence where every seed keeps a word to
-itself counts once.
+crossed bootstraps over seeds and sentences (`stats.crossed_draws`): a sentence where every seed gives a word a large
+self-share counts once.
 
 The comparisons (one Holm family):
-- full - uniform: does trained attention keep a word more (or less) to itself than spreading evenly would, with the
-  same residual weights? Rollout's construction alone gives most of a word to the others; this is the part attention
+- full - uniform: does rollout attribute more (or less) of a word to its own input with trained attention than with
+  attention spread evenly, at the same residual weights? Rollout's construction alone gives most of a word to the others; this is the part attention
   chooses.
 - full - untrained: what training changed, at each one's own measured weights.
 """
