@@ -25,14 +25,17 @@ from huggingface_hub.utils import filter_repo_objects
 from hf_minattn.checks import read_json_object
 from hf_minattn.cli import OneLineArgumentParser
 from hf_minattn.early_states import EARLY_STATES, RESUME_STATES
+from hf_minattn.loss_allocation import INTERVAL_START_FILE
 from hf_minattn.model_card import IN_PROGRESS_CARD, validate_model_card  # the one text trained_model_in also reads
 from hf_minattn.model_source import TRANSPORT_FAILURES, hub_errors, require_hub_id
 
 # Same as what Trainer.push_to_hub leaves out: checkpoints and private files; plus our interrupted writes, and
 # training_args.bin and a checkpoint's resume states (pickles: loading one runs code, and they hold nothing the model
-# needs; the Trainer's pushes of its checkpoints upload the model files only). filter_repo_objects matches each
-# pattern against the whole relative path, so each one is also given under any folder.
-TOP_LEVEL_IGNORED = ["_*", "checkpoint-*", "*.tmp", ".git/*", ".cache/*", "training_args.bin", *RESUME_STATES]
+# needs; the Trainer's pushes of its checkpoints upload the model files only), the loss allocation's among them (an
+# fp32 copy of the weights at its open interval's start). filter_repo_objects matches each pattern against the whole
+# relative path, so each one is also given under any folder.
+TOP_LEVEL_IGNORED = ["_*", "checkpoint-*", "*.tmp", ".git/*", ".cache/*", "training_args.bin", *RESUME_STATES,
+                     INTERVAL_START_FILE]
 IGNORE_PATTERNS = [*TOP_LEVEL_IGNORED, *(f"*/{p}" for p in TOP_LEVEL_IGNORED), f"{EARLY_STATES}/*", "probes/*"]
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
 # What the end of a training leaves at the top of its folder (run_mlm.py writes trainer_state.json last, after the
@@ -91,17 +94,30 @@ def architecture_of(folder: Path) -> str:
 
 
 def check_weight_files(folder: Path) -> None:
-    """A ValueError naming the first weight file whose safetensors header cannot be read (empty, truncated, not
-    safetensors): from_pretrained would fail on it after the upload."""
+    """A ValueError naming the first weight file to upload whose safetensors header cannot be read (empty, truncated,
+    not safetensors): from_pretrained would fail on it after the upload."""
     from safetensors import safe_open
 
-    for path in sorted(folder.glob("*.safetensors")):
+    uploaded = {folder / path for path in files_to_upload(folder)}
+    for path in sorted(p for p in folder.glob("*.safetensors") if p in uploaded):
         try:
             with safe_open(path, framework="pt") as weights:
                 weights.keys()
         except Exception as error:  # safetensors raises its own SafetensorError, or OSError
             raise ValueError(f"{path} is not a readable safetensors file ({error}); save the model again with "
                              "save_pretrained") from None
+
+
+def training_record(folder: Path) -> str:
+    """What a generated card can say of how the weights were trained: the step of a checkpoint's (or a run's)
+    trainer_state.json, which is uploaded beside them, or that nothing says."""
+    try:
+        state = json.loads((folder / "trainer_state.json").read_text(encoding="utf-8"))
+        step, last = int(state["global_step"]), int(state["max_steps"])
+    except (OSError, ValueError, KeyError, TypeError):  # none, or not the Trainer's
+        return "saved with `save_pretrained`. No training record came with it: how it was trained is not stated here."
+    return (f"saved by a training run at step {step} of {last}. Its `trainer_state.json`, uploaded beside it, holds "
+            "what the run logged until then; how the run was set up is not stated here.")
 
 
 def minimal_model_card(folder: Path, repo_id: str, architecture: str) -> ModelCard:
@@ -117,8 +133,7 @@ def minimal_model_card(folder: Path, repo_id: str, architecture: str) -> ModelCa
     load_tokenizer = (f"tokenizer = AutoTokenizer.from_pretrained(\"{repo_id}\", trust_remote_code=True)\n"
                       if tokenizer else "")
     text = (f"---\n{data.to_yaml()}\n---\n\n# {name}\n\nA MinAttn model (`{architecture}`) from the `hf_minattn` package, "
-            "saved with `save_pretrained`. No training record came with it: how it was trained is not stated here"
-            + ("" if tokenizer else ", and no tokenizer was saved with it") + ".\n\n"
+            + training_record(folder) + ("" if tokenizer else " No tokenizer was saved with it.") + "\n\n"
             "## How to use\n\nThe modeling code is saved next to the weights (it needs transformers >= 5):\n\n"
             f"```python\nfrom transformers import {imports}\n\n{load_tokenizer}model = {head.auto_class}.from_pretrained("
             f"\"{repo_id}\", trust_remote_code=True)\n```\n")

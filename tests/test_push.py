@@ -109,22 +109,39 @@ def test_no_checkpoint_pickle_or_probe_report_is_uploaded_at_any_depth(model_dir
 
 
 def test_a_checkpoint_pushed_on_its_own_uploads_its_model_and_no_resume_state(model_dir, capsys):
-    """The optimizer, scheduler, scaler and RNG states are pickles a resume reads, not part of the model: they were
-    uploaded beside it (under a card saying nothing of the run); the listing names what stays behind."""
+    """The optimizer, scheduler, scaler and RNG states are pickles a resume reads, not part of the model, nor is the
+    loss allocation's copy of the weights: they were uploaded beside it (under a card saying nothing of the run); the
+    listing names what stays behind."""
     checkpoint = model_dir / "checkpoint-8"
     shutil.copytree(model_dir, checkpoint, ignore=shutil.ignore_patterns("checkpoint-*", "README.md", "*.json.tmp"))
-    for name in ("optimizer.pt", "scheduler.pt", "scaler.pt", "rng_state.pth", "rng_state_1.pth"):
-        (checkpoint / name).write_bytes(b"a pickle")
+    states = ("optimizer.pt", "scheduler.pt", "scaler.pt", "rng_state.pth", "rng_state_1.pth",
+              "loss_allocation_start.safetensors")  # the last: the weights at the loss allocation's interval start
+    for name in states:
+        (checkpoint / name).write_bytes(b"a resume state")
     assert cli_main(["push", str(checkpoint), "me/minattn-step-8", "--dry-run"]) == 0
     out = capsys.readouterr().out
     listed = {line.split()[0] for line in out.splitlines() if line.startswith("  ")}
     assert {"model.safetensors", "config.json", "trainer_state.json", "README.md"} <= listed
-    assert not listed & {"optimizer.pt", "scheduler.pt", "scaler.pt", "rng_state.pth", "rng_state_1.pth"}
-    assert ("Left out: _private.txt, optimizer.pt, rng_state.pth, rng_state_1.pth, scaler.pt, scheduler.pt, "
-            "training_args.bin\n") in out
+    assert not listed & set(states)
+    assert ("Left out: _private.txt, loss_allocation_start.safetensors, optimizer.pt, rng_state.pth, rng_state_1.pth, "
+            "scaler.pt, scheduler.pt, training_args.bin\n") in out
     capsys.readouterr()
     assert cli_main(["push", str(model_dir), "me/minattn-test", "--dry-run"]) == 0
     assert "Left out: _private.txt, checkpoint-4/, checkpoint-8/, drift.json.tmp, training_args.bin" in capsys.readouterr().out
+
+
+def test_a_checkpoints_generated_card_says_its_step_from_its_trainer_state(model_dir):
+    """A checkpoint has no card of its own but its trainer_state.json (uploaded too): the card says the step it was
+    saved at, read from that file, and no step where the file does not say one."""
+    checkpoint = model_dir / "checkpoint-8"
+    shutil.copytree(model_dir, checkpoint, ignore=shutil.ignore_patterns("checkpoint-*", "README.md"))
+    for step, last in ((8, 20), (12, 30)):
+        (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": step, "max_steps": last}))
+        card = str(check_model_folder(checkpoint, "me/minattn-step")[1])
+        assert f"saved by a training run at step {step} of {last}." in card and "No training record" not in card
+    (checkpoint / "trainer_state.json").write_text('{"global_step": 4}')  # not the Trainer's whole state
+    card = str(check_model_folder(checkpoint, "me/minattn-step")[1])
+    assert "No training record came with it" in card and "at step" not in card
 
 
 def test_an_unreachable_hub_is_one_line_naming_it(model_dir, monkeypatch, capsys):
@@ -158,7 +175,8 @@ def test_bare_save_pretrained_folder_gets_a_minimal_valid_card(tmp_path, capsys,
     # The Auto class the card names loads the head too (AutoModel would drop it); no tokenizer was saved.
     auto_class = re.search(r"model = (\w+)\.from_pretrained", str(card)).group(1)
     assert isinstance(getattr(transformers, auto_class).from_pretrained(folder), model_class)
-    assert "no tokenizer was saved" in str(card) and "AutoTokenizer" not in str(card)
+    assert "No tokenizer was saved" in str(card) and "AutoTokenizer" not in str(card)
+    assert "No training record came with it" in str(card)  # no trainer_state.json: nothing says how it was trained
     assert cli_main(["push", str(folder), "me/bare", "--dry-run"]) == 0
     assert "README.md  (generated model card)" in capsys.readouterr().out
 
