@@ -8,10 +8,11 @@ Refused unless `--force`: an unfinished training run (its card says training is 
 but no trainer_state.json or all_results.json of a run that ended). Always refused: a sharded model missing a shard.
 
 Not uploaded: checkpoints (`checkpoint-*`, and `early_states/`, with their optimizer states), `training_args.bin`
-(a pickle), the states a checkpoint resumes from (optimizer.pt, scheduler.pt, scaler.pt, rng_state*.pth: pickles too,
-so a checkpoint folder pushed on its own uploads its model), private (`_*`) and half-written (`*.tmp`) files, at any
-depth; and `probes/`, where `make demo` writes the probe report: an analysis of the model (tens of MB of figures and
-JSON), which the model card does not use. The listing names what is left out.
+(a pickle), the states a checkpoint resumes from (optimizer.pt, scheduler.pt, scaler.pt, rng_state*.pth: pickles too;
+loss_allocation_start.safetensors: a copy of the weights), so a checkpoint folder pushed on its own uploads its model;
+private (`_*`) and half-written (`*.tmp`) files, at any depth; and `probes/`, where `make demo` writes the probe
+report: an analysis of the model (tens of MB of figures and JSON), which the model card does not use. The listing
+names what is left out.
 """
 
 import argparse

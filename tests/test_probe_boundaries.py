@@ -320,6 +320,8 @@ def test_view_finds_the_probed_model_from_any_folder(model, tmp_path, capsys, mo
         probes.write_text(json.dumps(record))
         assert prepare(str(tmp_path / "probe"))[1] is None
         assert note in capsys.readouterr().out
+        with pytest.raises(ValueError, match="^--revision v2: .* names no model that can be found"):
+            prepare(str(tmp_path / "probe"), revision="v2")  # was dropped without a word
     monkeypatch.chdir(model)  # an older probes.json, read from the folder it ran in: still works, with the note
     assert prepare(str(tmp_path / "probe"))[1].name == "model" and "relative path" in capsys.readouterr().out
 

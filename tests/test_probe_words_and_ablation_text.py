@@ -144,3 +144,14 @@ def test_of_the_heads_beyond_their_interval_only_those_held_by_holm_are_said_to_
     assert "removing it costs the model; the other 4, read alone only, are not shown to" in text
     assert head_ablation_headline(r).startswith("1 of 6 heads matter on their own after Holm's adjustment over the 6 "
                                                 "(5 read alone)")
+
+
+def test_the_corpus_counts_go_to_counts_txt_with_a_word2vec_format_and_into_a_kv_file_itself(tmp_path):
+    """What docs/probes.md and --vectors-format say: `kv` alone writes no counts.txt, its file holds the counts."""
+    vectors = WordVectors(vocab=["king", "sat"], sets={"static": np.eye(2, dtype=np.float32)}, counts=np.array([7, 3]))
+    vectors.save(tmp_path / "kv", formats=("kv",))
+    pickled = KeyedVectors.load(str(tmp_path / "kv" / "static.kv"))
+    assert [pickled.get_vecattr(w, "count") for w in ("king", "sat")] == [7, 3]
+    assert not (tmp_path / "kv" / "counts.txt").exists()
+    vectors.save(tmp_path / "bin", formats=("binary",))
+    assert (tmp_path / "bin" / "counts.txt").read_text().split() == ["king", "7", "sat", "3"]

@@ -42,7 +42,8 @@ def probe_parser():
                    f"(default {DEFAULT_SENSE_WORD!r}, on its own sentences; another word needs --sense-sentence)")
     p.add_argument("--sense-sentence", action="append", help="a sentence containing --sense-word (repeat)")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--name", help="model name in the report (default: the folder's name, or the Hub id with @REVISION)")
+    p.add_argument("--name", help="model name in the report (default: the folder's name, with its parent's where it is "
+                   "called 'model'; or the Hub id with @REVISION)")
     p.add_argument("--head-sentences", type=int, default=200, help="sentences for the attention statistics")
     p.add_argument("--min-count", type=int, default=5, help="a word needs this many distinct sentences to get "
                    "vectors and benchmark pairs (and occurrences for the geometry probe)")
@@ -70,7 +71,9 @@ def probe_parser():
     p.add_argument("--ablation-mask-draws", type=int, default=1,
                    help="independent masks per sentence for the head-ablation and logit-lens losses (more: narrower "
                         "intervals)")
-    p.add_argument("--batch-size", type=int, default=64, help="sentences per forward pass of the encoders")
+    p.add_argument("--batch-size", type=int, default=64, help="sentences per forward pass where the encoders read "
+                   "the probe sentences and pool the vector corpus (the heads, the ablation and the logit lens take "
+                   "16-32 a pass)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random draws: the sentences and masks sampled, "
                    "the bootstraps, the untrained twin's initial weights")
     _skip_arguments(p)
@@ -126,8 +129,8 @@ def _output_arguments(p):
     p.add_argument("--vectors-format", default="binary",
                    help="comma-separated formats of the exported word vectors, of 'binary' (the default: the word2vec "
                         "binary format, vectors/<set>.bin; no pickle), 'text' (the word2vec text format, "
-                        "vectors/<set>.txt, readable by any tool) and 'kv' (gensim's pickled .kv); the corpus counts "
-                        "go to vectors/counts.txt")
+                        "vectors/<set>.txt, readable by any tool) and 'kv' (gensim's pickled .kv, which holds the "
+                        "corpus counts; the word2vec formats write them to vectors/counts.txt)")
     _figure_format_argument(p)
     p.add_argument("--device", help="where the encoders run: 'cpu', 'cuda', 'cuda:1'... (default: cuda when there is a "
                    "GPU, else cpu); statistics are gathered on the CPU either way")

@@ -235,6 +235,9 @@ def prepare(path, model=None, device="cpu", trust_remote_code=False, revision=No
     check_view_path(path)
     is_probe = os.path.isfile(os.path.join(path, "report.html"))
     model_path = model or (_model_of_probe(path) if is_probe else path)
+    if revision and not model_path:  # nothing loads, so the revision would be dropped without a word
+        raise ValueError(f"--revision {revision}: {path} names no model that can be found (the note above), so no "
+                         "revision applies; pass --model with the Hub id to load at that revision")
     encoder = None
     if model_path:
         source = find_model(model_path, revision, flag="--revision", what="--model" if model else "model path")

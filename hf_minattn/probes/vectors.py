@@ -46,7 +46,8 @@ class WordVectors:
         as computed, pickle-free, read by `KeyedVectors.load_word2vec_format(path, binary=True)` and by the original
         word2vec tools), "text" (the word2vec text format, `<set>.txt`, readable by anything, ~3x larger and slower to
         write) and/or "kv" (gensim's own `<set>.kv`, pickle-based: `KeyedVectors.load(path)`). The corpus counts of
-        the words go to `counts.txt` (`load_word2vec_format(..., fvocab=counts)` reads them back)."""
+        the words go to `counts.txt` with a word2vec format (`load_word2vec_format(..., fvocab=counts)` reads them
+        back); a `.kv` holds them itself."""
         if isinstance(formats, str) or not formats or not set(formats) <= set(VECTOR_FORMATS):
             raise ValueError(f"formats must be a non-empty sequence of {list(VECTOR_FORMATS)}, got {formats!r}")
         # word2vec's formats separate a key from its vector by a space: a key holding whitespace would not load back.
