@@ -244,6 +244,9 @@ def test_device_is_chosen_and_checked(checkpoint, tmp_path, capsys):
     assert resolve_device("cpu") == "cpu"
     model, _ = load_encoder(checkpoint / "model", device="cpu")
     assert model.device.type == "cpu"
+    for device, why in (("nonsense", "cannot be used here"), ("meta", "holds shapes but no values")):
+        with pytest.raises(ValueError, match=f"^device '{device}' {why}"):  # the library call: torch's error came
+            load_encoder(checkpoint / "model", device=device)  # after the model loaded, from inside .to()
     if not torch.cuda.is_available():
         argv = ["probe", str(checkpoint / "model"), "--device", "cuda", "--out", str(tmp_path / "out")]
         assert main(argv) == 2

@@ -31,6 +31,7 @@ def load_encoder(path, attn_implementation=None, trust_remote_code=False, device
     `hf_minattn.model_source.find_model` found), as from_pretrained finds them; the model is in eval mode on `device`.
     `trust_remote_code` runs modeling code saved with the model; MinAttn models do not need it where hf_minattn is
     installed (importing it registers MinAttn with the Auto classes)."""
+    device = resolve_device(device, flag="device")  # before any download: torch's own error comes after the load
     source = path if isinstance(path, ModelSource) else find_model(path, revision)
     require_tokenizer_files(source)
     check_tokenizer_json(source.folder, f"the tokenizer of {source.name!r}")  # before the model loads
@@ -163,8 +164,9 @@ def _to_cpu(value):
     return value.cpu() if hasattr(value, "cpu") else value
 
 
-def resolve_device(device: str | None) -> str:
-    """"cuda" when a GPU is there and no device is asked for; a clear error for a device torch cannot use."""
+def resolve_device(device: str | None, flag: str = "--device") -> str:
+    """"cuda" when a GPU is there and no device is asked for; a clear error for a device torch cannot use, naming
+    it as `flag` gives it."""
     import torch
 
     if device is None:
@@ -173,10 +175,10 @@ def resolve_device(device: str | None) -> str:
         torch.empty(0, device=device)
         is_meta = torch.device(device).type == "meta"
     except (RuntimeError, AssertionError) as error:  # e.g. "Torch not compiled with CUDA enabled"
-        raise ValueError(f"--device {device!r} cannot be used here ({error}); expected 'cpu' or an available GPU "
+        raise ValueError(f"{flag} {device!r} cannot be used here ({error}); expected 'cpu' or an available GPU "
                          f"such as 'cuda'") from None
     if is_meta:  # accepted by torch, but its tensors hold no values: the first pass failed deep in the model
-        raise ValueError(f"--device {device!r} holds shapes but no values, so no model can run there; expected 'cpu' "
+        raise ValueError(f"{flag} {device!r} holds shapes but no values, so no model can run there; expected 'cpu' "
                          "or an available GPU such as 'cuda'")
     return device
 
