@@ -208,5 +208,6 @@ def own_start_lines(e: dict) -> list[str]:
         order = ("before" if step < exit_["low"] else "after" if step > exit_["high"] else "as")
         where = (f"the full model's divergence stays above its own step-0 interval from step {step} on, {order} "
                  f"the plateau exit (step {ci(exit_)})")
-    return ["", f"Read against the heads' own start instead (not in PROTOCOL.md: a reading added after version 1's confirmation run, outside the decision rule): {fall}"
+    return ["", "Read against the heads' own start instead (not in PROTOCOL.md: a reading added after version 1's "
+                f"confirmation run, outside the decision rule): {fall}"
                 f"{where[0].upper()}{where[1:]} (mean over seeds, 95% t-intervals, the table below)."]

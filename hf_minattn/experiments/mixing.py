@@ -10,8 +10,8 @@ self-share counts once.
 
 The comparisons (one Holm family):
 - full - uniform: does rollout attribute more (or less) of a word to its own input with trained attention than with
-  attention spread evenly, at the same residual weights? Rollout's construction alone gives most of a word to the others; this is the part attention
-  chooses.
+  attention spread evenly, at the same residual weights? Rollout's construction alone gives most of a word to the
+  others; this is the part attention chooses.
 - full - untrained: what training changed, at each one's own measured weights.
 """
 

@@ -43,9 +43,9 @@ SETTINGS = {
     # tokens (2.5M tokens, about 1.4 passes over the default corpus's training split) in bf16 autocast, two at a time
     # with one thread each (11% more runs per minute than one at a time with two threads, measured in fp32 on 150
     # steps: 34 s against 38 s a run), then re-scoring, the word-similarity dynamics (10 saved states a run), the
-    # floors and the probes of the full and the untrained model at every seed. Where the CPU has no native bf16 it
-    # trains in fp32, two to four times as long. The `small` shape narrowed to hidden 128 (feed-forward 512): with the
-    # untied output layer it learns more in the same minutes than hidden 256 (docs/recipe.md, "The experiments' recipe").
+    # floors and the probes of the full and the untrained model at every seed; without native bf16, fp32 (two to four
+    # times as long). The `small` shape narrowed to hidden 128 (feed-forward 512): with the untied output layer it
+    # learns more in the same minutes than hidden 256 (docs/recipe.md, "The experiments' recipe").
     # Each variant trains at its own learning rate, the best of 2e-3 x 0.5, 1 and 2 on the exploration seeds (and of
     # 5e-4 too where 1e-3 was best: benchmarks/lr_study.py). The pretrained reference (all-MiniLM-L6-v2) is probed on
     # the same corpus, pairs, homonyms and sentences, and answers 5-7 set it beside ours; its probe (about 2

@@ -33,8 +33,8 @@ def matched_word2vec(settings: dict, tokenizer, corpus, corpus_words, vocab, see
                      corpus_tokens: int | None = None) -> tuple:
     """(rows aligned to `vocab`, what was matched) of a word2vec with the probes' settings but as many passes over
     the corpus as the model made (`matched_word2vec_settings`). The tuned word2vec (20 epochs) sees about 14 times
-    the text the full preset's model sees (about 1.4 passes). `corpus_tokens`: the corpus's token count where already counted (it is the same
-    at every seed)."""
+    the text the full preset's model sees (about 1.4 passes). `corpus_tokens`: the corpus's token count where already
+    counted (it is the same at every seed)."""
     from hf_minattn.probes.benchmarks import WORD2VEC_SETTINGS, cached_word2vec, word2vec_rows
 
     corpus_tokens = corpus_tokens or corpus_token_count(tokenizer, corpus)
