@@ -150,7 +150,8 @@ def test_heads_may_recur_only_where_the_gap_lies_above_the_null_of_the_same_matc
     assert div["null_within_minus_matched"]["layer_0"]["estimate"] == pytest.approx(0.02)
     assert all("verdict" not in d for d in div["null_within_minus_matched"].values())
     q4 = text("q4", with_null)
-    assert "In 1 of 2 layers (layer 0) the gap's interval (as if independent) lies above that of its null" in q4
+    assert ("In 1 of 2 layers (layer 0) the gap's interval (as if independent) lies above 0 and above that of its "
+            "null") in q4
     assert "may recur from seed to seed at their layer" in q4 and "null: matched against other layers" in q4
     no_gap = copy.deepcopy(with_null)
     no_gap["head_divergence"]["full"]["matched_other_layers"] = no_gap["head_divergence"]["full"]["matched"]
@@ -387,12 +388,17 @@ def test_the_reference_encoders_circuits_sentence_follows_its_head_intervals():
 
     (two,) = line([(0.6, 0.7), (0.05, 0.2), (-0.1, 0.1)])
     assert two.startswith("- In a model trained at scale (all-MiniLM-L6-v2, measured the same way on its own 400 "
-                          "most frequent tokens): in layer 0, the query-key logits of 2 of 3 heads correlate with "
+                          "most frequent tokens): in layer 0, the query-key logits of 2 of 3 heads correlate positively with "
                           "how similar the token embeddings are (1 closely); 1 of 3 copy the token they attend to into "
                           "their output")
     assert two.endswith("its heads' correlations run from 0.00 to 0.65.")
     (none,) = line([(-0.1, 0.1), (-0.3, -0.1), (-0.05, 0.02)], (0.1, 0.1, 0.1))
     assert "in layer 0, the query-key logits of none of the 3 heads are shown" in none and "none copies the" in none
+    assert "(every interval includes 0 or is below it: 1 below)" in none  # a head against the similarity is said
+    leaning = with_reference_circuits(probes(), [(-0.1, 0.1)] * 3, (0.9, 0.9, 0.1))
+    leaning["reference"]["circuits"]["ov_self_rank"] = [300.0, 1.0, 1.0]  # head 0: its own token ranks far down
+    (text,) = [x for x in circuits_lines(answers(leaning)["q3_circuits"]) if "all-MiniLM-L6-v2" in x]
+    assert "1 of 3 copy the token they attend to into their output (1 more leans to it" in text  # was "1 of 3" alone
     assert not [x for x in circuits_lines(answers(with_circuits(probes(), (0.2, 0.3, 0.25)))["q3_circuits"])
                 if "trained at scale" in x]  # a run without the reference's circuits: no line
 

@@ -261,3 +261,42 @@ def test_one_pair_of_seeds_counts_no_layer_as_recurring():
     one_pair = recurrence_sentence([point(0.25, 1)], [point(-0.02, 1)], 1)
     assert "not shown" in one_pair and "may recur" not in one_pair
     assert "may recur" in recurrence_sentence([point(0.25, 3, 0.05)], [point(-0.02, 3, 0.05)], 1)
+    # a gap below 0 is no recurrence, however far below it its null lies (layer 0 of the committed run)
+    assert "may recur" not in recurrence_sentence([point(-0.0016, 5, 0.0012)], [point(-0.254, 5, 0.02)], 1)
+
+
+def test_q2_says_what_training_put_into_the_input_embeddings_by_q5s_verdict(results):
+    """"no similarity between related words until training puts it there" was fixed text, whatever Q5 found: the
+    sentence now follows the trained static vectors against random ones."""
+    from hf_minattn.experiments.findings_training import trained_static_sentence
+
+    c = results["answers"]["q5"]["comparisons"]["static_vs_random"]
+    c.update(estimate=0.2, low=0.1, high=0.3, p=0.001, p_holm=0.005, verdict="higher", method="crossed")
+    assert trained_static_sentence(results).startswith("on WordSim-353 the trained input embeddings rank related "
+                                                       "words closer than random vectors do (Q5: trained static")
+    c.update(estimate=0.0, low=-0.1, high=0.1, p=0.9, p_holm=1.0, verdict="unresolved")
+    assert "are not told apart from random vectors" in trained_static_sentence(results)
+
+
+def test_absent_rows_moved_anyway_only_where_some_moved(results):
+    """"moved anyway, because the masking ..." was written for 0 moved rows too."""
+    from hf_minattn.experiments.findings_training import unmoved_rows_lines
+
+    q1 = results["answers"]["q1"]
+    q1["rows"]["not_in_text"].update(rows=5, moved=5)
+    assert "5 of 5 rows moved anyway, because the masking" in unmoved_rows_lines(q1)[-1]
+    q1["rows"]["not_in_text"].update(moved=0)
+    assert unmoved_rows_lines(q1)[-1] == "- Tokens absent from the training text: 0 of 5 rows moved."
+
+
+def test_q7_prints_the_untrained_models_residual_weights_its_answer_rests_on(results):
+    """The answer says the untrained model's layers measure larger residual weights: those weights are printed."""
+    from hf_minattn.experiments.findings_probes import q7_mixing_lines
+
+    mixing = results["answers"]["q7"]["mixing"]
+    line = next(x for x in q7_mixing_lines(mixing) if x.startswith("The residual weight measured"))
+    from hf_minattn.experiments.findings_format import ci
+
+    assert f"; untrained: {', '.join(ci(w) for w in mixing['residual_weight']['untrained'])}" in line
+    del mixing["residual_weight"]["untrained"]
+    assert "untrained" not in next(x for x in q7_mixing_lines(mixing) if x.startswith("The residual weight measured"))

@@ -59,17 +59,21 @@ def across_seeds_lines(div: dict, layers: int) -> list[str]:
 
 
 def recurrence_sentence(gaps: list[dict], nulls: list[dict], layers: int) -> str:
-    """How many layers' gaps lie above their null gaps, interval against interval (both as if independent); one pair
-    of seeds gives points, not intervals, and counts no layer."""
+    """How many layers' gaps lie above 0 and above their null gaps, interval against interval (both as if
+    independent): a gap below 0 (heads matched across seeds further apart than the heads of one layer) is no
+    recurrence, however far below it its null lies; one pair of seeds gives points, not intervals, and counts no
+    layer."""
     if any(d["n"] < 2 for d in (*gaps, *nulls)):
         return ("One pair of seeds gives each gap and its null as a point, not an interval: recurrence of heads from "
                 "seed to seed is not shown.")
-    above = [l for l, (g, n) in enumerate(zip(gaps, nulls)) if g["low"] > n["high"]]
+    above = [l for l, (g, n) in enumerate(zip(gaps, nulls)) if g["low"] > max(n["high"], 0)]
     if not above:
-        return ("In no layer does the gap's interval (as if independent) lie above that of its null, the same matching "
-                "against the other layers of the other seed: recurrence of heads from seed to seed is not shown.")
+        return ("In no layer does the gap's interval (as if independent) lie above 0 and above that of its null, the "
+                "same matching against the other layers of the other seed: recurrence of heads from seed to seed is "
+                "not shown.")
     return (f"In {len(above)} of {layers} layers (layer{'s' if len(above) > 1 else ''} "
-            f"{', '.join(str(l) for l in above)}) the gap's interval (as if independent) lies above that of its null, "
+            f"{', '.join(str(l) for l in above)}) the gap's interval (as if independent) lies above 0 and above that "
+            "of its null, "
             "the same matching against the other layers of the other seed: a description of heads whose behaviour "
             "may recur from seed to seed at their layer, not a test of it.")
 
@@ -190,14 +194,14 @@ def early_timing_lines(e: dict) -> list[str]:
 
 def own_start_lines(e: dict) -> list[str]:
     """The early timing read against the model's own start instead of the control (not in the protocol): where the
-    control's divergence falls below its step-0 interval, part of the full model's excess over it is that fall. The
+    control's divergence falls below its step-0 interval, the full model's excess over it includes that fall. The
     step from which the full model's divergence (mean over seeds) stays above its own step-0 interval, against the
     plateau exit."""
     ctrl, steps, step = e["control_divergence"], e["steps"], st.own_start_step(e)
     lowest = min(range(len(steps)), key=lambda i: ctrl[i]["estimate"])
     fall = (f"the control's divergence falls from {num(ctrl[0]['estimate'])} at step {steps[0]} to "
-            f"{num(ctrl[lowest]['estimate'])} at step {steps[lowest]}, so part of the early excess over it is that "
-            "fall. " if ctrl[lowest]["high"] < ctrl[0]["low"] else "")
+            f"{num(ctrl[lowest]['estimate'])} at step {steps[lowest]}, so the early excess over it includes that fall (how "
+            "much of it, the table below shows). " if ctrl[lowest]["high"] < ctrl[0]["low"] else "")
     exit_ = e["plateau_exit"]
     if step is None:
         where = "the full model's divergence does not stay above its step-0 interval on this grid"

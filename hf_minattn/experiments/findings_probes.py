@@ -323,12 +323,13 @@ def q7_mixing_lines(mixing: dict) -> list[str]:
                                ("our model, untrained", "untrained"))]
     if ref:
         rows.append([ref["name"], *(ci(ref[w]["self_share"]) for w in ("measured", "half"))])
-    weights = mixing["residual_weight"]["full"]
+    weights, untrained = mixing["residual_weight"]["full"], mixing["residual_weight"].get("untrained")
     lines = [f"A word's share of its own input after the last layer, mean over {mixing['sentences']} sentences and "
              f"{mixing['seeds']} seeds (95% crossed bootstrap over seeds and sentences):",
              *table(["model", "residual weight measured", "residual weight 0.5"], rows), "",
              "The residual weight measured from the layers' norms, ||r|| / (||r|| + ||attention output||), per layer "
              f"(trained): {', '.join(ci(w) for w in weights)}"
+             + (f"; untrained: {', '.join(ci(w) for w in untrained)}" if untrained else "")
              + (f"; {ref['name']}: {', '.join(num(w) for w in ref['residual_weight'])}" if ref else "") + "."]
     if ref and ref["name"] in REFERENCE_DESCRIPTIONS:
         lines += ["", f"{ref['name']} {REFERENCE_DESCRIPTIONS[ref['name']]}"]
@@ -362,12 +363,14 @@ def q7_section(q7: dict, fig, scale: dict | None = None) -> list[str]:
         "Every row of a head's attention sums to one, so each head is a weighted directed graph over the tokens; but "
         "residual connections carry each word's own vector through, and each layer mixes what earlier layers mixed. "
         "Attention rollout (Abnar & Zuidema) follows both: it multiplies the layers' head-averaged attention, each "
-        "with the residual added (0.5 A + 0.5 I), and gives the share of each input word in a word's representation. "
+        "with the residual added (w I + (1 - w) A, w the residual weight: measured from each layer's norms where the "
+        "tables say so, Abnar & Zuidema's 0.5 otherwise), and gives the share of each input word in a word's "
+        "representation. "
         "Norm-weighted attention (Kobayashi et al.) scales each weight by the size of the vector it moves; both are "
         "drawn beside the raw graph in the probe reports.",
         "",
-        f"For \"{q7['sentence']}\", after layer {block_output(q7['layer'])}, the strongest rollout edges between different words "
-        "(mean over seeds, 95% t-interval):",
+        f"For \"{q7['sentence']}\", after layer {block_output(q7['layer'])}, the strongest rollout edges between "
+        "different words (residual weight 0.5; mean over seeds, 95% t-interval):",
         *table(["edge", "share"], [[edge, ci(w)] for edge, w in q7["strongest"]]),
         "",
         "- Each seed's graphs (raw, norm-weighted, rollout, flow) are in `probes/full/seed<k>/` (attention_graph.json "

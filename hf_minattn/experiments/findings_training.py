@@ -115,9 +115,10 @@ def unmoved_rows_lines(q1: dict) -> list[str]:
                         f"{never['moved']} of {never['rows']} moved (up to {num(never['max_drift'])}), though they "
                         f"never received a gradient: weight decay ({q1['weight_decay']}) or the optimiser moves them, "
                         "so the drift of rare rows is not only learning."))
-    return lines + [f"- Tokens absent from the training text: {rows['not_in_text']['moved']} of "
-                    f"{rows['not_in_text']['rows']} rows moved anyway, because the masking replaces a tenth of the "
-                    "masked tokens by random ids, which makes them inputs."]
+    absent = rows["not_in_text"]
+    why = (" anyway, because the masking replaces a tenth of the masked tokens by random ids, which makes them inputs"
+           if absent["moved"] else "")
+    return lines + [f"- Tokens absent from the training text: {absent['moved']} of {absent['rows']} rows moved{why}."]
 
 
 GROUP_NAMES = {"word_embeddings": "word embeddings", "position_embeddings": "position embeddings",
@@ -170,6 +171,18 @@ def loss_allocation_lines(lca: dict | None, fig) -> list[str]:
     return lines + [fig("loss_allocation", "cumulative loss change allocation per group (mean over seeds)")]
 
 
+def trained_static_sentence(results: dict) -> str:
+    """Whether training put word similarity into the input embeddings: Q5's trained static vectors against random
+    ones on WordSim-353, by its verdict."""
+    c = ((results["answers"].get("q5") or {}).get("comparisons") or {}).get("static_vs_random")
+    if not c:
+        return "whether training puts some there is Q5's question"
+    return ("on WordSim-353 the trained input embeddings "
+            + compared(c, "rank related words closer than random vectors do", "rank them as random vectors do",
+                       "rank them less close than random vectors do", "are not told apart from random vectors")
+            + f" (Q5: trained static - random, Spearman {ci(c)})")
+
+
 def q2_section(results: dict, fig) -> list[str]:
     q2 = results["answers"]["q2"]
     diff, matched, dyn = q2["frozen_minus_full"], q2.get("frozen_matched_minus_full"), q2["gain_full_minus_frozen"]
@@ -186,7 +199,7 @@ def q2_section(results: dict, fig) -> list[str]:
         f"{mf.get('intermediate_size')} units, so that {mf.get('parameters')} parameters are trained against the full "
         f"model's {mf.get('full_parameters')}; it reaches {ci(q2.get('frozen_matched_share_of_gain'), '%')} of the full "
         "model's gain over the unigram floor. Random vectors are distinct, so the layers above can learn to read them, "
-        "but they carry no similarity between related words until training puts it there.",
+        f"but they carry no similarity between related words; {trained_static_sentence(results)}.",
         "",
         f"- Without the capacity given back (the same shape, {mf.get('unmatched_parameters')} trainable parameters): "
         + compared(diff, "worse", "no different", "better")
@@ -330,7 +343,8 @@ def circuits_lines(c: dict | None) -> list[str]:
     lines += reference_circuits_lines(c.get("reference"))
     if start and delta:
         lines += ["", "- The normally initialised model's form against the one started at W = I: "
-                  + (compared(delta, "closer to the embedding similarity", "as close", "further from it", "not told apart")
+                  + (compared(delta, "closer to the embedding similarity", "as close", "further from the embedding "
+                             "similarity", "not told apart")
                      if identity and identity["n"] >= st.MIN_SEEDS_FOR_INTERVALS else "no verdict from fewer than 3 seeds")
                   + "."]
     return lines
@@ -343,7 +357,9 @@ def reference_circuits_lines(ref: dict | None) -> list[str]:
         return []
     from hf_minattn.probes.report.circuits import headline_text
 
-    headline = headline_text(ref["heads"], ref["follow"], ref["closely"], ref["copies"])
+    against = sum(d["high"] < 0 for d in ref["identity"]) if ref.get("identity") else None  # as the probe counts
+    headline = headline_text(ref["heads"], ref["follow"], ref["closely"], ref["copies"], leans=ref.get("leans"),
+                             against=against)
     spread = (f"; its heads' correlations run from {ref['range'][0]:.2f} to {ref['range'][1]:.2f}" if ref["range"]
               else "")
     return ["", f"- {AT_SCALE[0].upper() + AT_SCALE[1:]} ({ref['name']}, measured the same way on its own "
