@@ -94,13 +94,13 @@ def architecture_of(folder: Path) -> str:
     return architectures[0]
 
 
-def check_weight_files(folder: Path) -> None:
-    """A ValueError naming the first weight file to upload whose safetensors header cannot be read (empty, truncated,
-    not safetensors): from_pretrained would fail on it after the upload."""
+def check_weight_files(folder: Path, files: list[Path]) -> None:
+    """A ValueError naming the first weight file among `files` (those to upload, relative to `folder`) whose
+    safetensors header cannot be read (empty, truncated, not safetensors): from_pretrained would fail on it after the
+    upload."""
     from safetensors import safe_open
 
-    uploaded = {folder / path for path in files_to_upload(folder)}
-    for path in sorted(p for p in folder.glob("*.safetensors") if p in uploaded):
+    for path in sorted(folder / f for f in files if f.parent == Path(".") and f.suffix == ".safetensors"):
         try:
             with safe_open(path, framework="pt") as weights:
                 weights.keys()
@@ -187,7 +187,8 @@ def check_model_folder(folder, repo_id: str = "model", force: bool = False) -> t
     if missing:
         raise ValueError(f"{folder} is not a saved model folder: missing {', '.join(missing)}")
     architecture = architecture_of(folder)
-    check_weight_files(folder)
+    files = files_to_upload(folder)
+    check_weight_files(folder, files)
     unfinished = None if force else unfinished_run(folder)
     if unfinished:
         raise ValueError(f"{folder} holds an unfinished training run: {unfinished}; push the folder of the finished "
@@ -197,7 +198,7 @@ def check_model_folder(folder, repo_id: str = "model", force: bool = False) -> t
         validate_model_card(folder / "README.md", pipeline_tag=HEADS[architecture].pipeline_tag)
     else:
         generated = minimal_model_card(folder, repo_id, architecture)
-    return files_to_upload(folder), generated
+    return files, generated
 
 
 def push_folder(folder, repo_id: str, dry_run: bool = False, private: bool | None = None, revision: str | None = None,
